@@ -1,0 +1,280 @@
+//! Assembles the server: configuration, state, every service's `router()`
+//! merged in one place, background workers, and start/stop.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
+
+use axum::extract::{DefaultBodyLimit, FromRef, State};
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::{oneshot, Notify};
+
+use crate::platform::admission::{self, Admission};
+use crate::platform::auth::TokenKeys;
+use crate::platform::crypto::PiiCipher;
+use crate::platform::error::ApiError;
+use crate::platform::metrics;
+use crate::platform::secrets::Secrets;
+use crate::services::booking;
+use crate::store::{Store, StoreLimits, StoreUrl};
+
+/// Where data and secrets live.
+#[derive(Clone, Debug, clap::Args)]
+pub struct StoreArgs {
+    /// sqlite:PATH or postgres://user@host:port/db (default sqlite:DATA_DIR/throng.db).
+    #[arg(long, env = "THRONG_STORE")]
+    pub store: Option<StoreUrl>,
+    /// Folder for the SQLite file and generated secrets (PII key, token secret).
+    #[arg(long, env = "THRONG_DATA_DIR", default_value = "./throng-data")]
+    pub data_dir: PathBuf,
+    /// Write commands applied in one transaction at most (group commit).
+    #[arg(long, env = "THRONG_BATCH_COMMANDS_MAX", default_value_t = 512)]
+    pub batch_commands_max: usize,
+    /// Read connections (SQLite) or pooled connections (PostgreSQL).
+    #[arg(long, env = "THRONG_READ_CONNECTIONS", default_value_t = 4)]
+    pub read_connections: usize,
+}
+
+impl StoreArgs {
+    pub fn url(&self) -> StoreUrl {
+        self.store.clone().unwrap_or_else(|| StoreUrl::Sqlite(self.data_dir.join("throng.db")))
+    }
+    pub fn limits(&self) -> StoreLimits {
+        StoreLimits {
+            batch_commands_max: self.batch_commands_max,
+            read_connections: self.read_connections,
+            ..StoreLimits::default()
+        }
+    }
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "THRONG_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Requests in flight at most; past it, 429 with Retry-After at once.
+    #[arg(long, env = "THRONG_IN_FLIGHT_MAX", default_value_t = 1024)]
+    pub in_flight_max: usize,
+    /// Seconds sent in Retry-After when over capacity.
+    #[arg(long, env = "THRONG_RETRY_AFTER_S", default_value_t = 1)]
+    pub retry_after_s: u64,
+    /// Request bodies over this many bytes get 413.
+    #[arg(long, env = "THRONG_BODY_LIMIT_BYTES", default_value_t = 64 * 1024)]
+    pub body_limit_bytes: usize,
+    /// Per-client rate limit (GCRA), requests per second; off when absent.
+    #[arg(long, env = "THRONG_RATE_LIMIT_PER_S")]
+    pub rate_limit_per_s: Option<u32>,
+    /// Burst allowed by the per-client rate limit.
+    #[arg(long, env = "THRONG_RATE_LIMIT_BURST", default_value_t = 20)]
+    pub rate_limit_burst: u32,
+    /// Take the client address from X-Forwarded-For (behind HAProxy).
+    #[arg(long, env = "THRONG_TRUST_FORWARDED_FOR")]
+    pub trust_forwarded_for: bool,
+    /// SMS gateway webhook (http://...); confirmations go to the log when absent.
+    #[arg(long, env = "THRONG_NOTIFY_WEBHOOK")]
+    pub notify_webhook: Option<String>,
+    /// Do not run the confirmation worker on this node.
+    #[arg(long, env = "THRONG_NO_NOTIFIER")]
+    pub no_notifier: bool,
+    /// Seed a small demo data set when the store is empty.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub keys: Arc<TokenKeys>,
+    pub pii: Arc<PiiCipher>,
+    pub booking: Arc<BookingState>,
+}
+
+pub struct BookingState {
+    /// Wakes the confirmation worker when a registration commits.
+    pub notify_worker: Arc<Notify>,
+}
+
+impl FromRef<AppState> for Arc<TokenKeys> {
+    fn from_ref(s: &AppState) -> Self {
+        s.keys.clone()
+    }
+}
+
+/// Opens the store and checks that the PII key is the one its data was sealed
+/// with (a fingerprint is kept in `meta`).
+pub async fn open_store(args: &StoreArgs) -> anyhow::Result<(Store, Secrets)> {
+    let secrets = Secrets::load_or_create(&args.data_dir)?;
+    let store = Store::open(&args.url(), args.limits()).await?;
+    let pii = PiiCipher::new(&secrets.pii_key);
+    let stored = store.meta_set_once("pii_key_fingerprint", pii.fingerprint()).await?;
+    if stored != pii.fingerprint() {
+        anyhow::bail!(
+            "the personal data in {} was sealed with another PII key than {}; start with the \
+             data directory (or THRONG_PII_KEY) that this store was created with",
+            args.url(),
+            args.data_dir.join("pii.key").display()
+        );
+    }
+    Ok((store, secrets))
+}
+
+pub fn router(state: AppState, args: &ServeArgs) -> Router {
+    let adm = Admission::new(
+        args.in_flight_max,
+        args.retry_after_s,
+        args.rate_limit_per_s,
+        args.rate_limit_burst,
+        args.trust_forwarded_for,
+    );
+    Router::new()
+        .route("/", get(index))
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics_text))
+        .route("/openapi.json", get(openapi_json))
+        .merge(booking::http::router())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(args.body_limit_bytes))
+        .layer(axum::middleware::from_fn_with_state(adm, admission::middleware))
+        .with_state(state)
+}
+
+/// A running server: its address and how to stop it.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<()>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops accepting, lets requests in flight finish, stops workers.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.server).await;
+        for w in &self.workers {
+            w.abort();
+        }
+    }
+
+    /// Waits until the server stops (it stops on `stop` or a fatal error).
+    pub async fn wait(&mut self) {
+        let _ = (&mut self.server).await;
+    }
+
+    pub fn shutdown_handle(&mut self) -> Option<oneshot::Sender<()>> {
+        self.shutdown.take()
+    }
+}
+
+pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
+    let notifier = booking::notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
+    let (store, secrets) = open_store(&args.store).await?;
+    if args.demo {
+        booking::seed::seed_demo_if_empty(&store).await?;
+    }
+    let state = AppState {
+        store: store.clone(),
+        keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
+        pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
+        booking: Arc::new(BookingState { notify_worker: Arc::new(Notify::new()) }),
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let app = router(state.clone(), &args);
+    let (tx, rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            });
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, "server stopped");
+        }
+    });
+    let mut workers = Vec::new();
+    if !args.no_notifier {
+        workers.push(booking::notifier::spawn(
+            store,
+            state.pii.clone(),
+            notifier,
+            state.booking.notify_worker.clone(),
+        ));
+    }
+    tracing::info!(%addr, store = %args.store.url(), "throng listening");
+    Ok(Running { addr, state, shutdown: Some(tx), server, workers })
+}
+
+async fn health() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#)
+}
+
+async fn ready(State(st): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    st.store.ping().await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ready"}"#))
+}
+
+async fn metrics_text() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render())
+}
+
+static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
+    use utoipa::OpenApi;
+    let mut doc = booking::http::BookingApi::openapi();
+    doc.info = utoipa::openapi::InfoBuilder::new()
+        .title("throng")
+        .version(env!("CARGO_PKG_VERSION"))
+        .description(Some(
+            "Public web services that hold under a crowd. Every error is \
+             {\"error\":{\"code\":\"...\",\"message\":\"...\"}}; over capacity the answer is 429 \
+             with Retry-After. Platform endpoints: GET /health, GET /ready, GET /metrics.",
+        ))
+        .build();
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "bearer",
+        utoipa::openapi::security::SecurityScheme::Http(
+            utoipa::openapi::security::HttpBuilder::new()
+                .scheme(utoipa::openapi::security::HttpAuthScheme::Bearer)
+                .bearer_format("JWT")
+                .build(),
+        ),
+    );
+    doc.to_pretty_json().expect("the OpenAPI document serializes")
+});
+
+async fn openapi_json() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON.as_str()).into_response()
+}
+
+async fn index() -> Html<&'static str> {
+    Html(include_str!("index.html"))
+}
+
+async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "route_not_found",
+        format!("no route for {method} {}; see /openapi.json", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}; see /openapi.json", uri.path()),
+    )
+}

@@ -1,0 +1,97 @@
+//! Prometheus metrics: requests by route and status, latency, in-flight,
+//! 429s, writer batch size and commit time. Rendered at `GET /metrics`.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
+};
+
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: IntCounterVec,
+    pub http_latency_seconds: HistogramVec,
+    pub http_in_flight: IntGauge,
+    pub http_rejected_429: IntCounter,
+    pub store_write_batch_commands: Histogram,
+    pub store_commit_seconds: Histogram,
+    pub notifier_delivered: IntCounter,
+    pub notifier_failures: IntCounter,
+}
+
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let registry = Registry::new();
+    let http_requests = IntCounterVec::new(
+        Opts::new("throng_http_requests_total", "HTTP requests by route, method and status"),
+        &["route", "method", "status"],
+    )
+    .unwrap();
+    let http_latency_seconds = HistogramVec::new(
+        HistogramOpts::new("throng_http_request_duration_seconds", "HTTP request latency")
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0, 2.5, 5.0,
+            ]),
+        &["route"],
+    )
+    .unwrap();
+    let http_in_flight = IntGauge::new("throng_http_in_flight", "HTTP requests in flight").unwrap();
+    let http_rejected_429 = IntCounter::new(
+        "throng_http_rejected_429_total",
+        "Requests answered 429 by admission control or the rate limit",
+    )
+    .unwrap();
+    let store_write_batch_commands = Histogram::with_opts(
+        HistogramOpts::new("throng_store_write_batch_commands", "Write commands per committed batch")
+            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]),
+    )
+    .unwrap();
+    let store_commit_seconds = Histogram::with_opts(
+        HistogramOpts::new("throng_store_commit_seconds", "Time to apply and commit one batch")
+            .buckets(vec![0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0]),
+    )
+    .unwrap();
+    let notifier_delivered =
+        IntCounter::new("throng_notifier_delivered_total", "Notifications handed to the notifier")
+            .unwrap();
+    let notifier_failures = IntCounter::new(
+        "throng_notifier_failures_total",
+        "Failed notification attempts (each is retried)",
+    )
+    .unwrap();
+    registry.register(Box::new(http_requests.clone())).unwrap();
+    registry.register(Box::new(http_latency_seconds.clone())).unwrap();
+    registry.register(Box::new(http_in_flight.clone())).unwrap();
+    registry.register(Box::new(http_rejected_429.clone())).unwrap();
+    registry.register(Box::new(store_write_batch_commands.clone())).unwrap();
+    registry.register(Box::new(store_commit_seconds.clone())).unwrap();
+    registry.register(Box::new(notifier_delivered.clone())).unwrap();
+    registry.register(Box::new(notifier_failures.clone())).unwrap();
+    Metrics {
+        registry,
+        http_requests,
+        http_latency_seconds,
+        http_in_flight,
+        http_rejected_429,
+        store_write_batch_commands,
+        store_commit_seconds,
+        notifier_delivered,
+        notifier_failures,
+    }
+});
+
+pub fn observe_write_batch(commands: usize, elapsed: Duration) {
+    METRICS.store_write_batch_commands.observe(commands as f64);
+    METRICS.store_commit_seconds.observe(elapsed.as_secs_f64());
+}
+
+/// The Prometheus text exposition of every metric.
+pub fn render() -> String {
+    let mut buf = Vec::new();
+    TextEncoder::new()
+        .encode(&METRICS.registry.gather(), &mut buf)
+        .expect("text encoding never fails");
+    String::from_utf8(buf).unwrap_or_default()
+}

@@ -1,0 +1,271 @@
+//! Booking routes. Booking itself is public (citizens have no account); the
+//! statistics are for admins.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::model::{
+    Day, NewRegistration, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration,
+    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
+};
+use super::store::{self, CancelOutcome};
+use crate::app::AppState;
+use crate::platform::auth::{Caller, Role};
+use crate::platform::crypto;
+use crate::platform::error::{ApiError, ApiResult};
+use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/booking/places", get(list_places))
+        .route("/api/booking/places/{place_id}/slots", get(place_slots))
+        .route("/api/booking/registrations", post(register))
+        .route(
+            "/api/booking/registrations/{registration_id}",
+            get(get_registration).delete(cancel_registration),
+        )
+        .route("/api/booking/admin/stats", get(stats))
+        .merge(super::page::router())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PlacesQuery {
+    /// Places to skip (default 0).
+    skip: Option<i64>,
+    /// Places per page, 1 to 100 (default 20).
+    size: Option<i64>,
+}
+
+#[utoipa::path(get, path = "/api/booking/places", params(PlacesQuery), tag = "booking",
+    responses((status = 200, description = "A page of places: {places:[{id,name,address}], skip, size, total}")))]
+pub async fn list_places(
+    State(st): State<AppState>,
+    ApiQuery(q): ApiQuery<PlacesQuery>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let skip = q.skip.unwrap_or(0);
+    let size = q.size.unwrap_or(PLACES_PAGE_SIZE_DEFAULT);
+    if skip < 0 {
+        return Err(ApiError::invalid_field("skip: 0 or more"));
+    }
+    if !(1..=PLACES_PAGE_SIZE_MAX).contains(&size) {
+        return Err(ApiError::invalid_field(format!("size: 1 to {PLACES_PAGE_SIZE_MAX}")));
+    }
+    let (places, total) = store::list_places(&st.store, skip, size).await?;
+    Ok(Json(serde_json::json!({ "places": places, "skip": skip, "size": size, "total": total })))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct SlotsQuery {
+    /// First day, YYYY-MM-DD.
+    from: String,
+    /// Days from `from`, 1 to 14 (default 1).
+    days: Option<u32>,
+}
+
+#[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, ("place_id" = i64, Path)),
+    tag = "booking",
+    responses((status = 200, description = "Per day, each time slot with its start and whether it is free"),
+              (status = 404, description = "Unknown place")))]
+pub async fn place_slots(
+    State(st): State<AppState>,
+    ApiPath(place_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<SlotsQuery>,
+) -> ApiResult<Response> {
+    let from = Day::parse("from", &q.from)?;
+    let days = q.days.unwrap_or(1);
+    if !(1..=SLOT_QUERY_DAYS_MAX).contains(&days) {
+        return Err(ApiError::invalid_field(format!("days: 1 to {SLOT_QUERY_DAYS_MAX}")));
+    }
+    if !PlaceId::exists_in_range(place_id) {
+        return Err(place_not_found(place_id));
+    }
+    let Some((place, slots)) = store::place_slots(&st.store, place_id, from, days as i32).await? else {
+        return Err(place_not_found(place_id));
+    };
+    Ok(render_slots(&place, from, days as i32, &slots))
+}
+
+/// Renders the slot page by hand: this is the hottest read, and writing the
+/// JSON straight into one buffer avoids building a tree of values.
+fn render_slots(place: &super::model::Place, from: Day, days: i32, slots: &[store::SlotRow]) -> Response {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(64 + slots.len() * 48);
+    let _ = write!(out, "{{\"placeId\":{},\"from\":\"{}\",\"days\":[", place.id, from.to_text());
+    let mut i = 0;
+    for d in 0..days {
+        let day = from.plus(d);
+        if d > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"day\":\"{}\",\"slots\":[", day.to_text());
+        let mut first = true;
+        while i < slots.len() && slots[i].day == day {
+            let s = &slots[i];
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            let _ = write!(
+                out,
+                "{{\"timeSlot\":{},\"start\":\"{}\",\"free\":{}}}",
+                s.time_slot,
+                place.slot_start(s.time_slot),
+                s.free
+            );
+            i += 1;
+        }
+        out.push_str("]}");
+    }
+    out.push_str("]}");
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], out).into_response()
+}
+
+fn place_not_found(id: i64) -> ApiError {
+    ApiError::not_found("place_not_found", format!("no place with id {id}"))
+}
+
+#[utoipa::path(post, path = "/api/booking/registrations", tag = "booking",
+    request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}"),
+    responses((status = 201, description = "{registrationId, accessCode, placeId, day, timeSlot}"),
+              (status = 409, description = "slot_taken"), (status = 404, description = "place_not_found or slot_not_found"),
+              (status = 422, description = "invalid_field, naming the field"), (status = 429, description = "over capacity; see Retry-After")))]
+pub async fn register(
+    State(st): State<AppState>,
+    ApiJson(req): ApiJson<RegistrationRequest>,
+) -> ApiResult<Response> {
+    let new = req.parse()?;
+    let access_code = crypto::random_token(16);
+    let sealed = seal(&st, &new, &access_code);
+    let id = sealed.id.clone();
+    match store::try_register(&st.store, sealed).await? {
+        RegisterOutcome::Registered => {
+            st.booking.notify_worker.notify_one();
+            let body = serde_json::json!({
+                "registrationId": id,
+                "accessCode": access_code,
+                "placeId": new.place_id,
+                "day": new.day.to_text(),
+                "timeSlot": new.time_slot,
+            });
+            Ok((StatusCode::CREATED, Json(body)).into_response())
+        }
+        RegisterOutcome::SlotTaken => {
+            Err(ApiError::conflict("slot_taken", "this time slot is already taken; choose another"))
+        }
+        RegisterOutcome::PlaceNotFound => Err(place_not_found(new.place_id)),
+        RegisterOutcome::SlotNotFound => Err(ApiError::not_found(
+            "slot_not_found",
+            format!(
+                "place {} has no time slot {} on {}",
+                new.place_id,
+                new.time_slot,
+                new.day.to_text()
+            ),
+        )),
+    }
+}
+
+fn seal(st: &AppState, new: &NewRegistration, access_code: &str) -> SealedRegistration {
+    let id = uuid::Uuid::new_v4().to_string();
+    let person = serde_json::to_vec(&new.person).expect("person serializes");
+    SealedRegistration {
+        person_sealed: st.pii.seal(&id, &person),
+        id,
+        access_hash: crypto::hash_code(access_code),
+        place_id: new.place_id,
+        day: new.day,
+        time_slot: new.time_slot,
+        created_at_ms: crate::platform::clock::now_ms(),
+    }
+}
+
+fn access_code(headers: &HeaderMap) -> Option<&str> {
+    headers.get("x-access-code").and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+fn registration_not_found() -> ApiError {
+    // The same answer for a wrong code and a missing registration, so codes
+    // cannot be probed.
+    ApiError::not_found(
+        "registration_not_found",
+        "no registration with this id and access code (send it in X-Access-Code)",
+    )
+}
+
+/// Registration ids are UUIDs; anything else cannot exist.
+fn plausible_id(id: &str) -> bool {
+    id.len() == 36 && uuid::Uuid::parse_str(id).is_ok()
+}
+
+#[utoipa::path(get, path = "/api/booking/registrations/{registration_id}", tag = "booking",
+    params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
+    responses((status = 200, description = "The registration with the person's data"),
+              (status = 404, description = "Unknown id or wrong access code")))]
+pub async fn get_registration(
+    State(st): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<serde_json::Value>> {
+    let code = access_code(&headers).ok_or_else(registration_not_found)?;
+    if !plausible_id(&id) {
+        return Err(registration_not_found());
+    }
+    let reg = store::registration(&st.store, &id).await?.ok_or_else(registration_not_found)?;
+    if !crypto::code_matches(code, &reg.access_hash) {
+        return Err(registration_not_found());
+    }
+    let person_json = st.pii.open(&reg.id, &reg.person_sealed).ok_or_else(|| {
+        tracing::error!(registration_id = %reg.id, "sealed personal data does not open with this key");
+        ApiError::internal()
+    })?;
+    let person: serde_json::Value = serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
+    let place = store::place(&st.store, reg.place_id).await?;
+    Ok(Json(serde_json::json!({
+        "registrationId": reg.id,
+        "placeId": reg.place_id,
+        "placeName": place.as_ref().map(|p| p.name.clone()),
+        "day": reg.day.to_text(),
+        "timeSlot": reg.time_slot,
+        "start": place.as_ref().map(|p| p.slot_start(reg.time_slot)),
+        "createdAt": crate::platform::clock::rfc3339_ms(reg.created_at_ms),
+        "person": person,
+    })))
+}
+
+#[utoipa::path(delete, path = "/api/booking/registrations/{registration_id}", tag = "booking",
+    params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
+    responses((status = 204, description = "Cancelled; the slot is free again"),
+              (status = 404, description = "Unknown id or wrong access code")))]
+pub async fn cancel_registration(
+    State(st): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
+    let code = access_code(&headers).ok_or_else(registration_not_found)?;
+    if !plausible_id(&id) {
+        return Err(registration_not_found());
+    }
+    match store::cancel(&st.store, &id, code).await? {
+        CancelOutcome::Cancelled => Ok(StatusCode::NO_CONTENT),
+        CancelOutcome::NotFound => Err(registration_not_found()),
+    }
+}
+
+#[utoipa::path(get, path = "/api/booking/admin/stats", tag = "booking",
+    security(("bearer" = [])),
+    responses((status = 200, description = "Counts and the notifier's position in the event log"),
+              (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
+pub async fn stats(State(st): State<AppState>, caller: Caller) -> ApiResult<Json<store::BookingStats>> {
+    caller.require(Role::Admin)?;
+    Ok(Json(store::stats(&st.store, super::notifier::CONSUMER).await?))
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_places, place_slots, register, get_registration, cancel_registration, stats))]
+pub struct BookingApi;

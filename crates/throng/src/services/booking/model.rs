@@ -1,0 +1,277 @@
+//! Booking types parsed from input: each constructor checks its rule once,
+//! so the rest of the code holds only valid values.
+
+use serde::{Deserialize, Serialize};
+use time::{format_description::FormatItem, macros::format_description, Date};
+
+use crate::platform::error::ApiError;
+
+const DAY_FORMAT: &[FormatItem<'static>] = format_description!("[year]-[month]-[day]");
+/// Days a slot query may span at most.
+pub const SLOT_QUERY_DAYS_MAX: u32 = 14;
+/// Places per page at most.
+pub const PLACES_PAGE_SIZE_MAX: i64 = 100;
+pub const PLACES_PAGE_SIZE_DEFAULT: i64 = 20;
+/// Time slots per day at most (one per minute).
+pub const SLOTS_PER_DAY_MAX: i32 = 1440;
+pub const NAME_CHARS_MAX: usize = 200;
+pub const NATIONAL_ID_CHARS_MAX: usize = 32;
+pub const PHONE_DIGITS_MIN: usize = 6;
+pub const PHONE_DIGITS_MAX: usize = 15;
+pub const EMAIL_CHARS_MAX: usize = 254;
+
+/// A calendar day, stored as days since 1970-01-01.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Day(pub i32);
+
+impl Day {
+    pub fn parse(field: &str, text: &str) -> Result<Day, ApiError> {
+        let date = Date::parse(text, DAY_FORMAT).map_err(|_| {
+            ApiError::invalid_field(format!(
+                "{field}: '{}' is not a calendar date; expected YYYY-MM-DD",
+                truncate(text, 40)
+            ))
+        })?;
+        Ok(Day::from_date(date))
+    }
+    pub fn from_date(d: Date) -> Day {
+        Day(d.to_julian_day() - Date::from_calendar_date(1970, time::Month::January, 1).unwrap().to_julian_day())
+    }
+    pub fn date(self) -> Date {
+        Date::from_julian_day(self.0 + 2_440_588).unwrap_or(Date::MIN)
+    }
+    pub fn today() -> Day {
+        Day::from_date(time::OffsetDateTime::now_utc().date())
+    }
+    pub fn plus(self, days: i32) -> Day {
+        Day(self.0 + days)
+    }
+    pub fn to_text(self) -> String {
+        self.date().format(DAY_FORMAT).unwrap_or_default()
+    }
+}
+
+/// A place id: a positive integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaceId(pub i64);
+
+impl PlaceId {
+    /// Ids outside 1..=i32::MAX cannot exist; they answer like unknown ones.
+    pub fn exists_in_range(id: i64) -> bool {
+        (1..=i32::MAX as i64).contains(&id)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Place {
+    pub id: i64,
+    pub name: String,
+    pub address: String,
+    #[serde(skip)]
+    pub first_slot_minute: i32,
+    #[serde(skip)]
+    pub slot_minutes: i32,
+}
+
+impl Place {
+    /// "HH:MM" at which a time slot starts.
+    pub fn slot_start(&self, time_slot: i32) -> String {
+        let m = self.first_slot_minute + time_slot * self.slot_minutes;
+        format!("{:02}:{:02}", (m / 60) % 24, m % 60)
+    }
+}
+
+/// The person's data as sent; never logged, never in events or errors.
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Person {
+    pub name: String,
+    pub national_id: String,
+    pub phone: String,
+    pub email: String,
+}
+
+impl std::fmt::Debug for Person {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Person { .. }")
+    }
+}
+
+impl Person {
+    /// Checks every field; the error names the field and the accepted form,
+    /// never the value (it is personal data).
+    pub fn validate(mut self) -> Result<Person, ApiError> {
+        self.name = self.name.trim().to_string();
+        self.national_id = self.national_id.trim().to_string();
+        self.phone = self.phone.trim().to_string();
+        self.email = self.email.trim().to_string();
+        let n = self.name.chars().count();
+        if n == 0 || n > NAME_CHARS_MAX || self.name.chars().any(char::is_control) {
+            return Err(ApiError::invalid_field(format!(
+                "person.name: 1 to {NAME_CHARS_MAX} characters, no control characters"
+            )));
+        }
+        let id_ok = (1..=NATIONAL_ID_CHARS_MAX).contains(&self.national_id.len())
+            && self.national_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '-');
+        if !id_ok {
+            return Err(ApiError::invalid_field(format!(
+                "person.nationalId: 1 to {NATIONAL_ID_CHARS_MAX} letters, digits, '/' or '-'"
+            )));
+        }
+        let digits = self.phone.chars().filter(|c| c.is_ascii_digit()).count();
+        let phone_ok = (PHONE_DIGITS_MIN..=PHONE_DIGITS_MAX).contains(&digits)
+            && self
+                .phone
+                .chars()
+                .enumerate()
+                .all(|(i, c)| c.is_ascii_digit() || c == ' ' || (c == '+' && i == 0));
+        if !phone_ok {
+            return Err(ApiError::invalid_field(format!(
+                "person.phone: {PHONE_DIGITS_MIN} to {PHONE_DIGITS_MAX} digits, optional leading '+', spaces allowed"
+            )));
+        }
+        let email_ok = self.email.len() <= EMAIL_CHARS_MAX
+            && self.email.split_once('@').is_some_and(|(local, domain)| {
+                !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+            })
+            && !self.email.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !email_ok {
+            return Err(ApiError::invalid_field(format!(
+                "person.email: an address like name@example.org, at most {EMAIL_CHARS_MAX} characters"
+            )));
+        }
+        Ok(self)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegistrationRequest {
+    pub place_id: i64,
+    pub day: String,
+    pub time_slot: i64,
+    pub person: Person,
+}
+
+/// A registration request after every rule was checked.
+#[derive(Clone, Debug)]
+pub struct NewRegistration {
+    pub place_id: i64,
+    pub day: Day,
+    pub time_slot: i32,
+    pub person: Person,
+}
+
+impl RegistrationRequest {
+    pub fn parse(self) -> Result<NewRegistration, ApiError> {
+        let day = Day::parse("day", &self.day)?;
+        if self.place_id < 1 {
+            return Err(ApiError::invalid_field("placeId: a positive integer"));
+        }
+        if !(0..SLOTS_PER_DAY_MAX as i64).contains(&self.time_slot) {
+            return Err(ApiError::invalid_field(format!(
+                "timeSlot: an integer from 0 to {}",
+                SLOTS_PER_DAY_MAX - 1
+            )));
+        }
+        Ok(NewRegistration {
+            place_id: self.place_id,
+            day,
+            time_slot: self.time_slot as i32,
+            person: self.person.validate()?,
+        })
+    }
+}
+
+/// What a try-register did; the slot is decided by one conditional write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegisterOutcome {
+    Registered,
+    SlotTaken,
+    PlaceNotFound,
+    SlotNotFound,
+}
+
+/// A registration row with the person's data still sealed.
+#[derive(Clone, Debug)]
+pub struct StoredRegistration {
+    pub id: String,
+    pub access_hash: Vec<u8>,
+    pub place_id: i64,
+    pub day: Day,
+    pub time_slot: i32,
+    pub person_sealed: Vec<u8>,
+    pub created_at_ms: i64,
+}
+
+/// A registration ready to write: id, hashed access code, sealed person.
+#[derive(Clone, Debug)]
+pub struct SealedRegistration {
+    pub id: String,
+    pub access_hash: Vec<u8>,
+    pub place_id: i64,
+    pub day: Day,
+    pub time_slot: i32,
+    pub person_sealed: Vec<u8>,
+    pub created_at_ms: i64,
+}
+
+impl SealedRegistration {
+    /// The event payload: ids and the slot only, never personal data.
+    pub fn event_payload(&self) -> serde_json::Value {
+        serde_json::json!({
+            "registrationId": self.id,
+            "placeId": self.place_id,
+            "day": self.day.to_text(),
+            "timeSlot": self.time_slot,
+        })
+    }
+}
+
+pub const EVENT_CONFIRMED: &str = "RegistrationConfirmed";
+pub const EVENT_CANCELLED: &str = "RegistrationCancelled";
+pub const EVENT_SLOTS_OPENED: &str = "SlotsOpened";
+
+pub fn stream_of(registration_id: &str) -> String {
+    format!("booking-registration-{registration_id}")
+}
+
+fn truncate(s: &str, chars: usize) -> String {
+    s.chars().take(chars).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_round_trip_and_reject_impossible_dates() {
+        let d = Day::parse("day", "2026-12-01").unwrap();
+        assert_eq!(d.to_text(), "2026-12-01");
+        assert_eq!(Day::parse("day", "1970-01-01").unwrap().0, 0);
+        for bad in ["2026-02-30", "2026-13-01", "2026-1-1", "", "tomorrow", "2026-12-01T00:00"] {
+            assert!(Day::parse("day", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn person_rules() {
+        let ok = Person {
+            name: "Jana Nováková".into(),
+            national_id: "905123/1234".into(),
+            phone: "+421 900 123 456".into(),
+            email: "jana@example.sk".into(),
+        };
+        assert!(ok.clone().validate().is_ok());
+        let mut p = ok.clone();
+        p.phone = "12".into();
+        assert!(p.validate().unwrap_err().message.contains("person.phone"));
+        let mut p = ok.clone();
+        p.email = "no-at-sign".into();
+        assert!(p.validate().unwrap_err().message.contains("person.email"));
+        let mut p = ok;
+        p.national_id = "1' OR '1'='1".into();
+        assert!(p.validate().unwrap_err().message.contains("person.nationalId"));
+    }
+}

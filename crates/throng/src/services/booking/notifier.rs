@@ -1,0 +1,188 @@
+//! Confirmation SMS from a queue: a worker follows `RegistrationConfirmed`
+//! events in the log and hands each to the notifier, at least once, keeping
+//! its position durably in `consumer_positions`. It runs beside the request
+//! path and never blocks it: a slow or dead notifier only makes it lag.
+//!
+//! The event carries no personal data; the worker opens the sealed contact
+//! data only to hand the phone number to the SMS gateway (the webhook).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::Notify;
+
+use super::model::EVENT_CONFIRMED;
+use super::store;
+use crate::platform::crypto::PiiCipher;
+use crate::platform::metrics::METRICS;
+use crate::store::{Store, StoredEvent};
+
+pub const CONSUMER: &str = "booking-notifier";
+/// Events read from the log per round.
+const EVENTS_PER_ROUND_MAX: i64 = 256;
+/// Deliveries in flight at once.
+const DELIVERIES_IN_FLIGHT_MAX: usize = 16;
+/// Wait for new events at most this long before looking again.
+const IDLE_POLL_MS: u64 = 500;
+const RETRY_BACKOFF_MS_FIRST: u64 = 100;
+const RETRY_BACKOFF_MS_MAX: u64 = 30_000;
+const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
+
+#[derive(Clone)]
+pub enum Notifier {
+    /// Writes one line per confirmation to the log (no personal data).
+    Log,
+    /// POSTs JSON to an SMS gateway, with an `Idempotency-Key` header.
+    Webhook { url: String, client: reqwest::Client },
+}
+
+impl Notifier {
+    pub fn from_url(url: Option<&str>) -> anyhow::Result<Notifier> {
+        let Some(url) = url else { return Ok(Notifier::Log) };
+        if !url.starts_with("http://") {
+            anyhow::bail!("--notify-webhook must be an http:// URL (put a TLS-terminating proxy in front of an https gateway)");
+        }
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(WEBHOOK_TIMEOUT_MS))
+            .build()?;
+        Ok(Notifier::Webhook { url: url.to_string(), client })
+    }
+}
+
+enum Delivery {
+    Done,
+    /// Will not succeed by retrying (the gateway rejected it); logged, skipped.
+    Rejected,
+    Retry(String),
+}
+
+pub fn spawn(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move { run(store, pii, notifier, wake).await })
+}
+
+async fn run(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<Notify>) {
+    let mut position = retry_forever("read notifier position", || store.consumer_position(CONSUMER)).await;
+    loop {
+        let events = match store.events_after(position, EVENTS_PER_ROUND_MAX).await {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(error = %e, "notifier cannot read the event log; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let Some(last) = events.last().map(|e| e.position) else {
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
+            }
+            continue;
+        };
+        futures::stream::iter(events.into_iter().filter(|e| e.event_type == EVENT_CONFIRMED))
+            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| deliver_until_done(&store, &pii, &notifier, e))
+            .await;
+        retry_forever("save notifier position", || store.save_consumer_position(CONSUMER, last)).await;
+        position = last;
+    }
+}
+
+async fn retry_forever<T, E: std::fmt::Display, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut backoff_ms = RETRY_BACKOFF_MS_FIRST;
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) => {
+                tracing::warn!(error = %e, "{what} failed; retrying in {backoff_ms} ms");
+                tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+                backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MS_MAX);
+            }
+        }
+    }
+}
+
+async fn deliver_until_done(store: &Store, pii: &PiiCipher, notifier: &Notifier, event: StoredEvent) {
+    let mut backoff_ms = RETRY_BACKOFF_MS_FIRST;
+    loop {
+        match deliver(store, pii, notifier, &event).await {
+            Delivery::Done => {
+                METRICS.notifier_delivered.inc();
+                return;
+            }
+            Delivery::Rejected => {
+                METRICS.notifier_failures.inc();
+                return;
+            }
+            Delivery::Retry(why) => {
+                METRICS.notifier_failures.inc();
+                tracing::warn!(position = event.position, %why, "notification failed; retrying in {backoff_ms} ms");
+                tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
+                backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MS_MAX);
+            }
+        }
+    }
+}
+
+async fn deliver(store: &Store, pii: &PiiCipher, notifier: &Notifier, event: &StoredEvent) -> Delivery {
+    let payload: serde_json::Value = match serde_json::from_slice(&event.payload) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(position = event.position, error = %e, "unreadable event payload; skipped");
+            return Delivery::Rejected;
+        }
+    };
+    let Some(id) = payload["registrationId"].as_str() else {
+        return Delivery::Rejected;
+    };
+    let idempotency_key = format!("throng-event-{}", event.position);
+    match notifier {
+        Notifier::Log => {
+            tracing::info!(
+                registration_id = id,
+                position = event.position,
+                %idempotency_key,
+                "confirmation ready (log notifier; no SMS gateway configured)"
+            );
+            Delivery::Done
+        }
+        Notifier::Webhook { url, client } => {
+            let reg = match store::registration(store, id).await {
+                Ok(Some(r)) => r,
+                // Cancelled before we got to it: nothing to confirm.
+                Ok(None) => return Delivery::Done,
+                Err(e) => return Delivery::Retry(e.to_string()),
+            };
+            let Some(person) = pii
+                .open(&reg.id, &reg.person_sealed)
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            else {
+                tracing::error!(registration_id = id, "sealed data does not open; skipped");
+                return Delivery::Rejected;
+            };
+            let body = serde_json::json!({
+                "idempotencyKey": idempotency_key,
+                "type": "RegistrationConfirmed",
+                "registrationId": reg.id,
+                "placeId": reg.place_id,
+                "day": reg.day.to_text(),
+                "timeSlot": reg.time_slot,
+                "phone": person["phone"],
+            });
+            match client.post(url).header("Idempotency-Key", &idempotency_key).json(&body).send().await {
+                Ok(r) if r.status().is_success() => Delivery::Done,
+                Ok(r) if r.status().as_u16() == 408 || r.status().as_u16() == 429 || r.status().is_server_error() => {
+                    Delivery::Retry(format!("gateway answered {}", r.status()))
+                }
+                Ok(r) => {
+                    tracing::error!(registration_id = id, status = %r.status(), "gateway rejected the notification; skipped");
+                    Delivery::Rejected
+                }
+                Err(e) => Delivery::Retry(format!("gateway unreachable: {}", e.without_url())),
+            }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! `throng seed booking`: places x days x time slots, bulk-loaded with a
+//! progress bar. Re-seeding a store that has places is refused unless
+//! `--force` (which deletes booking data, registrations included).
+
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::model::{Day, EVENT_SLOTS_OPENED, SLOTS_PER_DAY_MAX};
+use crate::store::{eventlog, NewEvent, Store};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct SeedBookingArgs {
+    /// Places to create.
+    #[arg(long, default_value_t = 2000)]
+    pub places: i64,
+    /// Days per place, from --from.
+    #[arg(long, default_value_t = 100)]
+    pub days: i32,
+    /// Time slots per day per place.
+    #[arg(long, default_value_t = 25)]
+    pub slots_per_day: i32,
+    /// First day (YYYY-MM-DD); default today.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Replace existing booking data (deletes registrations).
+    #[arg(long)]
+    pub force: bool,
+    /// Minutes after midnight of the first slot.
+    #[arg(long, default_value_t = 8 * 60)]
+    pub first_slot_minute: i32,
+    /// Length of one slot in minutes.
+    #[arg(long, default_value_t = 20)]
+    pub slot_minutes: i32,
+}
+
+#[derive(Debug)]
+pub struct SeedReport {
+    pub places: i64,
+    pub slots: i64,
+    pub elapsed_s: f64,
+}
+
+/// Places per transaction / progress step.
+const PLACES_PER_CHUNK: i64 = 50;
+
+const CITIES: &[&str] = &[
+    "Bratislava", "Košice", "Prešov", "Žilina", "Nitra", "Banská Bystrica", "Trnava", "Trenčín",
+    "Martin", "Poprad", "Zvolen", "Michalovce", "Levice", "Komárno", "Piešťany", "Ružomberok",
+];
+const STREETS: &[&str] = &[
+    "Hlavná", "Námestie SNP", "Štúrova", "Mierová", "Nemocničná", "Staničná", "Záhradnícka",
+    "Kollárova", "Hviezdoslavova", "Bernolákova",
+];
+const KINDS: &[&str] = &["Vaccination centre", "Test site", "Polyclinic", "Hospital ward"];
+
+pub fn place_name(id: i64) -> (String, String) {
+    let city = CITIES[(id as usize * 7) % CITIES.len()];
+    let kind = KINDS[(id as usize) % KINDS.len()];
+    let street = STREETS[(id as usize * 3) % STREETS.len()];
+    (format!("{kind} {city} {id}"), format!("{street} {}, {city}", 1 + id % 120))
+}
+
+pub fn validate(args: &SeedBookingArgs) -> anyhow::Result<Day> {
+    if !(1..=1_000_000).contains(&args.places) {
+        anyhow::bail!("--places: 1 to 1000000");
+    }
+    if !(1..=3660).contains(&args.days) {
+        anyhow::bail!("--days: 1 to 3660");
+    }
+    if !(1..=SLOTS_PER_DAY_MAX).contains(&args.slots_per_day) {
+        anyhow::bail!("--slots-per-day: 1 to {SLOTS_PER_DAY_MAX}");
+    }
+    if !(0..24 * 60).contains(&args.first_slot_minute) || !(1..=24 * 60).contains(&args.slot_minutes) {
+        anyhow::bail!("--first-slot-minute: 0 to 1439; --slot-minutes: 1 to 1440");
+    }
+    match &args.from {
+        Some(s) => Day::parse("--from", s).map_err(|e| anyhow::anyhow!(e.message)),
+        None => Ok(Day::today()),
+    }
+}
+
+pub async fn seed(store: &Store, args: &SeedBookingArgs, progress: bool) -> anyhow::Result<SeedReport> {
+    let from = validate(args)?;
+    let started = Instant::now();
+    let bar = if progress {
+        let b = ProgressBar::new((args.places * args.days as i64 * args.slots_per_day as i64) as u64);
+        b.set_style(
+            ProgressStyle::with_template("{msg} [{bar:40}] {human_pos}/{human_len} slots, {per_sec}, eta {eta}")
+                .unwrap()
+                .progress_chars("=> "),
+        );
+        b.set_message("seeding booking");
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    match store {
+        Store::Sqlite(s) => {
+            let (path, args) = (s.path().to_path_buf(), args.clone());
+            let bar2 = bar.clone();
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, from, &bar2)).await??;
+        }
+        Store::Postgres(p) => seed_pg(p, args, from, &bar).await?,
+    }
+    bar.finish();
+    let payload = serde_json::json!({
+        "places": args.places, "days": args.days, "slotsPerDay": args.slots_per_day, "from": from.to_text(),
+    });
+    let event = NewEvent::json("booking-slots", EVENT_SLOTS_OPENED, &payload);
+    match store {
+        Store::Sqlite(s) => s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ())).await?,
+        Store::Postgres(p) => {
+            p.write(move |tx| {
+                tx.append(event.clone());
+                Box::pin(async { Ok(()) })
+            })
+            .await?
+        }
+    }
+    Ok(SeedReport {
+        places: args.places,
+        slots: args.places * args.days as i64 * args.slots_per_day as i64,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
+    if existing > 0 && !force {
+        anyhow::bail!(
+            "the store already has {existing} places; pass --force to replace the booking data \
+             (this deletes every registration)"
+        );
+    }
+    Ok(())
+}
+
+fn seed_sqlite(path: &std::path::Path, args: &SeedBookingArgs, from: Day, bar: &ProgressBar) -> anyhow::Result<()> {
+    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
+    let existing: i64 = conn.query_row("SELECT COUNT(*) FROM booking_places", [], |r| r.get(0))?;
+    refuse_reseed(existing, args.force)?;
+    if existing > 0 {
+        conn.execute_batch(
+            "BEGIN IMMEDIATE; DELETE FROM booking_slots; DELETE FROM booking_registrations;
+             DELETE FROM booking_places; COMMIT;",
+        )?;
+    }
+    let mut place = 1;
+    while place <= args.places {
+        let last = (place + PLACES_PER_CHUNK - 1).min(args.places);
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut ins_place = tx.prepare_cached(
+                "INSERT INTO booking_places (id, name, address, first_slot_minute, slot_minutes)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            // Rows go in primary-key order, so every insert appends to the
+            // B-tree's rightmost page.
+            let mut ins_slot = tx.prepare_cached(
+                "INSERT INTO booking_slots (place_id, day, time_slot) VALUES (?1, ?2, ?3)",
+            )?;
+            for p in place..=last {
+                let (name, address) = place_name(p);
+                ins_place.execute(rusqlite::params![p, name, address, args.first_slot_minute, args.slot_minutes])?;
+                for d in 0..args.days {
+                    for s in 0..args.slots_per_day {
+                        ins_slot.execute(rusqlite::params![p, from.0 + d, s])?;
+                    }
+                }
+                bar.inc((args.days * args.slots_per_day) as u64);
+            }
+        }
+        tx.commit()?;
+        place = last + 1;
+    }
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;")?;
+    Ok(())
+}
+
+async fn seed_pg(
+    store: &crate::store::postgres::PgStore,
+    args: &SeedBookingArgs,
+    from: Day,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
+    let mut client = store.client().await?;
+    let existing: i64 = client.query_one("SELECT COUNT(*) FROM booking_places", &[]).await?.get(0);
+    refuse_reseed(existing, args.force)?;
+    if existing > 0 {
+        client
+            .batch_execute(
+                "DELETE FROM booking_slots; DELETE FROM booking_registrations; DELETE FROM booking_places;",
+            )
+            .await?;
+    }
+    let mut place = 1;
+    while place <= args.places {
+        let last = (place + PLACES_PER_CHUNK - 1).min(args.places);
+        let tx = client.transaction().await?;
+        let mut sql = String::from(
+            "INSERT INTO booking_places (id, name, address, first_slot_minute, slot_minutes) VALUES ",
+        );
+        for p in place..=last {
+            let (name, address) = place_name(p);
+            if p > place {
+                sql.push(',');
+            }
+            // Generated names hold no quotes; escape anyway.
+            sql.push_str(&format!(
+                "({p}, '{}', '{}', {}, {})",
+                name.replace('\'', "''"),
+                address.replace('\'', "''"),
+                args.first_slot_minute,
+                args.slot_minutes
+            ));
+        }
+        tx.batch_execute(&sql).await?;
+        let (d_lo, d_hi, s_hi) = (from.0, from.0 + args.days - 1, args.slots_per_day - 1);
+        tx.execute(
+            "INSERT INTO booking_slots (place_id, day, time_slot)
+             SELECT p, d, s FROM generate_series($1::BIGINT, $2::BIGINT) AS p,
+                                 generate_series($3::INT, $4::INT) AS d,
+                                 generate_series(0, $5::INT) AS s",
+            &[&place, &last, &d_lo, &d_hi, &s_hi],
+        )
+        .await?;
+        tx.commit().await?;
+        bar.inc(((last - place + 1) * (args.days * args.slots_per_day) as i64) as u64);
+        place = last + 1;
+    }
+    client.batch_execute("ANALYZE booking_slots; ANALYZE booking_places;").await?;
+    Ok(())
+}
+
+/// The quick-start data set: 20 places, 14 days from today, 25 slots a day.
+pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
+    let (_, total) = super::store::list_places(store, 0, 1).await?;
+    if total > 0 {
+        return Ok(());
+    }
+    let args = SeedBookingArgs {
+        places: 20,
+        days: 14,
+        slots_per_day: 25,
+        from: None,
+        force: false,
+        first_slot_minute: 8 * 60,
+        slot_minutes: 20,
+    };
+    let report = seed(store, &args, false).await?;
+    tracing::info!(places = report.places, slots = report.slots, "seeded booking demo data");
+    Ok(())
+}

@@ -1,0 +1,438 @@
+//! Booking SQL for both dialects. A slot is decided by one conditional write
+//! (`UPDATE .. WHERE registration_id IS NULL`), which holds across every node
+//! sharing one PostgreSQL: a concurrent second update waits for the first to
+//! commit, re-checks the condition and finds the slot held.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::model::{
+    self, Day, Place, RegisterOutcome, SealedRegistration, StoredRegistration, EVENT_CANCELLED,
+    EVENT_CONFIRMED,
+};
+use crate::store::{eventlog, NewEvent, Store, StoreError};
+
+/// One time slot of one day, as the slot query returns it.
+#[derive(Clone, Debug)]
+pub struct SlotRow {
+    pub day: Day,
+    pub time_slot: i32,
+    pub free: bool,
+}
+
+/// What a cancellation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    Cancelled,
+    /// No such registration, or the access code did not match.
+    NotFound,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BookingStats {
+    pub places: i64,
+    pub slots: i64,
+    pub registrations: i64,
+    pub last_event_position: i64,
+    pub notifier_position: i64,
+}
+
+fn place_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Place> {
+    Ok(Place {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        address: r.get(2)?,
+        first_slot_minute: r.get(3)?,
+        slot_minutes: r.get(4)?,
+    })
+}
+
+fn place_from_pg(r: &tokio_postgres::Row) -> Place {
+    Place {
+        id: r.get(0),
+        name: r.get(1),
+        address: r.get(2),
+        first_slot_minute: r.get(3),
+        slot_minutes: r.get(4),
+    }
+}
+
+pub async fn list_places(store: &Store, skip: i64, size: i64) -> Result<(Vec<Place>, i64), StoreError> {
+    match store {
+        Store::Sqlite(s) => {
+            s.read(move |c| {
+                let places = c
+                    .prepare_cached(
+                        "SELECT id, name, address, first_slot_minute, slot_minutes
+                         FROM booking_places ORDER BY id LIMIT ?1 OFFSET ?2",
+                    )?
+                    .query_map([size, skip], place_from_row)?
+                    .collect::<Result<Vec<_>, _>>()?;
+                let total = c.query_row("SELECT COUNT(*) FROM booking_places", [], |r| r.get(0))?;
+                Ok((places, total))
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let rows = client
+                .query(
+                    "SELECT id, name, address, first_slot_minute, slot_minutes
+                     FROM booking_places ORDER BY id LIMIT $1 OFFSET $2",
+                    &[&size, &skip],
+                )
+                .await?;
+            let total: i64 = client.query_one("SELECT COUNT(*) FROM booking_places", &[]).await?.get(0);
+            Ok((rows.iter().map(place_from_pg).collect(), total))
+        }
+    }
+}
+
+pub async fn place(store: &Store, id: i64) -> Result<Option<Place>, StoreError> {
+    match store {
+        Store::Sqlite(s) => {
+            s.read(move |c| {
+                Ok(c.prepare_cached(
+                    "SELECT id, name, address, first_slot_minute, slot_minutes
+                     FROM booking_places WHERE id = ?1",
+                )?
+                .query_row([id], place_from_row)
+                .optional()?)
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let stmt = client
+                .prepare_cached(
+                    "SELECT id, name, address, first_slot_minute, slot_minutes
+                     FROM booking_places WHERE id = $1",
+                )
+                .await?;
+            Ok(client.query_opt(&stmt, &[&id]).await?.as_ref().map(place_from_pg))
+        }
+    }
+}
+
+/// A place and its slots from `from` for `days` days, in one read.
+pub async fn place_slots(
+    store: &Store,
+    place_id: i64,
+    from: Day,
+    days: i32,
+) -> Result<Option<(Place, Vec<SlotRow>)>, StoreError> {
+    let (lo, hi) = (from.0, from.0 + days - 1);
+    match store {
+        Store::Sqlite(s) => {
+            s.read(move |c| {
+                let Some(place) = c
+                    .prepare_cached(
+                        "SELECT id, name, address, first_slot_minute, slot_minutes
+                         FROM booking_places WHERE id = ?1",
+                    )?
+                    .query_row([place_id], place_from_row)
+                    .optional()?
+                else {
+                    return Ok(None);
+                };
+                let slots = c
+                    .prepare_cached(
+                        "SELECT day, time_slot, registration_id IS NULL FROM booking_slots
+                         WHERE place_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day, time_slot",
+                    )?
+                    .query_map(params![place_id, lo, hi], |r| {
+                        Ok(SlotRow { day: Day(r.get(0)?), time_slot: r.get(1)?, free: r.get(2)? })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Some((place, slots)))
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let place_stmt = client
+                .prepare_cached(
+                    "SELECT id, name, address, first_slot_minute, slot_minutes
+                     FROM booking_places WHERE id = $1",
+                )
+                .await?;
+            let slots_stmt = client
+                .prepare_cached(
+                    "SELECT day, time_slot, registration_id IS NULL FROM booking_slots
+                     WHERE place_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day, time_slot",
+                )
+                .await?;
+            // Both queries pipelined on one connection.
+            let place_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&place_id];
+            let slot_params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&place_id, &lo, &hi];
+            let (place, slots) = tokio::try_join!(
+                client.query_opt(&place_stmt, &place_params),
+                client.query(&slots_stmt, &slot_params)
+            )?;
+            let Some(place) = place.as_ref().map(place_from_pg) else {
+                return Ok(None);
+            };
+            let slots = slots
+                .iter()
+                .map(|r| SlotRow { day: Day(r.get(0)), time_slot: r.get(1), free: r.get(2) })
+                .collect();
+            Ok(Some((place, slots)))
+        }
+    }
+}
+
+pub async fn try_register(store: &Store, reg: SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+    match store {
+        Store::Sqlite(s) => s.write(move |c| sqlite_try_register(c, &reg)).await,
+        Store::Postgres(p) => {
+            p.write(move |tx| {
+                let reg = reg.clone();
+                Box::pin(async move {
+                    let inserted = tx
+                        .tx
+                        .execute(
+                            "WITH taken AS (
+                                UPDATE booking_slots SET registration_id = $1
+                                WHERE place_id = $2 AND day = $3 AND time_slot = $4
+                                  AND registration_id IS NULL
+                                RETURNING place_id)
+                             INSERT INTO booking_registrations
+                                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms)
+                             SELECT $1, $5, $2, $3, $4, $6, $7 FROM taken",
+                            &[
+                                &reg.id,
+                                &reg.place_id,
+                                &reg.day.0,
+                                &reg.time_slot,
+                                &reg.access_hash,
+                                &reg.person_sealed,
+                                &reg.created_at_ms,
+                            ],
+                        )
+                        .await?;
+                    if inserted == 1 {
+                        tx.append(NewEvent::json(
+                            model::stream_of(&reg.id),
+                            EVENT_CONFIRMED,
+                            &reg.event_payload(),
+                        ));
+                        return Ok(RegisterOutcome::Registered);
+                    }
+                    let row = tx
+                        .tx
+                        .query_opt(
+                            "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = $1),
+                                    (SELECT COUNT(*) FROM booking_slots
+                                     WHERE place_id = $1 AND day = $2 AND time_slot = $3)",
+                            &[&reg.place_id, &reg.day.0, &reg.time_slot],
+                        )
+                        .await?;
+                    let (places, slots): (i64, i64) =
+                        row.map(|r| (r.get(0), r.get(1))).unwrap_or((0, 0));
+                    Ok(miss_outcome(places, slots))
+                })
+            })
+            .await
+        }
+    }
+}
+
+fn miss_outcome(places: i64, slots: i64) -> RegisterOutcome {
+    match (places, slots) {
+        (0, _) => RegisterOutcome::PlaceNotFound,
+        (_, 0) => RegisterOutcome::SlotNotFound,
+        _ => RegisterOutcome::SlotTaken,
+    }
+}
+
+fn sqlite_try_register(c: &Connection, reg: &SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+    let taken = c
+        .prepare_cached(
+            "UPDATE booking_slots SET registration_id = ?1
+             WHERE place_id = ?2 AND day = ?3 AND time_slot = ?4 AND registration_id IS NULL",
+        )?
+        .execute(params![reg.id, reg.place_id, reg.day.0, reg.time_slot])?;
+    if taken == 0 {
+        let (places, slots): (i64, i64) = c.prepare_cached(
+            "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = ?1),
+                    (SELECT COUNT(*) FROM booking_slots WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3)",
+        )?
+        .query_row(params![reg.place_id, reg.day.0, reg.time_slot], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        return Ok(miss_outcome(places, slots));
+    }
+    c.prepare_cached(
+        "INSERT INTO booking_registrations
+            (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        reg.id,
+        reg.access_hash,
+        reg.place_id,
+        reg.day.0,
+        reg.time_slot,
+        reg.person_sealed,
+        reg.created_at_ms
+    ])?;
+    eventlog::sqlite_append(
+        c,
+        &NewEvent::json(model::stream_of(&reg.id), EVENT_CONFIRMED, &reg.event_payload()),
+    )?;
+    Ok(RegisterOutcome::Registered)
+}
+
+fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRegistration> {
+    Ok(StoredRegistration {
+        id: r.get(0)?,
+        access_hash: r.get(1)?,
+        place_id: r.get(2)?,
+        day: Day(r.get(3)?),
+        time_slot: r.get(4)?,
+        person_sealed: r.get(5)?,
+        created_at_ms: r.get(6)?,
+    })
+}
+
+fn registration_from_pg(r: &tokio_postgres::Row) -> StoredRegistration {
+    StoredRegistration {
+        id: r.get(0),
+        access_hash: r.get(1),
+        place_id: r.get(2),
+        day: Day(r.get(3)),
+        time_slot: r.get(4),
+        person_sealed: r.get(5),
+        created_at_ms: r.get(6),
+    }
+}
+
+const SELECT_REGISTRATION_SQLITE: &str =
+    "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
+     FROM booking_registrations WHERE id = ?1";
+const SELECT_REGISTRATION_PG: &str =
+    "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
+     FROM booking_registrations WHERE id = $1";
+
+pub async fn registration(store: &Store, id: &str) -> Result<Option<StoredRegistration>, StoreError> {
+    let id = id.to_string();
+    match store {
+        Store::Sqlite(s) => {
+            s.read(move |c| {
+                Ok(c.prepare_cached(SELECT_REGISTRATION_SQLITE)?
+                    .query_row([&id], registration_from_row)
+                    .optional()?)
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let stmt = client.prepare_cached(SELECT_REGISTRATION_PG).await?;
+            Ok(client.query_opt(&stmt, &[&id]).await?.as_ref().map(registration_from_pg))
+        }
+    }
+}
+
+/// Deletes a registration and frees its slot, if the access code matches;
+/// the check and the delete are one write, so a code cannot race a cancel.
+pub async fn cancel(store: &Store, id: &str, access_code: &str) -> Result<CancelOutcome, StoreError> {
+    let (id, code) = (id.to_string(), access_code.to_string());
+    match store {
+        Store::Sqlite(s) => {
+            s.write(move |c| {
+                let Some(reg) = c
+                    .prepare_cached(SELECT_REGISTRATION_SQLITE)?
+                    .query_row([&id], registration_from_row)
+                    .optional()?
+                else {
+                    return Ok(CancelOutcome::NotFound);
+                };
+                if !crate::platform::crypto::code_matches(&code, &reg.access_hash) {
+                    return Ok(CancelOutcome::NotFound);
+                }
+                c.prepare_cached("DELETE FROM booking_registrations WHERE id = ?1")?.execute([&id])?;
+                c.prepare_cached(
+                    "UPDATE booking_slots SET registration_id = NULL
+                     WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3 AND registration_id = ?4",
+                )?
+                .execute(params![reg.place_id, reg.day.0, reg.time_slot, id])?;
+                eventlog::sqlite_append(c, &cancelled_event(&reg))?;
+                Ok(CancelOutcome::Cancelled)
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            p.write(move |tx| {
+                let (id, code) = (id.clone(), code.clone());
+                Box::pin(async move {
+                    let Some(reg) = tx
+                        .tx
+                        .query_opt(
+                            "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
+                             FROM booking_registrations WHERE id = $1 FOR UPDATE",
+                            &[&id],
+                        )
+                        .await?
+                        .as_ref()
+                        .map(registration_from_pg)
+                    else {
+                        return Ok(CancelOutcome::NotFound);
+                    };
+                    if !crate::platform::crypto::code_matches(&code, &reg.access_hash) {
+                        return Ok(CancelOutcome::NotFound);
+                    }
+                    let deleted = tx
+                        .tx
+                        .execute("DELETE FROM booking_registrations WHERE id = $1", &[&id])
+                        .await?;
+                    if deleted == 0 {
+                        return Ok(CancelOutcome::NotFound);
+                    }
+                    tx.tx
+                        .execute(
+                            "UPDATE booking_slots SET registration_id = NULL
+                             WHERE place_id = $1 AND day = $2 AND time_slot = $3 AND registration_id = $4",
+                            &[&reg.place_id, &reg.day.0, &reg.time_slot, &id],
+                        )
+                        .await?;
+                    tx.append(cancelled_event(&reg));
+                    Ok(CancelOutcome::Cancelled)
+                })
+            })
+            .await
+        }
+    }
+}
+
+fn cancelled_event(reg: &StoredRegistration) -> NewEvent {
+    NewEvent::json(
+        model::stream_of(&reg.id),
+        EVENT_CANCELLED,
+        &serde_json::json!({
+            "registrationId": reg.id,
+            "placeId": reg.place_id,
+            "day": reg.day.to_text(),
+            "timeSlot": reg.time_slot,
+        }),
+    )
+}
+
+pub async fn stats(store: &Store, notifier_consumer: &str) -> Result<BookingStats, StoreError> {
+    let notifier_position = store.consumer_position(notifier_consumer).await?;
+    const SQL: &str = "SELECT (SELECT COUNT(*) FROM booking_places),
+                              (SELECT COUNT(*) FROM booking_slots),
+                              (SELECT COUNT(*) FROM booking_registrations),
+                              (SELECT COALESCE(MAX(position), 0) FROM events)";
+    let (places, slots, registrations, last_event_position) = match store {
+        Store::Sqlite(s) => {
+            s.read(|c| {
+                Ok(c.query_row(SQL, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?)
+            })
+            .await?
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let r = client.query_one(SQL, &[]).await?;
+            (r.get(0), r.get(1), r.get(2), r.get(3))
+        }
+    };
+    Ok(BookingStats { places, slots, registrations, last_event_position, notifier_position })
+}

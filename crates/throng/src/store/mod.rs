@@ -1,0 +1,332 @@
+//! Storage: one handle over the embedded SQLite store or a shared PostgreSQL.
+//!
+//! Both dialects keep the same contract, which every service relies on:
+//! - writes go through one writer per process that applies a whole batch of
+//!   commands in one transaction and commits once (group commit); a caller is
+//!   answered only after the commit, so a 2xx means durable;
+//! - a write command reports expected outcomes (slot taken, not found) as
+//!   values, and returns `Err` only when the database itself failed;
+//! - events appended by a command commit in the same transaction (the outbox),
+//!   at positions that readers can follow without ever skipping one.
+//!
+//! Services write their SQL per dialect next to their own code and call
+//! [`sqlite::SqliteStore::write`] / [`postgres::PgStore::write`].
+
+pub mod eventlog;
+pub mod migrate;
+pub mod postgres;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+pub use eventlog::{NewEvent, StoredEvent};
+
+/// A store handle, cheap to clone.
+#[derive(Clone)]
+pub enum Store {
+    Sqlite(Arc<sqlite::SqliteStore>),
+    Postgres(Arc<postgres::PgStore>),
+}
+
+/// Where the data lives, parsed from `--store`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreUrl {
+    Sqlite(std::path::PathBuf),
+    Postgres(String),
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(path) = s.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err("sqlite store needs a path, e.g. sqlite:./throng-data/throng.db".into());
+            }
+            Ok(StoreUrl::Sqlite(path.into()))
+        } else if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Ok(StoreUrl::Postgres(s.to_string()))
+        } else {
+            Err(format!(
+                "unknown store '{s}': accepted are sqlite:PATH and postgres://user@host:port/db"
+            ))
+        }
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreUrl::Sqlite(p) => write!(f, "sqlite:{}", p.display()),
+            // Never print a password that may be in the URL.
+            StoreUrl::Postgres(url) => match tokio_postgres::Config::from_str_lossy(url) {
+                Some(desc) => write!(f, "postgres://{desc}"),
+                None => write!(f, "postgres://(unparsable url)"),
+            },
+        }
+    }
+}
+
+trait ConfigDescribe {
+    fn from_str_lossy(url: &str) -> Option<String>;
+}
+impl ConfigDescribe for tokio_postgres::Config {
+    fn from_str_lossy(url: &str) -> Option<String> {
+        let cfg: tokio_postgres::Config = url.parse().ok()?;
+        let host = cfg
+            .get_hosts()
+            .first()
+            .map(|h| match h {
+                tokio_postgres::config::Host::Tcp(h) => h.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+            })
+            .unwrap_or_default();
+        let port = cfg.get_ports().first().copied().unwrap_or(5432);
+        Some(format!(
+            "{}@{host}:{port}/{}",
+            cfg.get_user().unwrap_or(""),
+            cfg.get_dbname().unwrap_or("")
+        ))
+    }
+}
+
+/// Limits of the store, all explicit.
+#[derive(Clone, Debug)]
+pub struct StoreLimits {
+    /// Commands applied in one transaction at most.
+    pub batch_commands_max: usize,
+    /// Write commands waiting for the writer at most; senders wait past it.
+    pub write_queue_max: usize,
+    /// Read connections (SQLite) or pooled connections (PostgreSQL).
+    pub read_connections: usize,
+    /// SQLite page cache per connection, in KiB.
+    pub sqlite_cache_kib: i64,
+    /// How long a request waits for a PostgreSQL connection before 503.
+    pub pg_wait_ms: u64,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits {
+            batch_commands_max: 512,
+            write_queue_max: 8192,
+            read_connections: 4,
+            sqlite_cache_kib: 16 * 1024,
+            pg_wait_ms: 3000,
+        }
+    }
+}
+
+/// Why a store operation failed. Expected domain outcomes are never errors.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or refused the work: answer 503.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// A bug or corrupted state: answer 500 and log it.
+    #[error("store error: {0}")]
+    Internal(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match &e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseBusy
+                        | rusqlite::ErrorCode::DatabaseLocked
+                        | rusqlite::ErrorCode::DiskFull
+                        | rusqlite::ErrorCode::CannotOpen
+                        | rusqlite::ErrorCode::SystemIoFailure
+                        | rusqlite::ErrorCode::ReadOnly
+                ) =>
+            {
+                StoreError::Unavailable(e.to_string())
+            }
+            _ => StoreError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        // A closed connection or a server-side error of the "connection" or
+        // "operator intervention" classes means the database went away.
+        let unavailable = e.is_closed()
+            || e.code().is_none()
+            || e.code().map(|c| {
+                let code = c.code();
+                code.starts_with("08") || code.starts_with("57") || code.starts_with("53")
+            }) == Some(true);
+        if unavailable {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Internal(format!("{e}: {}", e.as_db_error().map(|d| d.message()).unwrap_or("")))
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        StoreError::Unavailable(e.to_string())
+    }
+}
+
+impl Store {
+    /// Opens the store, applies the embedded migrations and starts the writer.
+    pub async fn open(url: &StoreUrl, limits: StoreLimits) -> anyhow::Result<Store> {
+        Ok(match url {
+            StoreUrl::Sqlite(path) => Store::Sqlite(sqlite::SqliteStore::open(path, &limits)?),
+            StoreUrl::Postgres(url) => Store::Postgres(postgres::PgStore::open(url, &limits).await?),
+        })
+    }
+
+    pub fn dialect(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Cheap round trip to the database (for `/ready`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(s) => s.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?)).await,
+            Store::Postgres(p) => {
+                let client = p.client().await?;
+                client.simple_query("SELECT 1").await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Events after `position`, in position order, at most `limit`.
+    pub async fn events_after(
+        &self,
+        position: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.read(move |c| eventlog::sqlite_events_after(c, position, limit)).await,
+            Store::Postgres(p) => eventlog::pg_events_after(p, position, limit).await,
+        }
+    }
+
+    /// The durable position of a log consumer (0 when it never saved one).
+    pub async fn consumer_position(&self, consumer: &str) -> Result<i64, StoreError> {
+        let consumer = consumer.to_string();
+        match self {
+            Store::Sqlite(s) => {
+                s.read(move |c| {
+                    use rusqlite::OptionalExtension;
+                    Ok(c.query_row(
+                        "SELECT position FROM consumer_positions WHERE consumer = ?1",
+                        [&consumer],
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .unwrap_or(0))
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                let client = p.client().await?;
+                let row = client
+                    .query_opt(
+                        "SELECT position FROM consumer_positions WHERE consumer = $1",
+                        &[&consumer],
+                    )
+                    .await?;
+                Ok(row.map(|r| r.get(0)).unwrap_or(0))
+            }
+        }
+    }
+
+    /// Saves a consumer's position durably (through the writer).
+    pub async fn save_consumer_position(&self, consumer: &str, position: i64) -> Result<(), StoreError> {
+        let consumer = consumer.to_string();
+        match self {
+            Store::Sqlite(s) => {
+                s.write(move |c| {
+                    c.prepare_cached(
+                        "INSERT INTO consumer_positions (consumer, position) VALUES (?1, ?2)
+                         ON CONFLICT (consumer) DO UPDATE SET position = excluded.position",
+                    )?
+                    .execute(rusqlite::params![consumer, position])?;
+                    Ok(())
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    let consumer = consumer.clone();
+                    Box::pin(async move {
+                        tx.tx
+                            .execute(
+                                "INSERT INTO consumer_positions (consumer, position) VALUES ($1, $2)
+                                 ON CONFLICT (consumer) DO UPDATE SET position = excluded.position",
+                                &[&consumer, &position],
+                            )
+                            .await?;
+                        Ok(())
+                    })
+                })
+                .await
+            }
+        }
+    }
+
+    /// A value from the `meta` table.
+    pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let key = key.to_string();
+        match self {
+            Store::Sqlite(s) => {
+                s.read(move |c| {
+                    use rusqlite::OptionalExtension;
+                    Ok(c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0))
+                        .optional()?)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                let client = p.client().await?;
+                let row = client.query_opt("SELECT value FROM meta WHERE key = $1", &[&key]).await?;
+                Ok(row.map(|r| r.get(0)))
+            }
+        }
+    }
+
+    /// Sets `key` only if it has no value yet; returns the value now stored.
+    pub async fn meta_set_once(&self, key: &str, value: &str) -> Result<String, StoreError> {
+        let (key, value) = (key.to_string(), value.to_string());
+        match self {
+            Store::Sqlite(s) => {
+                s.write(move |c| {
+                    c.execute(
+                        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+                        [&key, &value],
+                    )?;
+                    Ok(c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0))?)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    let (key, value) = (key.clone(), value.clone());
+                    Box::pin(async move {
+                        tx.tx
+                            .execute(
+                                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                                &[&key, &value],
+                            )
+                            .await?;
+                        let row = tx.tx.query_one("SELECT value FROM meta WHERE key = $1", &[&key]).await?;
+                        Ok(row.get(0))
+                    })
+                })
+                .await
+            }
+        }
+    }
+}

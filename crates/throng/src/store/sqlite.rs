@@ -1,0 +1,203 @@
+//! The embedded SQLite store: one writer thread with group commit, a small
+//! pool of read connections.
+//!
+//! Why one writer: SQLite allows one writer at a time anyway; funnelling every
+//! write through one thread that applies a whole batch in one transaction turns
+//! N fsyncs into one (`synchronous=FULL` stays on), which is where the write
+//! throughput comes from. Each command runs inside its own SAVEPOINT, so a
+//! failing command is undone alone while the rest of its batch commits.
+
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::{migrate, StoreError, StoreLimits};
+use crate::platform::metrics;
+
+type Responder = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// A write command: given the writer's connection (or `None` when the batch
+/// could not start), runs and returns how to answer its caller after commit.
+type WriteJob = Box<dyn FnOnce(Option<&Connection>) -> Responder + Send>;
+
+pub struct SqliteStore {
+    path: PathBuf,
+    writer: mpsc::Sender<WriteJob>,
+    readers: Arc<Mutex<Vec<Connection>>>,
+    reader_permits: Arc<Semaphore>,
+}
+
+impl SqliteStore {
+    pub fn open(path: &Path, limits: &StoreLimits) -> anyhow::Result<Arc<SqliteStore>> {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    anyhow::anyhow!("cannot create the store folder {}: {e}", dir.display())
+                })?;
+            }
+        }
+        let mut writer_conn = open_connection(path, limits.sqlite_cache_kib, false)?;
+        migrate::apply_sqlite(&mut writer_conn)?;
+        let mut readers = Vec::with_capacity(limits.read_connections);
+        for _ in 0..limits.read_connections.max(1) {
+            readers.push(open_connection(path, limits.sqlite_cache_kib / 4, true)?);
+        }
+        let (tx, rx) = mpsc::channel::<WriteJob>(limits.write_queue_max.max(1));
+        let batch_max = limits.batch_commands_max.max(1);
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer_loop(writer_conn, rx, batch_max))?;
+        let permits = readers.len();
+        Ok(Arc::new(SqliteStore {
+            path: path.to_path_buf(),
+            writer: tx,
+            readers: Arc::new(Mutex::new(readers)),
+            reader_permits: Arc::new(Semaphore::new(permits)),
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in the writer's current batch; answers after the commit.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
+        let job: WriteJob = Box::new(move |conn| {
+            let outcome = match conn {
+                Some(conn) => run_in_savepoint(conn, f),
+                None => Err(StoreError::Unavailable("the write batch could not start".into())),
+            };
+            Box::new(move |commit| {
+                let _ = reply.send(commit.and(outcome));
+            })
+        });
+        self.writer
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
+    }
+
+    /// Runs `f` on a read connection, off the async workers.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = self
+            .reader_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Unavailable("store closed".into()))?;
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let conn = pool.lock().unwrap().pop().expect("a permit guarantees a connection");
+            let guard = ReturnToPool { pool: &pool, conn: Some(conn) };
+            f(guard.conn.as_ref().unwrap())
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("read task failed: {e}")))?
+    }
+}
+
+/// Puts a read connection back even when the read panicked.
+struct ReturnToPool<'a> {
+    pool: &'a Mutex<Vec<Connection>>,
+    conn: Option<Connection>,
+}
+impl Drop for ReturnToPool<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            if let Ok(mut pool) = self.pool.lock() {
+                pool.push(c);
+            }
+        }
+    }
+}
+
+/// Opens a connection with the pragmas every connection needs.
+pub fn open_connection(path: &Path, cache_kib: i64, read_only: bool) -> anyhow::Result<Connection> {
+    let conn = Connection::open(path)
+        .map_err(|e| anyhow::anyhow!("cannot open SQLite store {}: {e}", path.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL;
+         PRAGMA synchronous = FULL;
+         PRAGMA foreign_keys = OFF;
+         PRAGMA temp_store = MEMORY;
+         PRAGMA mmap_size = 0;
+         PRAGMA cache_size = -{};",
+        cache_kib.max(512)
+    ))?;
+    if read_only {
+        conn.execute_batch("PRAGMA query_only = 1;")?;
+    }
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+fn run_in_savepoint<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    conn.prepare_cached("SAVEPOINT cmd")?.execute([])?;
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|_| Err(StoreError::Internal("a write command panicked".into())));
+    match outcome {
+        Ok(v) => {
+            conn.prepare_cached("RELEASE cmd")?.execute([])?;
+            Ok(v)
+        }
+        Err(e) => {
+            conn.execute_batch("ROLLBACK TO cmd; RELEASE cmd")?;
+            Err(e)
+        }
+    }
+}
+
+fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<WriteJob>, batch_max: usize) {
+    let mut batch: Vec<WriteJob> = Vec::with_capacity(batch_max);
+    let mut responders: Vec<Responder> = Vec::with_capacity(batch_max);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < batch_max {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let started = Instant::now();
+        let began = conn.execute_batch("BEGIN IMMEDIATE");
+        let conn_for_jobs = began.as_ref().ok().map(|_| &conn);
+        for job in batch.drain(..) {
+            responders.push(job(conn_for_jobs));
+        }
+        let commit: Result<(), StoreError> = match began {
+            Err(e) => Err(e.into()),
+            Ok(()) => conn.execute_batch("COMMIT").map_err(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                StoreError::from(e)
+            }),
+        };
+        if let Err(e) = &commit {
+            tracing::error!(error = %e, "sqlite batch failed to commit");
+        }
+        metrics::observe_write_batch(responders.len(), started.elapsed());
+        for respond in responders.drain(..) {
+            respond(commit.clone());
+        }
+    }
+    tracing::debug!("sqlite writer stopped");
+}
