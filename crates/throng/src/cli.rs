@@ -25,6 +25,8 @@ pub enum Command {
     Seed(SeedArgs),
     /// Print a signed bearer token.
     Token(TokenArgs),
+    /// Reproduce a write-up's experiment against a child server.
+    Bench(crate::bench::harness::BenchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -61,6 +63,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => runtime().block_on(serve(args)),
         Command::Seed(args) => runtime().block_on(seed(args)),
         Command::Token(args) => token(args),
+        Command::Bench(args) => crate::bench::harness::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 //! `store` (SQLite or PostgreSQL) and the `services` (one folder each).
 
 pub mod app;
+pub mod bench;
 pub mod cli;
 pub mod platform;
 pub mod services;

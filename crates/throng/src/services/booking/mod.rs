@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod model;
+pub mod bench;
 pub mod notifier;
 pub mod page;
 pub mod seed;

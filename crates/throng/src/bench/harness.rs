@@ -1,0 +1,266 @@
+//! Runs one experiment: child server on a fresh data directory, seed, warm-up,
+//! alternating measurements, medians, resident memory.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use throng_load::measure::{self, RequestSpec};
+
+use super::report::{BenchReport, WorkloadResult};
+use super::{experiments, Experiment, Scale, Workload};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Experiment to run (see --list).
+    pub experiment: Option<String>,
+    /// List the experiments.
+    #[arg(long)]
+    pub list: bool,
+    /// Runs of each workload; the median is reported (at least 3 for BENCHMARKS.md).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 10)]
+    pub duration_s: u64,
+    /// Seconds of warm-up per workload before the first run.
+    #[arg(long, default_value_t = 3)]
+    pub warmup_s: u64,
+    /// Connections of the closed-model load.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Data set size.
+    #[arg(long, value_enum, default_value_t = Scale::Full)]
+    pub scale: Scale,
+    /// Store for the child server (default: SQLite in the fresh data directory).
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Data directory (default: a fresh temporary one, deleted afterwards).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Skip seeding (reuse --data-dir's data).
+    #[arg(long)]
+    pub no_seed: bool,
+    /// Where the JSON and markdown results go.
+    #[arg(long, default_value = "bench-results")]
+    pub out_dir: PathBuf,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let all = experiments();
+    if args.list || args.experiment.is_none() {
+        println!("experiments:");
+        for e in &all {
+            println!("  {:<12} {}", e.name(), e.about());
+        }
+        return Ok(());
+    }
+    let name = args.experiment.clone().unwrap();
+    let exp = all.into_iter().find(|e| e.name() == name).ok_or_else(|| {
+        anyhow::anyhow!("unknown experiment '{name}'; `throng bench --list` lists them")
+    })?;
+    if args.runs == 0 || args.duration_s == 0 || args.connections == 0 {
+        anyhow::bail!("--runs, --duration-s and --connections must be at least 1");
+    }
+    let temp;
+    let data_dir = match &args.data_dir {
+        Some(d) => d.clone(),
+        None => {
+            temp = tempfile::Builder::new().prefix("throng-bench-").tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    let exe = std::env::current_exe()?;
+    let store_flags = store_flags(&args, &data_dir);
+    let seed_s = if args.no_seed { None } else { Some(seed(&exe, exp.as_ref(), &args, &store_flags)?) };
+    let mut server = ChildServer::start(&exe, &store_flags, &exp.serve_args())?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let report = rt.block_on(measure_all(exp.as_ref(), &args, &server, seed_s))?;
+    server.stop();
+    report.print();
+    let (json, md) = report.write(&args.out_dir)?;
+    println!("\nwrote {} and {}", json.display(), md.display());
+    Ok(())
+}
+
+fn store_flags(args: &BenchArgs, data_dir: &Path) -> Vec<String> {
+    let mut flags = vec!["--data-dir".to_string(), data_dir.display().to_string()];
+    if let Some(s) = &args.store {
+        flags.push("--store".into());
+        flags.push(s.clone());
+    }
+    flags
+}
+
+fn seed(exe: &Path, exp: &dyn Experiment, args: &BenchArgs, store_flags: &[String]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut cmd = Command::new(exe);
+    cmd.arg("seed").args(store_flags).args(exp.seed_args(args.scale));
+    if args.store.is_some() {
+        cmd.arg("--force");
+    }
+    eprintln!("seeding: {:?}", cmd);
+    let status = cmd.status()?;
+    if !status.success() {
+        anyhow::bail!("seeding failed ({status})");
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// A `throng serve` child process.
+pub struct ChildServer {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ChildServer {
+    pub fn start(exe: &Path, store_flags: &[String], extra: &[String]) -> anyhow::Result<ChildServer> {
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--in-flight-max", "100000"])
+            .args(store_flags)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let Some(line) = lines.next() else { break };
+            let line = line?;
+            if let Some(url) = line.strip_prefix("throng listening on http://") {
+                let addr = url.trim().parse()?;
+                // Keep draining stdout so the child never blocks on a full pipe.
+                std::thread::spawn(move || for _ in lines.by_ref() {});
+                return Ok(ChildServer { child, addr });
+            }
+        }
+        let _ = child.kill();
+        anyhow::bail!("the server did not report its address")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Resident and peak resident memory in MiB (from /proc).
+    pub fn rss_mib(&self) -> (f64, f64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+                .map(|kib| kib / 1024.0)
+                .unwrap_or(0.0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    pub fn stop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn ceiling() -> Workload {
+    Workload {
+        name: "GET /health (ceiling)".into(),
+        factory: Arc::new(|_| RequestSpec::get("/health")),
+        ok_statuses: vec![200],
+        target_ratio_min: None,
+        published: String::new(),
+    }
+}
+
+async fn measure_all(
+    exp: &dyn Experiment,
+    args: &BenchArgs,
+    server: &ChildServer,
+    seed_s: Option<f64>,
+) -> anyhow::Result<BenchReport> {
+    let mut workloads = vec![ceiling()];
+    workloads.extend(exp.workloads(args.scale));
+    let host = server.addr.to_string();
+    let duration = Duration::from_secs(args.duration_s);
+    for w in &workloads {
+        eprintln!("warm-up: {}", w.name);
+        measure::closed_loop(server.addr, &host, args.connections, Duration::from_secs(args.warmup_s), w.factory.clone())
+            .await?;
+    }
+    let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
+    for run in 0..args.runs {
+        for (i, w) in workloads.iter().enumerate() {
+            let s = measure::closed_loop(server.addr, &host, args.connections, duration, w.factory.clone()).await?;
+            eprintln!(
+                "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us",
+                run + 1,
+                args.runs,
+                w.name,
+                s.requests_per_s,
+                s.latency_us_p50,
+                s.latency_us_p99
+            );
+            runs[i].push(s);
+        }
+    }
+    let (rss_mib, rss_mib_peak) = server.rss_mib();
+    let ceiling_rps = median_by(&runs[0], |s| s.requests_per_s);
+    let results = workloads
+        .iter()
+        .zip(runs.iter())
+        .map(|(w, rs)| WorkloadResult::from_runs(w, rs, ceiling_rps))
+        .collect();
+    Ok(BenchReport {
+        experiment: exp.name().to_string(),
+        about: exp.about().to_string(),
+        scale: format!("{:?}", args.scale).to_lowercase(),
+        runs: args.runs,
+        duration_s: args.duration_s,
+        connections: args.connections,
+        store: args.store.clone().map(|s| if s.starts_with("postgres") { "postgres".into() } else { s }).unwrap_or_else(|| "sqlite".into()),
+        seed_s,
+        results,
+        rss_mib,
+        rss_mib_peak,
+        rss_mib_max: exp.rss_mib_max(args.scale),
+        notes: exp.notes(),
+        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    })
+}
+
+pub fn median_by(runs: &[measure::Summary], f: impl Fn(&measure::Summary) -> f64) -> f64 {
+    let mut v: Vec<f64> = runs.iter().map(f).collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
