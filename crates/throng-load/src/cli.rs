@@ -1,0 +1,245 @@
+//! `throng load run|url`: clap arguments and the glue that runs them on a tokio runtime and
+//! turns outcomes into exit codes (0 ok, 1 an `ensure` check failed, 2 bad input).
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::Method;
+
+use crate::{
+    http::{resolve, Prepared},
+    measure::{self, Model, Plan, Summary},
+    report::{html, Report},
+    runner::{self, RunOptions},
+    script::{self, duration, LoadOptions, Target},
+};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_CHECKS_FAILED: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LoadCommand {
+    /// Run an Artillery script (YAML) with Artillery's semantics.
+    Run(RunArgs),
+    /// Load one URL: open model at a constant rate (--rate) or closed model (--connections).
+    Url(UrlArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The Artillery script; payload paths are relative to its folder.
+    pub script: PathBuf,
+    /// Environment from config.environments, deep-merged over config.
+    #[arg(short = 'e', long = "environment")]
+    pub environment: Option<String>,
+    /// Target URL, overriding config.target (e.g. http://127.0.0.1:8080).
+    #[arg(short = 't', long = "target")]
+    pub target: Option<String>,
+    /// Write the JSON report (Artillery's shape) to this file.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Write a self-contained HTML report to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Runtime worker threads (1 leaves the other core to a local server).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct UrlArgs {
+    /// http://host[:port]/path?query
+    pub url: String,
+    /// Open model: requests per second, latency measured from each intended start.
+    #[arg(short = 'R', long)]
+    pub rate: Option<f64>,
+    /// Closed model: connections, each sending as fast as answered. With --rate: the most
+    /// connections the open model may use (default 64).
+    #[arg(short = 'c', long)]
+    pub connections: Option<usize>,
+    /// How long to send, e.g. 10s, 1m.
+    #[arg(short = 'd', long, value_parser = duration::parse)]
+    pub duration: Duration,
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Send this file as the request body.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Extra header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Per-request timeout.
+    #[arg(long, value_parser = duration::parse, default_value = "10s")]
+    pub timeout: Duration,
+    /// Write the JSON report (same shape as `run --output`).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Write a self-contained HTML report.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Runtime worker threads (1 leaves the other core to a local server).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+/// Default connection cap for the open model when --connections is not given.
+pub const OPEN_CONNECTIONS_DEFAULT: usize = 64;
+
+/// Runs a command on its own runtime and returns the process exit code.
+pub fn execute(cmd: LoadCommand) -> i32 {
+    let threads = match &cmd {
+        LoadCommand::Run(a) => a.threads,
+        LoadCommand::Url(a) => a.threads,
+    };
+    let runtime = match build_runtime(threads) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    runtime.block_on(async move {
+        match cmd {
+            LoadCommand::Run(args) => run_script(args).await,
+            LoadCommand::Url(args) => run_url(args).await,
+        }
+    })
+}
+
+fn build_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
+    }
+}
+
+async fn run_script(args: RunArgs) -> i32 {
+    let opts = LoadOptions { environment: args.environment.clone(), target: args.target.clone() };
+    let script = match script::load(&args.script, &opts) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let outcome = runner::run(script, RunOptions::default()).await;
+    let title = format!("throng load run {}", args.script.display());
+    if let Err(code) = write_outputs(&outcome.report, &title, &args.output, &args.report) {
+        return code;
+    }
+    outcome.exit_code()
+}
+
+fn write_outputs(report: &Report, title: &str, json: &Option<PathBuf>, page: &Option<PathBuf>) -> Result<(), i32> {
+    if let Some(path) = json {
+        report.write_json(path).map_err(|e| {
+            eprintln!("error: {e}");
+            EXIT_BAD_INPUT
+        })?;
+        println!("Log file: {}", path.display());
+    }
+    if let Some(path) = page {
+        html::write(report, title, path).map_err(|e| {
+            eprintln!("error: {e}");
+            EXIT_BAD_INPUT
+        })?;
+        println!("Report: {}", path.display());
+    }
+    Ok(())
+}
+
+/// Everything `url` needs, checked before any request goes out.
+struct UrlPlan {
+    plan: Plan,
+    prepared: Prepared,
+}
+
+async fn url_plan(args: &UrlArgs) -> Result<UrlPlan, String> {
+    let target = Target::parse(&args.url)?;
+    let uri: http::Uri = args.url.trim().parse().map_err(|e| format!("{:?}: {e}", args.url))?;
+    let path = uri.path_and_query().map_or("/".to_string(), |p| p.as_str().to_string());
+    let method = Method::from_bytes(args.method.to_ascii_uppercase().as_bytes())
+        .map_err(|_| format!("--method {:?}: not an HTTP method", args.method))?;
+    let mut headers = Vec::new();
+    for h in &args.headers {
+        let (k, v) = h.split_once(':').ok_or_else(|| format!("-H {h:?}: expected 'Name: value'"))?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let body = match &args.body_file {
+        Some(p) => Bytes::from(std::fs::read(p).map_err(|e| format!("--body-file {}: {e}", p.display()))?),
+        None => Bytes::new(),
+    };
+    let prepared = Prepared::new(method, &path, &target.authority(), &headers, body)?;
+    let model = match (args.rate, args.connections) {
+        (Some(rate), c) => Model::Open { rate_per_s: rate, connections_max: c.unwrap_or(OPEN_CONNECTIONS_DEFAULT) },
+        (None, Some(c)) => Model::Closed { connections: c },
+        (None, None) => return Err("give --rate R (open model) or --connections C (closed model)".into()),
+    };
+    let addr = resolve(&target.host, target.port).await.map_err(|e| format!("{}: {e}", args.url))?;
+    let mut plan = Plan::new(addr, &target.authority(), model, args.duration);
+    plan.timeout = args.timeout;
+    plan.progress = true;
+    Ok(UrlPlan { plan, prepared })
+}
+
+async fn run_url(args: UrlArgs) -> i32 {
+    let UrlPlan { plan, prepared } = match url_plan(&args).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    println!("Running {:.0}s test @ {}", args.duration.as_secs_f64(), args.url);
+    match plan.model {
+        Model::Open { rate_per_s, connections_max } => println!(
+            "  open model: {rate_per_s} req/s over at most {connections_max} connections, latency from intended start"
+        ),
+        Model::Closed { connections } => println!("  closed model: {connections} connections"),
+    }
+    let open = matches!(plan.model, Model::Open { .. });
+    let summary = match measure::run(plan, measure::fixed(prepared)).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    print!("{}", format_summary(&summary, open));
+    let title = format!("throng load url {}", args.url);
+    if let Err(code) = write_outputs(&summary.report, &title, &args.output, &args.report) {
+        return code;
+    }
+    EXIT_OK
+}
+
+/// wrk-like summary text.
+pub fn format_summary(s: &Summary, open: bool) -> String {
+    let ms = |us: u64| format!("{:.2}ms", us as f64 / 1000.0);
+    let mut out = String::new();
+    let label = if open { "Latency (from intended start)" } else { "Latency" };
+    out.push_str(&format!(
+        "  {label}: p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+        ms(s.latency_us_p50), ms(s.latency_us_p90), ms(s.latency_us_p99), ms(s.latency_us_p999), ms(s.latency_us_max)
+    ));
+    if open {
+        out.push_str(&format!(
+            "  Service time (uncorrected): p50 {}  p99 {}  max {}\n",
+            ms(s.uncorrected_latency_us_p50), ms(s.uncorrected_latency_us_p99), ms(s.uncorrected_latency_us_max)
+        ));
+    }
+    out.push_str(&format!(
+        "  {} requests in {:.2}s, {:.2}MB read\n",
+        s.requests, s.duration_s, s.bytes_received as f64 / 1e6
+    ));
+    out.push_str(&format!("Requests/sec: {:.2}\n", s.requests_per_s));
+    let codes: Vec<String> = s.status_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    out.push_str(&format!("Status codes: {}\n", if codes.is_empty() { "none".into() } else { codes.join(", ") }));
+    if !s.errors.is_empty() {
+        let errs: Vec<String> = s.errors.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        out.push_str(&format!("Errors: {}\n", errs.join(", ")));
+    }
+    out
+}

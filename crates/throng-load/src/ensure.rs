@@ -1,0 +1,295 @@
+//! Pass/fail checks on the aggregate report, as Artillery's `ensure`:
+//! v2 `thresholds` (`metric < value`) and `conditions` (expressions such as
+//! `http.response_time.p99 < 200 and http.request_rate > 10`, `strict: false` only reports),
+//! and the legacy keys `maxErrorRate` (percent of failed virtual users), `min`, `max`,
+//! `median`, `p95`, `p99` (on `http.response_time`, `<=`).
+//!
+//! A metric name resolves to a counter, a rate, or a summary field (`name.p99`). An absent
+//! counter is 0 (no `errors.ETIMEDOUT` means none); an absent summary has no value, and a
+//! check on it fails.
+
+use crate::{report::Period, script::model::Ensure};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub description: String,
+    pub ok: bool,
+    /// Whether a failure changes the exit code.
+    pub strict: bool,
+}
+
+/// Evaluates every check; expressions were validated when the script was loaded.
+pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for map in &ensure.thresholds {
+        for (metric, limit) in map {
+            let ok = value(metric, agg).is_some_and(|v| v < *limit);
+            checks.push(Check { description: format!("{metric} < {limit}"), ok, strict: true });
+        }
+    }
+    for c in &ensure.conditions {
+        let ok = match parse(&c.expression) {
+            Ok(e) => e.eval(agg) != 0.0,
+            Err(_) => false,
+        };
+        checks.push(Check { description: c.expression.clone(), ok, strict: c.strict.unwrap_or(true) });
+    }
+    let legacy = [("min", ensure.min), ("max", ensure.max), ("median", ensure.median), ("p95", ensure.p95), ("p99", ensure.p99)];
+    for (field, limit) in legacy {
+        if let Some(limit) = limit {
+            let metric = format!("http.response_time.{field}");
+            let ok = value(&metric, agg).is_some_and(|v| v <= limit);
+            checks.push(Check { description: format!("{metric} <= {limit}"), ok, strict: true });
+        }
+    }
+    if let Some(max) = ensure.max_error_rate {
+        let created = agg.counter("vusers.created") as f64;
+        let failed = agg.counter("vusers.failed") as f64;
+        let rate = if created > 0.0 { failed / created * 100.0 } else { 0.0 };
+        checks.push(Check {
+            description: format!("maxErrorRate {rate:.2}% <= {max}%"),
+            ok: rate <= max,
+            strict: true,
+        });
+    }
+    checks
+}
+
+/// Whether every strict check passed.
+pub fn passed(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.ok || !c.strict)
+}
+
+/// The value of a metric name in a period.
+pub fn value(name: &str, p: &Period) -> Option<f64> {
+    if let Some(v) = p.counters.get(name) {
+        return Some(*v as f64);
+    }
+    if let Some(v) = p.rates.get(name) {
+        return Some(*v);
+    }
+    if let Some((base, field)) = name.rsplit_once('.') {
+        if let Some(s) = p.summaries.get(base) {
+            return s.field(field);
+        }
+        if crate::report::SummaryStats::default().field(field).is_some() {
+            return None;
+        }
+    }
+    Some(0.0)
+}
+
+/// A parsed condition expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Num(f64),
+    Metric(String),
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    Bin(Box<Expr>, Op, Box<Expr>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    Or,
+    And,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl Expr {
+    pub fn eval(&self, p: &Period) -> f64 {
+        let b = |x: bool| if x { 1.0 } else { 0.0 };
+        match self {
+            Expr::Num(n) => *n,
+            Expr::Metric(m) => value(m, p).unwrap_or(f64::NAN),
+            Expr::Not(e) => b(e.eval(p) == 0.0),
+            Expr::Neg(e) => -e.eval(p),
+            Expr::Bin(l, op, r) => {
+                let (x, y) = (l.eval(p), r.eval(p));
+                match op {
+                    Op::Or => b(x != 0.0 && !x.is_nan() || y != 0.0 && !y.is_nan()),
+                    Op::And => b(x != 0.0 && !x.is_nan() && y != 0.0 && !y.is_nan()),
+                    Op::Lt => b(x < y),
+                    Op::Le => b(x <= y),
+                    Op::Gt => b(x > y),
+                    Op::Ge => b(x >= y),
+                    Op::Eq => b(x == y),
+                    Op::Ne => b(x != y),
+                    Op::Add => x + y,
+                    Op::Sub => x - y,
+                    Op::Mul => x * y,
+                    Op::Div => x / y,
+                    Op::Rem => x % y,
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(f64),
+    Ident(String),
+    Sym(&'static str),
+}
+
+fn lex(text: &str) -> Result<Vec<Tok>, String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+                i += 1;
+            }
+            let s: String = chars[start..i].iter().collect();
+            out.push(Tok::Num(s.parse().map_err(|_| format!("bad number {s:?}"))?));
+        } else if c.is_alphabetic() || c == '_' || c == '$' {
+            let start = i;
+            while i < chars.len() {
+                let d = chars[i];
+                let dash_in_name = d == '-'
+                    && chars[i - 1].is_alphabetic()
+                    && chars.get(i + 1).is_some_and(|n| n.is_alphabetic());
+                if d.is_alphanumeric() || d == '_' || d == '.' || d == '$' || dash_in_name {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            out.push(Tok::Ident(chars[start..i].iter().collect()));
+        } else {
+            let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+            let sym = ["<=", ">=", "==", "!=", "&&", "||"].into_iter().find(|s| *s == two);
+            if let Some(s) = sym {
+                out.push(Tok::Sym(s));
+                i += 2;
+                continue;
+            }
+            let one = ["<", ">", "+", "-", "*", "/", "%", "(", ")", "!"].into_iter().find(|s| s.starts_with(c));
+            match one {
+                Some(s) => out.push(Tok::Sym(s)),
+                None => return Err(format!("unexpected character {c:?}")),
+            }
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek_op(&self, table: &[(&str, Op)]) -> Option<Op> {
+        let name = match self.toks.get(self.pos)? {
+            Tok::Sym(s) => *s,
+            Tok::Ident(s) => s.as_str(),
+            Tok::Num(_) => return None,
+        };
+        table.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
+    }
+
+    fn binary(&mut self, table: &[(&str, Op)], next: fn(&mut Self) -> Result<Expr, String>) -> Result<Expr, String> {
+        let mut left = next(self)?;
+        while let Some(op) = self.peek_op(table) {
+            self.pos += 1;
+            let right = next(self)?;
+            left = Expr::Bin(Box::new(left), op, Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn or(&mut self) -> Result<Expr, String> {
+        self.binary(&[("or", Op::Or), ("||", Op::Or)], Self::and)
+    }
+    fn and(&mut self) -> Result<Expr, String> {
+        self.binary(&[("and", Op::And), ("&&", Op::And)], Self::not)
+    }
+    fn not(&mut self) -> Result<Expr, String> {
+        match self.toks.get(self.pos) {
+            Some(Tok::Ident(s)) if s == "not" => {}
+            Some(Tok::Sym("!")) => {}
+            _ => return self.cmp(),
+        }
+        self.pos += 1;
+        Ok(Expr::Not(Box::new(self.not()?)))
+    }
+    fn cmp(&mut self) -> Result<Expr, String> {
+        let table = [("<", Op::Lt), ("<=", Op::Le), (">", Op::Gt), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne)];
+        self.binary(&table, Self::sum)
+    }
+    fn sum(&mut self) -> Result<Expr, String> {
+        self.binary(&[("+", Op::Add), ("-", Op::Sub)], Self::product)
+    }
+    fn product(&mut self) -> Result<Expr, String> {
+        self.binary(&[("*", Op::Mul), ("/", Op::Div), ("%", Op::Rem)], Self::unary)
+    }
+    fn unary(&mut self) -> Result<Expr, String> {
+        let tok = self.toks.get(self.pos).cloned().ok_or("unexpected end of expression")?;
+        self.pos += 1;
+        match tok {
+            Tok::Num(n) => Ok(Expr::Num(n)),
+            Tok::Ident(name) if !matches!(name.as_str(), "and" | "or" | "not") => Ok(Expr::Metric(name)),
+            Tok::Sym("-") => Ok(Expr::Neg(Box::new(self.unary()?))),
+            Tok::Sym("(") => {
+                let e = self.or()?;
+                match self.toks.get(self.pos) {
+                    Some(Tok::Sym(")")) => {
+                        self.pos += 1;
+                        Ok(e)
+                    }
+                    _ => Err("missing )".into()),
+                }
+            }
+            other => Err(format!("unexpected {other:?}")),
+        }
+    }
+}
+
+/// Parses a condition such as `http.response_time.p99 < 200 and vusers.failed == 0`.
+pub fn parse(text: &str) -> Result<Expr, String> {
+    let mut p = Parser { toks: lex(text)?, pos: 0 };
+    let e = p.or()?;
+    if p.pos != p.toks.len() {
+        return Err(format!("unexpected {:?}", p.toks[p.pos]));
+    }
+    Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::SummaryStats;
+
+    #[test]
+    fn conditions() {
+        let mut p = Period::default();
+        p.counters.insert("vusers.failed".into(), 2);
+        p.rates.insert("http.request_rate".into(), 20.0);
+        p.summaries.insert("http.response_time".into(), SummaryStats { p99: 150.0, ..Default::default() });
+        let t = |s: &str| parse(s).unwrap().eval(&p) != 0.0;
+        assert!(t("http.response_time.p99 < 200 and http.request_rate > 10"));
+        assert!(!t("http.response_time.p99 < 100 or vusers.failed == 0"));
+        assert!(t("not (vusers.failed > 5) && errors.ETIMEDOUT == 0"));
+        assert!(t("vusers.failed * 2 + 1 == 5"));
+        assert!(!t("http.other_time.p99 < 1000"), "no data fails");
+        assert!(parse("a < ").is_err());
+    }
+}

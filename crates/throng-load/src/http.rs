@@ -1,0 +1,201 @@
+//! One keep-alive HTTP/1.1 connection over hyper's low-level client, and the error codes
+//! Artillery reports (`ECONNREFUSED`, `ETIMEDOUT`, ...).
+//!
+//! Why the low-level client: no pool, no per-request host lookup, no extra task hops. The
+//! measurement loops own one connection per task; scripts own one connection per virtual
+//! user and host, as Artillery does by default.
+
+use std::{io, net::SocketAddr, time::Duration};
+
+use bytes::{Bytes, BytesMut};
+use http::{header, HeaderMap, HeaderValue, Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// The sending half of a connection.
+pub type Sender = http1::SendRequest<Full<Bytes>>;
+/// The connection's I/O driver; it must be polled (spawned or selected) while requests run.
+pub type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// A failed request or connection, named with Node's error codes so reports read like
+/// Artillery's (`errors.ECONNREFUSED`).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code}: {detail}")]
+pub struct HttpError {
+    pub code: &'static str,
+    pub detail: String,
+}
+
+impl HttpError {
+    pub fn new(code: &'static str, detail: impl Into<String>) -> Self {
+        Self { code, detail: detail.into() }
+    }
+
+    pub fn timeout(after: Duration) -> Self {
+        Self::new("ETIMEDOUT", format!("no response within {:.3} s", after.as_secs_f64()))
+    }
+
+    pub fn from_io(err: &io::Error) -> Self {
+        Self::new(io_code(err), err.to_string())
+    }
+
+    pub fn from_hyper(err: &hyper::Error) -> Self {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+        while let Some(e) = source {
+            if let Some(io) = e.downcast_ref::<io::Error>() {
+                return Self::new(io_code(io), err.to_string());
+            }
+            source = e.source();
+        }
+        let code = if err.is_parse() || err.is_parse_status() {
+            "EPROTO"
+        } else {
+            // Closed or canceled mid-message: Node calls this "socket hang up", ECONNRESET.
+            "ECONNRESET"
+        };
+        Self::new(code, err.to_string())
+    }
+}
+
+fn io_code(err: &io::Error) -> &'static str {
+    use io::ErrorKind as K;
+    match err.kind() {
+        K::ConnectionRefused => "ECONNREFUSED",
+        K::ConnectionReset => "ECONNRESET",
+        K::ConnectionAborted => "ECONNABORTED",
+        K::TimedOut => "ETIMEDOUT",
+        K::BrokenPipe => "EPIPE",
+        K::AddrNotAvailable => "EADDRNOTAVAIL",
+        K::AddrInUse => "EADDRINUSE",
+        K::HostUnreachable => "EHOSTUNREACH",
+        K::NetworkUnreachable => "ENETUNREACH",
+        K::UnexpectedEof => "ECONNRESET",
+        _ => match err.raw_os_error() {
+            Some(24) => "EMFILE",
+            _ => "EIO",
+        },
+    }
+}
+
+/// Resolves `host:port` to one socket address (the first the resolver returns).
+pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, HttpError> {
+    let mut addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| HttpError::new("ENOTFOUND", format!("cannot resolve {host}: {e}")))?;
+    addrs.next().ok_or_else(|| HttpError::new("ENOTFOUND", format!("{host} has no address")))
+}
+
+/// Opens a TCP connection with `TCP_NODELAY` and performs the (no-op) HTTP/1 handshake.
+pub async fn connect(addr: SocketAddr) -> Result<(Sender, Driver), HttpError> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| HttpError::from_io(&e))?;
+    stream.set_nodelay(true).map_err(|e| HttpError::from_io(&e))?;
+    http1::handshake(TokioIo::new(stream)).await.map_err(|e| HttpError::from_hyper(&e))
+}
+
+/// A request ready to send; cheap to clone (the URI and body are reference-counted).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub method: Method,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Prepared {
+    /// `path_and_query` must be origin-form (`/a?b=c`); `host` becomes the Host header.
+    pub fn new(
+        method: Method,
+        path_and_query: &str,
+        host: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Result<Self, String> {
+        let uri: Uri = path_and_query
+            .parse()
+            .map_err(|e| format!("invalid request path {path_and_query:?}: {e}"))?;
+        let mut map = HeaderMap::with_capacity(headers.len() + 1);
+        let host = HeaderValue::from_str(host).map_err(|e| format!("invalid host {host:?}: {e}"))?;
+        map.insert(header::HOST, host);
+        for (name, value) in headers {
+            let name = header::HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|e| format!("invalid header name {name:?}: {e}"))?;
+            let value = HeaderValue::from_str(value.trim())
+                .map_err(|e| format!("invalid value for header {name}: {e}"))?;
+            map.append(name, value);
+        }
+        Ok(Self { method, uri, headers: map, body })
+    }
+
+    pub fn to_request(&self) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(self.body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+/// A response with its body collected up to a limit.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: HeaderMap,
+    /// The first `body_bytes_max` bytes of the body.
+    pub body: Bytes,
+    /// All body bytes received, including any beyond the limit.
+    pub body_bytes: u64,
+    /// From sending the request to the response head (Artillery's "firstByte" phase).
+    pub first_byte: Duration,
+}
+
+/// Sends one request and reads the whole body, keeping at most `body_bytes_max` of it.
+pub async fn send(
+    sender: &mut Sender,
+    req: Request<Full<Bytes>>,
+    body_bytes_max: usize,
+) -> Result<Response, HttpError> {
+    let started = std::time::Instant::now();
+    sender.ready().await.map_err(|e| HttpError::from_hyper(&e))?;
+    let resp = sender.send_request(req).await.map_err(|e| HttpError::from_hyper(&e))?;
+    let first_byte = started.elapsed();
+    let (parts, mut body) = resp.into_parts();
+    let mut kept = BytesMut::new();
+    let mut body_bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| HttpError::from_hyper(&e))?;
+        if let Ok(data) = frame.into_data() {
+            body_bytes += data.len() as u64;
+            let room = body_bytes_max.saturating_sub(kept.len());
+            kept.extend_from_slice(&data[..data.len().min(room)]);
+        }
+    }
+    Ok(Response {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body: kept.freeze(),
+        body_bytes,
+        first_byte,
+    })
+}
+
+/// Sends one request and discards the body; returns the status and body size.
+/// The fast path for the measurement loops.
+pub async fn send_discard(
+    sender: &mut Sender,
+    req: Request<Full<Bytes>>,
+) -> Result<(u16, u64), HttpError> {
+    sender.ready().await.map_err(|e| HttpError::from_hyper(&e))?;
+    let resp = sender.send_request(req).await.map_err(|e| HttpError::from_hyper(&e))?;
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut body_bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| HttpError::from_hyper(&e))?;
+        if let Some(data) = frame.data_ref() {
+            body_bytes += data.len() as u64;
+        }
+    }
+    Ok((status, body_bytes))
+}

@@ -1,0 +1,558 @@
+//! Closed and open measurement loops over many keep-alive connections (wrk / wrk2 models).
+//!
+//! - Closed model: `connections` tasks, each sends its next request as soon as the previous
+//!   one answered. Measures the maximum throughput.
+//! - Open model: requests are due at a constant rate (`seq / rate` after the start) whether
+//!   or not earlier ones answered; a free connection takes the next due request. Latency is
+//!   measured from the request's *intended* start, so a stalled server shows up in the
+//!   percentiles (no coordinated omission); the service time (from the actual send) is kept
+//!   beside it as `uncorrected_*`.
+//!
+//! Each connection task polls its own hyper connection driver (no extra task, no pool).
+//! Histograms are HDR with 3 significant digits and a fixed range (1 us .. 1 h), so memory
+//! does not grow with the request count; intermediate periods are capped at
+//! [`PERIODS_MAX`] by widening the period for long runs.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    pin::pin,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use http::Method;
+use http_body_util::Full;
+
+use crate::{
+    http::{self as client, Prepared},
+    metrics::new_histogram,
+    report::{now_ms, Period, Report, SummaryStats},
+};
+
+/// Most intermediate periods kept; longer runs get wider periods.
+pub const PERIODS_MAX: u64 = 3_600;
+/// Open model: how early a request may leave to absorb the timer's 1 ms granularity.
+/// Latency is then measured from the actual send, never from before it.
+const TIMER_TICK: Duration = Duration::from_millis(1);
+/// Pause before reconnecting after a failed connect, so a down server is not hammered.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
+
+/// One request to send; built per request by a [`RequestFactory`].
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    pub method: Method,
+    /// Origin-form target, e.g. `/health?x=1`.
+    pub path_and_query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl RequestSpec {
+    pub fn get(path_and_query: impl Into<String>) -> Self {
+        Self {
+            method: Method::GET,
+            path_and_query: path_and_query.into(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+}
+
+/// Builds request number `seq` (0, 1, 2, ... across all connections).
+pub type RequestFactory = Arc<dyn Fn(u64) -> RequestSpec + Send + Sync>;
+
+/// How requests are paced.
+#[derive(Debug, Clone, Copy)]
+pub enum Model {
+    Closed { connections: usize },
+    Open { rate_per_s: f64, connections_max: usize },
+}
+
+/// Everything a measurement needs besides the requests.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub addr: SocketAddr,
+    /// Host header value (with `:port` when not 80).
+    pub host: String,
+    pub model: Model,
+    pub duration: Duration,
+    /// Per request; a request without a response by then counts as `ETIMEDOUT`.
+    pub timeout: Duration,
+    /// Print a live line to stderr every period.
+    pub progress: bool,
+}
+
+impl Plan {
+    pub fn new(addr: SocketAddr, host: &str, model: Model, duration: Duration) -> Self {
+        Self {
+            addr,
+            host: host.to_string(),
+            model,
+            duration,
+            timeout: Duration::from_secs(10),
+            progress: false,
+        }
+    }
+}
+
+/// The outcome of a measurement. Latencies are microseconds; for the open model they are
+/// measured from the intended start (`uncorrected_*`: from the actual send).
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Responses received (any status).
+    pub requests: u64,
+    pub duration_s: f64,
+    pub requests_per_s: f64,
+    pub latency_us_p50: u64,
+    pub latency_us_p90: u64,
+    pub latency_us_p99: u64,
+    pub latency_us_p999: u64,
+    pub latency_us_max: u64,
+    pub latency_us_mean: f64,
+    pub uncorrected_latency_us_p50: u64,
+    pub uncorrected_latency_us_p99: u64,
+    pub uncorrected_latency_us_max: u64,
+    pub status_counts: BTreeMap<u16, u64>,
+    /// Failed requests by error code (`ECONNREFUSED`, `ETIMEDOUT`, ...).
+    pub errors: BTreeMap<String, u64>,
+    pub bytes_received: u64,
+    /// Artillery-shaped report with per-period figures, as `--output` writes it.
+    pub report: Report,
+}
+
+/// Closed model: `connections` connections, each as fast as the server answers.
+pub async fn closed_loop(
+    addr: SocketAddr,
+    host: &str,
+    connections: usize,
+    duration: Duration,
+    factory: RequestFactory,
+) -> anyhow::Result<Summary> {
+    let plan = Plan::new(addr, host, Model::Closed { connections }, duration);
+    run(plan, from_factory(factory, host)).await
+}
+
+/// Open model: `rate_per_s` requests per second over at most `connections_max` connections.
+pub async fn open_loop(
+    addr: SocketAddr,
+    host: &str,
+    rate_per_s: f64,
+    connections_max: usize,
+    duration: Duration,
+    factory: RequestFactory,
+) -> anyhow::Result<Summary> {
+    let model = Model::Open { rate_per_s, connections_max };
+    let plan = Plan::new(addr, host, model, duration);
+    run(plan, from_factory(factory, host)).await
+}
+
+/// Builds request `seq` ready to send, or says why it cannot be built.
+pub type Source = Arc<dyn Fn(u64) -> Result<Prepared, String> + Send + Sync>;
+
+/// Adapts a [`RequestFactory`] (parsing each spec).
+pub fn from_factory(factory: RequestFactory, host: &str) -> Source {
+    let host = host.to_string();
+    Arc::new(move |seq| {
+        let spec = factory(seq);
+        Prepared::new(spec.method, &spec.path_and_query, &host, &spec.headers, spec.body)
+    })
+}
+
+/// The same request every time (cheap clones), for `throng load url`.
+pub fn fixed(prepared: Prepared) -> Source {
+    Arc::new(move |_| Ok(prepared.clone()))
+}
+
+/// Runs a plan to completion and summarises it.
+pub async fn run(plan: Plan, source: Source) -> anyhow::Result<Summary> {
+    let tasks = validate(&plan)?;
+    let period = period_for(plan.duration);
+    let shared = Arc::new(Shared::new(&plan, source));
+    let mut handles = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        handles.push(tokio::spawn(connection_task(shared.clone())));
+    }
+    let ticker = tokio::spawn(tick_periods(shared.clone(), period, plan.progress));
+    // Safety net: requests are bounded by the timeout, so this only fires on a bug.
+    let hard_stop = plan.duration + plan.timeout + Duration::from_secs(5);
+    let all = futures::future::join_all(handles.iter_mut());
+    if tokio::time::timeout(hard_stop, all).await.is_err() {
+        handles.iter().for_each(|h| h.abort());
+    }
+    ticker.abort();
+    let duration_s = shared.start.elapsed().as_secs_f64();
+    let mut rec = shared.lock();
+    rec.rotate(now_ms(), plan.progress, duration_s);
+    Ok(rec.summary(duration_s))
+}
+
+fn validate(plan: &Plan) -> anyhow::Result<usize> {
+    anyhow::ensure!(!plan.duration.is_zero(), "duration must be greater than zero");
+    match plan.model {
+        Model::Closed { connections } => {
+            anyhow::ensure!(connections > 0, "connections must be at least 1");
+            Ok(connections)
+        }
+        Model::Open { rate_per_s, connections_max } => {
+            anyhow::ensure!(
+                rate_per_s.is_finite() && rate_per_s > 0.0,
+                "rate must be a positive number of requests per second, got {rate_per_s}"
+            );
+            anyhow::ensure!(connections_max > 0, "connections must be at least 1");
+            Ok(connections_max)
+        }
+    }
+}
+
+fn period_for(duration: Duration) -> Duration {
+    let secs = duration.as_secs().div_ceil(PERIODS_MAX).max(1);
+    Duration::from_secs(secs)
+}
+
+/// A request slot: its sequence number and, in the open model, when it is due.
+struct Ticket {
+    seq: u64,
+    intended: Option<Instant>,
+}
+
+struct Shared {
+    plan: Plan,
+    source: Source,
+    start: Instant,
+    deadline: Instant,
+    next_seq: AtomicU64,
+    /// Open model: number of requests due within the duration.
+    tickets_total: u64,
+    recorder: Mutex<Recorder>,
+    warned: Mutex<bool>,
+}
+
+impl Shared {
+    fn new(plan: &Plan, source: Source) -> Self {
+        let start = Instant::now();
+        let tickets_total = match plan.model {
+            Model::Open { rate_per_s, .. } => (rate_per_s * plan.duration.as_secs_f64()).round() as u64,
+            Model::Closed { .. } => u64::MAX,
+        };
+        Self {
+            plan: plan.clone(),
+            source,
+            start,
+            deadline: start + plan.duration,
+            next_seq: AtomicU64::new(0),
+            tickets_total,
+            recorder: Mutex::new(Recorder::new()),
+            warned: Mutex::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorder> {
+        self.recorder.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn next_ticket(&self) -> Option<Ticket> {
+        match self.plan.model {
+            Model::Closed { .. } => {
+                if Instant::now() >= self.deadline {
+                    return None;
+                }
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                Some(Ticket { seq, intended: None })
+            }
+            Model::Open { rate_per_s, .. } => {
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                if seq >= self.tickets_total {
+                    return None;
+                }
+                let offset = Duration::from_secs_f64(seq as f64 / rate_per_s);
+                Some(Ticket { seq, intended: Some(self.start + offset) })
+            }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        match self.plan.model {
+            Model::Closed { .. } => Instant::now() >= self.deadline,
+            Model::Open { .. } => self.next_seq.load(Ordering::Relaxed) >= self.tickets_total,
+        }
+    }
+
+    fn warn_once(&self, message: &str) {
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if !*warned {
+            *warned = true;
+            eprintln!("warning: cannot build request: {message}");
+        }
+    }
+}
+
+enum End {
+    Done,
+    Reconnect,
+}
+
+async fn connection_task(shared: Arc<Shared>) {
+    let mut pending: Option<Ticket> = None;
+    loop {
+        if pending.is_none() && shared.finished() {
+            return;
+        }
+        let (mut sender, driver) = match client::connect(shared.plan.addr).await {
+            Ok(pair) => pair,
+            Err(e) => {
+                on_connect_error(&shared, &mut pending, e.code).await;
+                continue;
+            }
+        };
+        let mut driver = pin!(driver);
+        let mut work = pin!(serve(&shared, &mut sender, &mut pending));
+        // Poll the connection driver in this task: no cross-task wake-ups per request.
+        let end = tokio::select! {
+            biased;
+            end = &mut work => end,
+            _ = &mut driver => work.await,
+        };
+        if let End::Done = end {
+            return;
+        }
+    }
+}
+
+/// A connect failure fails the request it was meant for (open model: the due ticket).
+async fn on_connect_error(shared: &Shared, pending: &mut Option<Ticket>, code: &'static str) {
+    let ticket = pending.take().or_else(|| shared.next_ticket());
+    if let Some(t) = ticket {
+        if let Some(at) = t.intended {
+            tokio::time::sleep_until(at.into()).await;
+        }
+        shared.lock().record_error(code);
+    }
+    tokio::time::sleep(RECONNECT_PAUSE).await;
+}
+
+async fn serve(shared: &Shared, sender: &mut client::Sender, pending: &mut Option<Ticket>) -> End {
+    loop {
+        // A connection closed by the server between requests is not a failed request.
+        if sender.ready().await.is_err() {
+            return End::Reconnect;
+        }
+        let Some(ticket) = pending.take().or_else(|| shared.next_ticket()) else {
+            return End::Done;
+        };
+        if let Some(at) = ticket.intended {
+            if let Some(early) = at.checked_sub(TIMER_TICK) {
+                tokio::time::sleep_until(early.into()).await;
+            }
+        }
+        let req = match (shared.source)(ticket.seq) {
+            Ok(p) => p.to_request(),
+            Err(msg) => {
+                shared.warn_once(&msg);
+                shared.lock().record_error("EINVALIDREQUEST");
+                continue;
+            }
+        };
+        if let Err(end) = send_one(shared, sender, req, ticket.intended).await {
+            return end;
+        }
+    }
+}
+
+async fn send_one(
+    shared: &Shared,
+    sender: &mut client::Sender,
+    req: http::Request<Full<Bytes>>,
+    intended: Option<Instant>,
+) -> Result<(), End> {
+    let sent = Instant::now();
+    let outcome = tokio::time::timeout(shared.plan.timeout, client::send_discard(sender, req)).await;
+    let done = Instant::now();
+    let from = intended.map_or(sent, |at| at.min(sent));
+    let mut rec = shared.lock();
+    match outcome {
+        Ok(Ok((status, bytes))) => {
+            rec.record_ok(done - from, done - sent, status, bytes);
+            Ok(())
+        }
+        Ok(Err(e)) => {
+            rec.record_error(e.code);
+            Err(End::Reconnect)
+        }
+        Err(_) => {
+            rec.record_error("ETIMEDOUT");
+            Err(End::Reconnect)
+        }
+    }
+}
+
+async fn tick_periods(shared: Arc<Shared>, period: Duration, progress: bool) {
+    let mut next = tokio::time::Instant::from_std(shared.start) + period;
+    loop {
+        tokio::time::sleep_until(next).await;
+        next += period;
+        let elapsed_s = shared.start.elapsed().as_secs_f64();
+        shared.lock().rotate(now_ms(), progress, elapsed_s);
+    }
+}
+
+
+/// Counters and histograms for one window of time.
+struct Stats {
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    status: BTreeMap<u16, u64>,
+    errors: BTreeMap<&'static str, u64>,
+    responses: u64,
+    bytes: u64,
+}
+
+impl Stats {
+    fn new() -> Self {
+        Self {
+            latency: new_histogram(3),
+            service: new_histogram(3),
+            status: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            responses: 0,
+            bytes: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.latency.reset();
+        self.service.reset();
+        self.status.clear();
+        self.errors.clear();
+        self.responses = 0;
+        self.bytes = 0;
+    }
+
+    fn to_period(&self, start_ms: u64, end_ms: u64, open: bool) -> Period {
+        let width_ms = end_ms.saturating_sub(start_ms).max(1);
+        let mut p = Period { period: start_ms, width_ms, ..Default::default() };
+        let failed: u64 = self.errors.values().sum();
+        p.counters.insert("http.requests".into(), self.responses + failed);
+        p.counters.insert("http.responses".into(), self.responses);
+        p.counters.insert("http.downloaded_bytes".into(), self.bytes);
+        for (code, n) in &self.status {
+            p.counters.insert(format!("http.codes.{code}"), *n);
+        }
+        for (code, n) in &self.errors {
+            p.counters.insert(format!("errors.{code}"), *n);
+        }
+        let rate = self.responses as f64 * 1000.0 / width_ms as f64;
+        p.rates.insert("http.request_rate".into(), (rate * 10.0).round() / 10.0);
+        if !self.latency.is_empty() {
+            let s = SummaryStats::from_us(&self.latency);
+            p.summaries.insert("http.response_time".into(), s);
+            p.histograms.insert("http.response_time".into(), s);
+            if open {
+                let s = SummaryStats::from_us(&self.service);
+                p.summaries.insert("http.service_time".into(), s);
+                p.histograms.insert("http.service_time".into(), s);
+            }
+        }
+        let span = (self.responses + failed > 0).then_some((start_ms, end_ms));
+        p.set_times(span, (!self.latency.is_empty()).then_some((start_ms, end_ms)));
+        p
+    }
+}
+
+struct Recorder {
+    total: Stats,
+    window: Stats,
+    window_start_ms: u64,
+    start_ms: u64,
+    intermediate: Vec<Period>,
+    open: bool,
+}
+
+impl Recorder {
+    fn new() -> Self {
+        let now = now_ms();
+        Self {
+            total: Stats::new(),
+            window: Stats::new(),
+            window_start_ms: now,
+            start_ms: now,
+            intermediate: Vec::new(),
+            open: false,
+        }
+    }
+
+    fn record_ok(&mut self, latency: Duration, service: Duration, status: u16, bytes: u64) {
+        let latency_us = (latency.as_micros() as u64).max(1);
+        let service_us = (service.as_micros() as u64).max(1);
+        self.open |= latency_us != service_us;
+        for s in [&mut self.total, &mut self.window] {
+            s.latency.saturating_record(latency_us);
+            s.service.saturating_record(service_us);
+            *s.status.entry(status).or_insert(0) += 1;
+            s.responses += 1;
+            s.bytes += bytes;
+        }
+    }
+
+    fn record_error(&mut self, code: &'static str) {
+        for s in [&mut self.total, &mut self.window] {
+            *s.errors.entry(code).or_insert(0) += 1;
+        }
+    }
+
+    fn rotate(&mut self, now: u64, progress: bool, elapsed_s: f64) {
+        let period = self.window.to_period(self.window_start_ms, now, self.open);
+        if progress {
+            eprintln!("{}", progress_line(&period, elapsed_s));
+        }
+        if period.counter("http.requests") > 0 || self.intermediate.is_empty() {
+            self.intermediate.push(period);
+        }
+        self.window.reset();
+        self.window_start_ms = now;
+    }
+
+    fn summary(&self, duration_s: f64) -> Summary {
+        let t = &self.total;
+        let q = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+        let mut aggregate = t.to_period(self.start_ms, now_ms(), self.open);
+        if let Some(rate) = aggregate.rates.get_mut("http.request_rate") {
+            *rate = (t.responses as f64 / duration_s.max(1e-9) * 10.0).round() / 10.0;
+        }
+        Summary {
+            requests: t.responses,
+            duration_s,
+            requests_per_s: t.responses as f64 / duration_s.max(1e-9),
+            latency_us_p50: q(&t.latency, 0.5),
+            latency_us_p90: q(&t.latency, 0.9),
+            latency_us_p99: q(&t.latency, 0.99),
+            latency_us_p999: q(&t.latency, 0.999),
+            latency_us_max: t.latency.max(),
+            latency_us_mean: t.latency.mean(),
+            uncorrected_latency_us_p50: q(&t.service, 0.5),
+            uncorrected_latency_us_p99: q(&t.service, 0.99),
+            uncorrected_latency_us_max: t.service.max(),
+            status_counts: t.status.clone(),
+            errors: t.errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            bytes_received: t.bytes,
+            report: Report { aggregate, intermediate: self.intermediate.clone() },
+        }
+    }
+}
+
+fn progress_line(p: &Period, elapsed_s: f64) -> String {
+    let errors: u64 = p.counters.iter().filter(|(k, _)| k.starts_with("errors.")).map(|(_, v)| v).sum();
+    let rate = p.rates.get("http.request_rate").copied().unwrap_or(0.0);
+    match p.summaries.get("http.response_time") {
+        Some(s) => format!(
+            "[{elapsed_s:6.1}s] {rate:9.0} req/s  p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms  errors {errors}",
+            s.p50, s.p99, s.max
+        ),
+        None => format!("[{elapsed_s:6.1}s] {rate:9.0} req/s  errors {errors}"),
+    }
+}

@@ -1,0 +1,137 @@
+//! The report in Artillery's JSON shape (`aggregate` + `intermediate` periods of `counters`,
+//! `rates`, `summaries`), so tools that read Artillery reports read ours.
+//!
+//! Latency values in reports are milliseconds with one decimal, as Artillery writes them;
+//! the library API ([`crate::Summary`]) uses integer microseconds instead.
+
+pub mod console;
+pub mod html;
+
+use std::{collections::BTreeMap, path::Path};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// One metrics window: a 10 s period for `run`, 1 s for `url`, or the whole test.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Period {
+    pub counters: BTreeMap<String, u64>,
+    pub rates: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_counter_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_histogram_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_counter_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_histogram_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_metric_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_metric_at: Option<u64>,
+    /// Start of the window, milliseconds since the Unix epoch.
+    pub period: u64,
+    /// Width of the window in milliseconds (not in Artillery's report; used for rates).
+    #[serde(default)]
+    pub width_ms: u64,
+    pub summaries: BTreeMap<String, SummaryStats>,
+    /// Artillery writes the same numbers under both keys.
+    pub histograms: BTreeMap<String, SummaryStats>,
+}
+
+impl Period {
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// Fills `first/last*At` from the counter and histogram timestamps.
+    pub fn set_times(&mut self, counter: Option<(u64, u64)>, histogram: Option<(u64, u64)>) {
+        self.first_counter_at = counter.map(|c| c.0);
+        self.last_counter_at = counter.map(|c| c.1);
+        self.first_histogram_at = histogram.map(|h| h.0);
+        self.last_histogram_at = histogram.map(|h| h.1);
+        let firsts = [self.first_counter_at, self.first_histogram_at];
+        let lasts = [self.last_counter_at, self.last_histogram_at];
+        self.first_metric_at = firsts.iter().flatten().min().copied();
+        self.last_metric_at = lasts.iter().flatten().max().copied();
+    }
+}
+
+/// Artillery's summary of a histogram, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct SummaryStats {
+    pub min: f64,
+    pub max: f64,
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub median: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+impl SummaryStats {
+    /// Summarises a histogram of microseconds into milliseconds with one decimal.
+    pub fn from_us(h: &Histogram<u64>) -> Self {
+        let ms = |us: u64| (us as f64 / 100.0).round() / 10.0;
+        let q = |q: f64| ms(h.value_at_quantile(q));
+        Self {
+            min: ms(h.min()),
+            max: ms(h.max()),
+            count: h.len(),
+            mean: (h.mean() / 100.0).round() / 10.0,
+            p50: q(0.5),
+            median: q(0.5),
+            p75: q(0.75),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+        }
+    }
+
+    /// A named field (`p99`, `median`, `max`, ...), as `ensure` checks refer to them.
+    pub fn field(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "min" => self.min,
+            "max" => self.max,
+            "count" => self.count as f64,
+            "mean" => self.mean,
+            "p50" => self.p50,
+            "median" => self.median,
+            "p75" => self.p75,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" => self.p999,
+            _ => return None,
+        })
+    }
+}
+
+/// The whole report as `--output` writes it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub aggregate: Period,
+    pub intermediate: Vec<Period>,
+}
+
+impl Report {
+    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("cannot write report {}: {e}", path.display()))
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,327 @@
+//! One request of a virtual user: render it, send it on the user's connection for that host,
+//! record Artillery's metrics (`http.*`, per endpoint), then apply captures and expectations.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::{vuser::Failed, vuser::Vu, Ctx, ENDPOINTS_MAX};
+use crate::{
+    capture::{self, JsonPath},
+    http::{self as client, HttpError, Prepared, Response},
+    script::{Body, Request, Target},
+    template::{render_str, render_value, to_text},
+};
+
+/// Response bytes kept for captures and expectations; the rest is counted and dropped.
+pub const BODY_BYTES_MAX: usize = 8 << 20;
+/// Expectation failures printed in detail before going quiet.
+const EXPECT_DETAILS_MAX: u64 = 10;
+
+struct Rendered {
+    target: Target,
+    path: String,
+    prepared: Prepared,
+}
+
+impl Vu {
+    pub(crate) async fn request(&mut self, r: &Request) -> Result<(), Failed> {
+        for hook in &r.hooks {
+            super::vuser::warn_function(&self.ctx, hook);
+        }
+        let rendered = match self.render(r) {
+            Ok(x) => x,
+            Err(msg) => {
+                self.ctx.warnings.once(&format!("req:{msg}"), || format!("cannot build request: {msg}"));
+                self.ctx.metrics.error("EINVALIDREQUEST");
+                return Err(Failed);
+            }
+        };
+        let m = &self.ctx.metrics;
+        m.counter("http.requests", 1);
+        let timeout = self.ctx.script.timeout;
+        let key = rendered.target.authority();
+        let outcome = tokio::time::timeout(timeout, self.exchange(&rendered)).await;
+        let resp = match outcome {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(e)) => return Err(self.fail(&key, e)),
+            Err(_) => return Err(self.fail(&key, HttpError::timeout(timeout))),
+        };
+        let m = &self.ctx.metrics;
+        m.counter("http.responses", 1);
+        m.counter(&format!("http.codes.{}", resp.status), 1);
+        m.counter("http.downloaded_bytes", resp.body_bytes);
+        let us = resp.first_byte.as_micros() as u64;
+        m.histogram_us("http.response_time", us);
+        self.endpoint_metrics(r, &rendered, &resp, us);
+        self.capture(r, &resp)?;
+        self.expect(r, &rendered, &resp)
+    }
+
+    fn fail(&mut self, key: &str, e: HttpError) -> Failed {
+        // The connection may be mid-message; never reuse it.
+        self.conns.remove(key);
+        self.ctx.metrics.error(e.code);
+        Failed
+    }
+
+    fn render(&self, r: &Request) -> Result<Rendered, String> {
+        let vars = &self.vars;
+        let url = render_str(&r.url, vars);
+        let script = &self.ctx.script;
+        let (target, mut path) = if url.starts_with("http://") || url.starts_with("https://") {
+            let t = Target::parse(&url)?;
+            let uri: http::Uri = url.parse().map_err(|e| format!("{url:?}: {e}"))?;
+            let pq = uri.path_and_query().map_or("/".to_string(), |p| p.as_str().to_string());
+            (t, pq)
+        } else {
+            let sep = if url.starts_with('/') || url.is_empty() { "" } else { "/" };
+            (script.target.clone(), format!("{}{sep}{url}", script.target.base_path))
+        };
+        if path.is_empty() {
+            path.push('/');
+        }
+        if !r.qs.is_empty() {
+            let pairs: Vec<(String, String)> =
+                r.qs.iter().map(|(k, v)| (render_str(k, vars), to_text(&render_value(v, vars)))).collect();
+            path.push(if path.contains('?') { '&' } else { '?' });
+            path.push_str(&urlencode_pairs(&pairs));
+        }
+        let mut headers: Vec<(String, String)> = Vec::new();
+        for (k, v) in script.default_headers.iter().chain(r.headers.iter()) {
+            let value = to_text(&render_value(v, vars));
+            headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+            headers.push((k.clone(), value));
+        }
+        let has = |h: &[(String, String)], n: &str| h.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        let body = match &r.body {
+            Body::None => Bytes::new(),
+            Body::Json(j) => {
+                if !has(&headers, "content-type") {
+                    headers.push(("content-type".into(), "application/json".into()));
+                }
+                Bytes::from(serde_json::to_vec(&render_value(j, vars)).map_err(|e| e.to_string())?)
+            }
+            Body::Text(t) => Bytes::from(to_text(&render_value(t, vars))),
+            Body::Form(f) => {
+                if !has(&headers, "content-type") {
+                    headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+                }
+                let pairs: Vec<(String, String)> =
+                    f.iter().map(|(k, v)| (k.clone(), to_text(&render_value(v, vars)))).collect();
+                Bytes::from(urlencode_pairs(&pairs))
+            }
+        };
+        let prepared = Prepared::new(r.method.clone(), &path, &target.authority(), &headers, body)?;
+        Ok(Rendered { target, path, prepared })
+    }
+
+    async fn exchange(&mut self, rendered: &Rendered) -> Result<Response, HttpError> {
+        let key = rendered.target.authority();
+        let reusable = match self.conns.get_mut(&key) {
+            Some(sender) => sender.ready().await.is_ok(),
+            None => false,
+        };
+        if !reusable {
+            let addr = resolve(&self.ctx, &rendered.target).await?;
+            let (sender, driver) = client::connect(addr).await?;
+            tokio::spawn(async move {
+                let _ = driver.await;
+            });
+            self.conns.insert(key.clone(), sender);
+        }
+        let sender = self.conns.get_mut(&key).expect("connection just ensured");
+        client::send(sender, rendered.prepared.to_request(), BODY_BYTES_MAX).await
+    }
+
+    fn endpoint_metrics(&self, r: &Request, rendered: &Rendered, resp: &Response, us: u64) {
+        let naming = &self.ctx.script.endpoints;
+        let target = &self.ctx.script.target;
+        let mut base = String::new();
+        if rendered.target.host != target.host {
+            base.push_str(&rendered.target.host);
+        }
+        if rendered.target.port != target.port {
+            base.push_str(&format!(":{}", rendered.target.port));
+        }
+        let path = if naming.strip_query_string {
+            rendered.path.split('?').next().unwrap_or("")
+        } else {
+            rendered.path.as_str()
+        };
+        base.push_str(path);
+        let name = match &r.name {
+            Some(n) if naming.use_only_request_names => n.clone(),
+            Some(n) => format!("{base} ({n})"),
+            None if naming.ignore_unnamed_requests => return,
+            None => base,
+        };
+        if !admit_endpoint(&self.ctx, &name) {
+            return;
+        }
+        let m = &self.ctx.metrics;
+        m.histogram_us(&format!("{}.response_time.{name}", naming.prefix), us);
+        m.counter(&format!("{}.{name}.codes.{}", naming.prefix, resp.status), 1);
+    }
+
+    fn capture(&mut self, r: &Request, resp: &Response) -> Result<(), Failed> {
+        let mut json: Option<Option<Value>> = None;
+        let mut failed = false;
+        for c in &r.captures {
+            let as_ = c.as_.clone().unwrap_or_default();
+            let value = if let Some(path) = &c.json {
+                let doc = json.get_or_insert_with(|| serde_json::from_slice(&resp.body).ok());
+                let path = JsonPath::parse(&render_str(path, &self.vars)).ok();
+                doc.as_ref().zip(path).and_then(|(d, p)| p.pick(d))
+            } else if let Some(h) = &c.header {
+                resp.headers.get(render_str(h, &self.vars).as_str()).and_then(|v| v.to_str().ok()).map(|s| Value::String(s.into()))
+            } else if let Some(re) = &c.regexp {
+                let text = String::from_utf8_lossy(&resp.body);
+                regex(&self.ctx, re).and_then(|re| capture::regexp(&re, &text, c.group.as_ref())).map(Value::String)
+            } else {
+                self.ctx.warnings.once("capture:xpath", || "xpath and selector captures are not supported; skipped".into());
+                continue;
+            };
+            if let Some(t) = &c.transform {
+                super::vuser::warn_function(&self.ctx, t);
+            }
+            match value {
+                Some(v) => {
+                    self.vars.insert(as_, v);
+                }
+                None if c.strict == Some(false) => {}
+                None => failed = true,
+            }
+        }
+        if failed {
+            self.ctx.metrics.error("Failed capture or match");
+            return Err(Failed);
+        }
+        Ok(())
+    }
+
+    fn expect(&self, r: &Request, rendered: &Rendered, resp: &Response) -> Result<(), Failed> {
+        let mut failures = Vec::new();
+        for (kind, expected) in &r.expect {
+            let expected = render_value(expected, &self.vars);
+            let Some(ok) = check(kind, &expected, resp) else {
+                self.ctx.warnings.once(&format!("expect:{kind}"), || format!("expectation {kind:?} is not supported; skipped"));
+                continue;
+            };
+            let m = &self.ctx.metrics;
+            let verdict = if ok { "ok" } else { "failed" };
+            m.counter(&format!("plugins.expect.{verdict}"), 1);
+            m.counter(&format!("plugins.expect.{verdict}.{kind}"), 1);
+            if !ok {
+                failures.push(format!("{kind}: expected {expected}, got {}", actual(kind, resp)));
+            }
+        }
+        if failures.is_empty() {
+            return Ok(());
+        }
+        let m = &self.ctx.metrics;
+        m.error("Failed expectations");
+        let shown = self.ctx.expect_details.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if shown < EXPECT_DETAILS_MAX {
+            eprintln!("expectation failed: {} {}: {}", r.method, rendered.path, failures.join("; "));
+        }
+        Err(Failed)
+    }
+}
+
+fn check(kind: &str, expected: &Value, resp: &Response) -> Option<bool> {
+    let header = |name: &str| resp.headers.get(name).and_then(|v| v.to_str().ok());
+    let json = || serde_json::from_slice::<Value>(&resp.body).ok();
+    Some(match kind {
+        "statusCode" => match expected {
+            Value::Array(list) => list.iter().any(|e| to_text(e) == resp.status.to_string()),
+            one => to_text(one) == resp.status.to_string(),
+        },
+        "contentType" => {
+            let want = to_text(expected);
+            let want = if want == "json" { "application/json".to_string() } else { want };
+            header("content-type").is_some_and(|h| h.contains(&want))
+        }
+        "hasHeader" => header(&to_text(expected)).is_some(),
+        "headerEquals" => match expected.as_array().map(Vec::as_slice) {
+            Some([name, value]) => header(&to_text(name)) == Some(to_text(value).as_str()),
+            _ => false,
+        },
+        "hasProperty" | "notHasProperty" => {
+            let path = format!("$.{}", to_text(expected));
+            let found = json().zip(JsonPath::parse(&path).ok()).is_some_and(|(d, p)| !p.query(&d).is_empty());
+            found == (kind == "hasProperty")
+        }
+        "equals" => match expected.as_array().map(Vec::as_slice) {
+            Some([a, b, ..]) => to_text(a) == to_text(b),
+            _ => false,
+        },
+        "matchesRegexp" => regex::Regex::new(&to_text(expected))
+            .is_ok_and(|re| re.is_match(&String::from_utf8_lossy(&resp.body))),
+        _ => return None,
+    })
+}
+
+fn actual(kind: &str, resp: &Response) -> String {
+    match kind {
+        "statusCode" => resp.status.to_string(),
+        "contentType" => format!("{:?}", resp.headers.get("content-type")),
+        _ => "no match".into(),
+    }
+}
+
+fn admit_endpoint(ctx: &Ctx, name: &str) -> bool {
+    let mut seen = ctx.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.contains(name) {
+        return true;
+    }
+    if seen.len() >= ENDPOINTS_MAX {
+        return false;
+    }
+    seen.insert(name.to_string());
+    true
+}
+
+fn regex(ctx: &Ctx, pattern: &str) -> Option<regex::Regex> {
+    let mut cache = ctx.regexes.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(re) = cache.get(pattern) {
+        return Some(re.clone());
+    }
+    let re = regex::Regex::new(pattern).ok()?;
+    if cache.len() < 256 {
+        cache.insert(pattern.to_string(), re.clone());
+    }
+    Some(re)
+}
+
+async fn resolve(ctx: &Ctx, target: &Target) -> Result<SocketAddr, HttpError> {
+    let key = (target.host.clone(), target.port);
+    if let Some(addr) = ctx.addrs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(*addr);
+    }
+    let addr = client::resolve(&target.host, target.port).await?;
+    let mut cache = ctx.addrs.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() < 256 {
+        cache.insert(key, addr);
+    }
+    Ok(addr)
+}
+
+/// `application/x-www-form-urlencoded` encoding of pairs.
+pub fn urlencode_pairs(pairs: &[(String, String)]) -> String {
+    pairs.iter().map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v))).collect::<Vec<_>>().join("&")
+}
+
+fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+

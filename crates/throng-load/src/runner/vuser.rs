@@ -1,0 +1,165 @@
+//! One virtual user: its variables, its connections (one per host, kept alive for its
+//! session, as Artillery's default), and the flow it walks. The first failed request,
+//! capture or expectation ends the session as `vusers.failed`, as in Artillery.
+
+use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc, time::Instant};
+
+use rand::seq::SliceRandom;
+use serde_json::Value;
+
+use super::Ctx;
+use crate::{
+    http::Sender,
+    script::{Step, LOOP_COUNT_MAX},
+    template::{render_str, render_value, whole_template, Vars},
+};
+
+/// Why a session ended early; the error is already counted under `errors.<code>`.
+#[derive(Debug)]
+pub(crate) struct Failed;
+
+pub(crate) struct Vu {
+    pub ctx: Arc<Ctx>,
+    pub vars: Vars,
+    /// Open connections by `host:port`.
+    pub conns: HashMap<String, Sender>,
+}
+
+pub(crate) async fn run(ctx: Arc<Ctx>, scenario: usize) {
+    let started = Instant::now();
+    let s = &ctx.script.scenarios[scenario];
+    ctx.metrics.counter("vusers.created", 1);
+    ctx.metrics.counter(&format!("vusers.created_by_name.{}", s.name), 1);
+    for hook in &s.hooks {
+        warn_function(&ctx, hook);
+    }
+    let mut vu = Vu { vars: initial_vars(&ctx), ctx: ctx.clone(), conns: HashMap::new() };
+    let outcome = vu.steps(&ctx.script.scenarios[scenario].flow).await;
+    drop(vu);
+    match outcome {
+        Ok(()) => {
+            ctx.metrics.counter("vusers.completed", 1);
+            ctx.metrics.histogram_us("vusers.session_length", started.elapsed().as_micros() as u64);
+        }
+        Err(Failed) => ctx.metrics.counter("vusers.failed", 1),
+    }
+    ctx.active_vusers.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn initial_vars(ctx: &Ctx) -> Vars {
+    let script = &ctx.script;
+    let mut vars = Vars::new();
+    vars.insert("target".into(), Value::String(script.target.url.clone()));
+    if let Some(env) = &script.environment {
+        vars.insert("$environment".into(), Value::String(env.clone()));
+    }
+    for (name, value) in &script.variables {
+        // A list means "one of these, picked per virtual user".
+        let v = match value {
+            Value::Array(items) => items.choose(&mut rand::thread_rng()).cloned().unwrap_or(Value::Null),
+            other => other.clone(),
+        };
+        vars.insert(name.clone(), v);
+    }
+    for payload in &script.payloads {
+        payload.bind(&mut vars);
+    }
+    vars
+}
+
+/// Artillery warns about a missing function once per name and carries on.
+pub(crate) fn warn_function(ctx: &Ctx, name: &str) {
+    ctx.warnings.once(&format!("fn:{name}"), || {
+        format!("function {name:?} is JavaScript from the processor, which throng-load cannot run; skipping it")
+    });
+}
+
+type StepFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Failed>> + Send + 'a>>;
+
+impl Vu {
+    pub(crate) fn steps<'a>(&'a mut self, steps: &'a [Step]) -> StepFuture<'a> {
+        Box::pin(async move {
+            for step in steps {
+                self.step(step).await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<(), Failed> {
+        match step {
+            Step::Request(r) => self.request(r).await,
+            Step::Think(t) => {
+                let secs = number(&render_value(t, &self.vars)).unwrap_or(0.0);
+                if let Ok(d) = crate::script::duration::from_secs(secs) {
+                    tokio::time::sleep(d).await;
+                }
+                Ok(())
+            }
+            Step::Log(msg) => {
+                println!("{}", render_str(msg, &self.vars));
+                Ok(())
+            }
+            Step::Function(name) => {
+                warn_function(&self.ctx, name);
+                Ok(())
+            }
+            Step::Parallel(steps) => {
+                self.ctx.warnings.once("parallel", || "parallel steps run one after another in throng-load".into());
+                self.steps(steps).await
+            }
+            Step::Loop { steps, count, over } => self.run_loop(steps, count.as_ref(), over.as_ref()).await,
+        }
+    }
+
+    async fn run_loop(&mut self, steps: &[Step], count: Option<&Value>, over: Option<&Value>) -> Result<(), Failed> {
+        let items: Option<Vec<Value>> = over.map(|o| self.loop_items(o));
+        let n = match &items {
+            Some(list) => list.len() as u64,
+            None => count.map(|c| number(&render_value(c, &self.vars)).unwrap_or(0.0)).unwrap_or(0.0).max(0.0) as u64,
+        }
+        .min(LOOP_COUNT_MAX);
+        let saved = (self.vars.get("$loopElement").cloned(), self.vars.get("$loopCount").cloned());
+        let mut outcome = Ok(());
+        for i in 0..n {
+            let element = items.as_ref().map_or(Value::from(i), |l| l[i as usize].clone());
+            self.vars.insert("$loopElement".into(), element);
+            self.vars.insert("$loopCount".into(), Value::from(i + 1));
+            outcome = self.steps(steps).await;
+            if outcome.is_err() {
+                break;
+            }
+        }
+        for (key, old) in [("$loopElement", saved.0), ("$loopCount", saved.1)] {
+            match old {
+                Some(v) => self.vars.insert(key.into(), v),
+                None => self.vars.remove(key),
+            };
+        }
+        outcome
+    }
+
+    /// `over` is a list, a `{{ template }}` or the name of a list variable.
+    fn loop_items(&self, over: &Value) -> Vec<Value> {
+        let resolved = match over {
+            Value::String(s) if whole_template(s).is_none() => {
+                crate::template::lookup(s.trim(), &self.vars).cloned().unwrap_or(Value::Null)
+            }
+            other => render_value(other, &self.vars),
+        };
+        match resolved {
+            Value::Array(items) => items,
+            Value::Null => Vec::new(),
+            one => vec![one],
+        }
+    }
+}
+
+/// A number, or a string holding one.
+pub(crate) fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}

@@ -1,0 +1,494 @@
+//! Loading an Artillery script: parse (with line numbers), pick the environment, merge it
+//! over `config`, validate, load payload files, and produce a [`Script`] ready to run.
+//!
+//! Every error names the key (`config.phases[1]`, `scenarios[0].flow[2]`) or the line, so a
+//! user can fix the script without reading this code; `throng load run` exits 2 on them.
+
+pub mod duration;
+pub mod model;
+pub mod payload;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use http::Method;
+use serde_json::Value;
+
+use crate::schedule::{Arrivals, Phase};
+use model::{Capture, Config, Ensure, OneOrMany, RequestRaw, ScriptFile, StepRaw};
+use payload::Payload;
+
+/// Artillery's default request timeout.
+pub const TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
+/// Upper bound on loop iterations, so a templated count cannot run away.
+pub const LOOP_COUNT_MAX: u64 = 1_000_000;
+
+/// A script that cannot run; the message names the key or line.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ScriptError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ScriptError> {
+    Err(ScriptError(msg.into()))
+}
+
+/// Command-line choices that change the script.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `-e ENV`: an entry of `config.environments`, deep-merged over `config`.
+    pub environment: Option<String>,
+    /// `-t URL`: overrides `config.target`.
+    pub target: Option<String>,
+}
+
+/// Where relative URLs go: `http://host:port` plus an optional base path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub url: String,
+    pub host: String,
+    pub port: u16,
+    pub base_path: String,
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let trimmed = url.trim().trim_end_matches('/');
+        let uri: http::Uri = trimmed.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => return Err(format!("{url:?}: https is not supported (throng-load speaks plain HTTP); use http://")),
+            _ => return Err(format!("{url:?} must start with http://")),
+        }
+        let host = uri.host().ok_or_else(|| format!("{url:?} has no host"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let base_path = uri.path().trim_end_matches('/').to_string();
+        Ok(Self { url: trimmed.to_string(), host, port: uri.port_u16().unwrap_or(80), base_path })
+    }
+
+    /// The Host header value.
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        if self.port == 80 { host } else { format!("{host}:{}", self.port) }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Body {
+    None,
+    Json(Value),
+    Text(Value),
+    Form(Vec<(String, Value)>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    pub url: String,
+    pub name: Option<String>,
+    pub qs: Vec<(String, Value)>,
+    pub headers: Vec<(String, Value)>,
+    pub body: Body,
+    pub captures: Vec<Capture>,
+    /// Expectations as `(name, expected)`, e.g. `("statusCode", 200)`.
+    pub expect: Vec<(String, Value)>,
+    /// JavaScript hooks (`beforeRequest`, `afterResponse`): warned about once, skipped.
+    pub hooks: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Step {
+    Request(Box<Request>),
+    Think(Value),
+    Log(String),
+    Loop { steps: Vec<Step>, count: Option<Value>, over: Option<Value> },
+    /// A JavaScript `function` step: warned about once, skipped.
+    Function(String),
+    /// Steps Artillery runs concurrently; run here in order (warned once).
+    Parallel(Vec<Step>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub weight: f64,
+    pub flow: Vec<Step>,
+    pub hooks: Vec<String>,
+}
+
+/// How per-endpoint metrics are named (Artillery's `metrics-by-endpoint` plugin options).
+#[derive(Debug, Clone)]
+pub struct EndpointNaming {
+    pub use_only_request_names: bool,
+    pub strip_query_string: bool,
+    pub ignore_unnamed_requests: bool,
+    pub prefix: String,
+}
+
+#[derive(Debug)]
+pub struct Script {
+    pub dir: PathBuf,
+    pub environment: Option<String>,
+    pub target: Target,
+    pub phases: Vec<Phase>,
+    pub payloads: Vec<Payload>,
+    pub variables: BTreeMap<String, Value>,
+    pub default_headers: Vec<(String, Value)>,
+    pub timeout: Duration,
+    pub scenarios: Vec<Scenario>,
+    pub ensure: Ensure,
+    pub endpoints: EndpointNaming,
+    /// Things Artillery would do that throng cannot (JavaScript, some plugins).
+    pub warnings: Vec<String>,
+}
+
+/// Reads and loads a script file; payload paths are relative to its folder.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Script, ScriptError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    parse(&text, &dir, opts).map_err(|e| ScriptError(format!("{}: {}", path.display(), e.0)))
+}
+
+/// Loads a script from text; `dir` resolves payload paths.
+pub fn parse(text: &str, dir: &Path, opts: &LoadOptions) -> Result<Script, ScriptError> {
+    // Typed first: serde_yaml reports the line and column of unknown keys and bad values.
+    let checked: ScriptFile =
+        serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
+    let file = effective(text, &checked.config, opts)?;
+    build(file, dir, opts)
+}
+
+/// The script with the chosen environment deep-merged over `config` and `-t` applied.
+fn effective(text: &str, checked: &Config, opts: &LoadOptions) -> Result<ScriptFile, ScriptError> {
+    let mut raw: serde_yaml::Value =
+        serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
+    let config = raw.get_mut("config").ok_or_else(|| ScriptError("config: missing".into()))?;
+    if let Some(env) = &opts.environment {
+        let known: Vec<&str> = checked.environments.keys().map(String::as_str).collect();
+        let over = config
+            .get("environments")
+            .and_then(|e| e.get(env.as_str()))
+            .cloned()
+            .ok_or_else(|| ScriptError(format!(
+                "-e {env}: no such environment in config.environments (known: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            )))?;
+        merge(config, over);
+    }
+    if let Some(target) = &opts.target {
+        config["target"] = serde_yaml::Value::String(target.clone());
+    }
+    serde_yaml::from_value(raw).map_err(|e| ScriptError(format!("config after merging -e: {e}")))
+}
+
+/// Maps merge key by key (recursively); anything else is replaced.
+fn merge(base: &mut serde_yaml::Value, over: serde_yaml::Value) {
+    match (base, over) {
+        (serde_yaml::Value::Mapping(b), serde_yaml::Value::Mapping(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, ScriptError> {
+    let c = &file.config;
+    let mut warnings = Vec::new();
+    let target = target(c)?;
+    let phases = phases(c)?;
+    let mut payloads = Vec::new();
+    for (i, spec) in c.payload.clone().unwrap_or_default().0.iter().enumerate() {
+        let key = if c.payload.as_ref().is_some_and(|p| p.0.len() > 1) {
+            format!("config.payload[{i}]")
+        } else {
+            "config.payload".to_string()
+        };
+        payloads.push(Payload::load(spec, dir, &key).map_err(ScriptError)?);
+    }
+    let http = c.http.clone().unwrap_or_default();
+    for key in http.other.keys() {
+        warnings.push(format!("config.http.{key} is not supported and is ignored"));
+    }
+    let mut default_headers = Vec::new();
+    for d in [&c.defaults, &http.defaults].into_iter().flatten() {
+        default_headers.extend(d.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if d.cookie.is_some() || d.think.is_some() {
+            warnings.push("config.defaults: only headers are supported (cookie and think are ignored)".into());
+        }
+    }
+    warn_unsupported(c, &file, &mut warnings);
+    let ensure = c.ensure.clone().unwrap_or_default();
+    for (i, cond) in ensure.conditions.iter().enumerate() {
+        crate::ensure::parse(&cond.expression)
+            .map_err(|e| ScriptError(format!("config.ensure.conditions[{i}].expression {:?}: {e}", cond.expression)))?;
+    }
+    let scenarios = scenarios(&file)?;
+    Ok(Script {
+        dir: dir.to_path_buf(),
+        environment: opts.environment.clone(),
+        target,
+        phases,
+        payloads,
+        variables: c.variables.clone().unwrap_or_default(),
+        default_headers,
+        timeout: http.timeout.map_or(TIMEOUT_DEFAULT, |s| s.0),
+        scenarios,
+        ensure,
+        endpoints: endpoint_naming(c),
+        warnings,
+    })
+}
+
+fn target(c: &Config) -> Result<Target, ScriptError> {
+    let Some(url) = &c.target else {
+        let known: Vec<&str> = c.environments.keys().map(String::as_str).collect();
+        let hint = if known.is_empty() {
+            String::new()
+        } else {
+            format!(", choose an environment with -e ({})", known.join(", "))
+        };
+        return err(format!("config.target: no target; set config.target{hint} or pass -t http://host:port"));
+    };
+    Target::parse(url).map_err(|e| ScriptError(format!("config.target: {e}")))
+}
+
+fn phases(c: &Config) -> Result<Vec<Phase>, ScriptError> {
+    let Some(list) = &c.phases else {
+        // Artillery without phases runs a single virtual user.
+        let arrivals = Arrivals::Count(1);
+        return Ok(vec![Phase::Arrivals { name: String::new(), duration: Duration::ZERO, arrivals, max_vusers: None }]);
+    };
+    if list.is_empty() {
+        return err("config.phases: empty; add at least one phase");
+    }
+    list.iter().enumerate().map(|(i, p)| phase(i, p)).collect()
+}
+
+fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
+    let name = p.name.clone().unwrap_or_default();
+    let key = if name.is_empty() { format!("config.phases[{i}]") } else { format!("config.phases[{i}] ({name:?})") };
+    let non_negative = |what: &str, v: Option<f64>| -> Result<(), ScriptError> {
+        match v {
+            Some(x) if !x.is_finite() || x < 0.0 => err(format!("{key}.{what}: must be zero or more, got {x}")),
+            _ => Ok(()),
+        }
+    };
+    non_negative("arrivalRate", p.arrival_rate)?;
+    non_negative("arrivalCount", p.arrival_count)?;
+    non_negative("rampTo", p.ramp_to)?;
+    non_negative("maxVusers", p.max_vusers)?;
+    if let Some(pause) = p.pause {
+        if p.duration.is_some() || p.arrival_rate.is_some() || p.arrival_count.is_some() {
+            return err(format!("{key}: a pause phase takes only pause (and name)"));
+        }
+        return Ok(Phase::Pause { name, duration: pause.0 });
+    }
+    let duration = match p.duration {
+        None => return err(format!("{key}.duration: missing; say how long the phase lasts (e.g. 60 or \"1m\")")),
+        Some(d) if d.0.is_zero() => return err(format!("{key}.duration: must be greater than zero")),
+        Some(d) => d.0,
+    };
+    let arrivals = match (p.arrival_rate, p.arrival_count, p.ramp_to) {
+        (Some(_), Some(_), _) => return err(format!("{key}: use either arrivalRate or arrivalCount, not both")),
+        (None, Some(_), Some(_)) => return err(format!("{key}.rampTo: needs arrivalRate")),
+        (None, Some(n), None) => {
+            if n.fract() != 0.0 {
+                return err(format!("{key}.arrivalCount: must be a whole number, got {n}"));
+            }
+            Arrivals::Count(n as u64)
+        }
+        (Some(r), None, to) => Arrivals::Rate { from_per_s: r, to_per_s: to.unwrap_or(r) },
+        (None, None, Some(to)) => Arrivals::Rate { from_per_s: 0.0, to_per_s: to },
+        (None, None, None) => return err(format!("{key}: no arrival spec; set arrivalRate, arrivalCount or pause")),
+    };
+    let max_vusers = p.max_vusers.map(|m| m as u64);
+    Ok(Phase::Arrivals { name, duration, arrivals, max_vusers })
+}
+
+fn endpoint_naming(c: &Config) -> EndpointNaming {
+    let plugin = c.plugins.as_ref().and_then(|p| p.get("metrics-by-endpoint"));
+    let flag = |k: &str| plugin.and_then(|p| p.get(k)).and_then(Value::as_bool).unwrap_or(false);
+    let prefix = plugin
+        .and_then(|p| p.get("metricsNamespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("plugins.metrics-by-endpoint")
+        .to_string();
+    EndpointNaming {
+        use_only_request_names: flag("useOnlyRequestNames"),
+        // Without the plugin configured, strip query strings so a CSV-driven script yields one
+        // endpoint per path rather than one per row.
+        strip_query_string: if plugin.is_some() { flag("stripQueryString") } else { true },
+        ignore_unnamed_requests: flag("ignoreUnnamedRequests"),
+        prefix,
+    }
+}
+
+fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
+    if let Some(p) = &c.processor {
+        warnings.push(format!(
+            "config.processor {p}: JavaScript cannot run in throng-load; functions it defines are skipped"
+        ));
+    }
+    for name in c.plugins.iter().flat_map(|p| p.keys()) {
+        if !matches!(name.as_str(), "metrics-by-endpoint" | "expect" | "ensure") {
+            warnings.push(format!("config.plugins.{name}: plugin not available; ignored"));
+        }
+    }
+    let ignored = [
+        ("config.tls", c.tls.is_some()),
+        ("config.engines", c.engines.is_some()),
+        ("config.includeFiles", c.include_files.is_some()),
+        ("config.ws", c.ws.is_some()),
+        ("config.socketio", c.socketio.is_some()),
+        ("config.statsd", c.statsd.is_some()),
+        ("before", file.before.is_some()),
+        ("after", file.after.is_some()),
+    ];
+    for (key, present) in ignored {
+        if present {
+            warnings.push(format!("{key}: not supported; ignored"));
+        }
+    }
+}
+
+fn scenarios(file: &ScriptFile) -> Result<Vec<Scenario>, ScriptError> {
+    if file.scenarios.is_empty() {
+        return err("scenarios: at least one scenario is required");
+    }
+    let mut out = Vec::new();
+    for (i, s) in file.scenarios.iter().enumerate() {
+        let key = format!("scenarios[{i}]");
+        if let Some(engine) = s.engine.as_deref().filter(|e| *e != "http") {
+            return err(format!("{key}.engine: {engine:?} is not supported (only http)"));
+        }
+        let weight = s.weight.unwrap_or(1.0);
+        if !weight.is_finite() || weight < 0.0 {
+            return err(format!("{key}.weight: must be zero or more, got {weight}"));
+        }
+        let hooks = [&s.before_scenario, &s.after_scenario, &s.before_request, &s.after_response]
+            .into_iter()
+            .flatten()
+            .flat_map(|h| h.0.clone())
+            .collect();
+        let flow = steps(&s.flow, &format!("{key}.flow"))?;
+        let name = s.name.clone().unwrap_or_else(|| i.to_string());
+        out.push(Scenario { name, weight, flow, hooks });
+    }
+    if out.iter().all(|s| s.weight == 0.0) {
+        return err("scenarios: every weight is 0; give at least one scenario a positive weight");
+    }
+    Ok(out)
+}
+
+fn steps(raw: &[StepRaw], key: &str) -> Result<Vec<Step>, ScriptError> {
+    raw.iter().enumerate().map(|(i, s)| step(s, &format!("{key}[{i}]"))).collect()
+}
+
+fn step(s: &StepRaw, key: &str) -> Result<Step, ScriptError> {
+    let methods = [
+        (&s.get, Method::GET),
+        (&s.post, Method::POST),
+        (&s.put, Method::PUT),
+        (&s.patch, Method::PATCH),
+        (&s.delete, Method::DELETE),
+        (&s.head, Method::HEAD),
+        (&s.options, Method::OPTIONS),
+    ];
+    let mut found: Vec<Step> = Vec::new();
+    for (raw, method) in methods {
+        if let Some(r) = raw {
+            found.push(Step::Request(Box::new(request(r, method.clone(), key)?)));
+        }
+    }
+    if let Some(t) = &s.think {
+        found.push(Step::Think(t.clone()));
+    }
+    if let Some(l) = &s.log {
+        found.push(Step::Log(l.clone()));
+    }
+    if let Some(f) = &s.function {
+        found.push(Step::Function(f.clone()));
+    }
+    if let Some(p) = &s.parallel {
+        found.push(Step::Parallel(steps(p, &format!("{key}.parallel"))?));
+    }
+    if let Some(body) = &s.loop_ {
+        if s.while_true.is_some() {
+            return err(format!("{key}.whileTrue: needs a JavaScript function, which cannot run; use count or over"));
+        }
+        if s.count.is_none() && s.over.is_none() {
+            return err(format!("{key}.loop: needs count or over"));
+        }
+        let steps = steps(body, &format!("{key}.loop"))?;
+        found.push(Step::Loop { steps, count: s.count.clone(), over: s.over.clone() });
+    } else if s.count.is_some() || s.over.is_some() || s.while_true.is_some() {
+        return err(format!("{key}: count, over and whileTrue belong to a loop step"));
+    }
+    match found.len() {
+        1 => Ok(found.pop().expect("one step")),
+        0 => err(format!("{key}: empty step; use one of get, post, put, patch, delete, think, log, loop")),
+        _ => err(format!("{key}: one action per step (found {})", found.len())),
+    }
+}
+
+fn request(r: &RequestRaw, method: Method, key: &str) -> Result<Request, ScriptError> {
+    let key = format!("{key}.{}", method.as_str().to_ascii_lowercase());
+    let body = match (&r.json, &r.body, &r.form) {
+        (Some(j), None, None) => Body::Json(j.clone()),
+        (None, Some(b), None) => Body::Text(b.clone()),
+        (None, None, Some(f)) => Body::Form(f.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        (None, None, None) => Body::None,
+        _ => return err(format!("{key}: use only one of json, body and form")),
+    };
+    let mut captures = r.capture.clone().unwrap_or_default().0;
+    for (i, c) in captures.iter_mut().enumerate() {
+        let kinds = [&c.json, &c.header, &c.regexp, &c.xpath, &c.selector];
+        if kinds.iter().filter(|k| k.is_some()).count() != 1 {
+            return err(format!("{key}.capture[{i}]: needs exactly one of json, header, regexp"));
+        }
+        if c.as_.is_none() {
+            return err(format!("{key}.capture[{i}].as: name the variable to capture into"));
+        }
+        if let Some(re) = &c.regexp {
+            regex::Regex::new(re).map_err(|e| ScriptError(format!("{key}.capture[{i}].regexp: {e}")))?;
+        }
+        if let Some(path) = &c.json {
+            crate::capture::JsonPath::parse(path).map_err(|e| ScriptError(format!("{key}.capture[{i}].json: {e}")))?;
+        }
+    }
+    let expect = r
+        .expect
+        .clone()
+        .unwrap_or_default()
+        .0
+        .into_iter()
+        .flat_map(|m| m.into_iter())
+        .collect();
+    let hooks = [&r.before_request, &r.after_response]
+        .into_iter()
+        .flatten()
+        .flat_map(|h: &OneOrMany<String>| h.0.clone())
+        .collect();
+    Ok(Request {
+        method,
+        url: r.url.clone(),
+        name: r.name.clone(),
+        qs: r.qs.clone().unwrap_or_default().into_iter().collect(),
+        headers: r.headers.clone().unwrap_or_default().into_iter().collect(),
+        body,
+        captures,
+        expect,
+        hooks,
+    })
+}

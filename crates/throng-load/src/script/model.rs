@@ -1,0 +1,240 @@
+//! The Artillery script schema as serde types, closed (`deny_unknown_fields`) where
+//! Artillery's schema is, so a typo fails with the key and its line instead of being ignored.
+//! Keys Artillery accepts but throng cannot honour (JavaScript hooks, plugins, TLS options)
+//! are accepted here and turned into warnings by [`super::load`].
+
+use std::{collections::BTreeMap, fmt, marker::PhantomData};
+
+use serde::{de, Deserialize, Deserializer};
+use serde_json::Value;
+
+use super::duration::Seconds;
+
+/// A value Artillery lets you write either once or as a list (`payload`, `capture`, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneOrMany<T>(pub Vec<T>);
+
+impl<T> Default for OneOrMany<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for V<T> {
+            type Value = OneOrMany<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("one item or a list of items")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Vec::<T>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(OneOrMany)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| OneOrMany(vec![t]))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                T::deserialize(de::value::StrDeserializer::<E>::new(v)).map(|t| OneOrMany(vec![t]))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptFile {
+    pub config: Config,
+    #[serde(default)]
+    pub scenarios: Vec<Scenario>,
+    /// Artillery's once-per-run flows; accepted, warned about, not run.
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Config {
+    pub target: Option<String>,
+    #[serde(default)]
+    pub environments: BTreeMap<String, Config>,
+    pub phases: Option<Vec<Phase>>,
+    pub payload: Option<OneOrMany<Payload>>,
+    pub variables: Option<BTreeMap<String, Value>>,
+    pub defaults: Option<Defaults>,
+    pub http: Option<HttpConfig>,
+    pub ensure: Option<Ensure>,
+    // Accepted for compatibility; see `super::load` for what each one does.
+    pub processor: Option<Value>,
+    pub plugins: Option<BTreeMap<String, Value>>,
+    pub tls: Option<Value>,
+    pub engines: Option<Value>,
+    pub include_files: Option<Value>,
+    pub ws: Option<Value>,
+    pub socketio: Option<Value>,
+    pub statsd: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Phase {
+    pub name: Option<String>,
+    pub duration: Option<Seconds>,
+    pub arrival_rate: Option<f64>,
+    pub arrival_count: Option<f64>,
+    pub ramp_to: Option<f64>,
+    pub max_vusers: Option<f64>,
+    pub pause: Option<Seconds>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Payload {
+    pub path: String,
+    #[serde(default)]
+    pub fields: Vec<String>,
+    pub order: Option<PayloadOrder>,
+    #[serde(default)]
+    pub skip_header: bool,
+    pub delimiter: Option<String>,
+    pub cast: Option<bool>,
+    pub skip_empty_lines: Option<bool>,
+    #[serde(default)]
+    pub load_all: bool,
+    pub name: Option<String>,
+    pub options: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PayloadOrder {
+    #[default]
+    Random,
+    Sequence,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Defaults {
+    #[serde(default)]
+    pub headers: BTreeMap<String, Value>,
+    pub think: Option<Value>,
+    pub cookie: Option<Value>,
+    pub strict_capture: Option<bool>,
+}
+
+/// Artillery's `config.http`; open, since engines add their own keys (warned about).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpConfig {
+    pub timeout: Option<Seconds>,
+    pub defaults: Option<Defaults>,
+    pub pool: Option<Value>,
+    pub max_sockets: Option<Value>,
+    pub extended_metrics: Option<bool>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Ensure {
+    #[serde(default)]
+    pub thresholds: Vec<BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    pub max_error_rate: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub median: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub expression: String,
+    pub strict: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Scenario {
+    pub name: Option<String>,
+    pub weight: Option<f64>,
+    #[serde(default)]
+    pub flow: Vec<StepRaw>,
+    pub engine: Option<String>,
+    pub before_scenario: Option<OneOrMany<String>>,
+    pub after_scenario: Option<OneOrMany<String>>,
+    pub before_request: Option<OneOrMany<String>>,
+    pub after_response: Option<OneOrMany<String>>,
+}
+
+/// A flow step as written; [`super::load`] checks it has exactly one action.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StepRaw {
+    pub get: Option<RequestRaw>,
+    pub post: Option<RequestRaw>,
+    pub put: Option<RequestRaw>,
+    pub patch: Option<RequestRaw>,
+    pub delete: Option<RequestRaw>,
+    pub head: Option<RequestRaw>,
+    pub options: Option<RequestRaw>,
+    pub think: Option<Value>,
+    pub log: Option<String>,
+    #[serde(rename = "loop")]
+    pub loop_: Option<Vec<StepRaw>>,
+    pub count: Option<Value>,
+    pub over: Option<Value>,
+    pub while_true: Option<String>,
+    pub function: Option<String>,
+    pub parallel: Option<Vec<StepRaw>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RequestRaw {
+    pub url: String,
+    pub name: Option<String>,
+    pub qs: Option<BTreeMap<String, Value>>,
+    pub headers: Option<BTreeMap<String, Value>>,
+    pub json: Option<Value>,
+    pub body: Option<Value>,
+    pub form: Option<BTreeMap<String, Value>>,
+    pub capture: Option<OneOrMany<Capture>>,
+    pub expect: Option<OneOrMany<BTreeMap<String, Value>>>,
+    pub before_request: Option<OneOrMany<String>>,
+    pub after_response: Option<OneOrMany<String>>,
+    // Accepted for compatibility, warned about.
+    pub form_data: Option<Value>,
+    pub cookie: Option<Value>,
+    pub auth: Option<Value>,
+    pub follow_redirect: Option<bool>,
+    pub gzip: Option<bool>,
+    pub compress: Option<bool>,
+    pub if_true: Option<String>,
+    #[serde(rename = "match")]
+    pub match_: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capture {
+    pub json: Option<String>,
+    pub header: Option<String>,
+    pub regexp: Option<String>,
+    pub xpath: Option<String>,
+    pub selector: Option<String>,
+    #[serde(rename = "as")]
+    pub as_: Option<String>,
+    pub group: Option<Value>,
+    pub flags: Option<String>,
+    pub strict: Option<bool>,
+    pub transform: Option<String>,
+    pub attr: Option<String>,
+    pub index: Option<Value>,
+}
