@@ -1,0 +1,623 @@
+//! Booking through HTTP: every endpoint and error code, the race for a slot
+//! (in one process and across two sharing PostgreSQL), bad input, overload.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::Barrier;
+
+use crate::helpers::{person, registration_body, Api, PgDb, ProcessServer, StoreKind, TestServer, FROM};
+use crate::{both_stores, postgres_only};
+use throng::platform::auth::{Claims, Role};
+use throng::platform::secrets::Secrets;
+
+const REGISTRATIONS: &str = "/api/booking/registrations";
+
+both_stores!(
+    places_pages_and_rejects_bad_paging,
+    slots_of_a_place_and_their_errors,
+    register_read_cancel_round_trip,
+    register_errors_name_the_field,
+    registration_lookups_that_fail_look_the_same,
+    admin_stats_need_an_admin_token,
+    race_for_ten_slots,
+    bad_input_is_4xx_with_envelope_and_writes_nothing,
+    small_body_limit_gives_413,
+    overload_answers_429_and_accepted_requests_complete,
+);
+postgres_only!(race_for_ten_slots_across_two_processes);
+
+// ---------------------------------------------------------------- places
+
+async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 25, 1, 4).await else { return };
+    let api = &s.api;
+
+    let first = api.get("/api/booking/places").await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let v = first.json();
+    assert_eq!(v["total"], 25);
+    assert_eq!(v["skip"], 0);
+    assert_eq!(v["size"], 20, "default page size");
+    assert_eq!(v["places"].as_array().unwrap().len(), 20);
+    let p = &v["places"][0];
+    assert_eq!(p["id"], 1);
+    assert!(p["name"].as_str().is_some_and(|n| !n.is_empty()), "{p}");
+    assert!(p["address"].as_str().is_some_and(|a| !a.is_empty()), "{p}");
+
+    // Paging walks every place once, in id order.
+    let mut ids = Vec::new();
+    for skip in (0..25).step_by(10) {
+        let r = api.places(skip, 10).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        ids.extend(r.json()["places"].as_array().unwrap().iter().map(|p| p["id"].as_i64().unwrap()));
+    }
+    assert_eq!(ids, (1..=25).collect::<Vec<i64>>());
+    let r = api.places(100, 100).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["places"].as_array().unwrap().len(), 0, "past the end: an empty page");
+    assert_eq!(api.places(0, 100).await.json()["places"].as_array().unwrap().len(), 25);
+
+    for (query, status, code) in [
+        ("size=0", 422, "invalid_field"),
+        ("size=101", 422, "invalid_field"),
+        ("size=-1", 422, "invalid_field"),
+        ("skip=-1", 422, "invalid_field"),
+        ("skip=abc", 400, "invalid_query"),
+        ("size=1.5", 400, "invalid_query"),
+        ("skip=99999999999999999999", 400, "invalid_query"),
+        ("sort=name", 400, "invalid_query"),
+        ("skip=0&size=10&page=2", 400, "invalid_query"),
+    ] {
+        let r = api.get(&format!("/api/booking/places?{query}")).await;
+        let msg = r.assert_error(status, code);
+        if status == 422 {
+            let field = query.split('=').next().unwrap();
+            assert!(msg.contains(field), "{query}: the message names {field}: {msg}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- slots
+
+async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 3, 14, 5).await else { return };
+    let api = &s.api;
+
+    let r = api.slots(2, FROM, 3).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["placeId"], 2);
+    assert_eq!(v["from"], FROM);
+    let days = v["days"].as_array().unwrap();
+    assert_eq!(days.len(), 3);
+    assert_eq!(days[0]["day"], "2030-01-01");
+    assert_eq!(days[2]["day"], "2030-01-03");
+    let slots = days[0]["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 5);
+    assert_eq!(slots[0], json!({"timeSlot": 0, "start": "08:00", "free": true}));
+    assert_eq!(slots[4], json!({"timeSlot": 4, "start": "09:20", "free": true}));
+
+    // days defaults to 1; 14 is the most; days outside the seeded range are empty.
+    assert_eq!(api.get(&format!("/api/booking/places/1/slots?from={FROM}")).await.json()["days"].as_array().unwrap().len(), 1);
+    let r = api.slots(1, FROM, 14).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["days"].as_array().unwrap().len(), 14);
+    let r = api.slots(1, "2029-12-31", 1).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["days"][0]["slots"].as_array().unwrap().len(), 0);
+
+    for days in ["0", "15", "1000"] {
+        let r = api.get(&format!("/api/booking/places/1/slots?from={FROM}&days={days}")).await;
+        assert!(r.assert_error(422, "invalid_field").contains("days"));
+    }
+    for days in ["-1", "x", "99999999999"] {
+        let r = api.get(&format!("/api/booking/places/1/slots?from={FROM}&days={days}")).await;
+        r.assert_error(400, "invalid_query");
+    }
+    for from in ["2026-02-30", "2026-13-01", "2026-1-1", "tomorrow", "2030-01-01T00:00"] {
+        let r = api.slots(1, from, 1).await;
+        let msg = r.assert_error(422, "invalid_field");
+        assert!(msg.contains("from"), "{from}: the message names `from`: {msg}");
+    }
+    api.get("/api/booking/places/1/slots").await.assert_error(400, "invalid_query");
+    api.get(&format!("/api/booking/places/1/slots?from={FROM}&x=1")).await.assert_error(400, "invalid_query");
+
+    for place in ["4", "-1", "0", "2147483648", "9223372036854775807"] {
+        api.slots(place, FROM, 1).await.assert_error(404, "place_not_found");
+    }
+    for place in ["99999999999999999999", "abc", "1.5", "%20"] {
+        api.slots(place, FROM, 1).await.assert_error(400, "invalid_path");
+    }
+}
+
+// ---------------------------------------------------------------- registrations
+
+async fn register_read_cancel_round_trip(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else { return };
+    let api = &s.api;
+
+    let r = api.register(2, "2030-01-02", 1, person(1)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
+    let id = v["registrationId"].as_str().unwrap().to_string();
+    let code = v["accessCode"].as_str().unwrap().to_string();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "{v}");
+    assert!(code.len() >= 16, "{v}");
+    assert_eq!(v["placeId"], 2);
+    assert_eq!(v["day"], "2030-01-02");
+    assert_eq!(v["timeSlot"], 1);
+    assert_eq!(v.as_object().unwrap().len(), 5, "{v}");
+
+    assert!(api.taken_slots(2, FROM, 2).await == vec![("2030-01-02".to_string(), 1)]);
+    api.register(2, "2030-01-02", 1, person(2)).await.assert_error(409, "slot_taken");
+
+    let r = api.get_registration(&id, Some(&code)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let g = r.json();
+    assert_eq!(g["registrationId"], id.as_str());
+    assert_eq!(g["placeId"], 2);
+    assert_eq!(g["day"], "2030-01-02");
+    assert_eq!(g["timeSlot"], 1);
+    assert_eq!(g["start"], "08:20");
+    assert!(g["placeName"].as_str().is_some(), "{g}");
+    assert!(g["createdAt"].as_str().is_some_and(|t| t.starts_with("20")), "{g}");
+    assert_eq!(g["person"], person(1));
+    assert!(g.get("accessCode").is_none(), "the code is never shown again: {g}");
+
+    // Whitespace around fields is trimmed, and the trimmed value is stored.
+    let mut padded = person(3);
+    padded["name"] = json!("  Padded Name  ");
+    let r = api.register(1, FROM, 0, padded).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (id2, code2) = ids(&r);
+    assert_eq!(api.get_registration(&id2, Some(&code2)).await.json()["person"]["name"], "Padded Name");
+
+    // Cancel: a wrong code changes nothing, the right one frees the slot.
+    api.cancel(&id, Some("wrong")).await.assert_error(404, "registration_not_found");
+    api.cancel(&id, None).await.assert_error(404, "registration_not_found");
+    assert_eq!(api.get_registration(&id, Some(&code)).await.status, 200);
+    let r = api.cancel(&id, Some(&code)).await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert!(r.body.is_empty());
+    api.get_registration(&id, Some(&code)).await.assert_error(404, "registration_not_found");
+    api.cancel(&id, Some(&code)).await.assert_error(404, "registration_not_found");
+    assert!(api.taken_slots(2, FROM, 2).await.is_empty());
+    assert_eq!(s.registrations().await, 1);
+
+    // The freed slot can be booked again, by someone else.
+    let r = api.register(2, "2030-01-02", 1, person(4)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (id3, code3) = ids(&r);
+    assert_ne!(id3, id);
+    assert_eq!(api.get_registration(&id3, Some(&code3)).await.json()["person"], person(4));
+    assert_eq!(s.registrations().await, 2);
+
+    // Every change is in the event log, without personal data.
+    let events = s.state.store.events_after(0, 100).await.unwrap();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        types,
+        ["SlotsOpened", "RegistrationConfirmed", "RegistrationConfirmed", "RegistrationCancelled", "RegistrationConfirmed"]
+    );
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.position, i as i64 + 1, "gapless positions");
+    }
+}
+
+fn ids(r: &crate::helpers::Reply) -> (String, String) {
+    let v = r.json();
+    (v["registrationId"].as_str().unwrap().to_string(), v["accessCode"].as_str().unwrap().to_string())
+}
+
+async fn register_errors_name_the_field(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else { return };
+    let api = &s.api;
+
+    api.register(3, FROM, 0, person(1)).await.assert_error(404, "place_not_found");
+    api.register(1 << 40, FROM, 0, person(1)).await.assert_error(404, "place_not_found");
+    api.register(1, FROM, 3, person(1)).await.assert_error(404, "slot_not_found");
+    api.register(1, "2030-01-03", 0, person(1)).await.assert_error(404, "slot_not_found");
+    api.register(1, "2029-12-31", 0, person(1)).await.assert_error(404, "slot_not_found");
+
+    let bad_top: [(&str, Value, &str); 9] = [
+        ("placeId", json!(0), "placeId"),
+        ("placeId", json!(-1), "placeId"),
+        ("day", json!("2026-02-30"), "day"),
+        ("day", json!("01.01.2030"), "day"),
+        ("day", json!(""), "day"),
+        ("timeSlot", json!(-1), "timeSlot"),
+        ("timeSlot", json!(1440), "timeSlot"),
+        ("timeSlot", json!(i64::MAX), "timeSlot"),
+        ("timeSlot", json!(i64::MIN), "timeSlot"),
+    ];
+    for (field, value, named) in bad_top {
+        let mut body = registration_body(1, FROM, 0, person(1));
+        body[field] = value.clone();
+        let msg = api.post_json(REGISTRATIONS, &body).await.assert_error(422, "invalid_field");
+        assert!(msg.contains(named), "{field}={value}: the message names {named}: {msg}");
+    }
+
+    let bad_person: [(&str, Value); 16] = [
+        ("name", json!("")),
+        ("name", json!("   ")),
+        ("name", json!("x".repeat(201))),
+        ("name", json!("line\nbreak")),
+        ("nationalId", json!("")),
+        ("nationalId", json!("1' OR '1'='1")),
+        ("nationalId", json!("1".repeat(33))),
+        ("phone", json!("12345")),
+        ("phone", json!("1234567890123456")),
+        ("phone", json!("+421-900")),
+        ("phone", json!("90012345+")),
+        ("email", json!("no-at-sign")),
+        ("email", json!("a@b")),
+        ("email", json!("@example.org")),
+        ("email", json!("a b@example.org")),
+        ("email", json!(format!("{}@example.org", "x".repeat(250)))),
+    ];
+    for (field, value) in bad_person {
+        let mut p = person(1);
+        p[field] = value.clone();
+        let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
+        assert!(msg.contains(&format!("person.{field}")), "{field}={value}: {msg}");
+        if let Some(text) = value.as_str().filter(|t| t.trim().len() > 3 && !msg.contains("name@example.org")) {
+            assert!(!msg.contains(text.trim()), "the message never echoes personal data: {msg}");
+        }
+    }
+
+    // Missing and unknown fields, at the top and in person.
+    for missing in ["placeId", "day", "timeSlot", "person"] {
+        let mut body = registration_body(1, FROM, 0, person(1));
+        body.as_object_mut().unwrap().remove(missing);
+        let msg = api.post_json(REGISTRATIONS, &body).await.assert_error(422, "invalid_field");
+        assert!(msg.contains(missing), "{msg}");
+    }
+    for missing in ["name", "nationalId", "phone", "email"] {
+        let mut p = person(1);
+        p.as_object_mut().unwrap().remove(missing);
+        let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
+        assert!(msg.contains(missing), "{msg}");
+    }
+    let mut body = registration_body(1, FROM, 0, person(1));
+    body["admin"] = json!(true);
+    assert!(api.post_json(REGISTRATIONS, &body).await.assert_error(422, "invalid_field").contains("admin"));
+    let mut p = person(1);
+    p["birthDate"] = json!("1990-01-01");
+    let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
+    assert!(msg.contains("birthDate"), "{msg}");
+
+    assert_eq!(s.registrations().await, 0, "nothing was written");
+    assert!(api.taken_slots(1, FROM, 2).await.is_empty());
+}
+
+async fn registration_lookups_that_fail_look_the_same(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else { return };
+    let api = &s.api;
+    let r = api.register(1, FROM, 0, person(1)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (id, code) = ids(&r);
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let upper = id.to_uppercase();
+
+    let mut answers = Vec::new();
+    for (rid, c) in [
+        (id.as_str(), Some("wrong-code")),
+        (id.as_str(), Some("")),
+        (id.as_str(), None),
+        (unknown.as_str(), Some(code.as_str())),
+        ("not-a-uuid", Some(code.as_str())),
+        ("1", Some(code.as_str())),
+        (upper.as_str(), Some(code.as_str())),
+    ] {
+        let r = api.get_registration(rid, c).await;
+        r.assert_error(404, "registration_not_found");
+        answers.push(r.text());
+        api.cancel(rid, c).await.assert_error(404, "registration_not_found");
+    }
+    answers.dedup();
+    assert_eq!(answers.len(), 1, "every failed lookup answers byte for byte the same");
+    // A very long id and code are no different.
+    let long = "a".repeat(10_000);
+    api.get_registration(&long, Some(&long)).await.assert_error(404, "registration_not_found");
+    // Nothing above cancelled anything.
+    assert_eq!(api.get_registration(&id, Some(&code)).await.status, 200);
+    assert_eq!(api.get_registration(&id, Some(&format!("  {code} "))).await.status, 200);
+}
+
+// ---------------------------------------------------------------- admin
+
+async fn admin_stats_need_an_admin_token(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 2, 1, 3).await else { return };
+    let api = &s.api;
+    assert_eq!(api.register(1, FROM, 0, person(1)).await.status, 201);
+
+    api.stats_reply(None).await.assert_error(401, "missing_token");
+    let r = api.send(api.http.get(api.url("/api/booking/admin/stats")).header("authorization", "Basic YTpi")).await;
+    r.assert_error(401, "invalid_token");
+    api.stats_reply(Some("not.a.token")).await.assert_error(401, "invalid_token");
+
+    // Signed with another secret, or with none at all.
+    let forged = throng::platform::auth::TokenKeys::new(&[9u8; 32]).issue("mallory", Role::Admin, 600);
+    api.stats_reply(Some(&forged)).await.assert_error(401, "invalid_token");
+    let unsigned = {
+        use base64::Engine;
+        let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        let now = throng::platform::clock::now_ms() / 1000;
+        format!(
+            "{}.{}.",
+            b64(json!({"alg": "none", "typ": "JWT"})),
+            b64(json!({"sub": "mallory", "role": "admin", "iat": now, "exp": now + 600}))
+        )
+    };
+    api.stats_reply(Some(&unsigned)).await.assert_error(401, "invalid_token");
+
+    // Expired (past the leeway), signed with the server's own secret.
+    let secret = Secrets::load_or_create(&s.data_dir).unwrap().token_secret;
+    let now = (throng::platform::clock::now_ms() / 1000) as u64;
+    let expired = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &Claims { sub: "old-admin".into(), role: Role::Admin, iat: now - 7200, exp: now - 3600 },
+        &jsonwebtoken::EncodingKey::from_secret(&secret),
+    )
+    .unwrap();
+    api.stats_reply(Some(&expired)).await.assert_error(401, "token_expired");
+
+    for role in [Role::User, Role::Provider] {
+        api.stats_reply(Some(&s.token(role))).await.assert_error(403, "forbidden");
+    }
+
+    let r = api.stats_reply(Some(&s.token(Role::Admin))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["places"], 2);
+    assert_eq!(v["slots"], 6);
+    assert_eq!(v["registrations"], 1);
+    assert_eq!(v["lastEventPosition"], 2, "SlotsOpened, RegistrationConfirmed: {v}");
+    assert_eq!(v["notifierPosition"], 0, "the notifier is off in this test: {v}");
+}
+
+// ---------------------------------------------------------------- the race
+
+/// Fires `clients` registrations at once (behind a barrier), each for one of
+/// `slots` slots of place 1 on FROM, split over `apis` round-robin.
+/// Returns (answers 201, answers 409, other answers).
+async fn race(apis: &[Api], clients: usize, slots: i64) -> (Vec<(i64, String, String)>, usize, Vec<String>) {
+    let barrier = Arc::new(Barrier::new(clients));
+    let mut tasks = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let api = apis[i % apis.len()].clone();
+        let barrier = barrier.clone();
+        let slot = (i as i64) % slots;
+        tasks.push(tokio::spawn(async move {
+            let req = api.register_request(1, FROM, slot, person(i as u64));
+            barrier.wait().await;
+            (slot, api.send(req).await)
+        }));
+    }
+    let (mut won, mut lost, mut other) = (Vec::new(), 0, Vec::new());
+    for t in tasks {
+        let (slot, r) = t.await.expect("client task");
+        match r.status {
+            201 => {
+                let (id, code) = ids(&r);
+                won.push((slot, id, code));
+            }
+            409 => {
+                r.assert_error(409, "slot_taken");
+                lost += 1;
+            }
+            _ => other.push(format!("{} {}", r.status, r.text())),
+        }
+    }
+    (won, lost, other)
+}
+
+fn assert_one_winner_per_slot(won: &[(i64, String, String)], slots: i64) {
+    let distinct: HashSet<i64> = won.iter().map(|w| w.0).collect();
+    assert_eq!(distinct.len() as i64, slots, "each slot won once: {won:?}");
+    assert_eq!(won.len() as i64, slots, "exactly one 201 per slot: {won:?}");
+}
+
+async fn race_for_ten_slots(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 2, 1, 10).await else { return };
+    let (won, lost, other) = race(std::slice::from_ref(&s.api), 200, 10).await;
+    assert!(other.is_empty(), "only 201 and 409: {other:?}");
+    assert_one_winner_per_slot(&won, 10);
+    assert_eq!(lost, 190);
+    assert_eq!(s.registrations().await, 10);
+    assert_eq!(s.api.taken_slots(1, FROM, 1).await.len(), 10);
+    // Each winner holds the slot it asked for.
+    for (slot, id, code) in &won {
+        let r = s.api.get_registration(id, Some(code)).await;
+        assert_eq!(r.json()["timeSlot"], *slot);
+    }
+    let events = s.state.store.events_after(0, 1000).await.unwrap();
+    assert_eq!(events.iter().filter(|e| e.event_type == "RegistrationConfirmed").count(), 10);
+}
+
+async fn race_for_ten_slots_across_two_processes(_kind: StoreKind) {
+    let Some(db) = PgDb::create_or_skip().await else { return };
+    let dir = tempfile::TempDir::new().unwrap();
+    crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 2, 1, 10).await;
+    // Both nodes start at once on one database and one data dir (shared secrets).
+    let (a, b) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+    );
+    let (won, lost, other) = race(&[a.api.clone(), b.api.clone()], 200, 10).await;
+    assert!(other.is_empty(), "only 201 and 409: {other:?}");
+    assert_one_winner_per_slot(&won, 10);
+    assert_eq!(lost, 190);
+    let token = a.admin_token();
+    assert_eq!(a.api.stats(&token).await["registrations"], 10);
+    assert_eq!(b.api.stats(&token).await["registrations"], 10);
+    // A registration made on one node is readable on the other.
+    for (_, id, code) in &won {
+        assert_eq!(a.api.get_registration(id, Some(code)).await.status, 200);
+        assert_eq!(b.api.get_registration(id, Some(code)).await.status, 200);
+    }
+}
+
+// ---------------------------------------------------------------- bad input
+
+/// Bodies that must each get a 4xx envelope and write nothing.
+fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
+    let valid = registration_body(1, FROM, 0, person(1));
+    let with = |field: &str, raw: &str| -> Vec<u8> {
+        let mut v = valid.clone();
+        v[field] = json!("__RAW__");
+        v.to_string().replace("\"__RAW__\"", raw).into_bytes()
+    };
+    let json_ct = Some("application/json");
+    let mut invalid_utf8 = br#"{"placeId":1,"day":"2030-01-01","timeSlot":0,"person":{"name":"A"#.to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3, 0x28]);
+    invalid_utf8.extend_from_slice(br#"","nationalId":"900101/0001","phone":"+421900000001","email":"a@example.org"}}"#);
+    let mut sql_name = valid.clone();
+    sql_name["person"]["name"] = json!("1; DROP TABLE booking_slots; --");
+    sql_name["timeSlot"] = json!(1440); // invalid elsewhere, so nothing may be written
+    let mut sql_id = valid.clone();
+    sql_id["person"]["nationalId"] = json!("1; DROP TABLE booking_slots; --");
+    let mut sql_day = valid.clone();
+    sql_day["day"] = json!("2030-01-01'; DROP TABLE booking_slots; --");
+    let mut nul = valid.clone();
+    nul["person"]["name"] = json!("A\u{0}B");
+    vec![
+        ("malformed JSON", b"{\"placeId\": 1,".to_vec(), json_ct, 400),
+        ("not JSON at all", b"placeId=1&day=2030-01-01".to_vec(), json_ct, 400),
+        ("trailing garbage", [valid.to_string().as_bytes(), b"}"].concat(), json_ct, 400),
+        ("empty body", Vec::new(), json_ct, 400),
+        ("JSON null", b"null".to_vec(), json_ct, 422),
+        ("JSON array", b"[]".to_vec(), json_ct, 422),
+        ("placeId as string", with("placeId", "\"1\""), json_ct, 422),
+        ("placeId -1", with("placeId", "-1"), json_ct, 422),
+        ("placeId 1e30", with("placeId", "1e30"), json_ct, 422),
+        ("placeId 2^63", with("placeId", "9223372036854775808"), json_ct, 422),
+        ("placeId -2^63-1", with("placeId", "-9223372036854775809"), json_ct, 422),
+        ("placeId 1.0", with("placeId", "1.0"), json_ct, 422),
+        ("placeId null", with("placeId", "null"), json_ct, 422),
+        ("timeSlot 1.5", with("timeSlot", "1.5"), json_ct, 422),
+        ("timeSlot 2^63", with("timeSlot", "9223372036854775808"), json_ct, 422),
+        ("timeSlot true", with("timeSlot", "true"), json_ct, 422),
+        ("day as number", with("day", "20300101"), json_ct, 422),
+        ("day impossible", with("day", "\"2030-02-30\""), json_ct, 422),
+        ("day year 0", with("day", "\"0000-01-01\""), json_ct, 404),
+        ("day far future", with("day", "\"9999-12-31\""), json_ct, 404),
+        ("person as string", with("person", "\"x\""), json_ct, 422),
+        ("person phone as number", with("person", r#"{"name":"A","nationalId":"1","phone":421900123456,"email":"a@example.org"}"#), json_ct, 422),
+        ("SQL in name", sql_name.to_string().into_bytes(), json_ct, 422),
+        ("SQL in nationalId", sql_id.to_string().into_bytes(), json_ct, 422),
+        ("SQL in day", sql_day.to_string().into_bytes(), json_ct, 422),
+        ("NUL in name", nul.to_string().into_bytes(), json_ct, 422),
+        ("invalid UTF-8", invalid_utf8, json_ct, 400),
+        ("missing Content-Type", valid.to_string().into_bytes(), None, 415),
+        ("text/plain", valid.to_string().into_bytes(), Some("text/plain"), 415),
+        ("form content type", valid.to_string().into_bytes(), Some("application/x-www-form-urlencoded"), 415),
+        ("body over 64 KiB", over_limit_body(64 * 1024), json_ct, 413),
+        ("body of 1 MiB", over_limit_body(1024 * 1024), json_ct, 413),
+        ("deeply nested", format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes(), json_ct, 422),
+    ]
+}
+
+/// A valid registration padded past `limit` bytes with spaces.
+fn over_limit_body(limit: usize) -> Vec<u8> {
+    let mut body = registration_body(1, FROM, 0, person(1)).to_string().into_bytes();
+    body.resize(limit + 1, b' ');
+    body
+}
+
+async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else { return };
+    let api = &s.api;
+    let before = s.stats().await;
+    for (what, body, ct, status) in bad_bodies() {
+        let r = api.raw_post(REGISTRATIONS, body, ct).await;
+        assert_eq!(r.status, status, "{what}: {}", r.text());
+        let code = r.error_code().unwrap_or_else(|| panic!("{what}: no envelope: {}", r.text()));
+        r.assert_envelope(&code);
+        let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(!msg.contains("421900123456"), "{what}: personal data echoed: {msg}");
+    }
+    // SQL-looking strings are data: a valid registration may carry them in
+    // the name, and they come back as they were sent.
+    let mut p = person(7);
+    p["name"] = json!("Robert'); DROP TABLE booking_slots; --");
+    let r = api.register(1, FROM, 2, p.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (id, code) = ids(&r);
+    assert_eq!(api.get_registration(&id, Some(&code)).await.json()["person"], p);
+
+    let after = s.stats().await;
+    assert_eq!(after["registrations"], before["registrations"].as_i64().unwrap() + 1, "only the valid one");
+    assert_eq!(after["slots"], before["slots"], "booking_slots is intact");
+    assert_eq!(after["lastEventPosition"], before["lastEventPosition"].as_i64().unwrap() + 1);
+    assert_eq!(api.taken_slots(1, FROM, 1).await, vec![(FROM.to_string(), 2)]);
+
+    // Unknown routes and wrong methods: the same envelope.
+    for path in ["/nope", "/api/booking", "/api/booking/place", "/api/booking/registrations/x/y"] {
+        api.get(path).await.assert_error(404, "route_not_found");
+    }
+    api.raw_post("/nope", "{}", Some("application/json")).await.assert_error(404, "route_not_found");
+    api.get(REGISTRATIONS).await.assert_error(405, "method_not_allowed");
+    api.raw_post("/api/booking/places", "{}", Some("application/json")).await.assert_error(405, "method_not_allowed");
+    let r = api.send(api.http.put(api.url(&format!("{REGISTRATIONS}/{id}")))).await;
+    r.assert_error(405, "method_not_allowed");
+    let r = api.send(api.http.delete(api.url("/api/booking/places/1/slots"))).await;
+    r.assert_error(405, "method_not_allowed");
+    assert_eq!(s.registrations().await, after["registrations"].as_i64().unwrap());
+}
+
+async fn small_body_limit_gives_413(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &["--body-limit-bytes", "200"]).await else { return };
+    s.seed(1, 1, 3).await;
+    let body = registration_body(1, FROM, 0, person(1)).to_string();
+    assert!(body.len() <= 200, "the valid body fits: {}", body.len());
+    let r = s.api.raw_post(REGISTRATIONS, body.clone(), Some("application/json")).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = s.api.raw_post(REGISTRATIONS, over_limit_body(200), Some("application/json")).await;
+    r.assert_error(413, "body_too_large");
+    assert_eq!(s.registrations().await, 1);
+}
+
+// ---------------------------------------------------------------- overload
+
+async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &["--in-flight-max", "4", "--retry-after-s", "2"]).await else { return };
+    s.seed(1, 1, 50).await;
+    const CLIENTS: usize = 400;
+    let barrier = Arc::new(Barrier::new(CLIENTS));
+    let mut tasks = Vec::new();
+    for i in 0..CLIENTS {
+        let (api, barrier) = (s.api.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            let req = api.register_request(1, FROM, (i % 50) as i64, person(i as u64));
+            barrier.wait().await;
+            api.send(req).await
+        }));
+    }
+    let (mut created, mut taken, mut rejected) = (0, 0, 0);
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            201 => created += 1,
+            409 => {
+                r.assert_error(409, "slot_taken");
+                taken += 1;
+            }
+            429 => {
+                r.assert_error(429, "too_many_requests");
+                assert_eq!(r.headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("2"));
+                rejected += 1;
+            }
+            other => panic!("only 201, 409 and 429 under overload; got {other}: {}", r.text()),
+        }
+    }
+    assert!(rejected > 0, "some requests are turned away (201 {created}, 409 {taken})");
+    assert!(created > 0, "some requests get through (409 {taken}, 429 {rejected})");
+    assert_eq!(created + taken + rejected, CLIENTS);
+    // Accepted writes are all there, and the server is fine afterwards.
+    assert_eq!(s.registrations().await, created as i64);
+    assert_eq!(s.api.taken_slots(1, FROM, 1).await.len(), created);
+    assert_eq!(s.api.get("/health").await.status, 200);
+}

@@ -1,0 +1,12 @@
+//! The one integration-test binary: black-box tests through a real server
+//! (port 0, fresh store per test), for SQLite and PostgreSQL. Run with
+//! `cargo test -p throng --test api`; PostgreSQL tests need
+//! `THRONG_TEST_PG_URL` (see `helpers`).
+
+mod helpers;
+
+mod platform;
+
+// service test modules: one line each
+mod booking;
+mod booking_durability;

@@ -1,0 +1,197 @@
+//! The platform around every service: health, readiness, metrics, the
+//! OpenAPI document, a database that goes away, and the event log's order
+//! under concurrent writers from two store handles.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::helpers::{pg_admin, person, PgDb, StoreKind, TestServer, FROM};
+use crate::{both_stores, postgres_only};
+use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
+
+both_stores!(health_ready_metrics_and_openapi, event_log_is_gapless_under_two_writers);
+postgres_only!(a_database_that_goes_away_answers_503);
+
+async fn health_ready_metrics_and_openapi(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else { return };
+    let api = &s.api;
+    let r = api.get("/health").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "ok");
+    let r = api.get("/ready").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], "ready");
+
+    // Some traffic first, so every series has samples.
+    assert_eq!(api.register(1, FROM, 0, person(1)).await.status, 201);
+    assert_eq!(api.slots(1, FROM, 1).await.status, 200);
+    let r = api.get("/metrics").await;
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let text = r.text();
+    for name in [
+        "throng_http_requests_total",
+        "throng_http_request_duration_seconds",
+        "throng_http_in_flight",
+        "throng_http_rejected_429_total",
+        "throng_store_write_batch_commands",
+        "throng_store_commit_seconds",
+    ] {
+        assert!(text.contains(&format!("# TYPE {name} ")), "/metrics has {name}:\n{text}");
+    }
+    // Requests are counted by their route template, not by raw path.
+    assert!(
+        text.contains(r#"route="/api/booking/places/{place_id}/slots""#),
+        "requests are labelled by route:\n{}",
+        text.lines().filter(|l| l.starts_with("throng_http_requests_total")).collect::<Vec<_>>().join("\n")
+    );
+    assert!(!text.contains("route=\"/api/booking/places/1/slots\""), "no raw paths as labels");
+
+    let r = api.get("/openapi.json").await;
+    assert_eq!(r.status, 200);
+    let doc = r.json();
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with('3')), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().expect("paths");
+    for (path, method) in [
+        ("/api/booking/places", "get"),
+        ("/api/booking/places/{place_id}/slots", "get"),
+        ("/api/booking/registrations", "post"),
+        ("/api/booking/registrations/{registration_id}", "get"),
+        ("/api/booking/registrations/{registration_id}", "delete"),
+        ("/api/booking/admin/stats", "get"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "openapi has {method} {path}");
+    }
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+
+    // The pages are served.
+    let r = api.get("/booking/").await;
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert_eq!(api.get("/").await.status, 200);
+}
+
+/// Two store handles (two writers, as two nodes) append events while a reader
+/// follows the log: it sees 1..N with no gap and no event twice.
+async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
+    const WRITERS_PER_STORE: usize = 8;
+    const EVENTS_PER_WRITER: usize = 60;
+    const TOTAL: usize = 2 * WRITERS_PER_STORE * EVENTS_PER_WRITER;
+    let (url, _db, _dir) = match kind {
+        StoreKind::Sqlite => {
+            let dir = tempfile::TempDir::new().unwrap();
+            (StoreUrl::Sqlite(dir.path().join("throng.db")), None, Some(dir))
+        }
+        StoreKind::Postgres => {
+            let Some(db) = PgDb::create_or_skip().await else { return };
+            (StoreUrl::Postgres(db.url.clone()), Some(db), None)
+        }
+    };
+    let a = Store::open(&url, StoreLimits::default()).await.unwrap();
+    let b = Store::open(&url, StoreLimits::default()).await.unwrap();
+
+    let mut writers = Vec::new();
+    for (s, store) in [a.clone(), b.clone()].into_iter().enumerate() {
+        for w in 0..WRITERS_PER_STORE {
+            let store = store.clone();
+            writers.push(tokio::spawn(async move {
+                for i in 0..EVENTS_PER_WRITER {
+                    // Some commands append two events, so batches mix sizes.
+                    let n = 1 + (i % 3 == 0) as usize;
+                    let events: Vec<NewEvent> = (0..n)
+                        .map(|k| {
+                            let key = format!("{s}-{w}-{i}-{k}");
+                            NewEvent::json(format!("test-{s}-{w}"), "TestEvent", &serde_json::json!({ "key": key }))
+                        })
+                        .collect();
+                    append(&store, events).await;
+                }
+            }));
+        }
+    }
+    // Written per writer: sum over i of 1 + (i % 3 == 0).
+    let per_writer: usize = (0..EVENTS_PER_WRITER).map(|i| 1 + (i % 3 == 0) as usize).sum();
+    let expected = 2 * WRITERS_PER_STORE * per_writer;
+    assert!(expected > TOTAL);
+
+    let reader = tokio::spawn(async move {
+        let (mut last, mut keys) = (0i64, HashSet::new());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while (last as usize) < expected && Instant::now() < deadline {
+            let batch = a.events_after(last, 100).await.unwrap();
+            if batch.is_empty() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            for e in batch {
+                assert_eq!(e.position, last + 1, "the reader never skips a position");
+                last = e.position;
+                let v: serde_json::Value = serde_json::from_slice(&e.payload).unwrap();
+                assert!(keys.insert(v["key"].as_str().unwrap().to_string()), "event twice: {v}");
+            }
+        }
+        (last, keys.len())
+    });
+    for w in writers {
+        w.await.unwrap();
+    }
+    let (last, distinct) = reader.await.unwrap();
+    assert_eq!(last as usize, expected, "the reader saw every event");
+    assert_eq!(distinct, expected);
+    assert!(b.events_after(last, 100).await.unwrap().is_empty(), "and nothing more");
+}
+
+async fn append(store: &Store, events: Vec<NewEvent>) {
+    match store {
+        Store::Sqlite(s) => s
+            .write(move |c| {
+                for e in &events {
+                    throng::store::eventlog::sqlite_append(c, e)?;
+                }
+                Ok(())
+            })
+            .await
+            .unwrap(),
+        Store::Postgres(p) => {
+            let events = Arc::new(events);
+            p.write(move |tx| {
+                for e in events.iter() {
+                    tx.append(e.clone());
+                }
+                Box::pin(async { Ok(()) })
+            })
+            .await
+            .unwrap()
+        }
+    }
+}
+
+/// The database is dropped under a running server: readiness and writes
+/// answer 503 `store_unavailable` quickly, never 500 and never a hang.
+async fn a_database_that_goes_away_answers_503(kind: StoreKind) {
+    let Some(mut s) = TestServer::seeded(kind, 1, 1, 5).await else { return };
+    assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
+    assert_eq!(s.api.get("/ready").await.status, 200);
+    let pg = s.pg.take().unwrap();
+    pg_admin(&pg.admin_url, &format!("DROP DATABASE {} WITH (FORCE)", pg.name)).await;
+
+    for attempt in 0..3 {
+        let started = Instant::now();
+        let r = s.api.get("/ready").await;
+        assert!(started.elapsed() < Duration::from_secs(8), "/ready took {:?}", started.elapsed());
+        r.assert_error(503, "store_unavailable");
+        assert!(r.headers.get("retry-after").is_some());
+
+        let started = Instant::now();
+        let r = s.api.register(1, FROM, 1 + attempt, person(2)).await;
+        assert!(started.elapsed() < Duration::from_secs(8), "register took {:?}", started.elapsed());
+        r.assert_error(503, "store_unavailable");
+
+        let r = s.api.slots(1, FROM, 1).await;
+        r.assert_error(503, "store_unavailable");
+    }
+    // The server itself is alive.
+    assert_eq!(s.api.get("/health").await.status, 200);
+    s.stop().await;
+    drop(pg);
+}
