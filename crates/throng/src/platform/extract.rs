@@ -25,7 +25,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 fn json_rejection(r: JsonRejection) -> ApiError {
     let detail = r.body_text();
     match r {
-        JsonRejection::JsonDataError(_) => ApiError::invalid_field(detail),
+        JsonRejection::JsonDataError(_) => ApiError::invalid_field(hide_values(&detail)),
         JsonRejection::JsonSyntaxError(_) => ApiError::bad_request("malformed_json", detail),
         JsonRejection::MissingJsonContentType(_) => ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -39,6 +39,30 @@ fn json_rejection(r: JsonRejection) -> ApiError {
         ),
         other => ApiError::bad_request("bad_body", other.body_text()),
     }
+}
+
+/// serde echoes the offending value (`person.phone: invalid type: integer
+/// `421900123456`, expected a string`), which may be personal data; keep its
+/// kind and the field's name only.
+fn hide_values(detail: &str) -> String {
+    let mut out = String::with_capacity(detail.len());
+    let mut rest = detail;
+    while let Some(at) = ["invalid type: ", "invalid value: "]
+        .iter()
+        .filter_map(|m| rest.find(m).map(|i| i + m.len()))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let (Some(value), Some(expected)) = (rest.find(['`', '"']), rest.rfind(", expected")) {
+            if value < expected {
+                out.push_str(rest[..value].trim_end());
+                rest = &rest[expected..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 pub struct ApiQuery<T>(pub T);
@@ -62,5 +86,23 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             .await
             .map(|p| ApiPath(p.0))
             .map_err(|r: PathRejection| ApiError::bad_request("invalid_path", r.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn data_errors_do_not_echo_values() {
+        let d = "Failed to deserialize the JSON body into the target type: person.phone: invalid type: \
+                 integer `421900123456`, expected a string at line 1 column 78";
+        assert_eq!(
+            super::hide_values(d),
+            "Failed to deserialize the JSON body into the target type: person.phone: invalid type: \
+             integer, expected a string at line 1 column 78"
+        );
+        let d = "placeId: invalid type: string \"905123/1234\", expected i64 at line 1 column 20";
+        assert_eq!(super::hide_values(d), "placeId: invalid type: string, expected i64 at line 1 column 20");
+        let d = "unknown field `admin`, expected one of `placeId`, `day`";
+        assert_eq!(super::hide_values(d), d);
     }
 }
