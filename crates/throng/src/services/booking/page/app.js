@@ -8,6 +8,9 @@ const JITTER_MS_MAX = 1000;
 const $ = (id) => document.getElementById(id);
 let chosenSlot = null;
 let slotStarts = {};
+// Counts loadSlots calls: an answer for an earlier choice of place or day can
+// arrive after the answer for the latest one and must then be dropped.
+let slotsRequest = 0;
 
 function setStatus(text, kind) {
   const s = $("status");
@@ -56,15 +59,18 @@ async function loadPlaces() {
 }
 
 async function loadSlots() {
+  const request = ++slotsRequest;
   const place = $("place").value, day = $("day").value;
   const box = $("slots");
   box.innerHTML = "";
   chosenSlot = null;
   if (!place || !day) return;
   const res = await politeFetch(`/api/booking/places/${encodeURIComponent(place)}/slots?from=${encodeURIComponent(day)}&days=1`);
+  if (request !== slotsRequest) return;
   if (!res.ok) { setStatus(await errorMessage(res), "error"); return; }
   setStatus("");
   const body = await res.json();
+  if (request !== slotsRequest) return;
   const slots = body.days.length ? body.days[0].slots : [];
   slotStarts = {};
   if (!slots.length) { box.textContent = "No time slots on this day."; return; }
@@ -115,8 +121,11 @@ async function register(ev) {
       setStatus("");
       return;
     }
-    setStatus(await errorMessage(res), "error");
+    const message = await errorMessage(res);
+    // Reload first: loadSlots clears the status, and the person must still
+    // read why the slot they chose is gone.
     if (res.status === 409) await loadSlots();
+    setStatus(message, "error");
   } catch (e) {
     setStatus("Cannot reach the server; check your connection and try again.", "error");
   } finally {
