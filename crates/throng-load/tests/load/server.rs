@@ -1,0 +1,140 @@
+//! An in-test axum server on 127.0.0.1:0 that answers the scripts' URLs and records what it
+//! was sent (bounded), so tests can check what the load generator really did.
+
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode, Uri},
+    response::IntoResponse,
+    routing::{any, get, post},
+    Json, Router,
+};
+use serde_json::{json, Value};
+
+const SEEN_MAX: usize = 100_000;
+
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    pub at: Instant,
+}
+
+#[derive(Default)]
+pub struct Log {
+    pub seen: Mutex<Vec<Seen>>,
+    /// `/stall`: the first request after `stall_after` stalls the whole server for 1 s.
+    pub stall: Mutex<StallState>,
+}
+
+#[derive(Default)]
+pub struct StallState {
+    pub started: Option<Instant>,
+    pub until: Option<Instant>,
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub log: Arc<Log>,
+}
+
+impl TestServer {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.log.seen.lock().unwrap().clone()
+    }
+
+    pub fn seen_paths(&self, prefix: &str) -> Vec<String> {
+        self.seen().into_iter().map(|s| s.uri).filter(|u| u.starts_with(prefix)).collect()
+    }
+}
+
+fn remember(log: &Log, method: &str, uri: &Uri, headers: &HeaderMap, body: Bytes) {
+    let mut seen = log.seen.lock().unwrap();
+    if seen.len() < SEEN_MAX {
+        seen.push(Seen { method: method.into(), uri: uri.to_string(), headers: headers.clone(), body, at: Instant::now() });
+    }
+}
+
+async fn comments(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    Json(json!([{"displayName": "ann", "courseId": 1, "thread": []}]))
+}
+
+async fn create_item(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+    remember(&log, "POST", &uri, &headers, body.clone());
+    let echo: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut h = HeaderMap::new();
+    h.insert("x-token", "abc".parse().unwrap());
+    (StatusCode::CREATED, h, Json(json!({"id": 42, "meta": {"tag": "foo"}, "echo": echo})))
+}
+
+async fn get_item(State(log): State<Arc<Log>>, Path(id): Path<String>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    Json(json!({"id": id, "tags": ["a", "b"]}))
+}
+
+async fn status(State(log): State<Arc<Log>>, Path(code): Path<u16>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    (StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST), "status")
+}
+
+async fn slow(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    "slow"
+}
+
+/// Stalls every request for the one second after the first request seen 2 s into the test,
+/// like the wrk2 README's suspended server.
+async fn stall(State(log): State<Arc<Log>>) -> impl IntoResponse {
+    let wait = {
+        let mut s = log.stall.lock().unwrap();
+        let now = Instant::now();
+        let started = *s.started.get_or_insert(now);
+        if s.until.is_none() && now.duration_since(started) >= Duration::from_secs(2) {
+            s.until = Some(now + Duration::from_secs(1));
+        }
+        s.until.filter(|u| *u > now)
+    };
+    if let Some(until) = wait {
+        tokio::time::sleep_until(until.into()).await;
+    }
+    "ok"
+}
+
+async fn other(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+    remember(&log, "ANY", &uri, &headers, body);
+    "ok"
+}
+
+pub async fn start() -> TestServer {
+    let log = Arc::new(Log::default());
+    let app = Router::new()
+        .route("/api/comments/method/jsonfromlinq", get(comments))
+        .route("/items", post(create_item))
+        .route("/items/{id}", get(get_item))
+        .route("/status/{code}", get(status))
+        .route("/slow", get(slow))
+        .route("/stall", get(stall))
+        .route("/health", get(|| async { "ok" }))
+        .fallback(any(other))
+        .with_state(log.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    TestServer { addr, log }
+}
