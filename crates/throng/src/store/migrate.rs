@@ -47,15 +47,24 @@ pub fn apply_sqlite(conn: &mut rusqlite::Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Advisory lock key that serializes migrations across nodes starting at once.
+const PG_MIGRATION_LOCK: i64 = 0x7468_726f_6e67; // "throng"
+
 pub async fn apply_postgres(client: &mut deadpool_postgres::Object) -> anyhow::Result<()> {
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (
-                version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)",
-        )
-        .await?;
+    // `CREATE TABLE IF NOT EXISTS` is not safe against a concurrent twin (it
+    // fails on pg_type's unique index), so nodes take turns under a lock that
+    // ends with the transaction.
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK]).await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)",
+    )
+    .await?;
+    tx.commit().await?;
     for (version, name, sql) in migrations(&POSTGRES) {
         let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK]).await?;
         // Claiming the version first makes concurrent starts of several nodes
         // safe: the second waits on the key, then finds it taken and skips.
         let claimed = tx
