@@ -82,6 +82,10 @@ pub async fn place_slots(
     if !(1..=SLOT_QUERY_DAYS_MAX).contains(&days) {
         return Err(ApiError::invalid_field(format!("days: 1 to {SLOT_QUERY_DAYS_MAX}")));
     }
+    // Days past 9999-12-31 have no YYYY-MM-DD form (they rendered as -9999-01-01).
+    if from.plus(days as i32 - 1) > Day::from_date(time::Date::MAX) {
+        return Err(ApiError::invalid_field("days: the range must end by 9999-12-31"));
+    }
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
