@@ -54,6 +54,9 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
         ids.extend(r.json()["places"].as_array().unwrap().iter().map(|p| p["id"].as_i64().unwrap()));
     }
     assert_eq!(ids, (1..=25).collect::<Vec<i64>>());
+    let r = api.places(i64::MAX, 100).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["places"].as_array().unwrap().len(), 0);
     let r = api.places(100, 100).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["places"].as_array().unwrap().len(), 0, "past the end: an empty page");
@@ -112,6 +115,10 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
         let r = api.get(&format!("/api/booking/places/1/slots?from={FROM}&days={days}")).await;
         assert!(r.assert_error(422, "invalid_field").contains("days"));
     }
+    let r = api.get("/api/booking/places/1/slots?from=9999-12-30&days=2").await;
+    assert_eq!(r.json()["days"][1]["day"], "9999-12-31", "the last day there is");
+    let r = api.get("/api/booking/places/1/slots?from=9999-12-30&days=3").await;
+    assert!(r.assert_error(422, "invalid_field").contains("days"), "no day after 9999-12-31");
     for days in ["-1", "x", "99999999999"] {
         let r = api.get(&format!("/api/booking/places/1/slots?from={FROM}&days={days}")).await;
         r.assert_error(400, "invalid_query");

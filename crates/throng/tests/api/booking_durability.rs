@@ -89,6 +89,11 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     assert!(confirmed_before_kill > 10, "the load got going before the kill ({confirmed_before_kill})");
     assert!(transport_errors > 0, "the server was killed under load");
 
+    println!(
+        "{kind:?}: {} answered 201 ({confirmed_before_kill} before the kill), {transport_errors} transport errors",
+        confirmed.len()
+    );
+
     // Restart on the same data; every 201 is there and readable with its code.
     let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
     let api = &server.api;

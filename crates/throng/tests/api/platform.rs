@@ -6,12 +6,61 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::helpers::{pg_admin, person, PgDb, StoreKind, TestServer, FROM};
+use crate::helpers::{pg_admin, person, PgDb, ProcessServer, StoreKind, TestServer, FROM};
 use crate::{both_stores, postgres_only};
 use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 
 both_stores!(health_ready_metrics_and_openapi, event_log_is_gapless_under_two_writers);
-postgres_only!(a_database_that_goes_away_answers_503);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rate_limit_per_client_answers_429_with_retry_after() {
+    let flags = ["--rate-limit-per-s", "1", "--rate-limit-burst", "3", "--trust-forwarded-for"];
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let api = &s.api;
+    let from = |ip: &str| api.http.get(api.url("/health")).header("x-forwarded-for", ip);
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let r = api.send(from("10.0.0.1")).await;
+        if r.status == 429 {
+            r.assert_error(429, "too_many_requests");
+            let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+            assert!((1..=2).contains(&wait), "Retry-After {wait}");
+        }
+        statuses.push(r.status);
+    }
+    assert_eq!(statuses[..3], [200, 200, 200], "the burst passes: {statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "then 429: {statuses:?}");
+    // Another client has its own budget.
+    assert_eq!(api.send(from("10.0.0.2")).await.status, 200);
+    assert_eq!(api.send(from("10.0.0.2, 10.0.0.1")).await.status, 200);
+}
+postgres_only!(a_database_that_goes_away_answers_503, nodes_started_at_once_on_a_fresh_database_agree);
+
+/// Three nodes start at the same moment on an empty database and an empty
+/// data dir: migrations, secrets and the PII key fingerprint must not race.
+async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
+    let Some(db) = PgDb::create_or_skip().await else { return };
+    let dir = tempfile::TempDir::new().unwrap();
+    let (a, b, c) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+    );
+    let token = a.admin_token();
+    for node in [&a, &b, &c] {
+        assert_eq!(node.api.get("/ready").await.status, 200);
+        assert_eq!(node.api.stats(&token).await["places"], 0);
+    }
+    // One node's registration opens on another: they share the PII key.
+    crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 1, 1, 3).await;
+    let r = a.api.register(1, FROM, 0, person(1)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
+    let (id, code) = (v["registrationId"].as_str().unwrap(), v["accessCode"].as_str().unwrap());
+    for node in [&b, &c] {
+        assert_eq!(node.api.get_registration(id, Some(code)).await.json()["person"], person(1));
+    }
+}
 
 async fn health_ready_metrics_and_openapi(kind: StoreKind) {
     let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else { return };
