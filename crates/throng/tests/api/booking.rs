@@ -25,8 +25,9 @@ both_stores!(
     bad_input_is_4xx_with_envelope_and_writes_nothing,
     small_body_limit_gives_413,
     overload_answers_429_and_accepted_requests_complete,
+    mixed_register_and_cancel_stay_consistent,
 );
-postgres_only!(race_for_ten_slots_across_two_processes);
+postgres_only!(race_for_ten_slots_across_two_processes, mixed_load_across_two_processes_stays_consistent);
 
 // ---------------------------------------------------------------- places
 
@@ -627,4 +628,94 @@ async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
     assert_eq!(s.registrations().await, created as i64);
     assert_eq!(s.api.taken_slots(1, FROM, 1).await.len(), created);
     assert_eq!(s.api.get("/health").await.status, 200);
+}
+
+// ---------------------------------------------------------------- mixed load
+
+/// Clients book random slots of a small set and cancel some of their own
+/// bookings, over `apis` round-robin; afterwards the books balance: each
+/// live registration holds one taken slot, each cancelled one is gone, and
+/// the log has one event per change.
+async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots: i64) {
+    const CLIENTS: usize = 48;
+    const STEPS: usize = 25;
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let api = apis[c % apis.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut live, mut cancelled, mut other) = (Vec::new(), Vec::new(), Vec::new());
+            for step in 0..STEPS {
+                let cancel = !live.is_empty() && rand::random::<u8>() % 3 == 0;
+                if cancel {
+                    let i = rand::random::<usize>() % live.len();
+                    let (id, code): (String, String) = live.swap_remove(i);
+                    let r = api.cancel(&id, Some(&code)).await;
+                    if r.status == 204 {
+                        cancelled.push((id, code));
+                    } else {
+                        other.push(format!("cancel {} {}", r.status, r.text()));
+                    }
+                } else {
+                    let place = 1 + rand::random::<i64>().rem_euclid(places);
+                    let slot = rand::random::<i64>().rem_euclid(slots);
+                    let r = api.register(place, FROM, slot, person((c * STEPS + step) as u64)).await;
+                    match r.status {
+                        201 => live.push(ids(&r)),
+                        409 => {}
+                        _ => other.push(format!("register {} {}", r.status, r.text())),
+                    }
+                }
+            }
+            (live, cancelled, other)
+        }));
+    }
+    let (mut live, mut cancelled) = (Vec::new(), Vec::new());
+    for t in tasks {
+        let (l, c, other) = t.await.unwrap();
+        assert!(other.is_empty(), "only 201, 409 and 204: {other:?}");
+        live.extend(l);
+        cancelled.extend(c);
+    }
+    assert!(!cancelled.is_empty() && !live.is_empty(), "the load mixed both");
+    let api = &apis[0];
+    let mut held = HashSet::new();
+    for (id, code) in &live {
+        let r = api.get_registration(id, Some(code)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        assert!(held.insert((v["placeId"].as_i64().unwrap(), v["timeSlot"].as_i64().unwrap())), "slot held twice: {v}");
+    }
+    for (id, code) in &cancelled {
+        api.get_registration(id, Some(code)).await.assert_error(404, "registration_not_found");
+    }
+    let mut taken = 0;
+    for place in 1..=places {
+        for (_, slot) in api.taken_slots(place, FROM, 1).await {
+            assert!(held.contains(&(place, slot)), "slot {place}/{slot} taken by no live registration");
+            taken += 1;
+        }
+    }
+    assert_eq!(taken, live.len(), "taken slots == live registrations");
+    let stats = api.stats(admin_token).await;
+    assert_eq!(stats["registrations"], live.len(), "{stats}");
+    let changes = live.len() + 2 * cancelled.len();
+    assert_eq!(stats["lastEventPosition"], 1 + changes, "one event per change: {stats}");
+}
+
+async fn mixed_register_and_cancel_stay_consistent(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 3, 1, 12).await else { return };
+    mixed_load_balances(std::slice::from_ref(&s.api), &s.token(Role::Admin), 3, 12).await;
+}
+
+async fn mixed_load_across_two_processes_stays_consistent(_kind: StoreKind) {
+    let Some(db) = PgDb::create_or_skip().await else { return };
+    let dir = tempfile::TempDir::new().unwrap();
+    crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 3, 1, 12).await;
+    let (a, b) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+    );
+    mixed_load_balances(&[a.api.clone(), b.api.clone()], &a.admin_token(), 3, 12).await;
+    let log = format!("{}{}", a.log_text(), b.log_text());
+    assert!(!log.contains("ERROR"), "no errors logged:\n{log}");
 }
