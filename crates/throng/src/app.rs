@@ -19,6 +19,7 @@ use crate::platform::error::ApiError;
 use crate::platform::metrics;
 use crate::platform::secrets::Secrets;
 use crate::services::booking;
+use crate::services::comments::{self, CommentsArgs, CommentsState};
 use crate::store::{Store, StoreLimits, StoreUrl};
 
 /// Where data and secrets live.
@@ -85,6 +86,8 @@ pub struct ServeArgs {
     /// Seed a small demo data set when the store is empty.
     #[arg(long)]
     pub demo: bool,
+    #[command(flatten)]
+    pub comments: CommentsArgs,
 }
 
 #[derive(Clone)]
@@ -93,6 +96,7 @@ pub struct AppState {
     pub keys: Arc<TokenKeys>,
     pub pii: Arc<PiiCipher>,
     pub booking: Arc<BookingState>,
+    pub comments: Arc<CommentsState>,
 }
 
 pub struct BookingState {
@@ -139,6 +143,7 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi_json))
         .merge(booking::http::router())
+        .merge(comments::http::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(args.body_limit_bytes))
@@ -182,12 +187,14 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     let (store, secrets) = open_store(&args.store).await?;
     if args.demo {
         booking::seed::seed_demo_if_empty(&store).await?;
+        comments::seed::seed_demo_if_empty(&store).await?;
     }
     let state = AppState {
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         booking: Arc::new(BookingState { notify_worker: Arc::new(Notify::new()) }),
+        comments: Arc::new(CommentsState::new(&args.comments, args.demo)),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -233,6 +240,7 @@ async fn metrics_text() -> impl IntoResponse {
 static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
     use utoipa::OpenApi;
     let mut doc = booking::http::BookingApi::openapi();
+    doc.merge(comments::http::CommentsApi::openapi());
     doc.info = utoipa::openapi::InfoBuilder::new()
         .title("throng")
         .version(env!("CARGO_PKG_VERSION"))

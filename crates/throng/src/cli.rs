@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::app::{self, ServeArgs, StoreArgs};
 use crate::platform::auth::{Role, TokenKeys};
 use crate::platform::secrets::Secrets;
-use crate::services::booking;
+use crate::services::{booking, comments};
 
 #[derive(Parser, Debug)]
 #[command(name = "throng", version, about = "Public web services that hold under a launch-day crowd")]
@@ -41,6 +41,8 @@ pub struct SeedArgs {
 pub enum SeedWhat {
     /// Places x days x time slots (5,000,000 slots with the defaults).
     Booking(booking::seed::SeedBookingArgs),
+    /// Users, courses, comments with replies (2,000,000 comments with the defaults).
+    Comments(comments::seed::SeedCommentsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -110,6 +112,18 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
                 report.elapsed_s,
                 report.slots as f64 / report.elapsed_s.max(1e-9)
             );
+        }
+        SeedWhat::Comments(c) => {
+            let r = comments::seed::seed(&store, &c, true).await?;
+            if r.seeded {
+                println!(
+                    "seeded {} users, {} courses, {} comments, {} replies, {} snapshots in {:.1} s",
+                    r.users, r.courses, r.comments, r.replies, r.snapshots, r.elapsed_s
+                );
+            }
+            if let Some(path) = &c.testdata_csv {
+                println!("wrote {} rows to {}", r.testdata_rows, path.display());
+            }
         }
     }
     Ok(())

@@ -3,3 +3,4 @@
 //! `router()`), its page, its seed and its bench experiment.
 
 pub mod booking;
+pub mod comments;

@@ -1,0 +1,344 @@
+//! Comments routes. Reading is public; commenting needs a `user` token,
+//! replying the token of the course's provider (`provider`, `sub` = the
+//! course's provider id).
+//!
+//! The listing answers at `/api/comments` and, unchanged, at the write-up's
+//! two paths (`/api/comments/method/jsonfromdapper`, `.../jsonfromlinq`), so
+//! its Artillery script runs as printed. Its body is exactly the write-up's
+//! array of user blocks; paging metadata travels in headers (`ETag`,
+//! `X-Next-Cursor`).
+//!
+//! Error codes: 400 `invalid_query`/`invalid_path`/`malformed_json`;
+//! 401 `missing_token`/`invalid_token`/`token_expired`; 403 `forbidden`
+//! (wrong role), `unknown_user` (no such user), `not_the_provider`;
+//! 404 `course_not_found`/`comment_not_found`; 422 `invalid_field` and
+//! `reply_to_reply` (replies cannot be replied to: the request is well formed
+//! but names a reply, so 422 rather than 409, which would suggest retrying
+//! after some other change).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::cache::Page;
+use super::model::{
+    caller_id, parse_id, CommentRequest, CommentType, Cursor, ListQuery, ReplyRequest, PAGE_SIZE_DEFAULT,
+    PAGE_SIZE_MAX, SKIP_MAX,
+};
+use super::store::{self, PostOutcome, ReplyOutcome};
+use super::CommentsState;
+use crate::app::AppState;
+use crate::platform::auth::{Caller, Role};
+use crate::platform::clock::now_ms;
+use crate::platform::error::{ApiError, ApiResult};
+use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::store::Store;
+
+pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/comments", get(list_comments))
+        .route("/api/comments/method/jsonfromdapper", get(list_comments))
+        .route("/api/comments/method/jsonfromlinq", get(list_comments))
+        .route("/api/comments/{comment_id}/reply", put(put_reply))
+        .route("/api/courses/{course_id}/comments", post(post_comment))
+        .route("/api/courses/{course_id}/rating", get(rating))
+        .route("/api/comments/demo-token", get(demo_token))
+        .layer(axum::middleware::from_fn(cors))
+        .merge(super::page::router())
+}
+
+/// The widget runs on other sites' pages: allow any origin. No cookies are
+/// used (tokens travel in Authorization), so `*` grants nothing ambient.
+async fn cors(req: Request, next: Next) -> Response {
+    let preflight = req.method() == Method::OPTIONS;
+    let mut res = if preflight { StatusCode::NO_CONTENT.into_response() } else { next.run(req).await };
+    let h = res.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("etag, x-next-cursor"));
+    if preflight {
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, PUT, OPTIONS"));
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("authorization, content-type, if-none-match"),
+        );
+        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    }
+    res
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// `Course` (default) or `Service`.
+    #[serde(alias = "ratingtype")]
+    rating_type: Option<String>,
+    /// The course.
+    #[serde(alias = "courseid")]
+    course_id: i64,
+    /// Only this user's block.
+    #[serde(alias = "userid")]
+    user_id: Option<i64>,
+    /// User blocks to skip (default 0), after `cursor` if given.
+    skip: Option<i64>,
+    /// User blocks per page, newest `lastUpdate` first; 0 to 20 (more is capped at 20; default 10).
+    size: Option<i64>,
+    /// Comments of each user's thread to skip (default 0).
+    skip_thread: Option<i64>,
+    /// Comments per thread, newest first; 0 to 20 (more is capped; default 10).
+    size_thread: Option<i64>,
+    /// Start after the block named by a previous page's `X-Next-Cursor`.
+    cursor: Option<String>,
+}
+
+fn count(field: &str, v: Option<i64>, default: i64, max: i64, cap: bool) -> ApiResult<i64> {
+    let v = v.unwrap_or(default);
+    if v < 0 {
+        return Err(ApiError::invalid_field(format!("{field}: 0 or more")));
+    }
+    if v > max {
+        if cap {
+            return Ok(max);
+        }
+        return Err(ApiError::invalid_field(format!(
+            "{field}: at most {max}; page deeper with the cursor (X-Next-Cursor)"
+        )));
+    }
+    Ok(v)
+}
+
+impl ListParams {
+    pub fn parse(self) -> ApiResult<ListQuery> {
+        Ok(ListQuery {
+            comment_type: match &self.rating_type {
+                Some(t) => CommentType::parse("ratingType", t)?,
+                None => CommentType::Course,
+            },
+            course_id: self.course_id,
+            user_id: self.user_id.map(|u| parse_id("userId", u)).transpose()?,
+            skip: count("skip", self.skip, 0, SKIP_MAX, false)?,
+            size: count("size", self.size, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, true)?,
+            skip_thread: count("skipThread", self.skip_thread, 0, SKIP_MAX, false)?,
+            size_thread: count("sizeThread", self.size_thread, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, true)?,
+            after: self.cursor.as_deref().filter(|c| !c.is_empty()).map(Cursor::decode).transpose()?,
+        })
+    }
+}
+
+fn course_not_found(id: i64) -> ApiError {
+    ApiError::not_found("course_not_found", format!("no course with id {id}"))
+}
+
+/// Reads a page, through the cache when it is on.
+pub async fn read_page(store: &Store, comments: &CommentsState, q: &ListQuery) -> ApiResult<Arc<Page>> {
+    let cache = &comments.cache;
+    let version = if !cache.enabled() {
+        None
+    } else {
+        Some(match store {
+            Store::Sqlite(_) => cache.local_version(q.course_id),
+            Store::Postgres(_) => store::version(store, q.course_id, q.comment_type).await?,
+        })
+    };
+    if let Some(page) = version.and_then(|v| cache.get(q, v)) {
+        return Ok(page);
+    }
+    let listed = store::list_page(store, q).await?;
+    if listed.blocks == 0 && store::course(store, q.course_id).await?.is_none() {
+        return Err(course_not_found(q.course_id));
+    }
+    let next = (q.size > 0 && listed.blocks as i64 == q.size).then(|| listed.last.map(Cursor::encode)).flatten();
+    let page = Arc::new(Page::new(listed.body, next));
+    if let Some(v) = version {
+        cache.put(q, v, page.clone());
+    }
+    Ok(page)
+}
+
+fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
+    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|v| {
+        v.split(',').map(str::trim).any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+    })
+}
+
+#[utoipa::path(get, path = "/api/comments", params(ListParams), tag = "comments",
+    responses(
+        (status = 200, description = "The write-up's array of user blocks, newest lastUpdate first: \
+            [{displayName, courseId, commentType, lastTitle, lastRating, lastRemarks, lastUpdate, lastCommentId, \
+            thread:[{commentId, title, rating, remarks, createdDate, reply:[{commentId, displayName, title, remarks, \
+            createdDate}]}]}]. Headers: ETag; X-Next-Cursor when the page is full (pass it as `cursor`). \
+            Also served at /api/comments/method/jsonfromdapper and /api/comments/method/jsonfromlinq."),
+        (status = 304, description = "If-None-Match matched the ETag"),
+        (status = 404, description = "course_not_found"),
+        (status = 422, description = "invalid_field (ratingType, negative skip or size, bad cursor)")))]
+pub async fn list_comments(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> ApiResult<Response> {
+    let q = params.parse()?;
+    if q.course_id < 1 {
+        return Err(course_not_found(q.course_id));
+    }
+    let page = read_page(&st.store, &st.comments, &q).await?;
+    let status = if etag_matches(&headers, &page.etag) { StatusCode::NOT_MODIFIED } else { StatusCode::OK };
+    let mut res = if status == StatusCode::OK {
+        let mut r = page.body.clone().into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r
+    } else {
+        StatusCode::NOT_MODIFIED.into_response()
+    };
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&page.etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(next) = page.next_cursor.as_deref().and_then(|c| HeaderValue::from_str(c).ok()) {
+        h.insert(NEXT_CURSOR_HEADER, next);
+    }
+    Ok(res)
+}
+
+#[utoipa::path(post, path = "/api/courses/{course_id}/comments", tag = "comments",
+    params(("course_id" = i64, Path)), security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{rating: 1..5, title: 1..200 chars, remarks: 1..4000 chars, commentType?: Course|Service}"),
+    responses((status = 201, description = "{commentId, courseId, userId, displayName, commentType, rating, title, remarks, createdDate}"),
+              (status = 401, description = "missing_token, invalid_token or token_expired"),
+              (status = 403, description = "forbidden (not a user token) or unknown_user"),
+              (status = 404, description = "course_not_found"), (status = 422, description = "invalid_field")))]
+pub async fn post_comment(
+    State(st): State<AppState>,
+    ApiPath(course_id): ApiPath<i64>,
+    caller: Caller,
+    ApiJson(req): ApiJson<CommentRequest>,
+) -> ApiResult<Response> {
+    let user_id = caller_id(&caller.0, Role::User)?;
+    let new = req.parse(course_id, user_id, now_ms())?;
+    if course_id < 1 {
+        return Err(course_not_found(course_id));
+    }
+    match store::post_comment(&st.store, new).await? {
+        PostOutcome::Posted(out) => {
+            st.comments.cache.bump(course_id);
+            Ok((StatusCode::CREATED, Json(out)).into_response())
+        }
+        PostOutcome::CourseNotFound => Err(course_not_found(course_id)),
+        PostOutcome::UnknownUser => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "unknown_user",
+            "the token's subject is not a registered user",
+        )),
+    }
+}
+
+#[utoipa::path(put, path = "/api/comments/{comment_id}/reply", tag = "comments",
+    params(("comment_id" = i64, Path)), security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{title?: 0..200 chars, remarks: 1..4000 chars}"),
+    responses((status = 201, description = "Reply created: {commentId, parentId, courseId, userId, displayName, commentType, title, remarks, createdDate}"),
+              (status = 200, description = "Reply edited (editedDate set)"),
+              (status = 401, description = "missing_token, invalid_token or token_expired"),
+              (status = 403, description = "forbidden (not a provider token) or not_the_provider"),
+              (status = 404, description = "comment_not_found"),
+              (status = 422, description = "invalid_field, or reply_to_reply (the comment is itself a reply)")))]
+pub async fn put_reply(
+    State(st): State<AppState>,
+    ApiPath(comment_id): ApiPath<i64>,
+    caller: Caller,
+    ApiJson(req): ApiJson<ReplyRequest>,
+) -> ApiResult<Response> {
+    let provider_id = caller_id(&caller.0, Role::Provider)?;
+    let reply = req.parse(comment_id, provider_id, now_ms())?;
+    let not_found = || ApiError::not_found("comment_not_found", format!("no comment with id {comment_id}"));
+    if comment_id < 1 {
+        return Err(not_found());
+    }
+    let (status, out) = match store::put_reply(&st.store, reply).await? {
+        ReplyOutcome::Created(out) => (StatusCode::CREATED, out),
+        ReplyOutcome::Edited(out) => (StatusCode::OK, out),
+        ReplyOutcome::CommentNotFound => return Err(not_found()),
+        ReplyOutcome::IsReply => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "reply_to_reply",
+                "this is a reply; only comments can be replied to",
+            ))
+        }
+        ReplyOutcome::NotTheProvider => {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "not_the_provider",
+                "only the course's provider may reply to its comments",
+            ))
+        }
+    };
+    st.comments.cache.bump(out.course_id);
+    Ok((status, Json(out)).into_response())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RatingParams {
+    /// `Course` (default) or `Service`.
+    rating_type: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/courses/{course_id}/rating", tag = "comments",
+    params(("course_id" = i64, Path), RatingParams),
+    responses((status = 200, description = "{courseId, ratingType, count, average, stars:[1-star count, .., 5-star count]}"),
+              (status = 404, description = "course_not_found")))]
+pub async fn rating(
+    State(st): State<AppState>,
+    ApiPath(course_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<RatingParams>,
+) -> ApiResult<Json<store::RatingOut>> {
+    let kind = match &q.rating_type {
+        Some(t) => CommentType::parse("ratingType", t)?,
+        None => CommentType::Course,
+    };
+    if course_id < 1 {
+        return Err(course_not_found(course_id));
+    }
+    store::rating(&st.store, course_id, kind).await?.map(Json).ok_or_else(|| course_not_found(course_id))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DemoTokenParams {
+    /// `user` (default) or `provider`.
+    role: Option<String>,
+    /// For `provider`: the course whose provider to sign in as.
+    course_id: Option<i64>,
+}
+
+/// Demo only (`serve --demo`): a short-lived token for the demo page, so it
+/// answers at once without `throng token`. 404 otherwise.
+async fn demo_token(State(st): State<AppState>, ApiQuery(q): ApiQuery<DemoTokenParams>) -> ApiResult<Response> {
+    if !st.comments.demo {
+        return Err(ApiError::not_found("route_not_found", "demo tokens exist only with serve --demo"));
+    }
+    let (sub, role) = match q.role.as_deref().unwrap_or("user") {
+        "user" => (super::seed::DEMO_USER_ID, Role::User),
+        "provider" => {
+            let course_id = q.course_id.unwrap_or(1);
+            let course = store::course(&st.store, course_id).await?.ok_or_else(|| course_not_found(course_id))?;
+            (course.provider_id, Role::Provider)
+        }
+        _ => return Err(ApiError::invalid_field("role: user or provider")),
+    };
+    let token = st.keys.issue(&sub.to_string(), role, 3600);
+    Ok(Json(serde_json::json!({ "token": token, "sub": sub, "role": role })).into_response())
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_comments, post_comment, put_reply, rating))]
+pub struct CommentsApi;

@@ -1,0 +1,190 @@
+// throng comments widget: a course's rating and its comments with the
+// provider's replies, paging, and a form for a signed-in user.
+//
+//   <script src="https://HOST/widget/comments.js" data-course="123"
+//           data-token="(optional bearer token)" data-page-size="5"></script>
+//
+// window.throngComments.setToken(t) signs in later (null signs out);
+// setCourse(id) shows another course. Text is always set with textContent.
+(() => {
+  "use strict";
+  const script = document.currentScript;
+  const api = new URL(script.src, location.href).origin;
+  const opts = {
+    course: Number(script.dataset.course || 1),
+    type: script.dataset.ratingType || "Course",
+    size: Math.min(20, Math.max(1, Number(script.dataset.pageSize || 5))),
+    sizeThread: 5,
+  };
+  let token = script.dataset.token || null;
+  let skip = 0;
+
+  const root = document.createElement("div");
+  root.className = "throng-comments";
+  script.after(root);
+  const style = document.createElement("style");
+  style.textContent = `
+    .throng-comments { font: 15px/1.4 system-ui, sans-serif; color: #222; border: 1px solid #ddd;
+      border-radius: 8px; padding: 1rem; max-width: 44rem; }
+    .throng-comments h3 { margin: 0 0 .5rem; font-size: 1.1rem; }
+    .tc-stars { color: #e6a100; letter-spacing: 1px; }
+    .tc-hist { display: grid; grid-template-columns: 3rem 1fr 3rem; gap: 2px 6px; font-size: .8rem; max-width: 20rem; }
+    .tc-bar { background: #eee; border-radius: 3px; } .tc-bar > div { background: #e6a100; height: 100%; border-radius: 3px; }
+    .tc-block { border-top: 1px solid #eee; padding: .6rem 0; }
+    .tc-name { font-weight: 600; } .tc-date { color: #777; font-size: .8rem; margin-left: .4rem; }
+    .tc-comment { margin: .4rem 0 .2rem; } .tc-title { font-weight: 600; }
+    .tc-remarks { white-space: pre-wrap; margin: .2rem 0; }
+    .tc-reply { margin: .3rem 0 .3rem 1.2rem; padding-left: .6rem; border-left: 3px solid #cde; }
+    .tc-nav { display: flex; gap: .5rem; align-items: center; margin-top: .6rem; }
+    .tc-form { border-top: 1px solid #eee; margin-top: .8rem; padding-top: .6rem; display: grid; gap: .4rem; }
+    .tc-form input, .tc-form textarea, .tc-form select { font: inherit; padding: .3rem; }
+    .tc-error { color: #b00020; } .tc-note { color: #555; font-size: .85rem; }`;
+  root.before(style);
+
+  const el = (tag, props = {}, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props)) {
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v);
+    }
+    for (const kid of kids) if (kid) e.append(kid);
+    return e;
+  };
+  const stars = (n) => "★".repeat(Math.round(n)) + "☆".repeat(5 - Math.round(n));
+  const when = (iso) => new Date(iso).toLocaleString();
+
+  function claims() {
+    if (!token) return null;
+    try {
+      const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      return JSON.parse(atob(part));
+    } catch {
+      return null;
+    }
+  }
+
+  async function call(method, path, body) {
+    const headers = {};
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (token) headers.authorization = `Bearer ${token}`;
+    const r = await fetch(api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await r.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    return { status: r.status, ok: r.ok, json, headers: r.headers };
+  }
+
+  const errorText = (res) => (res.json && res.json.error ? res.json.error.message : `error ${res.status}`);
+
+  async function render(message) {
+    const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
+      `&skip=${skip}&size=${opts.size}&skipThread=0&sizeThread=${opts.sizeThread}`;
+    const [rating, list] = await Promise.all([
+      call("GET", `/api/courses/${opts.course}/rating?ratingType=${encodeURIComponent(opts.type)}`),
+      call("GET", `/api/comments?${q}`),
+    ]);
+    root.replaceChildren();
+    if (!rating.ok) {
+      root.append(el("p", { class: "tc-error", text: errorText(rating) }));
+      return;
+    }
+    const r = rating.json;
+    root.append(el("h3", { text: `Reviews · course ${opts.course}` }));
+    root.append(el("div", {},
+      el("span", { class: "tc-stars", text: stars(r.average), "data-testid": "average-stars" }),
+      el("span", { text: ` ${r.average.toFixed(2)} from ${r.count} rating${r.count === 1 ? "" : "s"}`, "data-testid": "rating-summary" })));
+    const hist = el("div", { class: "tc-hist" });
+    for (let s = 5; s >= 1; s--) {
+      const n = r.stars[s - 1];
+      const bar = el("div", { class: "tc-bar" }, el("div"));
+      bar.firstChild.style.width = r.count ? `${(100 * n) / r.count}%` : "0";
+      hist.append(el("span", { text: `${s} ★` }), bar, el("span", { text: String(n) }));
+    }
+    root.append(hist);
+    if (message) root.append(el("p", { class: "tc-note", text: message, "data-testid": "message" }));
+    if (!list.ok) {
+      root.append(el("p", { class: "tc-error", text: errorText(list) }));
+      return;
+    }
+    const me = claims();
+    const list_el = el("div", { "data-testid": "blocks" });
+    for (const block of list.json) list_el.append(renderBlock(block, me));
+    if (list.json.length === 0) list_el.append(el("p", { class: "tc-note", text: skip ? "No more comments." : "No comments yet." }));
+    root.append(list_el);
+    const more = list.headers.get("x-next-cursor") !== null;
+    root.append(el("div", { class: "tc-nav" },
+      el("button", { type: "button", text: "‹ Newer", "data-testid": "newer", ...(skip ? {} : { disabled: "" }),
+        onclick: () => { skip = Math.max(0, skip - opts.size); render(); } }),
+      el("span", { class: "tc-note", text: `page ${Math.floor(skip / opts.size) + 1}` }),
+      el("button", { type: "button", text: "Older ›", "data-testid": "older", ...(more ? {} : { disabled: "" }),
+        onclick: () => { skip += opts.size; render(); } })));
+    root.append(renderForm(me));
+  }
+
+  function renderBlock(b, me) {
+    const block = el("div", { class: "tc-block", "data-testid": "block" },
+      el("div", {}, el("span", { class: "tc-name", text: b.displayName }),
+        el("span", { class: "tc-stars", text: ` ${stars(b.lastRating)}` }),
+        el("span", { class: "tc-date", text: when(b.lastUpdate) })));
+    for (const c of b.thread) {
+      const item = el("div", { class: "tc-comment", "data-testid": "comment", "data-comment-id": String(c.commentId) },
+        el("div", {}, el("span", { class: "tc-stars", text: stars(c.rating) }), " ",
+          el("span", { class: "tc-title", text: c.title }), el("span", { class: "tc-date", text: when(c.createdDate) })),
+        el("div", { class: "tc-remarks", text: c.remarks }));
+      for (const rp of c.reply) {
+        item.append(el("div", { class: "tc-reply", "data-testid": "reply" },
+          el("div", {}, el("span", { class: "tc-name", text: rp.displayName }),
+            el("span", { class: "tc-date", text: `replied ${when(rp.createdDate)}` })),
+          rp.title ? el("div", { class: "tc-title", text: rp.title }) : null,
+          el("div", { class: "tc-remarks", text: rp.remarks })));
+      }
+      if (me && me.role === "provider") item.append(replyForm(c));
+      block.append(item);
+    }
+    return block;
+  }
+
+  function replyForm(c) {
+    const remarks = el("textarea", { rows: "2", placeholder: "Your reply", maxlength: "4000", "data-testid": "reply-remarks" });
+    const status = el("span", { class: "tc-note" });
+    const existing = c.reply[0];
+    if (existing) remarks.value = existing.remarks;
+    return el("div", { class: "tc-reply" }, remarks,
+      el("button", { type: "button", text: existing ? "Edit reply" : "Reply", "data-testid": "reply-send", onclick: async () => {
+        const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: remarks.value });
+        if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.");
+        else status.textContent = errorText(res);
+      } }), status);
+  }
+
+  function renderForm(me) {
+    if (!me) return el("p", { class: "tc-note", text: "Sign in to write a review.", "data-testid": "signed-out" });
+    if (me.role !== "user") return el("p", { class: "tc-note", text: `Signed in as ${me.role} ${me.sub}.` });
+    const rating = el("select", { "data-testid": "form-rating" },
+      ...[5, 4, 3, 2, 1].map((n) => el("option", { value: String(n), text: `${n} ★` })));
+    const title = el("input", { placeholder: "Title", maxlength: "200", "data-testid": "form-title" });
+    const remarks = el("textarea", { rows: "3", placeholder: "Your review", maxlength: "4000", "data-testid": "form-remarks" });
+    const status = el("span", { class: "tc-error", "data-testid": "form-error" });
+    const form = el("form", { class: "tc-form", "data-testid": "form" },
+      el("strong", { text: "Write a review" }), rating, title, remarks,
+      el("div", {}, el("button", { type: "submit", text: "Post", "data-testid": "form-send" }), " ", status));
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const res = await call("POST", `/api/courses/${opts.course}/comments`, {
+        rating: Number(rating.value), title: title.value, remarks: remarks.value, commentType: opts.type,
+      });
+      if (res.ok) { skip = 0; render("Thanks! Your review is posted."); }
+      else status.textContent = errorText(res);
+    });
+    return form;
+  }
+
+  window.throngComments = {
+    setToken(t) { token = t || null; render(); },
+    setCourse(id) { opts.course = Number(id) || 1; skip = 0; render(); },
+    reload() { return render(); },
+  };
+  render();
+})();
