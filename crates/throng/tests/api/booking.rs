@@ -26,6 +26,8 @@ both_stores!(
     small_body_limit_gives_413,
     overload_answers_429_and_accepted_requests_complete,
     mixed_register_and_cancel_stay_consistent,
+    confirmations_reach_the_gateway_at_least_once,
+    a_dead_gateway_does_not_slow_registrations,
 );
 postgres_only!(race_for_ten_slots_across_two_processes, mixed_load_across_two_processes_stays_consistent);
 
@@ -718,4 +720,82 @@ async fn mixed_load_across_two_processes_stays_consistent(_kind: StoreKind) {
     mixed_load_balances(&[a.api.clone(), b.api.clone()], &a.admin_token(), 3, 12).await;
     let log = format!("{}{}", a.log_text(), b.log_text());
     assert!(!log.contains("ERROR"), "no errors logged:\n{log}");
+}
+
+// ---------------------------------------------------------------- confirmations
+
+/// A fake SMS gateway on 127.0.0.1: answers 503 to the first `fail_first`
+/// calls, then 200; records every call's Idempotency-Key and body.
+async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(String, Value)>>>) {
+    use axum::http::{HeaderMap, StatusCode};
+    let calls: Arc<std::sync::Mutex<Vec<(String, Value)>>> = Arc::default();
+    let seen = calls.clone();
+    let app = axum::Router::new().route(
+        "/sms",
+        axum::routing::post(move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                let key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+                let mut calls = seen.lock().unwrap();
+                calls.push((key, body));
+                if calls.len() <= fail_first { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/sms", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
+
+async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
+    let (url, calls) = fake_gateway(3).await;
+    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &url]).await else { return };
+    s.seed(1, 1, 10).await;
+    let mut registered = Vec::new();
+    for i in 0..5u64 {
+        let r = s.api.register(1, FROM, i as i64, person(100 + i)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        registered.push((ids(&r).0, person(100 + i)["phone"].clone()));
+    }
+    // The worker retries past the gateway's failures; bounded wait.
+    let mut stats = s.stats().await;
+    for _ in 0..100 {
+        if stats["notifierPosition"] == stats["lastEventPosition"] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        stats = s.stats().await;
+    }
+    assert_eq!(stats["notifierPosition"], stats["lastEventPosition"], "the notifier caught up: {stats}");
+    let calls = calls.lock().unwrap().clone();
+    assert!(calls.len() >= 5 + 3, "3 failures retried: {} calls", calls.len());
+    for (id, phone) in &registered {
+        let delivered: Vec<&(String, Value)> = calls.iter().filter(|(_, b)| b["registrationId"] == id.as_str()).collect();
+        assert!(!delivered.is_empty(), "registration {id} was confirmed");
+        for (key, body) in delivered {
+            assert_eq!(&body["phone"], phone, "{body}");
+            assert_eq!(body["idempotencyKey"], key.as_str(), "the header and the body carry one key");
+            assert!(key.starts_with("throng-event-"), "{key}");
+            assert!(body.get("nationalId").is_none() && body.get("name").is_none(), "only the phone: {body}");
+        }
+    }
+}
+
+async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
+    // Nothing listens there: every delivery fails and is retried.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/sms", l.local_addr().unwrap())
+    };
+    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &dead]).await else { return };
+    s.seed(1, 1, 30).await;
+    let started = std::time::Instant::now();
+    for i in 0..30 {
+        assert_eq!(s.api.register(1, FROM, i, person(i as u64)).await.status, 201);
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "registrations took {:?}", started.elapsed());
+    let stats = s.stats().await;
+    assert_eq!(stats["registrations"], 30);
+    assert!(stats["notifierPosition"].as_i64().unwrap() < stats["lastEventPosition"].as_i64().unwrap(), "{stats}");
 }
