@@ -181,12 +181,11 @@ pub async fn send(
 }
 
 /// Sends one request and discards the body; returns the status and body size.
-/// The fast path for the measurement loops.
+/// The fast path for the measurement loops; the caller awaits `sender.ready()` first.
 pub async fn send_discard(
     sender: &mut Sender,
     req: Request<Full<Bytes>>,
 ) -> Result<(u16, u64), HttpError> {
-    sender.ready().await.map_err(|e| HttpError::from_hyper(&e))?;
     let resp = sender.send_request(req).await.map_err(|e| HttpError::from_hyper(&e))?;
     let status = resp.status().as_u16();
     let mut body = resp.into_body();

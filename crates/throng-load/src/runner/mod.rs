@@ -108,7 +108,11 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     if opts.print && last.counters.values().any(|v| *v > 0) {
         console::print_period(&last);
     }
-    let report = ctx.metrics.finish();
+    let mut report = ctx.metrics.finish();
+    // Artillery always lists these, even at zero.
+    for name in ["vusers.created", "vusers.completed", "vusers.failed"] {
+        report.aggregate.counters.entry(name.to_string()).or_insert(0);
+    }
     let checks = ensure::evaluate(&script.ensure, &report.aggregate);
     if opts.print {
         console::print_summary(&report.aggregate, elapsed);

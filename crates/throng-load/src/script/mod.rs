@@ -233,7 +233,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         crate::ensure::parse(&cond.expression)
             .map_err(|e| ScriptError(format!("config.ensure.conditions[{i}].expression {:?}: {e}", cond.expression)))?;
     }
-    let scenarios = scenarios(&file)?;
+    let scenarios = scenarios(&file, &mut warnings)?;
     Ok(Script {
         dir: dir.to_path_buf(),
         environment: opts.environment.clone(),
@@ -362,7 +362,7 @@ fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
     }
 }
 
-fn scenarios(file: &ScriptFile) -> Result<Vec<Scenario>, ScriptError> {
+fn scenarios(file: &ScriptFile, warnings: &mut Vec<String>) -> Result<Vec<Scenario>, ScriptError> {
     if file.scenarios.is_empty() {
         return err("scenarios: at least one scenario is required");
     }
@@ -381,7 +381,7 @@ fn scenarios(file: &ScriptFile) -> Result<Vec<Scenario>, ScriptError> {
             .flatten()
             .flat_map(|h| h.0.clone())
             .collect();
-        let flow = steps(&s.flow, &format!("{key}.flow"))?;
+        let flow = steps(&s.flow, &format!("{key}.flow"), warnings)?;
         let name = s.name.clone().unwrap_or_else(|| i.to_string());
         out.push(Scenario { name, weight, flow, hooks });
     }
@@ -391,11 +391,11 @@ fn scenarios(file: &ScriptFile) -> Result<Vec<Scenario>, ScriptError> {
     Ok(out)
 }
 
-fn steps(raw: &[StepRaw], key: &str) -> Result<Vec<Step>, ScriptError> {
-    raw.iter().enumerate().map(|(i, s)| step(s, &format!("{key}[{i}]"))).collect()
+fn steps(raw: &[StepRaw], key: &str, warnings: &mut Vec<String>) -> Result<Vec<Step>, ScriptError> {
+    raw.iter().enumerate().map(|(i, s)| step(s, &format!("{key}[{i}]"), warnings)).collect()
 }
 
-fn step(s: &StepRaw, key: &str) -> Result<Step, ScriptError> {
+fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, ScriptError> {
     let methods = [
         (&s.get, Method::GET),
         (&s.post, Method::POST),
@@ -408,7 +408,7 @@ fn step(s: &StepRaw, key: &str) -> Result<Step, ScriptError> {
     let mut found: Vec<Step> = Vec::new();
     for (raw, method) in methods {
         if let Some(r) = raw {
-            found.push(Step::Request(Box::new(request(r, method.clone(), key)?)));
+            found.push(Step::Request(Box::new(request(r, method.clone(), key, warnings)?)));
         }
     }
     if let Some(t) = &s.think {
@@ -421,7 +421,7 @@ fn step(s: &StepRaw, key: &str) -> Result<Step, ScriptError> {
         found.push(Step::Function(f.clone()));
     }
     if let Some(p) = &s.parallel {
-        found.push(Step::Parallel(steps(p, &format!("{key}.parallel"))?));
+        found.push(Step::Parallel(steps(p, &format!("{key}.parallel"), warnings)?));
     }
     if let Some(body) = &s.loop_ {
         if s.while_true.is_some() {
@@ -430,7 +430,7 @@ fn step(s: &StepRaw, key: &str) -> Result<Step, ScriptError> {
         if s.count.is_none() && s.over.is_none() {
             return err(format!("{key}.loop: needs count or over"));
         }
-        let steps = steps(body, &format!("{key}.loop"))?;
+        let steps = steps(body, &format!("{key}.loop"), warnings)?;
         found.push(Step::Loop { steps, count: s.count.clone(), over: s.over.clone() });
     } else if s.count.is_some() || s.over.is_some() || s.while_true.is_some() {
         return err(format!("{key}: count, over and whileTrue belong to a loop step"));
@@ -442,8 +442,23 @@ fn step(s: &StepRaw, key: &str) -> Result<Step, ScriptError> {
     }
 }
 
-fn request(r: &RequestRaw, method: Method, key: &str) -> Result<Request, ScriptError> {
+fn request(r: &RequestRaw, method: Method, key: &str, warnings: &mut Vec<String>) -> Result<Request, ScriptError> {
     let key = format!("{key}.{}", method.as_str().to_ascii_lowercase());
+    let ignored = [
+        ("formData", r.form_data.is_some()),
+        ("cookie", r.cookie.is_some()),
+        ("auth", r.auth.is_some()),
+        ("followRedirect", r.follow_redirect.is_some()),
+        ("gzip", r.gzip.is_some()),
+        ("compress", r.compress.is_some()),
+        ("ifTrue", r.if_true.is_some()),
+        ("match", r.match_.is_some()),
+    ];
+    for (name, present) in ignored {
+        if present {
+            warnings.push(format!("{key}.{name}: not supported; ignored"));
+        }
+    }
     let body = match (&r.json, &r.body, &r.form) {
         (Some(j), None, None) => Body::Json(j.clone()),
         (None, Some(b), None) => Body::Text(b.clone()),
