@@ -106,7 +106,13 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
     assert_eq!(slots[4], json!({"timeSlot": 4, "start": "09:20", "free": true}));
 
     // days defaults to 1; 14 is the most; days outside the seeded range are empty.
-    assert_eq!(api.get(&format!("/api/booking/places/1/slots?from={FROM}")).await.json()["days"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        api.get(&format!("/api/booking/places/1/slots?from={FROM}")).await.json()["days"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     let r = api.slots(1, FROM, 14).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["days"].as_array().unwrap().len(), 14);
@@ -209,7 +215,13 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
     assert_eq!(
         types,
-        ["SlotsOpened", "RegistrationConfirmed", "RegistrationConfirmed", "RegistrationCancelled", "RegistrationConfirmed"]
+        [
+            "SlotsOpened",
+            "RegistrationConfirmed",
+            "RegistrationConfirmed",
+            "RegistrationCancelled",
+            "RegistrationConfirmed"
+        ]
     );
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e.position, i as i64 + 1, "gapless positions");
@@ -272,7 +284,8 @@ async fn register_errors_name_the_field(kind: StoreKind) {
         p[field] = value.clone();
         let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
         assert!(msg.contains(&format!("person.{field}")), "{field}={value}: {msg}");
-        if let Some(text) = value.as_str().filter(|t| t.trim().len() > 3 && !msg.contains("name@example.org")) {
+        if let Some(text) = value.as_str().filter(|t| t.trim().len() > 3 && !msg.contains("name@example.org"))
+        {
             assert!(!msg.contains(text.trim()), "the message never echoes personal data: {msg}");
         }
     }
@@ -344,7 +357,9 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
     assert_eq!(api.register(1, FROM, 0, person(1)).await.status, 201);
 
     api.stats_reply(None).await.assert_error(401, "missing_token");
-    let r = api.send(api.http.get(api.url("/api/booking/admin/stats")).header("authorization", "Basic YTpi")).await;
+    let r = api
+        .send(api.http.get(api.url("/api/booking/admin/stats")).header("authorization", "Basic YTpi"))
+        .await;
     r.assert_error(401, "invalid_token");
     api.stats_reply(Some("not.a.token")).await.assert_error(401, "invalid_token");
 
@@ -483,7 +498,9 @@ fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
     let json_ct = Some("application/json");
     let mut invalid_utf8 = br#"{"placeId":1,"day":"2030-01-01","timeSlot":0,"person":{"name":"A"#.to_vec();
     invalid_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3, 0x28]);
-    invalid_utf8.extend_from_slice(br#"","nationalId":"900101/0001","phone":"+421900000001","email":"a@example.org"}}"#);
+    invalid_utf8.extend_from_slice(
+        br#"","nationalId":"900101/0001","phone":"+421900000001","email":"a@example.org"}}"#,
+    );
     let mut sql_name = valid.clone();
     sql_name["person"]["name"] = json!("1; DROP TABLE booking_slots; --");
     sql_name["timeSlot"] = json!(1440); // invalid elsewhere, so nothing may be written
@@ -515,7 +532,12 @@ fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
         ("day year 0", with("day", "\"0000-01-01\""), json_ct, 404),
         ("day far future", with("day", "\"9999-12-31\""), json_ct, 404),
         ("person as string", with("person", "\"x\""), json_ct, 422),
-        ("person phone as number", with("person", r#"{"name":"A","nationalId":"1","phone":421900123456,"email":"a@example.org"}"#), json_ct, 422),
+        (
+            "person phone as number",
+            with("person", r#"{"name":"A","nationalId":"1","phone":421900123456,"email":"a@example.org"}"#),
+            json_ct,
+            422,
+        ),
         ("SQL in name", sql_name.to_string().into_bytes(), json_ct, 422),
         ("SQL in nationalId", sql_id.to_string().into_bytes(), json_ct, 422),
         ("SQL in day", sql_day.to_string().into_bytes(), json_ct, 422),
@@ -570,7 +592,9 @@ async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
     }
     api.raw_post("/nope", "{}", Some("application/json")).await.assert_error(404, "route_not_found");
     api.get(REGISTRATIONS).await.assert_error(405, "method_not_allowed");
-    api.raw_post("/api/booking/places", "{}", Some("application/json")).await.assert_error(405, "method_not_allowed");
+    api.raw_post("/api/booking/places", "{}", Some("application/json"))
+        .await
+        .assert_error(405, "method_not_allowed");
     let r = api.send(api.http.put(api.url(&format!("{REGISTRATIONS}/{id}")))).await;
     r.assert_error(405, "method_not_allowed");
     let r = api.send(api.http.delete(api.url("/api/booking/places/1/slots"))).await;
@@ -593,7 +617,9 @@ async fn small_body_limit_gives_413(kind: StoreKind) {
 // ---------------------------------------------------------------- overload
 
 async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &["--in-flight-max", "4", "--retry-after-s", "2"]).await else { return };
+    let Some(s) = TestServer::start(kind, &["--in-flight-max", "4", "--retry-after-s", "2"]).await else {
+        return;
+    };
     s.seed(1, 1, 50).await;
     const CLIENTS: usize = 400;
     let barrier = Arc::new(Barrier::new(CLIENTS));
@@ -647,7 +673,7 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
         tasks.push(tokio::spawn(async move {
             let (mut live, mut cancelled, mut other) = (Vec::new(), Vec::new(), Vec::new());
             for step in 0..STEPS {
-                let cancel = !live.is_empty() && rand::random::<u8>() % 3 == 0;
+                let cancel = !live.is_empty() && rand::random::<u8>().is_multiple_of(3);
                 if cancel {
                     let i = rand::random::<usize>() % live.len();
                     let (id, code): (String, String) = live.swap_remove(i);
@@ -685,7 +711,10 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
         let r = api.get_registration(id, Some(code)).await;
         assert_eq!(r.status, 200, "{}", r.text());
         let v = r.json();
-        assert!(held.insert((v["placeId"].as_i64().unwrap(), v["timeSlot"].as_i64().unwrap())), "slot held twice: {v}");
+        assert!(
+            held.insert((v["placeId"].as_i64().unwrap(), v["timeSlot"].as_i64().unwrap())),
+            "slot held twice: {v}"
+        );
     }
     for (id, code) in &cancelled {
         api.get_registration(id, Some(code)).await.assert_error(404, "registration_not_found");
@@ -735,10 +764,15 @@ async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(S
         axum::routing::post(move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
             let seen = seen.clone();
             async move {
-                let key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+                let key =
+                    headers.get("idempotency-key").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
                 let mut calls = seen.lock().unwrap();
                 calls.push((key, body));
-                if calls.len() <= fail_first { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK }
+                if calls.len() <= fail_first {
+                    StatusCode::SERVICE_UNAVAILABLE
+                } else {
+                    StatusCode::OK
+                }
             }
         }),
     );
@@ -750,7 +784,9 @@ async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(S
 
 async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
     let (url, calls) = fake_gateway(3).await;
-    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &url]).await else { return };
+    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &url]).await else {
+        return;
+    };
     s.seed(1, 1, 10).await;
     let mut registered = Vec::new();
     for i in 0..5u64 {
@@ -771,7 +807,8 @@ async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
     let calls = calls.lock().unwrap().clone();
     assert!(calls.len() >= 5 + 3, "3 failures retried: {} calls", calls.len());
     for (id, phone) in &registered {
-        let delivered: Vec<&(String, Value)> = calls.iter().filter(|(_, b)| b["registrationId"] == id.as_str()).collect();
+        let delivered: Vec<&(String, Value)> =
+            calls.iter().filter(|(_, b)| b["registrationId"] == id.as_str()).collect();
         assert!(!delivered.is_empty(), "registration {id} was confirmed");
         for (key, body) in delivered {
             assert_eq!(&body["phone"], phone, "{body}");
@@ -788,14 +825,23 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/sms", l.local_addr().unwrap())
     };
-    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &dead]).await else { return };
+    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &dead]).await else {
+        return;
+    };
     s.seed(1, 1, 30).await;
     let started = std::time::Instant::now();
     for i in 0..30 {
         assert_eq!(s.api.register(1, FROM, i, person(i as u64)).await.status, 201);
     }
-    assert!(started.elapsed() < std::time::Duration::from_secs(15), "registrations took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "registrations took {:?}",
+        started.elapsed()
+    );
     let stats = s.stats().await;
     assert_eq!(stats["registrations"], 30);
-    assert!(stats["notifierPosition"].as_i64().unwrap() < stats["lastEventPosition"].as_i64().unwrap(), "{stats}");
+    assert!(
+        stats["notifierPosition"].as_i64().unwrap() < stats["lastEventPosition"].as_i64().unwrap(),
+        "{stats}"
+    );
 }

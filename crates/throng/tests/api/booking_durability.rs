@@ -53,7 +53,11 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
             while started.elapsed() < LOAD_FOR {
                 let (place, day, slot) = {
                     let mut rng = rand::thread_rng();
-                    (rng.gen_range(1..=PLACES), day_text(rng.gen_range(0..DAYS)), rng.gen_range(0..SLOTS_PER_DAY))
+                    (
+                        rng.gen_range(1..=PLACES),
+                        day_text(rng.gen_range(0..DAYS)),
+                        rng.gen_range(0..SLOTS_PER_DAY),
+                    )
                 };
                 n += 1;
                 let req = api.register_request(place, &day, slot, person(c as u64 * 1_000_000 + n));
@@ -102,7 +106,10 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
         let r = api.get_registration(id, Some(code)).await;
         assert_eq!(r.status, 200, "registration {id} answered 201 before the kill: {}", r.text());
         let v = r.json();
-        assert_eq!((v["placeId"].as_i64().unwrap(), v["day"].as_str().unwrap(), v["timeSlot"].as_i64().unwrap()), (*place, day.as_str(), *slot));
+        assert_eq!(
+            (v["placeId"].as_i64().unwrap(), v["day"].as_str().unwrap(), v["timeSlot"].as_i64().unwrap()),
+            (*place, day.as_str(), *slot)
+        );
         assert!(held.insert((*place, day.clone(), *slot)), "two 201s for one slot: {place} {day} {slot}");
     }
     // No slot is held twice and no registration lost its slot: the slots
@@ -197,7 +204,11 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
         let r = server.api.register(1 + (i % 2) as i64, FROM, i as i64, secret_person(i)).await;
         assert_eq!(r.status, 201, "{}", r.text());
         let v = r.json();
-        sealed.push((v["registrationId"].as_str().unwrap().to_string(), v["accessCode"].as_str().unwrap().to_string(), i));
+        sealed.push((
+            v["registrationId"].as_str().unwrap().to_string(),
+            v["accessCode"].as_str().unwrap().to_string(),
+            i,
+        ));
         all_needles.extend(needles(i));
     }
     // Bad requests carrying personal data must not leak it either.
@@ -220,7 +231,10 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
     }
 
     // While running: the database, its WAL and shared memory.
-    let db_files: Vec<_> = files_under(dir.path()).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let db_files: Vec<_> = files_under(dir.path())
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     assert!(db_files.iter().any(|f| f == "throng.db-wal"), "the WAL is searched too: {db_files:?}");
     let searched = assert_not_in_files(dir.path(), &all_needles, "while running");
     assert!(searched > 0);
@@ -228,7 +242,11 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
     let log = server.log_text();
     assert!(log.contains("throng listening"), "the log was captured: {log}");
     for n in &all_needles {
-        assert!(!log.as_bytes().windows(n.len()).any(|w| w == n.as_slice()), "the log holds {:?}", String::from_utf8_lossy(n));
+        assert!(
+            !log.as_bytes().windows(n.len()).any(|w| w == n.as_slice()),
+            "the log holds {:?}",
+            String::from_utf8_lossy(n)
+        );
     }
     server.kill().await;
     assert_not_in_files(dir.path(), &all_needles, "after a kill");
@@ -248,7 +266,11 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
             assert!(payload.get(key).is_none(), "event {} has {key}: {payload}", e.position);
         }
         for n in &all_needles {
-            assert!(!e.payload.windows(n.len()).any(|w| w == n.as_slice()), "event {}: {payload}", e.position);
+            assert!(
+                !e.payload.windows(n.len()).any(|w| w == n.as_slice()),
+                "event {}: {payload}",
+                e.position
+            );
         }
     }
 }

@@ -168,8 +168,7 @@ impl Drop for PgDb {
         let t = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
-                let Ok((client, conn)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
-                else {
+                let Ok((client, conn)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await else {
                     return;
                 };
                 tokio::spawn(async move {
@@ -263,9 +262,7 @@ impl TestServer {
             first_slot_minute: 8 * 60,
             slot_minutes: 20,
         };
-        throng::services::booking::seed::seed(&self.state.store, &args, false)
-            .await
-            .expect("seed booking");
+        throng::services::booking::seed::seed(&self.state.store, &args, false).await.expect("seed booking");
     }
 
     /// Stops accepting and waits for requests in flight.
@@ -320,20 +317,17 @@ pub fn store_flags(data_dir: &Path, pg_url: Option<&str>) -> Vec<String> {
 pub async fn seed_with_cli(data_dir: &Path, pg_url: Option<&str>, places: i64, days: i32, slots: i32) {
     let mut args: Vec<String> = vec!["seed".into()];
     args.extend(store_flags(data_dir, pg_url));
-    args.extend(
-        [
-            "booking".to_string(),
-            "--places".into(),
-            places.to_string(),
-            "--days".into(),
-            days.to_string(),
-            "--slots-per-day".into(),
-            slots.to_string(),
-            "--from".into(),
-            FROM.into(),
-        ]
-        .into_iter(),
-    );
+    args.extend([
+        "booking".to_string(),
+        "--places".into(),
+        places.to_string(),
+        "--days".into(),
+        days.to_string(),
+        "--slots-per-day".into(),
+        slots.to_string(),
+        "--from".into(),
+        FROM.into(),
+    ]);
     let out = tokio::time::timeout(
         Duration::from_secs(120),
         tokio::process::Command::new(throng_bin()).args(&args).env("RUST_LOG", "warn").output(),
@@ -546,7 +540,13 @@ impl Api {
         self.send(req).await
     }
 
-    pub fn register_request(&self, place: i64, day: &str, slot: i64, person: Value) -> reqwest::RequestBuilder {
+    pub fn register_request(
+        &self,
+        place: i64,
+        day: &str,
+        slot: i64,
+        person: Value,
+    ) -> reqwest::RequestBuilder {
         self.http
             .post(self.url("/api/booking/registrations"))
             .json(&registration_body(place, day, slot, person))

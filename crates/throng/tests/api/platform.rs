@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::helpers::{pg_admin, person, PgDb, ProcessServer, StoreKind, TestServer, FROM};
+use crate::helpers::{person, pg_admin, PgDb, ProcessServer, StoreKind, TestServer, FROM};
 use crate::{both_stores, postgres_only};
 use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 
@@ -151,7 +151,11 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
                     let events: Vec<NewEvent> = (0..n)
                         .map(|k| {
                             let key = format!("{s}-{w}-{i}-{k}");
-                            NewEvent::json(format!("test-{s}-{w}"), "TestEvent", &serde_json::json!({ "key": key }))
+                            NewEvent::json(
+                                format!("test-{s}-{w}"),
+                                "TestEvent",
+                                &serde_json::json!({ "key": key }),
+                            )
                         })
                         .collect();
                     append(&store, events).await;
