@@ -10,4 +10,3 @@ mod platform;
 // service test modules: one line each
 mod booking;
 mod booking_durability;
-mod comments;
