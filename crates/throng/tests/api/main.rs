@@ -10,3 +10,4 @@ mod platform;
 // service test modules: one line each
 mod booking;
 mod booking_durability;
+mod comments;

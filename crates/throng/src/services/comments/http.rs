@@ -44,22 +44,27 @@ pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/comments", get(list_comments))
-        .route("/api/comments/method/jsonfromdapper", get(list_comments))
-        .route("/api/comments/method/jsonfromlinq", get(list_comments))
-        .route("/api/comments/{comment_id}/reply", put(put_reply))
-        .route("/api/courses/{course_id}/comments", post(post_comment))
-        .route("/api/courses/{course_id}/rating", get(rating))
-        .route("/api/comments/demo-token", get(demo_token))
+        .route("/api/comments", get(list_comments).options(preflight))
+        .route("/api/comments/method/jsonfromdapper", get(list_comments).options(preflight))
+        .route("/api/comments/method/jsonfromlinq", get(list_comments).options(preflight))
+        .route("/api/comments/{comment_id}/reply", put(put_reply).options(preflight))
+        .route("/api/courses/{course_id}/comments", post(post_comment).options(preflight))
+        .route("/api/courses/{course_id}/rating", get(rating).options(preflight))
+        .route("/api/comments/demo-token", get(demo_token).options(preflight))
         .layer(axum::middleware::from_fn(cors))
         .merge(super::page::router())
+}
+
+/// CORS preflight: answered by `cors`, which adds the headers.
+async fn preflight() -> StatusCode {
+    StatusCode::NO_CONTENT
 }
 
 /// The widget runs on other sites' pages: allow any origin. No cookies are
 /// used (tokens travel in Authorization), so `*` grants nothing ambient.
 async fn cors(req: Request, next: Next) -> Response {
     let preflight = req.method() == Method::OPTIONS;
-    let mut res = if preflight { StatusCode::NO_CONTENT.into_response() } else { next.run(req).await };
+    let mut res = next.run(req).await;
     let h = res.headers_mut();
     h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("etag, x-next-cursor"));

@@ -245,6 +245,16 @@ pub const EVENT_COMMENT_POSTED: &str = "CommentPosted";
 pub const EVENT_REPLY_POSTED: &str = "ReplyPosted";
 pub const EVENT_REPLY_EDITED: &str = "ReplyEdited";
 
+/// RFC 3339 UTC with exactly three fraction digits, as both dialects print
+/// times in the listing (`2025-01-01T10:00:00.000Z`).
+pub fn timestamp(ms: i64) -> String {
+    use time::macros::format_description;
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"))
+        .unwrap_or_default()
+}
+
 pub fn stream_of(course_id: i64) -> String {
     format!("comments-course-{course_id}")
 }
@@ -260,6 +270,12 @@ mod tests {
         for bad in ["", "x", "djE6MTox", "djI6MToy", &"a".repeat(100)] {
             assert!(Cursor::decode(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn timestamps_have_three_fraction_digits() {
+        assert_eq!(timestamp(1_704_067_200_000), "2024-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(1_704_067_200_850), "2024-01-01T00:00:00.850Z");
     }
 
     #[test]

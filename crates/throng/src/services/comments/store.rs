@@ -30,7 +30,6 @@ use super::model::{
     self, CommentType, Cursor, ListQuery, NewComment, NewReply, EVENT_COMMENT_POSTED, EVENT_REPLY_EDITED,
     EVENT_REPLY_POSTED,
 };
-use crate::platform::clock::rfc3339_ms;
 use crate::store::{eventlog, NewEvent, Store, StoreError};
 
 /// One page of the listing: the JSON array and the key of its last block.
@@ -560,7 +559,7 @@ fn comment_out(new: &NewComment, id: i64, display_name: String) -> CommentOut {
         rating: Some(new.rating.get()),
         title: new.title.clone(),
         remarks: new.remarks.clone(),
-        created_date: rfc3339_ms(new.created_ms),
+        created_date: model::timestamp(new.created_ms),
         edited_date: None,
     }
 }
@@ -647,8 +646,8 @@ fn reply_out(r: &NewReply, t: &Target, kind: CommentType, id: i64, created_ms: i
         rating: None,
         title: r.title.clone(),
         remarks: r.remarks.clone(),
-        created_date: rfc3339_ms(created_ms),
-        edited_date: edited.then(|| rfc3339_ms(r.at_ms)),
+        created_date: model::timestamp(created_ms),
+        edited_date: edited.then(|| model::timestamp(r.at_ms)),
     }
 }
 
