@@ -59,7 +59,11 @@ pub trait Experiment: Send + Sync {
 }
 
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(crate::services::booking::bench::BookingBench)]
+    vec![
+        Box::new(crate::services::booking::bench::BookingBench),
+        Box::new(crate::services::comments::bench::CommentsBench { cache: true }),
+        Box::new(crate::services::comments::bench::CommentsBench { cache: false }),
+    ]
 }
 
 /// A deterministic pseudo-random stream per request number (splitmix64), so

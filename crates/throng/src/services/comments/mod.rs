@@ -4,6 +4,7 @@
 //! on write; the listing's JSON is built by the database and served through a
 //! bounded page cache with ETags. See `000_f49fe3b09f9da7b1.txt`.
 
+pub mod bench;
 pub mod cache;
 pub mod http;
 pub mod model;
