@@ -8,7 +8,7 @@ use http::Method;
 
 use crate::{
     http::{resolve, Prepared},
-    measure::{self, Model, Plan, Summary},
+    measure::{self, Engine, Model, Plan, Summary},
     report::{html, Report},
     runner::{self, RunOptions},
     script::{self, duration, LoadOptions, Target},
@@ -81,6 +81,9 @@ pub struct UrlArgs {
     /// Runtime worker threads (1 leaves the other core to a local server).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// HTTP client: `wire` (minimal, wrk-like CPU cost) or `hyper`.
+    #[arg(long, value_enum, default_value_t = Engine::Wire)]
+    pub engine: Engine,
 }
 
 /// Default connection cap for the open model when --connections is not given.
@@ -181,6 +184,7 @@ async fn url_plan(args: &UrlArgs) -> Result<UrlPlan, String> {
     let mut plan = Plan::new(addr, &target.authority(), model, args.duration);
     plan.timeout = args.timeout;
     plan.progress = true;
+    plan.engine = args.engine;
     Ok(UrlPlan { plan, prepared })
 }
 

@@ -101,6 +101,8 @@ pub struct Prepared {
     pub uri: Uri,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The request as bytes on the wire, for [`crate::wire`].
+    pub wire: Bytes,
 }
 
 impl Prepared {
@@ -125,7 +127,9 @@ impl Prepared {
                 .map_err(|e| format!("invalid value for header {name}: {e}"))?;
             map.append(name, value);
         }
-        Ok(Self { method, uri, headers: map, body })
+        let mut prepared = Self { method, uri, headers: map, body, wire: Bytes::new() };
+        prepared.wire = Bytes::from(crate::wire::serialize(&prepared));
+        Ok(prepared)
     }
 
     pub fn to_request(&self) -> Request<Full<Bytes>> {

@@ -35,6 +35,7 @@
 //! # Module map
 //!
 //! - [`http`]: one keep-alive HTTP/1.1 connection (hyper's low-level client) and error codes.
+//! - [`wire`]: a minimal HTTP/1.1 client for the measurement loops (wrk-like CPU cost).
 //! - [`measure`]: closed and open loops over many connections, [`Summary`].
 //! - [`metrics`]: Artillery-named counters and HDR summaries, rolled into periods.
 //! - [`report`]: the Artillery-shaped JSON report, console printing, the offline HTML report.
@@ -56,5 +57,6 @@ pub mod schedule;
 pub mod script;
 pub mod template;
 mod warn;
+pub mod wire;
 
 pub use measure::{closed_loop, open_loop, Plan, RequestFactory, RequestSpec, Summary};

@@ -3,7 +3,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use throng_load::{closed_loop, open_loop, script::LoadOptions, RequestFactory, RequestSpec};
+use throng_load::{
+    closed_loop,
+    measure::{self, Engine, Model, Plan},
+    open_loop,
+    script::LoadOptions,
+    RequestFactory, RequestSpec,
+};
 
 use super::{counter, run_yaml, server};
 
@@ -42,6 +48,11 @@ async fn closed_loop_counts_and_errors() {
     assert!(s.requests > 100, "{s:?}");
     assert_eq!(s.status_counts.get(&200).copied(), Some(s.requests));
     assert!(s.latency_us_p50 <= s.latency_us_p99 && s.latency_us_p99 <= s.latency_us_max);
+    // The hyper engine gives the same kind of result.
+    let mut plan = Plan::new(srv.addr, "localhost", Model::Closed { connections: 2 }, Duration::from_millis(500));
+    plan.engine = Engine::Hyper;
+    let h = measure::run(plan, measure::from_factory(factory("/health"), "localhost")).await.unwrap();
+    assert!(h.requests > 50 && h.errors.is_empty(), "{h:?}");
     let refused = closed_loop("127.0.0.1:1".parse().unwrap(), "x", 2, Duration::from_millis(300), factory("/")).await.unwrap();
     assert_eq!(refused.requests, 0);
     assert!(refused.errors.get("ECONNREFUSED").copied().unwrap_or(0) > 0, "{:?}", refused.errors);
