@@ -603,8 +603,10 @@ async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
 }
 
 async fn small_body_limit_gives_413(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &["--body-limit-bytes", "200"]).await else { return };
-    s.seed(1, 1, 3).await;
+    let Some(s) = TestServer::start_seeded(kind, &["--body-limit-bytes", "200"], Some((1, 1, 3))).await
+    else {
+        return;
+    };
     let body = registration_body(1, FROM, 0, person(1)).to_string();
     assert!(body.len() <= 200, "the valid body fits: {}", body.len());
     let r = s.api.raw_post(REGISTRATIONS, body.clone(), Some("application/json")).await;
@@ -617,10 +619,12 @@ async fn small_body_limit_gives_413(kind: StoreKind) {
 // ---------------------------------------------------------------- overload
 
 async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &["--in-flight-max", "4", "--retry-after-s", "2"]).await else {
+    let Some(s) =
+        TestServer::start_seeded(kind, &["--in-flight-max", "4", "--retry-after-s", "2"], Some((1, 1, 50)))
+            .await
+    else {
         return;
     };
-    s.seed(1, 1, 50).await;
     const CLIENTS: usize = 400;
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let mut tasks = Vec::new();
@@ -784,10 +788,12 @@ async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(S
 
 async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
     let (url, calls) = fake_gateway(3).await;
-    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &url]).await else {
+    let Some(s) =
+        TestServer::start_seeded(kind, &["--with-notifier", "--notify-webhook", &url], Some((1, 1, 10)))
+            .await
+    else {
         return;
     };
-    s.seed(1, 1, 10).await;
     let mut registered = Vec::new();
     for i in 0..5u64 {
         let r = s.api.register(1, FROM, i as i64, person(100 + i)).await;
@@ -825,10 +831,12 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/sms", l.local_addr().unwrap())
     };
-    let Some(s) = TestServer::start(kind, &["--with-notifier", "--notify-webhook", &dead]).await else {
+    let Some(s) =
+        TestServer::start_seeded(kind, &["--with-notifier", "--notify-webhook", &dead], Some((1, 1, 30)))
+            .await
+    else {
         return;
     };
-    s.seed(1, 1, 30).await;
     let started = std::time::Instant::now();
     for i in 0..30 {
         assert_eq!(s.api.register(1, FROM, i, person(i as u64)).await.status, 201);

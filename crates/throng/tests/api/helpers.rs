@@ -209,6 +209,17 @@ impl TestServer {
     /// and PostgreSQL tests are skipped. `extra_args` are `serve` flags;
     /// `--with-notifier` runs the confirmation worker (off by default).
     pub async fn start(kind: StoreKind, extra_args: &[&str]) -> Option<TestServer> {
+        TestServer::start_seeded(kind, extra_args, None).await
+    }
+
+    /// Like `start`, seeding `(places, days, slots_per_day)` from `FROM`
+    /// first, as `throng seed` then `throng serve` would (a server may keep
+    /// state derived from the data it found at start).
+    pub async fn start_seeded(
+        kind: StoreKind,
+        extra_args: &[&str],
+        seed: Option<(i64, i32, i32)>,
+    ) -> Option<TestServer> {
         let pg = match kind {
             StoreKind::Sqlite => None,
             StoreKind::Postgres => Some(PgDb::create_or_skip().await?),
@@ -232,6 +243,10 @@ impl TestServer {
         }
         flags.extend(extra_args.iter().filter(|a| **a != "--with-notifier").map(|a| a.to_string()));
         let args = W::try_parse_from(&flags).unwrap_or_else(|e| panic!("bad test flags: {e}")).serve;
+        if let Some((places, days, slots_per_day)) = seed {
+            let (store, _) = throng::app::open_store(&args.store).await.expect("open the store to seed");
+            seed_store(&store, places, days, slots_per_day).await;
+        }
         let running = throng::app::start(args).await.expect("server starts");
         Some(TestServer {
             api: Api::new(running.addr),
@@ -247,22 +262,12 @@ impl TestServer {
 
     /// Starts a server and seeds `places` x `days` x `slots_per_day` from `FROM`.
     pub async fn seeded(kind: StoreKind, places: i64, days: i32, slots_per_day: i32) -> Option<TestServer> {
-        let s = TestServer::start(kind, &[]).await?;
-        s.seed(places, days, slots_per_day).await;
-        Some(s)
+        TestServer::start_seeded(kind, &[], Some((places, days, slots_per_day))).await
     }
 
+    /// Seeds booking through the running server's store handle.
     pub async fn seed(&self, places: i64, days: i32, slots_per_day: i32) {
-        let args = SeedBookingArgs {
-            places,
-            days,
-            slots_per_day,
-            from: Some(FROM.into()),
-            force: false,
-            first_slot_minute: 8 * 60,
-            slot_minutes: 20,
-        };
-        throng::services::booking::seed::seed(&self.state.store, &args, false).await.expect("seed booking");
+        seed_store(&self.state.store, places, days, slots_per_day).await;
     }
 
     /// Stops accepting and waits for requests in flight.
@@ -284,6 +289,19 @@ impl TestServer {
     pub async fn registrations(&self) -> i64 {
         self.stats().await["registrations"].as_i64().expect("registrations count")
     }
+}
+
+async fn seed_store(store: &throng::store::Store, places: i64, days: i32, slots_per_day: i32) {
+    let args = SeedBookingArgs {
+        places,
+        days,
+        slots_per_day,
+        from: Some(FROM.into()),
+        force: false,
+        first_slot_minute: 8 * 60,
+        slot_minutes: 20,
+    };
+    throng::services::booking::seed::seed(store, &args, false).await.expect("seed booking");
 }
 
 // ---------------------------------------------------------------- the real binary
