@@ -10,7 +10,7 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 use crate::platform::admission::{self, Admission};
 use crate::platform::auth::TokenKeys;
@@ -99,10 +99,7 @@ pub struct AppState {
     pub comments: Arc<CommentsState>,
 }
 
-pub struct BookingState {
-    /// Wakes the confirmation worker when a registration commits.
-    pub notify_worker: Arc<Notify>,
-}
+pub use crate::services::booking::BookingState;
 
 impl FromRef<AppState> for Arc<TokenKeys> {
     fn from_ref(s: &AppState) -> Self {
@@ -193,7 +190,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
-        booking: Arc::new(BookingState { notify_worker: Arc::new(Notify::new()) }),
+        booking: Arc::new(BookingState::new(&store).await?),
         comments: Arc::new(CommentsState::new(&args.comments, args.demo)),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)

@@ -214,18 +214,23 @@ async fn measure_all(
             .await?;
     }
     let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
+    let mut writer_stats: Vec<Vec<WriterStats>> = vec![Vec::new(); workloads.len()];
     for run in 0..args.runs {
         for (i, w) in workloads.iter().enumerate() {
+            let before = WriterStats::scrape(server.addr).await;
             let s = measure::closed_loop(server.addr, &host, args.connections, duration, w.factory.clone()).await?;
+            let writer = WriterStats::scrape(server.addr).await.since(&before);
             eprintln!(
-                "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us",
+                "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us{}",
                 run + 1,
                 args.runs,
                 w.name,
                 s.requests_per_s,
                 s.latency_us_p50,
-                s.latency_us_p99
+                s.latency_us_p99,
+                writer.describe()
             );
+            writer_stats[i].push(writer);
             runs[i].push(s);
         }
     }
@@ -234,7 +239,15 @@ async fn measure_all(
     let results = workloads
         .iter()
         .zip(runs.iter())
-        .map(|(w, rs)| WorkloadResult::from_runs(w, rs, ceiling_rps))
+        .zip(writer_stats.iter())
+        .map(|((w, rs), ws)| {
+            let mut r = WorkloadResult::from_runs(w, rs, ceiling_rps);
+            let total = ws.iter().fold(WriterStats::default(), |a, b| a.plus(b));
+            r.writer_batches = total.batches;
+            r.writer_commands_per_batch_mean = total.commands_per_batch();
+            r.writer_commit_ms_mean = total.commit_ms_mean();
+            r
+        })
         .collect();
     Ok(BenchReport {
         experiment: exp.name().to_string(),
@@ -262,5 +275,61 @@ pub fn median_by(runs: &[measure::Summary], f: impl Fn(&measure::Summary) -> f64
         0.0
     } else {
         v[v.len() / 2]
+    }
+}
+
+/// The server's writer counters, scraped from `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct WriterStats {
+    pub batches: f64,
+    pub commands: f64,
+    pub commit_s: f64,
+}
+
+impl WriterStats {
+    pub async fn scrape(addr: SocketAddr) -> WriterStats {
+        let Ok(res) = reqwest::get(format!("http://{addr}/metrics")).await else {
+            return WriterStats::default();
+        };
+        let text = res.text().await.unwrap_or_default();
+        let value = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        WriterStats {
+            batches: value("throng_store_write_batch_commands_count"),
+            commands: value("throng_store_write_batch_commands_sum"),
+            commit_s: value("throng_store_commit_seconds_sum"),
+        }
+    }
+    pub fn since(&self, before: &WriterStats) -> WriterStats {
+        WriterStats {
+            batches: self.batches - before.batches,
+            commands: self.commands - before.commands,
+            commit_s: self.commit_s - before.commit_s,
+        }
+    }
+    fn plus(&self, o: &WriterStats) -> WriterStats {
+        WriterStats { batches: self.batches + o.batches, commands: self.commands + o.commands, commit_s: self.commit_s + o.commit_s }
+    }
+    pub fn commands_per_batch(&self) -> f64 {
+        if self.batches > 0.0 { self.commands / self.batches } else { 0.0 }
+    }
+    pub fn commit_ms_mean(&self) -> f64 {
+        if self.batches > 0.0 { self.commit_s * 1000.0 / self.batches } else { 0.0 }
+    }
+    fn describe(&self) -> String {
+        if self.batches < 1.0 {
+            return String::new();
+        }
+        format!(
+            "  writer: {:.0} batches, {:.1} commands/batch, {:.2} ms/batch",
+            self.batches,
+            self.commands_per_batch(),
+            self.commit_ms_mean()
+        )
     }
 }

@@ -25,6 +25,10 @@ pub struct WorkloadResult {
     pub status_counts: BTreeMap<u16, u64>,
     /// Answers outside the workload's accepted statuses, plus transport errors.
     pub errors: u64,
+    /// Server-side group commit over the measured runs (0 for read workloads).
+    pub writer_batches: f64,
+    pub writer_commands_per_batch_mean: f64,
+    pub writer_commit_ms_mean: f64,
 }
 
 impl WorkloadResult {
@@ -54,6 +58,9 @@ impl WorkloadResult {
             runs_requests_per_s: runs.iter().map(|s| s.requests_per_s).collect(),
             status_counts,
             errors,
+            writer_batches: 0.0,
+            writer_commands_per_batch_mean: 0.0,
+            writer_commit_ms_mean: 0.0,
         }
     }
 }
@@ -131,6 +138,12 @@ impl BenchReport {
             println!("{}", line(r.iter().map(|s| s.as_str()).collect()));
         }
         for r in &self.results {
+            if r.writer_batches >= 1.0 {
+                println!(
+                    "  {}: group commit {:.1} commands/batch, {:.2} ms per batch (apply + fsync)",
+                    r.name, r.writer_commands_per_batch_mean, r.writer_commit_ms_mean
+                );
+            }
             if r.errors > 0 {
                 println!("  {}: {} unexpected answers {:?}", r.name, r.errors, r.status_counts);
             }

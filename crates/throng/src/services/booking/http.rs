@@ -12,6 +12,7 @@ use super::model::{
     Day, NewRegistration, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration,
     PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
 };
+use super::availability::SlotState;
 use super::store::{self, CancelOutcome};
 use crate::app::AppState;
 use crate::platform::auth::{Caller, Role};
@@ -89,6 +90,11 @@ pub async fn place_slots(
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
+    if let Some(index) = &st.booking.availability {
+        let (place, slots) =
+            index.place_slots_rows(place_id, from, days as i32).ok_or_else(|| place_not_found(place_id))?;
+        return Ok(render_slots(place, from, days as i32, &slots));
+    }
     let Some((place, slots)) = store::place_slots(&st.store, place_id, from, days as i32).await? else {
         return Err(place_not_found(place_id));
     };
@@ -144,10 +150,23 @@ pub async fn register(
     ApiJson(req): ApiJson<RegistrationRequest>,
 ) -> ApiResult<Response> {
     let new = req.parse()?;
+    let index = st.booking.availability.as_deref();
+    // Answers the index already knows skip the writer: under a crowd most
+    // attempts are for slots that are already gone.
+    match index.map(|i| i.state(new.place_id, new.day, new.time_slot)) {
+        Some(SlotState::Taken) => return Err(slot_taken()),
+        Some(SlotState::UnknownPlace) => return Err(place_not_found(new.place_id)),
+        Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
+        Some(SlotState::Free) | None => {}
+    }
     let access_code = crypto::random_token(16);
     let sealed = seal(&st, &new, &access_code);
     let id = sealed.id.clone();
-    match store::try_register(&st.store, sealed).await? {
+    let outcome = store::try_register(&st.store, sealed).await?;
+    if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) = (index, outcome) {
+        index.set_taken(new.place_id, new.day, new.time_slot, true);
+    }
+    match outcome {
         RegisterOutcome::Registered => {
             st.booking.notify_worker.notify_one();
             let body = serde_json::json!({
@@ -159,24 +178,27 @@ pub async fn register(
             });
             Ok((StatusCode::CREATED, Json(body)).into_response())
         }
-        RegisterOutcome::SlotTaken => {
-            Err(ApiError::conflict("slot_taken", "this time slot is already taken; choose another"))
-        }
+        RegisterOutcome::SlotTaken => Err(slot_taken()),
         RegisterOutcome::PlaceNotFound => Err(place_not_found(new.place_id)),
-        RegisterOutcome::SlotNotFound => Err(ApiError::not_found(
-            "slot_not_found",
-            format!(
-                "place {} has no time slot {} on {}",
-                new.place_id,
-                new.time_slot,
-                new.day.to_text()
-            ),
-        )),
+        RegisterOutcome::SlotNotFound => Err(slot_not_found(&new)),
     }
 }
 
+fn slot_taken() -> ApiError {
+    ApiError::conflict("slot_taken", "this time slot is already taken; choose another")
+}
+
+fn slot_not_found(new: &NewRegistration) -> ApiError {
+    ApiError::not_found(
+        "slot_not_found",
+        format!("place {} has no time slot {} on {}", new.place_id, new.time_slot, new.day.to_text()),
+    )
+}
+
 fn seal(st: &AppState, new: &NewRegistration, access_code: &str) -> SealedRegistration {
-    let id = uuid::Uuid::new_v4().to_string();
+    // Time-ordered (v7) ids append at the right edge of the primary-key B-tree
+    // instead of landing on a random page; the access code is what guards access.
+    let id = uuid::Uuid::now_v7().to_string();
     let person = serde_json::to_vec(&new.person).expect("person serializes");
     SealedRegistration {
         person_sealed: st.pii.seal(&id, &person),
@@ -229,7 +251,10 @@ pub async fn get_registration(
         ApiError::internal()
     })?;
     let person: serde_json::Value = serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
-    let place = store::place(&st.store, reg.place_id).await?;
+    let place = match &st.booking.availability {
+        Some(index) => index.place(reg.place_id).cloned(),
+        None => store::place(&st.store, reg.place_id).await?,
+    };
     Ok(Json(serde_json::json!({
         "registrationId": reg.id,
         "placeId": reg.place_id,
@@ -256,7 +281,12 @@ pub async fn cancel_registration(
         return Err(registration_not_found());
     }
     match store::cancel(&st.store, &id, code).await? {
-        CancelOutcome::Cancelled => Ok(StatusCode::NO_CONTENT),
+        CancelOutcome::Cancelled { place_id, day, time_slot } => {
+            if let Some(index) = &st.booking.availability {
+                index.set_taken(place_id, day, time_slot, false);
+            }
+            Ok(StatusCode::NO_CONTENT)
+        }
         CancelOutcome::NotFound => Err(registration_not_found()),
     }
 }

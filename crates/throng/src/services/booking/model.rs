@@ -47,7 +47,8 @@ impl Day {
         Day(self.0 + days)
     }
     pub fn to_text(self) -> String {
-        self.date().format(DAY_FORMAT).unwrap_or_default()
+        let (y, m, d) = self.date().to_calendar_date();
+        format!("{y:04}-{:02}-{d:02}", m as u8)
     }
 }
 

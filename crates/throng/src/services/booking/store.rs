@@ -22,7 +22,8 @@ pub struct SlotRow {
 /// What a cancellation did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CancelOutcome {
-    Cancelled,
+    /// Cancelled; the slot it held is free again.
+    Cancelled { place_id: i64, day: Day, time_slot: i32 },
     /// No such registration, or the access code did not match.
     NotFound,
 }
@@ -125,25 +126,30 @@ pub async fn place_slots(
     match store {
         Store::Sqlite(s) => {
             s.read(move |c| {
-                let Some(place) = c
-                    .prepare_cached(
-                        "SELECT id, name, address, first_slot_minute, slot_minutes
-                         FROM booking_places WHERE id = ?1",
-                    )?
-                    .query_row([place_id], place_from_row)
-                    .optional()?
-                else {
+                // One statement, so one read transaction (each costs locks).
+                let mut stmt = c.prepare_cached(
+                    "SELECT p.id, p.name, p.address, p.first_slot_minute, p.slot_minutes,
+                            s.day, s.time_slot, s.registration_id IS NULL
+                     FROM booking_places p
+                     LEFT JOIN booking_slots s ON s.place_id = p.id AND s.day BETWEEN ?2 AND ?3
+                     WHERE p.id = ?1 ORDER BY s.day, s.time_slot",
+                )?;
+                let mut rows = stmt.query(params![place_id, lo, hi])?;
+                let Some(first) = rows.next()? else {
                     return Ok(None);
                 };
-                let slots = c
-                    .prepare_cached(
-                        "SELECT day, time_slot, registration_id IS NULL FROM booking_slots
-                         WHERE place_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day, time_slot",
-                    )?
-                    .query_map(params![place_id, lo, hi], |r| {
-                        Ok(SlotRow { day: Day(r.get(0)?), time_slot: r.get(1)?, free: r.get(2)? })
-                    })?
-                    .collect::<Result<Vec<_>, _>>()?;
+                let place = place_from_row(first)?;
+                let mut slots = Vec::with_capacity(((hi - lo + 1) * 32) as usize);
+                let slot = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Option<SlotRow>> {
+                    Ok(match r.get::<_, Option<i32>>(5)? {
+                        Some(day) => Some(SlotRow { day: Day(day), time_slot: r.get(6)?, free: r.get(7)? }),
+                        None => None,
+                    })
+                };
+                slots.extend(slot(first)?);
+                while let Some(r) = rows.next()? {
+                    slots.extend(slot(r)?);
+                }
                 Ok(Some((place, slots)))
             })
             .await
@@ -182,11 +188,14 @@ pub async fn place_slots(
 }
 
 pub async fn try_register(store: &Store, reg: SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+    // Built here, not in the write command: the writer thread is the
+    // bottleneck, so it only runs SQL.
+    let event = NewEvent::json(model::stream_of(&reg.id), EVENT_CONFIRMED, &reg.event_payload());
     match store {
-        Store::Sqlite(s) => s.write(move |c| sqlite_try_register(c, &reg)).await,
+        Store::Sqlite(s) => s.write(move |c| sqlite_try_register(c, &reg, &event)).await,
         Store::Postgres(p) => {
             p.write(move |tx| {
-                let reg = reg.clone();
+                let (reg, event) = (reg.clone(), event.clone());
                 Box::pin(async move {
                     let inserted = tx
                         .tx
@@ -211,11 +220,7 @@ pub async fn try_register(store: &Store, reg: SealedRegistration) -> Result<Regi
                         )
                         .await?;
                     if inserted == 1 {
-                        tx.append(NewEvent::json(
-                            model::stream_of(&reg.id),
-                            EVENT_CONFIRMED,
-                            &reg.event_payload(),
-                        ));
+                        tx.append(event);
                         return Ok(RegisterOutcome::Registered);
                     }
                     let row = tx
@@ -245,7 +250,11 @@ fn miss_outcome(places: i64, slots: i64) -> RegisterOutcome {
     }
 }
 
-fn sqlite_try_register(c: &Connection, reg: &SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+fn sqlite_try_register(
+    c: &Connection,
+    reg: &SealedRegistration,
+    event: &NewEvent,
+) -> Result<RegisterOutcome, StoreError> {
     let taken = c
         .prepare_cached(
             "UPDATE booking_slots SET registration_id = ?1
@@ -274,10 +283,7 @@ fn sqlite_try_register(c: &Connection, reg: &SealedRegistration) -> Result<Regis
         reg.person_sealed,
         reg.created_at_ms
     ])?;
-    eventlog::sqlite_append(
-        c,
-        &NewEvent::json(model::stream_of(&reg.id), EVENT_CONFIRMED, &reg.event_payload()),
-    )?;
+    eventlog::sqlite_append(c, event)?;
     Ok(RegisterOutcome::Registered)
 }
 
@@ -355,7 +361,7 @@ pub async fn cancel(store: &Store, id: &str, access_code: &str) -> Result<Cancel
                 )?
                 .execute(params![reg.place_id, reg.day.0, reg.time_slot, id])?;
                 eventlog::sqlite_append(c, &cancelled_event(&reg))?;
-                Ok(CancelOutcome::Cancelled)
+                Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot })
             })
             .await
         }
@@ -394,7 +400,7 @@ pub async fn cancel(store: &Store, id: &str, access_code: &str) -> Result<Cancel
                         )
                         .await?;
                     tx.append(cancelled_event(&reg));
-                    Ok(CancelOutcome::Cancelled)
+                    Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot })
                 })
             })
             .await

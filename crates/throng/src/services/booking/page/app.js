@@ -136,5 +136,7 @@ async function register(ev) {
 $("place").addEventListener("change", loadSlots);
 $("day").addEventListener("change", loadSlots);
 $("booking").addEventListener("submit", register);
-$("day").value = new Date().toISOString().slice(0, 10);
+// Today in the person's own time zone (toISOString alone would give the UTC date).
+const now = new Date();
+$("day").value = new Date(now.getTime() - now.getTimezoneOffset() * 60000).toISOString().slice(0, 10);
 loadPlaces().then(loadSlots);

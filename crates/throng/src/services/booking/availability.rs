@@ -1,0 +1,243 @@
+//! In-memory availability index for the single-node SQLite store: which slots
+//! exist and which are taken, one bit each (5,000,000 slots take ~1.3 MB of
+//! bits plus per-day headers).
+//!
+//! Why: the write-up kept its hot slots in an in-memory table; here SQLite
+//! stays the durable truth and this index is a projection of it, loaded at
+//! start and updated after each commit, before the caller is answered, so a
+//! read never misses a write that was acknowledged. It serves the free-slot
+//! reads and lets try-register answer 409/404 without touching the writer
+//! when the answer is already known. The decision to take a free slot is
+//! still the conditional UPDATE in the database.
+//!
+//! Not used with PostgreSQL: several nodes write there, and a node's memory
+//! would not see the others' writes. Re-seeding an SQLite store while a
+//! server runs on it is not supported (restart the server afterwards).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rusqlite::Connection;
+
+use super::model::{Day, Place};
+use super::store::SlotRow;
+use crate::store::StoreError;
+
+/// Places indexed at most (ids are dense from 1 when seeded).
+const PLACE_ID_MAX: i64 = 10_000_000;
+
+struct DaySlots {
+    exists: Box<[u64]>,
+    taken: Box<[AtomicU64]>,
+}
+
+impl DaySlots {
+    fn bit(&self, slot: i32) -> Option<(usize, u64)> {
+        let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
+        (slot >= 0 && w < self.exists.len() && self.exists[w] & b != 0).then_some((w, b))
+    }
+}
+
+struct PlaceSlots {
+    place: Place,
+    first_day: i32,
+    days: Vec<DaySlots>,
+}
+
+impl PlaceSlots {
+    fn day(&self, day: Day) -> Option<&DaySlots> {
+        let i = day.0.checked_sub(self.first_day)?;
+        usize::try_from(i).ok().and_then(|i| self.days.get(i))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    UnknownPlace,
+    UnknownSlot,
+    Taken,
+    Free,
+}
+
+pub struct Availability {
+    /// Index = place id.
+    places: Vec<Option<PlaceSlots>>,
+    slots: u64,
+}
+
+/// Collects one day's bits while loading.
+#[derive(Default)]
+struct DayBuilder {
+    exists: Vec<u64>,
+    taken: Vec<u64>,
+}
+
+impl DayBuilder {
+    fn set(&mut self, slot: i32, free: bool) {
+        let w = (slot / 64) as usize;
+        if self.exists.len() <= w {
+            self.exists.resize(w + 1, 0);
+            self.taken.resize(w + 1, 0);
+        }
+        self.exists[w] |= 1 << (slot % 64);
+        if !free {
+            self.taken[w] |= 1 << (slot % 64);
+        }
+    }
+    fn build(self) -> DaySlots {
+        DaySlots {
+            exists: self.exists.into_boxed_slice(),
+            taken: self.taken.into_iter().map(AtomicU64::new).collect(),
+        }
+    }
+}
+
+impl Availability {
+    /// Builds the index from the database (one scan in primary-key order).
+    pub fn load(conn: &Connection) -> Result<Availability, StoreError> {
+        let mut places: Vec<Option<PlaceSlots>> = Vec::new();
+        let mut stmt = conn.prepare(
+            "SELECT id, name, address, first_slot_minute, slot_minutes FROM booking_places ORDER BY id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let place = Place {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                address: r.get(2)?,
+                first_slot_minute: r.get(3)?,
+                slot_minutes: r.get(4)?,
+            };
+            if !(1..=PLACE_ID_MAX).contains(&place.id) {
+                return Err(StoreError::Internal(format!("place id {} is outside 1..={PLACE_ID_MAX}", place.id)));
+            }
+            let i = place.id as usize;
+            if places.len() <= i {
+                places.resize_with(i + 1, || None);
+            }
+            places[i] = Some(PlaceSlots { place, first_day: 0, days: Vec::new() });
+        }
+        let mut stmt = conn.prepare(
+            "SELECT place_id, day, time_slot, registration_id IS NULL FROM booking_slots
+             ORDER BY place_id, day, time_slot",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut slots = 0u64;
+        // (place id, first day, days so far) of the place being collected.
+        let mut current: Option<(i64, i32, Vec<DayBuilder>)> = None;
+        let finish = |places: &mut Vec<Option<PlaceSlots>>, cur: Option<(i64, i32, Vec<DayBuilder>)>| {
+            if let Some((id, first_day, days)) = cur {
+                if let Some(Some(p)) = places.get_mut(id as usize) {
+                    p.first_day = first_day;
+                    p.days = days.into_iter().map(DayBuilder::build).collect();
+                }
+            }
+        };
+        while let Some(r) = rows.next()? {
+            let (place_id, day, slot, free): (i64, i32, i32, bool) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            if current.as_ref().map(|c| c.0) != Some(place_id) {
+                finish(&mut places, current.take());
+                current = Some((place_id, day, Vec::new()));
+            }
+            let (_, first_day, days) = current.as_mut().unwrap();
+            let i = (day - *first_day) as usize;
+            if days.len() <= i {
+                days.resize_with(i + 1, DayBuilder::default);
+            }
+            days[i].set(slot, free);
+            slots += 1;
+        }
+        finish(&mut places, current.take());
+        Ok(Availability { places, slots })
+    }
+
+    pub fn slots(&self) -> u64 {
+        self.slots
+    }
+
+    fn place_slots(&self, id: i64) -> Option<&PlaceSlots> {
+        usize::try_from(id).ok().and_then(|i| self.places.get(i)).and_then(|p| p.as_ref())
+    }
+
+    pub fn place(&self, id: i64) -> Option<&Place> {
+        self.place_slots(id).map(|p| &p.place)
+    }
+
+    pub fn state(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
+        let Some(p) = self.place_slots(place_id) else { return SlotState::UnknownPlace };
+        let Some(d) = p.day(day) else { return SlotState::UnknownSlot };
+        match d.bit(slot) {
+            None => SlotState::UnknownSlot,
+            Some((w, b)) if d.taken[w].load(Ordering::Acquire) & b != 0 => SlotState::Taken,
+            Some(_) => SlotState::Free,
+        }
+    }
+
+    /// Records a committed change (call after the commit, before answering).
+    pub fn set_taken(&self, place_id: i64, day: Day, slot: i32, taken: bool) {
+        let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) else { return };
+        if let Some((w, b)) = d.bit(slot) {
+            if taken {
+                d.taken[w].fetch_or(b, Ordering::AcqRel);
+            } else {
+                d.taken[w].fetch_and(!b, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// The place and its slots from `from` for `days` days, as the store's
+    /// query returns them.
+    pub fn place_slots_rows(&self, place_id: i64, from: Day, days: i32) -> Option<(&Place, Vec<SlotRow>)> {
+        let p = self.place_slots(place_id)?;
+        let mut rows = Vec::new();
+        for offset in 0..days {
+            let day = from.plus(offset);
+            let Some(d) = p.day(day) else { continue };
+            for (w, exists) in d.exists.iter().enumerate() {
+                let taken = d.taken[w].load(Ordering::Acquire);
+                let mut bits = *exists;
+                while bits != 0 {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    rows.push(SlotRow {
+                        day,
+                        time_slot: (w as i32) * 64 + b as i32,
+                        free: taken & (1u64 << b) == 0,
+                    });
+                }
+            }
+        }
+        Some((&p.place, rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_and_tracks_slots() {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(include_str!("../../../migrations/sqlite/0002_booking.sql")).unwrap();
+        c.execute_batch(
+            "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20), (3, 'C', 'c', 480, 20);
+             INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 70, 'r1'), (1, 102, 5, NULL),
+                                              (3, 50, 1, NULL);",
+        )
+        .unwrap();
+        let a = Availability::load(&c).unwrap();
+        assert_eq!(a.slots(), 4);
+        assert_eq!(a.state(2, Day(100), 0), SlotState::UnknownPlace);
+        assert_eq!(a.state(1, Day(101), 0), SlotState::UnknownSlot);
+        assert_eq!(a.state(1, Day(100), 1), SlotState::UnknownSlot);
+        assert_eq!(a.state(1, Day(100), 70), SlotState::Taken);
+        assert_eq!(a.state(1, Day(100), 0), SlotState::Free);
+        a.set_taken(1, Day(100), 0, true);
+        assert_eq!(a.state(1, Day(100), 0), SlotState::Taken);
+        a.set_taken(1, Day(100), 70, false);
+        let (_, rows) = a.place_slots_rows(1, Day(99), 5).unwrap();
+        let got: Vec<_> = rows.iter().map(|r| (r.day.0, r.time_slot, r.free)).collect();
+        assert_eq!(got, vec![(100, 0, false), (100, 70, true), (102, 5, true)]);
+        assert_eq!(a.state(3, Day(50), 1), SlotState::Free);
+        assert_eq!(a.state(1, Day(100), -1), SlotState::UnknownSlot);
+    }
+}
