@@ -32,8 +32,11 @@ struct DaySlots {
 
 impl DaySlots {
     fn bit(&self, slot: i32) -> Option<(usize, u64)> {
+        if slot < 0 {
+            return None;
+        }
         let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
-        (slot >= 0 && w < self.exists.len() && self.exists[w] & b != 0).then_some((w, b))
+        (w < self.exists.len() && self.exists[w] & b != 0).then_some((w, b))
     }
 }
 
