@@ -47,24 +47,37 @@ pub fn apply_sqlite(conn: &mut rusqlite::Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Advisory lock key that serializes migrations across nodes starting at once.
-const PG_MIGRATION_LOCK: i64 = 0x7468_726f_6e67; // "throng"
+/// Attempts at creating the migrations table when nodes race to create it.
+const PG_BOOTSTRAP_ATTEMPTS_MAX: u32 = 10;
 
 pub async fn apply_postgres(client: &mut deadpool_postgres::Object) -> anyhow::Result<()> {
-    // `CREATE TABLE IF NOT EXISTS` is not safe against a concurrent twin (it
-    // fails on pg_type's unique index), so nodes take turns under a lock that
-    // ends with the transaction.
-    let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK]).await?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)",
-    )
-    .await?;
-    tx.commit().await?;
+    // `CREATE TABLE IF NOT EXISTS` is not safe against a concurrent twin: the
+    // loser fails on pg_type's unique index (23505) or sees the table appear
+    // (42P07). Retrying settles it, and unlike an advisory lock it works on
+    // CockroachDB and YugabyteDB too. The migrations themselves are then
+    // serialized by claiming their version row first (below).
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match client
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)",
+            )
+            .await
+        {
+            Ok(()) => break,
+            Err(e)
+                if attempt < PG_BOOTSTRAP_ATTEMPTS_MAX
+                    && e.code().is_some_and(|c| c.code() == "23505" || c.code() == "42P07") =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(50 * attempt as u64)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     for (version, name, sql) in migrations(&POSTGRES) {
         let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK]).await?;
         // Claiming the version first makes concurrent starts of several nodes
         // safe: the second waits on the key, then finds it taken and skips.
         let claimed = tx
