@@ -209,6 +209,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         }
     });
     let mut workers = Vec::new();
+    workers.extend(state.booking.spawn_seed_watcher(store.clone()));
     if !args.no_notifier {
         workers.push(booking::notifier::spawn(
             store,

@@ -297,6 +297,25 @@ impl Store {
         }
     }
 
+    /// Sets `key` to `value`, replacing any value.
+    pub async fn meta_set(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        let (key, value) = (key.to_string(), value.to_string());
+        const UPSERT_SQLITE: &str = "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+        const UPSERT_PG: &str = "INSERT INTO meta (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+        match self {
+            Store::Sqlite(s) => s.write(move |c| Ok(c.execute(UPSERT_SQLITE, [&key, &value]).map(|_| ())?)).await,
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    let (key, value) = (key.clone(), value.clone());
+                    Box::pin(async move { Ok(tx.tx.execute(UPSERT_PG, &[&key, &value]).await.map(|_| ())?) })
+                })
+                .await
+            }
+        }
+    }
+
     /// Sets `key` only if it has no value yet; returns the value now stored.
     pub async fn meta_set_once(&self, key: &str, value: &str) -> Result<String, StoreError> {
         let (key, value) = (key.to_string(), value.to_string());

@@ -90,7 +90,7 @@ pub async fn place_slots(
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
-    if let Some(index) = &st.booking.availability {
+    if let Some(index) = st.booking.index() {
         let (place, slots) =
             index.place_slots_rows(place_id, from, days as i32).ok_or_else(|| place_not_found(place_id))?;
         return Ok(render_slots(place, from, days as i32, &slots));
@@ -150,7 +150,8 @@ pub async fn register(
     ApiJson(req): ApiJson<RegistrationRequest>,
 ) -> ApiResult<Response> {
     let new = req.parse()?;
-    let index = st.booking.availability.as_deref();
+    let index = st.booking.index();
+    let index = index.as_deref();
     // Answers the index already knows skip the writer: under a crowd most
     // attempts are for slots that are already gone.
     match index.map(|i| i.state(new.place_id, new.day, new.time_slot)) {
@@ -251,7 +252,7 @@ pub async fn get_registration(
         ApiError::internal()
     })?;
     let person: serde_json::Value = serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
-    let place = match &st.booking.availability {
+    let place = match st.booking.index() {
         Some(index) => index.place(reg.place_id).cloned(),
         None => store::place(&st.store, reg.place_id).await?,
     };
@@ -282,7 +283,7 @@ pub async fn cancel_registration(
     }
     match store::cancel(&st.store, &id, code).await? {
         CancelOutcome::Cancelled { place_id, day, time_slot } => {
-            if let Some(index) = &st.booking.availability {
+            if let Some(index) = st.booking.index() {
                 index.set_taken(place_id, day, time_slot, false);
             }
             Ok(StatusCode::NO_CONTENT)

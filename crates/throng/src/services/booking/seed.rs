@@ -41,6 +41,9 @@ pub struct SeedReport {
     pub elapsed_s: f64,
 }
 
+/// `meta` key changed by every seed; servers watch it (see `BookingState`).
+pub const SEED_GENERATION_KEY: &str = "booking_seed_generation";
+
 /// Places per transaction / progress step.
 const PLACES_PER_CHUNK: i64 = 50;
 
@@ -118,6 +121,8 @@ pub async fn seed(store: &Store, args: &SeedBookingArgs, progress: bool) -> anyh
             .await?
         }
     }
+    // Tells a server running on this store to reload its availability index.
+    store.meta_set(SEED_GENERATION_KEY, &crate::platform::clock::now_ms().to_string()).await?;
     Ok(SeedReport {
         places: args.places,
         slots: args.places * args.days as i64 * args.slots_per_day as i64,
