@@ -165,19 +165,20 @@ pub async fn open_loop(
 }
 
 /// Builds request `seq` ready to send, or says why it cannot be built.
-pub type Source = Arc<dyn Fn(u64) -> Result<Prepared, String> + Send + Sync>;
+pub type Source = Arc<dyn Fn(u64) -> Result<Arc<Prepared>, String> + Send + Sync>;
 
 /// Adapts a [`RequestFactory`] (parsing each spec).
 pub fn from_factory(factory: RequestFactory, host: &str) -> Source {
     let host = host.to_string();
     Arc::new(move |seq| {
         let spec = factory(seq);
-        Prepared::new(spec.method, &spec.path_and_query, &host, &spec.headers, spec.body)
+        Prepared::new(spec.method, &spec.path_and_query, &host, &spec.headers, spec.body).map(Arc::new)
     })
 }
 
 /// The same request every time (cheap clones), for `throng load url`.
 pub fn fixed(prepared: Prepared) -> Source {
+    let prepared = Arc::new(prepared);
     Arc::new(move |_| Ok(prepared.clone()))
 }
 
@@ -469,11 +470,12 @@ async fn send_one(
     let outcome = link.exchange(req).await;
     in_flight.store(NOT_IN_FLIGHT, Ordering::Relaxed);
     let done = Instant::now();
-    let from = intended.map_or(sent, |at| at.min(sent));
     let mut rec = shared.lock();
     match outcome {
         Ok((status, bytes)) => {
-            rec.record_ok(done - from, done - sent, status, bytes);
+            // Closed model: intended == sent, so the service time would be a duplicate.
+            let corrected = intended.map(|at| done - at.min(sent));
+            rec.record_ok(corrected.unwrap_or(done - sent), corrected.map(|_| done - sent), status, bytes);
             Ok(())
         }
         Err(e) => {
@@ -578,13 +580,16 @@ impl Recorder {
         }
     }
 
-    fn record_ok(&mut self, latency: Duration, service: Duration, status: u16, bytes: u64) {
+    /// `service` is the uncorrected time in the open model, `None` in the closed one.
+    fn record_ok(&mut self, latency: Duration, service: Option<Duration>, status: u16, bytes: u64) {
         let latency_us = (latency.as_micros() as u64).max(1);
-        let service_us = (service.as_micros() as u64).max(1);
-        self.open |= latency_us != service_us;
+        let service_us = service.map(|s| (s.as_micros() as u64).max(1));
+        self.open |= service_us.is_some();
         for s in [&mut self.total, &mut self.window] {
             s.latency.saturating_record(latency_us);
-            s.service.saturating_record(service_us);
+            if let Some(us) = service_us {
+                s.service.saturating_record(us);
+            }
             *s.status.entry(status).or_insert(0) += 1;
             s.responses += 1;
             s.bytes += bytes;
@@ -613,6 +618,8 @@ impl Recorder {
         let t = &self.total;
         let q = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
         let mut aggregate = t.to_period(self.start_ms, now_ms(), self.open);
+        // The closed model records no separate service time: it equals the latency.
+        let service = if self.open { &t.service } else { &t.latency };
         if let Some(rate) = aggregate.rates.get_mut("http.request_rate") {
             *rate = (t.responses as f64 / duration_s.max(1e-9) * 10.0).round() / 10.0;
         }
@@ -626,9 +633,9 @@ impl Recorder {
             latency_us_p999: q(&t.latency, 0.999),
             latency_us_max: t.latency.max(),
             latency_us_mean: t.latency.mean(),
-            uncorrected_latency_us_p50: q(&t.service, 0.5),
-            uncorrected_latency_us_p99: q(&t.service, 0.99),
-            uncorrected_latency_us_max: t.service.max(),
+            uncorrected_latency_us_p50: q(service, 0.5),
+            uncorrected_latency_us_p99: q(service, 0.99),
+            uncorrected_latency_us_max: service.max(),
             status_counts: t.status.clone(),
             errors: t.errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             bytes_received: t.bytes,
