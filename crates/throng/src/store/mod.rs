@@ -243,33 +243,96 @@ impl Store {
         }
     }
 
-    /// Saves a consumer's position durably (through the writer).
-    pub async fn save_consumer_position(&self, consumer: &str, position: i64) -> Result<(), StoreError> {
-        let consumer = consumer.to_string();
+    /// Takes or renews `owner`'s lease on a log consumer; returns the
+    /// consumer's durable position when `owner` holds the lease, `None` when
+    /// another owner's lease is still running.
+    pub async fn claim_consumer(&self, consumer: &str, owner: &str, lease_ms: i64) -> Result<Option<i64>, StoreError> {
+        let (consumer, owner) = (consumer.to_string(), owner.to_string());
+        let now = crate::platform::clock::now_ms();
+        let until = now + lease_ms;
         match self {
             Store::Sqlite(s) => {
                 s.write(move |c| {
+                    use rusqlite::OptionalExtension;
                     c.prepare_cached(
-                        "INSERT INTO consumer_positions (consumer, position) VALUES (?1, ?2)
-                         ON CONFLICT (consumer) DO UPDATE SET position = excluded.position",
+                        "INSERT INTO consumer_positions (consumer, position) VALUES (?1, 0)
+                         ON CONFLICT (consumer) DO NOTHING",
                     )?
-                    .execute(rusqlite::params![consumer, position])?;
-                    Ok(())
+                    .execute([&consumer])?;
+                    Ok(c.prepare_cached(
+                        "UPDATE consumer_positions SET lease_owner = ?2, lease_until_ms = ?3
+                         WHERE consumer = ?1 AND (lease_owner = ?2 OR lease_owner IS NULL OR lease_until_ms < ?4)
+                         RETURNING position",
+                    )?
+                    .query_row(rusqlite::params![consumer, owner, until, now], |r| r.get(0))
+                    .optional()?)
                 })
                 .await
             }
             Store::Postgres(p) => {
                 p.write(move |tx| {
-                    let consumer = consumer.clone();
+                    let (consumer, owner) = (consumer.clone(), owner.clone());
                     Box::pin(async move {
                         tx.tx
                             .execute(
-                                "INSERT INTO consumer_positions (consumer, position) VALUES ($1, $2)
-                                 ON CONFLICT (consumer) DO UPDATE SET position = excluded.position",
-                                &[&consumer, &position],
+                                "INSERT INTO consumer_positions (consumer, position) VALUES ($1, 0)
+                                 ON CONFLICT (consumer) DO NOTHING",
+                                &[&consumer],
                             )
                             .await?;
-                        Ok(())
+                        let row = tx
+                            .tx
+                            .query_opt(
+                                "UPDATE consumer_positions SET lease_owner = $2, lease_until_ms = $3
+                                 WHERE consumer = $1 AND (lease_owner = $2 OR lease_owner IS NULL OR lease_until_ms < $4)
+                                 RETURNING position",
+                                &[&consumer, &owner, &until, &now],
+                            )
+                            .await?;
+                        Ok(row.map(|r| r.get(0)))
+                    })
+                })
+                .await
+            }
+        }
+    }
+
+    /// Saves a consumer's position and renews the lease, only while `owner`
+    /// holds it; `false` means the lease was lost to another owner.
+    pub async fn save_leased_position(
+        &self,
+        consumer: &str,
+        owner: &str,
+        position: i64,
+        lease_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (consumer, owner) = (consumer.to_string(), owner.to_string());
+        let until = crate::platform::clock::now_ms() + lease_ms;
+        match self {
+            Store::Sqlite(s) => {
+                s.write(move |c| {
+                    Ok(c.prepare_cached(
+                        "UPDATE consumer_positions SET position = ?3, lease_until_ms = ?4
+                         WHERE consumer = ?1 AND lease_owner = ?2",
+                    )?
+                    .execute(rusqlite::params![consumer, owner, position, until])?
+                        == 1)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    let (consumer, owner) = (consumer.clone(), owner.clone());
+                    Box::pin(async move {
+                        Ok(tx
+                            .tx
+                            .execute(
+                                "UPDATE consumer_positions SET position = $3, lease_until_ms = $4
+                                 WHERE consumer = $1 AND lease_owner = $2",
+                                &[&consumer, &owner, &position, &until],
+                            )
+                            .await?
+                            == 1)
                     })
                 })
                 .await

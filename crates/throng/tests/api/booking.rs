@@ -28,8 +28,13 @@ both_stores!(
     mixed_register_and_cancel_stay_consistent,
     confirmations_reach_the_gateway_at_least_once,
     a_dead_gateway_does_not_slow_registrations,
+    a_seed_by_another_process_is_served_without_restart,
 );
-postgres_only!(race_for_ten_slots_across_two_processes, mixed_load_across_two_processes_stays_consistent);
+postgres_only!(
+    race_for_ten_slots_across_two_processes,
+    mixed_load_across_two_processes_stays_consistent,
+    two_nodes_deliver_each_confirmation_once,
+);
 
 // ---------------------------------------------------------------- places
 
@@ -852,4 +857,60 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
         stats["notifierPosition"].as_i64().unwrap() < stats["lastEventPosition"].as_i64().unwrap(),
         "{stats}"
     );
+}
+
+async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
+    // Both nodes run the confirmation worker against one gateway; the lease on
+    // the consumer row lets exactly one of them deliver.
+    let Some(db) = PgDb::create_or_skip().await else { return };
+    let (url, calls) = fake_gateway(0).await;
+    let dir = tempfile::TempDir::new().unwrap();
+    crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 1, 1, 20).await;
+    let args = ["--with-notifier", "--notify-webhook", url.as_str()];
+    let (a, b) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &args),
+        ProcessServer::start(dir.path(), Some(&db.url), &args),
+    );
+    let mut ids = Vec::new();
+    for slot in 0..20i64 {
+        let api = if slot % 2 == 0 { &a.api } else { &b.api };
+        let r = api.register(1, FROM, slot, person(500 + slot as u64)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        ids.push(r.json()["registrationId"].as_str().unwrap().to_string());
+    }
+    for _ in 0..100 {
+        if calls.lock().unwrap().len() >= ids.len() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Give a second deliverer, if there were one, time to show itself.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let calls = calls.lock().unwrap().clone();
+    for id in &ids {
+        let n = calls.iter().filter(|(_, body)| body["registrationId"] == id.as_str()).count();
+        assert_eq!(n, 1, "registration {id} confirmed exactly once across two nodes");
+    }
+    assert_eq!(calls.len(), ids.len());
+}
+
+async fn a_seed_by_another_process_is_served_without_restart(kind: StoreKind) {
+    // The SQLite server keeps an in-memory availability index; a seed made by
+    // `throng seed` while it runs must reach it without a restart.
+    let Some(s) = TestServer::start(kind, &[]).await else { return };
+    s.api.slots(1, FROM, 1).await.assert_error(404, "place_not_found");
+    let pg_url = s.pg.as_ref().map(|p| p.url.clone());
+    crate::helpers::seed_with_cli(&s.data_dir, pg_url.as_deref(), 2, 1, 5).await;
+    let mut status = 0;
+    for _ in 0..50 {
+        status = s.api.slots(1, FROM, 1).await.status;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "the new places are served within 5 s");
+    let r = s.api.register(2, FROM, 4, person(7)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(s.api.register(2, FROM, 4, person(8)).await.status, 409);
 }

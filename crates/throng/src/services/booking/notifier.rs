@@ -28,6 +28,10 @@ const IDLE_POLL_MS: u64 = 500;
 const RETRY_BACKOFF_MS_FIRST: u64 = 100;
 const RETRY_BACKOFF_MS_MAX: u64 = 30_000;
 const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
+/// How long a node's claim on the worker lasts without renewal. A round that
+/// runs longer (a gateway down for minutes) lets another node take over, which
+/// then may repeat deliveries: at least once, never lost.
+const LEASE_MS: i64 = 15_000;
 
 #[derive(Clone)]
 pub enum Notifier {
@@ -62,7 +66,27 @@ pub fn spawn(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<No
 }
 
 async fn run(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<Notify>) {
-    let mut position = retry_forever("read notifier position", || store.consumer_position(CONSUMER)).await;
+    // Nodes sharing one PostgreSQL each run this worker; a lease on the
+    // consumer row lets one deliver while the others stand by, and a node
+    // that dies hands over when its lease lapses.
+    let owner = uuid::Uuid::new_v4().to_string();
+    loop {
+        match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
+            Ok(Some(position)) => {
+                tracing::info!(position, "confirmation worker holds the lease");
+                follow(&store, &pii, &notifier, &wake, &owner, position).await;
+                tracing::info!("confirmation worker lost its lease; standing by");
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "confirmation worker cannot claim its lease; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 / 3)).await;
+    }
+}
+
+/// Delivers while this node holds the lease; returns when it lost it.
+async fn follow(store: &Store, pii: &PiiCipher, notifier: &Notifier, wake: &Notify, owner: &str, mut position: i64) {
+    let mut idle_since = std::time::Instant::now();
     loop {
         let events = match store.events_after(position, EVENTS_PER_ROUND_MAX).await {
             Ok(e) => e,
@@ -77,13 +101,28 @@ async fn run(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<No
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
             }
+            // Renew the lease while idle, well before it lapses.
+            if idle_since.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {
+                match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
+                    Ok(Some(_)) => idle_since = std::time::Instant::now(),
+                    Ok(None) => return,
+                    Err(e) => tracing::warn!(error = %e, "cannot renew the notifier lease"),
+                }
+            }
             continue;
         };
         futures::stream::iter(events.into_iter().filter(|e| e.event_type == EVENT_CONFIRMED))
-            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| deliver_until_done(&store, &pii, &notifier, e))
+            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| deliver_until_done(store, pii, notifier, e))
             .await;
-        retry_forever("save notifier position", || store.save_consumer_position(CONSUMER, last)).await;
+        let held = retry_forever("save notifier position", || {
+            store.save_leased_position(CONSUMER, owner, last, LEASE_MS)
+        })
+        .await;
+        if !held {
+            return;
+        }
         position = last;
+        idle_since = std::time::Instant::now();
     }
 }
 
