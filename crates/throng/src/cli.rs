@@ -25,6 +25,11 @@ pub enum Command {
     Seed(SeedArgs),
     /// Print a signed bearer token.
     Token(TokenArgs),
+    /// Generate load: Artillery scripts (`run`) or one URL, wrk2-style (`url`).
+    Load {
+        #[command(subcommand)]
+        command: throng_load::cli::LoadCommand,
+    },
     /// Reproduce a write-up's experiment against a child server.
     Bench(crate::bench::harness::BenchArgs),
 }
@@ -65,6 +70,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => runtime().block_on(serve(args)),
         Command::Seed(args) => runtime().block_on(seed(args)),
         Command::Token(args) => token(args),
+        Command::Load { command } => {
+            return ExitCode::from(throng_load::cli::execute(command).clamp(0, 255) as u8)
+        }
         Command::Bench(args) => crate::bench::harness::run(args),
     };
     match result {
