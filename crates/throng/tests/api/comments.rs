@@ -26,6 +26,7 @@ both_stores!(
     bad_listing_queries,
     a_write_is_visible_to_the_next_read_with_the_cache,
     cache_off_gives_the_same_bytes,
+    concatenated_json_gives_the_same_bytes,
     etag_and_304,
     write_up_paths_answer_the_same,
 );
@@ -536,6 +537,25 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
     let posted = post_comment(&s.api, Some(&t), 2, &comment(1, "Off", "Cache off.")).await;
     assert_eq!(list_ok(&s.api, q).await[0]["lastCommentId"], posted.json()["commentId"]);
     assert_eq!(s.state.comments.cache.len(), 0);
+}
+
+/// `--comments-json concat` (SQLite: json_quote and group_concat instead of
+/// json_object and json_group_array) answers the same bytes.
+async fn concatenated_json_gives_the_same_bytes(kind: StoreKind) {
+    let flags = ["--comments-cache", "off", "--comments-json", "concat"];
+    let Some(s) = seeded(kind, small(), &flags).await else { return };
+    let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
+    assert_snapshot("comments_course2_full.json", &list(&s.api, q).await.body);
+    let q = "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2";
+    assert_snapshot("comments_course5_paged.json", &list(&s.api, q).await.body);
+    let t = token(&s, 25, Role::User);
+    let posted = post_comment(&s.api, Some(&t), 2, &comment(2, "Quote \" and \\", "Tab\there\nnewline")).await;
+    assert_eq!(posted.status, 201);
+    let block = &list_ok(&s.api, "courseId=2&size=1").await[0];
+    assert_eq!(block["thread"][0]["title"], "Quote \" and \\");
+    assert_eq!(block["thread"][0]["remarks"], "Tab\there\nnewline");
+    assert_eq!(list(&s.api, "courseId=2&size=0").await.text(), "[]");
+    assert_eq!(list(&s.api, "courseId=2&sizeThread=0&size=1").await.json()[0]["thread"], json!([]));
 }
 
 async fn etag_and_304(kind: StoreKind) {

@@ -156,7 +156,7 @@ pub async fn read_page(store: &Store, comments: &CommentsState, q: &ListQuery) -
     if let Some(page) = version.and_then(|v| cache.get(q, v)) {
         return Ok(page);
     }
-    let listed = store::list_page(store, q).await?;
+    let listed = store::list_page(store, q, comments.json_build).await?;
     if listed.blocks == 0 && store::course(store, q.course_id).await?.is_none() {
         return Err(course_not_found(q.course_id));
     }

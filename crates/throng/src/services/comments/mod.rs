@@ -24,6 +24,11 @@ pub struct CommentsArgs {
     /// Bytes of cached listing pages at most, in MiB.
     #[arg(long = "comments-cache-mib-max", env = "THRONG_COMMENTS_CACHE_MIB_MAX", default_value_t = 64)]
     pub cache_mib_max: usize,
+    /// How SQLite builds the listing's JSON: `functions` (json_object,
+    /// json_group_array) or `concat` (json_quote, group_concat); same bytes.
+    /// PostgreSQL always concatenates (its json_build_object adds spaces).
+    #[arg(long = "comments-json", env = "THRONG_COMMENTS_JSON", value_enum, default_value_t = store::JsonBuild::Functions)]
+    pub json_build: store::JsonBuild,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -37,6 +42,7 @@ pub struct CommentsState {
     pub cache: cache::PageCache,
     /// `serve --demo`: the demo token endpoint answers.
     pub demo: bool,
+    pub json_build: store::JsonBuild,
 }
 
 impl CommentsState {
@@ -48,6 +54,7 @@ impl CommentsState {
                 args.cache_mib_max.saturating_mul(1 << 20),
             ),
             demo,
+            json_build: args.json_build,
         }
     }
 }

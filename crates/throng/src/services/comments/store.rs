@@ -193,47 +193,108 @@ fn sqlite_list_sql(v: Variant) -> String {
     )
 }
 
-fn pg_list_sql(v: Variant) -> String {
+/// What differs between the dialects in the concatenating statement.
+struct Concat {
+    /// A JSON string literal of a text expression.
+    quote: fn(&str) -> String,
+    /// An integer expression as text.
+    int: fn(&str) -> String,
+    ts: fn(&str) -> String,
+    /// `string_agg` / `group_concat` of `expr` with commas, in `order`.
+    agg: fn(&str, &str) -> String,
+    param: fn(usize) -> String,
+}
+
+const PG_CONCAT: Concat = Concat {
+    quote: |e| format!("to_json({e})::text"),
+    int: |e| format!("{e}::text"),
+    ts: |e| pg_ts(e),
+    agg: |e, order| format!("string_agg({e}, ',' ORDER BY {order})"),
+    param: |i| format!("${i}"),
+};
+
+/// SQLite's variant of the same text (`json_quote`, `group_concat(..
+/// ORDER BY ..)`): no JSON parse of the inner arrays, unlike `json()` around
+/// `json_group_array`. Same bytes; `--comments-json` picks one.
+const SQLITE_CONCAT: Concat = Concat {
+    quote: |e| format!("json_quote({e})"),
+    int: |e| format!("CAST({e} AS TEXT)"),
+    ts: |e| sqlite_ts(e),
+    agg: |e, order| format!("group_concat({e}, ',' ORDER BY {order})"),
+    param: |i| format!("?{i}"),
+};
+
+/// The listing as one concatenated JSON text per block.
+fn concat_list_sql(v: Variant, d: &Concat) -> String {
+    let (q, int, ts, p) = (d.quote, d.int, d.ts, d.param);
+    let reply = format!(
+        "'{{\"commentId\":' || {} || ',\"displayName\":' || {} || ',\"title\":' || {} \
+         || ',\"remarks\":' || {} || ',\"createdDate\":\"' || {} || '\"}}'",
+        int("r.id"),
+        q("COALESCE(ru.display_name, '')"),
+        q("r.title"),
+        q("r.remarks"),
+        ts("r.created_ms")
+    );
+    let comment = format!(
+        "'{{\"commentId\":' || {} || ',\"title\":' || {} || ',\"rating\":' || {} \
+         || ',\"remarks\":' || {} || ',\"createdDate\":\"' || {} || '\"' \
+         || ',\"reply\":[' || COALESCE((SELECT {} FROM comments r LEFT JOIN comments_users ru \
+            ON ru.id = r.user_id WHERE r.parent_id = t.id), '') || ']}}'",
+        int("t.id"),
+        q("t.title"),
+        int("t.rating"),
+        q("t.remarks"),
+        ts("t.created_ms"),
+        (d.agg)(&reply, "r.id")
+    );
     format!(
-        "SELECT '{{\"displayName\":' || to_json(COALESCE(u.display_name, ''))::text
-            || ',\"courseId\":' || s.course_id::text
-            || ',\"commentType\":' || to_json(s.comment_type)::text
-            || ',\"lastTitle\":' || to_json(s.last_title)::text
-            || ',\"lastRating\":' || s.last_rating::text
-            || ',\"lastRemarks\":' || to_json(s.last_remarks)::text
+        "SELECT '{{\"displayName\":' || {name}
+            || ',\"courseId\":' || {course}
+            || ',\"commentType\":' || {kind}
+            || ',\"lastTitle\":' || {title}
+            || ',\"lastRating\":' || {rating}
+            || ',\"lastRemarks\":' || {remarks}
             || ',\"lastUpdate\":\"' || {last_update} || '\"'
-            || ',\"lastCommentId\":' || s.last_comment_id::text
+            || ',\"lastCommentId\":' || {last_id}
             || ',\"thread\":[' || COALESCE((
-                SELECT string_agg('{{\"commentId\":' || t.id::text
-                    || ',\"title\":' || to_json(t.title)::text
-                    || ',\"rating\":' || t.rating::text
-                    || ',\"remarks\":' || to_json(t.remarks)::text
-                    || ',\"createdDate\":\"' || {created} || '\"'
-                    || ',\"reply\":[' || COALESCE((
-                        SELECT string_agg('{{\"commentId\":' || r.id::text
-                            || ',\"displayName\":' || to_json(COALESCE(ru.display_name, ''))::text
-                            || ',\"title\":' || to_json(r.title)::text
-                            || ',\"remarks\":' || to_json(r.remarks)::text
-                            || ',\"createdDate\":\"' || {reply_created} || '\"}}', ',' ORDER BY r.id)
-                        FROM comments r LEFT JOIN comments_users ru ON ru.id = r.user_id
-                        WHERE r.parent_id = t.id), '')
-                    || ']}}', ',' ORDER BY t.created_ms DESC, t.id DESC)
+                SELECT {thread}
                 FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms FROM comments c
                       WHERE c.course_id = s.course_id AND c.user_id = s.user_id
                         AND c.comment_type = s.comment_type
-                      ORDER BY c.created_ms DESC, c.id DESC LIMIT $5 OFFSET $6) AS t), '')
+                      ORDER BY c.created_ms DESC, c.id DESC LIMIT {p5} OFFSET {p6}) AS t), '')
             || ']}}', s.last_update_ms, s.user_id
          FROM ({snapshots}) AS s LEFT JOIN comments_users u ON u.id = s.user_id
          ORDER BY s.last_update_ms DESC, s.user_id DESC",
-        last_update = pg_ts("s.last_update_ms"),
-        created = pg_ts("t.created_ms"),
-        reply_created = pg_ts("r.created_ms"),
-        snapshots = snapshot_filter(v, |i| format!("${i}")),
+        name = q("COALESCE(u.display_name, '')"),
+        course = int("s.course_id"),
+        kind = q("s.comment_type"),
+        title = q("s.last_title"),
+        rating = int("s.last_rating"),
+        remarks = q("s.last_remarks"),
+        last_update = ts("s.last_update_ms"),
+        last_id = int("s.last_comment_id"),
+        thread = (d.agg)(&comment, "t.created_ms DESC, t.id DESC"),
+        p5 = p(5),
+        p6 = p(6),
+        snapshots = snapshot_filter(v, d.param),
     )
 }
 
 static SQLITE_LIST: LazyLock<Vec<String>> = LazyLock::new(|| VARIANTS.iter().map(|v| sqlite_list_sql(*v)).collect());
-static PG_LIST: LazyLock<Vec<String>> = LazyLock::new(|| VARIANTS.iter().map(|v| pg_list_sql(*v)).collect());
+static SQLITE_CONCAT_LIST: LazyLock<Vec<String>> =
+    LazyLock::new(|| VARIANTS.iter().map(|v| concat_list_sql(*v, &SQLITE_CONCAT)).collect());
+static PG_LIST: LazyLock<Vec<String>> =
+    LazyLock::new(|| VARIANTS.iter().map(|v| concat_list_sql(*v, &PG_CONCAT)).collect());
+
+/// How SQLite builds the listing's JSON (PostgreSQL always concatenates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum JsonBuild {
+    /// `json_object` / `json_group_array`.
+    Functions,
+    /// `json_quote` and `group_concat(.. ORDER BY ..)`, as PostgreSQL does.
+    Concat,
+}
 
 /// Joins the blocks into the page's array.
 fn assemble(rows: Vec<(String, i64, i64)>) -> ListPage {
@@ -252,7 +313,7 @@ fn assemble(rows: Vec<(String, i64, i64)>) -> ListPage {
 }
 
 /// The listing page for `q`, JSON built by the database.
-pub async fn list_page(store: &Store, q: &ListQuery) -> Result<ListPage, StoreError> {
+pub async fn list_page(store: &Store, q: &ListQuery, build: JsonBuild) -> Result<ListPage, StoreError> {
     if q.size == 0 {
         return Ok(assemble(Vec::new()));
     }
@@ -261,7 +322,11 @@ pub async fn list_page(store: &Store, q: &ListQuery) -> Result<ListPage, StoreEr
         Store::Sqlite(s) => {
             let q = q.clone();
             s.read(move |c| {
-                let mut stmt = c.prepare_cached(&SQLITE_LIST[vi])?;
+                let sql = match build {
+                    JsonBuild::Functions => &SQLITE_LIST[vi],
+                    JsonBuild::Concat => &SQLITE_CONCAT_LIST[vi],
+                };
+                let mut stmt = c.prepare_cached(sql)?;
                 let mut values: Vec<rusqlite::types::Value> = vec![
                     q.course_id.into(),
                     q.comment_type.as_str().to_string().into(),
@@ -769,11 +834,14 @@ mod tests {
     #[test]
     fn listing_statements_number_their_parameters() {
         for v in VARIANTS {
-            let lite = sqlite_list_sql(v);
-            let pg = pg_list_sql(v);
             let n = 6 + v.user as usize + 2 * v.cursor as usize;
-            assert!(lite.contains(&format!("?{n}")) && !lite.contains(&format!("?{}", n + 1)));
-            assert!(pg.contains(&format!("${n}")) && !pg.contains(&format!("${}", n + 1)));
+            for (sql, mark) in [
+                (sqlite_list_sql(v), "?"),
+                (concat_list_sql(v, &SQLITE_CONCAT), "?"),
+                (concat_list_sql(v, &PG_CONCAT), "$"),
+            ] {
+                assert!(sql.contains(&format!("{mark}{n}")) && !sql.contains(&format!("{mark}{}", n + 1)), "{sql}");
+            }
         }
     }
 }
