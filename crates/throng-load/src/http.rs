@@ -79,12 +79,19 @@ fn io_code(err: &io::Error) -> &'static str {
     }
 }
 
-/// Resolves `host:port` to one socket address (the first the resolver returns).
+/// Resolves `host:port` to one socket address, IPv4 first: `localhost` often resolves to
+/// `::1` first while local servers listen on `127.0.0.1` only.
 pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, HttpError> {
-    let mut addrs = tokio::net::lookup_host((host, port))
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
         .await
-        .map_err(|e| HttpError::new("ENOTFOUND", format!("cannot resolve {host}: {e}")))?;
-    addrs.next().ok_or_else(|| HttpError::new("ENOTFOUND", format!("{host} has no address")))
+        .map_err(|e| HttpError::new("ENOTFOUND", format!("cannot resolve {host}: {e}")))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| HttpError::new("ENOTFOUND", format!("{host} has no address")))
 }
 
 /// Opens a TCP connection with `TCP_NODELAY` and performs the (no-op) HTTP/1 handshake.

@@ -29,8 +29,16 @@
 //! ```
 //!
 //! [`Summary`] holds counts, percentiles in microseconds, status codes and error codes
-//! (`ECONNREFUSED`, `ETIMEDOUT`, ...). [`Summary::report`] gives the same JSON shape that
+//! (`ECONNREFUSED`, `ETIMEDOUT`, ...). Its `report` field has the same JSON shape that
 //! `throng load run --output` writes (Artillery's `aggregate` + `intermediate`).
+//!
+//! For more control (timeout, live progress line, HTTP engine) build a [`Plan`] and call
+//! [`measure::run`] with a [`measure::Source`] ([`measure::from_factory`] or
+//! [`measure::fixed`]). Requests go out on [`measure::Engine::Wire`] (a minimal HTTP/1.1
+//! client with wrk-like CPU cost) unless `Engine::Hyper` is chosen.
+//!
+//! Scripts from code: [`script::load`] (or [`script::parse`]) then [`runner::run`], which
+//! returns the report and the `ensure` checks.
 //!
 //! # Module map
 //!

@@ -87,3 +87,18 @@ async fn arrival_count_10_over_2s() {
 async fn long_arrival_count_10_over_30s() {
     arrivals(30).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ramp_pause_and_duration_strings() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "config:\n  target: \"{}\"\n  phases:\n    - duration: \"1s\"\n      arrivalRate: 2\n      rampTo: 6\n    - pause: \"500ms\"\n    - duration: 1\n      arrivalRate: 4\n      name: steady\nscenarios:\n  - flow:\n      - get:\n          url: /ramp\n",
+        srv.url()
+    );
+    let started = std::time::Instant::now();
+    let outcome = run_yaml(dir.path(), &yaml, LoadOptions::default()).await;
+    assert_eq!(counter(&outcome.report, "vusers.created"), 4 + 4, "(2+6)/2 x 1 s, then 4/s x 1 s");
+    assert_eq!(srv.seen_paths("/ramp").len(), 8);
+    assert!(started.elapsed().as_secs_f64() >= 2.5, "the pause counts");
+}

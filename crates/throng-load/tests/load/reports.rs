@@ -52,3 +52,27 @@ fn html_escapes_script_breakers() {
     assert!(page.contains("t &lt;b&gt;"));
     assert_self_contained(&page);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_command_posts_a_body_file_with_headers() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, br#"{"hello":"world"}"#).unwrap();
+    let url = format!("{}/items", srv.url());
+    let out = throng_load(&[
+        "url", &url, "-c", "2", "-d", "300ms", "-m", "post", "--body-file", body.to_str().unwrap(),
+        "-H", "content-type: application/json",
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("201: "), "{}", String::from_utf8_lossy(&out.stdout));
+    let posts: Vec<_> = srv.seen().into_iter().filter(|s| s.method == "POST").collect();
+    assert!(!posts.is_empty());
+    assert_eq!(&posts[0].body[..], br#"{"hello":"world"}"#);
+    assert_eq!(posts[0].headers["content-type"], "application/json");
+
+    let out = throng_load(&["url", &url, "-d", "1s"]).await;
+    assert_eq!(out.status.code(), Some(2), "neither --rate nor --connections");
+    assert!(stderr(&out).contains("--rate"), "{}", stderr(&out));
+}
