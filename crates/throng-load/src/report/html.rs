@@ -78,8 +78,10 @@ const TEMPLATE: &str = r##"<!doctype html>
       s += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y + '" y2="' + y + '" stroke="#eee"/>';
       s += '<text x="' + (L - 6) + '" y="' + (y + 4) + '" font-size="11" text-anchor="end">' + fmt(maxY * i / 4) + "</text>";
     }
-    s += '<text x="' + (W - R) + '" y="' + (H - 8) + '" font-size="11" text-anchor="end">' + esc(xLabel) + "</text>";
-    s += '<text x="' + L + '" y="' + (H - 8) + '" font-size="11">0 s</text>';
+    if (xLabel) {
+      s += '<text x="' + (W - R) + '" y="' + (H - 8) + '" font-size="11" text-anchor="end">' + esc(xLabel) + "</text>";
+      s += '<text x="' + L + '" y="' + (H - 8) + '" font-size="11">0 s</text>';
+    }
     return s;
   }
   function lineChart(id, series, maxY) {
