@@ -29,9 +29,10 @@ pub struct BenchArgs {
     /// Seconds of warm-up per workload before the first run.
     #[arg(long, default_value_t = 3)]
     pub warmup_s: u64,
-    /// Connections of the closed-model load.
-    #[arg(long, default_value_t = 64)]
-    pub connections: usize,
+    /// Connections of the closed-model load (default: the experiment's own;
+    /// the ceiling is measured with the same count).
+    #[arg(long)]
+    pub connections: Option<usize>,
     /// Data set size.
     #[arg(long, value_enum, default_value_t = Scale::Full)]
     pub scale: Scale,
@@ -62,7 +63,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let exp = all.into_iter().find(|e| e.name() == name).ok_or_else(|| {
         anyhow::anyhow!("unknown experiment '{name}'; `throng bench --list` lists them")
     })?;
-    if args.runs == 0 || args.duration_s == 0 || args.connections == 0 {
+    let mut args = args;
+    args.connections = Some(args.connections.unwrap_or_else(|| exp.connections()));
+    if args.runs == 0 || args.duration_s == 0 || args.connections == Some(0) {
         anyhow::bail!("--runs, --duration-s and --connections must be at least 1");
     }
     let temp;
@@ -208,9 +211,10 @@ async fn measure_all(
     workloads.extend(exp.workloads(args.scale));
     let host = server.addr.to_string();
     let duration = Duration::from_secs(args.duration_s);
+    let connections = args.connections.expect("set from the experiment's default");
     for w in &workloads {
         eprintln!("warm-up: {}", w.name);
-        measure::closed_loop(server.addr, &host, args.connections, Duration::from_secs(args.warmup_s), w.factory.clone())
+        measure::closed_loop(server.addr, &host, connections, Duration::from_secs(args.warmup_s), w.factory.clone())
             .await?;
     }
     let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
@@ -218,7 +222,7 @@ async fn measure_all(
     for run in 0..args.runs {
         for (i, w) in workloads.iter().enumerate() {
             let before = WriterStats::scrape(server.addr).await;
-            let s = measure::closed_loop(server.addr, &host, args.connections, duration, w.factory.clone()).await?;
+            let s = measure::closed_loop(server.addr, &host, connections, duration, w.factory.clone()).await?;
             let writer = WriterStats::scrape(server.addr).await.since(&before);
             eprintln!(
                 "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us{}",
@@ -255,7 +259,7 @@ async fn measure_all(
         scale: format!("{:?}", args.scale).to_lowercase(),
         runs: args.runs,
         duration_s: args.duration_s,
-        connections: args.connections,
+        connections,
         store: args.store.clone().map(|s| if s.starts_with("postgres") { "postgres".into() } else { s }).unwrap_or_else(|| "sqlite".into()),
         seed_s,
         results,

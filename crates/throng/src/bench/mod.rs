@@ -48,6 +48,12 @@ pub trait Experiment: Send + Sync {
         Vec::new()
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload>;
+    /// Closed-model connections by default. Durable writes are bounded by
+    /// connections / commit latency (Little's law), so an experiment about a
+    /// crowd says how big a crowd it models.
+    fn connections(&self) -> usize {
+        64
+    }
     /// Resident memory the server may use at most with the data set, in MiB.
     fn rss_mib_max(&self, _scale: Scale) -> Option<f64> {
         None

@@ -92,6 +92,11 @@ impl Experiment for BookingBench {
             },
         ]
     }
+    fn connections(&self) -> usize {
+        // A crowd: 256 people pressing "register" at once. With 64, durable
+        // writes would be capped near 64 / fsync latency whatever the server.
+        256
+    }
     fn rss_mib_max(&self, scale: Scale) -> Option<f64> {
         (scale == Scale::Full).then_some(200.0)
     }
