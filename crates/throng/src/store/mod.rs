@@ -243,6 +243,21 @@ impl Store {
         }
     }
 
+    /// Appends one event on its own (a write with no other state change, such
+    /// as the summary of a bulk load).
+    pub async fn append_event(&self, event: NewEvent) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(s) => s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ())).await,
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    tx.append(event.clone());
+                    Box::pin(async { Ok(()) })
+                })
+                .await
+            }
+        }
+    }
+
     /// Takes or renews `owner`'s lease on a log consumer; returns the
     /// consumer's durable position when `owner` holds the lease, `None` when
     /// another owner's lease is still running.

@@ -194,19 +194,7 @@ pub enum RegisterOutcome {
     SlotNotFound,
 }
 
-/// A registration row with the person's data still sealed.
-#[derive(Clone, Debug)]
-pub struct StoredRegistration {
-    pub id: String,
-    pub access_hash: Vec<u8>,
-    pub place_id: i64,
-    pub day: Day,
-    pub time_slot: i32,
-    pub person_sealed: Vec<u8>,
-    pub created_at_ms: i64,
-}
-
-/// A registration ready to write: id, hashed access code, sealed person.
+/// A registration as stored: id, hashed access code, the person sealed.
 #[derive(Clone, Debug)]
 pub struct SealedRegistration {
     pub id: String,

@@ -7,7 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::model::{Day, EVENT_SLOTS_OPENED, SLOTS_PER_DAY_MAX};
-use crate::store::{eventlog, NewEvent, Store};
+use crate::store::{NewEvent, Store};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedBookingArgs {
@@ -111,16 +111,7 @@ pub async fn seed(store: &Store, args: &SeedBookingArgs, progress: bool) -> anyh
         "places": args.places, "days": args.days, "slotsPerDay": args.slots_per_day, "from": from.to_text(),
     });
     let event = NewEvent::json("booking-slots", EVENT_SLOTS_OPENED, &payload);
-    match store {
-        Store::Sqlite(s) => s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ())).await?,
-        Store::Postgres(p) => {
-            p.write(move |tx| {
-                tx.append(event.clone());
-                Box::pin(async { Ok(()) })
-            })
-            .await?
-        }
-    }
+    store.append_event(event).await?;
     // Tells a server running on this store to reload its availability index.
     store.meta_set(SEED_GENERATION_KEY, &crate::platform::clock::now_ms().to_string()).await?;
     Ok(SeedReport {

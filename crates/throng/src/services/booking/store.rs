@@ -6,7 +6,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::model::{
-    self, Day, Place, RegisterOutcome, SealedRegistration, StoredRegistration, EVENT_CANCELLED,
+    self, Day, Place, RegisterOutcome, SealedRegistration, EVENT_CANCELLED,
     EVENT_CONFIRMED,
 };
 use crate::store::{eventlog, NewEvent, Store, StoreError};
@@ -287,8 +287,8 @@ fn sqlite_try_register(
     Ok(RegisterOutcome::Registered)
 }
 
-fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRegistration> {
-    Ok(StoredRegistration {
+fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SealedRegistration> {
+    Ok(SealedRegistration {
         id: r.get(0)?,
         access_hash: r.get(1)?,
         place_id: r.get(2)?,
@@ -299,8 +299,8 @@ fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRegist
     })
 }
 
-fn registration_from_pg(r: &tokio_postgres::Row) -> StoredRegistration {
-    StoredRegistration {
+fn registration_from_pg(r: &tokio_postgres::Row) -> SealedRegistration {
+    SealedRegistration {
         id: r.get(0),
         access_hash: r.get(1),
         place_id: r.get(2),
@@ -318,7 +318,7 @@ const SELECT_REGISTRATION_PG: &str =
     "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
      FROM booking_registrations WHERE id = $1";
 
-pub async fn registration(store: &Store, id: &str) -> Result<Option<StoredRegistration>, StoreError> {
+pub async fn registration(store: &Store, id: &str) -> Result<Option<SealedRegistration>, StoreError> {
     let id = id.to_string();
     match store {
         Store::Sqlite(s) => {
@@ -408,7 +408,7 @@ pub async fn cancel(store: &Store, id: &str, access_code: &str) -> Result<Cancel
     }
 }
 
-fn cancelled_event(reg: &StoredRegistration) -> NewEvent {
+fn cancelled_event(reg: &SealedRegistration) -> NewEvent {
     NewEvent::json(
         model::stream_of(&reg.id),
         EVENT_CANCELLED,

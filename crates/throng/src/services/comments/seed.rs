@@ -19,7 +19,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::model::CommentType;
-use crate::store::{eventlog, NewEvent, Store};
+use crate::store::{NewEvent, Store};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedCommentsArgs {
@@ -438,16 +438,7 @@ async fn append_seeded_event(store: &Store, r: &SeedReport) -> anyhow::Result<()
             "users": r.users, "courses": r.courses, "comments": r.comments, "replies": r.replies,
         }),
     );
-    match store {
-        Store::Sqlite(s) => s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ())).await?,
-        Store::Postgres(p) => {
-            p.write(move |tx| {
-                tx.append(event.clone());
-                Box::pin(async { Ok(()) })
-            })
-            .await?
-        }
-    }
+    store.append_event(event).await?;
     Ok(())
 }
 
