@@ -614,7 +614,6 @@ async fn write_up_paths_answer_the_same(kind: StoreKind) {
 /// against `throng serve`, with a generated testData.csv: zero errors.
 /// Takes the script's 90 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs `throng load` in the binary; run with --ignored once it is wired"]
 async fn write_up_artillery_script_runs_with_zero_errors() {
     let help = std::process::Command::new(throng_bin()).arg("--help").output().unwrap();
     if !String::from_utf8_lossy(&help.stdout).lines().any(|l| l.trim_start().starts_with("load ")) {

@@ -30,7 +30,7 @@ use super::model::ListQuery;
 /// Version stripes for the in-memory (SQLite) versions: a write bumps the
 /// stripe of its course, which also invalidates the other courses that share
 /// the stripe (harmless, rare) and keeps memory bounded whatever the ids.
-const STRIPES: usize = 4096;
+const STRIPES: usize = 65_536;
 
 /// A page ready to send: body, its ETag, its next cursor.
 #[derive(Debug)]
