@@ -29,6 +29,7 @@ both_stores!(
     concatenated_json_gives_the_same_bytes,
     etag_and_304,
     write_up_paths_answer_the_same,
+    concurrent_writes_keep_one_reply_and_exact_aggregates,
 );
 
 const LIST: &str = "/api/comments";
@@ -606,6 +607,60 @@ async fn write_up_paths_answer_the_same(kind: StoreKind) {
     assert_eq!(s.api.get("/comments/").await.status, 200);
     // The demo token endpoint exists only with --demo.
     s.api.get("/api/comments/demo-token").await.assert_error(404, "route_not_found");
+}
+
+// ------------------------------------------------------------- concurrency
+
+async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let api = &s.api;
+    // Ten replies to one comment at once: one creates, nine edit.
+    let comment_id = a_comment(api, 3, false).await;
+    let provider = token(&s, 1, Role::Provider);
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let (api, t) = (api.clone(), provider.clone());
+            tokio::spawn(async move { put_reply(&api, Some(&t), comment_id, &json!({ "remarks": format!("r{i}") })).await })
+        })
+        .collect();
+    let mut codes = Vec::new();
+    for t in tasks {
+        codes.push(t.await.unwrap().status);
+    }
+    codes.sort();
+    assert_eq!(codes, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], "one created, the rest edited");
+    let blocks = list_ok(api, "courseId=3&size=20&sizeThread=20").await;
+    let c = blocks.iter().flat_map(|b| b["thread"].as_array().unwrap().clone()).find(|c| c["commentId"] == comment_id);
+    assert_eq!(c.unwrap()["reply"].as_array().unwrap().len(), 1);
+
+    // Forty comments at once from twenty users: every one counted.
+    let before = rating(api, 6).await;
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let api = api.clone();
+            let t = token(&s, 20 + i % 20, Role::User);
+            tokio::spawn(async move { post_comment(&api, Some(&t), 6, &comment(1 + i % 5, "Crowd", "At once.")).await.status })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 201);
+    }
+    let after = rating(api, 6).await;
+    assert_eq!(after["count"].as_i64().unwrap(), before["count"].as_i64().unwrap() + 40);
+    for star in 0..5 {
+        assert_eq!(after["stars"][star].as_i64().unwrap(), before["stars"][star].as_i64().unwrap() + 8);
+    }
+    let blocks = list_ok(api, "courseId=6&size=20&sizeThread=20").await;
+    let crowd: usize = blocks
+        .iter()
+        .map(|b| b["thread"].as_array().unwrap().iter().filter(|c| c["title"] == "Crowd").count())
+        .sum();
+    assert_eq!(crowd, 40, "every comment is in its user's thread");
+    for b in &blocks {
+        if b["thread"][0]["title"] == "Crowd" {
+            assert_eq!(b["lastCommentId"], b["thread"][0]["commentId"], "the snapshot holds the last one");
+        }
+    }
 }
 
 // ---------------------------------------------------------------- Artillery
