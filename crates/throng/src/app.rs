@@ -22,14 +22,15 @@ use crate::services::booking;
 use crate::services::comments::{self, CommentsArgs, CommentsState};
 use crate::store::{Store, StoreLimits, StoreUrl};
 
-/// Where data and secrets live.
+/// Where data and secrets live. Global, so `throng seed comments --data-dir X`
+/// works as well as `throng seed --data-dir X comments`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct StoreArgs {
     /// sqlite:PATH or postgres://user@host:port/db (default sqlite:DATA_DIR/throng.db).
-    #[arg(long, env = "THRONG_STORE")]
+    #[arg(long, env = "THRONG_STORE", global = true)]
     pub store: Option<StoreUrl>,
     /// Folder for the SQLite file and generated secrets (PII key, token secret).
-    #[arg(long, env = "THRONG_DATA_DIR", default_value = "./throng-data")]
+    #[arg(long, env = "THRONG_DATA_DIR", default_value = "./throng-data", global = true)]
     pub data_dir: PathBuf,
     /// Write commands applied in one transaction at most (group commit).
     #[arg(long, env = "THRONG_BATCH_COMMANDS_MAX", default_value_t = 512)]
