@@ -50,26 +50,38 @@ fn decode(b64: &str) -> Result<[u8; SECRET_BYTES], String> {
         .map_err(|b: Vec<u8>| format!("expected {SECRET_BYTES} bytes, found {}", b.len()))
 }
 
+/// Creates the secret atomically: written and synced under a temporary
+/// name, then hard-linked into place. `link` fails if another process got
+/// there first, and then its file is complete, so nobody ever reads a
+/// half-written secret (two nodes starting at once on one data directory).
 fn create(path: &Path) -> anyhow::Result<[u8; SECRET_BYTES]> {
     let mut key = [0u8; SECRET_BYTES];
     rand::rngs::OsRng.fill_bytes(&mut key);
-    let mut file = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(f) => f,
-        // Another process created it first: use theirs.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            let text = std::fs::read_to_string(path)?;
-            return decode(text.trim()).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    let tmp = path.with_extension(format!("tmp-{}-{}", std::process::id(), rand::random::<u32>()));
+    let written = (|| -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(base64::engine::general_purpose::STANDARD.encode(key).as_bytes())?;
+        file.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow::anyhow!("cannot create {}: {e}", tmp.display()));
+    }
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            if let Some(dir) = path.parent() {
+                // Make the new name itself durable.
+                let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+            }
+            tracing::info!(path = %path.display(), "generated a new secret");
+            Ok(key)
         }
-        Err(e) => return Err(anyhow::anyhow!("cannot create {}: {e}", path.display())),
-    };
-    file.write_all(base64::engine::general_purpose::STANDARD.encode(key).as_bytes())?;
-    file.sync_all()?;
-    tracing::info!(path = %path.display(), "generated a new secret");
-    Ok(key)
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(path)?;
+            decode(text.trim()).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        }
+        Err(e) => Err(anyhow::anyhow!("cannot create {}: {e}", path.display())),
+    }
 }
