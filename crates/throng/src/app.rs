@@ -156,6 +156,8 @@ pub struct Running {
     shutdown: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
     workers: Vec<tokio::task::JoinHandle<()>>,
+    /// Held while serving an SQLite store (see `sqlite::lock_for_serving`).
+    _store_lock: Option<std::fs::File>,
 }
 
 impl Running {
@@ -182,6 +184,10 @@ impl Running {
 
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     let notifier = booking::notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
+    let store_lock = match args.store.url() {
+        StoreUrl::Sqlite(path) => Some(crate::store::sqlite::lock_for_serving(&path)?),
+        StoreUrl::Postgres(_) => None,
+    };
     let (store, secrets) = open_store(&args.store).await?;
     if args.demo {
         booking::seed::seed_demo_if_empty(&store).await?;
@@ -220,7 +226,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         ));
     }
     tracing::info!(%addr, store = %args.store.url(), "throng listening");
-    Ok(Running { addr, state, shutdown: Some(tx), server, workers })
+    Ok(Running { addr, state, shutdown: Some(tx), server, workers, _store_lock: store_lock })
 }
 
 async fn health() -> impl IntoResponse {

@@ -307,3 +307,29 @@ async fn personal_data_is_sealed_in_the_database(kind: StoreKind) {
 }
 
 crate::postgres_only!(personal_data_is_sealed_in_the_database);
+
+/// An SQLite store has one server: booking decides slots in that server's
+/// writer. A second `serve` on the same store must refuse to start (and a
+/// killed server must not leave the store locked).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_server_on_one_sqlite_store_is_refused() {
+    let dir = tempfile::TempDir::new().unwrap();
+    seed_with_cli(dir.path(), None, 1, 1, 5).await;
+    let mut first = ProcessServer::start(dir.path(), None, &[]).await;
+    let mut args = vec!["serve".to_string(), "--listen".into(), "127.0.0.1:0".into()];
+    args.extend(crate::helpers::store_flags(dir.path(), None));
+    let second = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(crate::helpers::throng_bin()).args(&args).output(),
+    )
+    .await
+    .expect("the second server exits at once")
+    .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("another throng server is serving"), "{stderr}");
+    // SIGKILL releases the lock: a new server starts and serves the data.
+    first.kill().await;
+    let again = ProcessServer::start(dir.path(), None, &[]).await;
+    assert_eq!(again.api.register(1, FROM, 0, person(1)).await.status, 201);
+}

@@ -7,8 +7,13 @@
 //! start and updated after each commit, before the caller is answered, so a
 //! read never misses a write that was acknowledged. It serves the free-slot
 //! reads and lets try-register answer 409/404 without touching the writer
-//! when the answer is already known. The decision to take a free slot is
-//! still the conditional UPDATE in the database.
+//! when the answer is already known.
+//!
+//! On SQLite the index is also where a slot is decided: the single writer
+//! test-and-sets the slot's bit inside its transaction and appends the
+//! registration, so a registration writes only appended pages (no random
+//! 4 KiB slot page per registration in the WAL). At start the taken bits are
+//! rebuilt from `booking_registrations`.
 //!
 //! Not used with PostgreSQL: several nodes write there, and a node's memory
 //! would not see the others' writes. Re-seeding an SQLite store while a
@@ -150,7 +155,15 @@ impl Availability {
             slots += 1;
         }
         finish(&mut places, current.take());
-        Ok(Availability { places, slots })
+        let index = Availability { places, slots };
+        // On SQLite the registrations are the truth about taken slots (see
+        // `take` below); the slots table only says which slots exist.
+        let mut stmt = conn.prepare("SELECT place_id, day, time_slot FROM booking_registrations")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            index.set_taken(r.get(0)?, Day(r.get(1)?), r.get(2)?, true);
+        }
+        Ok(index)
     }
 
     pub fn slots(&self) -> u64 {
@@ -171,6 +184,21 @@ impl Availability {
         match d.bit(slot) {
             None => SlotState::UnknownSlot,
             Some((w, b)) if d.taken[w].load(Ordering::Acquire) & b != 0 => SlotState::Taken,
+            Some(_) => SlotState::Free,
+        }
+    }
+
+    /// Takes a free slot: an atomic test-and-set of its bit. On the SQLite
+    /// store this runs inside the single writer's transaction, which makes it
+    /// the conditional write that decides the slot (the registration row is
+    /// appended in the same transaction; see `store.rs`).
+    pub fn take(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
+        let Some(p) = self.place_slots(place_id) else { return SlotState::UnknownPlace };
+        let Some(d) = p.day(day) else { return SlotState::UnknownSlot };
+        match d.bit(slot) {
+            None => SlotState::UnknownSlot,
+            Some((w, b)) if d.taken[w].fetch_or(b, Ordering::AcqRel) & b != 0 => SlotState::Taken,
+            // Was free; now ours.
             Some(_) => SlotState::Free,
         }
     }
@@ -223,8 +251,9 @@ mod tests {
         c.execute_batch(include_str!("../../../migrations/sqlite/0002_booking.sql")).unwrap();
         c.execute_batch(
             "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20), (3, 'C', 'c', 480, 20);
-             INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 70, 'r1'), (1, 102, 5, NULL),
-                                              (3, 50, 1, NULL);",
+             INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 70, NULL), (1, 102, 5, NULL),
+                                              (3, 50, 1, NULL);
+             INSERT INTO booking_registrations VALUES ('r1', x'00', 1, 100, 70, x'00', 0);",
         )
         .unwrap();
         let a = Availability::load(&c).unwrap();
@@ -234,7 +263,8 @@ mod tests {
         assert_eq!(a.state(1, Day(100), 1), SlotState::UnknownSlot);
         assert_eq!(a.state(1, Day(100), 70), SlotState::Taken);
         assert_eq!(a.state(1, Day(100), 0), SlotState::Free);
-        a.set_taken(1, Day(100), 0, true);
+        assert_eq!(a.take(1, Day(100), 0), SlotState::Free);
+        assert_eq!(a.take(1, Day(100), 0), SlotState::Taken);
         assert_eq!(a.state(1, Day(100), 0), SlotState::Taken);
         a.set_taken(1, Day(100), 70, false);
         let (_, rows) = a.place_slots_rows(1, Day(99), 5).unwrap();

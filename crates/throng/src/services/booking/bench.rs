@@ -44,7 +44,12 @@ impl Experiment for BookingBench {
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload> {
         let (places, days, slots) = size(scale);
-        let register = Arc::new(move |seq: u64| {
+        // One counter across warm-up and every run: each run's `seq` restarts
+        // at 0, and replaying the same slots would measure 409s answered from
+        // memory instead of fresh durable registrations.
+        let counter = Arc::new(std::sync::atomic::AtomicU64::new(rand::random::<u32>() as u64));
+        let register = Arc::new(move |_seq: u64| {
+            let seq = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let body = format!(
                 r#"{{"placeId":{},"day":"{}","timeSlot":{},"person":{{"name":"Bench Person {seq}","nationalId":"B{seq}","phone":"+421 9{:08}","email":"b{seq}@example.org"}}}}"#,
                 pick(seq, 1, 1, places),

@@ -163,7 +163,7 @@ pub async fn register(
     let access_code = crypto::random_token(16);
     let sealed = seal(&st, &new, &access_code);
     let id = sealed.id.clone();
-    let outcome = store::try_register(&st.store, sealed).await?;
+    let outcome = store::try_register(&st.store, st.booking.index(), sealed).await?;
     if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) = (index, outcome) {
         index.set_taken(new.place_id, new.day, new.time_slot, true);
     }

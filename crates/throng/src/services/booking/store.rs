@@ -10,6 +10,10 @@ use super::model::{
     EVENT_CONFIRMED,
 };
 use crate::store::{eventlog, NewEvent, Store, StoreError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::availability::{Availability, SlotState};
 
 /// One time slot of one day, as the slot query returns it.
 #[derive(Clone, Debug)]
@@ -124,36 +128,8 @@ pub async fn place_slots(
 ) -> Result<Option<(Place, Vec<SlotRow>)>, StoreError> {
     let (lo, hi) = (from.0, from.0 + days - 1);
     match store {
-        Store::Sqlite(s) => {
-            s.read(move |c| {
-                // One statement, so one read transaction (each costs locks).
-                let mut stmt = c.prepare_cached(
-                    "SELECT p.id, p.name, p.address, p.first_slot_minute, p.slot_minutes,
-                            s.day, s.time_slot, s.registration_id IS NULL
-                     FROM booking_places p
-                     LEFT JOIN booking_slots s ON s.place_id = p.id AND s.day BETWEEN ?2 AND ?3
-                     WHERE p.id = ?1 ORDER BY s.day, s.time_slot",
-                )?;
-                let mut rows = stmt.query(params![place_id, lo, hi])?;
-                let Some(first) = rows.next()? else {
-                    return Ok(None);
-                };
-                let place = place_from_row(first)?;
-                let mut slots = Vec::with_capacity(((hi - lo + 1) * 32) as usize);
-                let slot = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Option<SlotRow>> {
-                    Ok(match r.get::<_, Option<i32>>(5)? {
-                        Some(day) => Some(SlotRow { day: Day(day), time_slot: r.get(6)?, free: r.get(7)? }),
-                        None => None,
-                    })
-                };
-                slots.extend(slot(first)?);
-                while let Some(r) = rows.next()? {
-                    slots.extend(slot(r)?);
-                }
-                Ok(Some((place, slots)))
-            })
-            .await
-        }
+        // SQLite slots are served from the availability index (http.rs).
+        Store::Sqlite(_) => Err(StoreError::Internal("SQLite slot reads go through the availability index".into())),
         Store::Postgres(p) => {
             let client = p.client().await?;
             let place_stmt = client
@@ -187,12 +163,36 @@ pub async fn place_slots(
     }
 }
 
-pub async fn try_register(store: &Store, reg: SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+/// Takes the slot for `reg` if it is free and stores the registration.
+///
+/// SQLite (one process, one writer): the slot is decided by the availability
+/// index's test-and-set inside the writer's transaction, and the registration
+/// and its event are appended; no slot row is rewritten, so a registration
+/// costs appended pages only. PostgreSQL (several nodes): one conditional
+/// UPDATE of the slot row decides, and the registration is inserted in the
+/// same statement.
+pub async fn try_register(
+    store: &Store,
+    index: Option<Arc<Availability>>,
+    reg: SealedRegistration,
+) -> Result<RegisterOutcome, StoreError> {
     // Built here, not in the write command: the writer thread is the
     // bottleneck, so it only runs SQL.
     let event = NewEvent::json(model::stream_of(&reg.id), EVENT_CONFIRMED, &reg.event_payload());
     match store {
-        Store::Sqlite(s) => s.write(move |c| sqlite_try_register(c, &reg, &event)).await,
+        Store::Sqlite(s) => {
+            let index = index.ok_or_else(|| {
+                StoreError::Internal("the SQLite booking store needs its availability index".into())
+            })?;
+            let took = Arc::new(AtomicBool::new(false));
+            let (slot, in_writer, took_in_writer) = ((reg.place_id, reg.day, reg.time_slot), index.clone(), took.clone());
+            let outcome = s.write(move |c| sqlite_try_register(c, &in_writer, &took_in_writer, &reg, &event)).await;
+            if outcome.is_err() && took.load(Ordering::Acquire) {
+                // The batch did not commit: the slot is free again.
+                index.set_taken(slot.0, slot.1, slot.2, false);
+            }
+            outcome
+        }
         Store::Postgres(p) => {
             p.write(move |tx| {
                 let (reg, event) = (reg.clone(), event.clone());
@@ -252,38 +252,40 @@ fn miss_outcome(places: i64, slots: i64) -> RegisterOutcome {
 
 fn sqlite_try_register(
     c: &Connection,
+    index: &Availability,
+    took: &AtomicBool,
     reg: &SealedRegistration,
     event: &NewEvent,
 ) -> Result<RegisterOutcome, StoreError> {
-    let taken = c
-        .prepare_cached(
-            "UPDATE booking_slots SET registration_id = ?1
-             WHERE place_id = ?2 AND day = ?3 AND time_slot = ?4 AND registration_id IS NULL",
-        )?
-        .execute(params![reg.id, reg.place_id, reg.day.0, reg.time_slot])?;
-    if taken == 0 {
-        let (places, slots): (i64, i64) = c.prepare_cached(
-            "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = ?1),
-                    (SELECT COUNT(*) FROM booking_slots WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3)",
-        )?
-        .query_row(params![reg.place_id, reg.day.0, reg.time_slot], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        return Ok(miss_outcome(places, slots));
+    match index.take(reg.place_id, reg.day, reg.time_slot) {
+        SlotState::Free => took.store(true, Ordering::Release),
+        SlotState::Taken => return Ok(RegisterOutcome::SlotTaken),
+        SlotState::UnknownPlace => return Ok(RegisterOutcome::PlaceNotFound),
+        SlotState::UnknownSlot => return Ok(RegisterOutcome::SlotNotFound),
     }
-    c.prepare_cached(
-        "INSERT INTO booking_registrations
-            (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        reg.id,
-        reg.access_hash,
-        reg.place_id,
-        reg.day.0,
-        reg.time_slot,
-        reg.person_sealed,
-        reg.created_at_ms
-    ])?;
-    eventlog::sqlite_append(c, event)?;
+    let appended = (|| -> Result<(), StoreError> {
+        c.prepare_cached(
+            "INSERT INTO booking_registrations
+                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            reg.id,
+            reg.access_hash,
+            reg.place_id,
+            reg.day.0,
+            reg.time_slot,
+            reg.person_sealed,
+            reg.created_at_ms
+        ])?;
+        eventlog::sqlite_append(c, event)?;
+        Ok(())
+    })();
+    if let Err(e) = appended {
+        index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
+        took.store(false, Ordering::Release);
+        return Err(e);
+    }
     Ok(RegisterOutcome::Registered)
 }
 
@@ -354,12 +356,8 @@ pub async fn cancel(store: &Store, id: &str, access_code: &str) -> Result<Cancel
                 if !crate::platform::crypto::code_matches(&code, &reg.access_hash) {
                     return Ok(CancelOutcome::NotFound);
                 }
+                // The slot's bit is cleared by the caller once this commits.
                 c.prepare_cached("DELETE FROM booking_registrations WHERE id = ?1")?.execute([&id])?;
-                c.prepare_cached(
-                    "UPDATE booking_slots SET registration_id = NULL
-                     WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3 AND registration_id = ?4",
-                )?
-                .execute(params![reg.place_id, reg.day.0, reg.time_slot, id])?;
                 eventlog::sqlite_append(c, &cancelled_event(&reg))?;
                 Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot })
             })
