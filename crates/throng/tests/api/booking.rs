@@ -29,6 +29,7 @@ both_stores!(
     confirmations_reach_the_gateway_at_least_once,
     a_dead_gateway_does_not_slow_registrations,
     a_seed_by_another_process_is_served_without_restart,
+    reseeding_is_refused_unless_forced,
 );
 postgres_only!(
     race_for_ten_slots_across_two_processes,
@@ -913,4 +914,57 @@ async fn a_seed_by_another_process_is_served_without_restart(kind: StoreKind) {
     let r = s.api.register(2, FROM, 4, person(7)).await;
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(s.api.register(2, FROM, 4, person(8)).await.status, 409);
+}
+
+/// Runs `throng seed <store flags> booking <args>`; (success, stdout + stderr).
+async fn seed_cli(data_dir: &std::path::Path, pg_url: Option<&str>, args: &[&str]) -> (bool, String) {
+    let mut all: Vec<String> = vec!["seed".into()];
+    all.extend(crate::helpers::store_flags(data_dir, pg_url));
+    all.push("booking".into());
+    all.extend(args.iter().map(|a| a.to_string()));
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        tokio::process::Command::new(crate::helpers::throng_bin()).args(&all).env("RUST_LOG", "warn").output(),
+    )
+    .await
+    .expect("seed finishes in time")
+    .expect("seed runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+async fn reseeding_is_refused_unless_forced(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 2, 1, 5).await else { return };
+    let pg_url = s.pg.as_ref().map(|p| p.url.clone());
+    let small = ["--places", "3", "--days", "1", "--slots-per-day", "4", "--from", FROM];
+    assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
+
+    let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &small).await;
+    assert!(!ok, "a second seed without --force is refused");
+    assert!(text.contains("already has 2 places") && text.contains("--force"), "{text}");
+    assert_eq!(s.registrations().await, 1, "a refused seed changes nothing");
+
+    for bad in [["--slots-per-day", "0"], ["--places=-1", ""], ["--from", "2030-02-30"]] {
+        let args: Vec<&str> = bad.iter().copied().filter(|a| !a.is_empty()).collect();
+        let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &args).await;
+        let flag = bad[0].split('=').next().unwrap();
+        assert!(!ok && text.contains(flag), "{bad:?} is refused naming the flag: {text}");
+    }
+
+    let forced: Vec<&str> = small.iter().copied().chain(["--force"]).collect();
+    let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &forced).await;
+    assert!(ok, "{text}");
+    assert_eq!(s.registrations().await, 0, "--force replaces the booking data, registrations included");
+    // The running server serves the new data (SQLite reloads its index).
+    let mut places = 0;
+    for _ in 0..50 {
+        places = s.api.places(0, 10).await.json()["total"].as_i64().unwrap_or(0);
+        let slots = s.api.slots(3, FROM, 1).await;
+        if places == 3 && slots.status == 200 && slots.json()["days"][0]["slots"][0]["free"] == true {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(places, 3);
+    assert_eq!(s.api.register(1, FROM, 0, person(2)).await.status, 201, "the old registration is gone");
 }
