@@ -145,6 +145,10 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(args.body_limit_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            args.body_limit_bytes,
+            crate::platform::body_limit::middleware,
+        ))
         .layer(axum::middleware::from_fn_with_state(adm, admission::middleware))
         .with_state(state)
 }

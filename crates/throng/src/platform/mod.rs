@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod body_limit;
 pub mod clock;
 pub mod crypto;
 pub mod error;
