@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -121,6 +121,52 @@ fn count(field: &str, v: Option<i64>, default: i64, max: i64, cap: bool) -> ApiR
 }
 
 impl ListParams {
+    /// The common case without serde: known keys, each at most once, numbers
+    /// that parse as `i64` (as serde_urlencoded parses them). Anything else
+    /// returns `None`, and the caller goes through the serde path, which
+    /// gives the same value or the same error as before.
+    fn parse_simple(query: &str) -> Option<ListParams> {
+        let mut p = ListParams {
+            rating_type: None,
+            course_id: 0,
+            user_id: None,
+            skip: None,
+            size: None,
+            skip_thread: None,
+            size_thread: None,
+            cursor: None,
+        };
+        let mut course_id = None;
+        fn set<T>(slot: &mut Option<T>, v: T) -> Option<()> {
+            if slot.is_some() {
+                return None;
+            }
+            *slot = Some(v);
+            Some(())
+        }
+        // Percent-encoded or `+` text, empty pairs, keys without `=`: left
+        // to the serde path.
+        if query.contains(['%', '+']) {
+            return None;
+        }
+        for pair in query.split('&') {
+            let (k, v) = pair.split_once('=')?;
+            match k {
+                "courseId" | "courseid" => set(&mut course_id, v.parse::<i64>().ok()?)?,
+                "ratingType" | "ratingtype" => set(&mut p.rating_type, v.to_string())?,
+                "userId" | "userid" => set(&mut p.user_id, v.parse::<i64>().ok()?)?,
+                "skip" => set(&mut p.skip, v.parse::<i64>().ok()?)?,
+                "size" => set(&mut p.size, v.parse::<i64>().ok()?)?,
+                "skipThread" => set(&mut p.skip_thread, v.parse::<i64>().ok()?)?,
+                "sizeThread" => set(&mut p.size_thread, v.parse::<i64>().ok()?)?,
+                "cursor" => set(&mut p.cursor, v.to_string())?,
+                _ => return None,
+            }
+        }
+        p.course_id = course_id?;
+        Some(p)
+    }
+
     pub fn parse(self) -> ApiResult<ListQuery> {
         Ok(ListQuery {
             comment_type: match &self.rating_type {
@@ -184,11 +230,16 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
         (status = 304, description = "If-None-Match matched the ETag"),
         (status = 404, description = "course_not_found"),
         (status = 422, description = "invalid_field (ratingType, negative skip or size, bad cursor)")))]
-pub async fn list_comments(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    ApiQuery(params): ApiQuery<ListParams>,
-) -> ApiResult<Response> {
+pub async fn list_comments(State(st): State<AppState>, headers: HeaderMap, uri: Uri) -> ApiResult<Response> {
+    let params = match uri.query().and_then(ListParams::parse_simple) {
+        Some(p) => p,
+        // The same extraction (and rejection) as `ApiQuery`.
+        None => {
+            axum::extract::Query::<ListParams>::try_from_uri(&uri)
+                .map_err(|r| ApiError::bad_request("invalid_query", r.body_text()))?
+                .0
+        }
+    };
     let q = params.parse()?;
     if q.course_id < 1 {
         return Err(course_not_found(q.course_id));
@@ -203,12 +254,12 @@ pub async fn list_comments(
         StatusCode::NOT_MODIFIED.into_response()
     };
     let h = res.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&page.etag) {
-        h.insert(header::ETAG, v);
+    if let Some(v) = &page.etag_header {
+        h.insert(header::ETAG, v.clone());
     }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Some(next) = page.next_cursor.as_deref().and_then(|c| HeaderValue::from_str(c).ok()) {
-        h.insert(NEXT_CURSOR_HEADER, next);
+    if let Some(next) = &page.next_cursor_header {
+        h.insert(NEXT_CURSOR_HEADER, next.clone());
     }
     Ok(res)
 }
@@ -347,3 +398,40 @@ async fn demo_token(State(st): State<AppState>, ApiQuery(q): ApiQuery<DemoTokenP
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(list_comments, post_comment, put_reply, rating))]
 pub struct CommentsApi;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serde_path(q: &str) -> Option<ListQuery> {
+        let uri: Uri = format!("/api/comments?{q}").parse().unwrap();
+        axum::extract::Query::<ListParams>::try_from_uri(&uri).ok().and_then(|p| p.0.parse().ok())
+    }
+
+    #[test]
+    fn the_simple_parse_agrees_with_serde_or_defers() {
+        for q in [
+            "ratingType=Course&courseId=7&skip=1&size=4&skipThread=0&sizeThread=3",
+            "courseid=7&ratingtype=Service&userid=9",
+            "courseId=7&cursor=abc",
+            "courseId=7&size=99",
+            "courseId=+7",
+            "courseId=7&courseid=8",
+            "courseId=7&other=1",
+            "courseId=x",
+            "courseId=7&&size=2",
+            "skip=1",
+            "courseId=7&size",
+            "courseId=%37",
+        ] {
+            match ListParams::parse_simple(q) {
+                Some(p) => assert_eq!(p.parse().ok(), serde_path(q), "{q}"),
+                None => {} // the serde path answers, as before
+            }
+        }
+        assert!(ListParams::parse_simple("courseId=7&courseid=8").is_none());
+        assert!(ListParams::parse_simple("courseId=7&other=1").is_none());
+        assert!(ListParams::parse_simple("courseId=%37").is_none());
+        assert!(ListParams::parse_simple("courseId=7&skip=1&size=4").is_some());
+    }
+}
