@@ -151,8 +151,10 @@ impl ChildServer {
         self.child.id()
     }
 
-    /// Resident and peak resident memory in MiB (from /proc).
-    pub fn rss_mib(&self) -> (f64, f64) {
+    /// Resident memory in MiB (from /proc): (now, peak, anonymous, file-backed).
+    /// File-backed pages are the database file mapped by the read
+    /// connections: the kernel's page cache, reclaimable, shared.
+    pub fn rss_mib(&self) -> (f64, f64, f64, f64) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
         let field = |name: &str| {
             status
@@ -163,7 +165,7 @@ impl ChildServer {
                 .map(|kib| kib / 1024.0)
                 .unwrap_or(0.0)
         };
-        (field("VmRSS:"), field("VmHWM:"))
+        (field("VmRSS:"), field("VmHWM:"), field("RssAnon:"), field("RssFile:"))
     }
 
     pub fn stop(&mut self) {
@@ -238,7 +240,7 @@ async fn measure_all(
             runs[i].push(s);
         }
     }
-    let (rss_mib, rss_mib_peak) = server.rss_mib();
+    let (rss_mib, rss_mib_peak, rss_anon_mib, rss_file_mib) = server.rss_mib();
     let ceiling_rps = median_by(&runs[0], |s| s.requests_per_s);
     let results = workloads
         .iter()
@@ -265,6 +267,8 @@ async fn measure_all(
         results,
         rss_mib,
         rss_mib_peak,
+        rss_anon_mib,
+        rss_file_mib,
         rss_mib_max: exp.rss_mib_max(args.scale),
         notes: exp.notes(),
         cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),

@@ -78,6 +78,10 @@ pub struct BenchReport {
     pub results: Vec<WorkloadResult>,
     pub rss_mib: f64,
     pub rss_mib_peak: f64,
+    /// Heap, stacks: memory the server itself holds.
+    pub rss_anon_mib: f64,
+    /// Mapped database pages (the kernel's page cache, shared, reclaimable).
+    pub rss_file_mib: f64,
     pub rss_mib_max: Option<f64>,
     pub notes: Vec<String>,
     pub cores: usize,
@@ -164,8 +168,8 @@ impl BenchReport {
             None => String::new(),
         };
         format!(
-            "server resident memory: {:.0} MiB now, {:.0} MiB peak{limit}",
-            self.rss_mib, self.rss_mib_peak
+            "server resident memory: {:.0} MiB now ({:.0} MiB heap and stacks, {:.0} MiB mapped database file), {:.0} MiB peak{limit}",
+            self.rss_mib, self.rss_anon_mib, self.rss_file_mib, self.rss_mib_peak
         )
     }
 
