@@ -38,6 +38,10 @@ pub struct StoreArgs {
     /// Read connections (SQLite) or pooled connections (PostgreSQL).
     #[arg(long, env = "THRONG_READ_CONNECTIONS", default_value_t = 4)]
     pub read_connections: usize,
+    /// Under load, microseconds the SQLite writer waits for more commands
+    /// before committing, so more share one fsync (0: off).
+    #[arg(long, env = "THRONG_COMMIT_DELAY_US", default_value_t = 0)]
+    pub commit_delay_us: u64,
 }
 
 impl StoreArgs {
@@ -48,6 +52,7 @@ impl StoreArgs {
         StoreLimits {
             batch_commands_max: self.batch_commands_max,
             read_connections: self.read_connections,
+            commit_delay_us: self.commit_delay_us,
             ..StoreLimits::default()
         }
     }

@@ -103,6 +103,11 @@ pub struct StoreLimits {
     pub sqlite_cache_kib: i64,
     /// How long a request waits for a PostgreSQL connection before 503.
     pub pg_wait_ms: u64,
+    /// Under load (the previous batch had at least `COMMIT_DELAY_BATCH_MIN`
+    /// commands), the SQLite writer waits this long for more commands before
+    /// committing, so more of them share one fsync (as PostgreSQL's
+    /// `commit_delay`). 0 turns it off.
+    pub commit_delay_us: u64,
 }
 
 impl Default for StoreLimits {
@@ -113,6 +118,7 @@ impl Default for StoreLimits {
             read_connections: 4,
             sqlite_cache_kib: 16 * 1024,
             pg_wait_ms: 3000,
+            commit_delay_us: 0,
         }
     }
 }

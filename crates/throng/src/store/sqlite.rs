@@ -55,10 +55,11 @@ impl SqliteStore {
         }
         let (tx, rx) = mpsc::channel::<WriteJob>(limits.write_queue_max.max(1));
         let batch_max = limits.batch_commands_max.max(1);
+        let commit_delay = std::time::Duration::from_micros(limits.commit_delay_us);
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || {
-                writer_loop(writer_conn, rx, batch_max);
+                writer_loop(writer_conn, rx, batch_max, commit_delay);
                 drop(stop_checkpoints);
             })?;
         let permits = readers.len();
@@ -223,17 +224,35 @@ fn run_in_savepoint<T>(
     }
 }
 
-fn writer_loop(conn: Connection, mut rx: mpsc::Receiver<WriteJob>, batch_max: usize) {
+/// The previous batch's size from which the writer considers itself under
+/// load and applies the commit delay.
+const COMMIT_DELAY_BATCH_MIN: usize = 8;
+
+fn writer_loop(
+    conn: Connection,
+    mut rx: mpsc::Receiver<WriteJob>,
+    batch_max: usize,
+    commit_delay: std::time::Duration,
+) {
     let mut batch: Vec<WriteJob> = Vec::with_capacity(batch_max);
     let mut responders: Vec<Responder> = Vec::with_capacity(batch_max);
+    let mut previous_batch = 0usize;
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
-        while batch.len() < batch_max {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+        let drain = |batch: &mut Vec<WriteJob>, rx: &mut mpsc::Receiver<WriteJob>| {
+            while batch.len() < batch_max {
+                match rx.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
             }
+        };
+        drain(&mut batch, &mut rx);
+        if !commit_delay.is_zero() && previous_batch >= COMMIT_DELAY_BATCH_MIN && batch.len() < batch_max {
+            std::thread::sleep(commit_delay);
+            drain(&mut batch, &mut rx);
         }
+        previous_batch = batch.len();
         let started = Instant::now();
         let began = conn.execute_batch("BEGIN IMMEDIATE");
         let conn_for_jobs = began.as_ref().ok().map(|_| &conn);
