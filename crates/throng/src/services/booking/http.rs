@@ -121,13 +121,18 @@ fn render_slots(place: &super::model::Place, from: Day, days: i32, slots: &[stor
                 out.push(',');
             }
             first = false;
-            let _ = write!(
-                out,
-                "{{\"timeSlot\":{},\"start\":\"{}\",\"free\":{}}}",
-                s.time_slot,
-                place.slot_start(s.time_slot),
-                s.free
-            );
+            // Digits pushed straight into the buffer: no allocation per slot.
+            let m = place.first_slot_minute + s.time_slot * place.slot_minutes;
+            let (h, m) = (((m / 60) % 24) as u8, (m % 60) as u8);
+            let _ = write!(out, "{{\"timeSlot\":{},\"start\":\"", s.time_slot);
+            for digit in [h / 10, h % 10] {
+                out.push((b'0' + digit) as char);
+            }
+            out.push(':');
+            for digit in [m / 10, m % 10] {
+                out.push((b'0' + digit) as char);
+            }
+            out.push_str(if s.free { "\",\"free\":true}" } else { "\",\"free\":false}" });
             i += 1;
         }
         out.push_str("]}");
