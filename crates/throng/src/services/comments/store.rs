@@ -515,13 +515,19 @@ fn stars(rating: i32) -> [i64; 5] {
     s
 }
 
+/// "Last" moves forward only in the thread's own order (created time, then
+/// id): a comment stamped earlier can commit later (it waited in the writer's
+/// queue), and must not replace a newer one as the user's last comment.
 const SQLITE_SNAPSHOT_UPSERT: &str = "INSERT INTO comments_snapshots (course_id, comment_type, user_id,
         first_comment_id, last_comment_id, last_title, last_rating, last_remarks, last_update_ms)
      VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8)
      ON CONFLICT (course_id, comment_type, user_id) DO UPDATE SET
         last_comment_id = excluded.last_comment_id, last_title = excluded.last_title,
         last_rating = excluded.last_rating, last_remarks = excluded.last_remarks,
-        last_update_ms = excluded.last_update_ms";
+        last_update_ms = excluded.last_update_ms
+     WHERE excluded.last_update_ms > comments_snapshots.last_update_ms
+        OR (excluded.last_update_ms = comments_snapshots.last_update_ms
+            AND excluded.last_comment_id > comments_snapshots.last_comment_id)";
 
 const SQLITE_RATING_UPSERT: &str = "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
         stars1, stars2, stars3, stars4, stars5, version)
@@ -538,7 +544,10 @@ const PG_SNAPSHOT_UPSERT: &str = "INSERT INTO comments_snapshots (course_id, com
      ON CONFLICT (course_id, comment_type, user_id) DO UPDATE SET
         last_comment_id = excluded.last_comment_id, last_title = excluded.last_title,
         last_rating = excluded.last_rating, last_remarks = excluded.last_remarks,
-        last_update_ms = excluded.last_update_ms";
+        last_update_ms = excluded.last_update_ms
+     WHERE excluded.last_update_ms > comments_snapshots.last_update_ms
+        OR (excluded.last_update_ms = comments_snapshots.last_update_ms
+            AND excluded.last_comment_id > comments_snapshots.last_comment_id)";
 
 const PG_RATING_UPSERT: &str = "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
         stars1, stars2, stars3, stars4, stars5, version)
