@@ -12,7 +12,11 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = if req.uri().path() == "/health" { Bytes::from_static(b"ok") } else { Bytes::from_static(b"{\"ok\":true}") };
+    let body = if req.uri().path() == "/health" {
+        Bytes::from_static(b"ok")
+    } else {
+        Bytes::from_static(b"{\"ok\":true}")
+    };
     Ok(Response::new(Full::new(body)))
 }
 
@@ -20,15 +24,23 @@ fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let port: u16 = args.next().and_then(|a| a.parse().ok()).unwrap_or(8080);
     let threads: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
-        eprintln!("health_server listening on http://{}", listener.local_addr()?);
+        eprintln!(
+            "health_server listening on http://{}",
+            listener.local_addr()?
+        );
         loop {
             let (stream, _) = listener.accept().await?;
             stream.set_nodelay(true)?;
             tokio::spawn(async move {
-                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handle)).await;
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service_fn(handle))
+                    .await;
             });
         }
     })

@@ -21,7 +21,9 @@ pub struct JsonPath(Vec<Seg>);
 impl JsonPath {
     pub fn parse(path: &str) -> Result<Self, String> {
         let p = path.trim();
-        let mut rest = p.strip_prefix('$').ok_or_else(|| format!("{path:?} must start with $"))?;
+        let mut rest = p
+            .strip_prefix('$')
+            .ok_or_else(|| format!("{path:?} must start with $"))?;
         let mut segs = Vec::new();
         while !rest.is_empty() {
             if let Some(r) = rest.strip_prefix("..") {
@@ -48,15 +50,21 @@ impl JsonPath {
                 } else if let Ok(i) = inner.parse() {
                     Seg::Index(i)
                 } else {
-                    let quoted = inner.len() >= 2 && (inner.starts_with('\'') || inner.starts_with('"'));
+                    let quoted =
+                        inner.len() >= 2 && (inner.starts_with('\'') || inner.starts_with('"'));
                     if !quoted {
-                        return Err(format!("{path:?}: [{inner}] must be an index, * or a quoted name"));
+                        return Err(format!(
+                            "{path:?}: [{inner}] must be an index, * or a quoted name"
+                        ));
                     }
                     Seg::Key(inner[1..inner.len() - 1].to_string())
                 });
                 rest = &r[end + 1..];
             } else {
-                return Err(format!("{path:?}: unexpected {:?}", rest.chars().next().unwrap_or(' ')));
+                return Err(format!(
+                    "{path:?}: unexpected {:?}",
+                    rest.chars().next().unwrap_or(' ')
+                ));
             }
         }
         Ok(Self(segs))
@@ -86,7 +94,9 @@ impl JsonPath {
 
     /// One match (random when several), as Artillery captures.
     pub fn pick(&self, doc: &Value) -> Option<Value> {
-        self.query(doc).choose(&mut rand::thread_rng()).map(|v| (*v).clone())
+        self.query(doc)
+            .choose(&mut rand::thread_rng())
+            .map(|v| (*v).clone())
     }
 }
 
@@ -126,7 +136,14 @@ mod tests {
     #[test]
     fn json_paths() {
         let doc = json!({"a": {"b": [10, 20]}, "items": [{"id": 1}, {"id": 2}], "x y": 3});
-        let q = |p: &str| JsonPath::parse(p).unwrap().query(&doc).into_iter().cloned().collect::<Vec<_>>();
+        let q = |p: &str| {
+            JsonPath::parse(p)
+                .unwrap()
+                .query(&doc)
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
         assert_eq!(q("$.a.b[0]"), vec![json!(10)]);
         assert_eq!(q("$['x y']"), vec![json!(3)]);
         assert_eq!(q("$.items[*].id"), vec![json!(1), json!(2)]);
@@ -139,7 +156,13 @@ mod tests {
     fn regexp_groups() {
         let re = regex::Regex::new(r"id=(?P<id>\d+)").unwrap();
         assert_eq!(regexp(&re, "x id=42 y", None).as_deref(), Some("id=42"));
-        assert_eq!(regexp(&re, "x id=42 y", Some(&json!(1))).as_deref(), Some("42"));
-        assert_eq!(regexp(&re, "x id=42 y", Some(&json!("id"))).as_deref(), Some("42"));
+        assert_eq!(
+            regexp(&re, "x id=42 y", Some(&json!(1))).as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            regexp(&re, "x id=42 y", Some(&json!("id"))).as_deref(),
+            Some("42")
+        );
     }
 }

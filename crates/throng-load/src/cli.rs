@@ -112,14 +112,22 @@ pub fn execute(cmd: LoadCommand) -> i32 {
 
 fn build_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
     }
 }
 
 async fn run_script(args: RunArgs) -> i32 {
-    let opts = LoadOptions { environment: args.environment.clone(), target: args.target.clone() };
+    let opts = LoadOptions {
+        environment: args.environment.clone(),
+        target: args.target.clone(),
+    };
     let script = match script::load(&args.script, &opts) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -135,7 +143,12 @@ async fn run_script(args: RunArgs) -> i32 {
     outcome.exit_code()
 }
 
-fn write_outputs(report: &Report, title: &str, json: &Option<PathBuf>, page: &Option<PathBuf>) -> Result<(), i32> {
+fn write_outputs(
+    report: &Report,
+    title: &str,
+    json: &Option<PathBuf>,
+    page: &Option<PathBuf>,
+) -> Result<(), i32> {
     if let Some(path) = json {
         report.write_json(path).map_err(|e| {
             eprintln!("error: {e}");
@@ -161,26 +174,43 @@ struct UrlPlan {
 
 async fn url_plan(args: &UrlArgs) -> Result<UrlPlan, String> {
     let target = Target::parse(&args.url)?;
-    let uri: http::Uri = args.url.trim().parse().map_err(|e| format!("{:?}: {e}", args.url))?;
-    let path = uri.path_and_query().map_or("/".to_string(), |p| p.as_str().to_string());
+    let uri: http::Uri = args
+        .url
+        .trim()
+        .parse()
+        .map_err(|e| format!("{:?}: {e}", args.url))?;
+    let path = uri
+        .path_and_query()
+        .map_or("/".to_string(), |p| p.as_str().to_string());
     let method = Method::from_bytes(args.method.to_ascii_uppercase().as_bytes())
         .map_err(|_| format!("--method {:?}: not an HTTP method", args.method))?;
     let mut headers = Vec::new();
     for h in &args.headers {
-        let (k, v) = h.split_once(':').ok_or_else(|| format!("-H {h:?}: expected 'Name: value'"))?;
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| format!("-H {h:?}: expected 'Name: value'"))?;
         headers.push((k.trim().to_string(), v.trim().to_string()));
     }
     let body = match &args.body_file {
-        Some(p) => Bytes::from(std::fs::read(p).map_err(|e| format!("--body-file {}: {e}", p.display()))?),
+        Some(p) => {
+            Bytes::from(std::fs::read(p).map_err(|e| format!("--body-file {}: {e}", p.display()))?)
+        }
         None => Bytes::new(),
     };
     let prepared = Prepared::new(method, &path, &target.authority(), &headers, body)?;
     let model = match (args.rate, args.connections) {
-        (Some(rate), c) => Model::Open { rate_per_s: rate, connections_max: c.unwrap_or(OPEN_CONNECTIONS_DEFAULT) },
+        (Some(rate), c) => Model::Open {
+            rate_per_s: rate,
+            connections_max: c.unwrap_or(OPEN_CONNECTIONS_DEFAULT),
+        },
         (None, Some(c)) => Model::Closed { connections: c },
-        (None, None) => return Err("give --rate R (open model) or --connections C (closed model)".into()),
+        (None, None) => {
+            return Err("give --rate R (open model) or --connections C (closed model)".into())
+        }
     };
-    let addr = resolve(&target.host, target.port).await.map_err(|e| format!("{}: {e}", args.url))?;
+    let addr = resolve(&target.host, target.port)
+        .await
+        .map_err(|e| format!("{}: {e}", args.url))?;
     let mut plan = Plan::new(addr, &target.authority(), model, args.duration);
     plan.timeout = args.timeout;
     plan.progress = true;
@@ -196,7 +226,11 @@ async fn run_url(args: UrlArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    println!("Running {:.0}s test @ {}", args.duration.as_secs_f64(), args.url);
+    println!(
+        "Running {:.0}s test @ {}",
+        args.duration.as_secs_f64(),
+        args.url
+    );
     match plan.model {
         Model::Open { rate_per_s, connections_max } => println!(
             "  open model: {rate_per_s} req/s over at most {connections_max} connections, latency from intended start"
@@ -223,24 +257,47 @@ async fn run_url(args: UrlArgs) -> i32 {
 pub fn format_summary(s: &Summary, open: bool) -> String {
     let ms = |us: u64| format!("{:.2}ms", us as f64 / 1000.0);
     let mut out = String::new();
-    let label = if open { "Latency (from intended start)" } else { "Latency" };
+    let label = if open {
+        "Latency (from intended start)"
+    } else {
+        "Latency"
+    };
     out.push_str(&format!(
         "  {label}: p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
-        ms(s.latency_us_p50), ms(s.latency_us_p90), ms(s.latency_us_p99), ms(s.latency_us_p999), ms(s.latency_us_max)
+        ms(s.latency_us_p50),
+        ms(s.latency_us_p90),
+        ms(s.latency_us_p99),
+        ms(s.latency_us_p999),
+        ms(s.latency_us_max)
     ));
     if open {
         out.push_str(&format!(
             "  Service time (uncorrected): p50 {}  p99 {}  max {}\n",
-            ms(s.uncorrected_latency_us_p50), ms(s.uncorrected_latency_us_p99), ms(s.uncorrected_latency_us_max)
+            ms(s.uncorrected_latency_us_p50),
+            ms(s.uncorrected_latency_us_p99),
+            ms(s.uncorrected_latency_us_max)
         ));
     }
     out.push_str(&format!(
         "  {} requests in {:.2}s, {:.2}MB read\n",
-        s.requests, s.duration_s, s.bytes_received as f64 / 1e6
+        s.requests,
+        s.duration_s,
+        s.bytes_received as f64 / 1e6
     ));
     out.push_str(&format!("Requests/sec: {:.2}\n", s.requests_per_s));
-    let codes: Vec<String> = s.status_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
-    out.push_str(&format!("Status codes: {}\n", if codes.is_empty() { "none".into() } else { codes.join(", ") }));
+    let codes: Vec<String> = s
+        .status_counts
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    out.push_str(&format!(
+        "Status codes: {}\n",
+        if codes.is_empty() {
+            "none".into()
+        } else {
+            codes.join(", ")
+        }
+    ));
     if !s.errors.is_empty() {
         let errs: Vec<String> = s.errors.iter().map(|(c, n)| format!("{c}: {n}")).collect();
         out.push_str(&format!("Errors: {}\n", errs.join(", ")));

@@ -24,7 +24,11 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     for map in &ensure.thresholds {
         for (metric, limit) in map {
             let ok = value(metric, agg).is_some_and(|v| v < *limit);
-            checks.push(Check { description: format!("{metric} < {limit}"), ok, strict: true });
+            checks.push(Check {
+                description: format!("{metric} < {limit}"),
+                ok,
+                strict: true,
+            });
         }
     }
     for c in &ensure.conditions {
@@ -32,20 +36,38 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
             Ok(e) => e.eval(agg) != 0.0,
             Err(_) => false,
         };
-        checks.push(Check { description: c.expression.clone(), ok, strict: c.strict.unwrap_or(true) });
+        checks.push(Check {
+            description: c.expression.clone(),
+            ok,
+            strict: c.strict.unwrap_or(true),
+        });
     }
-    let legacy = [("min", ensure.min), ("max", ensure.max), ("median", ensure.median), ("p95", ensure.p95), ("p99", ensure.p99)];
+    let legacy = [
+        ("min", ensure.min),
+        ("max", ensure.max),
+        ("median", ensure.median),
+        ("p95", ensure.p95),
+        ("p99", ensure.p99),
+    ];
     for (field, limit) in legacy {
         if let Some(limit) = limit {
             let metric = format!("http.response_time.{field}");
             let ok = value(&metric, agg).is_some_and(|v| v <= limit);
-            checks.push(Check { description: format!("{metric} <= {limit}"), ok, strict: true });
+            checks.push(Check {
+                description: format!("{metric} <= {limit}"),
+                ok,
+                strict: true,
+            });
         }
     }
     if let Some(max) = ensure.max_error_rate {
         let created = agg.counter("vusers.created") as f64;
         let failed = agg.counter("vusers.failed") as f64;
-        let rate = if created > 0.0 { failed / created * 100.0 } else { 0.0 };
+        let rate = if created > 0.0 {
+            failed / created * 100.0
+        } else {
+            0.0
+        };
         checks.push(Check {
             description: format!("maxErrorRate {rate:.2}% <= {max}%"),
             ok: rate <= max,
@@ -72,7 +94,10 @@ pub fn value(name: &str, p: &Period) -> Option<f64> {
         if let Some(s) = p.summaries.get(base) {
             return s.field(field);
         }
-        if crate::report::SummaryStats::default().field(field).is_some() {
+        if crate::report::SummaryStats::default()
+            .field(field)
+            .is_some()
+        {
             return None;
         }
     }
@@ -151,13 +176,17 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
         let c = chars[i];
         if c.is_whitespace() {
             i += 1;
-        } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+        {
             let start = i;
             while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
                 i += 1;
             }
             let s: String = chars[start..i].iter().collect();
-            out.push(Tok::Num(s.parse().map_err(|_| format!("bad number {s:?}"))?));
+            out.push(Tok::Num(
+                s.parse().map_err(|_| format!("bad number {s:?}"))?,
+            ));
         } else if c.is_alphabetic() || c == '_' || c == '$' {
             let start = i;
             while i < chars.len() {
@@ -174,13 +203,17 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
             out.push(Tok::Ident(chars[start..i].iter().collect()));
         } else {
             let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
-            let sym = ["<=", ">=", "==", "!=", "&&", "||"].into_iter().find(|s| *s == two);
+            let sym = ["<=", ">=", "==", "!=", "&&", "||"]
+                .into_iter()
+                .find(|s| *s == two);
             if let Some(s) = sym {
                 out.push(Tok::Sym(s));
                 i += 2;
                 continue;
             }
-            let one = ["<", ">", "+", "-", "*", "/", "%", "(", ")", "!"].into_iter().find(|s| s.starts_with(c));
+            let one = ["<", ">", "+", "-", "*", "/", "%", "(", ")", "!"]
+                .into_iter()
+                .find(|s| s.starts_with(c));
             match one {
                 Some(s) => out.push(Tok::Sym(s)),
                 None => return Err(format!("unexpected character {c:?}")),
@@ -206,7 +239,11 @@ impl Parser {
         table.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
     }
 
-    fn binary(&mut self, table: &[(&str, Op)], next: fn(&mut Self) -> Result<Expr, String>) -> Result<Expr, String> {
+    fn binary(
+        &mut self,
+        table: &[(&str, Op)],
+        next: fn(&mut Self) -> Result<Expr, String>,
+    ) -> Result<Expr, String> {
         let mut left = next(self)?;
         while let Some(op) = self.peek_op(table) {
             self.pos += 1;
@@ -232,21 +269,37 @@ impl Parser {
         Ok(Expr::Not(Box::new(self.not()?)))
     }
     fn cmp(&mut self) -> Result<Expr, String> {
-        let table = [("<", Op::Lt), ("<=", Op::Le), (">", Op::Gt), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne)];
+        let table = [
+            ("<", Op::Lt),
+            ("<=", Op::Le),
+            (">", Op::Gt),
+            (">=", Op::Ge),
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+        ];
         self.binary(&table, Self::sum)
     }
     fn sum(&mut self) -> Result<Expr, String> {
         self.binary(&[("+", Op::Add), ("-", Op::Sub)], Self::product)
     }
     fn product(&mut self) -> Result<Expr, String> {
-        self.binary(&[("*", Op::Mul), ("/", Op::Div), ("%", Op::Rem)], Self::unary)
+        self.binary(
+            &[("*", Op::Mul), ("/", Op::Div), ("%", Op::Rem)],
+            Self::unary,
+        )
     }
     fn unary(&mut self) -> Result<Expr, String> {
-        let tok = self.toks.get(self.pos).cloned().ok_or("unexpected end of expression")?;
+        let tok = self
+            .toks
+            .get(self.pos)
+            .cloned()
+            .ok_or("unexpected end of expression")?;
         self.pos += 1;
         match tok {
             Tok::Num(n) => Ok(Expr::Num(n)),
-            Tok::Ident(name) if !matches!(name.as_str(), "and" | "or" | "not") => Ok(Expr::Metric(name)),
+            Tok::Ident(name) if !matches!(name.as_str(), "and" | "or" | "not") => {
+                Ok(Expr::Metric(name))
+            }
             Tok::Sym("-") => Ok(Expr::Neg(Box::new(self.unary()?))),
             Tok::Sym("(") => {
                 let e = self.or()?;
@@ -265,7 +318,10 @@ impl Parser {
 
 /// Parses a condition such as `http.response_time.p99 < 200 and vusers.failed == 0`.
 pub fn parse(text: &str) -> Result<Expr, String> {
-    let mut p = Parser { toks: lex(text)?, pos: 0 };
+    let mut p = Parser {
+        toks: lex(text)?,
+        pos: 0,
+    };
     let e = p.or()?;
     if p.pos != p.toks.len() {
         return Err(format!("unexpected {:?}", p.toks[p.pos]));
@@ -283,7 +339,13 @@ mod tests {
         let mut p = Period::default();
         p.counters.insert("vusers.failed".into(), 2);
         p.rates.insert("http.request_rate".into(), 20.0);
-        p.summaries.insert("http.response_time".into(), SummaryStats { p99: 150.0, ..Default::default() });
+        p.summaries.insert(
+            "http.response_time".into(),
+            SummaryStats {
+                p99: 150.0,
+                ..Default::default()
+            },
+        );
         let t = |s: &str| parse(s).unwrap().eval(&p) != 0.0;
         assert!(t("http.response_time.p99 < 200 and http.request_rate > 10"));
         assert!(!t("http.response_time.p99 < 100 or vusers.failed == 0"));

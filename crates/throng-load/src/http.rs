@@ -30,11 +30,17 @@ pub struct HttpError {
 
 impl HttpError {
     pub fn new(code: &'static str, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into() }
+        Self {
+            code,
+            detail: detail.into(),
+        }
     }
 
     pub fn timeout(after: Duration) -> Self {
-        Self::new("ETIMEDOUT", format!("no response within {:.3} s", after.as_secs_f64()))
+        Self::new(
+            "ETIMEDOUT",
+            format!("no response within {:.3} s", after.as_secs_f64()),
+        )
     }
 
     pub fn from_io(err: &io::Error) -> Self {
@@ -96,9 +102,15 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, HttpError> {
 
 /// Opens a TCP connection with `TCP_NODELAY` and performs the (no-op) HTTP/1 handshake.
 pub async fn connect(addr: SocketAddr) -> Result<(Sender, Driver), HttpError> {
-    let stream = TcpStream::connect(addr).await.map_err(|e| HttpError::from_io(&e))?;
-    stream.set_nodelay(true).map_err(|e| HttpError::from_io(&e))?;
-    http1::handshake(TokioIo::new(stream)).await.map_err(|e| HttpError::from_hyper(&e))
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| HttpError::from_io(&e))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| HttpError::from_io(&e))?;
+    http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| HttpError::from_hyper(&e))
 }
 
 /// A request ready to send; cheap to clone (the URI and body are reference-counted).
@@ -125,7 +137,8 @@ impl Prepared {
             .parse()
             .map_err(|e| format!("invalid request path {path_and_query:?}: {e}"))?;
         let mut map = HeaderMap::with_capacity(headers.len() + 1);
-        let host = HeaderValue::from_str(host).map_err(|e| format!("invalid host {host:?}: {e}"))?;
+        let host =
+            HeaderValue::from_str(host).map_err(|e| format!("invalid host {host:?}: {e}"))?;
         map.insert(header::HOST, host);
         for (name, value) in headers {
             let name = header::HeaderName::from_bytes(name.trim().as_bytes())
@@ -134,7 +147,13 @@ impl Prepared {
                 .map_err(|e| format!("invalid value for header {name}: {e}"))?;
             map.append(name, value);
         }
-        let mut prepared = Self { method, uri, headers: map, body, wire: Bytes::new() };
+        let mut prepared = Self {
+            method,
+            uri,
+            headers: map,
+            body,
+            wire: Bytes::new(),
+        };
         prepared.wire = Bytes::from(crate::wire::serialize(&prepared));
         Ok(prepared)
     }
@@ -168,8 +187,14 @@ pub async fn send(
     body_bytes_max: usize,
 ) -> Result<Response, HttpError> {
     let started = std::time::Instant::now();
-    sender.ready().await.map_err(|e| HttpError::from_hyper(&e))?;
-    let resp = sender.send_request(req).await.map_err(|e| HttpError::from_hyper(&e))?;
+    sender
+        .ready()
+        .await
+        .map_err(|e| HttpError::from_hyper(&e))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| HttpError::from_hyper(&e))?;
     let first_byte = started.elapsed();
     let (parts, mut body) = resp.into_parts();
     let mut kept = BytesMut::new();
@@ -197,7 +222,10 @@ pub async fn send_discard(
     sender: &mut Sender,
     req: Request<Full<Bytes>>,
 ) -> Result<(u16, u64), HttpError> {
-    let resp = sender.send_request(req).await.map_err(|e| HttpError::from_hyper(&e))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| HttpError::from_hyper(&e))?;
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
     let mut body_bytes = 0u64;

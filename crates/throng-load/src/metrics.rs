@@ -42,7 +42,10 @@ fn stretch(span: &mut Option<(u64, u64)>, now: u64) {
 
 impl Window {
     fn new(start_ms: u64) -> Self {
-        Self { start_ms, ..Default::default() }
+        Self {
+            start_ms,
+            ..Default::default()
+        }
     }
 
     fn count(&mut self, name: &str, n: u64, now: u64) {
@@ -58,7 +61,10 @@ impl Window {
     fn record(&mut self, name: &str, value_us: u64, now: u64) {
         let h = match self.histograms.get_mut(name) {
             Some(h) => h,
-            None => self.histograms.entry(name.to_string()).or_insert_with(|| new_histogram(2)),
+            None => self
+                .histograms
+                .entry(name.to_string())
+                .or_insert_with(|| new_histogram(2)),
         };
         h.saturating_record(value_us.max(1));
         stretch(&mut self.histogram_ms, now);
@@ -75,7 +81,8 @@ impl Window {
         let requests = p.counter("http.requests");
         if requests > 0 {
             let rate = requests as f64 * 1000.0 / width_ms as f64;
-            p.rates.insert("http.request_rate".into(), (rate * 10.0).round() / 10.0);
+            p.rates
+                .insert("http.request_rate".into(), (rate * 10.0).round() / 10.0);
         }
         for (name, h) in &self.histograms {
             let s = SummaryStats::from_us(h);
@@ -139,7 +146,11 @@ impl Metrics {
     pub fn counter(&self, name: &str, n: u64) {
         let now = now_ms();
         let mut s = self.lock();
-        let name = if Self::admit(&mut s, name) { name } else { "throng.metrics_dropped" };
+        let name = if Self::admit(&mut s, name) {
+            name
+        } else {
+            "throng.metrics_dropped"
+        };
         s.current.count(name, n, now);
         s.total.count(name, n, now);
     }
@@ -168,7 +179,11 @@ impl Metrics {
                 false
             }
         };
-        let name = if known { format!("errors.{code}") } else { "errors.other".to_string() };
+        let name = if known {
+            format!("errors.{code}")
+        } else {
+            "errors.other".to_string()
+        };
         self.counter(&name, 1);
     }
 
@@ -199,6 +214,9 @@ impl Metrics {
         if let Some(rate) = aggregate.rates.get_mut("http.request_rate") {
             *rate = rate.round();
         }
-        Report { aggregate, intermediate: s.intermediate.clone() }
+        Report {
+            aggregate,
+            intermediate: s.intermediate.clone(),
+        }
     }
 }

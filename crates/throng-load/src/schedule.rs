@@ -46,11 +46,14 @@ impl Phase {
     pub fn arrival_count(&self) -> u64 {
         match self {
             Phase::Pause { .. } => 0,
-            Phase::Arrivals { duration, arrivals, .. } => match arrivals {
+            Phase::Arrivals {
+                duration, arrivals, ..
+            } => match arrivals {
                 Arrivals::Count(n) => *n,
-                Arrivals::Rate { from_per_s, to_per_s } => {
-                    ((from_per_s + to_per_s) / 2.0 * duration.as_secs_f64()).round() as u64
-                }
+                Arrivals::Rate {
+                    from_per_s,
+                    to_per_s,
+                } => ((from_per_s + to_per_s) / 2.0 * duration.as_secs_f64()).round() as u64,
             },
         }
     }
@@ -58,13 +61,19 @@ impl Phase {
     /// Offset of arrival `k` (0-based) from the phase start; `k < arrival_count()`.
     pub fn arrival_offset(&self, k: u64) -> Duration {
         debug_assert!(k < self.arrival_count());
-        let Phase::Arrivals { duration, arrivals, .. } = self else {
+        let Phase::Arrivals {
+            duration, arrivals, ..
+        } = self
+        else {
             return Duration::ZERO;
         };
         let d = duration.as_secs_f64();
         let t = match arrivals {
             Arrivals::Count(n) => k as f64 * d / *n as f64,
-            Arrivals::Rate { from_per_s, to_per_s } => ramp_time(*from_per_s, *to_per_s, d, k as f64),
+            Arrivals::Rate {
+                from_per_s,
+                to_per_s,
+            } => ramp_time(*from_per_s, *to_per_s, d, k as f64),
         };
         Duration::from_secs_f64(t.clamp(0.0, d))
     }
@@ -85,7 +94,12 @@ mod tests {
     use super::*;
 
     fn phase(arrivals: Arrivals, secs: u64) -> Phase {
-        Phase::Arrivals { name: String::new(), duration: Duration::from_secs(secs), arrivals, max_vusers: None }
+        Phase::Arrivals {
+            name: String::new(),
+            duration: Duration::from_secs(secs),
+            arrivals,
+            max_vusers: None,
+        }
     }
 
     #[test]
@@ -99,10 +113,22 @@ mod tests {
 
     #[test]
     fn rate_and_ramp() {
-        let p = phase(Arrivals::Rate { from_per_s: 5.0, to_per_s: 5.0 }, 2);
+        let p = phase(
+            Arrivals::Rate {
+                from_per_s: 5.0,
+                to_per_s: 5.0,
+            },
+            2,
+        );
         assert_eq!(p.arrival_count(), 10);
         assert_eq!(p.arrival_offset(5), Duration::from_secs(1));
-        let ramp = phase(Arrivals::Rate { from_per_s: 0.0, to_per_s: 10.0 }, 10);
+        let ramp = phase(
+            Arrivals::Rate {
+                from_per_s: 0.0,
+                to_per_s: 10.0,
+            },
+            10,
+        );
         assert_eq!(ramp.arrival_count(), 50);
         // Half of the arrivals come in the last ~29% of the time when the rate ramps up.
         let mid = ramp.arrival_offset(25).as_secs_f64();

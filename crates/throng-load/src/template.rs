@@ -19,7 +19,9 @@ pub fn render_str(text: &str, vars: &Vars) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find("{{") {
-        let Some(close) = rest[open + 2..].find("}}") else { break };
+        let Some(close) = rest[open + 2..].find("}}") else {
+            break;
+        };
         out.push_str(&rest[..open]);
         let expr = &rest[open + 2..open + 2 + close];
         out.push_str(&to_text(&eval(expr.trim(), vars)));
@@ -37,9 +39,11 @@ pub fn render_value(value: &Value, vars: &Vars) -> Value {
             None => Value::String(render_str(s, vars)),
         },
         Value::Array(items) => Value::Array(items.iter().map(|v| render_value(v, vars)).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (render_str(k, vars), render_value(v, vars))).collect())
-        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (render_str(k, vars), render_value(v, vars)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -70,8 +74,16 @@ fn eval(expr: &str, vars: &Vars) -> Value {
         return Value::from(rand::thread_rng().gen_range(lo..=hi));
     }
     if let Some(args) = call(expr, "$randomString") {
-        let len = args.first().and_then(|a| a.trim().parse().ok()).unwrap_or(10usize).min(4096);
-        let s: String = rand::thread_rng().sample_iter(&Alphanumeric).take(len).map(char::from).collect();
+        let len = args
+            .first()
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or(10usize)
+            .min(4096);
+        let s: String = rand::thread_rng()
+            .sample_iter(&Alphanumeric)
+            .take(len)
+            .map(char::from)
+            .collect();
         return Value::String(s);
     }
     match expr {
@@ -81,7 +93,9 @@ fn eval(expr: &str, vars: &Vars) -> Value {
     }
     for prefix in ["$env.", "$processEnvironment."] {
         if let Some(name) = expr.strip_prefix(prefix) {
-            return std::env::var(name).map(Value::String).unwrap_or(Value::Null);
+            return std::env::var(name)
+                .map(Value::String)
+                .unwrap_or(Value::Null);
         }
     }
     lookup(expr, vars).cloned().unwrap_or(Value::Null)
@@ -94,7 +108,11 @@ fn call<'a>(expr: &'a str, name: &str) -> Option<Vec<&'a str>> {
         return Some(Vec::new());
     }
     let inner = rest.strip_prefix('(')?.strip_suffix(')')?;
-    Some(if inner.trim().is_empty() { Vec::new() } else { inner.split(',').collect() })
+    Some(if inner.trim().is_empty() {
+        Vec::new()
+    } else {
+        inner.split(',').collect()
+    })
 }
 
 /// Looks up `a.b[0].c` in the variables.
@@ -150,15 +168,24 @@ mod tests {
     use serde_json::json;
 
     fn vars() -> Vars {
-        json!({"id": 7, "name": "ann", "user": {"tags": ["a", "b"]}}).as_object().unwrap().clone()
+        json!({"id": 7, "name": "ann", "user": {"tags": ["a", "b"]}})
+            .as_object()
+            .unwrap()
+            .clone()
     }
 
     #[test]
     fn renders_strings_and_keeps_types() {
         let v = vars();
-        assert_eq!(render_str("/u/{{id}}?n={{ name }}&t={{ user.tags[1] }}", &v), "/u/7?n=ann&t=b");
+        assert_eq!(
+            render_str("/u/{{id}}?n={{ name }}&t={{ user.tags[1] }}", &v),
+            "/u/7?n=ann&t=b"
+        );
         assert_eq!(render_str("x{{ missing }}y", &v), "xy");
-        let body = render_value(&json!({"id": "{{ id }}", "label": "n-{{id}}", "list": ["{{name}}"]}), &v);
+        let body = render_value(
+            &json!({"id": "{{ id }}", "label": "n-{{id}}", "list": ["{{name}}"]}),
+            &v,
+        );
         assert_eq!(body, json!({"id": 7, "label": "n-7", "list": ["ann"]}));
     }
 

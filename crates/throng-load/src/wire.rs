@@ -40,9 +40,17 @@ enum Framing {
 
 impl Conn {
     pub async fn connect(addr: SocketAddr) -> Result<Self, HttpError> {
-        let stream = TcpStream::connect(addr).await.map_err(|e| HttpError::from_io(&e))?;
-        stream.set_nodelay(true).map_err(|e| HttpError::from_io(&e))?;
-        Ok(Self { stream, buf: BytesMut::with_capacity(READ_CHUNK), reusable: true })
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| HttpError::from_io(&e))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| HttpError::from_io(&e))?;
+        Ok(Self {
+            stream,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+            reusable: true,
+        })
     }
 
     pub fn is_reusable(&self) -> bool {
@@ -50,8 +58,15 @@ impl Conn {
     }
 
     /// Sends one serialized request and reads its response; returns status and body bytes.
-    pub async fn exchange(&mut self, request: &[u8], head_only: bool) -> Result<(u16, u64), HttpError> {
-        self.stream.write_all(request).await.map_err(|e| HttpError::from_io(&e))?;
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_only: bool,
+    ) -> Result<(u16, u64), HttpError> {
+        self.stream
+            .write_all(request)
+            .await
+            .map_err(|e| HttpError::from_io(&e))?;
         let (status, head_len, framing) = self.read_head(head_only).await?;
         self.buf.advance(head_len);
         let body = match framing {
@@ -64,10 +79,17 @@ impl Conn {
 
     async fn fill(&mut self) -> Result<(), HttpError> {
         self.buf.reserve(READ_CHUNK);
-        let n = self.stream.read_buf(&mut self.buf).await.map_err(|e| HttpError::from_io(&e))?;
+        let n = self
+            .stream
+            .read_buf(&mut self.buf)
+            .await
+            .map_err(|e| HttpError::from_io(&e))?;
         if n == 0 {
             self.reusable = false;
-            return Err(HttpError::new("ECONNRESET", "connection closed before the response was complete"));
+            return Err(HttpError::new(
+                "ECONNRESET",
+                "connection closed before the response was complete",
+            ));
         }
         Ok(())
     }
@@ -78,7 +100,10 @@ impl Conn {
                 return Ok(parsed);
             }
             if self.buf.len() > HEAD_BYTES_MAX {
-                return Err(HttpError::new("EPROTO", format!("response head larger than {HEAD_BYTES_MAX} bytes")));
+                return Err(HttpError::new(
+                    "EPROTO",
+                    format!("response head larger than {HEAD_BYTES_MAX} bytes"),
+                ));
             }
             self.fill().await?;
         }
@@ -96,12 +121,17 @@ impl Conn {
         let mut framing = Framing::UntilClose;
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let n = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
+                let n = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok());
                 let n = n.ok_or_else(|| HttpError::new("EPROTO", "invalid content-length"))?;
                 framing = Framing::Length(n);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") && contains_token(h.value, b"chunked") {
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+                && contains_token(h.value, b"chunked")
+            {
                 framing = Framing::Chunked;
-            } else if h.name.eq_ignore_ascii_case("connection") && contains_token(h.value, b"close") {
+            } else if h.name.eq_ignore_ascii_case("connection") && contains_token(h.value, b"close")
+            {
                 self.reusable = false;
             }
         }
@@ -134,7 +164,11 @@ impl Conn {
         self.buf.clear();
         loop {
             self.buf.reserve(READ_CHUNK);
-            let n = self.stream.read_buf(&mut self.buf).await.map_err(|e| HttpError::from_io(&e))?;
+            let n = self
+                .stream
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| HttpError::from_io(&e))?;
             if n == 0 {
                 return Ok(total);
             }
@@ -148,8 +182,9 @@ impl Conn {
         loop {
             let line = self.read_line().await?;
             let size_text = line.split(';').next().unwrap_or("").trim();
-            let size = u64::from_str_radix(size_text, 16)
-                .map_err(|_| HttpError::new("EPROTO", format!("invalid chunk size {size_text:?}")))?;
+            let size = u64::from_str_radix(size_text, 16).map_err(|_| {
+                HttpError::new("EPROTO", format!("invalid chunk size {size_text:?}"))
+            })?;
             if size == 0 {
                 // Trailers, then the empty line.
                 while !self.read_line().await?.is_empty() {}
@@ -179,7 +214,9 @@ impl Conn {
 }
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
-    value.split(|b| *b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+    value
+        .split(|b| *b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 /// Serializes a request: request line, headers, `content-length` when there is a body.
@@ -227,16 +264,27 @@ mod tests {
     async fn parses_length_chunked_and_close() {
         let addr = serve_once(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello").await;
         let mut c = Conn::connect(addr).await.unwrap();
-        assert_eq!(c.exchange(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", false).await.unwrap(), (200, 5));
+        assert_eq!(
+            c.exchange(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", false)
+                .await
+                .unwrap(),
+            (200, 5)
+        );
         assert!(c.is_reusable());
 
         let addr = serve_once(b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nx-t: 1\r\n\r\n").await;
         let mut c = Conn::connect(addr).await.unwrap();
-        assert_eq!(c.exchange(b"GET / HTTP/1.1\r\n\r\n", false).await.unwrap(), (201, 5));
+        assert_eq!(
+            c.exchange(b"GET / HTTP/1.1\r\n\r\n", false).await.unwrap(),
+            (201, 5)
+        );
 
         let addr = serve_once(b"HTTP/1.1 500 Oops\r\nconnection: close\r\n\r\nbody!").await;
         let mut c = Conn::connect(addr).await.unwrap();
-        assert_eq!(c.exchange(b"GET / HTTP/1.1\r\n\r\n", false).await.unwrap(), (500, 5));
+        assert_eq!(
+            c.exchange(b"GET / HTTP/1.1\r\n\r\n", false).await.unwrap(),
+            (500, 5)
+        );
         assert!(!c.is_reusable());
     }
 }

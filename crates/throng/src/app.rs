@@ -30,7 +30,12 @@ pub struct StoreArgs {
     #[arg(long, env = "THRONG_STORE", global = true)]
     pub store: Option<StoreUrl>,
     /// Folder for the SQLite file and generated secrets (PII key, token secret).
-    #[arg(long, env = "THRONG_DATA_DIR", default_value = "./throng-data", global = true)]
+    #[arg(
+        long,
+        env = "THRONG_DATA_DIR",
+        default_value = "./throng-data",
+        global = true
+    )]
     pub data_dir: PathBuf,
     /// Write commands applied in one transaction at most (group commit).
     #[arg(long, env = "THRONG_BATCH_COMMANDS_MAX", default_value_t = 512)]
@@ -46,7 +51,9 @@ pub struct StoreArgs {
 
 impl StoreArgs {
     pub fn url(&self) -> StoreUrl {
-        self.store.clone().unwrap_or_else(|| StoreUrl::Sqlite(self.data_dir.join("throng.db")))
+        self.store
+            .clone()
+            .unwrap_or_else(|| StoreUrl::Sqlite(self.data_dir.join("throng.db")))
     }
     pub fn limits(&self) -> StoreLimits {
         StoreLimits {
@@ -119,7 +126,9 @@ pub async fn open_store(args: &StoreArgs) -> anyhow::Result<(Store, Secrets)> {
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let store = Store::open(&args.url(), args.limits()).await?;
     let pii = PiiCipher::new(&secrets.pii_key);
-    let stored = store.meta_set_once("pii_key_fingerprint", pii.fingerprint()).await?;
+    let stored = store
+        .meta_set_once("pii_key_fingerprint", pii.fingerprint())
+        .await?;
     if stored != pii.fingerprint() {
         anyhow::bail!(
             "the personal data in {} was sealed with another PII key than {}; start with the \
@@ -154,7 +163,10 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
             args.body_limit_bytes,
             crate::platform::body_limit::middleware,
         ))
-        .layer(axum::middleware::from_fn_with_state(adm, admission::middleware))
+        .layer(axum::middleware::from_fn_with_state(
+            adm,
+            admission::middleware,
+        ))
         .with_state(state)
 }
 
@@ -216,10 +228,13 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
     let app = router(state.clone(), &args);
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            });
+        let serve = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async {
+            let _ = rx.await;
+        });
         if let Err(e) = serve.await {
             tracing::error!(error = %e, "server stopped");
         }
@@ -235,20 +250,36 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         ));
     }
     tracing::info!(%addr, store = %args.store.url(), "throng listening");
-    Ok(Running { addr, state, shutdown: Some(tx), server, workers, _store_lock: store_lock })
+    Ok(Running {
+        addr,
+        state,
+        shutdown: Some(tx),
+        server,
+        workers,
+        _store_lock: store_lock,
+    })
 }
 
 async fn health() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#)
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ok"}"#,
+    )
 }
 
 async fn ready(State(st): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     st.store.ping().await?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ready"}"#))
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ready"}"#,
+    ))
 }
 
 async fn metrics_text() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics::render())
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        metrics::render(),
+    )
 }
 
 static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
@@ -274,11 +305,16 @@ static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
                 .build(),
         ),
     );
-    doc.to_pretty_json().expect("the OpenAPI document serializes")
+    doc.to_pretty_json()
+        .expect("the OpenAPI document serializes")
 });
 
 async fn openapi_json() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON.as_str()).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        OPENAPI_JSON.as_str(),
+    )
+        .into_response()
 }
 
 async fn index() -> Html<&'static str> {
@@ -297,6 +333,9 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-        format!("{method} is not allowed on {}; see /openapi.json", uri.path()),
+        format!(
+            "{method} is not allowed on {}; see /openapi.json",
+            uri.path()
+        ),
     )
 }

@@ -11,7 +11,11 @@ use crate::platform::secrets::Secrets;
 use crate::services::{booking, comments};
 
 #[derive(Parser, Debug)]
-#[command(name = "throng", version, about = "Public web services that hold under a launch-day crowd")]
+#[command(
+    name = "throng",
+    version,
+    about = "Public web services that hold under a launch-day crowd"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -85,7 +89,10 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {

@@ -4,7 +4,11 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "throng-load", version, about = "Artillery-compatible and wrk2-style HTTP load generator")]
+#[command(
+    name = "throng-load",
+    version,
+    about = "Artillery-compatible and wrk2-style HTTP load generator"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: throng_load::cli::LoadCommand,

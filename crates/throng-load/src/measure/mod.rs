@@ -71,8 +71,13 @@ pub type RequestFactory = Arc<dyn Fn(u64) -> RequestSpec + Send + Sync>;
 /// How requests are paced.
 #[derive(Debug, Clone, Copy)]
 pub enum Model {
-    Closed { connections: usize },
-    Open { rate_per_s: f64, connections_max: usize },
+    Closed {
+        connections: usize,
+    },
+    Open {
+        rate_per_s: f64,
+        connections_max: usize,
+    },
 }
 
 /// Which HTTP/1.1 client the loops use.
@@ -162,7 +167,10 @@ pub async fn open_loop(
     duration: Duration,
     factory: RequestFactory,
 ) -> anyhow::Result<Summary> {
-    let model = Model::Open { rate_per_s, connections_max };
+    let model = Model::Open {
+        rate_per_s,
+        connections_max,
+    };
     let plan = Plan::new(addr, host, model, duration);
     run(plan, from_factory(factory, host)).await
 }
@@ -175,7 +183,14 @@ pub fn from_factory(factory: RequestFactory, host: &str) -> Source {
     let host = host.to_string();
     Arc::new(move |seq| {
         let spec = factory(seq);
-        Prepared::new(spec.method, &spec.path_and_query, &host, &spec.headers, spec.body).map(Arc::new)
+        Prepared::new(
+            spec.method,
+            &spec.path_and_query,
+            &host,
+            &spec.headers,
+            spec.body,
+        )
+        .map(Arc::new)
     })
 }
 
@@ -209,13 +224,19 @@ pub async fn run(plan: Plan, source: Source) -> anyhow::Result<Summary> {
 }
 
 fn validate(plan: &Plan) -> anyhow::Result<usize> {
-    anyhow::ensure!(!plan.duration.is_zero(), "duration must be greater than zero");
+    anyhow::ensure!(
+        !plan.duration.is_zero(),
+        "duration must be greater than zero"
+    );
     match plan.model {
         Model::Closed { connections } => {
             anyhow::ensure!(connections > 0, "connections must be at least 1");
             Ok(connections)
         }
-        Model::Open { rate_per_s, connections_max } => {
+        Model::Open {
+            rate_per_s,
+            connections_max,
+        } => {
             anyhow::ensure!(
                 rate_per_s.is_finite() && rate_per_s > 0.0,
                 "rate must be a positive number of requests per second, got {rate_per_s}"
@@ -253,7 +274,9 @@ impl Shared {
     fn new(plan: &Plan, source: Source) -> Self {
         let start = Instant::now();
         let tickets_total = match plan.model {
-            Model::Open { rate_per_s, .. } => (rate_per_s * plan.duration.as_secs_f64()).round() as u64,
+            Model::Open { rate_per_s, .. } => {
+                (rate_per_s * plan.duration.as_secs_f64()).round() as u64
+            }
             Model::Closed { .. } => u64::MAX,
         };
         Self {
@@ -279,7 +302,10 @@ impl Shared {
                     return None;
                 }
                 let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-                Some(Ticket { seq, intended: None })
+                Some(Ticket {
+                    seq,
+                    intended: None,
+                })
             }
             Model::Open { rate_per_s, .. } => {
                 let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
@@ -287,7 +313,10 @@ impl Shared {
                     return None;
                 }
                 let offset = Duration::from_secs_f64(seq as f64 / rate_per_s);
-                Some(Ticket { seq, intended: Some(self.start + offset) })
+                Some(Ticket {
+                    seq,
+                    intended: Some(self.start + offset),
+                })
             }
         }
     }
@@ -333,7 +362,11 @@ async fn connection_task(shared: Arc<Shared>) {
 }
 
 /// One connection's life on the minimal client; returns when it must be replaced or all is sent.
-async fn wire_connection(shared: &Shared, pending: &mut Option<Ticket>, in_flight: &AtomicU64) -> End {
+async fn wire_connection(
+    shared: &Shared,
+    pending: &mut Option<Ticket>,
+    in_flight: &AtomicU64,
+) -> End {
     let timeout = shared.plan.timeout;
     let connected = tokio::time::timeout(timeout, wire::Conn::connect(shared.plan.addr)).await;
     let mut conn = match connected.unwrap_or_else(|_| Err(client::HttpError::timeout(timeout))) {
@@ -355,16 +388,21 @@ async fn wire_connection(shared: &Shared, pending: &mut Option<Ticket>, in_fligh
 }
 
 /// One connection's life on hyper; its driver is polled in this task, not spawned.
-async fn hyper_connection(shared: &Shared, pending: &mut Option<Ticket>, in_flight: &AtomicU64) -> End {
+async fn hyper_connection(
+    shared: &Shared,
+    pending: &mut Option<Ticket>,
+    in_flight: &AtomicU64,
+) -> End {
     let timeout = shared.plan.timeout;
     let connected = tokio::time::timeout(timeout, client::connect(shared.plan.addr)).await;
-    let (mut sender, driver) = match connected.unwrap_or_else(|_| Err(client::HttpError::timeout(timeout))) {
-        Ok(pair) => pair,
-        Err(e) => {
-            on_connect_error(shared, pending, e.code).await;
-            return End::Reconnect;
-        }
-    };
+    let (mut sender, driver) =
+        match connected.unwrap_or_else(|_| Err(client::HttpError::timeout(timeout))) {
+            Ok(pair) => pair,
+            Err(e) => {
+                on_connect_error(shared, pending, e.code).await;
+                return End::Reconnect;
+            }
+        };
     let mut driver = pin!(driver);
     let mut link = Link::Hyper(&mut sender);
     let mut work = pin!(serve(shared, &mut link, pending, in_flight));
@@ -437,7 +475,12 @@ async fn on_connect_error(shared: &Shared, pending: &mut Option<Ticket>, code: &
     tokio::time::sleep(RECONNECT_PAUSE).await;
 }
 
-async fn serve(shared: &Shared, link: &mut Link<'_>, pending: &mut Option<Ticket>, in_flight: &AtomicU64) -> End {
+async fn serve(
+    shared: &Shared,
+    link: &mut Link<'_>,
+    pending: &mut Option<Ticket>,
+    in_flight: &AtomicU64,
+) -> End {
     loop {
         if !link.ready().await {
             return End::Reconnect;
@@ -473,7 +516,10 @@ async fn send_one(
     in_flight: &AtomicU64,
 ) -> Result<(), End> {
     let sent = Instant::now();
-    in_flight.store(sent.duration_since(shared.start).as_micros() as u64, Ordering::Relaxed);
+    in_flight.store(
+        sent.duration_since(shared.start).as_micros() as u64,
+        Ordering::Relaxed,
+    );
     let outcome = link.exchange(req).await;
     in_flight.store(NOT_IN_FLIGHT, Ordering::Relaxed);
     let done = Instant::now();
@@ -482,7 +528,12 @@ async fn send_one(
         Ok((status, bytes)) => {
             // Closed model: intended == sent, so the service time would be a duplicate.
             let corrected = intended.map(|at| done - at.min(sent));
-            rec.record_ok(corrected.unwrap_or(done - sent), corrected.map(|_| done - sent), status, bytes);
+            rec.record_ok(
+                corrected.unwrap_or(done - sent),
+                corrected.map(|_| done - sent),
+                status,
+                bytes,
+            );
             Ok(())
         }
         Err(e) => {

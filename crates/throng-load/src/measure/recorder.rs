@@ -45,11 +45,17 @@ impl Stats {
 
     fn to_period(&self, start_ms: u64, end_ms: u64, open: bool) -> Period {
         let width_ms = end_ms.saturating_sub(start_ms).max(1);
-        let mut p = Period { period: start_ms, width_ms, ..Default::default() };
+        let mut p = Period {
+            period: start_ms,
+            width_ms,
+            ..Default::default()
+        };
         let failed: u64 = self.errors.values().sum();
-        p.counters.insert("http.requests".into(), self.responses + failed);
+        p.counters
+            .insert("http.requests".into(), self.responses + failed);
         p.counters.insert("http.responses".into(), self.responses);
-        p.counters.insert("http.downloaded_bytes".into(), self.bytes);
+        p.counters
+            .insert("http.downloaded_bytes".into(), self.bytes);
         for (code, n) in &self.status {
             p.counters.insert(format!("http.codes.{code}"), *n);
         }
@@ -57,7 +63,8 @@ impl Stats {
             p.counters.insert(format!("errors.{code}"), *n);
         }
         let rate = self.responses as f64 * 1000.0 / width_ms as f64;
-        p.rates.insert("http.request_rate".into(), (rate * 10.0).round() / 10.0);
+        p.rates
+            .insert("http.request_rate".into(), (rate * 10.0).round() / 10.0);
         if !self.latency.is_empty() {
             let s = SummaryStats::from_us(&self.latency);
             p.summaries.insert("http.response_time".into(), s);
@@ -69,7 +76,10 @@ impl Stats {
             }
         }
         let span = (self.responses + failed > 0).then_some((start_ms, end_ms));
-        p.set_times(span, (!self.latency.is_empty()).then_some((start_ms, end_ms)));
+        p.set_times(
+            span,
+            (!self.latency.is_empty()).then_some((start_ms, end_ms)),
+        );
         p
     }
 }
@@ -97,7 +107,13 @@ impl Recorder {
     }
 
     /// `service` is the uncorrected time in the open model, `None` in the closed one.
-    pub(super) fn record_ok(&mut self, latency: Duration, service: Option<Duration>, status: u16, bytes: u64) {
+    pub(super) fn record_ok(
+        &mut self,
+        latency: Duration,
+        service: Option<Duration>,
+        status: u16,
+        bytes: u64,
+    ) {
         let latency_us = (latency.as_micros() as u64).max(1);
         let service_us = service.map(|s| (s.as_micros() as u64).max(1));
         self.open |= service_us.is_some();
@@ -132,7 +148,13 @@ impl Recorder {
 
     pub(super) fn summary(&self, duration_s: f64) -> Summary {
         let t = &self.total;
-        let q = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+        let q = |h: &Histogram<u64>, q: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(q)
+            }
+        };
         let mut aggregate = t.to_period(self.start_ms, now_ms(), self.open);
         // The closed model records no separate service time: it equals the latency.
         let service = if self.open { &t.service } else { &t.latency };
@@ -155,13 +177,21 @@ impl Recorder {
             status_counts: t.status.clone(),
             errors: t.errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             bytes_received: t.bytes,
-            report: Report { aggregate, intermediate: self.intermediate.clone() },
+            report: Report {
+                aggregate,
+                intermediate: self.intermediate.clone(),
+            },
         }
     }
 }
 
 fn progress_line(p: &Period, elapsed_s: f64) -> String {
-    let errors: u64 = p.counters.iter().filter(|(k, _)| k.starts_with("errors.")).map(|(_, v)| v).sum();
+    let errors: u64 = p
+        .counters
+        .iter()
+        .filter(|(k, _)| k.starts_with("errors."))
+        .map(|(_, v)| v)
+        .sum();
     let rate = p.rates.get("http.request_rate").copied().unwrap_or(0.0);
     match p.summaries.get("http.response_time") {
         Some(s) => format!(

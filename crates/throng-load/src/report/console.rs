@@ -18,16 +18,32 @@ pub fn clock(ms: u64) -> String {
 fn dotted(out: &mut String, indent: usize, name: &str, value: &str) {
     let used = indent + name.len() + 2 + value.len() + 1;
     let dots = LINE_WIDTH.saturating_sub(used).max(3);
-    let _ = writeln!(out, "{}{name}: {} {value}", " ".repeat(indent), ".".repeat(dots));
+    let _ = writeln!(
+        out,
+        "{}{name}: {} {value}",
+        " ".repeat(indent),
+        ".".repeat(dots)
+    );
 }
 
 fn number(v: f64) -> String {
-    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
 }
 
 fn summary_block(out: &mut String, name: &str, s: &SummaryStats) {
     let _ = writeln!(out, "{name}:");
-    let fields = [("min", s.min), ("max", s.max), ("mean", s.mean), ("median", s.median), ("p95", s.p95), ("p99", s.p99)];
+    let fields = [
+        ("min", s.min),
+        ("max", s.max),
+        ("mean", s.mean),
+        ("median", s.median),
+        ("p95", s.p95),
+        ("p99", s.p99),
+    ];
     for (field, v) in fields {
         dotted(out, 2, field, &number(v));
     }
@@ -63,7 +79,11 @@ fn banner(title: &str) -> String {
 
 pub fn format_period(p: &Period) -> String {
     let end = p.period + p.width_ms;
-    let title = format!("Metrics for period to: {} (width: {:.3}s)", clock(end), p.width_ms as f64 / 1000.0);
+    let title = format!(
+        "Metrics for period to: {} (width: {:.3}s)",
+        clock(end),
+        p.width_ms as f64 / 1000.0
+    );
     format!("{}\n{}", banner(&title), format_metrics(p))
 }
 
@@ -83,7 +103,13 @@ pub fn print_checks(checks: &[Check]) {
     }
     println!("Checks:");
     for c in checks {
-        let verdict = if c.ok { "ok" } else if c.strict { "fail" } else { "fail (not strict)" };
+        let verdict = if c.ok {
+            "ok"
+        } else if c.strict {
+            "fail"
+        } else {
+            "fail (not strict)"
+        };
         println!("{verdict}: {}", c.description);
     }
 }

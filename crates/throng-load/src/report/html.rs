@@ -13,7 +13,9 @@ pub fn render(report: &Report, title: &str) -> String {
     let data = serde_json::to_string(report).unwrap_or_else(|_| "{}".into());
     // Keep the JSON from closing the <script> element early.
     let data = data.replace("</", "<\\/").replace("<!--", "<\\!--");
-    TEMPLATE.replace("__TITLE__", &escape(title)).replace("__DATA__", &data)
+    TEMPLATE
+        .replace("__TITLE__", &escape(title))
+        .replace("__DATA__", &data)
 }
 
 /// Writes the report page to `path`.
@@ -23,7 +25,10 @@ pub fn write(report: &Report, title: &str, path: &Path) -> anyhow::Result<()> {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 const TEMPLATE: &str = r##"<!doctype html>

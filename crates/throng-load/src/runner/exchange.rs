@@ -33,7 +33,9 @@ impl Vu {
         let rendered = match self.render(r) {
             Ok(x) => x,
             Err(msg) => {
-                self.ctx.warnings.once(&format!("req:{msg}"), || format!("cannot build request: {msg}"));
+                self.ctx.warnings.once(&format!("req:{msg}"), || {
+                    format!("cannot build request: {msg}")
+                });
                 self.ctx.metrics.error("EINVALIDREQUEST");
                 return Err(Failed);
             }
@@ -73,18 +75,29 @@ impl Vu {
         let (target, mut path) = if url.starts_with("http://") || url.starts_with("https://") {
             let t = Target::parse(&url)?;
             let uri: http::Uri = url.parse().map_err(|e| format!("{url:?}: {e}"))?;
-            let pq = uri.path_and_query().map_or("/".to_string(), |p| p.as_str().to_string());
+            let pq = uri
+                .path_and_query()
+                .map_or("/".to_string(), |p| p.as_str().to_string());
             (t, pq)
         } else {
-            let sep = if url.starts_with('/') || url.is_empty() { "" } else { "/" };
-            (script.target.clone(), format!("{}{sep}{url}", script.target.base_path))
+            let sep = if url.starts_with('/') || url.is_empty() {
+                ""
+            } else {
+                "/"
+            };
+            (
+                script.target.clone(),
+                format!("{}{sep}{url}", script.target.base_path),
+            )
         };
         if path.is_empty() {
             path.push('/');
         }
         if !r.qs.is_empty() {
             let pairs: Vec<(String, String)> =
-                r.qs.iter().map(|(k, v)| (render_str(k, vars), to_text(&render_value(v, vars)))).collect();
+                r.qs.iter()
+                    .map(|(k, v)| (render_str(k, vars), to_text(&render_value(v, vars))))
+                    .collect();
             path.push(if path.contains('?') { '&' } else { '?' });
             path.push_str(&urlencode_pairs(&pairs));
         }
@@ -94,7 +107,8 @@ impl Vu {
             headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
             headers.push((k.clone(), value));
         }
-        let has = |h: &[(String, String)], n: &str| h.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        let has =
+            |h: &[(String, String)], n: &str| h.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
         let body = match &r.body {
             Body::None => Bytes::new(),
             Body::Json(j) => {
@@ -106,15 +120,24 @@ impl Vu {
             Body::Text(t) => Bytes::from(to_text(&render_value(t, vars))),
             Body::Form(f) => {
                 if !has(&headers, "content-type") {
-                    headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+                    headers.push((
+                        "content-type".into(),
+                        "application/x-www-form-urlencoded".into(),
+                    ));
                 }
-                let pairs: Vec<(String, String)> =
-                    f.iter().map(|(k, v)| (k.clone(), to_text(&render_value(v, vars)))).collect();
+                let pairs: Vec<(String, String)> = f
+                    .iter()
+                    .map(|(k, v)| (k.clone(), to_text(&render_value(v, vars))))
+                    .collect();
                 Bytes::from(urlencode_pairs(&pairs))
             }
         };
         let prepared = Prepared::new(r.method.clone(), &path, &target.authority(), &headers, body)?;
-        Ok(Rendered { target, path, prepared })
+        Ok(Rendered {
+            target,
+            path,
+            prepared,
+        })
     }
 
     async fn exchange(&mut self, rendered: &Rendered) -> Result<Response, HttpError> {
@@ -162,7 +185,10 @@ impl Vu {
         }
         let m = &self.ctx.metrics;
         m.histogram_us(&format!("{}.response_time.{name}", naming.prefix), us);
-        m.counter(&format!("{}.{name}.codes.{}", naming.prefix, resp.status), 1);
+        m.counter(
+            &format!("{}.{name}.codes.{}", naming.prefix, resp.status),
+            1,
+        );
     }
 
     fn capture(&mut self, r: &Request, resp: &Response) -> Result<(), Failed> {
@@ -175,12 +201,19 @@ impl Vu {
                 let path = JsonPath::parse(&render_str(path, &self.vars)).ok();
                 doc.as_ref().zip(path).and_then(|(d, p)| p.pick(d))
             } else if let Some(h) = &c.header {
-                resp.headers.get(render_str(h, &self.vars).as_str()).and_then(|v| v.to_str().ok()).map(|s| Value::String(s.into()))
+                resp.headers
+                    .get(render_str(h, &self.vars).as_str())
+                    .and_then(|v| v.to_str().ok())
+                    .map(|s| Value::String(s.into()))
             } else if let Some(re) = &c.regexp {
                 let text = String::from_utf8_lossy(&resp.body);
-                regex(&self.ctx, re).and_then(|re| capture::regexp(&re, &text, c.group.as_ref())).map(Value::String)
+                regex(&self.ctx, re)
+                    .and_then(|re| capture::regexp(&re, &text, c.group.as_ref()))
+                    .map(Value::String)
             } else {
-                self.ctx.warnings.once("capture:xpath", || "xpath and selector captures are not supported; skipped".into());
+                self.ctx.warnings.once("capture:xpath", || {
+                    "xpath and selector captures are not supported; skipped".into()
+                });
                 continue;
             };
             if let Some(t) = &c.transform {
@@ -206,7 +239,9 @@ impl Vu {
         for (kind, expected) in &r.expect {
             let expected = render_value(expected, &self.vars);
             let Some(ok) = check(kind, &expected, resp) else {
-                self.ctx.warnings.once(&format!("expect:{kind}"), || format!("expectation {kind:?} is not supported; skipped"));
+                self.ctx.warnings.once(&format!("expect:{kind}"), || {
+                    format!("expectation {kind:?} is not supported; skipped")
+                });
                 continue;
             };
             let m = &self.ctx.metrics;
@@ -214,7 +249,10 @@ impl Vu {
             m.counter(&format!("plugins.expect.{verdict}"), 1);
             m.counter(&format!("plugins.expect.{verdict}.{kind}"), 1);
             if !ok {
-                failures.push(format!("{kind}: expected {expected}, got {}", actual(kind, resp)));
+                failures.push(format!(
+                    "{kind}: expected {expected}, got {}",
+                    actual(kind, resp)
+                ));
             }
         }
         if failures.is_empty() {
@@ -222,9 +260,17 @@ impl Vu {
         }
         let m = &self.ctx.metrics;
         m.error("Failed expectations");
-        let shown = self.ctx.expect_details.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let shown = self
+            .ctx
+            .expect_details
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if shown < EXPECT_DETAILS_MAX {
-            eprintln!("expectation failed: {} {}: {}", r.method, rendered.path, failures.join("; "));
+            eprintln!(
+                "expectation failed: {} {}: {}",
+                r.method,
+                rendered.path,
+                failures.join("; ")
+            );
         }
         Err(Failed)
     }
@@ -240,7 +286,11 @@ fn check(kind: &str, expected: &Value, resp: &Response) -> Option<bool> {
         },
         "contentType" => {
             let want = to_text(expected);
-            let want = if want == "json" { "application/json".to_string() } else { want };
+            let want = if want == "json" {
+                "application/json".to_string()
+            } else {
+                want
+            };
             header("content-type").is_some_and(|h| h.contains(&want))
         }
         "hasHeader" => header(&to_text(expected)).is_some(),
@@ -250,7 +300,9 @@ fn check(kind: &str, expected: &Value, resp: &Response) -> Option<bool> {
         },
         "hasProperty" | "notHasProperty" => {
             let path = format!("$.{}", to_text(expected));
-            let found = json().zip(JsonPath::parse(&path).ok()).is_some_and(|(d, p)| !p.query(&d).is_empty());
+            let found = json()
+                .zip(JsonPath::parse(&path).ok())
+                .is_some_and(|(d, p)| !p.query(&d).is_empty());
             found == (kind == "hasProperty")
         }
         "equals" => match expected.as_array().map(Vec::as_slice) {
@@ -297,7 +349,12 @@ fn regex(ctx: &Ctx, pattern: &str) -> Option<regex::Regex> {
 
 async fn resolve(ctx: &Ctx, target: &Target) -> Result<SocketAddr, HttpError> {
     let key = (target.host.clone(), target.port);
-    if let Some(addr) = ctx.addrs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+    if let Some(addr) = ctx
+        .addrs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+    {
         return Ok(*addr);
     }
     let addr = client::resolve(&target.host, target.port).await?;
@@ -310,18 +367,23 @@ async fn resolve(ctx: &Ctx, target: &Target) -> Result<SocketAddr, HttpError> {
 
 /// `application/x-www-form-urlencoded` encoding of pairs.
 pub fn urlencode_pairs(pairs: &[(String, String)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v))).collect::<Vec<_>>().join("&")
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 fn urlencode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             b' ' => out.push('+'),
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
     out
 }
-

@@ -41,7 +41,10 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { period: PERIOD_DEFAULT, print: true }
+        Self {
+            period: PERIOD_DEFAULT,
+            print: true,
+        }
     }
 }
 
@@ -55,7 +58,11 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// 0 when every strict `ensure` check passed, else 1.
     pub fn exit_code(&self) -> i32 {
-        if ensure::passed(&self.checks) { 0 } else { 1 }
+        if ensure::passed(&self.checks) {
+            0
+        } else {
+            1
+        }
     }
 }
 
@@ -92,13 +99,21 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     let mut phase_start = tokio::time::Instant::now();
     for (i, phase) in script.phases.iter().enumerate() {
         if opts.print {
-            println!("Phase started: {} (index: {i}, duration: {}s)", phase_label(phase), phase.duration().as_secs_f64());
+            println!(
+                "Phase started: {} (index: {i}, duration: {}s)",
+                phase_label(phase),
+                phase.duration().as_secs_f64()
+            );
         }
         run_phase(&ctx, phase, phase_start, &mut vusers).await;
         phase_start += phase.duration();
         tokio::time::sleep_until(phase_start).await;
         if opts.print {
-            println!("Phase completed: {} (index: {i}, duration: {}s)", phase_label(phase), phase.duration().as_secs_f64());
+            println!(
+                "Phase completed: {} (index: {i}, duration: {}s)",
+                phase_label(phase),
+                phase.duration().as_secs_f64()
+            );
         }
     }
     while vusers.join_next().await.is_some() {}
@@ -111,22 +126,41 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     let mut report = ctx.metrics.finish();
     // Artillery always lists these, even at zero.
     for name in ["vusers.created", "vusers.completed", "vusers.failed"] {
-        report.aggregate.counters.entry(name.to_string()).or_insert(0);
+        report
+            .aggregate
+            .counters
+            .entry(name.to_string())
+            .or_insert(0);
     }
     let checks = ensure::evaluate(&script.ensure, &report.aggregate);
     if opts.print {
         console::print_summary(&report.aggregate, elapsed);
         console::print_checks(&checks);
     }
-    RunOutcome { report, checks, elapsed }
+    RunOutcome {
+        report,
+        checks,
+        elapsed,
+    }
 }
 
 fn phase_label(phase: &Phase) -> String {
-    if phase.name().is_empty() { "unnamed".into() } else { phase.name().to_string() }
+    if phase.name().is_empty() {
+        "unnamed".into()
+    } else {
+        phase.name().to_string()
+    }
 }
 
-async fn run_phase(ctx: &Arc<Ctx>, phase: &Phase, start: tokio::time::Instant, vusers: &mut JoinSet<()>) {
-    let Phase::Arrivals { max_vusers, .. } = phase else { return };
+async fn run_phase(
+    ctx: &Arc<Ctx>,
+    phase: &Phase,
+    start: tokio::time::Instant,
+    vusers: &mut JoinSet<()>,
+) {
+    let Phase::Arrivals { max_vusers, .. } = phase else {
+        return;
+    };
     for k in 0..phase.arrival_count() {
         tokio::time::sleep_until(start + phase.arrival_offset(k)).await;
         // Reap finished users so the set does not grow with the run.
@@ -152,7 +186,11 @@ fn pick_scenario(script: &Script) -> usize {
         }
         x -= s.weight;
     }
-    script.scenarios.iter().rposition(|s| s.weight > 0.0).unwrap_or(0)
+    script
+        .scenarios
+        .iter()
+        .rposition(|s| s.weight > 0.0)
+        .unwrap_or(0)
 }
 
 async fn print_periods(ctx: Arc<Ctx>, opts: RunOptions) {

@@ -29,21 +29,30 @@ pub(crate) async fn run(ctx: Arc<Ctx>, scenario: usize) {
     let started = Instant::now();
     let s = &ctx.script.scenarios[scenario];
     ctx.metrics.counter("vusers.created", 1);
-    ctx.metrics.counter(&format!("vusers.created_by_name.{}", s.name), 1);
+    ctx.metrics
+        .counter(&format!("vusers.created_by_name.{}", s.name), 1);
     for hook in &s.hooks {
         warn_function(&ctx, hook);
     }
-    let mut vu = Vu { vars: initial_vars(&ctx), ctx: ctx.clone(), conns: HashMap::new() };
+    let mut vu = Vu {
+        vars: initial_vars(&ctx),
+        ctx: ctx.clone(),
+        conns: HashMap::new(),
+    };
     let outcome = vu.steps(&ctx.script.scenarios[scenario].flow).await;
     drop(vu);
     match outcome {
         Ok(()) => {
             ctx.metrics.counter("vusers.completed", 1);
-            ctx.metrics.histogram_us("vusers.session_length", started.elapsed().as_micros() as u64);
+            ctx.metrics.histogram_us(
+                "vusers.session_length",
+                started.elapsed().as_micros() as u64,
+            );
         }
         Err(Failed) => ctx.metrics.counter("vusers.failed", 1),
     }
-    ctx.active_vusers.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    ctx.active_vusers
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn initial_vars(ctx: &Ctx) -> Vars {
@@ -56,7 +65,10 @@ fn initial_vars(ctx: &Ctx) -> Vars {
     for (name, value) in &script.variables {
         // A list means "one of these, picked per virtual user".
         let v = match value {
-            Value::Array(items) => items.choose(&mut rand::thread_rng()).cloned().unwrap_or(Value::Null),
+            Value::Array(items) => items
+                .choose(&mut rand::thread_rng())
+                .cloned()
+                .unwrap_or(Value::Null),
             other => other.clone(),
         };
         vars.insert(name.clone(), v);
@@ -105,24 +117,41 @@ impl Vu {
                 Ok(())
             }
             Step::Parallel(steps) => {
-                self.ctx.warnings.once("parallel", || "parallel steps run one after another in throng-load".into());
+                self.ctx.warnings.once("parallel", || {
+                    "parallel steps run one after another in throng-load".into()
+                });
                 self.steps(steps).await
             }
-            Step::Loop { steps, count, over } => self.run_loop(steps, count.as_ref(), over.as_ref()).await,
+            Step::Loop { steps, count, over } => {
+                self.run_loop(steps, count.as_ref(), over.as_ref()).await
+            }
         }
     }
 
-    async fn run_loop(&mut self, steps: &[Step], count: Option<&Value>, over: Option<&Value>) -> Result<(), Failed> {
+    async fn run_loop(
+        &mut self,
+        steps: &[Step],
+        count: Option<&Value>,
+        over: Option<&Value>,
+    ) -> Result<(), Failed> {
         let items: Option<Vec<Value>> = over.map(|o| self.loop_items(o));
         let n = match &items {
             Some(list) => list.len() as u64,
-            None => count.map(|c| number(&render_value(c, &self.vars)).unwrap_or(0.0)).unwrap_or(0.0).max(0.0) as u64,
+            None => count
+                .map(|c| number(&render_value(c, &self.vars)).unwrap_or(0.0))
+                .unwrap_or(0.0)
+                .max(0.0) as u64,
         }
         .min(LOOP_COUNT_MAX);
-        let saved = (self.vars.get("$loopElement").cloned(), self.vars.get("$loopCount").cloned());
+        let saved = (
+            self.vars.get("$loopElement").cloned(),
+            self.vars.get("$loopCount").cloned(),
+        );
         let mut outcome = Ok(());
         for i in 0..n {
-            let element = items.as_ref().map_or(Value::from(i), |l| l[i as usize].clone());
+            let element = items
+                .as_ref()
+                .map_or(Value::from(i), |l| l[i as usize].clone());
             self.vars.insert("$loopElement".into(), element);
             self.vars.insert("$loopCount".into(), Value::from(i + 1));
             outcome = self.steps(steps).await;
@@ -143,7 +172,9 @@ impl Vu {
     fn loop_items(&self, over: &Value) -> Vec<Value> {
         let resolved = match over {
             Value::String(s) if whole_template(s).is_none() => {
-                crate::template::lookup(s.trim(), &self.vars).cloned().unwrap_or(Value::Null)
+                crate::template::lookup(s.trim(), &self.vars)
+                    .cloned()
+                    .unwrap_or(Value::Null)
             }
             other => render_value(other, &self.vars),
         };

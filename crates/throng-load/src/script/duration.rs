@@ -18,18 +18,24 @@ impl Seconds {
 /// Parses `"30"`, `"30s"`, `"1.5 min"`, `"2h"`, `"500ms"`.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?}: expected a number with an optional unit (ms, s, m, h)"))?;
+    let value: f64 = number.parse().map_err(|_| {
+        format!("invalid duration {text:?}: expected a number with an optional unit (ms, s, m, h)")
+    })?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 0.001,
         "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
         "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
         "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
         "d" | "day" | "days" => 86_400.0,
-        other => return Err(format!("invalid duration {text:?}: unknown unit {other:?} (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "invalid duration {text:?}: unknown unit {other:?} (use ms, s, m or h)"
+            ))
+        }
     };
     from_secs(value * scale).map_err(|e| format!("invalid duration {text:?}: {e}"))
 }
@@ -37,7 +43,9 @@ pub fn parse(text: &str) -> Result<Duration, String> {
 /// Seconds as a duration; negative, NaN or absurdly long values are errors.
 pub fn from_secs(secs: f64) -> Result<Duration, String> {
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("must be a non-negative number of seconds, got {secs}"));
+        return Err(format!(
+            "must be a non-negative number of seconds, got {secs}"
+        ));
     }
     // Ten years: anything longer is a typo, and Duration::from_secs_f64 would panic near u64::MAX.
     if secs > 315_360_000.0 {

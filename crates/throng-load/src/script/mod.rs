@@ -56,22 +56,44 @@ pub struct Target {
 impl Target {
     pub fn parse(url: &str) -> Result<Self, String> {
         let trimmed = url.trim().trim_end_matches('/');
-        let uri: http::Uri = trimmed.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let uri: http::Uri = trimmed
+            .parse()
+            .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
         match uri.scheme_str() {
             Some("http") => {}
-            Some("https") => return Err(format!("{url:?}: https is not supported (throng-load speaks plain HTTP); use http://")),
+            Some("https") => {
+                return Err(format!(
+                    "{url:?}: https is not supported (throng-load speaks plain HTTP); use http://"
+                ))
+            }
             _ => return Err(format!("{url:?} must start with http://")),
         }
         let host = uri.host().ok_or_else(|| format!("{url:?} has no host"))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let base_path = uri.path().trim_end_matches('/').to_string();
-        Ok(Self { url: trimmed.to_string(), host, port: uri.port_u16().unwrap_or(80), base_path })
+        Ok(Self {
+            url: trimmed.to_string(),
+            host,
+            port: uri.port_u16().unwrap_or(80),
+            base_path,
+        })
     }
 
     /// The Host header value.
     pub fn authority(&self) -> String {
-        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
-        if self.port == 80 { host } else { format!("{host}:{}", self.port) }
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.port == 80 {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
     }
 }
 
@@ -103,7 +125,11 @@ pub enum Step {
     Request(Box<Request>),
     Think(Value),
     Log(String),
-    Loop { steps: Vec<Step>, count: Option<Value>, over: Option<Value> },
+    Loop {
+        steps: Vec<Step>,
+        count: Option<Value>,
+        over: Option<Value>,
+    },
     /// A JavaScript `function` step: warned about once, skipped.
     Function(String),
     /// Steps Artillery runs concurrently; run here in order (warned once).
@@ -149,7 +175,11 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Script, ScriptError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    let dir = if dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        dir
+    };
     parse(&text, &dir, opts).map_err(|e| ScriptError(format!("{}: {}", path.display(), e.0)))
 }
 
@@ -166,17 +196,25 @@ pub fn parse(text: &str, dir: &Path, opts: &LoadOptions) -> Result<Script, Scrip
 fn effective(text: &str, checked: &Config, opts: &LoadOptions) -> Result<ScriptFile, ScriptError> {
     let mut raw: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
-    let config = raw.get_mut("config").ok_or_else(|| ScriptError("config: missing".into()))?;
+    let config = raw
+        .get_mut("config")
+        .ok_or_else(|| ScriptError("config: missing".into()))?;
     if let Some(env) = &opts.environment {
         let known: Vec<&str> = checked.environments.keys().map(String::as_str).collect();
         let over = config
             .get("environments")
             .and_then(|e| e.get(env.as_str()))
             .cloned()
-            .ok_or_else(|| ScriptError(format!(
-                "-e {env}: no such environment in config.environments (known: {})",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
-            )))?;
+            .ok_or_else(|| {
+                ScriptError(format!(
+                    "-e {env}: no such environment in config.environments (known: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })?;
         merge(config, over);
     }
     if let Some(target) = &opts.target {
@@ -224,14 +262,20 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
     for d in [&c.defaults, &http.defaults].into_iter().flatten() {
         default_headers.extend(d.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         if d.cookie.is_some() || d.think.is_some() {
-            warnings.push("config.defaults: only headers are supported (cookie and think are ignored)".into());
+            warnings.push(
+                "config.defaults: only headers are supported (cookie and think are ignored)".into(),
+            );
         }
     }
     warn_unsupported(c, &file, &mut warnings);
     let ensure = c.ensure.clone().unwrap_or_default();
     for (i, cond) in ensure.conditions.iter().enumerate() {
-        crate::ensure::parse(&cond.expression)
-            .map_err(|e| ScriptError(format!("config.ensure.conditions[{i}].expression {:?}: {e}", cond.expression)))?;
+        crate::ensure::parse(&cond.expression).map_err(|e| {
+            ScriptError(format!(
+                "config.ensure.conditions[{i}].expression {:?}: {e}",
+                cond.expression
+            ))
+        })?;
     }
     let scenarios = scenarios(&file, &mut warnings)?;
     Ok(Script {
@@ -258,7 +302,9 @@ fn target(c: &Config) -> Result<Target, ScriptError> {
         } else {
             format!(", choose an environment with -e ({})", known.join(", "))
         };
-        return err(format!("config.target: no target; set config.target{hint} or pass -t http://host:port"));
+        return err(format!(
+            "config.target: no target; set config.target{hint} or pass -t http://host:port"
+        ));
     };
     Target::parse(url).map_err(|e| ScriptError(format!("config.target: {e}")))
 }
@@ -267,7 +313,12 @@ fn phases(c: &Config) -> Result<Vec<Phase>, ScriptError> {
     let Some(list) = &c.phases else {
         // Artillery without phases runs a single virtual user.
         let arrivals = Arrivals::Count(1);
-        return Ok(vec![Phase::Arrivals { name: String::new(), duration: Duration::ZERO, arrivals, max_vusers: None }]);
+        return Ok(vec![Phase::Arrivals {
+            name: String::new(),
+            duration: Duration::ZERO,
+            arrivals,
+            max_vusers: None,
+        }]);
     };
     if list.is_empty() {
         return err("config.phases: empty; add at least one phase");
@@ -277,10 +328,16 @@ fn phases(c: &Config) -> Result<Vec<Phase>, ScriptError> {
 
 fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
     let name = p.name.clone().unwrap_or_default();
-    let key = if name.is_empty() { format!("config.phases[{i}]") } else { format!("config.phases[{i}] ({name:?})") };
+    let key = if name.is_empty() {
+        format!("config.phases[{i}]")
+    } else {
+        format!("config.phases[{i}] ({name:?})")
+    };
     let non_negative = |what: &str, v: Option<f64>| -> Result<(), ScriptError> {
         match v {
-            Some(x) if !x.is_finite() || x < 0.0 => err(format!("{key}.{what}: must be zero or more, got {x}")),
+            Some(x) if !x.is_finite() || x < 0.0 => {
+                err(format!("{key}.{what}: must be zero or more, got {x}"))
+            }
             _ => Ok(()),
         }
     };
@@ -292,33 +349,71 @@ fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
         if p.duration.is_some() || p.arrival_rate.is_some() || p.arrival_count.is_some() {
             return err(format!("{key}: a pause phase takes only pause (and name)"));
         }
-        return Ok(Phase::Pause { name, duration: pause.0 });
+        return Ok(Phase::Pause {
+            name,
+            duration: pause.0,
+        });
     }
     let duration = match p.duration {
-        None => return err(format!("{key}.duration: missing; say how long the phase lasts (e.g. 60 or \"1m\")")),
-        Some(d) if d.0.is_zero() => return err(format!("{key}.duration: must be greater than zero")),
+        None => {
+            return err(format!(
+                "{key}.duration: missing; say how long the phase lasts (e.g. 60 or \"1m\")"
+            ))
+        }
+        Some(d) if d.0.is_zero() => {
+            return err(format!("{key}.duration: must be greater than zero"))
+        }
         Some(d) => d.0,
     };
     let arrivals = match (p.arrival_rate, p.arrival_count, p.ramp_to) {
-        (Some(_), Some(_), _) => return err(format!("{key}: use either arrivalRate or arrivalCount, not both")),
+        (Some(_), Some(_), _) => {
+            return err(format!(
+                "{key}: use either arrivalRate or arrivalCount, not both"
+            ))
+        }
         (None, Some(_), Some(_)) => return err(format!("{key}.rampTo: needs arrivalRate")),
         (None, Some(n), None) => {
             if n.fract() != 0.0 {
-                return err(format!("{key}.arrivalCount: must be a whole number, got {n}"));
+                return err(format!(
+                    "{key}.arrivalCount: must be a whole number, got {n}"
+                ));
             }
             Arrivals::Count(n as u64)
         }
-        (Some(r), None, to) => Arrivals::Rate { from_per_s: r, to_per_s: to.unwrap_or(r) },
-        (None, None, Some(to)) => Arrivals::Rate { from_per_s: 0.0, to_per_s: to },
-        (None, None, None) => return err(format!("{key}: no arrival spec; set arrivalRate, arrivalCount or pause")),
+        (Some(r), None, to) => Arrivals::Rate {
+            from_per_s: r,
+            to_per_s: to.unwrap_or(r),
+        },
+        (None, None, Some(to)) => Arrivals::Rate {
+            from_per_s: 0.0,
+            to_per_s: to,
+        },
+        (None, None, None) => {
+            return err(format!(
+                "{key}: no arrival spec; set arrivalRate, arrivalCount or pause"
+            ))
+        }
     };
     let max_vusers = p.max_vusers.map(|m| m as u64);
-    Ok(Phase::Arrivals { name, duration, arrivals, max_vusers })
+    Ok(Phase::Arrivals {
+        name,
+        duration,
+        arrivals,
+        max_vusers,
+    })
 }
 
 fn endpoint_naming(c: &Config) -> EndpointNaming {
-    let plugin = c.plugins.as_ref().and_then(|p| p.get("metrics-by-endpoint"));
-    let flag = |k: &str| plugin.and_then(|p| p.get(k)).and_then(Value::as_bool).unwrap_or(false);
+    let plugin = c
+        .plugins
+        .as_ref()
+        .and_then(|p| p.get("metrics-by-endpoint"));
+    let flag = |k: &str| {
+        plugin
+            .and_then(|p| p.get(k))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
     let prefix = plugin
         .and_then(|p| p.get("metricsNamespace"))
         .and_then(Value::as_str)
@@ -328,7 +423,11 @@ fn endpoint_naming(c: &Config) -> EndpointNaming {
         use_only_request_names: flag("useOnlyRequestNames"),
         // Without the plugin configured, strip query strings so a CSV-driven script yields one
         // endpoint per path rather than one per row.
-        strip_query_string: if plugin.is_some() { flag("stripQueryString") } else { true },
+        strip_query_string: if plugin.is_some() {
+            flag("stripQueryString")
+        } else {
+            true
+        },
         ignore_unnamed_requests: flag("ignoreUnnamedRequests"),
         prefix,
     }
@@ -342,7 +441,9 @@ fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
     }
     for name in c.plugins.iter().flat_map(|p| p.keys()) {
         if !matches!(name.as_str(), "metrics-by-endpoint" | "expect" | "ensure") {
-            warnings.push(format!("config.plugins.{name}: plugin not available; ignored"));
+            warnings.push(format!(
+                "config.plugins.{name}: plugin not available; ignored"
+            ));
         }
     }
     let ignored = [
@@ -370,20 +471,32 @@ fn scenarios(file: &ScriptFile, warnings: &mut Vec<String>) -> Result<Vec<Scenar
     for (i, s) in file.scenarios.iter().enumerate() {
         let key = format!("scenarios[{i}]");
         if let Some(engine) = s.engine.as_deref().filter(|e| *e != "http") {
-            return err(format!("{key}.engine: {engine:?} is not supported (only http)"));
+            return err(format!(
+                "{key}.engine: {engine:?} is not supported (only http)"
+            ));
         }
         let weight = s.weight.unwrap_or(1.0);
         if !weight.is_finite() || weight < 0.0 {
             return err(format!("{key}.weight: must be zero or more, got {weight}"));
         }
-        let hooks = [&s.before_scenario, &s.after_scenario, &s.before_request, &s.after_response]
-            .into_iter()
-            .flatten()
-            .flat_map(|h| h.0.clone())
-            .collect();
+        let hooks = [
+            &s.before_scenario,
+            &s.after_scenario,
+            &s.before_request,
+            &s.after_response,
+        ]
+        .into_iter()
+        .flatten()
+        .flat_map(|h| h.0.clone())
+        .collect();
         let flow = steps(&s.flow, &format!("{key}.flow"), warnings)?;
         let name = s.name.clone().unwrap_or_else(|| i.to_string());
-        out.push(Scenario { name, weight, flow, hooks });
+        out.push(Scenario {
+            name,
+            weight,
+            flow,
+            hooks,
+        });
     }
     if out.iter().all(|s| s.weight == 0.0) {
         return err("scenarios: every weight is 0; give at least one scenario a positive weight");
@@ -392,7 +505,10 @@ fn scenarios(file: &ScriptFile, warnings: &mut Vec<String>) -> Result<Vec<Scenar
 }
 
 fn steps(raw: &[StepRaw], key: &str, warnings: &mut Vec<String>) -> Result<Vec<Step>, ScriptError> {
-    raw.iter().enumerate().map(|(i, s)| step(s, &format!("{key}[{i}]"), warnings)).collect()
+    raw.iter()
+        .enumerate()
+        .map(|(i, s)| step(s, &format!("{key}[{i}]"), warnings))
+        .collect()
 }
 
 fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, ScriptError> {
@@ -408,7 +524,12 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
     let mut found: Vec<Step> = Vec::new();
     for (raw, method) in methods {
         if let Some(r) = raw {
-            found.push(Step::Request(Box::new(request(r, method.clone(), key, warnings)?)));
+            found.push(Step::Request(Box::new(request(
+                r,
+                method.clone(),
+                key,
+                warnings,
+            )?)));
         }
     }
     if let Some(t) = &s.think {
@@ -421,28 +542,50 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
         found.push(Step::Function(f.clone()));
     }
     if let Some(p) = &s.parallel {
-        found.push(Step::Parallel(steps(p, &format!("{key}.parallel"), warnings)?));
+        found.push(Step::Parallel(steps(
+            p,
+            &format!("{key}.parallel"),
+            warnings,
+        )?));
     }
     if let Some(body) = &s.loop_ {
         if s.while_true.is_some() {
-            return err(format!("{key}.whileTrue: needs a JavaScript function, which cannot run; use count or over"));
+            return err(format!(
+                "{key}.whileTrue: needs a JavaScript function, which cannot run; use count or over"
+            ));
         }
         if s.count.is_none() && s.over.is_none() {
             return err(format!("{key}.loop: needs count or over"));
         }
         let steps = steps(body, &format!("{key}.loop"), warnings)?;
-        found.push(Step::Loop { steps, count: s.count.clone(), over: s.over.clone() });
+        found.push(Step::Loop {
+            steps,
+            count: s.count.clone(),
+            over: s.over.clone(),
+        });
     } else if s.count.is_some() || s.over.is_some() || s.while_true.is_some() {
-        return err(format!("{key}: count, over and whileTrue belong to a loop step"));
+        return err(format!(
+            "{key}: count, over and whileTrue belong to a loop step"
+        ));
     }
     match found.len() {
         1 => Ok(found.pop().expect("one step")),
-        0 => err(format!("{key}: empty step; use one of get, post, put, patch, delete, think, log, loop")),
-        _ => err(format!("{key}: one action per step (found {})", found.len())),
+        0 => err(format!(
+            "{key}: empty step; use one of get, post, put, patch, delete, think, log, loop"
+        )),
+        _ => err(format!(
+            "{key}: one action per step (found {})",
+            found.len()
+        )),
     }
 }
 
-fn request(r: &RequestRaw, method: Method, key: &str, warnings: &mut Vec<String>) -> Result<Request, ScriptError> {
+fn request(
+    r: &RequestRaw,
+    method: Method,
+    key: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Request, ScriptError> {
     let key = format!("{key}.{}", method.as_str().to_ascii_lowercase());
     let ignored = [
         ("formData", r.form_data.is_some()),
@@ -462,7 +605,9 @@ fn request(r: &RequestRaw, method: Method, key: &str, warnings: &mut Vec<String>
     let body = match (&r.json, &r.body, &r.form) {
         (Some(j), None, None) => Body::Json(j.clone()),
         (None, Some(b), None) => Body::Text(b.clone()),
-        (None, None, Some(f)) => Body::Form(f.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        (None, None, Some(f)) => {
+            Body::Form(f.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        }
         (None, None, None) => Body::None,
         _ => return err(format!("{key}: use only one of json, body and form")),
     };
@@ -470,16 +615,22 @@ fn request(r: &RequestRaw, method: Method, key: &str, warnings: &mut Vec<String>
     for (i, c) in captures.iter_mut().enumerate() {
         let kinds = [&c.json, &c.header, &c.regexp, &c.xpath, &c.selector];
         if kinds.iter().filter(|k| k.is_some()).count() != 1 {
-            return err(format!("{key}.capture[{i}]: needs exactly one of json, header, regexp"));
+            return err(format!(
+                "{key}.capture[{i}]: needs exactly one of json, header, regexp"
+            ));
         }
         if c.as_.is_none() {
-            return err(format!("{key}.capture[{i}].as: name the variable to capture into"));
+            return err(format!(
+                "{key}.capture[{i}].as: name the variable to capture into"
+            ));
         }
         if let Some(re) = &c.regexp {
-            regex::Regex::new(re).map_err(|e| ScriptError(format!("{key}.capture[{i}].regexp: {e}")))?;
+            regex::Regex::new(re)
+                .map_err(|e| ScriptError(format!("{key}.capture[{i}].regexp: {e}")))?;
         }
         if let Some(path) = &c.json {
-            crate::capture::JsonPath::parse(path).map_err(|e| ScriptError(format!("{key}.capture[{i}].json: {e}")))?;
+            crate::capture::JsonPath::parse(path)
+                .map_err(|e| ScriptError(format!("{key}.capture[{i}].json: {e}")))?;
         }
     }
     let expect = r

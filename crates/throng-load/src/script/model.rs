@@ -32,7 +32,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
                 Vec::<T>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(OneOrMany)
             }
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| OneOrMany(vec![t]))
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|t| OneOrMany(vec![t]))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 T::deserialize(de::value::StrDeserializer::<E>::new(v)).map(|t| OneOrMany(vec![t]))

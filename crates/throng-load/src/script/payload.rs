@@ -30,7 +30,11 @@ impl Payload {
     pub fn load(spec: &PayloadSpec, dir: &Path, key: &str) -> Result<Self, String> {
         let path = dir.join(&spec.path);
         let text = std::fs::read(&path).map_err(|e| {
-            format!("{key}.path: cannot read {:?} (resolved to {}): {e}", spec.path, path.display())
+            format!(
+                "{key}.path: cannot read {:?} (resolved to {}): {e}",
+                spec.path,
+                path.display()
+            )
         })?;
         let delimiter = match spec.delimiter.as_deref() {
             None => b',',
@@ -57,7 +61,11 @@ impl Payload {
                 continue;
             }
             if rows.len() >= PAYLOAD_ROWS_MAX {
-                return Err(format!("{key}: {} has more than {PAYLOAD_ROWS_MAX} rows (line {})", path.display(), i + 1));
+                return Err(format!(
+                    "{key}: {} has more than {PAYLOAD_ROWS_MAX} rows (line {})",
+                    path.display(),
+                    i + 1
+                ));
             }
             rows.push(record.iter().map(|f| cell(f, cast)).collect());
         }
@@ -97,7 +105,11 @@ impl Payload {
     /// Adds this payload's variables for one virtual user.
     pub fn bind(&self, vars: &mut serde_json::Map<String, Value>) {
         if let Some(name) = &self.load_all_name {
-            let all = self.rows.iter().map(|r| Value::Object(self.object(r))).collect();
+            let all = self
+                .rows
+                .iter()
+                .map(|r| Value::Object(self.object(r)))
+                .collect();
             vars.insert(name.clone(), Value::Array(all));
             return;
         }
@@ -108,7 +120,11 @@ impl Payload {
     }
 
     fn object(&self, row: &[Value]) -> serde_json::Map<String, Value> {
-        self.fields.iter().cloned().zip(row.iter().cloned()).collect()
+        self.fields
+            .iter()
+            .cloned()
+            .zip(row.iter().cloned())
+            .collect()
     }
 }
 

@@ -23,7 +23,9 @@ async fn invalid_yaml_names_the_line() {
 
 #[tokio::test]
 async fn unknown_key_names_key_and_line() {
-    let yaml = format!("config:\n  target: \"http://127.0.0.1:1\"\n  phasez:\n    - duration: 1\n{OK_TAIL}");
+    let yaml = format!(
+        "config:\n  target: \"http://127.0.0.1:1\"\n  phasez:\n    - duration: 1\n{OK_TAIL}"
+    );
     let (code, err) = run_bad(&yaml, &[]).await;
     assert_eq!(code, Some(2));
     assert!(err.contains("phasez") && err.contains("line 3"), "{err}");
@@ -36,10 +38,15 @@ async fn unknown_key_names_key_and_line() {
 
 #[tokio::test]
 async fn no_target() {
-    let yaml = format!("config:\n  environments:\n    local:\n      target: \"http://127.0.0.1:1\"\n{OK_TAIL}");
+    let yaml = format!(
+        "config:\n  environments:\n    local:\n      target: \"http://127.0.0.1:1\"\n{OK_TAIL}"
+    );
     let (code, err) = run_bad(&yaml, &[]).await;
     assert_eq!(code, Some(2));
-    assert!(err.contains("config.target") && err.contains("-e (local)"), "{err}");
+    assert!(
+        err.contains("config.target") && err.contains("-e (local)"),
+        "{err}"
+    );
     let (code, err) = run_bad(&yaml, &["-e", "staging"]).await;
     assert_eq!(code, Some(2));
     assert!(err.contains("staging") && err.contains("local"), "{err}");
@@ -50,7 +57,10 @@ async fn missing_csv() {
     let yaml = format!("config:\n  target: \"http://127.0.0.1:1\"\n  payload:\n    path: ./testData.csv\n    fields: [a]\n{OK_TAIL}");
     let (code, err) = run_bad(&yaml, &[]).await;
     assert_eq!(code, Some(2));
-    assert!(err.contains("config.payload.path") && err.contains("testData.csv"), "{err}");
+    assert!(
+        err.contains("config.payload.path") && err.contains("testData.csv"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -58,26 +68,45 @@ async fn bad_phases() {
     let cases = [
         ("- duration: -5\n      arrivalRate: 1", "line"),
         ("- duration: 5", "config.phases[0]"),
-        ("- duration: \"5 fortnights\"\n      arrivalRate: 1", "fortnights"),
-        ("- duration: 5\n      arrivalRate: 1\n      arrivalCount: 2", "arrivalCount"),
+        (
+            "- duration: \"5 fortnights\"\n      arrivalRate: 1",
+            "fortnights",
+        ),
+        (
+            "- duration: 5\n      arrivalRate: 1\n      arrivalCount: 2",
+            "arrivalCount",
+        ),
         ("- arrivalRate: 1", "duration"),
         ("- duration: 5\n      arrivalRate: -1", "arrivalRate"),
     ];
     for (phase, needle) in cases {
-        let yaml = format!("config:\n  target: \"http://127.0.0.1:1\"\n  phases:\n    {phase}\n{OK_TAIL}");
+        let yaml =
+            format!("config:\n  target: \"http://127.0.0.1:1\"\n  phases:\n    {phase}\n{OK_TAIL}");
         let (code, err) = run_bad(&yaml, &[]).await;
         assert_eq!(code, Some(2), "{phase}: {err}");
-        assert!(err.contains(needle), "{phase}: expected {needle:?} in {err}");
+        assert!(
+            err.contains(needle),
+            "{phase}: expected {needle:?} in {err}"
+        );
     }
 }
 
 #[tokio::test]
 async fn bad_steps_and_conditions() {
     let cases = [
-        ("scenarios:\n  - flow:\n      - {}\n", "scenarios[0].flow[0]"),
-        ("scenarios:\n  - flow:\n      - loop:\n          - get: {url: /}\n", "count or over"),
+        (
+            "scenarios:\n  - flow:\n      - {}\n",
+            "scenarios[0].flow[0]",
+        ),
+        (
+            "scenarios:\n  - flow:\n      - loop:\n          - get: {url: /}\n",
+            "count or over",
+        ),
         ("scenarios: []\n", "scenarios"),
-        ("scenarios:\n  - flow:\n      - get: {url: /, capture: {json: \"a.b\", as: x}}\n", "capture[0].json"),
+        (
+            "scenarios:\n  - flow:\n      - get: {url: /, capture: {json: \"a.b\", as: x}}\n",
+            "capture[0].json",
+        ),
     ];
     for (tail, needle) in cases {
         let yaml = format!("config:\n  target: \"http://127.0.0.1:1\"\n{tail}");
@@ -96,5 +125,8 @@ async fn tolerated_keys_warn_but_run() {
     let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  processor: ./p.js\n  plugins:\n    publish-metrics: {}\n  phases:\n    - pause: 0.1\nscenarios:\n  - beforeScenario: setup\n    flow:\n      - get:\n          url: /\n          beforeRequest: sign\n";
     let (code, err) = run_bad(yaml, &[]).await;
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("publish-metrics") && err.contains("processor"), "{err}");
+    assert!(
+        err.contains("publish-metrics") && err.contains("processor"),
+        "{err}"
+    );
 }

@@ -9,7 +9,8 @@ const SEED: &str = "/work/shared/seeds/000_f49fe3b09f9da7b1.txt";
 
 /// The script from the write-up, verbatim (lines "config:" to the log step).
 fn seed_script() -> String {
-    let text = std::fs::read_to_string(SEED).unwrap_or_else(|_| include_str!("seed_000.yml").to_string());
+    let text =
+        std::fs::read_to_string(SEED).unwrap_or_else(|_| include_str!("seed_000.yml").to_string());
     let start = text.find("config:\n  environments:").expect("script start");
     let log = text[start..].find("- log: ").expect("log step") + start;
     let end = text[log..].find('\n').expect("end of log line") + log;
@@ -21,13 +22,23 @@ async fn seed_000_script_runs_with_shortened_phases() {
     let srv = server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let script = seed_script()
-        .replace("duration: 30\n        arrivalCount: 10", "duration: 3\n        arrivalCount: 10")
-        .replace("duration: 60\n        arrivalRate: 1", "duration: 2\n        arrivalRate: 5");
+        .replace(
+            "duration: 30\n        arrivalCount: 10",
+            "duration: 3\n        arrivalCount: 10",
+        )
+        .replace(
+            "duration: 60\n        arrivalRate: 1",
+            "duration: 2\n        arrivalRate: 5",
+        );
     assert_ne!(script, seed_script(), "phases were shortened");
     write(dir.path(), "s000.yml", &script);
     let mut csv = String::new();
     for i in 0..25 {
-        csv.push_str(&format!("{i},CourseComment,{},{},0,5,0,3\n", 100 + i, 7000 + i));
+        csv.push_str(&format!(
+            "{i},CourseComment,{},{},0,5,0,3\n",
+            100 + i,
+            7000 + i
+        ));
     }
     write(dir.path(), "testData.csv", &csv);
     let path = dir.path().join("s000.yml");
@@ -35,15 +46,34 @@ async fn seed_000_script_runs_with_shortened_phases() {
     let out_html = dir.path().join("out.html");
     let target = srv.url();
     let out = throng_load(&[
-        "run", path.to_str().unwrap(), "-e", "local", "-t", &target,
-        "--output", out_json.to_str().unwrap(), "--report", out_html.to_str().unwrap(),
+        "run",
+        path.to_str().unwrap(),
+        "-e",
+        "local",
+        "-t",
+        &target,
+        "--output",
+        out_json.to_str().unwrap(),
+        "--report",
+        out_html.to_str().unwrap(),
     ])
     .await;
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
-    assert!(stderr(&out).contains("logResponse"), "warns about the missing afterResponse function: {}", stderr(&out));
-    assert_eq!(stderr(&out).matches("\"logResponse\"").count(), 1, "warned once");
+    assert!(
+        stderr(&out).contains("logResponse"),
+        "warns about the missing afterResponse function: {}",
+        stderr(&out)
+    );
+    assert_eq!(
+        stderr(&out).matches("\"logResponse\"").count(),
+        1,
+        "warned once"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("jsonfromLinq api call : ratingType=CourseComment"), "log step prints");
+    assert!(
+        stdout.contains("jsonfromLinq api call : ratingType=CourseComment"),
+        "log step prints"
+    );
     assert!(stdout.contains("Summary report @"));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
     let c = &report["aggregate"]["counters"];
@@ -53,9 +83,16 @@ async fn seed_000_script_runs_with_shortened_phases() {
     assert_eq!(c["http.codes.200"], json!(20));
     assert!(report["aggregate"]["summaries"]["http.response_time"]["p99"].is_number());
     assert!(report["aggregate"]["firstCounterAt"].is_number());
-    assert!(report["intermediate"].as_array().is_some_and(|a| !a.is_empty()));
-    let hits = srv.seen_paths("/api/comments/method/jsonfromlinq?ratingType=CourseComment&courseId=1");
-    assert_eq!(hits.len(), 20, "every request rendered from the CSV: {hits:?}");
+    assert!(report["intermediate"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    let hits =
+        srv.seen_paths("/api/comments/method/jsonfromlinq?ratingType=CourseComment&courseId=1");
+    assert_eq!(
+        hits.len(),
+        20,
+        "every request rendered from the CSV: {hits:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,33 +207,65 @@ scenarios:
 "#,
         target = srv.url()
     );
-    let opts = LoadOptions { environment: Some("test".into()), target: None };
+    let opts = LoadOptions {
+        environment: Some("test".into()),
+        target: None,
+    };
     let outcome = run_yaml(dir.path(), &yaml, opts).await;
     let r = &outcome.report;
     assert_eq!(counter(r, "vusers.created"), 4);
-    assert_eq!(counter(r, "vusers.completed"), 4, "{:?}", r.aggregate.counters);
+    assert_eq!(
+        counter(r, "vusers.completed"),
+        4,
+        "{:?}",
+        r.aggregate.counters
+    );
     assert_eq!(counter(r, "vusers.created_by_name.main"), 4);
     assert_eq!(counter(r, "http.requests"), 4 * 6);
     assert_eq!(counter(r, "http.codes.201"), 4);
     assert_eq!(counter(r, "plugins.expect.ok.statusCode"), 4 * 3);
-    assert_eq!(counter(r, "plugins.metrics-by-endpoint.create.codes.201"), 4);
-    assert!(r.aggregate.summaries.contains_key("plugins.metrics-by-endpoint.response_time.item"));
+    assert_eq!(
+        counter(r, "plugins.metrics-by-endpoint.create.codes.201"),
+        4
+    );
+    assert!(r
+        .aggregate
+        .summaries
+        .contains_key("plugins.metrics-by-endpoint.response_time.item"));
     assert_eq!(outcome.exit_code(), 0, "checks: {:?}", outcome.checks);
-    assert!(outcome.checks.iter().any(|c| !c.ok && !c.strict), "non-strict condition reported, not fatal");
+    assert!(
+        outcome.checks.iter().any(|c| !c.ok && !c.strict),
+        "non-strict condition reported, not fatal"
+    );
 
-    let posts: Vec<_> = srv.seen().into_iter().filter(|s| s.method == "POST").collect();
+    let posts: Vec<_> = srv
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "POST")
+        .collect();
     assert_eq!(posts.len(), 4);
     let mut uids = Vec::new();
     for p in &posts {
         let body: Value = serde_json::from_slice(&p.body).unwrap();
-        assert!(body["uid"].is_number(), "cast keeps numbers numbers: {body}");
+        assert!(
+            body["uid"].is_number(),
+            "cast keeps numbers numbers: {body}"
+        );
         uids.push(body["uid"].as_i64().unwrap());
         assert_eq!(body["n"], json!("007"), "cast: false keeps strings");
         assert_eq!(body["nested"][1]["deep"], json!("seven"));
         assert_eq!(body["nested"][0], json!(format!("{}-x", body["uid"])));
         assert_eq!(body["color"], json!("red"));
-        assert_eq!(body["env"], json!("from-env"), "environment variables merged");
-        assert_eq!(body["base"], json!("b"), "base variables kept by the deep merge");
+        assert_eq!(
+            body["env"],
+            json!("from-env"),
+            "environment variables merged"
+        );
+        assert_eq!(
+            body["base"],
+            json!("b"),
+            "base variables kept by the deep merge"
+        );
         let r = body["r"].as_i64().unwrap();
         assert!((1..=5).contains(&r));
         assert_eq!(body["s"].as_str().unwrap().len(), 8);
@@ -204,18 +273,40 @@ scenarios:
         assert_eq!(p.headers["x-default"], "d1");
         assert_eq!(p.headers["x-env"], "e1");
         assert_eq!(p.headers["content-type"], "application/json");
-        assert_eq!(p.headers["x-req"], if body["uid"] == json!(1) { "ann" } else { "bob" });
+        assert_eq!(
+            p.headers["x-req"],
+            if body["uid"] == json!(1) {
+                "ann"
+            } else {
+                "bob"
+            }
+        );
     }
     uids.sort();
-    assert_eq!(uids, vec![1, 1, 2, 2], "sequence order, header skipped, empty line skipped");
+    assert_eq!(
+        uids,
+        vec![1, 1, 2, 2],
+        "sequence order, header skipped, empty line skipped"
+    );
     let items = srv.seen_paths("/items/42");
     assert_eq!(items.len(), 8);
-    assert!(items.contains(&"/items/42?tok=abc&tag=foo&el=x&c=1&d=seven".to_string()), "{items:?}");
-    assert!(items.contains(&"/items/42?tok=abc&tag=foo&el=y&c=2&d=seven".to_string()), "{items:?}");
+    assert!(
+        items.contains(&"/items/42?tok=abc&tag=foo&el=x&c=1&d=seven".to_string()),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(&"/items/42?tok=abc&tag=foo&el=y&c=2&d=seven".to_string()),
+        "{items:?}"
+    );
     let pings = srv.seen_paths("/ping");
     assert_eq!(pings.len(), 12);
     for i in 1..=3 {
-        assert!(pings.iter().any(|p| p.starts_with(&format!("/ping?i={i}&u="))), "{pings:?}");
+        assert!(
+            pings
+                .iter()
+                .any(|p| p.starts_with(&format!("/ping?i={i}&u="))),
+            "{pings:?}"
+        );
     }
     assert!(srv.seen_paths("/never").is_empty(), "weight 0 never runs");
 }
@@ -249,7 +340,10 @@ scenarios:
     assert_eq!(counter(r, "errors.ETIMEDOUT"), 2);
     assert_eq!(counter(r, "vusers.failed"), 2);
     assert_eq!(counter(r, "http.responses"), 0);
-    assert!(started.elapsed().as_secs_f64() < 4.0, "timeout cut the 5 s responses short");
+    assert!(
+        started.elapsed().as_secs_f64() < 4.0,
+        "timeout cut the 5 s responses short"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,16 +354,23 @@ async fn failed_capture_expectation_and_refused_connection() {
         "config:\n  target: \"{}\"\nscenarios:\n  - flow:\n      - post:\n          url: /items\n          json: {{a: 1}}\n          capture:\n            json: \"$.missing\"\n            as: m\n      - get:\n          url: /never\n",
         srv.url()
     );
-    let r = run_yaml(dir.path(), &capture, LoadOptions::default()).await.report;
+    let r = run_yaml(dir.path(), &capture, LoadOptions::default())
+        .await
+        .report;
     assert_eq!(counter(&r, "errors.Failed capture or match"), 1);
     assert_eq!(counter(&r, "vusers.failed"), 1);
-    assert!(srv.seen_paths("/never").is_empty(), "a failed capture ends the session");
+    assert!(
+        srv.seen_paths("/never").is_empty(),
+        "a failed capture ends the session"
+    );
 
     let expect = format!(
         "config:\n  target: \"{}\"\nscenarios:\n  - flow:\n      - get:\n          url: /status/500\n          expect:\n            - statusCode: 200\n",
         srv.url()
     );
-    let r = run_yaml(dir.path(), &expect, LoadOptions::default()).await.report;
+    let r = run_yaml(dir.path(), &expect, LoadOptions::default())
+        .await
+        .report;
     assert_eq!(counter(&r, "plugins.expect.failed.statusCode"), 1);
     assert_eq!(counter(&r, "errors.Failed expectations"), 1);
     assert_eq!(counter(&r, "http.codes.500"), 1);
@@ -291,6 +392,11 @@ async fn ensure_failure_exits_1() {
     );
     write(dir.path(), "e.yml", &yaml);
     let out = throng_load(&["run", dir.path().join("e.yml").to_str().unwrap()]).await;
-    assert_eq!(out.status.code(), Some(1), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("fail: http.response_time.p99 < 0.001"));
 }

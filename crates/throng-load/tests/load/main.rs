@@ -35,8 +35,16 @@ pub fn stderr(out: &Output) -> String {
 
 /// Loads `yaml` (payloads relative to `dir`) and runs it quietly.
 pub async fn run_yaml(dir: &Path, yaml: &str, opts: LoadOptions) -> runner::RunOutcome {
-    let script = script::parse(yaml, dir, &opts).unwrap_or_else(|e| panic!("script should load: {e}"));
-    runner::run(Arc::new(script), RunOptions { print: false, ..Default::default() }).await
+    let script =
+        script::parse(yaml, dir, &opts).unwrap_or_else(|e| panic!("script should load: {e}"));
+    runner::run(
+        Arc::new(script),
+        RunOptions {
+            print: false,
+            ..Default::default()
+        },
+    )
+    .await
 }
 
 pub fn counter(report: &Report, name: &str) -> u64 {

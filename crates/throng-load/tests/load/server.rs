@@ -56,14 +56,24 @@ impl TestServer {
     }
 
     pub fn seen_paths(&self, prefix: &str) -> Vec<String> {
-        self.seen().into_iter().map(|s| s.uri).filter(|u| u.starts_with(prefix)).collect()
+        self.seen()
+            .into_iter()
+            .map(|s| s.uri)
+            .filter(|u| u.starts_with(prefix))
+            .collect()
     }
 }
 
 fn remember(log: &Log, method: &str, uri: &Uri, headers: &HeaderMap, body: Bytes) {
     let mut seen = log.seen.lock().unwrap();
     if seen.len() < SEEN_MAX {
-        seen.push(Seen { method: method.into(), uri: uri.to_string(), headers: headers.clone(), body, at: Instant::now() });
+        seen.push(Seen {
+            method: method.into(),
+            uri: uri.to_string(),
+            headers: headers.clone(),
+            body,
+            at: Instant::now(),
+        });
     }
 }
 
@@ -72,22 +82,44 @@ async fn comments(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> 
     Json(json!([{"displayName": "ann", "courseId": 1, "thread": []}]))
 }
 
-async fn create_item(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+async fn create_item(
+    State(log): State<Arc<Log>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
     remember(&log, "POST", &uri, &headers, body.clone());
     let echo: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let mut h = HeaderMap::new();
     h.insert("x-token", "abc".parse().unwrap());
-    (StatusCode::CREATED, h, Json(json!({"id": 42, "meta": {"tag": "foo"}, "echo": echo})))
+    (
+        StatusCode::CREATED,
+        h,
+        Json(json!({"id": 42, "meta": {"tag": "foo"}, "echo": echo})),
+    )
 }
 
-async fn get_item(State(log): State<Arc<Log>>, Path(id): Path<String>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+async fn get_item(
+    State(log): State<Arc<Log>>,
+    Path(id): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> impl IntoResponse {
     remember(&log, "GET", &uri, &headers, Bytes::new());
     Json(json!({"id": id, "tags": ["a", "b"]}))
 }
 
-async fn status(State(log): State<Arc<Log>>, Path(code): Path<u16>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+async fn status(
+    State(log): State<Arc<Log>>,
+    Path(code): Path<u16>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> impl IntoResponse {
     remember(&log, "GET", &uri, &headers, Bytes::new());
-    (StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST), "status")
+    (
+        StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST),
+        "status",
+    )
 }
 
 async fn slow(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
@@ -114,7 +146,12 @@ async fn stall(State(log): State<Arc<Log>>) -> impl IntoResponse {
     "ok"
 }
 
-async fn other(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+async fn other(
+    State(log): State<Arc<Log>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
     remember(&log, "ANY", &uri, &headers, body);
     "ok"
 }

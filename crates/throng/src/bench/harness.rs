@@ -78,9 +78,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let exe = std::env::current_exe()?;
     let store_flags = store_flags(&args, &data_dir);
-    let seed_s = if args.no_seed { None } else { Some(seed(&exe, exp.as_ref(), &args, &store_flags)?) };
+    let seed_s = if args.no_seed {
+        None
+    } else {
+        Some(seed(&exe, exp.as_ref(), &args, &store_flags)?)
+    };
     let mut server = ChildServer::start(&exe, &store_flags, &exp.serve_args())?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let report = rt.block_on(measure_all(exp.as_ref(), &args, &server, seed_s))?;
     server.stop();
     report.print();
@@ -98,10 +104,17 @@ fn store_flags(args: &BenchArgs, data_dir: &Path) -> Vec<String> {
     flags
 }
 
-fn seed(exe: &Path, exp: &dyn Experiment, args: &BenchArgs, store_flags: &[String]) -> anyhow::Result<f64> {
+fn seed(
+    exe: &Path,
+    exp: &dyn Experiment,
+    args: &BenchArgs,
+    store_flags: &[String],
+) -> anyhow::Result<f64> {
     let started = Instant::now();
     let mut cmd = Command::new(exe);
-    cmd.arg("seed").args(store_flags).args(exp.seed_args(args.scale));
+    cmd.arg("seed")
+        .args(store_flags)
+        .args(exp.seed_args(args.scale));
     if args.store.is_some() {
         cmd.arg("--force");
     }
@@ -120,7 +133,11 @@ pub struct ChildServer {
 }
 
 impl ChildServer {
-    pub fn start(exe: &Path, store_flags: &[String], extra: &[String]) -> anyhow::Result<ChildServer> {
+    pub fn start(
+        exe: &Path,
+        store_flags: &[String],
+        extra: &[String],
+    ) -> anyhow::Result<ChildServer> {
         let mut child = Command::new(exe)
             .arg("serve")
             .args(["--listen", "127.0.0.1:0", "--in-flight-max", "100000"])
@@ -155,7 +172,8 @@ impl ChildServer {
     /// File-backed pages are the database file mapped by the read
     /// connections: the kernel's page cache, reclaimable, shared.
     pub fn rss_mib(&self) -> (f64, f64, f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
         let field = |name: &str| {
             status
                 .lines()
@@ -165,7 +183,12 @@ impl ChildServer {
                 .map(|kib| kib / 1024.0)
                 .unwrap_or(0.0)
         };
-        (field("VmRSS:"), field("VmHWM:"), field("RssAnon:"), field("RssFile:"))
+        (
+            field("VmRSS:"),
+            field("VmHWM:"),
+            field("RssAnon:"),
+            field("RssFile:"),
+        )
     }
 
     pub fn stop(&mut self) {
@@ -216,15 +239,23 @@ async fn measure_all(
     let connections = args.connections.expect("set from the experiment's default");
     for w in &workloads {
         eprintln!("warm-up: {}", w.name);
-        measure::closed_loop(server.addr, &host, connections, Duration::from_secs(args.warmup_s), w.factory.clone())
-            .await?;
+        measure::closed_loop(
+            server.addr,
+            &host,
+            connections,
+            Duration::from_secs(args.warmup_s),
+            w.factory.clone(),
+        )
+        .await?;
     }
     let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
     let mut writer_stats: Vec<Vec<WriterStats>> = vec![Vec::new(); workloads.len()];
     for run in 0..args.runs {
         for (i, w) in workloads.iter().enumerate() {
             let before = WriterStats::scrape(server.addr).await;
-            let s = measure::closed_loop(server.addr, &host, connections, duration, w.factory.clone()).await?;
+            let s =
+                measure::closed_loop(server.addr, &host, connections, duration, w.factory.clone())
+                    .await?;
             let writer = WriterStats::scrape(server.addr).await.since(&before);
             eprintln!(
                 "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us{}",
@@ -262,7 +293,17 @@ async fn measure_all(
         runs: args.runs,
         duration_s: args.duration_s,
         connections,
-        store: args.store.clone().map(|s| if s.starts_with("postgres") { "postgres".into() } else { s }).unwrap_or_else(|| "sqlite".into()),
+        store: args
+            .store
+            .clone()
+            .map(|s| {
+                if s.starts_with("postgres") {
+                    "postgres".into()
+                } else {
+                    s
+                }
+            })
+            .unwrap_or_else(|| "sqlite".into()),
         seed_s,
         results,
         rss_mib,
@@ -271,7 +312,9 @@ async fn measure_all(
         rss_file_mib,
         rss_mib_max: exp.rss_mib_max(args.scale),
         notes: exp.notes(),
-        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         command: std::env::args().collect::<Vec<_>>().join(" "),
     })
 }
@@ -321,13 +364,25 @@ impl WriterStats {
         }
     }
     fn plus(&self, o: &WriterStats) -> WriterStats {
-        WriterStats { batches: self.batches + o.batches, commands: self.commands + o.commands, commit_s: self.commit_s + o.commit_s }
+        WriterStats {
+            batches: self.batches + o.batches,
+            commands: self.commands + o.commands,
+            commit_s: self.commit_s + o.commit_s,
+        }
     }
     pub fn commands_per_batch(&self) -> f64 {
-        if self.batches > 0.0 { self.commands / self.batches } else { 0.0 }
+        if self.batches > 0.0 {
+            self.commands / self.batches
+        } else {
+            0.0
+        }
     }
     pub fn commit_ms_mean(&self) -> f64 {
-        if self.batches > 0.0 { self.commit_s * 1000.0 / self.batches } else { 0.0 }
+        if self.batches > 0.0 {
+            self.commit_s * 1000.0 / self.batches
+        } else {
+            0.0
+        }
     }
     fn describe(&self) -> String {
         if self.batches < 1.0 {

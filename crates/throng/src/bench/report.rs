@@ -45,7 +45,11 @@ impl WorkloadResult {
             }
             errors += s.errors.values().sum::<u64>();
         }
-        let ratio = if ceiling_rps > 0.0 { rps / ceiling_rps } else { 0.0 };
+        let ratio = if ceiling_rps > 0.0 {
+            rps / ceiling_rps
+        } else {
+            0.0
+        };
         WorkloadResult {
             name: w.name.clone(),
             requests_per_s: rps,
@@ -115,7 +119,9 @@ impl BenchReport {
             .collect()
     }
 
-    const HEADER: [&'static str; 7] = ["workload", "req/s", "p50", "p99", "ratio", "target", "write-up"];
+    const HEADER: [&'static str; 7] = [
+        "workload", "req/s", "p50", "p99", "ratio", "target", "write-up",
+    ];
 
     pub fn print(&self) {
         println!(
@@ -149,7 +155,10 @@ impl BenchReport {
                 );
             }
             if r.errors > 0 {
-                println!("  {}: {} unexpected answers {:?}", r.name, r.errors, r.status_counts);
+                println!(
+                    "  {}: {} unexpected answers {:?}",
+                    r.name, r.errors, r.status_counts
+                );
             }
         }
         println!("{}", self.memory_line());

@@ -61,7 +61,9 @@ impl Admission {
                 return forwarded;
             }
         }
-        req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
+        req.extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip())
     }
 
     /// `Some(wait_s)` when this client is over its rate.
@@ -96,13 +98,19 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
     let method = req.method().clone();
     let response = if let Some(wait_s) = adm.rate_limited(&req) {
         METRICS.http_rejected_429.inc();
-        ApiError::too_many_requests(wait_s, "too many requests from this client; retry after the given seconds")
-            .into_response()
+        ApiError::too_many_requests(
+            wait_s,
+            "too many requests from this client; retry after the given seconds",
+        )
+        .into_response()
     } else if adm.in_flight.fetch_add(1, Ordering::AcqRel) >= adm.in_flight_max {
         adm.in_flight.fetch_sub(1, Ordering::AcqRel);
         METRICS.http_rejected_429.inc();
-        ApiError::too_many_requests(adm.retry_after_s, "the server is at capacity; retry after the given seconds")
-            .into_response()
+        ApiError::too_many_requests(
+            adm.retry_after_s,
+            "the server is at capacity; retry after the given seconds",
+        )
+        .into_response()
     } else {
         METRICS.http_in_flight.inc();
         let _guard = InFlight(&adm);

@@ -34,12 +34,20 @@ pub struct TokenKeys {
 
 impl TokenKeys {
     pub fn new(secret: &[u8]) -> TokenKeys {
-        TokenKeys { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+        TokenKeys {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+        }
     }
 
     pub fn issue(&self, sub: &str, role: Role, ttl_s: u64) -> String {
         let now = (super::clock::now_ms() / 1000) as u64;
-        let claims = Claims { sub: sub.to_string(), role, iat: now, exp: now + ttl_s };
+        let claims = Claims {
+            sub: sub.to_string(),
+            role,
+            iat: now,
+            exp: now + ttl_s,
+        };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 signing does not fail")
     }
@@ -48,15 +56,18 @@ impl TokenKeys {
         let mut v = Validation::new(Algorithm::HS256);
         v.leeway = 5;
         v.set_required_spec_claims(&["exp", "sub"]);
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| {
-            use jsonwebtoken::errors::ErrorKind;
-            match e.kind() {
-                ErrorKind::ExpiredSignature => {
-                    ApiError::unauthorized("token_expired", "the token has expired; get a new one")
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
+            .map(|d| d.claims)
+            .map_err(|e| {
+                use jsonwebtoken::errors::ErrorKind;
+                match e.kind() {
+                    ErrorKind::ExpiredSignature => ApiError::unauthorized(
+                        "token_expired",
+                        "the token has expired; get a new one",
+                    ),
+                    _ => ApiError::unauthorized("invalid_token", "the bearer token is not valid"),
                 }
-                _ => ApiError::unauthorized("invalid_token", "the bearer token is not valid"),
-            }
-        })
+            })
     }
 }
 

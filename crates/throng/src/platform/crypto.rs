@@ -37,7 +37,13 @@ impl PiiCipher {
         rand::thread_rng().fill_bytes(&mut nonce);
         let ct = self
             .cipher
-            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad: record_id.as_bytes() })
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: record_id.as_bytes(),
+                },
+            )
             .expect("AES-GCM encryption does not fail for in-memory buffers");
         let mut out = Vec::with_capacity(NONCE_BYTES + ct.len());
         out.extend_from_slice(&nonce);
@@ -52,7 +58,13 @@ impl PiiCipher {
         }
         let (nonce, ct) = sealed.split_at(NONCE_BYTES);
         self.cipher
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad: record_id.as_bytes() })
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ct,
+                    aad: record_id.as_bytes(),
+                },
+            )
             .ok()
     }
 }

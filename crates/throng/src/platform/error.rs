@@ -17,7 +17,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), retry_after_s: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            retry_after_s: None,
+        }
     }
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
@@ -47,11 +52,19 @@ impl ApiError {
     pub fn unavailable(message: impl Into<String>) -> Self {
         ApiError {
             retry_after_s: Some(1),
-            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message)
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                message,
+            )
         }
     }
     pub fn internal() -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; it was logged")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; it was logged",
+        )
     }
 }
 
@@ -78,10 +91,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::to_vec(&envelope(self.code, &self.message)).unwrap_or_default();
         let mut res = (self.status, body).into_response();
-        res.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(s) = self.retry_after_s {
-            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
         if self.status == StatusCode::UNAUTHORIZED {
             res.headers_mut()

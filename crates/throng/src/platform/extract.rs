@@ -101,7 +101,10 @@ mod tests {
              integer, expected a string at line 1 column 78"
         );
         let d = "placeId: invalid type: string \"905123/1234\", expected i64 at line 1 column 20";
-        assert_eq!(super::hide_values(d), "placeId: invalid type: string, expected i64 at line 1 column 20");
+        assert_eq!(
+            super::hide_values(d),
+            "placeId: invalid type: string, expected i64 at line 1 column 20"
+        );
         let d = "unknown field `admin`, expected one of `placeId`, `day`";
         assert_eq!(super::hide_values(d), d);
     }

@@ -24,16 +24,22 @@ pub struct Metrics {
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let registry = Registry::new();
     let http_requests = IntCounterVec::new(
-        Opts::new("throng_http_requests_total", "HTTP requests by route, method and status"),
+        Opts::new(
+            "throng_http_requests_total",
+            "HTTP requests by route, method and status",
+        ),
         &["route", "method", "status"],
     )
     .unwrap();
     let http_latency_seconds = HistogramVec::new(
-        HistogramOpts::new("throng_http_request_duration_seconds", "HTTP request latency")
-            .buckets(vec![
-                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                1.0, 2.5, 5.0,
-            ]),
+        HistogramOpts::new(
+            "throng_http_request_duration_seconds",
+            "HTTP request latency",
+        )
+        .buckets(vec![
+            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+            2.5, 5.0,
+        ]),
         &["route"],
     )
     .unwrap();
@@ -44,31 +50,55 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     )
     .unwrap();
     let store_write_batch_commands = Histogram::with_opts(
-        HistogramOpts::new("throng_store_write_batch_commands", "Write commands per committed batch")
-            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]),
+        HistogramOpts::new(
+            "throng_store_write_batch_commands",
+            "Write commands per committed batch",
+        )
+        .buckets(vec![
+            1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+        ]),
     )
     .unwrap();
     let store_commit_seconds = Histogram::with_opts(
-        HistogramOpts::new("throng_store_commit_seconds", "Time to apply and commit one batch")
-            .buckets(vec![0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0]),
+        HistogramOpts::new(
+            "throng_store_commit_seconds",
+            "Time to apply and commit one batch",
+        )
+        .buckets(vec![
+            0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+        ]),
     )
     .unwrap();
-    let notifier_delivered =
-        IntCounter::new("throng_notifier_delivered_total", "Notifications handed to the notifier")
-            .unwrap();
+    let notifier_delivered = IntCounter::new(
+        "throng_notifier_delivered_total",
+        "Notifications handed to the notifier",
+    )
+    .unwrap();
     let notifier_failures = IntCounter::new(
         "throng_notifier_failures_total",
         "Failed notification attempts (each is retried)",
     )
     .unwrap();
     registry.register(Box::new(http_requests.clone())).unwrap();
-    registry.register(Box::new(http_latency_seconds.clone())).unwrap();
+    registry
+        .register(Box::new(http_latency_seconds.clone()))
+        .unwrap();
     registry.register(Box::new(http_in_flight.clone())).unwrap();
-    registry.register(Box::new(http_rejected_429.clone())).unwrap();
-    registry.register(Box::new(store_write_batch_commands.clone())).unwrap();
-    registry.register(Box::new(store_commit_seconds.clone())).unwrap();
-    registry.register(Box::new(notifier_delivered.clone())).unwrap();
-    registry.register(Box::new(notifier_failures.clone())).unwrap();
+    registry
+        .register(Box::new(http_rejected_429.clone()))
+        .unwrap();
+    registry
+        .register(Box::new(store_write_batch_commands.clone()))
+        .unwrap();
+    registry
+        .register(Box::new(store_commit_seconds.clone()))
+        .unwrap();
+    registry
+        .register(Box::new(notifier_delivered.clone()))
+        .unwrap();
+    registry
+        .register(Box::new(notifier_failures.clone()))
+        .unwrap();
     Metrics {
         registry,
         http_requests,

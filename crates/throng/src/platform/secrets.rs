@@ -21,7 +21,10 @@ pub struct Secrets {
 impl Secrets {
     pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Secrets> {
         std::fs::create_dir_all(data_dir).map_err(|e| {
-            anyhow::anyhow!("cannot create the data directory {}: {e}", data_dir.display())
+            anyhow::anyhow!(
+                "cannot create the data directory {}: {e}",
+                data_dir.display()
+            )
         })?;
         Ok(Secrets {
             pii_key: from_env_or_file("THRONG_PII_KEY", &data_dir.join("pii.key"))?,
@@ -57,10 +60,22 @@ fn decode(b64: &str) -> Result<[u8; SECRET_BYTES], String> {
 fn create(path: &Path) -> anyhow::Result<[u8; SECRET_BYTES]> {
     let mut key = [0u8; SECRET_BYTES];
     rand::rngs::OsRng.fill_bytes(&mut key);
-    let tmp = path.with_extension(format!("tmp-{}-{}", std::process::id(), rand::random::<u32>()));
+    let tmp = path.with_extension(format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
     let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        file.write_all(base64::engine::general_purpose::STANDARD.encode(key).as_bytes())?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(
+            base64::engine::general_purpose::STANDARD
+                .encode(key)
+                .as_bytes(),
+        )?;
         file.sync_all()
     })();
     if let Err(e) = written {

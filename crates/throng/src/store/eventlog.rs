@@ -18,7 +18,11 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    pub fn json(stream: impl Into<String>, event_type: &str, payload: &serde_json::Value) -> NewEvent {
+    pub fn json(
+        stream: impl Into<String>,
+        event_type: &str,
+        payload: &serde_json::Value,
+    ) -> NewEvent {
         NewEvent {
             stream: stream.into(),
             event_type: event_type.to_string(),

@@ -69,7 +69,8 @@ pub async fn apply_postgres(client: &mut deadpool_postgres::Object) -> anyhow::R
             Ok(()) => break,
             Err(e)
                 if attempt < PG_BOOTSTRAP_ATTEMPTS_MAX
-                    && e.code().is_some_and(|c| c.code() == "23505" || c.code() == "42P07") =>
+                    && e.code()
+                        .is_some_and(|c| c.code() == "23505" || c.code() == "42P07") =>
             {
                 tokio::time::sleep(std::time::Duration::from_millis(50 * attempt as u64)).await;
             }

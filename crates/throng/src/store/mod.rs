@@ -40,7 +40,9 @@ impl std::str::FromStr for StoreUrl {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if let Some(path) = s.strip_prefix("sqlite:") {
             if path.is_empty() {
-                return Err("sqlite store needs a path, e.g. sqlite:./throng-data/throng.db".into());
+                return Err(
+                    "sqlite store needs a path, e.g. sqlite:./throng-data/throng.db".into(),
+                );
             }
             Ok(StoreUrl::Sqlite(path.into()))
         } else if s.starts_with("postgres://") || s.starts_with("postgresql://") {
@@ -168,7 +170,10 @@ impl From<tokio_postgres::Error> for StoreError {
         if unavailable {
             StoreError::Unavailable(e.to_string())
         } else {
-            StoreError::Internal(format!("{e}: {}", e.as_db_error().map(|d| d.message()).unwrap_or("")))
+            StoreError::Internal(format!(
+                "{e}: {}",
+                e.as_db_error().map(|d| d.message()).unwrap_or("")
+            ))
         }
     }
 }
@@ -184,7 +189,9 @@ impl Store {
     pub async fn open(url: &StoreUrl, limits: StoreLimits) -> anyhow::Result<Store> {
         Ok(match url {
             StoreUrl::Sqlite(path) => Store::Sqlite(sqlite::SqliteStore::open(path, &limits)?),
-            StoreUrl::Postgres(url) => Store::Postgres(postgres::PgStore::open(url, &limits).await?),
+            StoreUrl::Postgres(url) => {
+                Store::Postgres(postgres::PgStore::open(url, &limits).await?)
+            }
         })
     }
 
@@ -198,7 +205,10 @@ impl Store {
     /// Cheap round trip to the database (for `/ready`).
     pub async fn ping(&self) -> Result<(), StoreError> {
         match self {
-            Store::Sqlite(s) => s.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?)).await,
+            Store::Sqlite(s) => {
+                s.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
+                    .await
+            }
             Store::Postgres(p) => {
                 let client = p.client().await?;
                 client.simple_query("SELECT 1").await?;
@@ -214,7 +224,10 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         match self {
-            Store::Sqlite(s) => s.read(move |c| eventlog::sqlite_events_after(c, position, limit)).await,
+            Store::Sqlite(s) => {
+                s.read(move |c| eventlog::sqlite_events_after(c, position, limit))
+                    .await
+            }
             Store::Postgres(p) => eventlog::pg_events_after(p, position, limit).await,
         }
     }
@@ -253,7 +266,10 @@ impl Store {
     /// as the summary of a bulk load).
     pub async fn append_event(&self, event: NewEvent) -> Result<(), StoreError> {
         match self {
-            Store::Sqlite(s) => s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ())).await,
+            Store::Sqlite(s) => {
+                s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ()))
+                    .await
+            }
             Store::Postgres(p) => {
                 p.write(move |tx| {
                     tx.append(event.clone());
@@ -267,7 +283,12 @@ impl Store {
     /// Takes or renews `owner`'s lease on a log consumer; returns the
     /// consumer's durable position when `owner` holds the lease, `None` when
     /// another owner's lease is still running.
-    pub async fn claim_consumer(&self, consumer: &str, owner: &str, lease_ms: i64) -> Result<Option<i64>, StoreError> {
+    pub async fn claim_consumer(
+        &self,
+        consumer: &str,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
         let now = crate::platform::clock::now_ms();
         let until = now + lease_ms;
@@ -368,14 +389,20 @@ impl Store {
             Store::Sqlite(s) => {
                 s.read(move |c| {
                     use rusqlite::OptionalExtension;
-                    Ok(c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0))
-                        .optional()?)
+                    Ok(
+                        c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| {
+                            r.get(0)
+                        })
+                        .optional()?,
+                    )
                 })
                 .await
             }
             Store::Postgres(p) => {
                 let client = p.client().await?;
-                let row = client.query_opt("SELECT value FROM meta WHERE key = $1", &[&key]).await?;
+                let row = client
+                    .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
+                    .await?;
                 Ok(row.map(|r| r.get(0)))
             }
         }
@@ -389,11 +416,20 @@ impl Store {
         const UPSERT_PG: &str = "INSERT INTO meta (key, value) VALUES ($1, $2)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value";
         match self {
-            Store::Sqlite(s) => s.write(move |c| Ok(c.execute(UPSERT_SQLITE, [&key, &value]).map(|_| ())?)).await,
+            Store::Sqlite(s) => {
+                s.write(move |c| Ok(c.execute(UPSERT_SQLITE, [&key, &value]).map(|_| ())?))
+                    .await
+            }
             Store::Postgres(p) => {
                 p.write(move |tx| {
                     let (key, value) = (key.clone(), value.clone());
-                    Box::pin(async move { Ok(tx.tx.execute(UPSERT_PG, &[&key, &value]).await.map(|_| ())?) })
+                    Box::pin(async move {
+                        Ok(tx
+                            .tx
+                            .execute(UPSERT_PG, &[&key, &value])
+                            .await
+                            .map(|_| ())?)
+                    })
                 })
                 .await
             }

@@ -91,7 +91,9 @@ impl PgStore {
         let mgr = Manager::from_config(
             cfg,
             NoTls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
         );
         let wait = Duration::from_millis(limits.pg_wait_ms);
         let pool = Pool::builder(mgr)
@@ -109,7 +111,11 @@ impl PgStore {
             migrate::apply_postgres(&mut client).await?;
         }
         let (tx, rx) = mpsc::channel::<Box<dyn PgJob>>(limits.write_queue_max.max(1));
-        tokio::spawn(writer_loop(pool.clone(), rx, limits.batch_commands_max.max(1)));
+        tokio::spawn(writer_loop(
+            pool.clone(),
+            rx,
+            limits.batch_commands_max.max(1),
+        ));
         Ok(Arc::new(PgStore { pool, writer: tx }))
     }
 
@@ -128,7 +134,11 @@ impl PgStore {
         F: for<'a> Fn(&'a PgTx<'a>) -> PgFuture<'a, T> + Send + Sync + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = Box::new(Job { f, outcome: Mutex::new(None), reply });
+        let job = Box::new(Job {
+            f,
+            outcome: Mutex::new(None),
+            reply,
+        });
         self.writer
             .send(job)
             .await
@@ -204,7 +214,10 @@ async fn run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> BatchOutcome {
 async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreError> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
-    let ptx = PgTx { tx: &tx, events: Mutex::new(Vec::new()) };
+    let ptx = PgTx {
+        tx: &tx,
+        events: Mutex::new(Vec::new()),
+    };
     // Statements of all commands are pipelined on the one connection.
     let oks = futures::future::join_all(jobs.iter().map(|j| j.run(&ptx))).await;
     if oks.iter().any(|ok| !ok) {
@@ -252,7 +265,14 @@ async fn append_events(
             if i > 0 {
                 sql.push(',');
             }
-            sql.push_str(&format!("(${},${},${},${},${})", b + 1, b + 2, b + 3, b + 4, b + 5));
+            sql.push_str(&format!(
+                "(${},${},${},${},${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5
+            ));
             params.push(&positions[i]);
             params.push(&e.stream);
             params.push(&e.event_type);

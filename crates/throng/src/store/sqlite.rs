@@ -85,7 +85,9 @@ impl SqliteStore {
         let job: WriteJob = Box::new(move |conn| {
             let outcome = match conn {
                 Some(conn) => run_in_savepoint(conn, f),
-                None => Err(StoreError::Unavailable("the write batch could not start".into())),
+                None => Err(StoreError::Unavailable(
+                    "the write batch could not start".into(),
+                )),
             };
             Box::new(move |commit| {
                 let _ = reply.send(commit.and(outcome));
@@ -116,8 +118,16 @@ impl SqliteStore {
             .acquire()
             .await
             .map_err(|_| StoreError::Unavailable("store closed".into()))?;
-        let conn = self.readers.lock().unwrap().pop().expect("a permit guarantees a connection");
-        let guard = ReturnToPool { pool: &self.readers, conn: Some(conn) };
+        let conn = self
+            .readers
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("a permit guarantees a connection");
+        let guard = ReturnToPool {
+            pool: &self.readers,
+            conn: Some(conn),
+        };
         f(guard.conn.as_ref().unwrap())
     }
 
@@ -137,8 +147,15 @@ impl SqliteStore {
         let pool = self.readers.clone();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let conn = pool.lock().unwrap().pop().expect("a permit guarantees a connection");
-            let guard = ReturnToPool { pool: &pool, conn: Some(conn) };
+            let conn = pool
+                .lock()
+                .unwrap()
+                .pop()
+                .expect("a permit guarantees a connection");
+            let guard = ReturnToPool {
+                pool: &pool,
+                conn: Some(conn),
+            };
             f(guard.conn.as_ref().unwrap())
         })
         .await
@@ -177,7 +194,10 @@ fn disable_memstatus() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| unsafe {
         // SQLITE_MISUSE if SQLite is already initialized: harmless, stays on.
-        rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::os::raw::c_int);
+        rusqlite::ffi::sqlite3_config(
+            rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+            0 as std::os::raw::c_int,
+        );
     });
 }
 
@@ -248,7 +268,10 @@ fn writer_loop(
             }
         };
         drain(&mut batch, &mut rx);
-        if !commit_delay.is_zero() && previous_batch >= COMMIT_DELAY_BATCH_MIN && batch.len() < batch_max {
+        if !commit_delay.is_zero()
+            && previous_batch >= COMMIT_DELAY_BATCH_MIN
+            && batch.len() < batch_max
+        {
             std::thread::sleep(commit_delay);
             drain(&mut batch, &mut rx);
         }
@@ -306,7 +329,8 @@ pub fn lock_for_serving(db_path: &Path) -> anyhow::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     let lock_path = db_path.with_extension("serve.lock");
     if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
     let file = std::fs::OpenOptions::new()
         .create(true)

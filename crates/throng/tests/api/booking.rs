@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
-use crate::helpers::{person, registration_body, Api, PgDb, ProcessServer, StoreKind, TestServer, FROM};
+use crate::helpers::{
+    person, registration_body, Api, PgDb, ProcessServer, StoreKind, TestServer, FROM,
+};
 use crate::{both_stores, postgres_only};
 use throng::platform::auth::{Claims, Role};
 use throng::platform::secrets::Secrets;
@@ -40,7 +42,9 @@ postgres_only!(
 // ---------------------------------------------------------------- places
 
 async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 25, 1, 4).await else { return };
+    let Some(s) = TestServer::seeded(kind, 25, 1, 4).await else {
+        return;
+    };
     let api = &s.api;
 
     let first = api.get("/api/booking/places").await;
@@ -60,7 +64,13 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
     for skip in (0..25).step_by(10) {
         let r = api.places(skip, 10).await;
         assert_eq!(r.status, 200, "{}", r.text());
-        ids.extend(r.json()["places"].as_array().unwrap().iter().map(|p| p["id"].as_i64().unwrap()));
+        ids.extend(
+            r.json()["places"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["id"].as_i64().unwrap()),
+        );
     }
     assert_eq!(ids, (1..=25).collect::<Vec<i64>>());
     let r = api.places(i64::MAX, 100).await;
@@ -68,8 +78,18 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
     assert_eq!(r.json()["places"].as_array().unwrap().len(), 0);
     let r = api.places(100, 100).await;
     assert_eq!(r.status, 200);
-    assert_eq!(r.json()["places"].as_array().unwrap().len(), 0, "past the end: an empty page");
-    assert_eq!(api.places(0, 100).await.json()["places"].as_array().unwrap().len(), 25);
+    assert_eq!(
+        r.json()["places"].as_array().unwrap().len(),
+        0,
+        "past the end: an empty page"
+    );
+    assert_eq!(
+        api.places(0, 100).await.json()["places"]
+            .as_array()
+            .unwrap()
+            .len(),
+        25
+    );
 
     for (query, status, code) in [
         ("size=0", 422, "invalid_field"),
@@ -86,7 +106,10 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
         let msg = r.assert_error(status, code);
         if status == 422 {
             let field = query.split('=').next().unwrap();
-            assert!(msg.contains(field), "{query}: the message names {field}: {msg}");
+            assert!(
+                msg.contains(field),
+                "{query}: the message names {field}: {msg}"
+            );
         }
     }
 }
@@ -94,7 +117,9 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
 // ---------------------------------------------------------------- slots
 
 async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 3, 14, 5).await else { return };
+    let Some(s) = TestServer::seeded(kind, 3, 14, 5).await else {
+        return;
+    };
     let api = &s.api;
 
     let r = api.slots(2, FROM, 3).await;
@@ -108,12 +133,20 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
     assert_eq!(days[2]["day"], "2030-01-03");
     let slots = days[0]["slots"].as_array().unwrap();
     assert_eq!(slots.len(), 5);
-    assert_eq!(slots[0], json!({"timeSlot": 0, "start": "08:00", "free": true}));
-    assert_eq!(slots[4], json!({"timeSlot": 4, "start": "09:20", "free": true}));
+    assert_eq!(
+        slots[0],
+        json!({"timeSlot": 0, "start": "08:00", "free": true})
+    );
+    assert_eq!(
+        slots[4],
+        json!({"timeSlot": 4, "start": "09:20", "free": true})
+    );
 
     // days defaults to 1; 14 is the most; days outside the seeded range are empty.
     assert_eq!(
-        api.get(&format!("/api/booking/places/1/slots?from={FROM}")).await.json()["days"]
+        api.get(&format!("/api/booking/places/1/slots?from={FROM}"))
+            .await
+            .json()["days"]
             .as_array()
             .unwrap()
             .len(),
@@ -127,37 +160,75 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
     assert_eq!(r.json()["days"][0]["slots"].as_array().unwrap().len(), 0);
 
     for days in ["0", "15", "1000"] {
-        let r = api.get(&format!("/api/booking/places/1/slots?from={FROM}&days={days}")).await;
+        let r = api
+            .get(&format!(
+                "/api/booking/places/1/slots?from={FROM}&days={days}"
+            ))
+            .await;
         assert!(r.assert_error(422, "invalid_field").contains("days"));
     }
-    let r = api.get("/api/booking/places/1/slots?from=9999-12-30&days=2").await;
-    assert_eq!(r.json()["days"][1]["day"], "9999-12-31", "the last day there is");
-    let r = api.get("/api/booking/places/1/slots?from=9999-12-30&days=3").await;
-    assert!(r.assert_error(422, "invalid_field").contains("days"), "no day after 9999-12-31");
+    let r = api
+        .get("/api/booking/places/1/slots?from=9999-12-30&days=2")
+        .await;
+    assert_eq!(
+        r.json()["days"][1]["day"],
+        "9999-12-31",
+        "the last day there is"
+    );
+    let r = api
+        .get("/api/booking/places/1/slots?from=9999-12-30&days=3")
+        .await;
+    assert!(
+        r.assert_error(422, "invalid_field").contains("days"),
+        "no day after 9999-12-31"
+    );
     for days in ["-1", "x", "99999999999"] {
-        let r = api.get(&format!("/api/booking/places/1/slots?from={FROM}&days={days}")).await;
+        let r = api
+            .get(&format!(
+                "/api/booking/places/1/slots?from={FROM}&days={days}"
+            ))
+            .await;
         r.assert_error(400, "invalid_query");
     }
-    for from in ["2026-02-30", "2026-13-01", "2026-1-1", "tomorrow", "2030-01-01T00:00"] {
+    for from in [
+        "2026-02-30",
+        "2026-13-01",
+        "2026-1-1",
+        "tomorrow",
+        "2030-01-01T00:00",
+    ] {
         let r = api.slots(1, from, 1).await;
         let msg = r.assert_error(422, "invalid_field");
-        assert!(msg.contains("from"), "{from}: the message names `from`: {msg}");
+        assert!(
+            msg.contains("from"),
+            "{from}: the message names `from`: {msg}"
+        );
     }
-    api.get("/api/booking/places/1/slots").await.assert_error(400, "invalid_query");
-    api.get(&format!("/api/booking/places/1/slots?from={FROM}&x=1")).await.assert_error(400, "invalid_query");
+    api.get("/api/booking/places/1/slots")
+        .await
+        .assert_error(400, "invalid_query");
+    api.get(&format!("/api/booking/places/1/slots?from={FROM}&x=1"))
+        .await
+        .assert_error(400, "invalid_query");
 
     for place in ["4", "-1", "0", "2147483648", "9223372036854775807"] {
-        api.slots(place, FROM, 1).await.assert_error(404, "place_not_found");
+        api.slots(place, FROM, 1)
+            .await
+            .assert_error(404, "place_not_found");
     }
     for place in ["99999999999999999999", "abc", "1.5", "%20"] {
-        api.slots(place, FROM, 1).await.assert_error(400, "invalid_path");
+        api.slots(place, FROM, 1)
+            .await
+            .assert_error(400, "invalid_path");
     }
 }
 
 // ---------------------------------------------------------------- registrations
 
 async fn register_read_cancel_round_trip(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else { return };
+    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
+        return;
+    };
     let api = &s.api;
 
     let r = api.register(2, "2030-01-02", 1, person(1)).await;
@@ -173,7 +244,9 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     assert_eq!(v.as_object().unwrap().len(), 5, "{v}");
 
     assert!(api.taken_slots(2, FROM, 2).await == vec![("2030-01-02".to_string(), 1)]);
-    api.register(2, "2030-01-02", 1, person(2)).await.assert_error(409, "slot_taken");
+    api.register(2, "2030-01-02", 1, person(2))
+        .await
+        .assert_error(409, "slot_taken");
 
     let r = api.get_registration(&id, Some(&code)).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -184,9 +257,15 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     assert_eq!(g["timeSlot"], 1);
     assert_eq!(g["start"], "08:20");
     assert!(g["placeName"].as_str().is_some(), "{g}");
-    assert!(g["createdAt"].as_str().is_some_and(|t| t.starts_with("20")), "{g}");
+    assert!(
+        g["createdAt"].as_str().is_some_and(|t| t.starts_with("20")),
+        "{g}"
+    );
     assert_eq!(g["person"], person(1));
-    assert!(g.get("accessCode").is_none(), "the code is never shown again: {g}");
+    assert!(
+        g.get("accessCode").is_none(),
+        "the code is never shown again: {g}"
+    );
 
     // Whitespace around fields is trimmed, and the trimmed value is stored.
     let mut padded = person(3);
@@ -194,17 +273,28 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     let r = api.register(1, FROM, 0, padded).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let (id2, code2) = ids(&r);
-    assert_eq!(api.get_registration(&id2, Some(&code2)).await.json()["person"]["name"], "Padded Name");
+    assert_eq!(
+        api.get_registration(&id2, Some(&code2)).await.json()["person"]["name"],
+        "Padded Name"
+    );
 
     // Cancel: a wrong code changes nothing, the right one frees the slot.
-    api.cancel(&id, Some("wrong")).await.assert_error(404, "registration_not_found");
-    api.cancel(&id, None).await.assert_error(404, "registration_not_found");
+    api.cancel(&id, Some("wrong"))
+        .await
+        .assert_error(404, "registration_not_found");
+    api.cancel(&id, None)
+        .await
+        .assert_error(404, "registration_not_found");
     assert_eq!(api.get_registration(&id, Some(&code)).await.status, 200);
     let r = api.cancel(&id, Some(&code)).await;
     assert_eq!(r.status, 204, "{}", r.text());
     assert!(r.body.is_empty());
-    api.get_registration(&id, Some(&code)).await.assert_error(404, "registration_not_found");
-    api.cancel(&id, Some(&code)).await.assert_error(404, "registration_not_found");
+    api.get_registration(&id, Some(&code))
+        .await
+        .assert_error(404, "registration_not_found");
+    api.cancel(&id, Some(&code))
+        .await
+        .assert_error(404, "registration_not_found");
     assert!(api.taken_slots(2, FROM, 2).await.is_empty());
     assert_eq!(s.registrations().await, 1);
 
@@ -213,7 +303,10 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     assert_eq!(r.status, 201, "{}", r.text());
     let (id3, code3) = ids(&r);
     assert_ne!(id3, id);
-    assert_eq!(api.get_registration(&id3, Some(&code3)).await.json()["person"], person(4));
+    assert_eq!(
+        api.get_registration(&id3, Some(&code3)).await.json()["person"],
+        person(4)
+    );
     assert_eq!(s.registrations().await, 2);
 
     // Every change is in the event log, without personal data.
@@ -236,18 +329,33 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
 
 fn ids(r: &crate::helpers::Reply) -> (String, String) {
     let v = r.json();
-    (v["registrationId"].as_str().unwrap().to_string(), v["accessCode"].as_str().unwrap().to_string())
+    (
+        v["registrationId"].as_str().unwrap().to_string(),
+        v["accessCode"].as_str().unwrap().to_string(),
+    )
 }
 
 async fn register_errors_name_the_field(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else { return };
+    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
+        return;
+    };
     let api = &s.api;
 
-    api.register(3, FROM, 0, person(1)).await.assert_error(404, "place_not_found");
-    api.register(1 << 40, FROM, 0, person(1)).await.assert_error(404, "place_not_found");
-    api.register(1, FROM, 3, person(1)).await.assert_error(404, "slot_not_found");
-    api.register(1, "2030-01-03", 0, person(1)).await.assert_error(404, "slot_not_found");
-    api.register(1, "2029-12-31", 0, person(1)).await.assert_error(404, "slot_not_found");
+    api.register(3, FROM, 0, person(1))
+        .await
+        .assert_error(404, "place_not_found");
+    api.register(1 << 40, FROM, 0, person(1))
+        .await
+        .assert_error(404, "place_not_found");
+    api.register(1, FROM, 3, person(1))
+        .await
+        .assert_error(404, "slot_not_found");
+    api.register(1, "2030-01-03", 0, person(1))
+        .await
+        .assert_error(404, "slot_not_found");
+    api.register(1, "2029-12-31", 0, person(1))
+        .await
+        .assert_error(404, "slot_not_found");
 
     let bad_top: [(&str, Value, &str); 9] = [
         ("placeId", json!(0), "placeId"),
@@ -263,8 +371,14 @@ async fn register_errors_name_the_field(kind: StoreKind) {
     for (field, value, named) in bad_top {
         let mut body = registration_body(1, FROM, 0, person(1));
         body[field] = value.clone();
-        let msg = api.post_json(REGISTRATIONS, &body).await.assert_error(422, "invalid_field");
-        assert!(msg.contains(named), "{field}={value}: the message names {named}: {msg}");
+        let msg = api
+            .post_json(REGISTRATIONS, &body)
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(
+            msg.contains(named),
+            "{field}={value}: the message names {named}: {msg}"
+        );
     }
 
     let bad_person: [(&str, Value); 16] = [
@@ -288,11 +402,22 @@ async fn register_errors_name_the_field(kind: StoreKind) {
     for (field, value) in bad_person {
         let mut p = person(1);
         p[field] = value.clone();
-        let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
-        assert!(msg.contains(&format!("person.{field}")), "{field}={value}: {msg}");
-        if let Some(text) = value.as_str().filter(|t| t.trim().len() > 3 && !msg.contains("name@example.org"))
+        let msg = api
+            .register(1, FROM, 0, p)
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(
+            msg.contains(&format!("person.{field}")),
+            "{field}={value}: {msg}"
+        );
+        if let Some(text) = value
+            .as_str()
+            .filter(|t| t.trim().len() > 3 && !msg.contains("name@example.org"))
         {
-            assert!(!msg.contains(text.trim()), "the message never echoes personal data: {msg}");
+            assert!(
+                !msg.contains(text.trim()),
+                "the message never echoes personal data: {msg}"
+            );
         }
     }
 
@@ -300,21 +425,34 @@ async fn register_errors_name_the_field(kind: StoreKind) {
     for missing in ["placeId", "day", "timeSlot", "person"] {
         let mut body = registration_body(1, FROM, 0, person(1));
         body.as_object_mut().unwrap().remove(missing);
-        let msg = api.post_json(REGISTRATIONS, &body).await.assert_error(422, "invalid_field");
+        let msg = api
+            .post_json(REGISTRATIONS, &body)
+            .await
+            .assert_error(422, "invalid_field");
         assert!(msg.contains(missing), "{msg}");
     }
     for missing in ["name", "nationalId", "phone", "email"] {
         let mut p = person(1);
         p.as_object_mut().unwrap().remove(missing);
-        let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
+        let msg = api
+            .register(1, FROM, 0, p)
+            .await
+            .assert_error(422, "invalid_field");
         assert!(msg.contains(missing), "{msg}");
     }
     let mut body = registration_body(1, FROM, 0, person(1));
     body["admin"] = json!(true);
-    assert!(api.post_json(REGISTRATIONS, &body).await.assert_error(422, "invalid_field").contains("admin"));
+    assert!(api
+        .post_json(REGISTRATIONS, &body)
+        .await
+        .assert_error(422, "invalid_field")
+        .contains("admin"));
     let mut p = person(1);
     p["birthDate"] = json!("1990-01-01");
-    let msg = api.register(1, FROM, 0, p).await.assert_error(422, "invalid_field");
+    let msg = api
+        .register(1, FROM, 0, p)
+        .await
+        .assert_error(422, "invalid_field");
     assert!(msg.contains("birthDate"), "{msg}");
 
     assert_eq!(s.registrations().await, 0, "nothing was written");
@@ -322,7 +460,9 @@ async fn register_errors_name_the_field(kind: StoreKind) {
 }
 
 async fn registration_lookups_that_fail_look_the_same(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else { return };
+    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else {
+        return;
+    };
     let api = &s.api;
     let r = api.register(1, FROM, 0, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
@@ -343,35 +483,61 @@ async fn registration_lookups_that_fail_look_the_same(kind: StoreKind) {
         let r = api.get_registration(rid, c).await;
         r.assert_error(404, "registration_not_found");
         answers.push(r.text());
-        api.cancel(rid, c).await.assert_error(404, "registration_not_found");
+        api.cancel(rid, c)
+            .await
+            .assert_error(404, "registration_not_found");
     }
     answers.dedup();
-    assert_eq!(answers.len(), 1, "every failed lookup answers byte for byte the same");
+    assert_eq!(
+        answers.len(),
+        1,
+        "every failed lookup answers byte for byte the same"
+    );
     // A very long id and code are no different.
     let long = "a".repeat(10_000);
-    api.get_registration(&long, Some(&long)).await.assert_error(404, "registration_not_found");
+    api.get_registration(&long, Some(&long))
+        .await
+        .assert_error(404, "registration_not_found");
     // Nothing above cancelled anything.
     assert_eq!(api.get_registration(&id, Some(&code)).await.status, 200);
-    assert_eq!(api.get_registration(&id, Some(&format!("  {code} "))).await.status, 200);
+    assert_eq!(
+        api.get_registration(&id, Some(&format!("  {code} ")))
+            .await
+            .status,
+        200
+    );
 }
 
 // ---------------------------------------------------------------- admin
 
 async fn admin_stats_need_an_admin_token(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 1, 3).await else { return };
+    let Some(s) = TestServer::seeded(kind, 2, 1, 3).await else {
+        return;
+    };
     let api = &s.api;
     assert_eq!(api.register(1, FROM, 0, person(1)).await.status, 201);
 
-    api.stats_reply(None).await.assert_error(401, "missing_token");
+    api.stats_reply(None)
+        .await
+        .assert_error(401, "missing_token");
     let r = api
-        .send(api.http.get(api.url("/api/booking/admin/stats")).header("authorization", "Basic YTpi"))
+        .send(
+            api.http
+                .get(api.url("/api/booking/admin/stats"))
+                .header("authorization", "Basic YTpi"),
+        )
         .await;
     r.assert_error(401, "invalid_token");
-    api.stats_reply(Some("not.a.token")).await.assert_error(401, "invalid_token");
+    api.stats_reply(Some("not.a.token"))
+        .await
+        .assert_error(401, "invalid_token");
 
     // Signed with another secret, or with none at all.
-    let forged = throng::platform::auth::TokenKeys::new(&[9u8; 32]).issue("mallory", Role::Admin, 600);
-    api.stats_reply(Some(&forged)).await.assert_error(401, "invalid_token");
+    let forged =
+        throng::platform::auth::TokenKeys::new(&[9u8; 32]).issue("mallory", Role::Admin, 600);
+    api.stats_reply(Some(&forged))
+        .await
+        .assert_error(401, "invalid_token");
     let unsigned = {
         use base64::Engine;
         let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
@@ -382,21 +548,32 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
             b64(json!({"sub": "mallory", "role": "admin", "iat": now, "exp": now + 600}))
         )
     };
-    api.stats_reply(Some(&unsigned)).await.assert_error(401, "invalid_token");
+    api.stats_reply(Some(&unsigned))
+        .await
+        .assert_error(401, "invalid_token");
 
     // Expired (past the leeway), signed with the server's own secret.
     let secret = Secrets::load_or_create(&s.data_dir).unwrap().token_secret;
     let now = (throng::platform::clock::now_ms() / 1000) as u64;
     let expired = jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &Claims { sub: "old-admin".into(), role: Role::Admin, iat: now - 7200, exp: now - 3600 },
+        &Claims {
+            sub: "old-admin".into(),
+            role: Role::Admin,
+            iat: now - 7200,
+            exp: now - 3600,
+        },
         &jsonwebtoken::EncodingKey::from_secret(&secret),
     )
     .unwrap();
-    api.stats_reply(Some(&expired)).await.assert_error(401, "token_expired");
+    api.stats_reply(Some(&expired))
+        .await
+        .assert_error(401, "token_expired");
 
     for role in [Role::User, Role::Provider] {
-        api.stats_reply(Some(&s.token(role))).await.assert_error(403, "forbidden");
+        api.stats_reply(Some(&s.token(role)))
+            .await
+            .assert_error(403, "forbidden");
     }
 
     let r = api.stats_reply(Some(&s.token(Role::Admin))).await;
@@ -405,8 +582,14 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
     assert_eq!(v["places"], 2);
     assert_eq!(v["slots"], 6);
     assert_eq!(v["registrations"], 1);
-    assert_eq!(v["lastEventPosition"], 2, "SlotsOpened, RegistrationConfirmed: {v}");
-    assert_eq!(v["notifierPosition"], 0, "the notifier is off in this test: {v}");
+    assert_eq!(
+        v["lastEventPosition"], 2,
+        "SlotsOpened, RegistrationConfirmed: {v}"
+    );
+    assert_eq!(
+        v["notifierPosition"], 0,
+        "the notifier is off in this test: {v}"
+    );
 }
 
 // ---------------------------------------------------------------- the race
@@ -414,7 +597,11 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
 /// Fires `clients` registrations at once (behind a barrier), each for one of
 /// `slots` slots of place 1 on FROM, split over `apis` round-robin.
 /// Returns (answers 201, answers 409, other answers).
-async fn race(apis: &[Api], clients: usize, slots: i64) -> (Vec<(i64, String, String)>, usize, Vec<String>) {
+async fn race(
+    apis: &[Api],
+    clients: usize,
+    slots: i64,
+) -> (Vec<(i64, String, String)>, usize, Vec<String>) {
     let barrier = Arc::new(Barrier::new(clients));
     let mut tasks = Vec::with_capacity(clients);
     for i in 0..clients {
@@ -452,7 +639,9 @@ fn assert_one_winner_per_slot(won: &[(i64, String, String)], slots: i64) {
 }
 
 async fn race_for_ten_slots(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 1, 10).await else { return };
+    let Some(s) = TestServer::seeded(kind, 2, 1, 10).await else {
+        return;
+    };
     let (won, lost, other) = race(std::slice::from_ref(&s.api), 200, 10).await;
     assert!(other.is_empty(), "only 201 and 409: {other:?}");
     assert_one_winner_per_slot(&won, 10);
@@ -465,11 +654,19 @@ async fn race_for_ten_slots(kind: StoreKind) {
         assert_eq!(r.json()["timeSlot"], *slot);
     }
     let events = s.state.store.events_after(0, 1000).await.unwrap();
-    assert_eq!(events.iter().filter(|e| e.event_type == "RegistrationConfirmed").count(), 10);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.event_type == "RegistrationConfirmed")
+            .count(),
+        10
+    );
 }
 
 async fn race_for_ten_slots_across_two_processes(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else { return };
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
     let dir = tempfile::TempDir::new().unwrap();
     crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 2, 1, 10).await;
     // Both nodes start at once on one database and one data dir (shared secrets).
@@ -502,7 +699,8 @@ fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
         v.to_string().replace("\"__RAW__\"", raw).into_bytes()
     };
     let json_ct = Some("application/json");
-    let mut invalid_utf8 = br#"{"placeId":1,"day":"2030-01-01","timeSlot":0,"person":{"name":"A"#.to_vec();
+    let mut invalid_utf8 =
+        br#"{"placeId":1,"day":"2030-01-01","timeSlot":0,"person":{"name":"A"#.to_vec();
     invalid_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3, 0x28]);
     invalid_utf8.extend_from_slice(
         br#"","nationalId":"900101/0001","phone":"+421900000001","email":"a@example.org"}}"#,
@@ -518,64 +716,141 @@ fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
     nul["person"]["name"] = json!("A\u{0}B");
     vec![
         ("malformed JSON", b"{\"placeId\": 1,".to_vec(), json_ct, 400),
-        ("not JSON at all", b"placeId=1&day=2030-01-01".to_vec(), json_ct, 400),
-        ("trailing garbage", [valid.to_string().as_bytes(), b"}"].concat(), json_ct, 400),
+        (
+            "not JSON at all",
+            b"placeId=1&day=2030-01-01".to_vec(),
+            json_ct,
+            400,
+        ),
+        (
+            "trailing garbage",
+            [valid.to_string().as_bytes(), b"}"].concat(),
+            json_ct,
+            400,
+        ),
         ("empty body", Vec::new(), json_ct, 400),
         ("JSON null", b"null".to_vec(), json_ct, 422),
         ("JSON array", b"[]".to_vec(), json_ct, 422),
         ("placeId as string", with("placeId", "\"1\""), json_ct, 422),
         ("placeId -1", with("placeId", "-1"), json_ct, 422),
         ("placeId 1e30", with("placeId", "1e30"), json_ct, 422),
-        ("placeId 2^63", with("placeId", "9223372036854775808"), json_ct, 422),
-        ("placeId -2^63-1", with("placeId", "-9223372036854775809"), json_ct, 422),
-        ("placeId 1.0", with("placeId", "1.0"), json_ct, 422),
-        ("placeId null", with("placeId", "null"), json_ct, 422),
-        ("timeSlot 1.5", with("timeSlot", "1.5"), json_ct, 422),
-        ("timeSlot 2^63", with("timeSlot", "9223372036854775808"), json_ct, 422),
-        ("timeSlot true", with("timeSlot", "true"), json_ct, 422),
-        ("day as number", with("day", "20300101"), json_ct, 422),
-        ("day impossible", with("day", "\"2030-02-30\""), json_ct, 422),
-        ("day year 0", with("day", "\"0000-01-01\""), json_ct, 404),
-        ("day far future", with("day", "\"9999-12-31\""), json_ct, 404),
-        ("person as string", with("person", "\"x\""), json_ct, 422),
         (
-            "person phone as number",
-            with("person", r#"{"name":"A","nationalId":"1","phone":421900123456,"email":"a@example.org"}"#),
+            "placeId 2^63",
+            with("placeId", "9223372036854775808"),
             json_ct,
             422,
         ),
-        ("SQL in name", sql_name.to_string().into_bytes(), json_ct, 422),
-        ("SQL in nationalId", sql_id.to_string().into_bytes(), json_ct, 422),
+        (
+            "placeId -2^63-1",
+            with("placeId", "-9223372036854775809"),
+            json_ct,
+            422,
+        ),
+        ("placeId 1.0", with("placeId", "1.0"), json_ct, 422),
+        ("placeId null", with("placeId", "null"), json_ct, 422),
+        ("timeSlot 1.5", with("timeSlot", "1.5"), json_ct, 422),
+        (
+            "timeSlot 2^63",
+            with("timeSlot", "9223372036854775808"),
+            json_ct,
+            422,
+        ),
+        ("timeSlot true", with("timeSlot", "true"), json_ct, 422),
+        ("day as number", with("day", "20300101"), json_ct, 422),
+        (
+            "day impossible",
+            with("day", "\"2030-02-30\""),
+            json_ct,
+            422,
+        ),
+        ("day year 0", with("day", "\"0000-01-01\""), json_ct, 404),
+        (
+            "day far future",
+            with("day", "\"9999-12-31\""),
+            json_ct,
+            404,
+        ),
+        ("person as string", with("person", "\"x\""), json_ct, 422),
+        (
+            "person phone as number",
+            with(
+                "person",
+                r#"{"name":"A","nationalId":"1","phone":421900123456,"email":"a@example.org"}"#,
+            ),
+            json_ct,
+            422,
+        ),
+        (
+            "SQL in name",
+            sql_name.to_string().into_bytes(),
+            json_ct,
+            422,
+        ),
+        (
+            "SQL in nationalId",
+            sql_id.to_string().into_bytes(),
+            json_ct,
+            422,
+        ),
         ("SQL in day", sql_day.to_string().into_bytes(), json_ct, 422),
         ("NUL in name", nul.to_string().into_bytes(), json_ct, 422),
         ("invalid UTF-8", invalid_utf8, json_ct, 400),
-        ("missing Content-Type", valid.to_string().into_bytes(), None, 415),
-        ("text/plain", valid.to_string().into_bytes(), Some("text/plain"), 415),
-        ("form content type", valid.to_string().into_bytes(), Some("application/x-www-form-urlencoded"), 415),
+        (
+            "missing Content-Type",
+            valid.to_string().into_bytes(),
+            None,
+            415,
+        ),
+        (
+            "text/plain",
+            valid.to_string().into_bytes(),
+            Some("text/plain"),
+            415,
+        ),
+        (
+            "form content type",
+            valid.to_string().into_bytes(),
+            Some("application/x-www-form-urlencoded"),
+            415,
+        ),
         ("body over 64 KiB", over_limit_body(64 * 1024), json_ct, 413),
         ("body of 1 MiB", over_limit_body(1024 * 1024), json_ct, 413),
-        ("deeply nested", format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes(), json_ct, 422),
+        (
+            "deeply nested",
+            format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes(),
+            json_ct,
+            422,
+        ),
     ]
 }
 
 /// A valid registration padded past `limit` bytes with spaces.
 fn over_limit_body(limit: usize) -> Vec<u8> {
-    let mut body = registration_body(1, FROM, 0, person(1)).to_string().into_bytes();
+    let mut body = registration_body(1, FROM, 0, person(1))
+        .to_string()
+        .into_bytes();
     body.resize(limit + 1, b' ');
     body
 }
 
 async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else { return };
+    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else {
+        return;
+    };
     let api = &s.api;
     let before = s.stats().await;
     for (what, body, ct, status) in bad_bodies() {
         let r = api.raw_post(REGISTRATIONS, body, ct).await;
         assert_eq!(r.status, status, "{what}: {}", r.text());
-        let code = r.error_code().unwrap_or_else(|| panic!("{what}: no envelope: {}", r.text()));
+        let code = r
+            .error_code()
+            .unwrap_or_else(|| panic!("{what}: no envelope: {}", r.text()));
         r.assert_envelope(&code);
         let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
-        assert!(!msg.contains("421900123456"), "{what}: personal data echoed: {msg}");
+        assert!(
+            !msg.contains("421900123456"),
+            "{what}: personal data echoed: {msg}"
+        );
     }
     // SQL-looking strings are data: a valid registration may carry them in
     // the name, and they come back as they were sent.
@@ -584,40 +859,80 @@ async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
     let r = api.register(1, FROM, 2, p.clone()).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let (id, code) = ids(&r);
-    assert_eq!(api.get_registration(&id, Some(&code)).await.json()["person"], p);
+    assert_eq!(
+        api.get_registration(&id, Some(&code)).await.json()["person"],
+        p
+    );
 
     let after = s.stats().await;
-    assert_eq!(after["registrations"], before["registrations"].as_i64().unwrap() + 1, "only the valid one");
+    assert_eq!(
+        after["registrations"],
+        before["registrations"].as_i64().unwrap() + 1,
+        "only the valid one"
+    );
     assert_eq!(after["slots"], before["slots"], "booking_slots is intact");
-    assert_eq!(after["lastEventPosition"], before["lastEventPosition"].as_i64().unwrap() + 1);
-    assert_eq!(api.taken_slots(1, FROM, 1).await, vec![(FROM.to_string(), 2)]);
+    assert_eq!(
+        after["lastEventPosition"],
+        before["lastEventPosition"].as_i64().unwrap() + 1
+    );
+    assert_eq!(
+        api.taken_slots(1, FROM, 1).await,
+        vec![(FROM.to_string(), 2)]
+    );
 
     // Unknown routes and wrong methods: the same envelope.
-    for path in ["/nope", "/api/booking", "/api/booking/place", "/api/booking/registrations/x/y"] {
+    for path in [
+        "/nope",
+        "/api/booking",
+        "/api/booking/place",
+        "/api/booking/registrations/x/y",
+    ] {
         api.get(path).await.assert_error(404, "route_not_found");
     }
-    api.raw_post("/nope", "{}", Some("application/json")).await.assert_error(404, "route_not_found");
-    api.get(REGISTRATIONS).await.assert_error(405, "method_not_allowed");
+    api.raw_post("/nope", "{}", Some("application/json"))
+        .await
+        .assert_error(404, "route_not_found");
+    api.get(REGISTRATIONS)
+        .await
+        .assert_error(405, "method_not_allowed");
     api.raw_post("/api/booking/places", "{}", Some("application/json"))
         .await
         .assert_error(405, "method_not_allowed");
-    let r = api.send(api.http.put(api.url(&format!("{REGISTRATIONS}/{id}")))).await;
+    let r = api
+        .send(api.http.put(api.url(&format!("{REGISTRATIONS}/{id}"))))
+        .await;
     r.assert_error(405, "method_not_allowed");
-    let r = api.send(api.http.delete(api.url("/api/booking/places/1/slots"))).await;
+    let r = api
+        .send(api.http.delete(api.url("/api/booking/places/1/slots")))
+        .await;
     r.assert_error(405, "method_not_allowed");
-    assert_eq!(s.registrations().await, after["registrations"].as_i64().unwrap());
+    assert_eq!(
+        s.registrations().await,
+        after["registrations"].as_i64().unwrap()
+    );
 }
 
 async fn small_body_limit_gives_413(kind: StoreKind) {
-    let Some(s) = TestServer::start_seeded(kind, &["--body-limit-bytes", "200"], Some((1, 1, 3))).await
+    let Some(s) =
+        TestServer::start_seeded(kind, &["--body-limit-bytes", "200"], Some((1, 1, 3))).await
     else {
         return;
     };
     let body = registration_body(1, FROM, 0, person(1)).to_string();
     assert!(body.len() <= 200, "the valid body fits: {}", body.len());
-    let r = s.api.raw_post(REGISTRATIONS, body.clone(), Some("application/json")).await;
+    let r = s
+        .api
+        .raw_post(REGISTRATIONS, body.clone(), Some("application/json"))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text());
-    let r = s.api.raw_post(REGISTRATIONS, over_limit_body(200), Some("application/json")).await;
+    let r = s
+        .api
+        .raw_post(
+            REGISTRATIONS,
+            over_limit_body(200),
+            Some("application/json"),
+        )
+        .await;
     r.assert_error(413, "body_too_large");
     assert_eq!(s.registrations().await, 1);
 }
@@ -625,9 +940,12 @@ async fn small_body_limit_gives_413(kind: StoreKind) {
 // ---------------------------------------------------------------- overload
 
 async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
-    let Some(s) =
-        TestServer::start_seeded(kind, &["--in-flight-max", "4", "--retry-after-s", "2"], Some((1, 1, 50)))
-            .await
+    let Some(s) = TestServer::start_seeded(
+        kind,
+        &["--in-flight-max", "4", "--retry-after-s", "2"],
+        Some((1, 1, 50)),
+    )
+    .await
     else {
         return;
     };
@@ -653,14 +971,26 @@ async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
             }
             429 => {
                 r.assert_error(429, "too_many_requests");
-                assert_eq!(r.headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("2"));
+                assert_eq!(
+                    r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+                    Some("2")
+                );
                 rejected += 1;
             }
-            other => panic!("only 201, 409 and 429 under overload; got {other}: {}", r.text()),
+            other => panic!(
+                "only 201, 409 and 429 under overload; got {other}: {}",
+                r.text()
+            ),
         }
     }
-    assert!(rejected > 0, "some requests are turned away (201 {created}, 409 {taken})");
-    assert!(created > 0, "some requests get through (409 {taken}, 429 {rejected})");
+    assert!(
+        rejected > 0,
+        "some requests are turned away (201 {created}, 409 {taken})"
+    );
+    assert!(
+        created > 0,
+        "some requests get through (409 {taken}, 429 {rejected})"
+    );
     assert_eq!(created + taken + rejected, CLIENTS);
     // Accepted writes are all there, and the server is fine afterwards.
     assert_eq!(s.registrations().await, created as i64);
@@ -696,7 +1026,9 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
                 } else {
                     let place = 1 + rand::random::<i64>().rem_euclid(places);
                     let slot = rand::random::<i64>().rem_euclid(slots);
-                    let r = api.register(place, FROM, slot, person((c * STEPS + step) as u64)).await;
+                    let r = api
+                        .register(place, FROM, slot, person((c * STEPS + step) as u64))
+                        .await;
                     match r.status {
                         201 => live.push(ids(&r)),
                         409 => {}
@@ -714,7 +1046,10 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
         live.extend(l);
         cancelled.extend(c);
     }
-    assert!(!cancelled.is_empty() && !live.is_empty(), "the load mixed both");
+    assert!(
+        !cancelled.is_empty() && !live.is_empty(),
+        "the load mixed both"
+    );
     let api = &apis[0];
     let mut held = HashSet::new();
     for (id, code) in &live {
@@ -722,17 +1057,25 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
         assert_eq!(r.status, 200, "{}", r.text());
         let v = r.json();
         assert!(
-            held.insert((v["placeId"].as_i64().unwrap(), v["timeSlot"].as_i64().unwrap())),
+            held.insert((
+                v["placeId"].as_i64().unwrap(),
+                v["timeSlot"].as_i64().unwrap()
+            )),
             "slot held twice: {v}"
         );
     }
     for (id, code) in &cancelled {
-        api.get_registration(id, Some(code)).await.assert_error(404, "registration_not_found");
+        api.get_registration(id, Some(code))
+            .await
+            .assert_error(404, "registration_not_found");
     }
     let mut taken = 0;
     for place in 1..=places {
         for (_, slot) in api.taken_slots(place, FROM, 1).await {
-            assert!(held.contains(&(place, slot)), "slot {place}/{slot} taken by no live registration");
+            assert!(
+                held.contains(&(place, slot)),
+                "slot {place}/{slot} taken by no live registration"
+            );
             taken += 1;
         }
     }
@@ -740,16 +1083,24 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
     let stats = api.stats(admin_token).await;
     assert_eq!(stats["registrations"], live.len(), "{stats}");
     let changes = live.len() + 2 * cancelled.len();
-    assert_eq!(stats["lastEventPosition"], 1 + changes, "one event per change: {stats}");
+    assert_eq!(
+        stats["lastEventPosition"],
+        1 + changes,
+        "one event per change: {stats}"
+    );
 }
 
 async fn mixed_register_and_cancel_stay_consistent(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 3, 1, 12).await else { return };
+    let Some(s) = TestServer::seeded(kind, 3, 1, 12).await else {
+        return;
+    };
     mixed_load_balances(std::slice::from_ref(&s.api), &s.token(Role::Admin), 3, 12).await;
 }
 
 async fn mixed_load_across_two_processes_stays_consistent(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else { return };
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
     let dir = tempfile::TempDir::new().unwrap();
     crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 3, 1, 12).await;
     let (a, b) = tokio::join!(
@@ -771,20 +1122,25 @@ async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(S
     let seen = calls.clone();
     let app = axum::Router::new().route(
         "/sms",
-        axum::routing::post(move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
-            let seen = seen.clone();
-            async move {
-                let key =
-                    headers.get("idempotency-key").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-                let mut calls = seen.lock().unwrap();
-                calls.push((key, body));
-                if calls.len() <= fail_first {
-                    StatusCode::SERVICE_UNAVAILABLE
-                } else {
-                    StatusCode::OK
+        axum::routing::post(
+            move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let seen = seen.clone();
+                async move {
+                    let key = headers
+                        .get("idempotency-key")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    let mut calls = seen.lock().unwrap();
+                    calls.push((key, body));
+                    if calls.len() <= fail_first {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    } else {
+                        StatusCode::OK
+                    }
                 }
-            }
-        }),
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/sms", listener.local_addr().unwrap());
@@ -794,9 +1150,12 @@ async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(S
 
 async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
     let (url, calls) = fake_gateway(3).await;
-    let Some(s) =
-        TestServer::start_seeded(kind, &["--with-notifier", "--notify-webhook", &url], Some((1, 1, 10)))
-            .await
+    let Some(s) = TestServer::start_seeded(
+        kind,
+        &["--with-notifier", "--notify-webhook", &url],
+        Some((1, 1, 10)),
+    )
+    .await
     else {
         return;
     };
@@ -815,18 +1174,34 @@ async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         stats = s.stats().await;
     }
-    assert_eq!(stats["notifierPosition"], stats["lastEventPosition"], "the notifier caught up: {stats}");
+    assert_eq!(
+        stats["notifierPosition"], stats["lastEventPosition"],
+        "the notifier caught up: {stats}"
+    );
     let calls = calls.lock().unwrap().clone();
-    assert!(calls.len() >= 5 + 3, "3 failures retried: {} calls", calls.len());
+    assert!(
+        calls.len() >= 5 + 3,
+        "3 failures retried: {} calls",
+        calls.len()
+    );
     for (id, phone) in &registered {
-        let delivered: Vec<&(String, Value)> =
-            calls.iter().filter(|(_, b)| b["registrationId"] == id.as_str()).collect();
+        let delivered: Vec<&(String, Value)> = calls
+            .iter()
+            .filter(|(_, b)| b["registrationId"] == id.as_str())
+            .collect();
         assert!(!delivered.is_empty(), "registration {id} was confirmed");
         for (key, body) in delivered {
             assert_eq!(&body["phone"], phone, "{body}");
-            assert_eq!(body["idempotencyKey"], key.as_str(), "the header and the body carry one key");
+            assert_eq!(
+                body["idempotencyKey"],
+                key.as_str(),
+                "the header and the body carry one key"
+            );
             assert!(key.starts_with("throng-event-"), "{key}");
-            assert!(body.get("nationalId").is_none() && body.get("name").is_none(), "only the phone: {body}");
+            assert!(
+                body.get("nationalId").is_none() && body.get("name").is_none(),
+                "only the phone: {body}"
+            );
         }
     }
 }
@@ -837,15 +1212,21 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/sms", l.local_addr().unwrap())
     };
-    let Some(s) =
-        TestServer::start_seeded(kind, &["--with-notifier", "--notify-webhook", &dead], Some((1, 1, 30)))
-            .await
+    let Some(s) = TestServer::start_seeded(
+        kind,
+        &["--with-notifier", "--notify-webhook", &dead],
+        Some((1, 1, 30)),
+    )
+    .await
     else {
         return;
     };
     let started = std::time::Instant::now();
     for i in 0..30 {
-        assert_eq!(s.api.register(1, FROM, i, person(i as u64)).await.status, 201);
+        assert_eq!(
+            s.api.register(1, FROM, i, person(i as u64)).await.status,
+            201
+        );
     }
     assert!(
         started.elapsed() < std::time::Duration::from_secs(15),
@@ -863,7 +1244,9 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
 async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
     // Both nodes run the confirmation worker against one gateway; the lease on
     // the consumer row lets exactly one of them deliver.
-    let Some(db) = PgDb::create_or_skip().await else { return };
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
     let (url, calls) = fake_gateway(0).await;
     let dir = tempfile::TempDir::new().unwrap();
     crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 1, 1, 20).await;
@@ -889,8 +1272,14 @@ async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let calls = calls.lock().unwrap().clone();
     for id in &ids {
-        let n = calls.iter().filter(|(_, body)| body["registrationId"] == id.as_str()).count();
-        assert_eq!(n, 1, "registration {id} confirmed exactly once across two nodes");
+        let n = calls
+            .iter()
+            .filter(|(_, body)| body["registrationId"] == id.as_str())
+            .count();
+        assert_eq!(
+            n, 1,
+            "registration {id} confirmed exactly once across two nodes"
+        );
     }
     assert_eq!(calls.len(), ids.len());
 }
@@ -898,8 +1287,13 @@ async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
 async fn a_seed_by_another_process_is_served_without_restart(kind: StoreKind) {
     // The SQLite server keeps an in-memory availability index; a seed made by
     // `throng seed` while it runs must reach it without a restart.
-    let Some(s) = TestServer::start(kind, &[]).await else { return };
-    s.api.slots(1, FROM, 1).await.assert_error(404, "place_not_found");
+    let Some(s) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    s.api
+        .slots(1, FROM, 1)
+        .await
+        .assert_error(404, "place_not_found");
     let pg_url = s.pg.as_ref().map(|p| p.url.clone());
     crate::helpers::seed_with_cli(&s.data_dir, pg_url.as_deref(), 2, 1, 5).await;
     let mut status = 0;
@@ -917,54 +1311,97 @@ async fn a_seed_by_another_process_is_served_without_restart(kind: StoreKind) {
 }
 
 /// Runs `throng seed <store flags> booking <args>`; (success, stdout + stderr).
-async fn seed_cli(data_dir: &std::path::Path, pg_url: Option<&str>, args: &[&str]) -> (bool, String) {
+async fn seed_cli(
+    data_dir: &std::path::Path,
+    pg_url: Option<&str>,
+    args: &[&str],
+) -> (bool, String) {
     let mut all: Vec<String> = vec!["seed".into()];
     all.extend(crate::helpers::store_flags(data_dir, pg_url));
     all.push("booking".into());
     all.extend(args.iter().map(|a| a.to_string()));
     let out = tokio::time::timeout(
         std::time::Duration::from_secs(120),
-        tokio::process::Command::new(crate::helpers::throng_bin()).args(&all).env("RUST_LOG", "warn").output(),
+        tokio::process::Command::new(crate::helpers::throng_bin())
+            .args(&all)
+            .env("RUST_LOG", "warn")
+            .output(),
     )
     .await
     .expect("seed finishes in time")
     .expect("seed runs");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.success(), text)
 }
 
 async fn reseeding_is_refused_unless_forced(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 1, 5).await else { return };
+    let Some(s) = TestServer::seeded(kind, 2, 1, 5).await else {
+        return;
+    };
     let pg_url = s.pg.as_ref().map(|p| p.url.clone());
-    let small = ["--places", "3", "--days", "1", "--slots-per-day", "4", "--from", FROM];
+    let small = [
+        "--places",
+        "3",
+        "--days",
+        "1",
+        "--slots-per-day",
+        "4",
+        "--from",
+        FROM,
+    ];
     assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
 
     let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &small).await;
     assert!(!ok, "a second seed without --force is refused");
-    assert!(text.contains("already has 2 places") && text.contains("--force"), "{text}");
+    assert!(
+        text.contains("already has 2 places") && text.contains("--force"),
+        "{text}"
+    );
     assert_eq!(s.registrations().await, 1, "a refused seed changes nothing");
 
-    for bad in [["--slots-per-day", "0"], ["--places=-1", ""], ["--from", "2030-02-30"]] {
+    for bad in [
+        ["--slots-per-day", "0"],
+        ["--places=-1", ""],
+        ["--from", "2030-02-30"],
+    ] {
         let args: Vec<&str> = bad.iter().copied().filter(|a| !a.is_empty()).collect();
         let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &args).await;
         let flag = bad[0].split('=').next().unwrap();
-        assert!(!ok && text.contains(flag), "{bad:?} is refused naming the flag: {text}");
+        assert!(
+            !ok && text.contains(flag),
+            "{bad:?} is refused naming the flag: {text}"
+        );
     }
 
     let forced: Vec<&str> = small.iter().copied().chain(["--force"]).collect();
     let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &forced).await;
     assert!(ok, "{text}");
-    assert_eq!(s.registrations().await, 0, "--force replaces the booking data, registrations included");
+    assert_eq!(
+        s.registrations().await,
+        0,
+        "--force replaces the booking data, registrations included"
+    );
     // The running server serves the new data (SQLite reloads its index).
     let mut places = 0;
     for _ in 0..50 {
-        places = s.api.places(0, 10).await.json()["total"].as_i64().unwrap_or(0);
+        places = s.api.places(0, 10).await.json()["total"]
+            .as_i64()
+            .unwrap_or(0);
         let slots = s.api.slots(3, FROM, 1).await;
-        if places == 3 && slots.status == 200 && slots.json()["days"][0]["slots"][0]["free"] == true {
+        if places == 3 && slots.status == 200 && slots.json()["days"][0]["slots"][0]["free"] == true
+        {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(places, 3);
-    assert_eq!(s.api.register(1, FROM, 0, person(2)).await.status, 201, "the old registration is gone");
+    assert_eq!(
+        s.api.register(1, FROM, 0, person(2)).await.status,
+        201,
+        "the old registration is gone"
+    );
 }

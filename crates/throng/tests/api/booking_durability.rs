@@ -38,7 +38,14 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     };
     let pg_url = db.as_ref().map(|d| d.url.as_str());
     let dir = tempfile::TempDir::new().unwrap();
-    seed_with_cli(dir.path(), pg_url, PLACES, DAYS as i32, SLOTS_PER_DAY as i32).await;
+    seed_with_cli(
+        dir.path(),
+        pg_url,
+        PLACES,
+        DAYS as i32,
+        SLOTS_PER_DAY as i32,
+    )
+    .await;
     let mut server = ProcessServer::start(dir.path(), pg_url, &[]).await;
 
     // Clients register random slots until LOAD_FOR; the server dies under them.
@@ -86,11 +93,17 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     let mut transport_errors = 0;
     for c in clients {
         let (other, errors) = c.await.unwrap();
-        assert!(other.is_empty(), "only 201 and 409 while the server lived: {other:?}");
+        assert!(
+            other.is_empty(),
+            "only 201 and 409 while the server lived: {other:?}"
+        );
         transport_errors += errors;
     }
     let confirmed = std::mem::take(&mut *confirmed.lock().unwrap());
-    assert!(confirmed_before_kill > 10, "the load got going before the kill ({confirmed_before_kill})");
+    assert!(
+        confirmed_before_kill > 10,
+        "the load got going before the kill ({confirmed_before_kill})"
+    );
     assert!(transport_errors > 0, "the server was killed under load");
 
     println!(
@@ -104,13 +117,25 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     let mut held: HashSet<(i64, String, i64)> = HashSet::new();
     for (id, code, place, day, slot) in &confirmed {
         let r = api.get_registration(id, Some(code)).await;
-        assert_eq!(r.status, 200, "registration {id} answered 201 before the kill: {}", r.text());
+        assert_eq!(
+            r.status,
+            200,
+            "registration {id} answered 201 before the kill: {}",
+            r.text()
+        );
         let v = r.json();
         assert_eq!(
-            (v["placeId"].as_i64().unwrap(), v["day"].as_str().unwrap(), v["timeSlot"].as_i64().unwrap()),
+            (
+                v["placeId"].as_i64().unwrap(),
+                v["day"].as_str().unwrap(),
+                v["timeSlot"].as_i64().unwrap()
+            ),
             (*place, day.as_str(), *slot)
         );
-        assert!(held.insert((*place, day.clone(), *slot)), "two 201s for one slot: {place} {day} {slot}");
+        assert!(
+            held.insert((*place, day.clone(), *slot)),
+            "two 201s for one slot: {place} {day} {slot}"
+        );
     }
     // No slot is held twice and no registration lost its slot: the slots
     // taken are exactly as many as the registrations, and include every 201.
@@ -122,14 +147,29 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     }
     let stats = api.stats(&server.admin_token()).await;
     let registrations = stats["registrations"].as_i64().unwrap();
-    assert_eq!(taken.len() as i64, registrations, "taken slots == registrations: {stats}");
-    assert!(registrations >= confirmed.len() as i64, "{registrations} < {}", confirmed.len());
+    assert_eq!(
+        taken.len() as i64,
+        registrations,
+        "taken slots == registrations: {stats}"
+    );
+    assert!(
+        registrations >= confirmed.len() as i64,
+        "{registrations} < {}",
+        confirmed.len()
+    );
     for key in &held {
-        assert!(taken.contains_key(key), "slot of a 201 is not taken after restart: {key:?}");
+        assert!(
+            taken.contains_key(key),
+            "slot of a 201 is not taken after restart: {key:?}"
+        );
     }
     assert_eq!(stats["slots"], PLACES * DAYS as i64 * SLOTS_PER_DAY);
     // The event log has one confirmation per registration (plus SlotsOpened).
-    assert_eq!(stats["lastEventPosition"].as_i64().unwrap(), registrations + 1, "{stats}");
+    assert_eq!(
+        stats["lastEventPosition"].as_i64().unwrap(),
+        registrations + 1,
+        "{stats}"
+    );
     // And the restarted server still takes registrations.
     let free = (1..SLOTS_PER_DAY).find(|s| !taken.contains_key(&(1, FROM.to_string(), *s)));
     if let Some(slot) = free {
@@ -178,7 +218,9 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 fn assert_not_in_files(dir: &Path, needles: &[Vec<u8>], when: &str) -> usize {
     let mut bytes_searched = 0;
     for path in files_under(dir) {
-        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
         bytes_searched += bytes.len();
         for n in needles {
             assert!(
@@ -201,7 +243,10 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
     let mut all_needles = Vec::new();
     let mut sealed = Vec::new();
     for i in 0..20u64 {
-        let r = server.api.register(1 + (i % 2) as i64, FROM, i as i64, secret_person(i)).await;
+        let r = server
+            .api
+            .register(1 + (i % 2) as i64, FROM, i as i64, secret_person(i))
+            .await;
         assert_eq!(r.status, 201, "{}", r.text());
         let v = r.json();
         sealed.push((
@@ -215,10 +260,17 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
     let mut bad = secret_person(99);
     bad["email"] = serde_json::json!("not-an-email");
     assert_eq!(server.api.register(1, FROM, 24, bad).await.status, 422);
-    all_needles.extend(needles(99).into_iter().filter(|n| !n.starts_with(b"zuzana.secret")));
+    all_needles.extend(
+        needles(99)
+            .into_iter()
+            .filter(|n| !n.starts_with(b"zuzana.secret")),
+    );
     // The person opens through the API with the code (so the data is there, sealed).
     for (id, code, i) in &sealed {
-        assert_eq!(server.api.get_registration(id, Some(code)).await.json()["person"], secret_person(*i));
+        assert_eq!(
+            server.api.get_registration(id, Some(code)).await.json()["person"],
+            secret_person(*i)
+        );
     }
     // Let the notifier catch up, so the log holds its lines.
     let token = server.admin_token();
@@ -235,12 +287,18 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert!(db_files.iter().any(|f| f == "throng.db-wal"), "the WAL is searched too: {db_files:?}");
+    assert!(
+        db_files.iter().any(|f| f == "throng.db-wal"),
+        "the WAL is searched too: {db_files:?}"
+    );
     let searched = assert_not_in_files(dir.path(), &all_needles, "while running");
     assert!(searched > 0);
     // The log (RUST_LOG=info) never holds personal data.
     let log = server.log_text();
-    assert!(log.contains("throng listening"), "the log was captured: {log}");
+    assert!(
+        log.contains("throng listening"),
+        "the log was captured: {log}"
+    );
     for n in &all_needles {
         assert!(
             !log.as_bytes().windows(n.len()).any(|w| w == n.as_slice()),
@@ -263,7 +321,11 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
     for e in &events {
         let payload: serde_json::Value = serde_json::from_slice(&e.payload).unwrap();
         for key in ["person", "name", "nationalId", "phone", "email"] {
-            assert!(payload.get(key).is_none(), "event {} has {key}: {payload}", e.position);
+            assert!(
+                payload.get(key).is_none(),
+                "event {} has {key}: {payload}",
+                e.position
+            );
         }
         for n in &all_needles {
             assert!(
@@ -278,12 +340,22 @@ async fn personal_data_is_never_stored_in_the_clear_sqlite() {
 /// The same through an in-process server on PostgreSQL: the sealed column
 /// holds no plain text (checked in the database itself).
 async fn personal_data_is_sealed_in_the_database(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 5).await else { return };
+    let Some(s) = TestServer::seeded(kind, 1, 1, 5).await else {
+        return;
+    };
     for i in 0..5u64 {
-        assert_eq!(s.api.register(1, FROM, i as i64, secret_person(i)).await.status, 201);
+        assert_eq!(
+            s.api
+                .register(1, FROM, i as i64, secret_person(i))
+                .await
+                .status,
+            201
+        );
     }
     let Some(pg) = &s.pg else { return };
-    let (client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls).await.unwrap();
+    let (client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
     tokio::spawn(conn);
     // Everything the booking tables and the log hold, as text.
     let rows = client
@@ -320,14 +392,19 @@ async fn a_second_server_on_one_sqlite_store_is_refused() {
     args.extend(crate::helpers::store_flags(dir.path(), None));
     let second = tokio::time::timeout(
         Duration::from_secs(30),
-        tokio::process::Command::new(crate::helpers::throng_bin()).args(&args).output(),
+        tokio::process::Command::new(crate::helpers::throng_bin())
+            .args(&args)
+            .output(),
     )
     .await
     .expect("the second server exits at once")
     .unwrap();
     assert!(!second.status.success());
     let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(stderr.contains("another throng server is serving"), "{stderr}");
+    assert!(
+        stderr.contains("another throng server is serving"),
+        "{stderr}"
+    );
     // SIGKILL releases the lock: a new server starts and serves the data.
     first.kill().await;
     let again = ProcessServer::start(dir.path(), None, &[]).await;

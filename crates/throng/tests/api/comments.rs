@@ -37,7 +37,9 @@ const LIST: &str = "/api/comments";
 /// A server seeded with a small deterministic data set.
 async fn seeded(kind: StoreKind, args: SeedCommentsArgs, flags: &[&str]) -> Option<TestServer> {
     let s = TestServer::start(kind, flags).await?;
-    seed::seed(&s.state.store, &args, false).await.expect("seed comments");
+    seed::seed(&s.state.store, &args, false)
+        .await
+        .expect("seed comments");
     Some(s)
 }
 
@@ -67,7 +69,10 @@ async fn list_ok(api: &Api, query: &str) -> Vec<Value> {
 }
 
 async fn post_comment(api: &Api, bearer: Option<&str>, course: i64, body: &Value) -> Reply {
-    let mut req = api.http.post(api.url(&format!("/api/courses/{course}/comments"))).json(body);
+    let mut req = api
+        .http
+        .post(api.url(&format!("/api/courses/{course}/comments")))
+        .json(body);
     if let Some(t) = bearer {
         req = req.bearer_auth(t);
     }
@@ -75,7 +80,10 @@ async fn post_comment(api: &Api, bearer: Option<&str>, course: i64, body: &Value
 }
 
 async fn put_reply(api: &Api, bearer: Option<&str>, comment: i64, body: &Value) -> Reply {
-    let mut req = api.http.put(api.url(&format!("/api/comments/{comment}/reply"))).json(body);
+    let mut req = api
+        .http
+        .put(api.url(&format!("/api/comments/{comment}/reply")))
+        .json(body);
     if let Some(t) = bearer {
         req = req.bearer_auth(t);
     }
@@ -89,7 +97,14 @@ async fn rating(api: &Api, course: i64) -> Value {
 }
 
 async fn event_types(s: &TestServer) -> Vec<String> {
-    s.state.store.events_after(0, 100_000).await.unwrap().into_iter().map(|e| e.event_type).collect()
+    s.state
+        .store
+        .events_after(0, 100_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event_type)
+        .collect()
 }
 
 fn comment(rating: i64, title: &str, remarks: &str) -> Value {
@@ -99,7 +114,9 @@ fn comment(rating: i64, title: &str, remarks: &str) -> Value {
 // ------------------------------------------------------------------ snapshot
 
 fn snapshot_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/api/snapshots").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/api/snapshots")
+        .join(name)
 }
 
 /// Compares bytes with the stored file; writes it when it is missing (or
@@ -124,12 +141,22 @@ fn assert_snapshot(name: &str, body: &[u8]) {
 }
 
 async fn listing_matches_the_stored_snapshot(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
-    let full = list(&s.api, "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20").await;
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let full = list(
+        &s.api,
+        "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20",
+    )
+    .await;
     assert_eq!(full.status, 200, "{}", full.text());
     assert_eq!(full.headers["content-type"], "application/json");
     assert_snapshot("comments_course2_full.json", &full.body);
-    let paged = list(&s.api, "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2").await;
+    let paged = list(
+        &s.api,
+        "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2",
+    )
+    .await;
     assert_eq!(paged.status, 200, "{}", paged.text());
     assert_snapshot("comments_course5_paged.json", &paged.body);
 
@@ -137,61 +164,141 @@ async fn listing_matches_the_stored_snapshot(kind: StoreKind) {
     let v = full.json();
     let blocks = v.as_array().unwrap();
     assert!(!blocks.is_empty());
-    let first = String::from_utf8_lossy(&full.body).split("\"thread\"").next().unwrap().to_string();
-    let keys = ["displayName", "courseId", "commentType", "lastTitle", "lastRating", "lastRemarks", "lastUpdate", "lastCommentId"];
-    let at: Vec<usize> = keys.iter().map(|k| first.find(&format!("\"{k}\":")).expect(k)).collect();
-    assert!(at.windows(2).all(|w| w[0] < w[1]), "keys in the write-up's order: {first}");
+    let first = String::from_utf8_lossy(&full.body)
+        .split("\"thread\"")
+        .next()
+        .unwrap()
+        .to_string();
+    let keys = [
+        "displayName",
+        "courseId",
+        "commentType",
+        "lastTitle",
+        "lastRating",
+        "lastRemarks",
+        "lastUpdate",
+        "lastCommentId",
+    ];
+    let at: Vec<usize> = keys
+        .iter()
+        .map(|k| first.find(&format!("\"{k}\":")).expect(k))
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "keys in the write-up's order: {first}"
+    );
     let text = full.text();
-    assert!(text.starts_with(r#"[{"displayName":"#), "compact, in order: {text}");
-    assert!(text.contains(r#""reply":[]"#), "empty replies are []: {text}");
-    assert!(text.contains(r#","reply":[{"commentId":"#), "some replies: {text}");
+    assert!(
+        text.starts_with(r#"[{"displayName":"#),
+        "compact, in order: {text}"
+    );
+    assert!(
+        text.contains(r#""reply":[]"#),
+        "empty replies are []: {text}"
+    );
+    assert!(
+        text.contains(r#","reply":[{"commentId":"#),
+        "some replies: {text}"
+    );
     for w in blocks.windows(2) {
-        assert!(w[0]["lastUpdate"].as_str() >= w[1]["lastUpdate"].as_str(), "newest block first");
+        assert!(
+            w[0]["lastUpdate"].as_str() >= w[1]["lastUpdate"].as_str(),
+            "newest block first"
+        );
     }
     for b in blocks {
         let thread = b["thread"].as_array().unwrap();
-        assert_eq!(thread[0]["commentId"], b["lastCommentId"], "the thread starts at the last comment");
+        assert_eq!(
+            thread[0]["commentId"], b["lastCommentId"],
+            "the thread starts at the last comment"
+        );
         for w in thread.windows(2) {
-            assert!(w[0]["createdDate"].as_str() > w[1]["createdDate"].as_str(), "newest comment first");
+            assert!(
+                w[0]["createdDate"].as_str() > w[1]["createdDate"].as_str(),
+                "newest comment first"
+            );
         }
     }
-    assert!(blocks.iter().any(|b| b["thread"].as_array().unwrap().len() > 1), "some thread has several comments");
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["thread"].as_array().unwrap().len() > 1),
+        "some thread has several comments"
+    );
 }
 
 // ------------------------------------------------------------------- paging
 
 async fn paging_edges_and_caps(kind: StoreKind) {
-    let Some(s) = seeded(kind, wide(), &[]).await else { return };
+    let Some(s) = seeded(kind, wide(), &[]).await else {
+        return;
+    };
     let api = &s.api;
-    assert_eq!(list(api, "courseId=1&skip=1000").await.text(), "[]", "skip past the end");
+    assert_eq!(
+        list(api, "courseId=1&skip=1000").await.text(),
+        "[]",
+        "skip past the end"
+    );
     assert_eq!(list(api, "courseId=1&size=0").await.text(), "[]", "size 0");
     let capped = list(api, "courseId=1&size=500").await;
-    assert_eq!(capped.json().as_array().unwrap().len(), 20, "size over 20 gives 20");
+    assert_eq!(
+        capped.json().as_array().unwrap().len(),
+        20,
+        "size over 20 gives 20"
+    );
     assert_eq!(capped.body, list(api, "courseId=1&size=20").await.body);
-    assert_eq!(list_ok(api, "courseId=1").await.len(), 10, "default size 10");
+    assert_eq!(
+        list_ok(api, "courseId=1").await.len(),
+        10,
+        "default size 10"
+    );
     let t = list(api, "courseId=1&size=5&sizeThread=99").await;
-    assert_eq!(t.body, list(api, "courseId=1&size=5&sizeThread=20").await.body, "sizeThread over 20 gives 20");
+    assert_eq!(
+        t.body,
+        list(api, "courseId=1&size=5&sizeThread=20").await.body,
+        "sizeThread over 20 gives 20"
+    );
     let none = list_ok(api, "courseId=1&size=5&sizeThread=0").await;
-    assert!(none.iter().all(|b| b["thread"] == json!([])), "sizeThread 0: empty threads");
+    assert!(
+        none.iter().all(|b| b["thread"] == json!([])),
+        "sizeThread 0: empty threads"
+    );
     let far = list_ok(api, "courseId=1&size=5&skipThread=50").await;
-    assert!(far.iter().all(|b| b["thread"] == json!([])), "skipThread past the end");
+    assert!(
+        far.iter().all(|b| b["thread"] == json!([])),
+        "skipThread past the end"
+    );
 
     // A page that is full has a next cursor; the last one does not.
-    let all = list_ok(api, "courseId=1&size=20").await.len() + list_ok(api, "courseId=1&skip=20&size=20").await.len();
+    let all = list_ok(api, "courseId=1&size=20").await.len()
+        + list_ok(api, "courseId=1&skip=20&size=20").await.len();
     let last = list(api, &format!("courseId=1&skip={}&size=20", all - 3)).await;
     assert_eq!(last.json().as_array().unwrap().len(), 3);
-    assert!(last.headers.get("x-next-cursor").is_none(), "no cursor after the last page");
-    assert!(list(api, "courseId=1&size=5").await.headers.get("x-next-cursor").is_some());
+    assert!(
+        last.headers.get("x-next-cursor").is_none(),
+        "no cursor after the last page"
+    );
+    assert!(list(api, "courseId=1&size=5")
+        .await
+        .headers
+        .get("x-next-cursor")
+        .is_some());
 }
 
 async fn cursor_paging_equals_skip_paging(kind: StoreKind) {
-    let Some(s) = seeded(kind, wide(), &[]).await else { return };
+    let Some(s) = seeded(kind, wide(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     for size in [1, 7, 20] {
         let mut by_skip = Vec::new();
         let mut skip = 0;
         loop {
-            let page = list_ok(api, &format!("courseId=2&skip={skip}&size={size}&sizeThread=3")).await;
+            let page = list_ok(
+                api,
+                &format!("courseId=2&skip={skip}&size={size}&sizeThread=3"),
+            )
+            .await;
             if page.is_empty() {
                 break;
             }
@@ -201,7 +308,11 @@ async fn cursor_paging_equals_skip_paging(kind: StoreKind) {
         let mut by_cursor = Vec::new();
         let mut cursor = String::new();
         loop {
-            let r = list(api, &format!("courseId=2&size={size}&sizeThread=3&cursor={cursor}")).await;
+            let r = list(
+                api,
+                &format!("courseId=2&size={size}&sizeThread=3&cursor={cursor}"),
+            )
+            .await;
             assert_eq!(r.status, 200, "{}", r.text());
             by_cursor.extend(r.json().as_array().unwrap().clone());
             match r.headers.get("x-next-cursor") {
@@ -209,19 +320,29 @@ async fn cursor_paging_equals_skip_paging(kind: StoreKind) {
                 None => break,
             }
         }
-        assert!(by_skip.len() >= 25, "a course of the wide set has over 20 blocks");
+        assert!(
+            by_skip.len() >= 25,
+            "a course of the wide set has over 20 blocks"
+        );
         assert_eq!(by_cursor, by_skip, "size {size}");
     }
-    list(api, "courseId=2&cursor=not-a-cursor").await.assert_error(422, "invalid_field");
+    list(api, "courseId=2&cursor=not-a-cursor")
+        .await
+        .assert_error(422, "invalid_field");
 }
 
 async fn user_filter_returns_one_block(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let mut course = 0;
     let mut many = Value::Null;
     for c in 1..=6 {
         let all = list_ok(&s.api, &format!("courseId={c}&size=20&sizeThread=20")).await;
-        if let Some(b) = all.into_iter().find(|b| b["thread"].as_array().unwrap().len() > 1) {
+        if let Some(b) = all
+            .into_iter()
+            .find(|b| b["thread"].as_array().unwrap().len() > 1)
+        {
             (course, many) = (c, b);
             break;
         }
@@ -231,7 +352,11 @@ async fn user_filter_returns_one_block(kind: StoreKind) {
     // Find the user id: the user filter must return exactly this block.
     let mut found = false;
     for user in 20..=40 {
-        let one = list_ok(&s.api, &format!("courseId={course}&userId={user}&sizeThread=20")).await;
+        let one = list_ok(
+            &s.api,
+            &format!("courseId={course}&userId={user}&sizeThread=20"),
+        )
+        .await;
         assert!(one.len() <= 1);
         if let Some(b) = one.first() {
             if *b == many {
@@ -241,21 +366,37 @@ async fn user_filter_returns_one_block(kind: StoreKind) {
         }
     }
     assert!(found, "the user filter finds {name}'s block");
-    assert_eq!(list(&s.api, &format!("courseId={course}&userId=999999")).await.text(), "[]");
+    assert_eq!(
+        list(&s.api, &format!("courseId={course}&userId=999999"))
+            .await
+            .text(),
+        "[]"
+    );
 }
 
 // -------------------------------------------------------------------- rules
 
 async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     let user = 39;
     let t = token(&s, user, Role::User);
     let before = rating(api, 4).await;
     let had = list_ok(api, &format!("courseId=4&userId={user}&sizeThread=20")).await;
-    let thread_before = had.first().map(|b| b["thread"].as_array().unwrap().len()).unwrap_or(0);
+    let thread_before = had
+        .first()
+        .map(|b| b["thread"].as_array().unwrap().len())
+        .unwrap_or(0);
 
-    let first = post_comment(api, Some(&t), 4, &comment(2, "  Meh  ", "Not for me.\nToo fast.")).await;
+    let first = post_comment(
+        api,
+        Some(&t),
+        4,
+        &comment(2, "  Meh  ", "Not for me.\nToo fast."),
+    )
+    .await;
     assert_eq!(first.status, 201, "{}", first.text());
     let c1 = first.json();
     assert_eq!(c1["title"], "Meh", "trimmed");
@@ -264,8 +405,19 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
     assert_eq!(c1["userId"], user);
     assert_eq!(c1["commentType"], "Course");
     assert!(c1["createdDate"].as_str().unwrap().ends_with('Z'));
-    let second = post_comment(api, Some(&t), 4, &comment(5, "Second look", "Better on a second run.")).await;
-    assert_eq!(second.status, 201, "many comments per user per course: {}", second.text());
+    let second = post_comment(
+        api,
+        Some(&t),
+        4,
+        &comment(5, "Second look", "Better on a second run."),
+    )
+    .await;
+    assert_eq!(
+        second.status,
+        201,
+        "many comments per user per course: {}",
+        second.text()
+    );
     let c2 = second.json();
 
     // Rule 3: the snapshot holds the last comment, the thread all of them.
@@ -284,24 +436,46 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
 
     // Rule 4: aggregates.
     let after = rating(api, 4).await;
-    assert_eq!(after["count"].as_i64().unwrap(), before["count"].as_i64().unwrap() + 2);
+    assert_eq!(
+        after["count"].as_i64().unwrap(),
+        before["count"].as_i64().unwrap() + 2
+    );
     for (i, bump) in [(1, 1), (4, 1), (0, 0)] {
-        assert_eq!(after["stars"][i].as_i64().unwrap(), before["stars"][i].as_i64().unwrap() + bump);
+        assert_eq!(
+            after["stars"][i].as_i64().unwrap(),
+            before["stars"][i].as_i64().unwrap() + bump
+        );
     }
-    let sum: i64 = (0..5).map(|i| after["stars"][i].as_i64().unwrap() * (i as i64 + 1)).sum();
+    let sum: i64 = (0..5)
+        .map(|i| after["stars"][i].as_i64().unwrap() * (i as i64 + 1))
+        .sum();
     let avg = sum as f64 / after["count"].as_f64().unwrap();
-    assert!((after["average"].as_f64().unwrap() - avg).abs() < 0.006, "{after}");
-    api.get("/api/courses/999/rating").await.assert_error(404, "course_not_found");
+    assert!(
+        (after["average"].as_f64().unwrap() - avg).abs() < 0.006,
+        "{after}"
+    );
+    api.get("/api/courses/999/rating")
+        .await
+        .assert_error(404, "course_not_found");
 
     // A comment of another type is its own thread and its own aggregate.
     let mut svc = comment(3, "Support", "Quick answers.");
     svc["commentType"] = json!("Service");
     assert_eq!(post_comment(api, Some(&t), 4, &svc).await.status, 201);
     assert_eq!(list_ok(api, "ratingType=Service&courseId=4").await.len(), 1);
-    assert_eq!(api.get("/api/courses/4/rating?ratingType=Service").await.json()["count"], 1);
+    assert_eq!(
+        api.get("/api/courses/4/rating?ratingType=Service")
+            .await
+            .json()["count"],
+        1
+    );
 
     let events = event_types(&s).await;
-    assert_eq!(events.iter().filter(|e| *e == "CommentPosted").count(), 3, "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "CommentPosted").count(),
+        3,
+        "{events:?}"
+    );
 }
 
 /// The id of a comment (not a reply) of `course` with or without a reply.
@@ -317,19 +491,33 @@ async fn a_comment(api: &Api, course: i64, with_reply: bool) -> i64 {
 }
 
 async fn replies_once_edit_later_by_the_provider_only(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     // 40 users: 2 providers; course 3's provider is 1, course 4's is 2.
     let provider = token(&s, 1, Role::Provider);
     let comment_id = a_comment(api, 3, false).await;
 
-    let created = put_reply(api, Some(&provider), comment_id, &json!({"remarks": "Thanks for the review!"})).await;
+    let created = put_reply(
+        api,
+        Some(&provider),
+        comment_id,
+        &json!({"remarks": "Thanks for the review!"}),
+    )
+    .await;
     assert_eq!(created.status, 201, "{}", created.text());
     let r1 = created.json();
     assert_eq!(r1["parentId"], comment_id);
     assert_eq!(r1["commentType"], "CourseReply");
     assert_eq!(r1["title"], "");
-    let edited = put_reply(api, Some(&provider), comment_id, &json!({"title": "Update", "remarks": "Edited."})).await;
+    let edited = put_reply(
+        api,
+        Some(&provider),
+        comment_id,
+        &json!({"title": "Update", "remarks": "Edited."}),
+    )
+    .await;
     assert_eq!(edited.status, 200, "{}", edited.text());
     let r2 = edited.json();
     assert_eq!(r2["commentId"], r1["commentId"], "the same reply, edited");
@@ -351,22 +539,46 @@ async fn replies_once_edit_later_by_the_provider_only(kind: StoreKind) {
 
     // No reply to a reply; nobody else replies.
     let reply_id = r1["commentId"].as_i64().unwrap();
-    put_reply(api, Some(&provider), reply_id, &json!({"remarks": "x"})).await.assert_error(422, "reply_to_reply");
+    put_reply(api, Some(&provider), reply_id, &json!({"remarks": "x"}))
+        .await
+        .assert_error(422, "reply_to_reply");
     let other = token(&s, 2, Role::Provider);
-    put_reply(api, Some(&other), comment_id, &json!({"remarks": "x"})).await.assert_error(403, "not_the_provider");
+    put_reply(api, Some(&other), comment_id, &json!({"remarks": "x"}))
+        .await
+        .assert_error(403, "not_the_provider");
     let user = token(&s, 30, Role::User);
-    put_reply(api, Some(&user), comment_id, &json!({"remarks": "x"})).await.assert_error(403, "forbidden");
+    put_reply(api, Some(&user), comment_id, &json!({"remarks": "x"}))
+        .await
+        .assert_error(403, "forbidden");
     let admin = token(&s, 1, Role::Admin);
-    put_reply(api, Some(&admin), comment_id, &json!({"remarks": "x"})).await.assert_error(403, "forbidden");
-    put_reply(api, Some(&provider), 999_999, &json!({"remarks": "x"})).await.assert_error(404, "comment_not_found");
+    put_reply(api, Some(&admin), comment_id, &json!({"remarks": "x"}))
+        .await
+        .assert_error(403, "forbidden");
+    put_reply(api, Some(&provider), 999_999, &json!({"remarks": "x"}))
+        .await
+        .assert_error(404, "comment_not_found");
 
     let events = event_types(&s).await;
-    assert_eq!(events.iter().filter(|e| *e == "ReplyPosted").count(), 1, "{events:?}");
-    assert_eq!(events.iter().filter(|e| *e == "ReplyEdited").count(), 1, "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "ReplyPosted").count(),
+        1,
+        "{events:?}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| *e == "ReplyEdited").count(),
+        1,
+        "{events:?}"
+    );
     let payloads = s.state.store.events_after(0, 100_000).await.unwrap();
-    for e in payloads.iter().filter(|e| e.event_type.starts_with("Reply")) {
+    for e in payloads
+        .iter()
+        .filter(|e| e.event_type.starts_with("Reply"))
+    {
         let text = String::from_utf8_lossy(&e.payload);
-        assert!(!text.contains("Edited.") && !text.contains("Thanks for"), "no free text in events: {text}");
+        assert!(
+            !text.contains("Edited.") && !text.contains("Thanks for"),
+            "no free text in events: {text}"
+        );
     }
 }
 
@@ -385,21 +597,38 @@ fn bad_tokens(s: &TestServer) -> [(String, &'static str); 3] {
     let secret = Secrets::load_or_create(&s.data_dir).unwrap().token_secret;
     let expired = jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &Claims { sub: "30".into(), role: Role::User, iat: now - 7200, exp: now - 3600 },
+        &Claims {
+            sub: "30".into(),
+            role: Role::User,
+            iat: now - 7200,
+            exp: now - 3600,
+        },
         &jsonwebtoken::EncodingKey::from_secret(&secret),
     )
     .unwrap();
-    [(unsigned, "invalid_token"), (other_secret, "invalid_token"), (expired, "token_expired")]
+    [
+        (unsigned, "invalid_token"),
+        (other_secret, "invalid_token"),
+        (expired, "token_expired"),
+    ]
 }
 
 async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     let t = token(&s, 30, Role::User);
-    let before = (rating(api, 2).await, list(api, "courseId=2&size=20&sizeThread=20").await.body, event_types(&s).await);
+    let before = (
+        rating(api, 2).await,
+        list(api, "courseId=2&size=20&sizeThread=20").await.body,
+        event_types(&s).await,
+    );
 
     for r in [0, 6, -1] {
-        post_comment(api, Some(&t), 2, &comment(r, "t", "r")).await.assert_error(422, "invalid_field");
+        post_comment(api, Some(&t), 2, &comment(r, "t", "r"))
+            .await
+            .assert_error(422, "invalid_field");
     }
     for (title, remarks) in [
         ("", "r"),
@@ -411,19 +640,35 @@ async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
         ("a\u{7}b", "r"),
         ("line\nbreak", "r"),
     ] {
-        let msg = post_comment(api, Some(&t), 2, &comment(3, title, remarks)).await.assert_error(422, "invalid_field");
+        let msg = post_comment(api, Some(&t), 2, &comment(3, title, remarks))
+            .await
+            .assert_error(422, "invalid_field");
         assert!(msg.contains("title") || msg.contains("remarks"), "{msg}");
     }
     let mut typed = comment(3, "t", "r");
     typed["commentType"] = json!("Comment");
-    post_comment(api, Some(&t), 2, &typed).await.assert_error(422, "invalid_field");
-    post_comment(api, Some(&t), 2, &json!({"rating": 3, "title": "t"})).await.assert_error(422, "invalid_field");
-    post_comment(api, Some(&t), 2, &json!({"rating": "5", "title": "t", "remarks": "r"}))
+    post_comment(api, Some(&t), 2, &typed)
         .await
         .assert_error(422, "invalid_field");
-    post_comment(api, Some(&t), 2, &json!({"rating": 5, "title": "t", "remarks": "r", "extra": 1}))
+    post_comment(api, Some(&t), 2, &json!({"rating": 3, "title": "t"}))
         .await
         .assert_error(422, "invalid_field");
+    post_comment(
+        api,
+        Some(&t),
+        2,
+        &json!({"rating": "5", "title": "t", "remarks": "r"}),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    post_comment(
+        api,
+        Some(&t),
+        2,
+        &json!({"rating": 5, "title": "t", "remarks": "r", "extra": 1}),
+    )
+    .await
+    .assert_error(422, "invalid_field");
     api.send(
         api.http
             .post(api.url("/api/courses/2/comments"))
@@ -433,33 +678,61 @@ async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
     )
     .await
     .assert_error(400, "malformed_json");
-    post_comment(api, Some(&t), 999, &comment(3, "t", "r")).await.assert_error(404, "course_not_found");
-    post_comment(api, Some(&t), 0, &comment(3, "t", "r")).await.assert_error(404, "course_not_found");
-    api.send(api.http.post(api.url("/api/courses/abc/comments")).bearer_auth(&t).json(&comment(3, "t", "r")))
+    post_comment(api, Some(&t), 999, &comment(3, "t", "r"))
         .await
-        .assert_error(400, "invalid_path");
+        .assert_error(404, "course_not_found");
+    post_comment(api, Some(&t), 0, &comment(3, "t", "r"))
+        .await
+        .assert_error(404, "course_not_found");
+    api.send(
+        api.http
+            .post(api.url("/api/courses/abc/comments"))
+            .bearer_auth(&t)
+            .json(&comment(3, "t", "r")),
+    )
+    .await
+    .assert_error(400, "invalid_path");
 
-    post_comment(api, None, 2, &comment(3, "t", "r")).await.assert_error(401, "missing_token");
+    post_comment(api, None, 2, &comment(3, "t", "r"))
+        .await
+        .assert_error(401, "missing_token");
     for (bad, code) in bad_tokens(&s) {
-        post_comment(api, Some(&bad), 2, &comment(3, "t", "r")).await.assert_error(401, code);
+        post_comment(api, Some(&bad), 2, &comment(3, "t", "r"))
+            .await
+            .assert_error(401, code);
     }
     let provider = token(&s, 1, Role::Provider);
-    post_comment(api, Some(&provider), 2, &comment(3, "t", "r")).await.assert_error(403, "forbidden");
+    post_comment(api, Some(&provider), 2, &comment(3, "t", "r"))
+        .await
+        .assert_error(403, "forbidden");
     let ghost = token(&s, 777_777, Role::User);
-    post_comment(api, Some(&ghost), 2, &comment(3, "t", "r")).await.assert_error(403, "unknown_user");
+    post_comment(api, Some(&ghost), 2, &comment(3, "t", "r"))
+        .await
+        .assert_error(403, "unknown_user");
     let word = s.state.keys.issue("alice", Role::User, 600);
-    post_comment(api, Some(&word), 2, &comment(3, "t", "r")).await.assert_error(403, "forbidden");
+    post_comment(api, Some(&word), 2, &comment(3, "t", "r"))
+        .await
+        .assert_error(403, "forbidden");
 
-    let after = (rating(api, 2).await, list(api, "courseId=2&size=20&sizeThread=20").await.body, event_types(&s).await);
+    let after = (
+        rating(api, 2).await,
+        list(api, "courseId=2&size=20&sizeThread=20").await.body,
+        event_types(&s).await,
+    );
     assert_eq!(after, before, "nothing was written");
 }
 
 async fn bad_replies_get_the_envelope_and_write_nothing(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     let provider = token(&s, 1, Role::Provider);
     let comment_id = a_comment(api, 3, false).await;
-    let before = (list(api, "courseId=3&size=20&sizeThread=20").await.body, event_types(&s).await);
+    let before = (
+        list(api, "courseId=3&size=20&sizeThread=20").await.body,
+        event_types(&s).await,
+    );
     for body in [
         json!({"remarks": ""}),
         json!({"remarks": "x".repeat(4001)}),
@@ -467,42 +740,87 @@ async fn bad_replies_get_the_envelope_and_write_nothing(kind: StoreKind) {
         json!({"title": "t"}),
         json!({"remarks": "x", "rating": 5}),
     ] {
-        put_reply(api, Some(&provider), comment_id, &body).await.assert_error(422, "invalid_field");
+        put_reply(api, Some(&provider), comment_id, &body)
+            .await
+            .assert_error(422, "invalid_field");
     }
-    put_reply(api, None, comment_id, &json!({"remarks": "x"})).await.assert_error(401, "missing_token");
+    put_reply(api, None, comment_id, &json!({"remarks": "x"}))
+        .await
+        .assert_error(401, "missing_token");
     for (bad, code) in bad_tokens(&s) {
-        put_reply(api, Some(&bad), comment_id, &json!({"remarks": "x"})).await.assert_error(401, code);
+        put_reply(api, Some(&bad), comment_id, &json!({"remarks": "x"}))
+            .await
+            .assert_error(401, code);
     }
-    put_reply(api, Some(&provider), 0, &json!({"remarks": "x"})).await.assert_error(404, "comment_not_found");
-    let after = (list(api, "courseId=3&size=20&sizeThread=20").await.body, event_types(&s).await);
+    put_reply(api, Some(&provider), 0, &json!({"remarks": "x"}))
+        .await
+        .assert_error(404, "comment_not_found");
+    let after = (
+        list(api, "courseId=3&size=20&sizeThread=20").await.body,
+        event_types(&s).await,
+    );
     assert_eq!(after, before, "nothing was written");
 }
 
 async fn bad_listing_queries(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
-    list(api, "courseId=999").await.assert_error(404, "course_not_found");
-    list(api, "courseId=0").await.assert_error(404, "course_not_found");
+    list(api, "courseId=999")
+        .await
+        .assert_error(404, "course_not_found");
+    list(api, "courseId=0")
+        .await
+        .assert_error(404, "course_not_found");
     list(api, "skip=0").await.assert_error(400, "invalid_query");
-    list(api, "courseId=abc").await.assert_error(400, "invalid_query");
-    list(api, "courseId=1&unknown=1").await.assert_error(400, "invalid_query");
-    list(api, "courseId=1&ratingType=Whatever").await.assert_error(422, "invalid_field");
-    list(api, "courseId=1&skip=-1").await.assert_error(422, "invalid_field");
-    list(api, "courseId=1&size=-1").await.assert_error(422, "invalid_field");
-    list(api, "courseId=1&skipThread=-1").await.assert_error(422, "invalid_field");
-    list(api, "courseId=1&skip=100001").await.assert_error(422, "invalid_field");
-    list(api, "courseId=1&userId=0").await.assert_error(422, "invalid_field");
-    list(api, "courseId=1&cursor=djI6MToy").await.assert_error(422, "invalid_field");
+    list(api, "courseId=abc")
+        .await
+        .assert_error(400, "invalid_query");
+    list(api, "courseId=1&unknown=1")
+        .await
+        .assert_error(400, "invalid_query");
+    list(api, "courseId=1&ratingType=Whatever")
+        .await
+        .assert_error(422, "invalid_field");
+    list(api, "courseId=1&skip=-1")
+        .await
+        .assert_error(422, "invalid_field");
+    list(api, "courseId=1&size=-1")
+        .await
+        .assert_error(422, "invalid_field");
+    list(api, "courseId=1&skipThread=-1")
+        .await
+        .assert_error(422, "invalid_field");
+    list(api, "courseId=1&skip=100001")
+        .await
+        .assert_error(422, "invalid_field");
+    list(api, "courseId=1&userId=0")
+        .await
+        .assert_error(422, "invalid_field");
+    list(api, "courseId=1&cursor=djI6MToy")
+        .await
+        .assert_error(422, "invalid_field");
     // A course without comments is an empty array, not an error.
     let t = token(&s, 30, Role::User);
-    assert_eq!(list(api, "courseId=1&ratingType=Service").await.text(), "[]");
-    assert_eq!(post_comment(api, Some(&t), 1, &comment(4, "ok", "ok")).await.status, 201);
+    assert_eq!(
+        list(api, "courseId=1&ratingType=Service").await.text(),
+        "[]"
+    );
+    assert_eq!(
+        post_comment(api, Some(&t), 1, &comment(4, "ok", "ok"))
+            .await
+            .status,
+        201
+    );
 }
 
 // -------------------------------------------------------------------- cache
 
 async fn a_write_is_visible_to_the_next_read_with_the_cache(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     let t = token(&s, 25, Role::User);
     let provider = token(&s, 2, Role::Provider);
@@ -510,33 +828,73 @@ async fn a_write_is_visible_to_the_next_read_with_the_cache(kind: StoreKind) {
         // Fill the cache, write, read again at once.
         let q = "courseId=4&size=5&sizeThread=5";
         let cached = list(api, q).await;
-        assert_eq!(list(api, q).await.body, cached.body, "a cached read is the same");
-        let posted = post_comment(api, Some(&t), 4, &comment(4, &format!("Round {i}"), "Again.")).await;
+        assert_eq!(
+            list(api, q).await.body,
+            cached.body,
+            "a cached read is the same"
+        );
+        let posted = post_comment(
+            api,
+            Some(&t),
+            4,
+            &comment(4, &format!("Round {i}"), "Again."),
+        )
+        .await;
         assert_eq!(posted.status, 201, "{}", posted.text());
         let id = posted.json()["commentId"].clone();
         let first = &list_ok(api, q).await[0];
-        assert_eq!(first["lastCommentId"], id, "the new comment is visible at once");
+        assert_eq!(
+            first["lastCommentId"], id,
+            "the new comment is visible at once"
+        );
         // A reply and its edit are visible at once too.
         let text = format!("Reply {i}");
-        let r = put_reply(api, Some(&provider), id.as_i64().unwrap(), &json!({ "remarks": text })).await;
+        let r = put_reply(
+            api,
+            Some(&provider),
+            id.as_i64().unwrap(),
+            &json!({ "remarks": text }),
+        )
+        .await;
         assert_eq!(r.status, 201, "{}", r.text());
-        assert_eq!(list_ok(api, q).await[0]["thread"][0]["reply"][0]["remarks"], text);
-        let r = put_reply(api, Some(&provider), id.as_i64().unwrap(), &json!({ "remarks": "edited" })).await;
+        assert_eq!(
+            list_ok(api, q).await[0]["thread"][0]["reply"][0]["remarks"],
+            text
+        );
+        let r = put_reply(
+            api,
+            Some(&provider),
+            id.as_i64().unwrap(),
+            &json!({ "remarks": "edited" }),
+        )
+        .await;
         assert_eq!(r.status, 200, "{}", r.text());
-        assert_eq!(list_ok(api, q).await[0]["thread"][0]["reply"][0]["remarks"], "edited");
+        assert_eq!(
+            list_ok(api, q).await[0]["thread"][0]["reply"][0]["remarks"],
+            "edited"
+        );
     }
 }
 
 async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &["--comments-cache", "off"]).await else { return };
+    let Some(s) = seeded(kind, small(), &["--comments-cache", "off"]).await else {
+        return;
+    };
     assert!(!s.state.comments.cache.enabled());
     let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
     let a = list(&s.api, q).await;
     assert_snapshot("comments_course2_full.json", &a.body);
-    assert_eq!(list(&s.api, q).await.headers["etag"], a.headers["etag"], "the ETag depends on the bytes only");
+    assert_eq!(
+        list(&s.api, q).await.headers["etag"],
+        a.headers["etag"],
+        "the ETag depends on the bytes only"
+    );
     let t = token(&s, 25, Role::User);
     let posted = post_comment(&s.api, Some(&t), 2, &comment(1, "Off", "Cache off.")).await;
-    assert_eq!(list_ok(&s.api, q).await[0]["lastCommentId"], posted.json()["commentId"]);
+    assert_eq!(
+        list_ok(&s.api, q).await[0]["lastCommentId"],
+        posted.json()["commentId"]
+    );
     assert_eq!(s.state.comments.cache.len(), 0);
 }
 
@@ -544,51 +902,97 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
 /// json_object and json_group_array) answers the same bytes.
 async fn concatenated_json_gives_the_same_bytes(kind: StoreKind) {
     let flags = ["--comments-cache", "off", "--comments-json", "concat"];
-    let Some(s) = seeded(kind, small(), &flags).await else { return };
+    let Some(s) = seeded(kind, small(), &flags).await else {
+        return;
+    };
     let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
     assert_snapshot("comments_course2_full.json", &list(&s.api, q).await.body);
     let q = "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2";
     assert_snapshot("comments_course5_paged.json", &list(&s.api, q).await.body);
     let t = token(&s, 25, Role::User);
-    let posted = post_comment(&s.api, Some(&t), 2, &comment(2, "Quote \" and \\", "Tab\there\nnewline")).await;
+    let posted = post_comment(
+        &s.api,
+        Some(&t),
+        2,
+        &comment(2, "Quote \" and \\", "Tab\there\nnewline"),
+    )
+    .await;
     assert_eq!(posted.status, 201);
     let block = &list_ok(&s.api, "courseId=2&size=1").await[0];
     assert_eq!(block["thread"][0]["title"], "Quote \" and \\");
     assert_eq!(block["thread"][0]["remarks"], "Tab\there\nnewline");
     assert_eq!(list(&s.api, "courseId=2&size=0").await.text(), "[]");
-    assert_eq!(list(&s.api, "courseId=2&sizeThread=0&size=1").await.json()[0]["thread"], json!([]));
+    assert_eq!(
+        list(&s.api, "courseId=2&sizeThread=0&size=1").await.json()[0]["thread"],
+        json!([])
+    );
 }
 
 async fn etag_and_304(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     let q = format!("{LIST}?courseId=5&size=4");
     let first = api.get(&q).await;
     let etag = first.headers["etag"].to_str().unwrap().to_string();
     assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
-    for tag in [etag.clone(), format!("W/{etag}"), format!("\"other\", {etag}"), "*".to_string()] {
-        let r = api.send(api.http.get(api.url(&q)).header("if-none-match", tag.as_str())).await;
+    for tag in [
+        etag.clone(),
+        format!("W/{etag}"),
+        format!("\"other\", {etag}"),
+        "*".to_string(),
+    ] {
+        let r = api
+            .send(
+                api.http
+                    .get(api.url(&q))
+                    .header("if-none-match", tag.as_str()),
+            )
+            .await;
         assert_eq!(r.status, 304, "If-None-Match: {tag}");
         assert!(r.body.is_empty());
         assert_eq!(r.headers["etag"], etag.as_str());
     }
-    let other = api.send(api.http.get(api.url(&q)).header("if-none-match", "\"other\"")).await;
+    let other = api
+        .send(
+            api.http
+                .get(api.url(&q))
+                .header("if-none-match", "\"other\""),
+        )
+        .await;
     assert_eq!(other.status, 200);
     assert_eq!(other.body, first.body);
 
     let t = token(&s, 33, Role::User);
-    assert_eq!(post_comment(api, Some(&t), 5, &comment(5, "New", "New.")).await.status, 201);
-    let after = api.send(api.http.get(api.url(&q)).header("if-none-match", etag.as_str())).await;
+    assert_eq!(
+        post_comment(api, Some(&t), 5, &comment(5, "New", "New."))
+            .await
+            .status,
+        201
+    );
+    let after = api
+        .send(
+            api.http
+                .get(api.url(&q))
+                .header("if-none-match", etag.as_str()),
+        )
+        .await;
     assert_eq!(after.status, 200, "a write changes the page and its ETag");
     assert_ne!(after.headers["etag"], etag.as_str());
 }
 
 async fn write_up_paths_answer_the_same(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let q = "ratingType=Course&courseId=6&skip=1&size=4&skipThread=0&sizeThread=3";
     let a = s.api.get(&format!("/api/comments?{q}")).await;
     assert_eq!(a.status, 200);
-    for path in ["/api/comments/method/jsonfromdapper", "/api/comments/method/jsonfromlinq"] {
+    for path in [
+        "/api/comments/method/jsonfromdapper",
+        "/api/comments/method/jsonfromlinq",
+    ] {
         let b = s.api.get(&format!("{path}?{q}")).await;
         assert_eq!((b.status, &b.body), (200, &a.body), "{path}");
     }
@@ -596,23 +1000,37 @@ async fn write_up_paths_answer_the_same(kind: StoreKind) {
     assert_eq!(a.headers["access-control-allow-origin"], "*");
     let pre = s
         .api
-        .send(s.api.http.request(reqwest::Method::OPTIONS, s.api.url("/api/courses/6/comments")))
+        .send(s.api.http.request(
+            reqwest::Method::OPTIONS,
+            s.api.url("/api/courses/6/comments"),
+        ))
         .await;
     assert_eq!(pre.status, 204);
-    assert!(pre.headers["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
+    assert!(pre.headers["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .contains("authorization"));
     // The widget and its demo page are served.
     let js = s.api.get("/widget/comments.js").await;
     assert_eq!(js.status, 200);
-    assert!(js.headers["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    assert!(js.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
     assert_eq!(s.api.get("/comments/").await.status, 200);
     // The demo token endpoint exists only with --demo.
-    s.api.get("/api/comments/demo-token").await.assert_error(404, "route_not_found");
+    s.api
+        .get("/api/comments/demo-token")
+        .await
+        .assert_error(404, "route_not_found");
 }
 
 // ------------------------------------------------------------- concurrency
 
 async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) {
-    let Some(s) = seeded(kind, small(), &[]).await else { return };
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
     let api = &s.api;
     // Ten replies to one comment at once: one creates, nine edit.
     let comment_id = a_comment(api, 3, false).await;
@@ -620,7 +1038,15 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
     let tasks: Vec<_> = (0..10)
         .map(|i| {
             let (api, t) = (api.clone(), provider.clone());
-            tokio::spawn(async move { put_reply(&api, Some(&t), comment_id, &json!({ "remarks": format!("r{i}") })).await })
+            tokio::spawn(async move {
+                put_reply(
+                    &api,
+                    Some(&t),
+                    comment_id,
+                    &json!({ "remarks": format!("r{i}") }),
+                )
+                .await
+            })
         })
         .collect();
     let mut codes = Vec::new();
@@ -628,9 +1054,16 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
         codes.push(t.await.unwrap().status);
     }
     codes.sort();
-    assert_eq!(codes, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], "one created, the rest edited");
+    assert_eq!(
+        codes,
+        [200, 200, 200, 200, 200, 200, 200, 200, 200, 201],
+        "one created, the rest edited"
+    );
     let blocks = list_ok(api, "courseId=3&size=20&sizeThread=20").await;
-    let c = blocks.iter().flat_map(|b| b["thread"].as_array().unwrap().clone()).find(|c| c["commentId"] == comment_id);
+    let c = blocks
+        .iter()
+        .flat_map(|b| b["thread"].as_array().unwrap().clone())
+        .find(|c| c["commentId"] == comment_id);
     assert_eq!(c.unwrap()["reply"].as_array().unwrap().len(), 1);
 
     // Forty comments at once from twenty users: every one counted.
@@ -639,26 +1072,46 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
         .map(|i| {
             let api = api.clone();
             let t = token(&s, 20 + i % 20, Role::User);
-            tokio::spawn(async move { post_comment(&api, Some(&t), 6, &comment(1 + i % 5, "Crowd", "At once.")).await.status })
+            tokio::spawn(async move {
+                post_comment(&api, Some(&t), 6, &comment(1 + i % 5, "Crowd", "At once."))
+                    .await
+                    .status
+            })
         })
         .collect();
     for t in tasks {
         assert_eq!(t.await.unwrap(), 201);
     }
     let after = rating(api, 6).await;
-    assert_eq!(after["count"].as_i64().unwrap(), before["count"].as_i64().unwrap() + 40);
+    assert_eq!(
+        after["count"].as_i64().unwrap(),
+        before["count"].as_i64().unwrap() + 40
+    );
     for star in 0..5 {
-        assert_eq!(after["stars"][star].as_i64().unwrap(), before["stars"][star].as_i64().unwrap() + 8);
+        assert_eq!(
+            after["stars"][star].as_i64().unwrap(),
+            before["stars"][star].as_i64().unwrap() + 8
+        );
     }
     let blocks = list_ok(api, "courseId=6&size=20&sizeThread=20").await;
     let crowd: usize = blocks
         .iter()
-        .map(|b| b["thread"].as_array().unwrap().iter().filter(|c| c["title"] == "Crowd").count())
+        .map(|b| {
+            b["thread"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["title"] == "Crowd")
+                .count()
+        })
         .sum();
     assert_eq!(crowd, 40, "every comment is in its user's thread");
     for b in &blocks {
         if b["thread"][0]["title"] == "Crowd" {
-            assert_eq!(b["lastCommentId"], b["thread"][0]["commentId"], "the snapshot holds the last one");
+            assert_eq!(
+                b["lastCommentId"], b["thread"][0]["commentId"],
+                "the snapshot holds the last one"
+            );
         }
     }
 }
@@ -670,8 +1123,14 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
 /// Takes the script's 90 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_up_artillery_script_runs_with_zero_errors() {
-    let help = std::process::Command::new(throng_bin()).arg("--help").output().unwrap();
-    if !String::from_utf8_lossy(&help.stdout).lines().any(|l| l.trim_start().starts_with("load ")) {
+    let help = std::process::Command::new(throng_bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    if !String::from_utf8_lossy(&help.stdout)
+        .lines()
+        .any(|l| l.trim_start().starts_with("load "))
+    {
         println!("SKIPPED: this throng has no `load` subcommand yet");
         return;
     }
@@ -685,27 +1144,68 @@ async fn write_up_artillery_script_runs_with_zero_errors() {
     }
     let csv = script_dir.join("testData.csv");
     let seeded = std::process::Command::new(throng_bin())
-        .args(["seed", "--data-dir", data.to_str().unwrap(), "comments", "--users", "20000", "--courses", "500"])
-        .args(["--comments-per-course", "20", "--testdata-csv", csv.to_str().unwrap(), "--testdata-rows", "500"])
+        .args([
+            "seed",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "comments",
+            "--users",
+            "20000",
+            "--courses",
+            "500",
+        ])
+        .args([
+            "--comments-per-course",
+            "20",
+            "--testdata-csv",
+            csv.to_str().unwrap(),
+            "--testdata-rows",
+            "500",
+        ])
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();
-    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+    assert!(
+        seeded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seeded.stderr)
+    );
     let server = ProcessServer::start(&data, None, &[]).await;
     let report = dir.path().join("report.json");
     let out = tokio::process::Command::new(throng_bin())
         .current_dir(&script_dir)
-        .args(["load", "run", "comments.yml", "-e", "local", "-t", &server.api.base, "-o"])
+        .args([
+            "load",
+            "run",
+            "comments.yml",
+            "-e",
+            "local",
+            "-t",
+            &server.api.base,
+            "-o",
+        ])
         .arg(&report)
         .output()
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "throng load failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "throng load failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let counters = &v["aggregate"]["counters"];
-    assert_eq!(counters["http.codes.200"], 70, "10 + 60 arrivals, every one 200: {counters}");
+    assert_eq!(
+        counters["http.codes.200"], 70,
+        "10 + 60 arrivals, every one 200: {counters}"
+    );
     assert_eq!(counters["vusers.failed"], 0, "{counters}");
-    let errors: Vec<_> = counters.as_object().unwrap().keys().filter(|k| k.starts_with("errors.")).collect();
+    let errors: Vec<_> = counters
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("errors."))
+        .collect();
     assert!(errors.is_empty(), "{errors:?}");
 }

@@ -117,7 +117,10 @@ async fn pg_connect(url: &str) -> tokio_postgres::Client {
 /// Runs one admin statement (CREATE/DROP/ALTER DATABASE, ...) on the admin URL.
 pub async fn pg_admin(admin_url: &str, sql: &str) {
     let client = pg_connect(admin_url).await;
-    client.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    client
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 static STALE_DROPPED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
@@ -127,7 +130,10 @@ static STALE_DROPPED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_n
 async fn drop_stale_databases(admin_url: &str) {
     let client = pg_connect(admin_url).await;
     let rows = client
-        .query("SELECT datname FROM pg_database WHERE datname LIKE 'throng\\_t\\_%'", &[])
+        .query(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'throng\\_t\\_%'",
+            &[],
+        )
         .await
         .expect("list test databases");
     for row in rows {
@@ -135,7 +141,9 @@ async fn drop_stale_databases(admin_url: &str) {
         let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
         let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
         if !alive {
-            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .await;
         }
     }
 }
@@ -149,10 +157,20 @@ pub struct PgDb {
 
 impl PgDb {
     pub async fn create(admin_url: &str) -> PgDb {
-        STALE_DROPPED.get_or_init(|| drop_stale_databases(admin_url)).await;
-        let name = format!("throng_t_{}_{:016x}", std::process::id(), rand::random::<u64>());
+        STALE_DROPPED
+            .get_or_init(|| drop_stale_databases(admin_url))
+            .await;
+        let name = format!(
+            "throng_t_{}_{:016x}",
+            std::process::id(),
+            rand::random::<u64>()
+        );
         pg_admin(admin_url, &format!("CREATE DATABASE {name}")).await;
-        PgDb { admin_url: admin_url.to_string(), url: with_database(admin_url, &name), name }
+        PgDb {
+            admin_url: admin_url.to_string(),
+            url: with_database(admin_url, &name),
+            name,
+        }
     }
 
     /// A fresh database, or `None` when PostgreSQL tests are skipped.
@@ -166,16 +184,22 @@ impl Drop for PgDb {
         let (admin, name) = (self.admin_url.clone(), self.name.clone());
         // Drop may run inside a runtime: use a thread with its own.
         let t = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async {
-                let Ok((client, conn)) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await else {
+                let Ok((client, conn)) =
+                    tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
+                else {
                     return;
                 };
                 tokio::spawn(async move {
                     let _ = conn.await;
                 });
                 let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-                let _ = tokio::time::timeout(Duration::from_secs(10), client.batch_execute(&sql)).await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(10), client.batch_execute(&sql)).await;
             });
         });
         let _ = t.join();
@@ -236,15 +260,27 @@ impl TestServer {
         if let Some(pg) = &pg {
             flags.extend(["--store".into(), pg.url.clone()]);
         } else {
-            flags.extend(["--store".into(), format!("sqlite:{}", data_dir.join("throng.db").display())]);
+            flags.extend([
+                "--store".into(),
+                format!("sqlite:{}", data_dir.join("throng.db").display()),
+            ]);
         }
         if !extra_args.contains(&"--with-notifier") {
             flags.push("--no-notifier".into());
         }
-        flags.extend(extra_args.iter().filter(|a| **a != "--with-notifier").map(|a| a.to_string()));
-        let args = W::try_parse_from(&flags).unwrap_or_else(|e| panic!("bad test flags: {e}")).serve;
+        flags.extend(
+            extra_args
+                .iter()
+                .filter(|a| **a != "--with-notifier")
+                .map(|a| a.to_string()),
+        );
+        let args = W::try_parse_from(&flags)
+            .unwrap_or_else(|e| panic!("bad test flags: {e}"))
+            .serve;
         if let Some((places, days, slots_per_day)) = seed {
-            let (store, _) = throng::app::open_store(&args.store).await.expect("open the store to seed");
+            let (store, _) = throng::app::open_store(&args.store)
+                .await
+                .expect("open the store to seed");
             seed_store(&store, places, days, slots_per_day).await;
         }
         let running = throng::app::start(args).await.expect("server starts");
@@ -261,7 +297,12 @@ impl TestServer {
     }
 
     /// Starts a server and seeds `places` x `days` x `slots_per_day` from `FROM`.
-    pub async fn seeded(kind: StoreKind, places: i64, days: i32, slots_per_day: i32) -> Option<TestServer> {
+    pub async fn seeded(
+        kind: StoreKind,
+        places: i64,
+        days: i32,
+        slots_per_day: i32,
+    ) -> Option<TestServer> {
         TestServer::start_seeded(kind, &[], Some((places, days, slots_per_day))).await
     }
 
@@ -287,7 +328,9 @@ impl TestServer {
     }
 
     pub async fn registrations(&self) -> i64 {
-        self.stats().await["registrations"].as_i64().expect("registrations count")
+        self.stats().await["registrations"]
+            .as_i64()
+            .expect("registrations count")
     }
 }
 
@@ -301,7 +344,9 @@ async fn seed_store(store: &throng::store::Store, places: i64, days: i32, slots_
         first_slot_minute: 8 * 60,
         slot_minutes: 20,
     };
-    throng::services::booking::seed::seed(store, &args, false).await.expect("seed booking");
+    throng::services::booking::seed::seed(store, &args, false)
+        .await
+        .expect("seed booking");
 }
 
 // ---------------------------------------------------------------- the real binary
@@ -323,7 +368,11 @@ pub fn throng_bin() -> &'static str {
 
 /// `--store` flags for `data_dir` (SQLite) or a PostgreSQL URL.
 pub fn store_flags(data_dir: &Path, pg_url: Option<&str>) -> Vec<String> {
-    let mut f = vec!["--data-dir".to_string(), data_dir.display().to_string(), "--store".to_string()];
+    let mut f = vec![
+        "--data-dir".to_string(),
+        data_dir.display().to_string(),
+        "--store".to_string(),
+    ];
     f.push(match pg_url {
         Some(url) => url.to_string(),
         None => format!("sqlite:{}", data_dir.join("throng.db").display()),
@@ -332,7 +381,13 @@ pub fn store_flags(data_dir: &Path, pg_url: Option<&str>) -> Vec<String> {
 }
 
 /// Runs `throng seed booking` with the given sizes from `FROM`.
-pub async fn seed_with_cli(data_dir: &Path, pg_url: Option<&str>, places: i64, days: i32, slots: i32) {
+pub async fn seed_with_cli(
+    data_dir: &Path,
+    pg_url: Option<&str>,
+    places: i64,
+    days: i32,
+    slots: i32,
+) {
     let mut args: Vec<String> = vec!["seed".into()];
     args.extend(store_flags(data_dir, pg_url));
     args.extend([
@@ -348,7 +403,10 @@ pub async fn seed_with_cli(data_dir: &Path, pg_url: Option<&str>, places: i64, d
     ]);
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(throng_bin()).args(&args).env("RUST_LOG", "warn").output(),
+        tokio::process::Command::new(throng_bin())
+            .args(&args)
+            .env("RUST_LOG", "warn")
+            .output(),
     )
     .await
     .expect("seed finishes in time")
@@ -364,7 +422,11 @@ pub async fn seed_with_cli(data_dir: &Path, pg_url: Option<&str>, places: i64, d
 impl ProcessServer {
     /// Spawns `throng serve` on `data_dir` (and `pg_url` if given); waits for
     /// its `throng listening on http://ADDR` line. Its log goes to `log_path`.
-    pub async fn start(data_dir: &Path, pg_url: Option<&str>, extra_args: &[&str]) -> ProcessServer {
+    pub async fn start(
+        data_dir: &Path,
+        pg_url: Option<&str>,
+        extra_args: &[&str],
+    ) -> ProcessServer {
         let logs = TempDir::new().expect("temp dir");
         let log_path = logs.path().join("server.log");
         let log = std::fs::File::create(&log_path).expect("log file");
@@ -373,7 +435,12 @@ impl ProcessServer {
         if !extra_args.contains(&"--with-notifier") {
             args.push("--no-notifier".into());
         }
-        args.extend(extra_args.iter().filter(|a| **a != "--with-notifier").map(|a| a.to_string()));
+        args.extend(
+            extra_args
+                .iter()
+                .filter(|a| **a != "--with-notifier")
+                .map(|a| a.to_string()),
+        );
         let mut child = tokio::process::Command::new(throng_bin())
             .args(&args)
             .env("RUST_LOG", "info")
@@ -387,7 +454,11 @@ impl ProcessServer {
         let addr = tokio::time::timeout(PROCESS_START_TIMEOUT, async {
             while let Some(line) = lines.next_line().await.expect("read stdout") {
                 if let Some(addr) = line.strip_prefix("throng listening on http://") {
-                    return Some(addr.trim().parse::<SocketAddr>().expect("listening address"));
+                    return Some(
+                        addr.trim()
+                            .parse::<SocketAddr>()
+                            .expect("listening address"),
+                    );
                 }
             }
             None
@@ -448,30 +519,54 @@ impl Reply {
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("status {} body is not JSON ({e}): {}", self.status, self.text()))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "status {} body is not JSON ({e}): {}",
+                self.status,
+                self.text()
+            )
+        })
     }
 
     /// Asserts the status and the error envelope `{"error":{"code","message"}}`
     /// with exactly those keys; returns the message.
     #[track_caller]
     pub fn assert_error(&self, status: u16, code: &str) -> String {
-        assert_eq!(self.status, status, "expected {status} {code}, got: {}", self.text());
+        assert_eq!(
+            self.status,
+            status,
+            "expected {status} {code}, got: {}",
+            self.text()
+        );
         self.assert_envelope(code)
     }
 
     /// Asserts the error envelope with this code; returns the message.
     #[track_caller]
     pub fn assert_envelope(&self, code: &str) -> String {
-        let ct = self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
-        assert!(ct.starts_with("application/json"), "content-type {ct:?} for {}", self.text());
+        let ct = self
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        assert!(
+            ct.starts_with("application/json"),
+            "content-type {ct:?} for {}",
+            self.text()
+        );
         let v = self.json();
-        let obj = v.as_object().unwrap_or_else(|| panic!("not an object: {v}"));
+        let obj = v
+            .as_object()
+            .unwrap_or_else(|| panic!("not an object: {v}"));
         assert_eq!(obj.len(), 1, "only `error` at the top: {v}");
-        let err = v["error"].as_object().unwrap_or_else(|| panic!("no error object: {v}"));
+        let err = v["error"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no error object: {v}"));
         assert_eq!(err.len(), 2, "error has code and message only: {v}");
         assert_eq!(v["error"]["code"], code, "{v}");
-        let msg = v["error"]["message"].as_str().unwrap_or_else(|| panic!("no message: {v}"));
+        let msg = v["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no message: {v}"));
         assert!(!msg.is_empty(), "empty message: {v}");
         msg.to_string()
     }
@@ -513,7 +608,10 @@ impl Api {
             .pool_max_idle_per_host(256)
             .build()
             .expect("http client");
-        Api { base: format!("http://{addr}"), http }
+        Api {
+            base: format!("http://{addr}"),
+            http,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -521,7 +619,10 @@ impl Api {
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
-        let res = req.send().await.unwrap_or_else(|e| panic!("request failed: {e}"));
+        let res = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("request failed: {e}"));
         Self::read(res).await
     }
 
@@ -531,14 +632,25 @@ impl Api {
         let status = res.status().as_u16();
         let headers = res.headers().clone();
         let body = res.bytes().await?;
-        Ok(Reply { status, headers, body })
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
     }
 
     async fn read(res: reqwest::Response) -> Reply {
         let status = res.status().as_u16();
         let headers = res.headers().clone();
-        let body = res.bytes().await.unwrap_or_else(|e| panic!("reading the body failed: {e}"));
-        Reply { status, headers, body }
+        let body = res
+            .bytes()
+            .await
+            .unwrap_or_else(|e| panic!("reading the body failed: {e}"));
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -550,7 +662,12 @@ impl Api {
     }
 
     /// POST of raw bytes; `content_type` `None` sends no Content-Type.
-    pub async fn raw_post(&self, path: &str, bytes: impl Into<Vec<u8>>, content_type: Option<&str>) -> Reply {
+    pub async fn raw_post(
+        &self,
+        path: &str,
+        bytes: impl Into<Vec<u8>>,
+        content_type: Option<&str>,
+    ) -> Reply {
         let mut req = self.http.post(self.url(path)).body(bytes.into());
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
@@ -571,11 +688,14 @@ impl Api {
     }
 
     pub async fn register(&self, place: i64, day: &str, slot: i64, person: Value) -> Reply {
-        self.send(self.register_request(place, day, slot, person)).await
+        self.send(self.register_request(place, day, slot, person))
+            .await
     }
 
     pub async fn get_registration(&self, id: &str, code: Option<&str>) -> Reply {
-        let mut req = self.http.get(self.url(&format!("/api/booking/registrations/{id}")));
+        let mut req = self
+            .http
+            .get(self.url(&format!("/api/booking/registrations/{id}")));
         if let Some(c) = code {
             req = req.header("x-access-code", c);
         }
@@ -583,7 +703,9 @@ impl Api {
     }
 
     pub async fn cancel(&self, id: &str, code: Option<&str>) -> Reply {
-        let mut req = self.http.delete(self.url(&format!("/api/booking/registrations/{id}")));
+        let mut req = self
+            .http
+            .delete(self.url(&format!("/api/booking/registrations/{id}")));
         if let Some(c) = code {
             req = req.header("x-access-code", c);
         }
@@ -591,11 +713,15 @@ impl Api {
     }
 
     pub async fn slots(&self, place: impl std::fmt::Display, from: &str, days: u32) -> Reply {
-        self.get(&format!("/api/booking/places/{place}/slots?from={from}&days={days}")).await
+        self.get(&format!(
+            "/api/booking/places/{place}/slots?from={from}&days={days}"
+        ))
+        .await
     }
 
     pub async fn places(&self, skip: i64, size: i64) -> Reply {
-        self.get(&format!("/api/booking/places?skip={skip}&size={size}")).await
+        self.get(&format!("/api/booking/places?skip={skip}&size={size}"))
+            .await
     }
 
     pub async fn stats_reply(&self, token: Option<&str>) -> Reply {
@@ -621,7 +747,10 @@ impl Api {
         for d in v["days"].as_array().expect("days") {
             for s in d["slots"].as_array().expect("slots") {
                 if s["free"] == false {
-                    taken.push((d["day"].as_str().unwrap().to_string(), s["timeSlot"].as_i64().unwrap()));
+                    taken.push((
+                        d["day"].as_str().unwrap().to_string(),
+                        s["timeSlot"].as_i64().unwrap(),
+                    ));
                 }
             }
         }

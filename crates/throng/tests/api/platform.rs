@@ -10,14 +10,27 @@ use crate::helpers::{person, pg_admin, PgDb, ProcessServer, StoreKind, TestServe
 use crate::{both_stores, postgres_only};
 use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 
-both_stores!(health_ready_metrics_and_openapi, event_log_is_gapless_under_two_writers);
+both_stores!(
+    health_ready_metrics_and_openapi,
+    event_log_is_gapless_under_two_writers
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rate_limit_per_client_answers_429_with_retry_after() {
-    let flags = ["--rate-limit-per-s", "1", "--rate-limit-burst", "3", "--trust-forwarded-for"];
+    let flags = [
+        "--rate-limit-per-s",
+        "1",
+        "--rate-limit-burst",
+        "3",
+        "--trust-forwarded-for",
+    ];
     let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
     let api = &s.api;
-    let from = |ip: &str| api.http.get(api.url("/health")).header("x-forwarded-for", ip);
+    let from = |ip: &str| {
+        api.http
+            .get(api.url("/health"))
+            .header("x-forwarded-for", ip)
+    };
     let mut statuses = Vec::new();
     for _ in 0..6 {
         let r = api.send(from("10.0.0.1")).await;
@@ -28,18 +41,30 @@ async fn rate_limit_per_client_answers_429_with_retry_after() {
         }
         statuses.push(r.status);
     }
-    assert_eq!(statuses[..3], [200, 200, 200], "the burst passes: {statuses:?}");
-    assert!(statuses[3..].iter().all(|s| *s == 429), "then 429: {statuses:?}");
+    assert_eq!(
+        statuses[..3],
+        [200, 200, 200],
+        "the burst passes: {statuses:?}"
+    );
+    assert!(
+        statuses[3..].iter().all(|s| *s == 429),
+        "then 429: {statuses:?}"
+    );
     // Another client has its own budget.
     assert_eq!(api.send(from("10.0.0.2")).await.status, 200);
     assert_eq!(api.send(from("10.0.0.2, 10.0.0.1")).await.status, 200);
 }
-postgres_only!(a_database_that_goes_away_answers_503, nodes_started_at_once_on_a_fresh_database_agree);
+postgres_only!(
+    a_database_that_goes_away_answers_503,
+    nodes_started_at_once_on_a_fresh_database_agree
+);
 
 /// Three nodes start at the same moment on an empty database and an empty
 /// data dir: migrations, secrets and the PII key fingerprint must not race.
 async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else { return };
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
     let dir = tempfile::TempDir::new().unwrap();
     let (a, b, c) = tokio::join!(
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
@@ -56,14 +81,22 @@ async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
     let r = a.api.register(1, FROM, 0, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let v = r.json();
-    let (id, code) = (v["registrationId"].as_str().unwrap(), v["accessCode"].as_str().unwrap());
+    let (id, code) = (
+        v["registrationId"].as_str().unwrap(),
+        v["accessCode"].as_str().unwrap(),
+    );
     for node in [&b, &c] {
-        assert_eq!(node.api.get_registration(id, Some(code)).await.json()["person"], person(1));
+        assert_eq!(
+            node.api.get_registration(id, Some(code)).await.json()["person"],
+            person(1)
+        );
     }
 }
 
 async fn health_ready_metrics_and_openapi(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else { return };
+    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else {
+        return;
+    };
     let api = &s.api;
     let r = api.get("/health").await;
     assert_eq!(r.status, 200);
@@ -77,7 +110,10 @@ async fn health_ready_metrics_and_openapi(kind: StoreKind) {
     assert_eq!(api.slots(1, FROM, 1).await.status, 200);
     let r = api.get("/metrics").await;
     assert_eq!(r.status, 200);
-    assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/plain"));
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
     let text = r.text();
     for name in [
         "throng_http_requests_total",
@@ -87,20 +123,33 @@ async fn health_ready_metrics_and_openapi(kind: StoreKind) {
         "throng_store_write_batch_commands",
         "throng_store_commit_seconds",
     ] {
-        assert!(text.contains(&format!("# TYPE {name} ")), "/metrics has {name}:\n{text}");
+        assert!(
+            text.contains(&format!("# TYPE {name} ")),
+            "/metrics has {name}:\n{text}"
+        );
     }
     // Requests are counted by their route template, not by raw path.
     assert!(
         text.contains(r#"route="/api/booking/places/{place_id}/slots""#),
         "requests are labelled by route:\n{}",
-        text.lines().filter(|l| l.starts_with("throng_http_requests_total")).collect::<Vec<_>>().join("\n")
+        text.lines()
+            .filter(|l| l.starts_with("throng_http_requests_total"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
-    assert!(!text.contains("route=\"/api/booking/places/1/slots\""), "no raw paths as labels");
+    assert!(
+        !text.contains("route=\"/api/booking/places/1/slots\""),
+        "no raw paths as labels"
+    );
 
     let r = api.get("/openapi.json").await;
     assert_eq!(r.status, 200);
     let doc = r.json();
-    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with('3')), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().is_some_and(|v| v.starts_with('3')),
+        "{}",
+        doc["openapi"]
+    );
     let paths = doc["paths"].as_object().expect("paths");
     for (path, method) in [
         ("/api/booking/places", "get"),
@@ -110,14 +159,20 @@ async fn health_ready_metrics_and_openapi(kind: StoreKind) {
         ("/api/booking/registrations/{registration_id}", "delete"),
         ("/api/booking/admin/stats", "get"),
     ] {
-        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "openapi has {method} {path}");
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "openapi has {method} {path}"
+        );
     }
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 
     // The pages are served.
     let r = api.get("/booking/").await;
     assert_eq!(r.status, 200);
-    assert!(r.headers["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
     assert_eq!(api.get("/").await.status, 200);
 }
 
@@ -130,10 +185,16 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
     let (url, _db, _dir) = match kind {
         StoreKind::Sqlite => {
             let dir = tempfile::TempDir::new().unwrap();
-            (StoreUrl::Sqlite(dir.path().join("throng.db")), None, Some(dir))
+            (
+                StoreUrl::Sqlite(dir.path().join("throng.db")),
+                None,
+                Some(dir),
+            )
         }
         StoreKind::Postgres => {
-            let Some(db) = PgDb::create_or_skip().await else { return };
+            let Some(db) = PgDb::create_or_skip().await else {
+                return;
+            };
             (StoreUrl::Postgres(db.url.clone()), Some(db), None)
         }
     };
@@ -164,7 +225,9 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
         }
     }
     // Written per writer: sum over i of 1 + (i % 3 == 0).
-    let per_writer: usize = (0..EVENTS_PER_WRITER).map(|i| 1 + (i % 3 == 0) as usize).sum();
+    let per_writer: usize = (0..EVENTS_PER_WRITER)
+        .map(|i| 1 + (i % 3 == 0) as usize)
+        .sum();
     let expected = 2 * WRITERS_PER_STORE * per_writer;
     assert!(expected > TOTAL);
 
@@ -180,7 +243,10 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
                 assert_eq!(e.position, last + 1, "the reader never skips a position");
                 last = e.position;
                 let v: serde_json::Value = serde_json::from_slice(&e.payload).unwrap();
-                assert!(keys.insert(v["key"].as_str().unwrap().to_string()), "event twice: {v}");
+                assert!(
+                    keys.insert(v["key"].as_str().unwrap().to_string()),
+                    "event twice: {v}"
+                );
             }
         }
         (last, keys.len())
@@ -191,7 +257,10 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
     let (last, distinct) = reader.await.unwrap();
     assert_eq!(last as usize, expected, "the reader saw every event");
     assert_eq!(distinct, expected);
-    assert!(b.events_after(last, 100).await.unwrap().is_empty(), "and nothing more");
+    assert!(
+        b.events_after(last, 100).await.unwrap().is_empty(),
+        "and nothing more"
+    );
 }
 
 async fn append(store: &Store, events: Vec<NewEvent>) {
@@ -222,22 +291,36 @@ async fn append(store: &Store, events: Vec<NewEvent>) {
 /// The database is dropped under a running server: readiness and writes
 /// answer 503 `store_unavailable` quickly, never 500 and never a hang.
 async fn a_database_that_goes_away_answers_503(kind: StoreKind) {
-    let Some(mut s) = TestServer::seeded(kind, 1, 1, 5).await else { return };
+    let Some(mut s) = TestServer::seeded(kind, 1, 1, 5).await else {
+        return;
+    };
     assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
     assert_eq!(s.api.get("/ready").await.status, 200);
     let pg = s.pg.take().unwrap();
-    pg_admin(&pg.admin_url, &format!("DROP DATABASE {} WITH (FORCE)", pg.name)).await;
+    pg_admin(
+        &pg.admin_url,
+        &format!("DROP DATABASE {} WITH (FORCE)", pg.name),
+    )
+    .await;
 
     for attempt in 0..3 {
         let started = Instant::now();
         let r = s.api.get("/ready").await;
-        assert!(started.elapsed() < Duration::from_secs(8), "/ready took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "/ready took {:?}",
+            started.elapsed()
+        );
         r.assert_error(503, "store_unavailable");
         assert!(r.headers.get("retry-after").is_some());
 
         let started = Instant::now();
         let r = s.api.register(1, FROM, 1 + attempt, person(2)).await;
-        assert!(started.elapsed() < Duration::from_secs(8), "register took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "register took {:?}",
+            started.elapsed()
+        );
         r.assert_error(503, "store_unavailable");
 
         let r = s.api.slots(1, FROM, 1).await;

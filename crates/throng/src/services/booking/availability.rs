@@ -116,13 +116,20 @@ impl Availability {
                 slot_minutes: r.get(4)?,
             };
             if !(1..=PLACE_ID_MAX).contains(&place.id) {
-                return Err(StoreError::Internal(format!("place id {} is outside 1..={PLACE_ID_MAX}", place.id)));
+                return Err(StoreError::Internal(format!(
+                    "place id {} is outside 1..={PLACE_ID_MAX}",
+                    place.id
+                )));
             }
             let i = place.id as usize;
             if places.len() <= i {
                 places.resize_with(i + 1, || None);
             }
-            places[i] = Some(PlaceSlots { place, first_day: 0, days: Vec::new() });
+            places[i] = Some(PlaceSlots {
+                place,
+                first_day: 0,
+                days: Vec::new(),
+            });
         }
         let mut stmt = conn.prepare(
             "SELECT place_id, day, time_slot, registration_id IS NULL FROM booking_slots
@@ -132,7 +139,8 @@ impl Availability {
         let mut slots = 0u64;
         // (place id, first day, days so far) of the place being collected.
         let mut current: Option<(i64, i32, Vec<DayBuilder>)> = None;
-        let finish = |places: &mut Vec<Option<PlaceSlots>>, cur: Option<(i64, i32, Vec<DayBuilder>)>| {
+        let finish = |places: &mut Vec<Option<PlaceSlots>>,
+                      cur: Option<(i64, i32, Vec<DayBuilder>)>| {
             if let Some((id, first_day, days)) = cur {
                 if let Some(Some(p)) = places.get_mut(id as usize) {
                     p.first_day = first_day;
@@ -141,7 +149,8 @@ impl Availability {
             }
         };
         while let Some(r) = rows.next()? {
-            let (place_id, day, slot, free): (i64, i32, i32, bool) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            let (place_id, day, slot, free): (i64, i32, i32, bool) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
             if current.as_ref().map(|c| c.0) != Some(place_id) {
                 finish(&mut places, current.take());
                 current = Some((place_id, day, Vec::new()));
@@ -158,7 +167,8 @@ impl Availability {
         let index = Availability { places, slots };
         // On SQLite the registrations are the truth about taken slots (see
         // `take` below); the slots table only says which slots exist.
-        let mut stmt = conn.prepare("SELECT place_id, day, time_slot FROM booking_registrations")?;
+        let mut stmt =
+            conn.prepare("SELECT place_id, day, time_slot FROM booking_registrations")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             index.set_taken(r.get(0)?, Day(r.get(1)?), r.get(2)?, true);
@@ -171,7 +181,10 @@ impl Availability {
     }
 
     fn place_slots(&self, id: i64) -> Option<&PlaceSlots> {
-        usize::try_from(id).ok().and_then(|i| self.places.get(i)).and_then(|p| p.as_ref())
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.places.get(i))
+            .and_then(|p| p.as_ref())
     }
 
     pub fn place(&self, id: i64) -> Option<&Place> {
@@ -179,8 +192,12 @@ impl Availability {
     }
 
     pub fn state(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
-        let Some(p) = self.place_slots(place_id) else { return SlotState::UnknownPlace };
-        let Some(d) = p.day(day) else { return SlotState::UnknownSlot };
+        let Some(p) = self.place_slots(place_id) else {
+            return SlotState::UnknownPlace;
+        };
+        let Some(d) = p.day(day) else {
+            return SlotState::UnknownSlot;
+        };
         match d.bit(slot) {
             None => SlotState::UnknownSlot,
             Some((w, b)) if d.taken[w].load(Ordering::Acquire) & b != 0 => SlotState::Taken,
@@ -193,8 +210,12 @@ impl Availability {
     /// the conditional write that decides the slot (the registration row is
     /// appended in the same transaction; see `store.rs`).
     pub fn take(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
-        let Some(p) = self.place_slots(place_id) else { return SlotState::UnknownPlace };
-        let Some(d) = p.day(day) else { return SlotState::UnknownSlot };
+        let Some(p) = self.place_slots(place_id) else {
+            return SlotState::UnknownPlace;
+        };
+        let Some(d) = p.day(day) else {
+            return SlotState::UnknownSlot;
+        };
         match d.bit(slot) {
             None => SlotState::UnknownSlot,
             Some((w, b)) if d.taken[w].fetch_or(b, Ordering::AcqRel) & b != 0 => SlotState::Taken,
@@ -205,7 +226,9 @@ impl Availability {
 
     /// Records a committed change (call after the commit, before answering).
     pub fn set_taken(&self, place_id: i64, day: Day, slot: i32, taken: bool) {
-        let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) else { return };
+        let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) else {
+            return;
+        };
         if let Some((w, b)) = d.bit(slot) {
             if taken {
                 d.taken[w].fetch_or(b, Ordering::AcqRel);
@@ -217,7 +240,12 @@ impl Availability {
 
     /// The place and its slots from `from` for `days` days, as the store's
     /// query returns them.
-    pub fn place_slots_rows(&self, place_id: i64, from: Day, days: i32) -> Option<(&Place, Vec<SlotRow>)> {
+    pub fn place_slots_rows(
+        &self,
+        place_id: i64,
+        from: Day,
+        days: i32,
+    ) -> Option<(&Place, Vec<SlotRow>)> {
         let p = self.place_slots(place_id)?;
         let mut rows = Vec::new();
         for offset in 0..days {
@@ -248,7 +276,8 @@ mod tests {
     #[test]
     fn loads_and_tracks_slots() {
         let c = Connection::open_in_memory().unwrap();
-        c.execute_batch(include_str!("../../../migrations/sqlite/0002_booking.sql")).unwrap();
+        c.execute_batch(include_str!("../../../migrations/sqlite/0002_booking.sql"))
+            .unwrap();
         c.execute_batch(
             "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20), (3, 'C', 'c', 480, 20);
              INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 70, NULL), (1, 102, 5, NULL),
@@ -268,7 +297,10 @@ mod tests {
         assert_eq!(a.state(1, Day(100), 0), SlotState::Taken);
         a.set_taken(1, Day(100), 70, false);
         let (_, rows) = a.place_slots_rows(1, Day(99), 5).unwrap();
-        let got: Vec<_> = rows.iter().map(|r| (r.day.0, r.time_slot, r.free)).collect();
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| (r.day.0, r.time_slot, r.free))
+            .collect();
         assert_eq!(got, vec![(100, 0, false), (100, 70, true), (102, 5, true)]);
         assert_eq!(a.state(3, Day(50), 1), SlotState::Free);
         assert_eq!(a.state(1, Day(100), -1), SlotState::UnknownSlot);

@@ -35,8 +35,15 @@ impl Experiment for BookingBench {
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (places, days, slots) = size(scale);
         [
-            "booking", "--places", &places.to_string(), "--days", &days.to_string(),
-            "--slots-per-day", &slots.to_string(), "--from", FROM_DAY,
+            "booking",
+            "--places",
+            &places.to_string(),
+            "--days",
+            &days.to_string(),
+            "--slots-per-day",
+            &slots.to_string(),
+            "--from",
+            FROM_DAY,
         ]
         .iter()
         .map(|s| s.to_string())
@@ -47,7 +54,9 @@ impl Experiment for BookingBench {
         // One counter across warm-up and every run: each run's `seq` restarts
         // at 0, and replaying the same slots would measure 409s answered from
         // memory instead of fresh durable registrations.
-        let counter = Arc::new(std::sync::atomic::AtomicU64::new(rand::random::<u32>() as u64));
+        let counter = Arc::new(std::sync::atomic::AtomicU64::new(
+            rand::random::<u32>() as u64
+        ));
         let register = Arc::new(move |_seq: u64| {
             let seq = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let body = format!(
@@ -79,7 +88,8 @@ impl Experiment for BookingBench {
                 factory: register,
                 ok_statuses: vec![201, 409],
                 target_ratio_min: Some(0.4),
-                published: "1,386 (EF Core); 10,069 (In-Memory OLTP); 36,000 (Redis, not durable)".into(),
+                published: "1,386 (EF Core); 10,069 (In-Memory OLTP); 36,000 (Redis, not durable)"
+                    .into(),
             },
             Workload {
                 name: "GET free slots, 1 day (25 slots)".into(),

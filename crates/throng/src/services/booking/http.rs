@@ -8,11 +8,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
+use super::availability::SlotState;
 use super::model::{
     Day, NewRegistration, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration,
     PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
 };
-use super::availability::SlotState;
 use super::store::{self, CancelOutcome};
 use crate::app::AppState;
 use crate::platform::auth::{Caller, Role};
@@ -54,10 +54,14 @@ pub async fn list_places(
         return Err(ApiError::invalid_field("skip: 0 or more"));
     }
     if !(1..=PLACES_PAGE_SIZE_MAX).contains(&size) {
-        return Err(ApiError::invalid_field(format!("size: 1 to {PLACES_PAGE_SIZE_MAX}")));
+        return Err(ApiError::invalid_field(format!(
+            "size: 1 to {PLACES_PAGE_SIZE_MAX}"
+        )));
     }
     let (places, total) = store::list_places(&st.store, skip, size).await?;
-    Ok(Json(serde_json::json!({ "places": places, "skip": skip, "size": size, "total": total })))
+    Ok(Json(
+        serde_json::json!({ "places": places, "skip": skip, "size": size, "total": total }),
+    ))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -81,21 +85,27 @@ pub async fn place_slots(
     let from = Day::parse("from", &q.from)?;
     let days = q.days.unwrap_or(1);
     if !(1..=SLOT_QUERY_DAYS_MAX).contains(&days) {
-        return Err(ApiError::invalid_field(format!("days: 1 to {SLOT_QUERY_DAYS_MAX}")));
+        return Err(ApiError::invalid_field(format!(
+            "days: 1 to {SLOT_QUERY_DAYS_MAX}"
+        )));
     }
     // Days past 9999-12-31 have no YYYY-MM-DD form (they rendered as -9999-01-01).
     if from.plus(days as i32 - 1) > Day::from_date(time::Date::MAX) {
-        return Err(ApiError::invalid_field("days: the range must end by 9999-12-31"));
+        return Err(ApiError::invalid_field(
+            "days: the range must end by 9999-12-31",
+        ));
     }
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
     if let Some(index) = st.booking.index() {
-        let (place, slots) =
-            index.place_slots_rows(place_id, from, days as i32).ok_or_else(|| place_not_found(place_id))?;
+        let (place, slots) = index
+            .place_slots_rows(place_id, from, days as i32)
+            .ok_or_else(|| place_not_found(place_id))?;
         return Ok(render_slots(place, from, days as i32, &slots));
     }
-    let Some((place, slots)) = store::place_slots(&st.store, place_id, from, days as i32).await? else {
+    let Some((place, slots)) = store::place_slots(&st.store, place_id, from, days as i32).await?
+    else {
         return Err(place_not_found(place_id));
     };
     Ok(render_slots(&place, from, days as i32, &slots))
@@ -103,10 +113,20 @@ pub async fn place_slots(
 
 /// Renders the slot page by hand: this is the hottest read, and writing the
 /// JSON straight into one buffer avoids building a tree of values.
-fn render_slots(place: &super::model::Place, from: Day, days: i32, slots: &[store::SlotRow]) -> Response {
+fn render_slots(
+    place: &super::model::Place,
+    from: Day,
+    days: i32,
+    slots: &[store::SlotRow],
+) -> Response {
     use std::fmt::Write;
     let mut out = String::with_capacity(64 + slots.len() * 48);
-    let _ = write!(out, "{{\"placeId\":{},\"from\":\"{}\",\"days\":[", place.id, from.to_text());
+    let _ = write!(
+        out,
+        "{{\"placeId\":{},\"from\":\"{}\",\"days\":[",
+        place.id,
+        from.to_text()
+    );
     let mut i = 0;
     for d in 0..days {
         let day = from.plus(d);
@@ -132,13 +152,21 @@ fn render_slots(place: &super::model::Place, from: Day, days: i32, slots: &[stor
             for digit in [m / 10, m % 10] {
                 out.push((b'0' + digit) as char);
             }
-            out.push_str(if s.free { "\",\"free\":true}" } else { "\",\"free\":false}" });
+            out.push_str(if s.free {
+                "\",\"free\":true}"
+            } else {
+                "\",\"free\":false}"
+            });
             i += 1;
         }
         out.push_str("]}");
     }
     out.push_str("]}");
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], out).into_response()
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        out,
+    )
+        .into_response()
 }
 
 fn place_not_found(id: i64) -> ApiError {
@@ -169,7 +197,9 @@ pub async fn register(
     let sealed = seal(&st, &new, &access_code);
     let id = sealed.id.clone();
     let outcome = store::try_register(&st.store, st.booking.index(), sealed).await?;
-    if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) = (index, outcome) {
+    if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) =
+        (index, outcome)
+    {
         index.set_taken(new.place_id, new.day, new.time_slot, true);
     }
     match outcome {
@@ -191,13 +221,21 @@ pub async fn register(
 }
 
 fn slot_taken() -> ApiError {
-    ApiError::conflict("slot_taken", "this time slot is already taken; choose another")
+    ApiError::conflict(
+        "slot_taken",
+        "this time slot is already taken; choose another",
+    )
 }
 
 fn slot_not_found(new: &NewRegistration) -> ApiError {
     ApiError::not_found(
         "slot_not_found",
-        format!("place {} has no time slot {} on {}", new.place_id, new.time_slot, new.day.to_text()),
+        format!(
+            "place {} has no time slot {} on {}",
+            new.place_id,
+            new.time_slot,
+            new.day.to_text()
+        ),
     )
 }
 
@@ -218,7 +256,10 @@ fn seal(st: &AppState, new: &NewRegistration, access_code: &str) -> SealedRegist
 }
 
 fn access_code(headers: &HeaderMap) -> Option<&str> {
-    headers.get("x-access-code").and_then(|v| v.to_str().ok()).map(str::trim)
+    headers
+        .get("x-access-code")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 fn registration_not_found() -> ApiError {
@@ -248,7 +289,9 @@ pub async fn get_registration(
     if !plausible_id(&id) {
         return Err(registration_not_found());
     }
-    let reg = store::registration(&st.store, &id).await?.ok_or_else(registration_not_found)?;
+    let reg = store::registration(&st.store, &id)
+        .await?
+        .ok_or_else(registration_not_found)?;
     if !crypto::code_matches(code, &reg.access_hash) {
         return Err(registration_not_found());
     }
@@ -256,7 +299,8 @@ pub async fn get_registration(
         tracing::error!(registration_id = %reg.id, "sealed personal data does not open with this key");
         ApiError::internal()
     })?;
-    let person: serde_json::Value = serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
+    let person: serde_json::Value =
+        serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
     let place = match st.booking.index() {
         Some(index) => index.place(reg.place_id).cloned(),
         None => store::place(&st.store, reg.place_id).await?,
@@ -287,7 +331,11 @@ pub async fn cancel_registration(
         return Err(registration_not_found());
     }
     match store::cancel(&st.store, &id, code).await? {
-        CancelOutcome::Cancelled { place_id, day, time_slot } => {
+        CancelOutcome::Cancelled {
+            place_id,
+            day,
+            time_slot,
+        } => {
             if let Some(index) = st.booking.index() {
                 index.set_taken(place_id, day, time_slot, false);
             }
@@ -301,11 +349,23 @@ pub async fn cancel_registration(
     security(("bearer" = [])),
     responses((status = 200, description = "Counts and the notifier's position in the event log"),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
-pub async fn stats(State(st): State<AppState>, caller: Caller) -> ApiResult<Json<store::BookingStats>> {
+pub async fn stats(
+    State(st): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<store::BookingStats>> {
     caller.require(Role::Admin)?;
-    Ok(Json(store::stats(&st.store, super::notifier::CONSUMER).await?))
+    Ok(Json(
+        store::stats(&st.store, super::notifier::CONSUMER).await?,
+    ))
 }
 
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(list_places, place_slots, register, get_registration, cancel_registration, stats))]
+#[openapi(paths(
+    list_places,
+    place_slots,
+    register,
+    get_registration,
+    cancel_registration,
+    stats
+))]
 pub struct BookingApi;

@@ -2,10 +2,10 @@
 //! try-register, personal data sealed at rest, confirmations sent from the
 //! event log by a worker. See `002_7f70e933fb451a1c.txt`.
 
-pub mod http;
-pub mod model;
 pub mod availability;
 pub mod bench;
+pub mod http;
+pub mod model;
 pub mod notifier;
 pub mod page;
 pub mod seed;
@@ -53,13 +53,18 @@ impl BookingState {
 
     /// Reloads the index when another process seeded the store (the seed
     /// bumps a generation in `meta`); the old index serves meanwhile.
-    pub fn spawn_seed_watcher(self: &Arc<Self>, store: Store) -> Option<tokio::task::JoinHandle<()>> {
+    pub fn spawn_seed_watcher(
+        self: &Arc<Self>,
+        store: Store,
+    ) -> Option<tokio::task::JoinHandle<()>> {
         self.availability.as_ref()?;
         let this = self.clone();
         Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_millis(SEED_WATCH_INTERVAL_MS)).await;
-                let Ok(now) = store.meta_get(seed::SEED_GENERATION_KEY).await else { continue };
+                let Ok(now) = store.meta_get(seed::SEED_GENERATION_KEY).await else {
+                    continue;
+                };
                 if now == *this.seed_generation.lock().unwrap() {
                     continue;
                 }
@@ -70,7 +75,9 @@ impl BookingState {
                         }
                         *this.seed_generation.lock().unwrap() = now;
                     }
-                    Err(e) => tracing::warn!(error = %e, "reloading the availability index failed; retrying"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reloading the availability index failed; retrying")
+                    }
                 }
             }
         }))
@@ -78,7 +85,9 @@ impl BookingState {
 }
 
 async fn load_index(store: &Store) -> anyhow::Result<availability::Availability> {
-    let Store::Sqlite(s) = store else { anyhow::bail!("the availability index is for SQLite stores") };
+    let Store::Sqlite(s) = store else {
+        anyhow::bail!("the availability index is for SQLite stores")
+    };
     let started = std::time::Instant::now();
     let index = s.read_blocking(availability::Availability::load).await?;
     tracing::info!(

@@ -35,7 +35,10 @@ impl Day {
         Ok(Day::from_date(date))
     }
     pub fn from_date(d: Date) -> Day {
-        Day(d.to_julian_day() - Date::from_calendar_date(1970, time::Month::January, 1).unwrap().to_julian_day())
+        Day(d.to_julian_day()
+            - Date::from_calendar_date(1970, time::Month::January, 1)
+                .unwrap()
+                .to_julian_day())
     }
     pub fn date(self) -> Date {
         Date::from_julian_day(self.0 + 2_440_588).unwrap_or(Date::MIN)
@@ -114,7 +117,10 @@ impl Person {
             )));
         }
         let id_ok = (1..=NATIONAL_ID_CHARS_MAX).contains(&self.national_id.len())
-            && self.national_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '-');
+            && self
+                .national_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '-');
         if !id_ok {
             return Err(ApiError::invalid_field(format!(
                 "person.nationalId: 1 to {NATIONAL_ID_CHARS_MAX} letters, digits, '/' or '-'"
@@ -134,9 +140,15 @@ impl Person {
         }
         let email_ok = self.email.len() <= EMAIL_CHARS_MAX
             && self.email.split_once('@').is_some_and(|(local, domain)| {
-                !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+                !local.is_empty()
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
             })
-            && !self.email.chars().any(|c| c.is_whitespace() || c.is_control());
+            && !self
+                .email
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control());
         if !email_ok {
             return Err(ApiError::invalid_field(format!(
                 "person.email: an address like name@example.org, at most {EMAIL_CHARS_MAX} characters"
@@ -239,7 +251,14 @@ mod tests {
         let d = Day::parse("day", "2026-12-01").unwrap();
         assert_eq!(d.to_text(), "2026-12-01");
         assert_eq!(Day::parse("day", "1970-01-01").unwrap().0, 0);
-        for bad in ["2026-02-30", "2026-13-01", "2026-1-1", "", "tomorrow", "2026-12-01T00:00"] {
+        for bad in [
+            "2026-02-30",
+            "2026-13-01",
+            "2026-1-1",
+            "",
+            "tomorrow",
+            "2026-12-01T00:00",
+        ] {
             assert!(Day::parse("day", bad).is_err(), "{bad}");
         }
     }
@@ -261,6 +280,10 @@ mod tests {
         assert!(p.validate().unwrap_err().message.contains("person.email"));
         let mut p = ok;
         p.national_id = "1' OR '1'='1".into();
-        assert!(p.validate().unwrap_err().message.contains("person.nationalId"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .message
+            .contains("person.nationalId"));
     }
 }

@@ -38,19 +38,27 @@ pub enum Notifier {
     /// Writes one line per confirmation to the log (no personal data).
     Log,
     /// POSTs JSON to an SMS gateway, with an `Idempotency-Key` header.
-    Webhook { url: String, client: reqwest::Client },
+    Webhook {
+        url: String,
+        client: reqwest::Client,
+    },
 }
 
 impl Notifier {
     pub fn from_url(url: Option<&str>) -> anyhow::Result<Notifier> {
-        let Some(url) = url else { return Ok(Notifier::Log) };
+        let Some(url) = url else {
+            return Ok(Notifier::Log);
+        };
         if !url.starts_with("http://") {
             anyhow::bail!("--notify-webhook must be an http:// URL (put a TLS-terminating proxy in front of an https gateway)");
         }
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(WEBHOOK_TIMEOUT_MS))
             .build()?;
-        Ok(Notifier::Webhook { url: url.to_string(), client })
+        Ok(Notifier::Webhook {
+            url: url.to_string(),
+            client,
+        })
     }
 }
 
@@ -61,7 +69,12 @@ enum Delivery {
     Retry(String),
 }
 
-pub fn spawn(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<Notify>) -> tokio::task::JoinHandle<()> {
+pub fn spawn(
+    store: Store,
+    pii: Arc<PiiCipher>,
+    notifier: Notifier,
+    wake: Arc<Notify>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { run(store, pii, notifier, wake).await })
 }
 
@@ -78,14 +91,23 @@ async fn run(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<No
                 tracing::info!("confirmation worker lost its lease; standing by");
             }
             Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "confirmation worker cannot claim its lease; retrying"),
+            Err(e) => {
+                tracing::warn!(error = %e, "confirmation worker cannot claim its lease; retrying")
+            }
         }
         tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 / 3)).await;
     }
 }
 
 /// Delivers while this node holds the lease; returns when it lost it.
-async fn follow(store: &Store, pii: &PiiCipher, notifier: &Notifier, wake: &Notify, owner: &str, mut position: i64) {
+async fn follow(
+    store: &Store,
+    pii: &PiiCipher,
+    notifier: &Notifier,
+    wake: &Notify,
+    owner: &str,
+    mut position: i64,
+) {
     let mut idle_since = std::time::Instant::now();
     loop {
         let events = match store.events_after(position, EVENTS_PER_ROUND_MAX).await {
@@ -111,9 +133,15 @@ async fn follow(store: &Store, pii: &PiiCipher, notifier: &Notifier, wake: &Noti
             }
             continue;
         };
-        futures::stream::iter(events.into_iter().filter(|e| e.event_type == EVENT_CONFIRMED))
-            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| deliver_until_done(store, pii, notifier, e))
-            .await;
+        futures::stream::iter(
+            events
+                .into_iter()
+                .filter(|e| e.event_type == EVENT_CONFIRMED),
+        )
+        .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| {
+            deliver_until_done(store, pii, notifier, e)
+        })
+        .await;
         let held = retry_forever("save notifier position", || {
             store.save_leased_position(CONSUMER, owner, last, LEASE_MS)
         })
@@ -144,7 +172,12 @@ where
     }
 }
 
-async fn deliver_until_done(store: &Store, pii: &PiiCipher, notifier: &Notifier, event: StoredEvent) {
+async fn deliver_until_done(
+    store: &Store,
+    pii: &PiiCipher,
+    notifier: &Notifier,
+    event: StoredEvent,
+) {
     let mut backoff_ms = RETRY_BACKOFF_MS_FIRST;
     loop {
         match deliver(store, pii, notifier, &event).await {
@@ -166,7 +199,12 @@ async fn deliver_until_done(store: &Store, pii: &PiiCipher, notifier: &Notifier,
     }
 }
 
-async fn deliver(store: &Store, pii: &PiiCipher, notifier: &Notifier, event: &StoredEvent) -> Delivery {
+async fn deliver(
+    store: &Store,
+    pii: &PiiCipher,
+    notifier: &Notifier,
+    event: &StoredEvent,
+) -> Delivery {
     let payload: serde_json::Value = match serde_json::from_slice(&event.payload) {
         Ok(v) => v,
         Err(e) => {
@@ -211,9 +249,19 @@ async fn deliver(store: &Store, pii: &PiiCipher, notifier: &Notifier, event: &St
                 "timeSlot": reg.time_slot,
                 "phone": person["phone"],
             });
-            match client.post(url).header("Idempotency-Key", &idempotency_key).json(&body).send().await {
+            match client
+                .post(url)
+                .header("Idempotency-Key", &idempotency_key)
+                .json(&body)
+                .send()
+                .await
+            {
                 Ok(r) if r.status().is_success() => Delivery::Done,
-                Ok(r) if r.status().as_u16() == 408 || r.status().as_u16() == 429 || r.status().is_server_error() => {
+                Ok(r)
+                    if r.status().as_u16() == 408
+                        || r.status().as_u16() == 429
+                        || r.status().is_server_error() =>
+                {
                     Delivery::Retry(format!("gateway answered {}", r.status()))
                 }
                 Ok(r) => {

@@ -12,7 +12,28 @@ const APP_JS: &str = include_str!("page/app.js");
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/booking", get(|| async { Redirect::permanent("/booking/") }))
-        .route("/booking/", get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX_HTML).into_response() }))
-        .route("/booking/app.js", get(|| async { ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], APP_JS).into_response() }))
+        .route(
+            "/booking",
+            get(|| async { Redirect::permanent("/booking/") }),
+        )
+        .route(
+            "/booking/",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    INDEX_HTML,
+                )
+                    .into_response()
+            }),
+        )
+        .route(
+            "/booking/app.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    APP_JS,
+                )
+                    .into_response()
+            }),
+        )
 }

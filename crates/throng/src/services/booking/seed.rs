@@ -48,20 +48,50 @@ pub const SEED_GENERATION_KEY: &str = "booking_seed_generation";
 const PLACES_PER_CHUNK: i64 = 50;
 
 const CITIES: &[&str] = &[
-    "Bratislava", "Košice", "Prešov", "Žilina", "Nitra", "Banská Bystrica", "Trnava", "Trenčín",
-    "Martin", "Poprad", "Zvolen", "Michalovce", "Levice", "Komárno", "Piešťany", "Ružomberok",
+    "Bratislava",
+    "Košice",
+    "Prešov",
+    "Žilina",
+    "Nitra",
+    "Banská Bystrica",
+    "Trnava",
+    "Trenčín",
+    "Martin",
+    "Poprad",
+    "Zvolen",
+    "Michalovce",
+    "Levice",
+    "Komárno",
+    "Piešťany",
+    "Ružomberok",
 ];
 const STREETS: &[&str] = &[
-    "Hlavná", "Námestie SNP", "Štúrova", "Mierová", "Nemocničná", "Staničná", "Záhradnícka",
-    "Kollárova", "Hviezdoslavova", "Bernolákova",
+    "Hlavná",
+    "Námestie SNP",
+    "Štúrova",
+    "Mierová",
+    "Nemocničná",
+    "Staničná",
+    "Záhradnícka",
+    "Kollárova",
+    "Hviezdoslavova",
+    "Bernolákova",
 ];
-const KINDS: &[&str] = &["Vaccination centre", "Test site", "Polyclinic", "Hospital ward"];
+const KINDS: &[&str] = &[
+    "Vaccination centre",
+    "Test site",
+    "Polyclinic",
+    "Hospital ward",
+];
 
 pub fn place_name(id: i64) -> (String, String) {
     let city = CITIES[(id as usize * 7) % CITIES.len()];
     let kind = KINDS[(id as usize) % KINDS.len()];
     let street = STREETS[(id as usize * 3) % STREETS.len()];
-    (format!("{kind} {city} {id}"), format!("{street} {}, {city}", 1 + id % 120))
+    (
+        format!("{kind} {city} {id}"),
+        format!("{street} {}, {city}", 1 + id % 120),
+    )
 }
 
 pub fn validate(args: &SeedBookingArgs) -> anyhow::Result<Day> {
@@ -74,7 +104,9 @@ pub fn validate(args: &SeedBookingArgs) -> anyhow::Result<Day> {
     if !(1..=SLOTS_PER_DAY_MAX).contains(&args.slots_per_day) {
         anyhow::bail!("--slots-per-day: 1 to {SLOTS_PER_DAY_MAX}");
     }
-    if !(0..24 * 60).contains(&args.first_slot_minute) || !(1..=24 * 60).contains(&args.slot_minutes) {
+    if !(0..24 * 60).contains(&args.first_slot_minute)
+        || !(1..=24 * 60).contains(&args.slot_minutes)
+    {
         anyhow::bail!("--first-slot-minute: 0 to 1439; --slot-minutes: 1 to 1440");
     }
     match &args.from {
@@ -83,15 +115,22 @@ pub fn validate(args: &SeedBookingArgs) -> anyhow::Result<Day> {
     }
 }
 
-pub async fn seed(store: &Store, args: &SeedBookingArgs, progress: bool) -> anyhow::Result<SeedReport> {
+pub async fn seed(
+    store: &Store,
+    args: &SeedBookingArgs,
+    progress: bool,
+) -> anyhow::Result<SeedReport> {
     let from = validate(args)?;
     let started = Instant::now();
     let bar = if progress {
-        let b = ProgressBar::new((args.places * args.days as i64 * args.slots_per_day as i64) as u64);
+        let b =
+            ProgressBar::new((args.places * args.days as i64 * args.slots_per_day as i64) as u64);
         b.set_style(
-            ProgressStyle::with_template("{msg} [{bar:40}] {human_pos}/{human_len} slots, {per_sec}, eta {eta}")
-                .unwrap()
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{msg} [{bar:40}] {human_pos}/{human_len} slots, {per_sec}, eta {eta}",
+            )
+            .unwrap()
+            .progress_chars("=> "),
         );
         b.set_message("seeding booking");
         b
@@ -113,7 +152,12 @@ pub async fn seed(store: &Store, args: &SeedBookingArgs, progress: bool) -> anyh
     let event = NewEvent::json("booking-slots", EVENT_SLOTS_OPENED, &payload);
     store.append_event(event).await?;
     // Tells a server running on this store to reload its availability index.
-    store.meta_set(SEED_GENERATION_KEY, &crate::platform::clock::now_ms().to_string()).await?;
+    store
+        .meta_set(
+            SEED_GENERATION_KEY,
+            &crate::platform::clock::now_ms().to_string(),
+        )
+        .await?;
     Ok(SeedReport {
         places: args.places,
         slots: args.places * args.days as i64 * args.slots_per_day as i64,
@@ -131,7 +175,12 @@ fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn seed_sqlite(path: &std::path::Path, args: &SeedBookingArgs, from: Day, bar: &ProgressBar) -> anyhow::Result<()> {
+fn seed_sqlite(
+    path: &std::path::Path,
+    args: &SeedBookingArgs,
+    from: Day,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
     let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
     let existing: i64 = conn.query_row("SELECT COUNT(*) FROM booking_places", [], |r| r.get(0))?;
     refuse_reseed(existing, args.force)?;
@@ -157,7 +206,13 @@ fn seed_sqlite(path: &std::path::Path, args: &SeedBookingArgs, from: Day, bar: &
             )?;
             for p in place..=last {
                 let (name, address) = place_name(p);
-                ins_place.execute(rusqlite::params![p, name, address, args.first_slot_minute, args.slot_minutes])?;
+                ins_place.execute(rusqlite::params![
+                    p,
+                    name,
+                    address,
+                    args.first_slot_minute,
+                    args.slot_minutes
+                ])?;
                 for d in 0..args.days {
                     for s in 0..args.slots_per_day {
                         ins_slot.execute(rusqlite::params![p, from.0 + d, s])?;
@@ -183,7 +238,10 @@ async fn seed_pg(
     bar: &ProgressBar,
 ) -> anyhow::Result<()> {
     let mut client = store.client().await?;
-    let existing: i64 = client.query_one("SELECT COUNT(*) FROM booking_places", &[]).await?.get(0);
+    let existing: i64 = client
+        .query_one("SELECT COUNT(*) FROM booking_places", &[])
+        .await?
+        .get(0);
     refuse_reseed(existing, args.force)?;
     if existing > 0 {
         client
@@ -227,7 +285,9 @@ async fn seed_pg(
         bar.inc(((last - place + 1) * (args.days * args.slots_per_day) as i64) as u64);
         place = last + 1;
     }
-    client.batch_execute("ANALYZE booking_slots; ANALYZE booking_places;").await?;
+    client
+        .batch_execute("ANALYZE booking_slots; ANALYZE booking_places;")
+        .await?;
     Ok(())
 }
 
@@ -247,6 +307,10 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
         slot_minutes: 20,
     };
     let report = seed(store, &args, false).await?;
-    tracing::info!(places = report.places, slots = report.slots, "seeded booking demo data");
+    tracing::info!(
+        places = report.places,
+        slots = report.slots,
+        "seeded booking demo data"
+    );
     Ok(())
 }

@@ -6,8 +6,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::model::{
-    self, Day, Place, RegisterOutcome, SealedRegistration, EVENT_CANCELLED,
-    EVENT_CONFIRMED,
+    self, Day, Place, RegisterOutcome, SealedRegistration, EVENT_CANCELLED, EVENT_CONFIRMED,
 };
 use crate::store::{eventlog, NewEvent, Store, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +26,11 @@ pub struct SlotRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// Cancelled; the slot it held is free again.
-    Cancelled { place_id: i64, day: Day, time_slot: i32 },
+    Cancelled {
+        place_id: i64,
+        day: Day,
+        time_slot: i32,
+    },
     /// No such registration, or the access code did not match.
     NotFound,
 }
@@ -62,7 +65,11 @@ fn place_from_pg(r: &tokio_postgres::Row) -> Place {
     }
 }
 
-pub async fn list_places(store: &Store, skip: i64, size: i64) -> Result<(Vec<Place>, i64), StoreError> {
+pub async fn list_places(
+    store: &Store,
+    skip: i64,
+    size: i64,
+) -> Result<(Vec<Place>, i64), StoreError> {
     match store {
         Store::Sqlite(s) => {
             s.read(move |c| {
@@ -87,7 +94,10 @@ pub async fn list_places(store: &Store, skip: i64, size: i64) -> Result<(Vec<Pla
                     &[&size, &skip],
                 )
                 .await?;
-            let total: i64 = client.query_one("SELECT COUNT(*) FROM booking_places", &[]).await?.get(0);
+            let total: i64 = client
+                .query_one("SELECT COUNT(*) FROM booking_places", &[])
+                .await?
+                .get(0);
             Ok((rows.iter().map(place_from_pg).collect(), total))
         }
     }
@@ -114,7 +124,11 @@ pub async fn place(store: &Store, id: i64) -> Result<Option<Place>, StoreError> 
                      FROM booking_places WHERE id = $1",
                 )
                 .await?;
-            Ok(client.query_opt(&stmt, &[&id]).await?.as_ref().map(place_from_pg))
+            Ok(client
+                .query_opt(&stmt, &[&id])
+                .await?
+                .as_ref()
+                .map(place_from_pg))
         }
     }
 }
@@ -129,7 +143,9 @@ pub async fn place_slots(
     let (lo, hi) = (from.0, from.0 + days - 1);
     match store {
         // SQLite slots are served from the availability index (http.rs).
-        Store::Sqlite(_) => Err(StoreError::Internal("SQLite slot reads go through the availability index".into())),
+        Store::Sqlite(_) => Err(StoreError::Internal(
+            "SQLite slot reads go through the availability index".into(),
+        )),
         Store::Postgres(p) => {
             let client = p.client().await?;
             let place_stmt = client
@@ -146,7 +162,8 @@ pub async fn place_slots(
                 .await?;
             // Both queries pipelined on one connection.
             let place_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&place_id];
-            let slot_params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&place_id, &lo, &hi];
+            let slot_params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                [&place_id, &lo, &hi];
             let (place, slots) = tokio::try_join!(
                 client.query_opt(&place_stmt, &place_params),
                 client.query(&slots_stmt, &slot_params)
@@ -156,7 +173,11 @@ pub async fn place_slots(
             };
             let slots = slots
                 .iter()
-                .map(|r| SlotRow { day: Day(r.get(0)), time_slot: r.get(1), free: r.get(2) })
+                .map(|r| SlotRow {
+                    day: Day(r.get(0)),
+                    time_slot: r.get(1),
+                    free: r.get(2),
+                })
                 .collect();
             Ok(Some((place, slots)))
         }
@@ -178,7 +199,11 @@ pub async fn try_register(
 ) -> Result<RegisterOutcome, StoreError> {
     // Built here, not in the write command: the writer thread is the
     // bottleneck, so it only runs SQL.
-    let event = NewEvent::json(model::stream_of(&reg.id), EVENT_CONFIRMED, &reg.event_payload());
+    let event = NewEvent::json(
+        model::stream_of(&reg.id),
+        EVENT_CONFIRMED,
+        &reg.event_payload(),
+    );
     match store {
         Store::Sqlite(s) => {
             let index = index.ok_or_else(|| {
@@ -320,7 +345,10 @@ const SELECT_REGISTRATION_PG: &str =
     "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
      FROM booking_registrations WHERE id = $1";
 
-pub async fn registration(store: &Store, id: &str) -> Result<Option<SealedRegistration>, StoreError> {
+pub async fn registration(
+    store: &Store,
+    id: &str,
+) -> Result<Option<SealedRegistration>, StoreError> {
     let id = id.to_string();
     match store {
         Store::Sqlite(s) => {
@@ -334,14 +362,22 @@ pub async fn registration(store: &Store, id: &str) -> Result<Option<SealedRegist
         Store::Postgres(p) => {
             let client = p.client().await?;
             let stmt = client.prepare_cached(SELECT_REGISTRATION_PG).await?;
-            Ok(client.query_opt(&stmt, &[&id]).await?.as_ref().map(registration_from_pg))
+            Ok(client
+                .query_opt(&stmt, &[&id])
+                .await?
+                .as_ref()
+                .map(registration_from_pg))
         }
     }
 }
 
 /// Deletes a registration and frees its slot, if the access code matches;
 /// the check and the delete are one write, so a code cannot race a cancel.
-pub async fn cancel(store: &Store, id: &str, access_code: &str) -> Result<CancelOutcome, StoreError> {
+pub async fn cancel(
+    store: &Store,
+    id: &str,
+    access_code: &str,
+) -> Result<CancelOutcome, StoreError> {
     let (id, code) = (id.to_string(), access_code.to_string());
     match store {
         Store::Sqlite(s) => {
@@ -428,7 +464,9 @@ pub async fn stats(store: &Store, notifier_consumer: &str) -> Result<BookingStat
     let (places, slots, registrations, last_event_position) = match store {
         Store::Sqlite(s) => {
             s.read(|c| {
-                Ok(c.query_row(SQL, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?)
+                Ok(c.query_row(SQL, [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?)
             })
             .await?
         }
@@ -438,5 +476,11 @@ pub async fn stats(store: &Store, notifier_consumer: &str) -> Result<BookingStat
             (r.get(0), r.get(1), r.get(2), r.get(3))
         }
     };
-    Ok(BookingStats { places, slots, registrations, last_event_position, notifier_position })
+    Ok(BookingStats {
+        places,
+        slots,
+        registrations,
+        last_event_position,
+        notifier_position,
+    })
 }

@@ -57,7 +57,9 @@ fn secret() -> &'static [u8] {
                 v
             }
         };
-        base64::engine::general_purpose::STANDARD.decode(b64.trim()).expect("THRONG_TOKEN_SECRET is base64")
+        base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .expect("THRONG_TOKEN_SECRET is base64")
     })
 }
 
@@ -65,7 +67,11 @@ fn secret() -> &'static [u8] {
 pub fn get_mix(courses: i64) -> impl Fn(u64) -> RequestSpec + Send + Sync {
     move |seq| {
         let row = mix64(seq, 11) % TEST_ROWS;
-        let skip_thread = if pick(row, 15, 0, 9) < 8 { 0 } else { pick(row, 16, 0, 1) };
+        let skip_thread = if pick(row, 15, 0, 9) < 8 {
+            0
+        } else {
+            pick(row, 16, 0, 1)
+        };
         RequestSpec::get(format!(
             "/api/comments/method/jsonfromdapper?ratingType=Course&courseId={}&skip={}&size={}&skipThread={}&sizeThread={}",
             pick(row, 12, 1, courses),
@@ -95,8 +101,13 @@ impl Experiment for CommentsBench {
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (users, courses, per_course) = size(scale);
         [
-            "comments", "--users", &users.to_string(), "--courses", &courses.to_string(),
-            "--comments-per-course", &per_course.to_string(),
+            "comments",
+            "--users",
+            &users.to_string(),
+            "--courses",
+            &courses.to_string(),
+            "--comments-per-course",
+            &per_course.to_string(),
         ]
         .iter()
         .map(|s| s.to_string())
@@ -109,7 +120,8 @@ impl Experiment for CommentsBench {
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload> {
         let (users, courses, _) = size(scale);
-        let published = "300+ calls/min, median 101 ms (Dapper + stored procedure FOR JSON, 5 eDTU Azure SQL)";
+        let published =
+            "300+ calls/min, median 101 ms (Dapper + stored procedure FOR JSON, 5 eDTU Azure SQL)";
         let mut out = vec![Workload {
             name: if self.cache {
                 "GET jsonfromdapper, write-up mix (page cache on)".into()

@@ -53,8 +53,16 @@ impl Page {
         next_cursor.hash(&mut h);
         let etag = format!("\"c-{:016x}-{:x}\"", h.finish(), body.len());
         let etag_header = HeaderValue::from_str(&etag).ok();
-        let next_cursor_header = next_cursor.as_deref().and_then(|c| HeaderValue::from_str(c).ok());
-        Page { body: Bytes::from(body), etag, next_cursor, etag_header, next_cursor_header }
+        let next_cursor_header = next_cursor
+            .as_deref()
+            .and_then(|c| HeaderValue::from_str(c).ok());
+        Page {
+            body: Bytes::from(body),
+            etag,
+            next_cursor,
+            etag_header,
+            next_cursor_header,
+        }
     }
 }
 
@@ -118,7 +126,11 @@ impl PageCache {
             enabled: enabled && entries_max > 0 && bytes_max > 0,
             entries_max,
             bytes_max,
-            inner: Mutex::new(Inner { map: HashMap::default(), order: VecDeque::new(), bytes: 0 }),
+            inner: Mutex::new(Inner {
+                map: HashMap::default(),
+                order: VecDeque::new(),
+                bytes: 0,
+            }),
             stripes: (0..STRIPES).map(|_| AtomicI64::new(0)).collect(),
         }
     }
@@ -147,7 +159,11 @@ impl PageCache {
             return None;
         }
         let inner = self.inner.lock().unwrap();
-        inner.map.get(q).filter(|e| e.version == version).map(|e| e.page.clone())
+        inner
+            .map
+            .get(q)
+            .filter(|e| e.version == version)
+            .map(|e| e.page.clone())
     }
 
     /// Files a page read under `version` (taken before the read).
@@ -175,7 +191,9 @@ impl PageCache {
             }
         }
         while inner.map.len() > self.entries_max || inner.bytes > self.bytes_max {
-            let Some(oldest) = inner.order.pop_front() else { break };
+            let Some(oldest) = inner.order.pop_front() else {
+                break;
+            };
             if let Some(e) = inner.map.remove(&oldest) {
                 inner.bytes -= e.page.body.len();
             }

@@ -28,8 +28,8 @@ use serde::Deserialize;
 
 use super::cache::Page;
 use super::model::{
-    caller_id, parse_id, CommentRequest, CommentType, Cursor, ListQuery, ReplyRequest, PAGE_SIZE_DEFAULT,
-    PAGE_SIZE_MAX, SKIP_MAX,
+    caller_id, parse_id, CommentRequest, CommentType, Cursor, ListQuery, ReplyRequest,
+    PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
 };
 use super::store::{self, PostOutcome, ReplyOutcome};
 use super::CommentsState;
@@ -45,12 +45,30 @@ pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/comments", get(list_comments).options(preflight))
-        .route("/api/comments/method/jsonfromdapper", get(list_comments).options(preflight))
-        .route("/api/comments/method/jsonfromlinq", get(list_comments).options(preflight))
-        .route("/api/comments/{comment_id}/reply", put(put_reply).options(preflight))
-        .route("/api/courses/{course_id}/comments", post(post_comment).options(preflight))
-        .route("/api/courses/{course_id}/rating", get(rating).options(preflight))
-        .route("/api/comments/demo-token", get(demo_token).options(preflight))
+        .route(
+            "/api/comments/method/jsonfromdapper",
+            get(list_comments).options(preflight),
+        )
+        .route(
+            "/api/comments/method/jsonfromlinq",
+            get(list_comments).options(preflight),
+        )
+        .route(
+            "/api/comments/{comment_id}/reply",
+            put(put_reply).options(preflight),
+        )
+        .route(
+            "/api/courses/{course_id}/comments",
+            post(post_comment).options(preflight),
+        )
+        .route(
+            "/api/courses/{course_id}/rating",
+            get(rating).options(preflight),
+        )
+        .route(
+            "/api/comments/demo-token",
+            get(demo_token).options(preflight),
+        )
         .layer(axum::middleware::from_fn(cors))
         .merge(super::page::router())
 }
@@ -66,15 +84,27 @@ async fn cors(req: Request, next: Next) -> Response {
     let preflight = req.method() == Method::OPTIONS;
     let mut res = next.run(req).await;
     let h = res.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("etag, x-next-cursor"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("etag, x-next-cursor"),
+    );
     if preflight {
-        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, PUT, OPTIONS"));
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, POST, PUT, OPTIONS"),
+        );
         h.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,
             HeaderValue::from_static("authorization, content-type, if-none-match"),
         );
-        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+        h.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        );
     }
     res
 }
@@ -178,8 +208,19 @@ impl ListParams {
             skip: count("skip", self.skip, 0, SKIP_MAX, false)?,
             size: count("size", self.size, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, true)?,
             skip_thread: count("skipThread", self.skip_thread, 0, SKIP_MAX, false)?,
-            size_thread: count("sizeThread", self.size_thread, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, true)?,
-            after: self.cursor.as_deref().filter(|c| !c.is_empty()).map(Cursor::decode).transpose()?,
+            size_thread: count(
+                "sizeThread",
+                self.size_thread,
+                PAGE_SIZE_DEFAULT,
+                PAGE_SIZE_MAX,
+                true,
+            )?,
+            after: self
+                .cursor
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(Cursor::decode)
+                .transpose()?,
         })
     }
 }
@@ -189,7 +230,11 @@ fn course_not_found(id: i64) -> ApiError {
 }
 
 /// Reads a page, through the cache when it is on.
-pub async fn read_page(store: &Store, comments: &CommentsState, q: &ListQuery) -> ApiResult<Arc<Page>> {
+pub async fn read_page(
+    store: &Store,
+    comments: &CommentsState,
+    q: &ListQuery,
+) -> ApiResult<Arc<Page>> {
     let cache = &comments.cache;
     let version = if !cache.enabled() {
         None
@@ -206,7 +251,9 @@ pub async fn read_page(store: &Store, comments: &CommentsState, q: &ListQuery) -
     if listed.blocks == 0 && store::course(store, q.course_id).await?.is_none() {
         return Err(course_not_found(q.course_id));
     }
-    let next = (q.size > 0 && listed.blocks as i64 == q.size).then(|| listed.last.map(Cursor::encode)).flatten();
+    let next = (q.size > 0 && listed.blocks as i64 == q.size)
+        .then(|| listed.last.map(Cursor::encode))
+        .flatten();
     let page = Arc::new(Page::new(listed.body, next));
     if let Some(v) = version {
         cache.put(q, v, page.clone());
@@ -215,9 +262,15 @@ pub async fn read_page(store: &Store, comments: &CommentsState, q: &ListQuery) -
 }
 
 fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
-    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|v| {
-        v.split(',').map(str::trim).any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
-    })
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+        })
 }
 
 #[utoipa::path(get, path = "/api/comments", params(ListParams), tag = "comments",
@@ -230,7 +283,11 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
         (status = 304, description = "If-None-Match matched the ETag"),
         (status = 404, description = "course_not_found"),
         (status = 422, description = "invalid_field (ratingType, negative skip or size, bad cursor)")))]
-pub async fn list_comments(State(st): State<AppState>, headers: HeaderMap, uri: Uri) -> ApiResult<Response> {
+pub async fn list_comments(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> ApiResult<Response> {
     let params = match uri.query().and_then(ListParams::parse_simple) {
         Some(p) => p,
         // The same extraction (and rejection) as `ApiQuery`.
@@ -245,10 +302,17 @@ pub async fn list_comments(State(st): State<AppState>, headers: HeaderMap, uri: 
         return Err(course_not_found(q.course_id));
     }
     let page = read_page(&st.store, &st.comments, &q).await?;
-    let status = if etag_matches(&headers, &page.etag) { StatusCode::NOT_MODIFIED } else { StatusCode::OK };
+    let status = if etag_matches(&headers, &page.etag) {
+        StatusCode::NOT_MODIFIED
+    } else {
+        StatusCode::OK
+    };
     let mut res = if status == StatusCode::OK {
         let mut r = page.body.clone().into_response();
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         r
     } else {
         StatusCode::NOT_MODIFIED.into_response()
@@ -313,7 +377,12 @@ pub async fn put_reply(
 ) -> ApiResult<Response> {
     let provider_id = caller_id(&caller.0, Role::Provider)?;
     let reply = req.parse(comment_id, provider_id, now_ms())?;
-    let not_found = || ApiError::not_found("comment_not_found", format!("no comment with id {comment_id}"));
+    let not_found = || {
+        ApiError::not_found(
+            "comment_not_found",
+            format!("no comment with id {comment_id}"),
+        )
+    };
     if comment_id < 1 {
         return Err(not_found());
     }
@@ -364,7 +433,10 @@ pub async fn rating(
     if course_id < 1 {
         return Err(course_not_found(course_id));
     }
-    store::rating(&st.store, course_id, kind).await?.map(Json).ok_or_else(|| course_not_found(course_id))
+    store::rating(&st.store, course_id, kind)
+        .await?
+        .map(Json)
+        .ok_or_else(|| course_not_found(course_id))
 }
 
 #[derive(Deserialize)]
@@ -378,15 +450,23 @@ pub struct DemoTokenParams {
 
 /// Demo only (`serve --demo`): a short-lived token for the demo page, so it
 /// answers at once without `throng token`. 404 otherwise.
-async fn demo_token(State(st): State<AppState>, ApiQuery(q): ApiQuery<DemoTokenParams>) -> ApiResult<Response> {
+async fn demo_token(
+    State(st): State<AppState>,
+    ApiQuery(q): ApiQuery<DemoTokenParams>,
+) -> ApiResult<Response> {
     if !st.comments.demo {
-        return Err(ApiError::not_found("route_not_found", "demo tokens exist only with serve --demo"));
+        return Err(ApiError::not_found(
+            "route_not_found",
+            "demo tokens exist only with serve --demo",
+        ));
     }
     let (sub, role) = match q.role.as_deref().unwrap_or("user") {
         "user" => (super::seed::DEMO_USER_ID, Role::User),
         "provider" => {
             let course_id = q.course_id.unwrap_or(1);
-            let course = store::course(&st.store, course_id).await?.ok_or_else(|| course_not_found(course_id))?;
+            let course = store::course(&st.store, course_id)
+                .await?
+                .ok_or_else(|| course_not_found(course_id))?;
             (course.provider_id, Role::Provider)
         }
         _ => return Err(ApiError::invalid_field("role: user or provider")),
@@ -405,7 +485,9 @@ mod tests {
 
     fn serde_path(q: &str) -> Option<ListQuery> {
         let uri: Uri = format!("/api/comments?{q}").parse().unwrap();
-        axum::extract::Query::<ListParams>::try_from_uri(&uri).ok().and_then(|p| p.0.parse().ok())
+        axum::extract::Query::<ListParams>::try_from_uri(&uri)
+            .ok()
+            .and_then(|p| p.0.parse().ok())
     }
 
     #[test]

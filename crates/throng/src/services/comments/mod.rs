@@ -19,10 +19,18 @@ pub struct CommentsArgs {
     #[arg(long = "comments-cache", env = "THRONG_COMMENTS_CACHE", value_enum, default_value_t = OnOff::On)]
     pub cache: OnOff,
     /// Listing pages cached at most.
-    #[arg(long = "comments-cache-entries-max", env = "THRONG_COMMENTS_CACHE_ENTRIES_MAX", default_value_t = 20_000)]
+    #[arg(
+        long = "comments-cache-entries-max",
+        env = "THRONG_COMMENTS_CACHE_ENTRIES_MAX",
+        default_value_t = 20_000
+    )]
     pub cache_entries_max: usize,
     /// Bytes of cached listing pages at most, in MiB.
-    #[arg(long = "comments-cache-mib-max", env = "THRONG_COMMENTS_CACHE_MIB_MAX", default_value_t = 64)]
+    #[arg(
+        long = "comments-cache-mib-max",
+        env = "THRONG_COMMENTS_CACHE_MIB_MAX",
+        default_value_t = 64
+    )]
     pub cache_mib_max: usize,
     /// How SQLite builds the listing's JSON: `functions` (json_object,
     /// json_group_array) or `concat` (json_quote, group_concat); same bytes.

@@ -33,7 +33,9 @@ impl CommentType {
         match text {
             "Course" => Ok(CommentType::Course),
             "Service" => Ok(CommentType::Service),
-            _ => Err(ApiError::invalid_field(format!("{field}: one of Course, Service"))),
+            _ => Err(ApiError::invalid_field(format!(
+                "{field}: one of Course, Service"
+            ))),
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -80,13 +82,21 @@ pub fn parse_id(field: &str, value: i64) -> Result<i64, ApiError> {
     if value >= 1 {
         Ok(value)
     } else {
-        Err(ApiError::invalid_field(format!("{field}: a positive integer")))
+        Err(ApiError::invalid_field(format!(
+            "{field}: a positive integer"
+        )))
     }
 }
 
 /// Checks a text field: trimmed, `min..=max` characters, no control
 /// characters except (when `multiline`) newline and tab.
-pub fn text(field: &str, value: &str, min: usize, max: usize, multiline: bool) -> Result<String, ApiError> {
+pub fn text(
+    field: &str,
+    value: &str,
+    min: usize,
+    max: usize,
+    multiline: bool,
+) -> Result<String, ApiError> {
     let trimmed = value.trim();
     let n = trimmed.chars().count();
     let bad_char = trimmed
@@ -144,7 +154,12 @@ pub struct NewComment {
 }
 
 impl CommentRequest {
-    pub fn parse(self, course_id: i64, user_id: i64, created_ms: i64) -> Result<NewComment, ApiError> {
+    pub fn parse(
+        self,
+        course_id: i64,
+        user_id: i64,
+        created_ms: i64,
+    ) -> Result<NewComment, ApiError> {
         Ok(NewComment {
             course_id,
             user_id,
@@ -179,11 +194,22 @@ pub struct NewReply {
 }
 
 impl ReplyRequest {
-    pub fn parse(self, comment_id: i64, provider_id: i64, at_ms: i64) -> Result<NewReply, ApiError> {
+    pub fn parse(
+        self,
+        comment_id: i64,
+        provider_id: i64,
+        at_ms: i64,
+    ) -> Result<NewReply, ApiError> {
         Ok(NewReply {
             comment_id,
             provider_id,
-            title: text("title", self.title.as_deref().unwrap_or(""), 0, TITLE_CHARS_MAX, false)?,
+            title: text(
+                "title",
+                self.title.as_deref().unwrap_or(""),
+                0,
+                TITLE_CHARS_MAX,
+                false,
+            )?,
             remarks: text("remarks", &self.remarks, 1, REMARKS_CHARS_MAX, true)?,
             at_ms,
         })
@@ -220,14 +246,21 @@ impl Cursor {
     }
     pub fn decode(text: &str) -> Result<Cursor, ApiError> {
         use base64::Engine;
-        let bad = || ApiError::invalid_field("cursor: pass the X-Next-Cursor value of a previous page unchanged");
+        let bad = || {
+            ApiError::invalid_field(
+                "cursor: pass the X-Next-Cursor value of a previous page unchanged",
+            )
+        };
         if text.len() > 64 {
             return Err(bad());
         }
-        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|_| bad())?;
         let raw = std::str::from_utf8(&raw).map_err(|_| bad())?;
         let mut parts = raw.split(':');
-        let (Some("v1"), Some(ms), Some(user), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some("v1"), Some(ms), Some(user), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(bad());
         };
@@ -251,8 +284,10 @@ pub fn timestamp(ms: i64) -> String {
     use time::macros::format_description;
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    t.format(format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"))
-        .unwrap_or_default()
+    t.format(format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    ))
+    .unwrap_or_default()
 }
 
 pub fn stream_of(course_id: i64) -> String {
@@ -265,7 +300,10 @@ mod tests {
 
     #[test]
     fn cursor_round_trips_and_rejects_garbage() {
-        let c = Cursor { last_update_ms: 1_735_689_600_123, user_id: 777_001 };
+        let c = Cursor {
+            last_update_ms: 1_735_689_600_123,
+            user_id: 777_001,
+        };
         assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
         for bad in ["", "x", "djE6eDox", "djI6MToy", &"a".repeat(100)] {
             assert!(Cursor::decode(bad).is_err(), "{bad}");
@@ -286,15 +324,27 @@ mod tests {
         assert!(text("title", "a\nb", 1, 200, false).is_err());
         assert!(text("remarks", "a\nb\tc", 1, 4000, true).is_ok());
         assert!(text("remarks", "a\u{1}b", 1, 4000, true).is_err());
-        assert_eq!(text("remarks", &"é".repeat(4000), 1, 4000, true).unwrap().chars().count(), 4000);
+        assert_eq!(
+            text("remarks", &"é".repeat(4000), 1, 4000, true)
+                .unwrap()
+                .chars()
+                .count(),
+            4000
+        );
     }
 
     #[test]
     fn ratings_and_types() {
         assert!(Rating::parse(0).is_err() && Rating::parse(6).is_err());
         assert_eq!(Rating::parse(5).unwrap().get(), 5);
-        assert_eq!(CommentType::of_stored("CourseReply"), Some((CommentType::Course, true)));
-        assert_eq!(CommentType::of_stored("Service"), Some((CommentType::Service, false)));
+        assert_eq!(
+            CommentType::of_stored("CourseReply"),
+            Some((CommentType::Course, true))
+        );
+        assert_eq!(
+            CommentType::of_stored("Service"),
+            Some((CommentType::Service, false))
+        );
         assert!(CommentType::parse("t", "course").is_err());
     }
 }

@@ -18,10 +18,19 @@ const WIDGET_JS: &str = include_str!("page/comments.js");
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/comments", get(|| async { Redirect::permanent("/comments/") }))
+        .route(
+            "/comments",
+            get(|| async { Redirect::permanent("/comments/") }),
+        )
         .route(
             "/comments/",
-            get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX_HTML).into_response() }),
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    INDEX_HTML,
+                )
+                    .into_response()
+            }),
         )
         .route(
             "/widget/comments.js",

@@ -128,26 +128,65 @@ impl Rng {
 }
 
 const FIRST: &[&str] = &[
-    "Ava", "Liam", "Noah", "Emma", "Olivia", "Mateo", "Zoë", "José", "Łukasz", "Aiko", "Chen", "Priya",
-    "Amara", "Björn", "Chloé", "Dmitri", "Elif", "Farah", "Giulia", "Hiro", "Ines", "Jonas", "Kofi", "Lena",
-    "Marek", "Nadia", "Omar", "Paula", "Quinn", "Rafael", "Sofia", "Tomás",
+    "Ava", "Liam", "Noah", "Emma", "Olivia", "Mateo", "Zoë", "José", "Łukasz", "Aiko", "Chen",
+    "Priya", "Amara", "Björn", "Chloé", "Dmitri", "Elif", "Farah", "Giulia", "Hiro", "Ines",
+    "Jonas", "Kofi", "Lena", "Marek", "Nadia", "Omar", "Paula", "Quinn", "Rafael", "Sofia",
+    "Tomás",
 ];
 const LAST: &[&str] = &[
-    "Smith", "Novák", "García", "Müller", "Kowalski", "Rossi", "Tanaka", "Okafor", "Silva", "Dubois",
-    "Ivanova", "Jensen", "Kim", "Larsen", "Moreau", "Nguyen", "O'Brien", "Patel", "Horváth", "Schmidt",
+    "Smith", "Novák", "García", "Müller", "Kowalski", "Rossi", "Tanaka", "Okafor", "Silva",
+    "Dubois", "Ivanova", "Jensen", "Kim", "Larsen", "Moreau", "Nguyen", "O'Brien", "Patel",
+    "Horváth", "Schmidt",
 ];
 const TOPICS: &[&str] = &[
-    "Data Science", "Rust Programming", "Cloud Architecture", "SQL Performance", "Machine Learning",
-    "Web Security", "UX Design", "Project Management", "Digital Marketing", "Statistics", "Networking",
-    "Accounting", "Public Speaking", "Photography", "Spanish", "Algorithms",
+    "Data Science",
+    "Rust Programming",
+    "Cloud Architecture",
+    "SQL Performance",
+    "Machine Learning",
+    "Web Security",
+    "UX Design",
+    "Project Management",
+    "Digital Marketing",
+    "Statistics",
+    "Networking",
+    "Accounting",
+    "Public Speaking",
+    "Photography",
+    "Spanish",
+    "Algorithms",
 ];
-const LEVELS: &[&str] = &["Foundations", "Essentials", "Advanced", "in Practice", "Bootcamp", "Masterclass"];
+const LEVELS: &[&str] = &[
+    "Foundations",
+    "Essentials",
+    "Advanced",
+    "in Practice",
+    "Bootcamp",
+    "Masterclass",
+];
 const ADJ: &[&str] = &[
-    "Great", "Solid", "Disappointing", "Excellent", "Decent", "Outstanding", "Okay", "Useful", "Confusing",
-    "Inspiring", "Practical", "Well-paced",
+    "Great",
+    "Solid",
+    "Disappointing",
+    "Excellent",
+    "Decent",
+    "Outstanding",
+    "Okay",
+    "Useful",
+    "Confusing",
+    "Inspiring",
+    "Practical",
+    "Well-paced",
 ];
 const NOUN: &[&str] = &[
-    "course", "material", "instructor", "content", "experience", "introduction", "labs", "exercises",
+    "course",
+    "material",
+    "instructor",
+    "content",
+    "experience",
+    "introduction",
+    "labs",
+    "exercises",
 ];
 const SENTENCES: &[&str] = &[
     "The examples were clear and close to real work.",
@@ -194,7 +233,11 @@ pub struct Population {
 impl Population {
     pub fn of(users: i64) -> Population {
         let providers = (users / 20).clamp(1, 49_999);
-        Population { providers, commenters_from: (users / 2).max(providers + 1).min(users), users }
+        Population {
+            providers,
+            commenters_from: (users / 2).max(providers + 1).min(users),
+            users,
+        }
     }
     pub fn provider_of(&self, course_id: i64) -> i64 {
         (course_id - 1) % self.providers + 1
@@ -254,7 +297,9 @@ pub struct Generator {
 
 impl Generator {
     pub fn new(args: &SeedCommentsArgs) -> Generator {
-        let replies = (0..args.comments_per_course).filter(|k| has_reply(*k, args.reply_ratio)).count() as i64;
+        let replies = (0..args.comments_per_course)
+            .filter(|k| has_reply(*k, args.reply_ratio))
+            .count() as i64;
         Generator {
             args: args.clone(),
             pop: Population::of(args.users),
@@ -268,8 +313,13 @@ impl Generator {
 
     /// Courses `first..=last`, with ids that do not depend on other chunks.
     pub fn chunk(&self, first: i64, last: i64) -> Chunk {
-        let mut c = Chunk { first_course: first, last_course: last, ..Chunk::default() };
-        c.rows.reserve(((last - first + 1) * self.rows_per_course) as usize);
+        let mut c = Chunk {
+            first_course: first,
+            last_course: last,
+            ..Chunk::default()
+        };
+        c.rows
+            .reserve(((last - first + 1) * self.rows_per_course) as usize);
         for course in first..=last {
             self.course(course, &mut c);
         }
@@ -301,7 +351,10 @@ impl Generator {
             }
             let title = format!("{} {}", r.pick(ADJ), r.pick(NOUN));
             let idx = out.rows.len();
-            snaps.entry(user).and_modify(|e| e.1 = idx).or_insert((id, idx));
+            snaps
+                .entry(user)
+                .and_modify(|e| e.1 = idx)
+                .or_insert((id, idx));
             rating[0] += 1;
             rating[1] += stars as i64;
             rating[1 + stars as usize] += 1;
@@ -326,7 +379,11 @@ impl Generator {
                     comment_type: "CourseReply",
                     parent_id: Some(comment_id),
                     rating: None,
-                    title: if r.range(0, 3) == 0 { String::new() } else { "Re: thanks".to_string() },
+                    title: if r.range(0, 3) == 0 {
+                        String::new()
+                    } else {
+                        "Re: thanks".to_string()
+                    },
                     remarks: r.pick(REPLIES).to_string(),
                     created_ms: created + r.range(3_600_000, 3 * DAY_MS),
                 });
@@ -335,12 +392,13 @@ impl Generator {
         }
         let mut users: Vec<_> = snaps.into_iter().collect();
         users.sort_unstable_by_key(|(u, _)| *u);
-        out.snapshots.extend(users.into_iter().map(|(user_id, (first, last))| Snapshot {
-            course_id,
-            user_id,
-            first_comment_id: first,
-            last,
-        }));
+        out.snapshots
+            .extend(users.into_iter().map(|(user_id, (first, last))| Snapshot {
+                course_id,
+                user_id,
+                first_comment_id: first,
+                last,
+            }));
         out.ratings.push((course_id, rating));
         debug_assert_eq!(id, course_id * self.rows_per_course + 1);
     }
@@ -373,9 +431,11 @@ fn progress_bar(total: u64, show: bool) -> ProgressBar {
     }
     let b = ProgressBar::new(total);
     b.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {human_pos}/{human_len} rows, {per_sec}, eta {eta}")
-            .unwrap()
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{msg} [{bar:40}] {human_pos}/{human_len} rows, {per_sec}, eta {eta}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
     );
     b.set_message("seeding comments");
     b
@@ -383,7 +443,11 @@ fn progress_bar(total: u64, show: bool) -> ProgressBar {
 
 /// Seeds (unless data exists and only the CSV was asked for), then writes
 /// the CSV if asked.
-pub async fn seed(store: &Store, args: &SeedCommentsArgs, progress: bool) -> anyhow::Result<SeedReport> {
+pub async fn seed(
+    store: &Store,
+    args: &SeedCommentsArgs,
+    progress: bool,
+) -> anyhow::Result<SeedReport> {
     validate(args)?;
     let started = Instant::now();
     let existing = existing_courses(store).await?;
@@ -399,7 +463,8 @@ pub async fn seed(store: &Store, args: &SeedCommentsArgs, progress: bool) -> any
         let snapshots = match store {
             Store::Sqlite(s) => {
                 let (path, bar) = (s.path().to_path_buf(), progress);
-                tokio::task::spawn_blocking(move || seed_sqlite(&path, gen, existing > 0, bar)).await??
+                tokio::task::spawn_blocking(move || seed_sqlite(&path, gen, existing > 0, bar))
+                    .await??
             }
             Store::Postgres(p) => seed_pg(p, gen, existing > 0, progress).await?,
         };
@@ -416,7 +481,8 @@ pub async fn seed(store: &Store, args: &SeedCommentsArgs, progress: bool) -> any
         append_seeded_event(store, &report).await?;
     }
     if let Some(path) = &args.testdata_csv {
-        report.testdata_rows = write_testdata_csv(store, path, args.testdata_rows, args.seed).await?;
+        report.testdata_rows =
+            write_testdata_csv(store, path, args.testdata_rows, args.seed).await?;
     }
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
@@ -449,7 +515,11 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     }
     let args = SeedCommentsArgs::small(DEMO_USERS, DEMO_COURSES, DEMO_COMMENTS_PER_COURSE);
     let report = seed(store, &args, false).await?;
-    tracing::info!(courses = report.courses, comments = report.comments, "seeded comments demo data");
+    tracing::info!(
+        courses = report.courses,
+        comments = report.comments,
+        "seeded comments demo data"
+    );
     Ok(())
 }
 
@@ -495,7 +565,8 @@ fn seed_sqlite(path: &Path, gen: Generator, wipe: bool, progress: bool) -> anyho
         let last = (user + USERS_PER_CHUNK - 1).min(gen.args.users);
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
-            let mut ins = tx.prepare_cached("INSERT INTO comments_users (id, display_name) VALUES (?1, ?2)")?;
+            let mut ins =
+                tx.prepare_cached("INSERT INTO comments_users (id, display_name) VALUES (?1, ?2)")?;
             for u in user..=last {
                 ins.execute(rusqlite::params![u, display_name(u)])?;
             }
@@ -519,13 +590,22 @@ fn seed_sqlite(path: &Path, gen: Generator, wipe: bool, progress: bool) -> anyho
     Ok(snapshots)
 }
 
-fn sqlite_insert_chunk(tx: &rusqlite::Connection, chunk: &Chunk, pop: &Population) -> anyhow::Result<()> {
+fn sqlite_insert_chunk(
+    tx: &rusqlite::Connection,
+    chunk: &Chunk,
+    pop: &Population,
+) -> anyhow::Result<()> {
     use rusqlite::params;
     let kind = CommentType::Course.as_str();
-    let mut ins_course =
-        tx.prepare_cached("INSERT INTO comments_courses (id, provider_id, title) VALUES (?1, ?2, ?3)")?;
+    let mut ins_course = tx.prepare_cached(
+        "INSERT INTO comments_courses (id, provider_id, title) VALUES (?1, ?2, ?3)",
+    )?;
     for course in chunk.first_course..=chunk.last_course {
-        ins_course.execute(params![course, pop.provider_of(course), course_title(course)])?;
+        ins_course.execute(params![
+            course,
+            pop.provider_of(course),
+            course_title(course)
+        ])?;
     }
     // Rows go in primary-key order: every insert appends to the B-tree.
     let mut ins = tx.prepare_cached(
@@ -568,7 +648,9 @@ fn sqlite_insert_chunk(tx: &rusqlite::Connection, chunk: &Chunk, pop: &Populatio
             stars5, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)",
     )?;
     for (course, r) in &chunk.ratings {
-        ins_rating.execute(params![course, kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6]])?;
+        ins_rating.execute(params![
+            course, kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6]
+        ])?;
     }
     Ok(())
 }
@@ -651,8 +733,12 @@ async fn pg_insert_chunk(
     .await?;
     let rows = &chunk.rows;
     let col = |f: fn(&Row) -> i64| rows.iter().map(f).collect::<Vec<i64>>();
-    let (id, course, user, created) =
-        (col(|r| r.id), col(|r| r.course_id), col(|r| r.user_id), col(|r| r.created_ms));
+    let (id, course, user, created) = (
+        col(|r| r.id),
+        col(|r| r.course_id),
+        col(|r| r.user_id),
+        col(|r| r.created_ms),
+    );
     let types: Vec<&str> = rows.iter().map(|r| r.comment_type).collect();
     let parents: Vec<Option<i64>> = rows.iter().map(|r| r.parent_id).collect();
     let ratings: Vec<Option<i32>> = rows.iter().map(|r| r.rating).collect();
@@ -671,8 +757,14 @@ async fn pg_insert_chunk(
     let s_first: Vec<i64> = snaps.iter().map(|s| s.first_comment_id).collect();
     let s_last: Vec<i64> = snaps.iter().map(|s| rows[s.last].id).collect();
     let s_title: Vec<&str> = snaps.iter().map(|s| rows[s.last].title.as_str()).collect();
-    let s_rating: Vec<i32> = snaps.iter().map(|s| rows[s.last].rating.unwrap_or(0)).collect();
-    let s_remarks: Vec<&str> = snaps.iter().map(|s| rows[s.last].remarks.as_str()).collect();
+    let s_rating: Vec<i32> = snaps
+        .iter()
+        .map(|s| rows[s.last].rating.unwrap_or(0))
+        .collect();
+    let s_remarks: Vec<&str> = snaps
+        .iter()
+        .map(|s| rows[s.last].remarks.as_str())
+        .collect();
     let s_time: Vec<i64> = snaps.iter().map(|s| rows[s.last].created_ms).collect();
     t.execute(
         "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id, last_comment_id,
@@ -684,7 +776,15 @@ async fn pg_insert_chunk(
     .await?;
     let r_course: Vec<i64> = chunk.ratings.iter().map(|r| r.0).collect();
     let r_col = |i: usize| chunk.ratings.iter().map(|r| r.1[i]).collect::<Vec<i64>>();
-    let (c0, c1, c2, c3, c4, c5, c6) = (r_col(0), r_col(1), r_col(2), r_col(3), r_col(4), r_col(5), r_col(6));
+    let (c0, c1, c2, c3, c4, c5, c6) = (
+        r_col(0),
+        r_col(1),
+        r_col(2),
+        r_col(3),
+        r_col(4),
+        r_col(5),
+        r_col(6),
+    );
     t.execute(
         "INSERT INTO comments_ratings (course_id, comment_type, count, sum, stars1, stars2, stars3, stars4,
             stars5, version)
@@ -703,7 +803,12 @@ async fn pg_insert_chunk(
 /// its distributions (skip 0-3, size 2-10, skipThread 0 or 1 (0 in 8 of 10),
 /// sizeThread 2-10) for random stored snapshots. No header row: Artillery
 /// reads every line as data unless told to skip one.
-pub async fn write_testdata_csv(store: &Store, path: &Path, rows: usize, seed: u64) -> anyhow::Result<usize> {
+pub async fn write_testdata_csv(
+    store: &Store,
+    path: &Path,
+    rows: usize,
+    seed: u64,
+) -> anyhow::Result<usize> {
     let courses = existing_courses(store).await?;
     if courses == 0 {
         anyhow::bail!("no comments data to draw testData.csv from; seed first");
@@ -737,7 +842,12 @@ pub async fn write_testdata_csv(store: &Store, path: &Path, rows: usize, seed: u
                 .await?;
             let mut out = Vec::with_capacity(picks.len());
             for (course, h) in &picks {
-                let us: Vec<i64> = client.query(&stmt, &[course]).await?.iter().map(|r| r.get(0)).collect();
+                let us: Vec<i64> = client
+                    .query(&stmt, &[course])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
                 out.push((!us.is_empty()).then(|| us[(*h % us.len() as u64) as usize]));
             }
             out
@@ -759,7 +869,8 @@ pub async fn write_testdata_csv(store: &Store, path: &Path, rows: usize, seed: u
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(path, text)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     Ok(written)
 }
 
@@ -773,7 +884,12 @@ mod tests {
         let g = Generator::new(&args);
         let a = g.chunk(1, 5);
         let b = Generator::new(&args).chunk(3, 5);
-        let a3: Vec<_> = a.rows.iter().filter(|r| r.course_id >= 3).map(|r| (r.id, r.remarks.clone())).collect();
+        let a3: Vec<_> = a
+            .rows
+            .iter()
+            .filter(|r| r.course_id >= 3)
+            .map(|r| (r.id, r.remarks.clone()))
+            .collect();
         let b3: Vec<_> = b.rows.iter().map(|r| (r.id, r.remarks.clone())).collect();
         assert_eq!(a3, b3, "a course's rows do not depend on the chunk");
         assert_eq!(a.rows.iter().filter(|r| r.parent_id.is_some()).count(), 20);

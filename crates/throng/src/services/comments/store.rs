@@ -27,8 +27,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio_postgres::types::ToSql;
 
 use super::model::{
-    self, CommentType, Cursor, ListQuery, NewComment, NewReply, EVENT_COMMENT_POSTED, EVENT_REPLY_EDITED,
-    EVENT_REPLY_POSTED,
+    self, CommentType, Cursor, ListQuery, NewComment, NewReply, EVENT_COMMENT_POSTED,
+    EVENT_REPLY_EDITED, EVENT_REPLY_POSTED,
 };
 use crate::store::{eventlog, NewEvent, Store, StoreError};
 
@@ -108,10 +108,22 @@ struct Variant {
 }
 
 const VARIANTS: [Variant; 4] = [
-    Variant { user: false, cursor: false },
-    Variant { user: true, cursor: false },
-    Variant { user: false, cursor: true },
-    Variant { user: true, cursor: true },
+    Variant {
+        user: false,
+        cursor: false,
+    },
+    Variant {
+        user: true,
+        cursor: false,
+    },
+    Variant {
+        user: false,
+        cursor: true,
+    },
+    Variant {
+        user: true,
+        cursor: true,
+    },
 ];
 
 fn variant_index(q: &ListQuery) -> usize {
@@ -133,7 +145,11 @@ fn snapshot_filter(v: Variant, p: fn(usize) -> String) -> String {
         next += 1;
     }
     if v.cursor {
-        sql.push_str(&format!(" AND (last_update_ms, user_id) < ({}, {})", p(next), p(next + 1)));
+        sql.push_str(&format!(
+            " AND (last_update_ms, user_id) < ({}, {})",
+            p(next),
+            p(next + 1)
+        ));
     }
     sql.push_str(&format!(
         " ORDER BY last_update_ms DESC, user_id DESC LIMIT {} OFFSET {}",
@@ -281,11 +297,20 @@ fn concat_list_sql(v: Variant, d: &Concat) -> String {
     )
 }
 
-static SQLITE_LIST: LazyLock<Vec<String>> = LazyLock::new(|| VARIANTS.iter().map(|v| sqlite_list_sql(*v)).collect());
-static SQLITE_CONCAT_LIST: LazyLock<Vec<String>> =
-    LazyLock::new(|| VARIANTS.iter().map(|v| concat_list_sql(*v, &SQLITE_CONCAT)).collect());
-static PG_LIST: LazyLock<Vec<String>> =
-    LazyLock::new(|| VARIANTS.iter().map(|v| concat_list_sql(*v, &PG_CONCAT)).collect());
+static SQLITE_LIST: LazyLock<Vec<String>> =
+    LazyLock::new(|| VARIANTS.iter().map(|v| sqlite_list_sql(*v)).collect());
+static SQLITE_CONCAT_LIST: LazyLock<Vec<String>> = LazyLock::new(|| {
+    VARIANTS
+        .iter()
+        .map(|v| concat_list_sql(*v, &SQLITE_CONCAT))
+        .collect()
+});
+static PG_LIST: LazyLock<Vec<String>> = LazyLock::new(|| {
+    VARIANTS
+        .iter()
+        .map(|v| concat_list_sql(*v, &PG_CONCAT))
+        .collect()
+});
 
 /// How SQLite builds the listing's JSON (PostgreSQL always concatenates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -308,12 +333,23 @@ fn assemble(rows: Vec<(String, i64, i64)>) -> ListPage {
         body.extend_from_slice(json.as_bytes());
     }
     body.push(b']');
-    let last = rows.last().map(|r| Cursor { last_update_ms: r.1, user_id: r.2 });
-    ListPage { body, blocks: rows.len(), last }
+    let last = rows.last().map(|r| Cursor {
+        last_update_ms: r.1,
+        user_id: r.2,
+    });
+    ListPage {
+        body,
+        blocks: rows.len(),
+        last,
+    }
 }
 
 /// The listing page for `q`, JSON built by the database.
-pub async fn list_page(store: &Store, q: &ListQuery, build: JsonBuild) -> Result<ListPage, StoreError> {
+pub async fn list_page(
+    store: &Store,
+    q: &ListQuery,
+    build: JsonBuild,
+) -> Result<ListPage, StoreError> {
     if q.size == 0 {
         return Ok(assemble(Vec::new()));
     }
@@ -343,7 +379,9 @@ pub async fn list_page(store: &Store, q: &ListQuery, build: JsonBuild) -> Result
                     values.push(cur.user_id.into());
                 }
                 let rows = stmt
-                    .query_map(rusqlite::params_from_iter(values), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .query_map(rusqlite::params_from_iter(values), |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(assemble(rows))
             })
@@ -353,9 +391,18 @@ pub async fn list_page(store: &Store, q: &ListQuery, build: JsonBuild) -> Result
             let client = p.client().await?;
             let stmt = client.prepare_cached(&PG_LIST[vi]).await?;
             let kind = q.comment_type.as_str();
-            let mut params: Vec<&(dyn ToSql + Sync)> =
-                vec![&q.course_id, &kind, &q.size, &q.skip, &q.size_thread, &q.skip_thread];
-            let (cur_ms, cur_user) = q.after.map(|c| (c.last_update_ms, c.user_id)).unwrap_or_default();
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+                &q.course_id,
+                &kind,
+                &q.size,
+                &q.skip,
+                &q.size_thread,
+                &q.skip_thread,
+            ];
+            let (cur_ms, cur_user) = q
+                .after
+                .map(|c| (c.last_update_ms, c.user_id))
+                .unwrap_or_default();
             if let Some(u) = &q.user_id {
                 params.push(u);
             }
@@ -364,7 +411,11 @@ pub async fn list_page(store: &Store, q: &ListQuery, build: JsonBuild) -> Result
                 params.push(&cur_user);
             }
             let rows = client.query(&stmt, &params).await?;
-            Ok(assemble(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))
+            Ok(assemble(
+                rows.iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2)))
+                    .collect(),
+            ))
         }
     }
 }
@@ -378,7 +429,13 @@ pub async fn course(store: &Store, id: i64) -> Result<Option<Course>, StoreError
         Store::Sqlite(s) => {
             s.read(move |c| {
                 Ok(c.prepare_cached(SQL_LITE)?
-                    .query_row([id], |r| Ok(Course { id: r.get(0)?, provider_id: r.get(1)?, title: r.get(2)? }))
+                    .query_row([id], |r| {
+                        Ok(Course {
+                            id: r.get(0)?,
+                            provider_id: r.get(1)?,
+                            title: r.get(2)?,
+                        })
+                    })
                     .optional()?)
             })
             .await
@@ -386,10 +443,11 @@ pub async fn course(store: &Store, id: i64) -> Result<Option<Course>, StoreError
         Store::Postgres(p) => {
             let client = p.client().await?;
             let stmt = client.prepare_cached(SQL_PG).await?;
-            Ok(client
-                .query_opt(&stmt, &[&id])
-                .await?
-                .map(|r| Course { id: r.get(0), provider_id: r.get(1), title: r.get(2) }))
+            Ok(client.query_opt(&stmt, &[&id]).await?.map(|r| Course {
+                id: r.get(0),
+                provider_id: r.get(1),
+                title: r.get(2),
+            }))
         }
     }
 }
@@ -422,7 +480,11 @@ pub async fn version(store: &Store, course_id: i64, kind: CommentType) -> Result
 
 fn rating_out(course_id: i64, kind: CommentType, row: Option<[i64; 7]>) -> RatingOut {
     let r = row.unwrap_or([0; 7]);
-    let average = if r[0] > 0 { (r[1] as f64 / r[0] as f64 * 100.0).round() / 100.0 } else { 0.0 };
+    let average = if r[0] > 0 {
+        (r[1] as f64 / r[0] as f64 * 100.0).round() / 100.0
+    } else {
+        0.0
+    };
     RatingOut {
         course_id,
         rating_type: kind.as_str().to_string(),
@@ -433,7 +495,11 @@ fn rating_out(course_id: i64, kind: CommentType, row: Option<[i64; 7]>) -> Ratin
 }
 
 /// Rating aggregates; `None` when the course does not exist.
-pub async fn rating(store: &Store, course_id: i64, kind: CommentType) -> Result<Option<RatingOut>, StoreError> {
+pub async fn rating(
+    store: &Store,
+    course_id: i64,
+    kind: CommentType,
+) -> Result<Option<RatingOut>, StoreError> {
     let k = kind.as_str();
     let (exists, row) = match store {
         Store::Sqlite(s) => {
@@ -500,7 +566,11 @@ fn posted_event(c: &CommentOut) -> NewEvent {
 fn reply_event(r: &CommentOut, edited: bool) -> NewEvent {
     NewEvent::json(
         model::stream_of(r.course_id),
-        if edited { EVENT_REPLY_EDITED } else { EVENT_REPLY_POSTED },
+        if edited {
+            EVENT_REPLY_EDITED
+        } else {
+            EVENT_REPLY_POSTED
+        },
         &serde_json::json!({
             "commentId": r.parent_id, "replyId": r.comment_id, "courseId": r.course_id,
             "providerId": r.user_id, "displayName": r.display_name,
@@ -518,7 +588,8 @@ fn stars(rating: i32) -> [i64; 5] {
 /// "Last" moves forward only in the thread's own order (created time, then
 /// id): a comment stamped earlier can commit later (it waited in the writer's
 /// queue), and must not replace a newer one as the user's last comment.
-const SQLITE_SNAPSHOT_UPSERT: &str = "INSERT INTO comments_snapshots (course_id, comment_type, user_id,
+const SQLITE_SNAPSHOT_UPSERT: &str =
+    "INSERT INTO comments_snapshots (course_id, comment_type, user_id,
         first_comment_id, last_comment_id, last_title, last_rating, last_remarks, last_update_ms)
      VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8)
      ON CONFLICT (course_id, comment_type, user_id) DO UPDATE SET
@@ -529,7 +600,8 @@ const SQLITE_SNAPSHOT_UPSERT: &str = "INSERT INTO comments_snapshots (course_id,
         OR (excluded.last_update_ms = comments_snapshots.last_update_ms
             AND excluded.last_comment_id > comments_snapshots.last_comment_id)";
 
-const SQLITE_RATING_UPSERT: &str = "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
+const SQLITE_RATING_UPSERT: &str =
+    "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
         stars1, stars2, stars3, stars4, stars5, version)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)
      ON CONFLICT (course_id, comment_type) DO UPDATE SET
@@ -559,7 +631,8 @@ const PG_RATING_UPSERT: &str = "INSERT INTO comments_ratings (course_id, comment
         stars5 = comments_ratings.stars5 + excluded.stars5, version = comments_ratings.version + 1";
 
 /// Bumps the version of a course and type without changing its ratings.
-const SQLITE_VERSION_BUMP: &str = "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
+const SQLITE_VERSION_BUMP: &str =
+    "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
         stars1, stars2, stars3, stars4, stars5, version) VALUES (?1, ?2, 0, 0, 0, 0, 0, 0, 0, 1)
      ON CONFLICT (course_id, comment_type) DO UPDATE SET version = version + 1";
 const PG_VERSION_BUMP: &str = "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
@@ -644,7 +717,9 @@ fn sqlite_post(c: &Connection, new: &NewComment) -> Result<PostOutcome, StoreErr
             "SELECT (SELECT 1 FROM comments_courses WHERE id = ?1),
                     (SELECT display_name FROM comments_users WHERE id = ?2)",
         )?
-        .query_row(params![new.course_id, new.user_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        .query_row(params![new.course_id, new.user_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
     if course.is_none() {
         return Ok(PostOutcome::CourseNotFound);
     }
@@ -670,8 +745,17 @@ fn sqlite_post(c: &Connection, new: &NewComment) -> Result<PostOutcome, StoreErr
         new.created_ms
     ])?;
     let st = stars(rating);
-    c.prepare_cached(SQLITE_RATING_UPSERT)?
-        .execute(params![new.course_id, kind, 1, rating, st[0], st[1], st[2], st[3], st[4]])?;
+    c.prepare_cached(SQLITE_RATING_UPSERT)?.execute(params![
+        new.course_id,
+        kind,
+        1,
+        rating,
+        st[0],
+        st[1],
+        st[2],
+        st[3],
+        st[4]
+    ])?;
     let out = comment_out(new, id, display_name);
     eventlog::sqlite_append(c, &posted_event(&out))?;
     Ok(PostOutcome::Posted(out))
@@ -686,7 +770,10 @@ struct Target {
     provider_name: Option<String>,
 }
 
-fn check_target(target: Option<Target>, provider_id: i64) -> Result<(Target, CommentType), ReplyOutcome> {
+fn check_target(
+    target: Option<Target>,
+    provider_id: i64,
+) -> Result<(Target, CommentType), ReplyOutcome> {
     let Some(t) = target else {
         return Err(ReplyOutcome::CommentNotFound);
     };
@@ -702,14 +789,23 @@ fn check_target(target: Option<Target>, provider_id: i64) -> Result<(Target, Com
     Ok((t, kind))
 }
 
-const TARGET_SQLITE: &str = "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name
+const TARGET_SQLITE: &str =
+    "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name
      FROM comments c LEFT JOIN comments_courses co ON co.id = c.course_id
      LEFT JOIN comments_users u ON u.id = co.provider_id WHERE c.id = ?1";
-const TARGET_PG: &str = "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name
+const TARGET_PG: &str =
+    "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name
      FROM comments c LEFT JOIN comments_courses co ON co.id = c.course_id
      LEFT JOIN comments_users u ON u.id = co.provider_id WHERE c.id = $1";
 
-fn reply_out(r: &NewReply, t: &Target, kind: CommentType, id: i64, created_ms: i64, edited: bool) -> CommentOut {
+fn reply_out(
+    r: &NewReply,
+    t: &Target,
+    kind: CommentType,
+    id: i64,
+    created_ms: i64,
+    edited: bool,
+) -> CommentOut {
     CommentOut {
         comment_id: id,
         course_id: t.course_id,
@@ -809,8 +905,10 @@ fn sqlite_put_reply(c: &Connection, r: &NewReply) -> Result<ReplyOutcome, StoreE
         .optional()?;
     let out = match existing {
         Some((id, created_ms)) => {
-            c.prepare_cached("UPDATE comments SET title = ?2, remarks = ?3, edited_ms = ?4 WHERE id = ?1")?
-                .execute(params![id, r.title, r.remarks, r.at_ms])?;
+            c.prepare_cached(
+                "UPDATE comments SET title = ?2, remarks = ?3, edited_ms = ?4 WHERE id = ?1",
+            )?
+            .execute(params![id, r.title, r.remarks, r.at_ms])?;
             reply_out(r, &target, kind, id, created_ms, true)
         }
         None => {
@@ -830,10 +928,15 @@ fn sqlite_put_reply(c: &Connection, r: &NewReply) -> Result<ReplyOutcome, StoreE
             reply_out(r, &target, kind, c.last_insert_rowid(), r.at_ms, false)
         }
     };
-    c.prepare_cached(SQLITE_VERSION_BUMP)?.execute(params![target.course_id, kind.as_str()])?;
+    c.prepare_cached(SQLITE_VERSION_BUMP)?
+        .execute(params![target.course_id, kind.as_str()])?;
     let edited = out.edited_date.is_some();
     eventlog::sqlite_append(c, &reply_event(&out, edited))?;
-    Ok(if edited { ReplyOutcome::Edited(out) } else { ReplyOutcome::Created(out) })
+    Ok(if edited {
+        ReplyOutcome::Edited(out)
+    } else {
+        ReplyOutcome::Created(out)
+    })
 }
 
 #[cfg(test)]
@@ -849,7 +952,11 @@ mod tests {
                 (concat_list_sql(v, &SQLITE_CONCAT), "?"),
                 (concat_list_sql(v, &PG_CONCAT), "$"),
             ] {
-                assert!(sql.contains(&format!("{mark}{n}")) && !sql.contains(&format!("{mark}{}", n + 1)), "{sql}");
+                assert!(
+                    sql.contains(&format!("{mark}{n}"))
+                        && !sql.contains(&format!("{mark}{}", n + 1)),
+                    "{sql}"
+                );
             }
         }
     }
