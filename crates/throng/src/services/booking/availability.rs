@@ -191,17 +191,19 @@ impl Availability {
         self.place_slots(id).map(|p| &p.place)
     }
 
+    /// The word holding a slot's taken bit, and the bit; or why there is none.
+    fn locate(&self, place_id: i64, day: Day, slot: i32) -> Result<(&AtomicU64, u64), SlotState> {
+        let p = self.place_slots(place_id).ok_or(SlotState::UnknownPlace)?;
+        let d = p.day(day).ok_or(SlotState::UnknownSlot)?;
+        let (w, b) = d.bit(slot).ok_or(SlotState::UnknownSlot)?;
+        Ok((&d.taken[w], b))
+    }
+
     pub fn state(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
-        let Some(p) = self.place_slots(place_id) else {
-            return SlotState::UnknownPlace;
-        };
-        let Some(d) = p.day(day) else {
-            return SlotState::UnknownSlot;
-        };
-        match d.bit(slot) {
-            None => SlotState::UnknownSlot,
-            Some((w, b)) if d.taken[w].load(Ordering::Acquire) & b != 0 => SlotState::Taken,
-            Some(_) => SlotState::Free,
+        match self.locate(place_id, day, slot) {
+            Err(missing) => missing,
+            Ok((word, b)) if word.load(Ordering::Acquire) & b != 0 => SlotState::Taken,
+            Ok(_) => SlotState::Free,
         }
     }
 
@@ -210,30 +212,21 @@ impl Availability {
     /// the conditional write that decides the slot (the registration row is
     /// appended in the same transaction; see `store.rs`).
     pub fn take(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
-        let Some(p) = self.place_slots(place_id) else {
-            return SlotState::UnknownPlace;
-        };
-        let Some(d) = p.day(day) else {
-            return SlotState::UnknownSlot;
-        };
-        match d.bit(slot) {
-            None => SlotState::UnknownSlot,
-            Some((w, b)) if d.taken[w].fetch_or(b, Ordering::AcqRel) & b != 0 => SlotState::Taken,
+        match self.locate(place_id, day, slot) {
+            Err(missing) => missing,
+            Ok((word, b)) if word.fetch_or(b, Ordering::AcqRel) & b != 0 => SlotState::Taken,
             // Was free; now ours.
-            Some(_) => SlotState::Free,
+            Ok(_) => SlotState::Free,
         }
     }
 
     /// Records a committed change (call after the commit, before answering).
     pub fn set_taken(&self, place_id: i64, day: Day, slot: i32, taken: bool) {
-        let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) else {
-            return;
-        };
-        if let Some((w, b)) = d.bit(slot) {
+        if let Ok((word, b)) = self.locate(place_id, day, slot) {
             if taken {
-                d.taken[w].fetch_or(b, Ordering::AcqRel);
+                word.fetch_or(b, Ordering::AcqRel);
             } else {
-                d.taken[w].fetch_and(!b, Ordering::AcqRel);
+                word.fetch_and(!b, Ordering::AcqRel);
             }
         }
     }
