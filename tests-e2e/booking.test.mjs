@@ -3,39 +3,21 @@
 // a day). Each test uses its own place, so the tests do not take each
 // other's slots.
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { fetchWithin, launchBrowser, startThrong, todayUtc, watchErrors } from "./lib/server.mjs";
+import { fetchWithin, sharedSession, todayUtc } from "./lib/server.mjs";
 
 const SLOTS_PER_DAY = 25;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TEST_MS_MAX = 60_000;
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startThrong();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
-
-/** A new tab for one test, closed when the test ends; fails the test on page errors. */
-async function newPage(t) {
-  const page = await browser.context.newPage();
-  const errors = watchErrors(page);
-  t.after(() => page.close());
-  return { page, errors };
-}
+const session = sharedSession();
+const newPage = session.newPage;
 
 /** Opens /booking/, picks today and the place at `placeIndex`, waits for its slots. */
 async function openBooking(page, placeIndex) {
-  await page.goto(`${server.url}/booking/`);
+  await page.goto(`${session.server.url}/booking/`);
   await page.locator("#place option").nth(placeIndex).waitFor({ state: "attached" });
   // The page loads the first place's slots by itself; wait for that first so
   // the choices below do not race it.
@@ -70,7 +52,7 @@ async function pickFirstFreeSlot(page) {
 }
 
 async function readRegistration(id, code) {
-  return fetchWithin(`${server.url}/api/booking/registrations/${id}`, { headers: { "X-Access-Code": code } });
+  return fetchWithin(`${session.server.url}/api/booking/registrations/${id}`, { headers: { "X-Access-Code": code } });
 }
 
 test("register through the page; the API holds it; the slot is taken after reload", { timeout: TEST_MS_MAX }, async (t) => {
@@ -171,7 +153,7 @@ test("a slot taken meanwhile: 409 message stays visible and the slot turns disab
   const { placeId, day } = await openBooking(page, 4);
   const slot = await pickFirstFreeSlot(page);
   // Someone else takes the slot while this person is typing.
-  const res = await fetchWithin(`${server.url}/api/booking/registrations`, {
+  const res = await fetchWithin(`${session.server.url}/api/booking/registrations`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ placeId, day, timeSlot: slot, person: { ...ALICE, name: "Carol Quick" } }),

@@ -2,36 +2,19 @@
 // throng server (demo data: 200 users, 20 courses, 10 comments each, half
 // of them with the provider's reply). Each test uses its own course.
 
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { fetchWithin, launchBrowser, startThrong, watchErrors } from "./lib/server.mjs";
+import { fetchWithin, sharedSession } from "./lib/server.mjs";
 
 const TEST_MS_MAX = 60_000;
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startThrong();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
-
-async function newPage(t) {
-  const page = await browser.context.newPage();
-  const errors = watchErrors(page);
-  t.after(() => page.close());
-  return { page, errors };
-}
+const session = sharedSession();
+const newPage = session.newPage;
 
 /** Opens the demo page on `course` and waits until the widget shows it. */
 async function openCourse(page, course) {
-  await page.goto(`${server.url}/comments/`);
+  await page.goto(`${session.server.url}/comments/`);
   await page.locator(".throng-comments h3", { hasText: /· course 1$/ }).waitFor();
   if (course !== 1) {
     await page.fill("#course", String(course));
@@ -44,9 +27,9 @@ async function openCourse(page, course) {
 test("shows the rating and the comments with replies, and pages", { timeout: TEST_MS_MAX }, async (t) => {
   const { page, errors } = await newPage(t);
   await openCourse(page, 2);
-  const rating = await (await fetchWithin(`${server.url}/api/courses/2/rating`)).json();
+  const rating = await (await fetchWithin(`${session.server.url}/api/courses/2/rating`)).json();
   assert.match(await page.textContent("[data-testid=rating-summary]"), new RegExp(`from ${rating.count} rating`));
-  const api = await (await fetchWithin(`${server.url}/api/comments?courseId=2&size=5&sizeThread=5`)).json();
+  const api = await (await fetchWithin(`${session.server.url}/api/comments?courseId=2&size=5&sizeThread=5`)).json();
   const blocks = page.locator("[data-testid=block]");
   assert.equal(await blocks.count(), api.length, "one block per user, page size 5");
   assert.equal((await blocks.first().locator(".tc-name").first().textContent()).trim(), api[0].displayName);
@@ -58,7 +41,7 @@ test("shows the rating and the comments with replies, and pages", { timeout: TES
   assert.equal(await page.locator("[data-testid=newer]").isDisabled(), true);
   await page.click("[data-testid=older]");
   await page.locator("text=page 2").waitFor();
-  const page2 = await (await fetchWithin(`${server.url}/api/comments?courseId=2&skip=5&size=5&sizeThread=5`)).json();
+  const page2 = await (await fetchWithin(`${session.server.url}/api/comments?courseId=2&skip=5&size=5&sizeThread=5`)).json();
   assert.equal(await blocks.count(), page2.length);
   await page.click("[data-testid=newer]");
   await page.locator("text=page 1").waitFor();
@@ -68,7 +51,7 @@ test("shows the rating and the comments with replies, and pages", { timeout: TES
 test("a signed-in user posts a review; it shows at once; bad input shows the error", { timeout: TEST_MS_MAX }, async (t) => {
   const { page, errors } = await newPage(t);
   await openCourse(page, 3);
-  const before = await (await fetchWithin(`${server.url}/api/courses/3/rating`)).json();
+  const before = await (await fetchWithin(`${session.server.url}/api/courses/3/rating`)).json();
   await page.click("#demo-user");
   await page.locator("[data-testid=form]").waitFor();
 
@@ -76,7 +59,7 @@ test("a signed-in user posts a review; it shows at once; bad input shows the err
   await page.fill("[data-testid=form-remarks]", "No title here.");
   await page.click("[data-testid=form-send]");
   await page.locator("[data-testid=form-error]").filter({ hasText: "title" }).waitFor();
-  const still = await (await fetchWithin(`${server.url}/api/courses/3/rating`)).json();
+  const still = await (await fetchWithin(`${session.server.url}/api/courses/3/rating`)).json();
   assert.equal(still.count, before.count);
 
   await page.selectOption("[data-testid=form-rating]", "4");
@@ -87,7 +70,7 @@ test("a signed-in user posts a review; it shows at once; bad input shows the err
   const first = page.locator("[data-testid=block]").first();
   assert.equal((await first.locator(".tc-title").first().textContent()).trim(), "Browser <b>review</b>", "text, not HTML");
   assert.equal(await page.locator("[data-testid=block] b").count(), 0);
-  const after = await (await fetchWithin(`${server.url}/api/courses/3/rating`)).json();
+  const after = await (await fetchWithin(`${session.server.url}/api/courses/3/rating`)).json();
   assert.equal(after.count, before.count + 1);
   assert.equal(after.stars[3], before.stars[3] + 1);
   assert.match(await page.textContent("[data-testid=rating-summary]"), new RegExp(`from ${after.count} rating`));

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -229,4 +230,32 @@ export function fetchWithin(url, options = {}, timeoutMs = PAGE_WAIT_MS_MAX) {
 /** Today as YYYY-MM-DD in UTC: the demo data starts at the server's UTC day. */
 export function todayUtc() {
   return new Date().toISOString().slice(0, 10);
+}
+
+/**
+ * One throng server and one browser for a whole test file (started before
+ * its first test, stopped after its last). `session.server` and
+ * `session.browser` are set once started; `session.newPage(t)` opens a tab
+ * for test `t`, closed when the test ends, with its page errors collected.
+ */
+export function sharedSession(options = {}) {
+  const session = {
+    server: undefined,
+    browser: undefined,
+    async newPage(t) {
+      const page = await session.browser.context.newPage();
+      const errors = watchErrors(page);
+      t.after(() => page.close());
+      return { page, errors };
+    },
+  };
+  before(async () => {
+    session.server = await startThrong(options);
+    session.browser = await launchBrowser();
+  });
+  after(async () => {
+    await session.browser?.close();
+    await session.server?.stop();
+  });
+  return session;
 }
