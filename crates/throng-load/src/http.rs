@@ -100,14 +100,20 @@ pub async fn resolve(host: &str, port: u16) -> Result<SocketAddr, HttpError> {
         .ok_or_else(|| HttpError::new("ENOTFOUND", format!("{host} has no address")))
 }
 
-/// Opens a TCP connection with `TCP_NODELAY` and performs the (no-op) HTTP/1 handshake.
-pub async fn connect(addr: SocketAddr) -> Result<(Sender, Driver), HttpError> {
+/// Opens a TCP connection with `TCP_NODELAY` (both clients use it).
+pub async fn tcp_connect(addr: SocketAddr) -> Result<TcpStream, HttpError> {
     let stream = TcpStream::connect(addr)
         .await
         .map_err(|e| HttpError::from_io(&e))?;
     stream
         .set_nodelay(true)
         .map_err(|e| HttpError::from_io(&e))?;
+    Ok(stream)
+}
+
+/// Opens a TCP connection and performs the (no-op) HTTP/1 handshake.
+pub async fn connect(addr: SocketAddr) -> Result<(Sender, Driver), HttpError> {
+    let stream = tcp_connect(addr).await?;
     http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| HttpError::from_hyper(&e))

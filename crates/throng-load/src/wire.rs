@@ -40,12 +40,7 @@ enum Framing {
 
 impl Conn {
     pub async fn connect(addr: SocketAddr) -> Result<Self, HttpError> {
-        let stream = TcpStream::connect(addr)
-            .await
-            .map_err(|e| HttpError::from_io(&e))?;
-        stream
-            .set_nodelay(true)
-            .map_err(|e| HttpError::from_io(&e))?;
+        let stream = crate::http::tcp_connect(addr).await?;
         Ok(Self {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
