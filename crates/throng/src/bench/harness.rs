@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Where the JSON and markdown results go.
     #[arg(long, default_value = "bench-results")]
     pub out_dir: PathBuf,
+    /// Only the workloads whose name contains this text (the ceiling always
+    /// runs), e.g. `--only try-register` while profiling one workload.
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -233,7 +237,18 @@ async fn measure_all(
     seed_s: Option<f64>,
 ) -> anyhow::Result<BenchReport> {
     let mut workloads = vec![ceiling()];
-    workloads.extend(exp.workloads(args.scale));
+    workloads.extend(
+        exp.workloads(args.scale)
+            .into_iter()
+            .filter(|w| args.only.as_deref().is_none_or(|o| w.name.contains(o))),
+    );
+    if workloads.len() == 1 {
+        anyhow::bail!(
+            "--only {:?} matches none of {}'s workloads",
+            args.only.as_deref().unwrap_or(""),
+            exp.name()
+        );
+    }
     let host = server.addr.to_string();
     let duration = Duration::from_secs(args.duration_s);
     let connections = args.connections.expect("set from the experiment's default");
