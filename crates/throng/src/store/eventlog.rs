@@ -21,7 +21,7 @@ impl NewEvent {
     pub fn json(
         stream: impl Into<String>,
         event_type: &str,
-        payload: &serde_json::Value,
+        payload: &impl serde::Serialize,
     ) -> NewEvent {
         NewEvent {
             stream: stream.into(),

@@ -205,19 +205,30 @@ pub async fn register(
     match outcome {
         RegisterOutcome::Registered => {
             st.booking.notify_worker.notify_one();
-            let body = serde_json::json!({
-                "registrationId": id,
-                "accessCode": access_code,
-                "placeId": new.place_id,
-                "day": new.day.to_text(),
-                "timeSlot": new.time_slot,
-            });
+            let body = Registered {
+                registration_id: &id,
+                access_code: &access_code,
+                place_id: new.place_id,
+                day: new.day.to_text(),
+                time_slot: new.time_slot,
+            };
             Ok((StatusCode::CREATED, Json(body)).into_response())
         }
         RegisterOutcome::SlotTaken => Err(slot_taken()),
         RegisterOutcome::PlaceNotFound => Err(place_not_found(new.place_id)),
         RegisterOutcome::SlotNotFound => Err(slot_not_found(&new)),
     }
+}
+
+/// The 201 answer of a registration.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Registered<'a> {
+    registration_id: &'a str,
+    access_code: &'a str,
+    place_id: i64,
+    day: String,
+    time_slot: i32,
 }
 
 fn slot_taken() -> ApiError {

@@ -50,8 +50,30 @@ impl Day {
         Day(self.0 + days)
     }
     pub fn to_text(self) -> String {
+        let mut out = String::with_capacity(10);
+        self.write_text(&mut out);
+        out
+    }
+    /// Appends `YYYY-MM-DD` (years 0000-9999; `Day::parse` accepts no
+    /// other) without going through the formatter.
+    pub fn write_text(self, out: &mut String) {
         let (y, m, d) = self.date().to_calendar_date();
-        format!("{y:04}-{:02}-{d:02}", m as u8)
+        let y = y.clamp(0, 9999) as u32;
+        let digits = [
+            y / 1000,
+            y / 100 % 10,
+            y / 10 % 10,
+            y % 10,
+            10,
+            m as u32 / 10,
+            m as u32 % 10,
+            10,
+            d as u32 / 10,
+            d as u32 % 10,
+        ];
+        for digit in digits {
+            out.push(if digit == 10 { '-' } else { (b'0' + digit as u8) as char });
+        }
     }
 }
 
@@ -220,14 +242,25 @@ pub struct SealedRegistration {
 
 impl SealedRegistration {
     /// The event payload: ids and the slot only, never personal data.
-    pub fn event_payload(&self) -> serde_json::Value {
-        serde_json::json!({
-            "registrationId": self.id,
-            "placeId": self.place_id,
-            "day": self.day.to_text(),
-            "timeSlot": self.time_slot,
-        })
+    pub fn event_payload(&self) -> SlotEvent<'_> {
+        SlotEvent {
+            registration_id: std::borrow::Cow::Borrowed(&self.id),
+            place_id: self.place_id,
+            day: self.day.to_text(),
+            time_slot: self.time_slot,
+        }
     }
+}
+
+/// The payload of `RegistrationConfirmed` and `RegistrationCancelled`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotEvent<'a> {
+    #[serde(borrow)]
+    pub registration_id: std::borrow::Cow<'a, str>,
+    pub place_id: i64,
+    pub day: String,
+    pub time_slot: i32,
 }
 
 pub const EVENT_CONFIRMED: &str = "RegistrationConfirmed";
@@ -235,7 +268,11 @@ pub const EVENT_CANCELLED: &str = "RegistrationCancelled";
 pub const EVENT_SLOTS_OPENED: &str = "SlotsOpened";
 
 pub fn stream_of(registration_id: &str) -> String {
-    format!("booking-registration-{registration_id}")
+    const PREFIX: &str = "booking-registration-";
+    let mut out = String::with_capacity(PREFIX.len() + registration_id.len());
+    out.push_str(PREFIX);
+    out.push_str(registration_id);
+    out
 }
 
 fn truncate(s: &str, chars: usize) -> String {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::Notify;
 
-use super::model::EVENT_CONFIRMED;
+use super::model::{SlotEvent, EVENT_CONFIRMED};
 use super::store;
 use crate::platform::crypto::PiiCipher;
 use crate::platform::metrics::METRICS;
@@ -32,6 +32,8 @@ const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
 /// runs longer (a gateway down for minutes) lets another node take over, which
 /// then may repeat deliveries: at least once, never lost.
 const LEASE_MS: i64 = 15_000;
+/// The idempotency key of a delivery is this and the event's position.
+const IDEMPOTENCY_KEY_PREFIX: &str = "throng-event-";
 
 #[derive(Clone)]
 pub enum Notifier {
@@ -205,28 +207,26 @@ async fn deliver(
     notifier: &Notifier,
     event: &StoredEvent,
 ) -> Delivery {
-    let payload: serde_json::Value = match serde_json::from_slice(&event.payload) {
+    let payload: SlotEvent<'_> = match serde_json::from_slice(&event.payload) {
         Ok(v) => v,
         Err(e) => {
             tracing::error!(position = event.position, error = %e, "unreadable event payload; skipped");
             return Delivery::Rejected;
         }
     };
-    let Some(id) = payload["registrationId"].as_str() else {
-        return Delivery::Rejected;
-    };
-    let idempotency_key = format!("throng-event-{}", event.position);
+    let id: &str = &payload.registration_id;
     match notifier {
         Notifier::Log => {
             tracing::info!(
                 registration_id = id,
                 position = event.position,
-                %idempotency_key,
+                idempotency_key = %format_args!("{IDEMPOTENCY_KEY_PREFIX}{}", event.position),
                 "confirmation ready (log notifier; no SMS gateway configured)"
             );
             Delivery::Done
         }
         Notifier::Webhook { url, client } => {
+            let idempotency_key = format!("{IDEMPOTENCY_KEY_PREFIX}{}", event.position);
             let reg = match store::registration(store, id).await {
                 Ok(Some(r)) => r,
                 // Cancelled before we got to it: nothing to confirm.

@@ -446,12 +446,7 @@ fn cancelled_event(reg: &SealedRegistration) -> NewEvent {
     NewEvent::json(
         model::stream_of(&reg.id),
         EVENT_CANCELLED,
-        &serde_json::json!({
-            "registrationId": reg.id,
-            "placeId": reg.place_id,
-            "day": reg.day.to_text(),
-            "timeSlot": reg.time_slot,
-        }),
+        &reg.event_payload(),
     )
 }
 
