@@ -284,6 +284,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn day_text_matches_the_calendar_formatter() {
+        // Every day from 1900 to 2199, against `time`'s own formatting.
+        let from = Day::parse("day", "1900-01-01").unwrap();
+        for offset in 0..(300 * 366) {
+            let day = from.plus(offset);
+            let (y, m, d) = day.date().to_calendar_date();
+            assert_eq!(day.to_text(), format!("{y:04}-{:02}-{d:02}", m as u8));
+            assert_eq!(Day::parse("day", &day.to_text()).unwrap(), day);
+        }
+    }
+
+    #[test]
     fn days_round_trip_and_reject_impossible_dates() {
         let d = Day::parse("day", "2026-12-01").unwrap();
         assert_eq!(d.to_text(), "2026-12-01");
