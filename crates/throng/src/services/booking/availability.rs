@@ -56,6 +56,12 @@ impl PlaceSlots {
         let i = day.0.checked_sub(self.first_day)?;
         usize::try_from(i).ok().and_then(|i| self.days.get(i))
     }
+    /// Slots of the place's first day: a capacity guess for a page of rows.
+    fn slots_per_day_hint(&self) -> usize {
+        self.days.first().map_or(0, |d| {
+            d.exists.iter().map(|w| w.count_ones() as usize).sum::<usize>()
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,7 +246,7 @@ impl Availability {
         days: i32,
     ) -> Option<(&Place, Vec<SlotRow>)> {
         let p = self.place_slots(place_id)?;
-        let mut rows = Vec::new();
+        let mut rows = Vec::with_capacity(days.max(0) as usize * p.slots_per_day_hint());
         for offset in 0..days {
             let day = from.plus(offset);
             let Some(d) = p.day(day) else { continue };

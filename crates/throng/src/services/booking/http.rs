@@ -119,21 +119,24 @@ fn render_slots(
     days: i32,
     slots: &[store::SlotRow],
 ) -> Response {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(64 + slots.len() * 48);
-    let _ = write!(
-        out,
-        "{{\"placeId\":{},\"from\":\"{}\",\"days\":[",
-        place.id,
-        from.to_text()
-    );
+    // Integers through itoa and days through `Day::write_text`: no
+    // `core::fmt` machinery and no allocation per slot.
+    let mut int = itoa::Buffer::new();
+    let mut out = String::with_capacity(64 + days.max(0) as usize * 32 + slots.len() * 48);
+    out.push_str("{\"placeId\":");
+    out.push_str(int.format(place.id));
+    out.push_str(",\"from\":\"");
+    from.write_text(&mut out);
+    out.push_str("\",\"days\":[");
     let mut i = 0;
     for d in 0..days {
         let day = from.plus(d);
         if d > 0 {
             out.push(',');
         }
-        let _ = write!(out, "{{\"day\":\"{}\",\"slots\":[", day.to_text());
+        out.push_str("{\"day\":\"");
+        day.write_text(&mut out);
+        out.push_str("\",\"slots\":[");
         let mut first = true;
         while i < slots.len() && slots[i].day == day {
             let s = &slots[i];
@@ -141,10 +144,11 @@ fn render_slots(
                 out.push(',');
             }
             first = false;
-            // Digits pushed straight into the buffer: no allocation per slot.
             let m = place.first_slot_minute + s.time_slot * place.slot_minutes;
             let (h, m) = (((m / 60) % 24) as u8, (m % 60) as u8);
-            let _ = write!(out, "{{\"timeSlot\":{},\"start\":\"", s.time_slot);
+            out.push_str("{\"timeSlot\":");
+            out.push_str(int.format(s.time_slot));
+            out.push_str(",\"start\":\"");
             for digit in [h / 10, h % 10] {
                 out.push((b'0' + digit) as char);
             }
