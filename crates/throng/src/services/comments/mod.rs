@@ -35,7 +35,7 @@ pub struct CommentsArgs {
     /// How SQLite builds the listing's JSON: `functions` (json_object,
     /// json_group_array) or `concat` (json_quote, group_concat); same bytes.
     /// PostgreSQL always concatenates (its json_build_object adds spaces).
-    #[arg(long = "comments-json", env = "THRONG_COMMENTS_JSON", value_enum, default_value_t = store::JsonBuild::Functions)]
+    #[arg(long = "comments-json", env = "THRONG_COMMENTS_JSON", value_enum, default_value_t = store::JsonBuild::Concat)]
     pub json_build: store::JsonBuild,
 }
 

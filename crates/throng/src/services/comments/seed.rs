@@ -627,9 +627,14 @@ fn sqlite_insert_chunk(
     }
     let mut ins_snap = tx.prepare_cached(
         "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id, last_comment_id,
-            last_title, last_rating, last_remarks, last_update_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            last_title, last_rating, last_remarks, last_update_ms, display_name)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
-    for s in &chunk.snapshots {
+    // In the table's key order (course, type, last update, user): every
+    // insert appends to the B-tree.
+    let mut order: Vec<&Snapshot> = chunk.snapshots.iter().collect();
+    order.sort_by_key(|s| (s.course_id, chunk.rows[s.last].created_ms, s.user_id));
+    for s in order {
         let last = &chunk.rows[s.last];
         ins_snap.execute(params![
             s.course_id,
@@ -640,7 +645,8 @@ fn sqlite_insert_chunk(
             last.title,
             last.rating,
             last.remarks,
-            last.created_ms
+            last.created_ms,
+            display_name(s.user_id)
         ])?;
     }
     let mut ins_rating = tx.prepare_cached(
@@ -766,12 +772,14 @@ async fn pg_insert_chunk(
         .map(|s| rows[s.last].remarks.as_str())
         .collect();
     let s_time: Vec<i64> = snaps.iter().map(|s| rows[s.last].created_ms).collect();
+    let s_name: Vec<String> = snaps.iter().map(|s| display_name(s.user_id)).collect();
     t.execute(
         "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id, last_comment_id,
-            last_title, last_rating, last_remarks, last_update_ms)
-         SELECT c, $2::TEXT, u, f, l, ti, ra, re, tm FROM unnest($1::BIGINT[], $3::BIGINT[], $4::BIGINT[],
-            $5::BIGINT[], $6::TEXT[], $7::INT[], $8::TEXT[], $9::BIGINT[]) AS x(c, u, f, l, ti, ra, re, tm)",
-        &[&s_course, &kind, &s_user, &s_first, &s_last, &s_title, &s_rating, &s_remarks, &s_time],
+            last_title, last_rating, last_remarks, last_update_ms, display_name)
+         SELECT c, $2::TEXT, u, f, l, ti, ra, re, tm, dn FROM unnest($1::BIGINT[], $3::BIGINT[], $4::BIGINT[],
+            $5::BIGINT[], $6::TEXT[], $7::INT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[])
+            AS x(c, u, f, l, ti, ra, re, tm, dn)",
+        &[&s_course, &kind, &s_user, &s_first, &s_last, &s_title, &s_rating, &s_remarks, &s_time, &s_name],
     )
     .await?;
     let r_course: Vec<i64> = chunk.ratings.iter().map(|r| r.0).collect();
