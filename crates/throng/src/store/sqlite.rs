@@ -235,7 +235,7 @@ pub fn open_connection(path: &Path, cache_kib: i64, read_only: bool) -> anyhow::
 /// the instructions: strftime parses its format and modifiers on every call,
 /// and the comments listing formats up to three times per comment. NULL
 /// gives NULL; a time outside 0..=9999-12-31 is an error.
-fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     conn.create_scalar_function(
         "iso_ms",
