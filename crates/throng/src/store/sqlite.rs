@@ -240,7 +240,9 @@ pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
     conn.create_scalar_function(
         "iso_ms",
         1,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS,
+        FunctionFlags::SQLITE_UTF8
+            | FunctionFlags::SQLITE_DETERMINISTIC
+            | FunctionFlags::SQLITE_INNOCUOUS,
         |ctx| {
             let Some(ms) = ctx.get::<Option<i64>>(0)? else {
                 return Ok(None);
@@ -294,7 +296,15 @@ pub fn iso_ms(ms: i64) -> Option<String> {
     put(14, min, 2);
     put(17, s, 2);
     put(20, milli, 3);
-    for (at, c) in [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'.'), (23, b'Z')] {
+    for (at, c) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
         out[at] = c;
     }
     Some(String::from_utf8(out.to_vec()).expect("ASCII digits and separators"))
@@ -461,8 +471,12 @@ mod tests {
             assert_eq!(ours, sqlite, "{t}");
         }
         assert!(iso_ms(-1).is_none() && iso_ms(253_402_300_800_000).is_none());
-        let null: Option<String> = conn.query_row("SELECT iso_ms(NULL)", [], |r| r.get(0)).unwrap();
+        let null: Option<String> = conn
+            .query_row("SELECT iso_ms(NULL)", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(null, None);
-        assert!(conn.query_row("SELECT iso_ms(-5)", [], |r| r.get::<_, String>(0)).is_err());
+        assert!(conn
+            .query_row("SELECT iso_ms(-5)", [], |r| r.get::<_, String>(0))
+            .is_err());
     }
 }

@@ -59,7 +59,10 @@ impl PlaceSlots {
     /// Slots of the place's first day: a capacity guess for a page of rows.
     fn slots_per_day_hint(&self) -> usize {
         self.days.first().map_or(0, |d| {
-            d.exists.iter().map(|w| w.count_ones() as usize).sum::<usize>()
+            d.exists
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>()
         })
     }
 }

@@ -72,7 +72,11 @@ impl Day {
             d as u32 % 10,
         ];
         for digit in digits {
-            out.push(if digit == 10 { '-' } else { (b'0' + digit as u8) as char });
+            out.push(if digit == 10 {
+                '-'
+            } else {
+                (b'0' + digit as u8) as char
+            });
         }
     }
 }

@@ -329,8 +329,12 @@ fn concat_list_sql(v: Variant, d: &Concat) -> String {
 
 static SQLITE_LIST: LazyLock<Vec<String>> =
     LazyLock::new(|| VARIANTS.iter().map(|v| sqlite_list_sql(*v)).collect());
-static SQLITE_PRINTF_LIST: LazyLock<Vec<String>> =
-    LazyLock::new(|| VARIANTS.iter().map(|v| sqlite_printf_list_sql(*v)).collect());
+static SQLITE_PRINTF_LIST: LazyLock<Vec<String>> = LazyLock::new(|| {
+    VARIANTS
+        .iter()
+        .map(|v| sqlite_printf_list_sql(*v))
+        .collect()
+});
 static PG_LIST: LazyLock<Vec<String>> = LazyLock::new(|| {
     VARIANTS
         .iter()
