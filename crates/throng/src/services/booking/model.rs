@@ -58,26 +58,17 @@ impl Day {
     /// other) without going through the formatter.
     pub fn write_text(self, out: &mut String) {
         let (y, m, d) = self.date().to_calendar_date();
+        let push2 = |out: &mut String, v: u32| {
+            out.push(char::from(b'0' + (v / 10) as u8));
+            out.push(char::from(b'0' + (v % 10) as u8));
+        };
         let y = y.clamp(0, 9999) as u32;
-        let digits = [
-            y / 1000,
-            y / 100 % 10,
-            y / 10 % 10,
-            y % 10,
-            10,
-            m as u32 / 10,
-            m as u32 % 10,
-            10,
-            d as u32 / 10,
-            d as u32 % 10,
-        ];
-        for digit in digits {
-            out.push(if digit == 10 {
-                '-'
-            } else {
-                (b'0' + digit as u8) as char
-            });
-        }
+        push2(out, y / 100);
+        push2(out, y % 100);
+        out.push('-');
+        push2(out, m as u32);
+        out.push('-');
+        push2(out, u32::from(d));
     }
 }
 

@@ -32,8 +32,9 @@ pub struct CommentsArgs {
         default_value_t = 64
     )]
     pub cache_mib_max: usize,
-    /// How SQLite builds the listing's JSON: `functions` (json_object,
-    /// json_group_array) or `concat` (json_quote, group_concat); same bytes.
+    /// How SQLite builds the listing's JSON: `concat` (printf, json_quote,
+    /// group_concat; the default, faster) or `functions` (json_object,
+    /// json_group_array); same bytes.
     /// PostgreSQL always concatenates (its json_build_object adds spaces).
     #[arg(long = "comments-json", env = "THRONG_COMMENTS_JSON", value_enum, default_value_t = store::JsonBuild::Concat)]
     pub json_build: store::JsonBuild,

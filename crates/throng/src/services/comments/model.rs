@@ -281,13 +281,17 @@ pub const EVENT_REPLY_EDITED: &str = "ReplyEdited";
 /// RFC 3339 UTC with exactly three fraction digits, as both dialects print
 /// times in the listing (`2025-01-01T10:00:00.000Z`).
 pub fn timestamp(ms: i64) -> String {
-    use time::macros::format_description;
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    t.format(format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    ))
-    .unwrap_or_default()
+    // The same text the listing's SQL writes (`iso_ms`, store/sqlite.rs);
+    // `time` only for instants outside 1970..=9999, which the clock never gives.
+    crate::platform::clock::iso_ms(ms).unwrap_or_else(|| {
+        use time::macros::format_description;
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+        t.format(format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        ))
+        .unwrap_or_default()
+    })
 }
 
 pub fn stream_of(course_id: i64) -> String {

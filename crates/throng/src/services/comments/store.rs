@@ -348,9 +348,9 @@ static PG_LIST: LazyLock<Vec<String>> = LazyLock::new(|| {
 pub enum JsonBuild {
     /// `json_object` / `json_group_array`.
     Functions,
-    /// Text assembled by `printf` and `json_quote`, arrays by
-    /// `group_concat(.. ORDER BY ..)` (PostgreSQL concatenates the same way):
-    /// the faster of the two here, and the default.
+    /// Text assembled by `printf` and `json_quote`, arrays by `group_concat`
+    /// (PostgreSQL concatenates too): the faster of the two here, and the
+    /// default. See `sqlite_printf_list_sql`.
     Concat,
 }
 
