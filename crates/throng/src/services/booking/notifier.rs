@@ -20,7 +20,13 @@ use crate::store::{Store, StoredEvent};
 
 pub const CONSUMER: &str = "booking-notifier";
 /// Events read from the log per round.
-const EVENTS_PER_ROUND_MAX: i64 = 256;
+const EVENTS_PER_ROUND_MAX: i64 = 1024;
+/// After a round that did not fill up, wait this long before reading again.
+/// Each round costs a log read and a durable position save (a write on the
+/// request path's writer); without the pause a crowd of registrations made
+/// one round per group commit, ~8% of a try-register's throughput. A
+/// confirmation goes out at most this much later.
+const ROUND_GATHER_MS: u64 = 20;
 /// Deliveries in flight at once.
 const DELIVERIES_IN_FLIGHT_MAX: usize = 16;
 /// Wait for new events at most this long before looking again.
@@ -120,6 +126,7 @@ async fn follow(
                 continue;
             }
         };
+        let count = events.len();
         let Some(last) = events.last().map(|e| e.position) else {
             tokio::select! {
                 _ = wake.notified() => {}
@@ -153,6 +160,9 @@ async fn follow(
         }
         position = last;
         idle_since = std::time::Instant::now();
+        if (count as i64) < EVENTS_PER_ROUND_MAX {
+            tokio::time::sleep(Duration::from_millis(ROUND_GATHER_MS)).await;
+        }
     }
 }
 
