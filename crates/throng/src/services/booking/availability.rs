@@ -1,6 +1,6 @@
 //! In-memory availability index for the single-node SQLite store: which slots
-//! exist and which are taken, one bit each (5,000,000 slots take ~1.3 MB of
-//! bits plus per-day headers).
+//! exist and which are taken, one bit each, in two word arrays per place
+//! (5,000,000 slots of 25 per day take ~3.2 MB: one 64-bit word per day).
 //!
 //! Why: the write-up kept its hot slots in an in-memory table; here SQLite
 //! stays the durable truth and this index is a projection of it, loaded at
@@ -30,12 +30,13 @@ use crate::store::StoreError;
 /// Places indexed at most (ids are dense from 1 when seeded).
 const PLACE_ID_MAX: i64 = 10_000_000;
 
-struct DaySlots {
-    exists: Box<[u64]>,
-    taken: Box<[AtomicU64]>,
+/// One day's words of a place: which slots exist, which are taken.
+struct DaySlots<'a> {
+    exists: &'a [u64],
+    taken: &'a [AtomicU64],
 }
 
-impl DaySlots {
+impl DaySlots<'_> {
     fn bit(&self, slot: i32) -> Option<(usize, u64)> {
         if slot < 0 {
             return None;
@@ -45,25 +46,41 @@ impl DaySlots {
     }
 }
 
+/// A place's days, `words_per_day` words each, in one allocation per kind:
+/// a lookup touches the place, then one word of each array (one box per day
+/// made every try-register chase two more pointers to random heap lines).
 struct PlaceSlots {
     place: Place,
     first_day: i32,
-    days: Vec<DaySlots>,
+    words_per_day: usize,
+    exists: Box<[u64]>,
+    taken: Box<[AtomicU64]>,
 }
 
 impl PlaceSlots {
-    fn day(&self, day: Day) -> Option<&DaySlots> {
-        let i = day.0.checked_sub(self.first_day)?;
-        usize::try_from(i).ok().and_then(|i| self.days.get(i))
+    fn day_count(&self) -> usize {
+        self.exists
+            .len()
+            .checked_div(self.words_per_day)
+            .unwrap_or(0)
+    }
+    fn day(&self, day: Day) -> Option<DaySlots<'_>> {
+        let i = usize::try_from(day.0.checked_sub(self.first_day)?).ok()?;
+        if i >= self.day_count() {
+            return None;
+        }
+        let words = i * self.words_per_day..(i + 1) * self.words_per_day;
+        Some(DaySlots {
+            exists: &self.exists[words.clone()],
+            taken: &self.taken[words],
+        })
     }
     /// Slots of the place's first day: a capacity guess for a page of rows.
     fn slots_per_day_hint(&self) -> usize {
-        self.days.first().map_or(0, |d| {
-            d.exists
-                .iter()
-                .map(|w| w.count_ones() as usize)
-                .sum::<usize>()
-        })
+        self.exists[..self.words_per_day.min(self.exists.len())]
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum::<usize>()
     }
 }
 
@@ -100,12 +117,23 @@ impl DayBuilder {
             self.taken[w] |= 1 << (slot % 64);
         }
     }
-    fn build(self) -> DaySlots {
-        DaySlots {
-            exists: self.exists.into_boxed_slice(),
-            taken: self.taken.into_iter().map(AtomicU64::new).collect(),
-        }
+}
+
+/// Lays a place's days out at a fixed stride of `words_per_day` words.
+fn flatten(days: Vec<DayBuilder>) -> (usize, Box<[u64]>, Box<[AtomicU64]>) {
+    let words_per_day = days.iter().map(|d| d.exists.len()).max().unwrap_or(0);
+    let mut exists = vec![0u64; days.len() * words_per_day];
+    let mut taken = vec![0u64; days.len() * words_per_day];
+    for (i, d) in days.iter().enumerate() {
+        let at = i * words_per_day;
+        exists[at..at + d.exists.len()].copy_from_slice(&d.exists);
+        taken[at..at + d.taken.len()].copy_from_slice(&d.taken);
     }
+    (
+        words_per_day,
+        exists.into_boxed_slice(),
+        taken.into_iter().map(AtomicU64::new).collect(),
+    )
 }
 
 impl Availability {
@@ -137,7 +165,9 @@ impl Availability {
             places[i] = Some(PlaceSlots {
                 place,
                 first_day: 0,
-                days: Vec::new(),
+                words_per_day: 0,
+                exists: Box::new([]),
+                taken: Box::new([]),
             });
         }
         let mut stmt = conn.prepare(
@@ -153,7 +183,7 @@ impl Availability {
             if let Some((id, first_day, days)) = cur {
                 if let Some(Some(p)) = places.get_mut(id as usize) {
                     p.first_day = first_day;
-                    p.days = days.into_iter().map(DayBuilder::build).collect();
+                    (p.words_per_day, p.exists, p.taken) = flatten(days);
                 }
             }
         };
