@@ -211,7 +211,11 @@ pub async fn try_register(
             })?;
             let took = Arc::new(AtomicBool::new(false));
             let (slot, in_writer, took_in_writer) = ((reg.place_id, reg.day, reg.time_slot), index.clone(), took.clone());
-            let outcome = s.write(move |c| sqlite_try_register(c, &in_writer, &took_in_writer, &reg, &event)).await;
+            // Unguarded (no SAVEPOINT): the slot is decided by the index bit
+            // before any SQL runs, and the two appends that follow can only
+            // fail when the database does, which rolls back the batch; every
+            // registration in it then frees its bit below.
+            let outcome = s.write_unguarded(move |c| sqlite_try_register(c, &in_writer, &took_in_writer, &reg, &event)).await;
             if outcome.is_err() && took.load(Ordering::Acquire) {
                 // The batch did not commit: the slot is free again.
                 index.set_taken(slot.0, slot.1, slot.2, false);
