@@ -5,7 +5,9 @@
 //! write through one thread that applies a whole batch in one transaction turns
 //! N fsyncs into one (`synchronous=FULL` stays on), which is where the write
 //! throughput comes from. Each command runs inside its own SAVEPOINT, so a
-//! failing command is undone alone while the rest of its batch commits.
+//! failing command is undone alone while the rest of its batch commits
+//! (except [`SqliteStore::write_unguarded`] commands, which can only fail
+//! with the database and roll back their batch).
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -468,8 +470,8 @@ mod tests {
     }
 
     /// 200 writers at once, so commands share batches; every 25th fails
-    /// after writing (`failing` says with or without its SAVEPOINT). Returns
-    /// the keys answered Ok and the number of Err answers.
+    /// after writing (`unguarded_failures`: without its SAVEPOINT, else with
+    /// it). Returns the keys answered Ok and the number of Err answers.
     async fn wave(
         store: &Arc<SqliteStore>,
         wave: usize,
