@@ -269,6 +269,8 @@ pub struct Snapshot {
     pub user_id: i64,
     pub first_comment_id: i64,
     pub last: usize,
+    /// Comments in the thread (the user's comments on the course).
+    pub comment_count: i64,
 }
 
 /// Everything generated for a run of courses.
@@ -335,7 +337,8 @@ impl Generator {
         let start = BASE_MS + (course_id % 1440) * 60_000;
         let provider = self.pop.provider_of(course_id);
         let mut rating = [0i64; 7];
-        let mut snaps: HashMap<i64, (i64, usize)> = HashMap::with_capacity(n as usize);
+        // user -> (first comment id, index of the last row, comments)
+        let mut snaps: HashMap<i64, (i64, usize, i64)> = HashMap::with_capacity(n as usize);
         for k in 0..a.comments_per_course {
             let user = r.range(self.pop.commenters_from, self.pop.users);
             // Mostly good ratings, as on real course sites.
@@ -353,8 +356,11 @@ impl Generator {
             let idx = out.rows.len();
             snaps
                 .entry(user)
-                .and_modify(|e| e.1 = idx)
-                .or_insert((id, idx));
+                .and_modify(|e| {
+                    e.1 = idx;
+                    e.2 += 1;
+                })
+                .or_insert((id, idx, 1));
             rating[0] += 1;
             rating[1] += stars as i64;
             rating[1 + stars as usize] += 1;
@@ -392,13 +398,17 @@ impl Generator {
         }
         let mut users: Vec<_> = snaps.into_iter().collect();
         users.sort_unstable_by_key(|(u, _)| *u);
-        out.snapshots
-            .extend(users.into_iter().map(|(user_id, (first, last))| Snapshot {
-                course_id,
-                user_id,
-                first_comment_id: first,
-                last,
-            }));
+        out.snapshots.extend(
+            users
+                .into_iter()
+                .map(|(user_id, (first, last, count))| Snapshot {
+                    course_id,
+                    user_id,
+                    first_comment_id: first,
+                    last,
+                    comment_count: count,
+                }),
+        );
         out.ratings.push((course_id, rating));
         debug_assert_eq!(id, course_id * self.rows_per_course + 1);
     }
@@ -627,8 +637,8 @@ fn sqlite_insert_chunk(
     }
     let mut ins_snap = tx.prepare_cached(
         "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id, last_comment_id,
-            last_title, last_rating, last_remarks, last_update_ms, display_name)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            last_title, last_rating, last_remarks, last_update_ms, display_name, comment_count)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     // In the table's key order (course, type, last update, user): every
     // insert appends to the B-tree.
@@ -646,7 +656,8 @@ fn sqlite_insert_chunk(
             last.rating,
             last.remarks,
             last.created_ms,
-            display_name(s.user_id)
+            display_name(s.user_id),
+            s.comment_count
         ])?;
     }
     let mut ins_rating = tx.prepare_cached(
@@ -773,13 +784,14 @@ async fn pg_insert_chunk(
         .collect();
     let s_time: Vec<i64> = snaps.iter().map(|s| rows[s.last].created_ms).collect();
     let s_name: Vec<String> = snaps.iter().map(|s| display_name(s.user_id)).collect();
+    let s_count: Vec<i32> = snaps.iter().map(|s| s.comment_count as i32).collect();
     t.execute(
         "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id, last_comment_id,
-            last_title, last_rating, last_remarks, last_update_ms, display_name)
-         SELECT c, $2::TEXT, u, f, l, ti, ra, re, tm, dn FROM unnest($1::BIGINT[], $3::BIGINT[], $4::BIGINT[],
-            $5::BIGINT[], $6::TEXT[], $7::INT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[])
-            AS x(c, u, f, l, ti, ra, re, tm, dn)",
-        &[&s_course, &kind, &s_user, &s_first, &s_last, &s_title, &s_rating, &s_remarks, &s_time, &s_name],
+            last_title, last_rating, last_remarks, last_update_ms, display_name, comment_count)
+         SELECT c, $2::TEXT, u, f, l, ti, ra, re, tm, dn, n FROM unnest($1::BIGINT[], $3::BIGINT[], $4::BIGINT[],
+            $5::BIGINT[], $6::TEXT[], $7::INT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], $11::INT[])
+            AS x(c, u, f, l, ti, ra, re, tm, dn, n)",
+        &[&s_course, &kind, &s_user, &s_first, &s_last, &s_title, &s_rating, &s_remarks, &s_time, &s_name, &s_count],
     )
     .await?;
     let r_course: Vec<i64> = chunk.ratings.iter().map(|r| r.0).collect();
