@@ -87,26 +87,14 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs `f` in the writer's current batch; answers after the commit.
+    /// Runs `f` in the writer's current batch, in its own SAVEPOINT; answers
+    /// after the commit.
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
-        let job: WriteJob = Box::new(move |conn| {
-            let outcome = match conn {
-                Some(conn) => run_in_savepoint(conn, f),
-                None => Err(batch_not_started()),
-            };
-            Applied {
-                respond: Box::new(move |commit| {
-                    let _ = reply.send(commit.and(outcome));
-                }),
-                dooms_batch: None,
-            }
-        });
-        self.submit(job, answer).await
+        self.enqueue(f, true).await
     }
 
     /// Like [`SqliteStore::write`] but without the command's own SAVEPOINT,
@@ -121,18 +109,25 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
+        self.enqueue(f, false).await
+    }
+
+    /// Hands `f` to the writer and waits for its answer after the commit.
+    async fn enqueue<T, F>(&self, f: F, savepoint: bool) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
         let (reply, answer) = oneshot::channel::<Result<T, StoreError>>();
         let job: WriteJob = Box::new(move |conn| {
             let (outcome, dooms_batch) = match conn {
+                None => (Err(batch_not_started()), None),
+                Some(conn) if savepoint => (run_in_savepoint(conn, f), None),
                 Some(conn) => {
-                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
-                        .unwrap_or_else(|_| {
-                            Err(StoreError::Internal("a write command panicked".into()))
-                        });
+                    let outcome = run_caught(conn, f);
                     let dooms = outcome.as_ref().err().cloned();
                     (outcome, dooms)
                 }
-                None => (Err(batch_not_started()), None),
             };
             Applied {
                 respond: Box::new(move |commit| {
@@ -141,14 +136,6 @@ impl SqliteStore {
                 dooms_batch,
             }
         });
-        self.submit(job, answer).await
-    }
-
-    async fn submit<T>(
-        &self,
-        job: WriteJob,
-        answer: oneshot::Receiver<Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
         self.writer
             .send(job)
             .await
@@ -316,14 +303,21 @@ fn batch_not_started() -> StoreError {
     StoreError::Unavailable("the write batch could not start".into())
 }
 
+/// Runs a write command; a panic becomes an error for its caller.
+fn run_caught<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
+        .unwrap_or_else(|_| Err(StoreError::Internal("a write command panicked".into())))
+}
+
 fn run_in_savepoint<T>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     conn.prepare_cached("SAVEPOINT cmd")?.execute([])?;
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(conn)))
-        .unwrap_or_else(|_| Err(StoreError::Internal("a write command panicked".into())));
-    match outcome {
+    match run_caught(conn, f) {
         Ok(v) => {
             conn.prepare_cached("RELEASE cmd")?.execute([])?;
             Ok(v)

@@ -660,28 +660,44 @@ fn stars(rating: i32) -> [i64; 5] {
     s
 }
 
+/// The snapshot upsert, for both dialects (`p` writes parameter `i`).
 /// "Last" moves forward only in the thread's own order (created time, then
 /// id): a comment stamped earlier can commit later (it waited in the writer's
 /// queue), and must not replace a newer one as the user's last comment. The
 /// thread's comment count grows with every comment, in or out of order (every
 /// SET expression reads the row as it was before this update).
-const SQLITE_SNAPSHOT_UPSERT: &str =
-    "INSERT INTO comments_snapshots (course_id, comment_type, user_id,
-        first_comment_id, last_comment_id, last_title, last_rating, last_remarks, last_update_ms, display_name,
-        comment_count)
-     VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, 1)
-     ON CONFLICT (course_id, comment_type, user_id) DO UPDATE SET
-        comment_count = comments_snapshots.comment_count + 1,
-        last_comment_id = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_comment_id ELSE comments_snapshots.last_comment_id END,
-        last_title = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_title ELSE comments_snapshots.last_title END,
-        last_rating = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_rating ELSE comments_snapshots.last_rating END,
-        last_remarks = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_remarks ELSE comments_snapshots.last_remarks END,
-        last_update_ms = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_update_ms ELSE comments_snapshots.last_update_ms END";
+fn snapshot_upsert_sql(p: fn(usize) -> String) -> String {
+    let newer = "(excluded.last_update_ms, excluded.last_comment_id) \
+                 > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id)";
+    let last: Vec<String> = [
+        "last_comment_id",
+        "last_title",
+        "last_rating",
+        "last_remarks",
+        "last_update_ms",
+    ]
+    .iter()
+    .map(|c| format!("{c} = CASE WHEN {newer} THEN excluded.{c} ELSE comments_snapshots.{c} END"))
+    .collect();
+    // The first comment is also the last until another one arrives.
+    let values: Vec<String> = [1, 2, 3, 4, 4, 5, 6, 7, 8, 9].map(p).into();
+    format!(
+        "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id,
+            last_comment_id, last_title, last_rating, last_remarks, last_update_ms, display_name,
+            comment_count)
+         VALUES ({}, 1)
+         ON CONFLICT (course_id, comment_type, user_id) DO UPDATE SET
+            comment_count = comments_snapshots.comment_count + 1,
+            {}",
+        values.join(", "),
+        last.join(",\n            ")
+    )
+}
+
+static SQLITE_SNAPSHOT_UPSERT: LazyLock<String> =
+    LazyLock::new(|| snapshot_upsert_sql(|i| format!("?{i}")));
+static PG_SNAPSHOT_UPSERT: LazyLock<String> =
+    LazyLock::new(|| snapshot_upsert_sql(|i| format!("${i}")));
 
 const SQLITE_RATING_UPSERT: &str =
     "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
@@ -692,23 +708,6 @@ const SQLITE_RATING_UPSERT: &str =
         stars1 = stars1 + excluded.stars1, stars2 = stars2 + excluded.stars2,
         stars3 = stars3 + excluded.stars3, stars4 = stars4 + excluded.stars4,
         stars5 = stars5 + excluded.stars5, version = version + 1";
-
-const PG_SNAPSHOT_UPSERT: &str = "INSERT INTO comments_snapshots (course_id, comment_type, user_id,
-        first_comment_id, last_comment_id, last_title, last_rating, last_remarks, last_update_ms, display_name,
-        comment_count)
-     VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, 1)
-     ON CONFLICT (course_id, comment_type, user_id) DO UPDATE SET
-        comment_count = comments_snapshots.comment_count + 1,
-        last_comment_id = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_comment_id ELSE comments_snapshots.last_comment_id END,
-        last_title = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_title ELSE comments_snapshots.last_title END,
-        last_rating = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_rating ELSE comments_snapshots.last_rating END,
-        last_remarks = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_remarks ELSE comments_snapshots.last_remarks END,
-        last_update_ms = CASE WHEN (excluded.last_update_ms, excluded.last_comment_id)
-            > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id) THEN excluded.last_update_ms ELSE comments_snapshots.last_update_ms END";
 
 const PG_RATING_UPSERT: &str = "INSERT INTO comments_ratings (course_id, comment_type, count, sum,
         stars1, stars2, stars3, stars4, stars5, version)
@@ -764,7 +763,7 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                         .await?
                         .get(0);
                     t.execute(
-                        PG_SNAPSHOT_UPSERT,
+                        PG_SNAPSHOT_UPSERT.as_str(),
                         &[&new.course_id, &kind, &new.user_id, &id, &new.title, &rating, &new.remarks, &new.created_ms, &display_name],
                     )
                     .await?;
@@ -823,7 +822,7 @@ fn sqlite_post(c: &Connection, new: &NewComment) -> Result<PostOutcome, StoreErr
     )?
     .execute(params![new.course_id, new.user_id, kind, rating, new.title, new.remarks, new.created_ms])?;
     let id = c.last_insert_rowid();
-    c.prepare_cached(SQLITE_SNAPSHOT_UPSERT)?.execute(params![
+    c.prepare_cached(&SQLITE_SNAPSHOT_UPSERT)?.execute(params![
         new.course_id,
         kind,
         new.user_id,
@@ -1041,7 +1040,7 @@ mod tests {
         crate::store::migrate::apply_sqlite(&mut conn).unwrap();
         let upsert = |id: i64, title: &str, at_ms: i64| {
             conn.execute(
-                SQLITE_SNAPSHOT_UPSERT,
+                &SQLITE_SNAPSHOT_UPSERT,
                 params![1, "Course", 5, id, title, 4, "r", at_ms, "N"],
             )
             .unwrap();
