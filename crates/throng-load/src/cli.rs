@@ -20,7 +20,8 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum LoadCommand {
-    /// Run an Artillery script (YAML) with Artillery's semantics.
+    /// Run an Artillery script (YAML) with Artillery's semantics, plus closed-model phases
+    /// (`vusers: N`, optional `rampUp`: N looping virtual users held for the phase).
     Run(RunArgs),
     /// Load one URL: open model at a constant rate (--rate) or closed model (--connections).
     Url(UrlArgs),

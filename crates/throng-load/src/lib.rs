@@ -50,7 +50,9 @@
 //! - [`script`]: parsing and validating Artillery YAML (environments, phases, payload, ...).
 //! - [`template`], [`capture`]: `{{ var }}` rendering and response captures.
 //! - [`schedule`]: arrival times from phases.
-//! - [`runner`]: virtual users running scenarios against the schedule.
+//! - [`runner`]: virtual users running scenarios against the schedule, and the pools of looping
+//!   virtual users of closed-model phases (`vusers`, a throng extension documented in
+//!   [`script::model`]).
 //! - [`ensure`]: pass/fail checks (`thresholds`, `conditions`, `maxErrorRate`, `p99`, ...).
 
 pub mod capture;

@@ -187,6 +187,11 @@ impl Metrics {
         self.counter(&name, 1);
     }
 
+    /// A counter's whole-run value so far.
+    pub fn total_counter(&self, name: &str) -> u64 {
+        self.lock().total.counters.get(name).copied().unwrap_or(0)
+    }
+
     /// Closes the current window, keeps it as an intermediate period and returns it.
     pub fn rotate(&self) -> Period {
         let now = now_ms();
@@ -217,6 +222,7 @@ impl Metrics {
         Report {
             aggregate,
             intermediate: s.intermediate.clone(),
+            phases: Vec::new(),
         }
     }
 }

@@ -5,6 +5,9 @@
 //! - `arrivalRate: R` over `D`: `round(R * D)` arrivals at `k / R`.
 //! - `arrivalRate: R1, rampTo: R2`: the rate grows linearly; arrival `k` is where the
 //!   cumulative count `R1 t + (R2 - R1) t^2 / 2D` reaches `k`.
+//! - `vusers: N` over `D` (throng's closed-model extension): no arrivals; the runner holds
+//!   a pool of N looping virtual users instead, the new ones started evenly over `rampUp`
+//!   ([`Phase::closed_start_offset`]).
 
 use std::time::Duration;
 
@@ -27,25 +30,56 @@ pub enum Phase {
         name: String,
         duration: Duration,
     },
+    /// Closed model: `vusers` virtual users each loop the scenario for the whole phase.
+    Closed {
+        name: String,
+        duration: Duration,
+        vusers: u64,
+        /// Users added by this phase start evenly over this time (zero: all at once).
+        ramp_up: Duration,
+    },
 }
 
 impl Phase {
     pub fn duration(&self) -> Duration {
         match self {
-            Phase::Arrivals { duration, .. } | Phase::Pause { duration, .. } => *duration,
+            Phase::Arrivals { duration, .. }
+            | Phase::Pause { duration, .. }
+            | Phase::Closed { duration, .. } => *duration,
         }
     }
 
     pub fn name(&self) -> &str {
         match self {
-            Phase::Arrivals { name, .. } | Phase::Pause { name, .. } => name,
+            Phase::Arrivals { name, .. }
+            | Phase::Pause { name, .. }
+            | Phase::Closed { name, .. } => name,
         }
     }
 
-    /// Number of arrivals in this phase.
+    /// The closed phase's pool size, `None` for open-model and pause phases.
+    pub fn vusers(&self) -> Option<u64> {
+        match self {
+            Phase::Closed { vusers, .. } => Some(*vusers),
+            _ => None,
+        }
+    }
+
+    /// Start offset of the `j`-th of `added` users a closed phase adds (0-based): evenly
+    /// spread over `rampUp`, the first at the phase start.
+    pub fn closed_start_offset(&self, j: u64, added: u64) -> Duration {
+        match self {
+            Phase::Closed { ramp_up, .. } if added > 0 => {
+                ramp_up.mul_f64(j.min(added) as f64 / added as f64)
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Number of arrivals in this phase (none in pause and closed phases).
     pub fn arrival_count(&self) -> u64 {
         match self {
-            Phase::Pause { .. } => 0,
+            Phase::Pause { .. } | Phase::Closed { .. } => 0,
             Phase::Arrivals {
                 duration, arrivals, ..
             } => match arrivals {
@@ -135,5 +169,20 @@ mod tests {
         assert!((mid - 50f64.sqrt()).abs() < 1e-6, "{mid}");
         let last = ramp.arrival_offset(49).as_secs_f64();
         assert!(last <= 10.0 && last > 9.8, "{last}");
+    }
+
+    #[test]
+    fn closed_phase_has_no_arrivals_and_spreads_ramp_up() {
+        let p = Phase::Closed {
+            name: String::new(),
+            duration: Duration::from_secs(10),
+            vusers: 8,
+            ramp_up: Duration::from_secs(4),
+        };
+        assert_eq!(p.arrival_count(), 0);
+        assert_eq!(p.vusers(), Some(8));
+        assert_eq!(p.closed_start_offset(0, 4), Duration::ZERO);
+        assert_eq!(p.closed_start_offset(1, 4), Duration::from_secs(1));
+        assert_eq!(p.closed_start_offset(3, 4), Duration::from_secs(3));
     }
 }

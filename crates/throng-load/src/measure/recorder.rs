@@ -180,6 +180,7 @@ impl Recorder {
             report: Report {
                 aggregate,
                 intermediate: self.intermediate.clone(),
+                phases: Vec::new(),
             },
         }
     }

@@ -2,7 +2,8 @@
 //! inline SVG by a small script. No network fetches, so it opens offline and can be mailed.
 //!
 //! Charts carry stable ids for browser tests: `#chart-rate` (request rate over time),
-//! `#chart-latency` (p50/p95/p99 over time), `#chart-codes` (status codes).
+//! `#chart-latency` (p50/p95/p99 over time), `#chart-codes` (status codes), and the table
+//! `#phases` (per-phase virtual users held; shown only when the report lists phases).
 
 use std::path::Path;
 
@@ -58,6 +59,10 @@ const TEMPLATE: &str = r##"<!doctype html>
 <div class="chart" id="chart-latency"></div>
 <h2>Status codes and errors</h2>
 <div class="chart" id="chart-codes"></div>
+<section id="phases-section" hidden>
+<h2>Phases (virtual users running)</h2>
+<table id="phases"><thead><tr><th>phase</th><th>kind</th><th>seconds</th><th>vusers</th><th>max</th><th>mean</th><th>created</th></tr></thead><tbody></tbody></table>
+</section>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>value</th></tr></thead><tbody></tbody></table>
 <script type="application/json" id="report-data">__DATA__</script>
@@ -178,6 +183,19 @@ const TEMPLATE: &str = r##"<!doctype html>
     var s = agg.summaries[k];
     row(k, "min " + s.min + " / median " + s.median + " / p95 " + s.p95 + " / p99 " + s.p99 + " / max " + s.max);
   });
+  var phases = report.phases || [];
+  if (phases.length) {
+    var pbody = document.querySelector("#phases tbody");
+    phases.forEach(function (p) {
+      var tr = document.createElement("tr");
+      [p.name || "#" + p.index, p.kind, p.duration_s, p.vusers_target == null ? "" : p.vusers_target,
+       p.vusers_concurrent_max, p.vusers_concurrent_mean, p.vusers_created].forEach(function (v) {
+        var td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
+      });
+      pbody.appendChild(tr);
+    });
+    document.getElementById("phases-section").hidden = false;
+  }
   document.getElementById("meta").textContent = periods.length + " periods" +
     (agg.firstMetricAt ? ", from " + new Date(agg.firstMetricAt).toISOString() : "");
 })();

@@ -118,6 +118,33 @@ impl SummaryStats {
 pub struct Report {
     pub aggregate: Period,
     pub intermediate: Vec<Period>,
+    /// One entry per script phase, in order (not in Artillery's report; absent for `url`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseReport>,
+}
+
+/// What one phase of a script run actually did, so the pool size a closed-model phase
+/// (`vusers`) held can be checked. Concurrency counts every running virtual user (pool
+/// members and arrivals alike) from the phase's start to its end as the runner saw them; a
+/// pool member counts from its start until it stops, including between iterations. On a
+/// step down, surplus users finishing their last iteration count toward the new phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PhaseReport {
+    pub index: usize,
+    pub name: String,
+    /// `arrivals`, `pause` or `closed`.
+    pub kind: String,
+    /// Measured length of the phase in seconds.
+    pub duration_s: f64,
+    /// A closed phase's `vusers`; `null` for other phases.
+    pub vusers_target: Option<u64>,
+    /// Most virtual users running at once during the phase.
+    pub vusers_concurrent_max: u64,
+    /// Time-weighted mean of the running virtual users over the phase (two decimals).
+    pub vusers_concurrent_mean: f64,
+    /// Scenario runs (`vusers.created`: arrivals, or iterations in a closed phase) started
+    /// during the phase.
+    pub vusers_created: u64,
 }
 
 impl Report {

@@ -1,17 +1,16 @@
 //! Runs a loaded script: arrivals follow the phase schedule exactly, each arrival starts one
 //! virtual user running one scenario (weighted pick), metrics are printed every period and
-//! summarised at the end.
+//! summarised at the end. Closed-model phases (`vusers`) instead hold a pool of looping
+//! virtual users (`pool.rs`). Each phase's concurrency is reported in [`Report::phases`].
 
 mod exchange;
+mod pool;
 mod vuser;
 
 use std::{
     collections::{BTreeSet, HashMap},
     net::SocketAddr,
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+    sync::{atomic::AtomicU64, Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -21,7 +20,7 @@ use tokio::task::JoinSet;
 use crate::{
     ensure::{self, Check},
     metrics::Metrics,
-    report::{console, Report},
+    report::{console, PhaseReport, Report},
     schedule::Phase,
     script::Script,
     warn::Warnings,
@@ -71,7 +70,10 @@ pub(crate) struct Ctx {
     pub script: Arc<Script>,
     pub metrics: Metrics,
     pub warnings: Warnings,
-    pub active_vusers: AtomicU64,
+    /// Virtual users running now (arrivals and pool members).
+    pub running: pool::Gauge,
+    /// The closed-model pool's size.
+    pub pool: pool::Pool,
     pub endpoints: Mutex<BTreeSet<String>>,
     pub addrs: Mutex<HashMap<(String, u16), SocketAddr>>,
     pub regexes: Mutex<HashMap<String, regex::Regex>>,
@@ -87,7 +89,8 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         script: script.clone(),
         metrics: Metrics::new(),
         warnings: Warnings::default(),
-        active_vusers: AtomicU64::new(0),
+        running: pool::Gauge::default(),
+        pool: pool::Pool::default(),
         endpoints: Mutex::new(BTreeSet::new()),
         addrs: Mutex::new(HashMap::new()),
         regexes: Mutex::new(HashMap::new()),
@@ -97,6 +100,9 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     let ticker = tokio::spawn(print_periods(ctx.clone(), opts.clone()));
     let mut vusers = JoinSet::new();
     let mut phase_start = tokio::time::Instant::now();
+    let mut mark = ctx.running.mark();
+    let mut created = ctx.metrics.total_counter("vusers.created");
+    let mut phases = Vec::with_capacity(script.phases.len());
     for (i, phase) in script.phases.iter().enumerate() {
         if opts.print {
             println!(
@@ -108,13 +114,28 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         run_phase(&ctx, phase, phase_start, &mut vusers).await;
         phase_start += phase.duration();
         tokio::time::sleep_until(phase_start).await;
+        if !matches!(script.phases.get(i + 1), Some(Phase::Closed { .. })) {
+            // Leaving the closed model: pool users finish their iteration and stop.
+            ctx.pool.set_target(0);
+        }
+        let end = ctx.running.mark();
+        let created_end = ctx.metrics.total_counter("vusers.created");
+        let held = phase_report(i, phase, &mark, &end, created_end - created);
+        (mark, created) = (end, created_end);
         if opts.print {
             println!(
                 "Phase completed: {} (index: {i}, duration: {}s)",
                 phase_label(phase),
                 phase.duration().as_secs_f64()
             );
+            if let Some(target) = held.vusers_target {
+                println!(
+                    "  virtual users held: max {}, mean {} (vusers: {target})",
+                    held.vusers_concurrent_max, held.vusers_concurrent_mean
+                );
+            }
         }
+        phases.push(held);
     }
     while vusers.join_next().await.is_some() {}
     ticker.abort();
@@ -124,6 +145,7 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         console::print_period(&last);
     }
     let mut report = ctx.metrics.finish();
+    report.phases = phases;
     // Artillery always lists these, even at zero.
     for name in ["vusers.created", "vusers.completed", "vusers.failed"] {
         report
@@ -144,6 +166,31 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     }
 }
 
+fn phase_report(
+    index: usize,
+    phase: &Phase,
+    start: &pool::Mark,
+    end: &pool::Mark,
+    created: u64,
+) -> PhaseReport {
+    let kind = match phase {
+        Phase::Arrivals { .. } => "arrivals",
+        Phase::Pause { .. } => "pause",
+        Phase::Closed { .. } => "closed",
+    };
+    PhaseReport {
+        index,
+        name: phase.name().to_string(),
+        kind: kind.to_string(),
+        duration_s: (end.at.saturating_duration_since(start.at).as_secs_f64() * 1000.0).round()
+            / 1000.0,
+        vusers_target: phase.vusers(),
+        vusers_concurrent_max: end.max,
+        vusers_concurrent_mean: (end.mean_since(start) * 100.0).round() / 100.0,
+        vusers_created: created,
+    }
+}
+
 fn phase_label(phase: &Phase) -> String {
     if phase.name().is_empty() {
         "unnamed".into()
@@ -158,26 +205,48 @@ async fn run_phase(
     start: tokio::time::Instant,
     vusers: &mut JoinSet<()>,
 ) {
-    let Phase::Arrivals { max_vusers, .. } = phase else {
-        return;
-    };
-    for k in 0..phase.arrival_count() {
-        tokio::time::sleep_until(start + phase.arrival_offset(k)).await;
-        // Reap finished users so the set does not grow with the run.
-        while vusers.try_join_next().is_some() {}
-        let active = ctx.active_vusers.load(Ordering::Relaxed);
-        if max_vusers.is_some_and(|max| active >= max) {
-            ctx.metrics.counter("vusers.skipped", 1);
-            continue;
+    match phase {
+        Phase::Pause { .. } => {}
+        Phase::Arrivals { max_vusers, .. } => {
+            for k in 0..phase.arrival_count() {
+                tokio::time::sleep_until(start + phase.arrival_offset(k)).await;
+                // Reap finished users so the set does not grow with the run.
+                while vusers.try_join_next().is_some() {}
+                if max_vusers.is_some_and(|max| ctx.running.get() >= max) {
+                    ctx.metrics.counter("vusers.skipped", 1);
+                    continue;
+                }
+                ctx.running.enter();
+                let scenario = pick_scenario(&ctx.script);
+                vusers.spawn(vuser::run(ctx.clone(), scenario));
+            }
         }
-        ctx.active_vusers.fetch_add(1, Ordering::Relaxed);
-        let scenario = pick_scenario(&ctx.script);
-        vusers.spawn(vuser::run(ctx.clone(), scenario));
+        Phase::Closed { vusers: n, .. } => {
+            while vusers.try_join_next().is_some() {}
+            // The pool's target is the previous closed phase's size, or 0 after any other.
+            let from = ctx.pool.target().min(*n);
+            let added = n - from;
+            if added == 0 {
+                // Same size or a step down: surplus users stop after their iteration.
+                ctx.pool.set_target(*n);
+                return;
+            }
+            for j in 0..added {
+                let offset = phase.closed_start_offset(j, added);
+                if !offset.is_zero() {
+                    tokio::time::sleep_until(start + offset).await;
+                }
+                for _ in 0..ctx.pool.set_target(from + j + 1) {
+                    ctx.running.enter();
+                    vusers.spawn(pool::closed_user(ctx.clone()));
+                }
+            }
+        }
     }
 }
 
 /// Weighted random pick, as Artillery does.
-fn pick_scenario(script: &Script) -> usize {
+pub(crate) fn pick_scenario(script: &Script) -> usize {
     let total: f64 = script.scenarios.iter().map(|s| s.weight).sum();
     let mut x = rand::thread_rng().gen_range(0.0..total);
     for (i, s) in script.scenarios.iter().enumerate() {

@@ -1,6 +1,9 @@
 //! One virtual user: its variables, its connections (one per host, kept alive for its
 //! session, as Artillery's default), and the flow it walks. The first failed request,
 //! capture or expectation ends the session as `vusers.failed`, as in Artillery.
+//!
+//! An open-model arrival runs one session ([`run`]); a closed-model pool member runs
+//! sessions in a loop ([`super::pool::closed_user`]), keeping its connections between them.
 
 use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc, time::Instant};
 
@@ -25,21 +28,32 @@ pub(crate) struct Vu {
     pub conns: HashMap<String, Sender>,
 }
 
+/// One open-model arrival: one run of the scenario, then the user leaves.
 pub(crate) async fn run(ctx: Arc<Ctx>, scenario: usize) {
+    let mut conns = HashMap::new();
+    session(&ctx, scenario, &mut conns).await;
+    drop(conns);
+    ctx.running.leave();
+}
+
+/// One run of a scenario with fresh variables (and payload rows), counted as one Artillery
+/// virtual user; `conns` are the keep-alive connections to use and keep.
+pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap<String, Sender>) {
     let started = Instant::now();
     let s = &ctx.script.scenarios[scenario];
     ctx.metrics.counter("vusers.created", 1);
     ctx.metrics
         .counter(&format!("vusers.created_by_name.{}", s.name), 1);
     for hook in &s.hooks {
-        warn_function(&ctx, hook);
+        warn_function(ctx, hook);
     }
     let mut vu = Vu {
-        vars: initial_vars(&ctx),
+        vars: initial_vars(ctx),
         ctx: ctx.clone(),
-        conns: HashMap::new(),
+        conns: std::mem::take(conns),
     };
-    let outcome = vu.steps(&ctx.script.scenarios[scenario].flow).await;
+    let outcome = vu.steps(&s.flow).await;
+    *conns = std::mem::take(&mut vu.conns);
     drop(vu);
     match outcome {
         Ok(()) => {
@@ -51,8 +65,6 @@ pub(crate) async fn run(ctx: Arc<Ctx>, scenario: usize) {
         }
         Err(Failed) => ctx.metrics.counter("vusers.failed", 1),
     }
-    ctx.active_vusers
-        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn initial_vars(ctx: &Ctx) -> Vars {

@@ -25,6 +25,9 @@ use payload::Payload;
 pub const TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
 /// Upper bound on loop iterations, so a templated count cannot run away.
 pub const LOOP_COUNT_MAX: u64 = 1_000_000;
+/// Most virtual users a closed-model phase (`vusers`) may hold; each is a task with its own
+/// connections, so this bounds sockets and memory.
+pub const VUSERS_MAX: u64 = 10_000;
 
 /// A script that cannot run; the message names the key or line.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -345,6 +348,14 @@ fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
     non_negative("arrivalCount", p.arrival_count)?;
     non_negative("rampTo", p.ramp_to)?;
     non_negative("maxVusers", p.max_vusers)?;
+    if p.vusers.is_some() {
+        return closed_phase(&key, name, p);
+    }
+    if p.ramp_up.is_some() {
+        return err(format!(
+            "{key}.rampUp: only for closed-model phases; add vusers, or use arrivalRate with rampTo"
+        ));
+    }
     if let Some(pause) = p.pause {
         if p.duration.is_some() || p.arrival_rate.is_some() || p.arrival_count.is_some() {
             return err(format!("{key}: a pause phase takes only pause (and name)"));
@@ -400,6 +411,54 @@ fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
         duration,
         arrivals,
         max_vusers,
+    })
+}
+
+/// A closed-model phase: `vusers`, `duration`, optional `rampUp` and `name`, nothing else.
+fn closed_phase(key: &str, name: String, p: &model::Phase) -> Result<Phase, ScriptError> {
+    const ACCEPTED: &str = "a closed phase takes vusers, duration, optional rampUp and name";
+    let mixed = [
+        ("arrivalRate", p.arrival_rate.is_some()),
+        ("arrivalCount", p.arrival_count.is_some()),
+        ("rampTo", p.ramp_to.is_some()),
+        ("maxVusers", p.max_vusers.is_some()),
+        ("pause", p.pause.is_some()),
+    ];
+    if let Some((field, _)) = mixed.iter().find(|(_, present)| *present) {
+        return err(format!(
+            "{key}.{field}: cannot be combined with vusers (closed model); {ACCEPTED}"
+        ));
+    }
+    let n = p.vusers.unwrap_or_default();
+    if !n.is_finite() || n.fract() != 0.0 || n < 1.0 || n > VUSERS_MAX as f64 {
+        return err(format!(
+            "{key}.vusers: must be a whole number from 1 to {VUSERS_MAX}, got {n}"
+        ));
+    }
+    let duration = match p.duration {
+        None => {
+            return err(format!(
+                "{key}.duration: missing; say how long to hold the virtual users (e.g. 60 or \"1m\"); {ACCEPTED}"
+            ))
+        }
+        Some(d) if d.0.is_zero() => {
+            return err(format!("{key}.duration: must be greater than zero"))
+        }
+        Some(d) => d.0,
+    };
+    let ramp_up = p.ramp_up.map_or(Duration::ZERO, |r| r.0);
+    if ramp_up > duration {
+        return err(format!(
+            "{key}.rampUp: {}s is longer than the phase's duration ({}s); it must be at most the duration",
+            ramp_up.as_secs_f64(),
+            duration.as_secs_f64()
+        ));
+    }
+    Ok(Phase::Closed {
+        name,
+        duration,
+        vusers: n as u64,
+        ramp_up,
     })
 }
 

@@ -2,6 +2,44 @@
 //! Artillery's schema is, so a typo fails with the key and its line instead of being ignored.
 //! Keys Artillery accepts but throng cannot honour (JavaScript hooks, plugins, TLS options)
 //! are accepted here and turned into warnings by [`super::load`].
+//!
+//! # Closed-model phases (a throng extension)
+//!
+//! Artillery's phases are open-model only (`arrivalRate`, `arrivalCount`, `rampTo`, `pause`):
+//! each arrival is a new virtual user that runs the scenario once. throng adds a phase kind
+//! with a fixed pool of looping virtual users, the JMeter thread-group / k6 "VUs" model:
+//!
+//! ```yaml
+//! config:
+//!   phases:
+//!     - duration: 45
+//!       vusers: 100        # hold 100 looping virtual users for 45 s
+//!     - duration: 45
+//!       vusers: 200        # add 100 more at the phase start ...
+//!       rampUp: 10         # ... spread evenly over the first 10 s
+//!       name: hold
+//! ```
+//!
+//! - Keys: `vusers` (a whole number from 1 to [`super::VUSERS_MAX`]), `duration`, optional
+//!   `rampUp` (a duration, at most `duration`) and `name`. `vusers` cannot be combined with
+//!   `arrivalRate`, `arrivalCount`, `rampTo`, `maxVusers` or `pause`; `rampUp` needs `vusers`.
+//! - Each virtual user runs the scenario (weighted pick among scenarios, as for arrivals) to
+//!   its end, then at once starts again with fresh variables and, for each `payload`, the
+//!   next CSV row (with `order: sequence` every iteration takes the next row, like JMeter's
+//!   CSV data set). A failed iteration (`vusers.failed`) is followed by a new one as well.
+//!   Its keep-alive connections are kept from one iteration to the next (as k6 does), so a
+//!   fast loop does not open a connection per iteration.
+//! - Consecutive closed phases resize the pool: going up adds users at the phase start (or
+//!   over `rampUp`); going down stops surplus users when they finish their current
+//!   iteration, so no request is cut. When a closed phase ends and the next phase is
+//!   open-model or a pause, or the script ends, every pool user finishes its current
+//!   iteration and stops.
+//! - Metrics: each iteration counts as one Artillery virtual user (`vusers.created`,
+//!   `vusers.completed` or `vusers.failed`, `vusers.session_length`), since an Artillery
+//!   virtual user is one run of a scenario; so `vusers.created` counts iterations started,
+//!   not pool members. The pool size actually held is in the report's `phases` list
+//!   ([`crate::report::PhaseReport`]): `vusers_target`, `vusers_concurrent_max` and the
+//!   time-weighted `vusers_concurrent_mean` of running virtual users during each phase.
 
 use std::{collections::BTreeMap, fmt, marker::PhantomData};
 
@@ -87,6 +125,10 @@ pub struct Phase {
     pub ramp_to: Option<f64>,
     pub max_vusers: Option<f64>,
     pub pause: Option<Seconds>,
+    /// throng extension: a closed-model phase holding this many looping virtual users.
+    pub vusers: Option<f64>,
+    /// throng extension: spread a closed phase's new users over this time.
+    pub ramp_up: Option<Seconds>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

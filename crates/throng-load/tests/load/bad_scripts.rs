@@ -92,6 +92,68 @@ async fn bad_phases() {
 }
 
 #[tokio::test]
+async fn bad_closed_phases() {
+    let range = "whole number from 1 to 10000";
+    let mixed = "cannot be combined with vusers";
+    let accepted = "vusers, duration, optional rampUp and name";
+    let cases: [(&str, &[&str]); 11] = [
+        (
+            "- duration: 5\n      vusers: 0",
+            &["config.phases[0].vusers", range],
+        ),
+        (
+            "- duration: 5\n      vusers: 2.5",
+            &["config.phases[0].vusers", range, "2.5"],
+        ),
+        (
+            "- duration: 5\n      vusers: 10001",
+            &["config.phases[0].vusers", range],
+        ),
+        (
+            "- duration: 5\n      vusers: 3\n      arrivalRate: 1",
+            &["config.phases[0].arrivalRate", mixed, accepted],
+        ),
+        (
+            "- duration: 5\n      vusers: 3\n      arrivalCount: 4",
+            &["config.phases[0].arrivalCount", mixed],
+        ),
+        (
+            "- duration: 5\n      vusers: 3\n      rampTo: 4",
+            &["config.phases[0].rampTo", mixed],
+        ),
+        (
+            "- pause: 5\n      vusers: 3",
+            &["config.phases[0].pause", mixed],
+        ),
+        ("- vusers: 3", &["config.phases[0].duration", accepted]),
+        (
+            "- duration: 5\n      vusers: 3\n      rampUp: 6",
+            &["config.phases[0].rampUp", "at most the duration"],
+        ),
+        (
+            "- duration: 5\n      arrivalRate: 1\n      rampUp: 2",
+            &["config.phases[0].rampUp", "closed-model", "vusers"],
+        ),
+        (
+            "- duration: 5\n      vusers: 3\n    - duration: 5\n      vusers: -1\n      name: hold",
+            &["config.phases[1] (\"hold\").vusers", range, "-1"],
+        ),
+    ];
+    for (phase, needles) in cases {
+        let yaml =
+            format!("config:\n  target: \"http://127.0.0.1:1\"\n  phases:\n    {phase}\n{OK_TAIL}");
+        let (code, err) = run_bad(&yaml, &[]).await;
+        assert_eq!(code, Some(2), "{phase}: {err}");
+        for needle in needles {
+            assert!(
+                err.contains(needle),
+                "{phase}: expected {needle:?} in {err}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn bad_steps_and_conditions() {
     let cases = [
         (

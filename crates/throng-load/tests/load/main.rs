@@ -4,6 +4,7 @@
 
 mod accuracy;
 mod bad_scripts;
+mod closed;
 mod features;
 mod reports;
 mod server;

@@ -33,6 +33,15 @@ pub struct Log {
     pub seen: Mutex<Vec<Seen>>,
     /// `/stall`: the first request after `stall_after` stalls the whole server for 1 s.
     pub stall: Mutex<StallState>,
+    /// `/delay/{ms}`: when each request arrived and was answered (bounded like `seen`).
+    pub spans: Mutex<Vec<Span>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub uri: String,
+    pub start: Instant,
+    pub end: Instant,
 }
 
 #[derive(Default)]
@@ -53,6 +62,10 @@ impl TestServer {
 
     pub fn seen(&self) -> Vec<Seen> {
         self.log.seen.lock().unwrap().clone()
+    }
+
+    pub fn spans(&self) -> Vec<Span> {
+        self.log.spans.lock().unwrap().clone()
     }
 
     pub fn seen_paths(&self, prefix: &str) -> Vec<String> {
@@ -128,6 +141,21 @@ async fn slow(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl
     "slow"
 }
 
+/// Answers after `ms` milliseconds (at most 1 s), recording the request's span.
+async fn delay(State(log): State<Arc<Log>>, Path(ms): Path<u64>, uri: Uri) -> impl IntoResponse {
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_millis(ms.min(1000))).await;
+    let mut spans = log.spans.lock().unwrap();
+    if spans.len() < SEEN_MAX {
+        spans.push(Span {
+            uri: uri.to_string(),
+            start,
+            end: Instant::now(),
+        });
+    }
+    "ok"
+}
+
 /// Stalls every request for the one second after the first request seen 2 s into the test,
 /// like the wrk2 README's suspended server.
 async fn stall(State(log): State<Arc<Log>>) -> impl IntoResponse {
@@ -165,6 +193,7 @@ pub async fn start() -> TestServer {
         .route("/status/{code}", get(status))
         .route("/slow", get(slow))
         .route("/stall", get(stall))
+        .route("/delay/{ms}", get(delay))
         .route("/health", get(|| async { "ok" }))
         .fallback(any(other))
         .with_state(log.clone());
