@@ -1,0 +1,199 @@
+//! `throng seed comments`: the write-up's data set (1,000,000 users, 40,000
+//! courses, 50 comments per course from random users with ids 500,000 to
+//! 1,000,000 in chronological order, a provider reply to half of them),
+//! with snapshots and rating aggregates computed while generating.
+//!
+//! The data is a pure function of the arguments and `--seed` (splitmix64, no
+//! clock): comment ids, times (from 2024-01-01 UTC) and texts are the same on
+//! every run and in both dialects, which the response snapshot tests rely on.
+//! Generation runs on one thread and the inserts on another (2 cores).
+//! After loading, statistics are gathered for the comments tables only
+//! (`ANALYZE` per table, in both dialects; booking's are left without).
+//!
+//! `--testdata-csv PATH` also writes the Artillery payload (`testData.csv`,
+//! the write-up's columns, no header) drawn from the stored snapshots.
+//!
+//! This file holds the arguments, the report and the entry points;
+//! `generator.rs` makes the data, `loaders.rs` bulk-loads it into SQLite or
+//! PostgreSQL, `testdata.rs` writes the CSV.
+
+mod generator;
+mod loaders;
+mod testdata;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::store::{NewEvent, Store};
+
+pub use generator::{
+    course_title, display_name, Chunk, Generator, Population, Rng, Row, Snapshot, BASE_MS,
+};
+pub use testdata::write_testdata_csv;
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct SeedCommentsArgs {
+    /// Users (ids 1..=N); providers are ids below 50,000, commenters the upper half.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub users: i64,
+    /// Courses.
+    #[arg(long, default_value_t = 40_000)]
+    pub courses: i64,
+    /// Comments per course.
+    #[arg(long, default_value_t = 50)]
+    pub comments_per_course: i64,
+    /// Share of comments with a provider reply (0 to 1).
+    #[arg(long, default_value_t = 0.5)]
+    pub reply_ratio: f64,
+    /// Replace existing comments data.
+    #[arg(long)]
+    pub force: bool,
+    /// Random seed of the generator (same seed, same data).
+    #[arg(long, default_value_t = 2017)]
+    pub seed: u64,
+    /// Also write the Artillery payload testData.csv here (with existing data
+    /// and no --force, only the file is written).
+    #[arg(long)]
+    pub testdata_csv: Option<PathBuf>,
+    /// Rows of testData.csv.
+    #[arg(long, default_value_t = 5000)]
+    pub testdata_rows: usize,
+}
+
+impl SeedCommentsArgs {
+    pub fn small(users: i64, courses: i64, comments_per_course: i64) -> SeedCommentsArgs {
+        SeedCommentsArgs {
+            users,
+            courses,
+            comments_per_course,
+            reply_ratio: 0.5,
+            force: false,
+            seed: 2017,
+            testdata_csv: None,
+            testdata_rows: 5000,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct SeedReport {
+    pub users: i64,
+    pub courses: i64,
+    pub comments: i64,
+    pub replies: i64,
+    pub snapshots: i64,
+    pub elapsed_s: f64,
+    /// Rows written to testData.csv (0 when not asked).
+    pub testdata_rows: usize,
+    /// False when existing data was kept (only the CSV was written).
+    pub seeded: bool,
+}
+
+/// The demo set seeded by `serve --demo`; the demo page signs in as this user.
+pub const DEMO_USERS: i64 = 200;
+pub const DEMO_COURSES: i64 = 20;
+pub const DEMO_COMMENTS_PER_COURSE: i64 = 10;
+pub const DEMO_USER_ID: i64 = 150;
+
+pub fn validate(args: &SeedCommentsArgs) -> anyhow::Result<()> {
+    if !(2..=10_000_000).contains(&args.users) {
+        anyhow::bail!("--users: 2 to 10000000");
+    }
+    if !(1..=1_000_000).contains(&args.courses) {
+        anyhow::bail!("--courses: 1 to 1000000");
+    }
+    if !(0..=10_000).contains(&args.comments_per_course) {
+        anyhow::bail!("--comments-per-course: 0 to 10000");
+    }
+    if !(0.0..=1.0).contains(&args.reply_ratio) {
+        anyhow::bail!("--reply-ratio: 0 to 1");
+    }
+    if args.testdata_rows == 0 || args.testdata_rows > 1_000_000 {
+        anyhow::bail!("--testdata-rows: 1 to 1000000");
+    }
+    Ok(())
+}
+
+/// Seeds (unless data exists and only the CSV was asked for), then writes
+/// the CSV if asked.
+pub async fn seed(
+    store: &Store,
+    args: &SeedCommentsArgs,
+    progress: bool,
+) -> anyhow::Result<SeedReport> {
+    validate(args)?;
+    let started = Instant::now();
+    let existing = existing_courses(store).await?;
+    let mut report = SeedReport::default();
+    let csv_only = existing > 0 && !args.force && args.testdata_csv.is_some();
+    if !csv_only {
+        if existing > 0 && !args.force {
+            anyhow::bail!(
+                "the store already has {existing} courses with comments data; pass --force to replace it"
+            );
+        }
+        let gen = Generator::new(args);
+        let snapshots = match store {
+            Store::Sqlite(s) => {
+                let (path, bar) = (s.path().to_path_buf(), progress);
+                tokio::task::spawn_blocking(move || {
+                    loaders::seed_sqlite(&path, gen, existing > 0, bar)
+                })
+                .await??
+            }
+            Store::Postgres(p) => loaders::seed_pg(p, gen, existing > 0, progress).await?,
+        };
+        let gen = Generator::new(args);
+        report = SeedReport {
+            users: args.users,
+            courses: args.courses,
+            comments: args.courses * args.comments_per_course,
+            replies: gen.replies_total(),
+            snapshots,
+            seeded: true,
+            ..report
+        };
+        append_seeded_event(store, &report).await?;
+    }
+    if let Some(path) = &args.testdata_csv {
+        report.testdata_rows =
+            write_testdata_csv(store, path, args.testdata_rows, args.seed).await?;
+    }
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+async fn existing_courses(store: &Store) -> anyhow::Result<i64> {
+    const SQL: &str = "SELECT COUNT(*) FROM comments_courses";
+    Ok(match store {
+        Store::Sqlite(s) => s.read(|c| Ok(c.query_row(SQL, [], |r| r.get(0))?)).await?,
+        Store::Postgres(p) => p.client().await?.query_one(SQL, &[]).await?.get(0),
+    })
+}
+
+async fn append_seeded_event(store: &Store, r: &SeedReport) -> anyhow::Result<()> {
+    let event = NewEvent::json(
+        "comments-seed",
+        "CommentsSeeded",
+        &serde_json::json!({
+            "users": r.users, "courses": r.courses, "comments": r.comments, "replies": r.replies,
+        }),
+    );
+    store.append_event(event).await?;
+    Ok(())
+}
+
+/// The quick-start data set for `serve --demo`, when the store has none.
+pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
+    if existing_courses(store).await? > 0 {
+        return Ok(());
+    }
+    let args = SeedCommentsArgs::small(DEMO_USERS, DEMO_COURSES, DEMO_COMMENTS_PER_COURSE);
+    let report = seed(store, &args, false).await?;
+    tracing::info!(
+        courses = report.courses,
+        comments = report.comments,
+        "seeded comments demo data"
+    );
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! Comments SQL for both dialects, one file per job: `listing.rs` (the
+//! listing's statements and `list_page`), `lookups.rs` (course, write
+//! version, rating aggregates), `writes.rs` (comments, replies, their
+//! events, snapshot and rating upserts). This file holds the types they
+//! answer with.
+//!
+//! The listing's JSON is built by the database and passed through as bytes,
+//! as the write-up does with `FOR JSON`: each user block (with its thread and
+//! replies) comes back as one JSON text; Rust only joins the blocks of a page
+//! with commas (and reads the last block's key for the next cursor).
+//!
+//! Both dialects give the same bytes for the same data:
+//! - SQLite by default (`--comments-json concat`): one `printf` per object
+//!   into one buffer, strings through `json_quote`, arrays by `group_concat`
+//!   over a subquery ordered first. A thread of one comment (the snapshot's
+//!   `comment_count`, migration 0006) is printed from the snapshot's
+//!   last-comment columns, which are that comment's own, without the thread
+//!   subquery; replies are still looked up per comment.
+//! - SQLite with `--comments-json functions`: `json_object` /
+//!   `json_group_array` (compact output), arrays aggregated from a subquery
+//!   ordered first; `json()` re-marks a subquery's text as JSON, since
+//!   subtypes do not cross subquery boundaries. Every thread goes through
+//!   the subquery; the tests compare its bytes with the default's.
+//! - PostgreSQL: `json_build_object` / `json_agg` print `"a" : 1, ` with
+//!   spaces, so the same compact text is concatenated from `to_json(text)`
+//!   (which escapes strings the way SQLite does) and
+//!   `string_agg(.. ORDER BY ..)`; integers are cast to text.
+//! - Times are RFC 3339 UTC with milliseconds (`2025-01-01T10:00:00.000Z`),
+//!   computed with integer arithmetic in both (SQLite: `iso_ms()`, the
+//!   store's own SQL function; PostgreSQL: `to_char` of whole seconds and
+//!   the milliseconds padded), so no float rounding.
+//! - Empty threads and replies are `[]`, never null.
+//!
+//! Writes go through the store's writer (group commit) and, in the same
+//! transaction, maintain the user's snapshot (first and last comment and the
+//! thread's comment count) and the rating aggregates with the course's write
+//! version, and append their event. Expected outcomes (unknown course, not
+//! the provider, ...) are values; `Err` means the database failed.
+
+mod listing;
+mod lookups;
+mod writes;
+
+pub use listing::list_page;
+pub use lookups::{course, rating, version};
+pub use writes::{post_comment, put_reply};
+
+use super::model::Cursor;
+
+/// One page of the listing: the JSON array and the key of its last block.
+#[derive(Clone, Debug)]
+pub struct ListPage {
+    pub body: Vec<u8>,
+    pub blocks: usize,
+    pub last: Option<Cursor>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Course {
+    pub id: i64,
+    pub provider_id: i64,
+    pub title: String,
+}
+
+/// A comment or reply as the POST/PUT answers it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommentOut {
+    pub comment_id: i64,
+    pub course_id: i64,
+    pub user_id: i64,
+    pub display_name: String,
+    pub comment_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rating: Option<i32>,
+    pub title: String,
+    pub remarks: String,
+    pub created_date: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited_date: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub enum PostOutcome {
+    Posted(CommentOut),
+    CourseNotFound,
+    UnknownUser,
+}
+
+#[derive(Clone, Debug)]
+pub enum ReplyOutcome {
+    Created(CommentOut),
+    Edited(CommentOut),
+    CommentNotFound,
+    /// The target is itself a reply.
+    IsReply,
+    /// The caller is not the provider of the comment's course.
+    NotTheProvider,
+}
+
+/// Rating aggregates of one course and type.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RatingOut {
+    pub course_id: i64,
+    pub rating_type: String,
+    pub count: i64,
+    /// Mean rating rounded to 2 decimals; 0 without ratings.
+    pub average: f64,
+    /// Counts per star, index 0 = 1 star.
+    pub stars: [i64; 5],
+}
+
+/// How SQLite builds the listing's JSON (PostgreSQL always concatenates).
+/// Both give the same bytes; `--comments-json` picks one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum JsonBuild {
+    /// `json_object` / `json_group_array`.
+    Functions,
+    /// Text assembled by `printf` and `json_quote`, arrays by `group_concat`
+    /// (PostgreSQL concatenates too): the faster of the two here, and the
+    /// default. See `listing::sqlite_printf_list_sql`.
+    Concat,
+}
