@@ -1,26 +1,29 @@
-//! Assembles the server: configuration, state, every service's `router()`
-//! merged in one place, background workers, and start/stop.
+//! Assembles the server: configuration, the platform's parts, every service
+//! of `services::all()` started, routed, documented and linked, and
+//! start/stop. Names no service.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
-use axum::extract::{DefaultBodyLimit, FromRef, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::sync::oneshot;
 
+use crate::base::metrics;
 use crate::platform::admission::{self, Admission};
 use crate::platform::auth::TokenKeys;
 use crate::platform::crypto::PiiCipher;
 use crate::platform::error::ApiError;
-use crate::platform::metrics;
 use crate::platform::secrets::Secrets;
-use crate::services::booking;
-use crate::services::comments::{self, CommentsArgs, CommentsState};
+use crate::platform::service::{LinkKind, Platform};
+use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
+
+pub use crate::platform::service::AppState;
 
 /// Where data and secrets live. Global, so `throng seed comments --data-dir X`
 /// works as well as `throng seed --data-dir X comments`.
@@ -90,45 +93,35 @@ pub struct ServeArgs {
     /// Take the client address from X-Forwarded-For (behind HAProxy).
     #[arg(long, env = "THRONG_TRUST_FORWARDED_FOR")]
     pub trust_forwarded_for: bool,
-    /// SMS gateway webhook (http://...); confirmations go to the log when absent.
-    #[arg(long, env = "THRONG_NOTIFY_WEBHOOK")]
-    pub notify_webhook: Option<String>,
-    /// Do not run the confirmation worker on this node.
-    #[arg(long, env = "THRONG_NO_NOTIFIER")]
-    pub no_notifier: bool,
     /// Seed a small demo data set when the store is empty.
     #[arg(long)]
     pub demo: bool,
+    /// Every service's own flags (see each service's `serve_args`).
     #[command(flatten)]
-    pub comments: CommentsArgs,
+    pub services: ServiceArgs,
 }
 
-/// What every handler shares. One `Arc` around it: axum clones the state for
-/// every request, and one reference count is cheaper than one per field
-/// (the counts' cache lines bounce between the cores under load).
-#[derive(Clone)]
-pub struct AppState(Arc<AppStateInner>);
+/// The flags services add to `serve`, kept as matches: each service parses
+/// its own part at start (`Service::start`), so this type names none.
+#[derive(Clone, Debug, Default)]
+pub struct ServiceArgs(pub clap::ArgMatches);
 
-impl std::ops::Deref for AppState {
-    type Target = AppStateInner;
-    fn deref(&self) -> &AppStateInner {
-        &self.0
+impl clap::FromArgMatches for ServiceArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ServiceArgs(m.clone()))
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0 = m.clone();
+        Ok(())
     }
 }
 
-pub struct AppStateInner {
-    pub store: Store,
-    pub keys: Arc<TokenKeys>,
-    pub pii: Arc<PiiCipher>,
-    pub booking: Arc<BookingState>,
-    pub comments: Arc<CommentsState>,
-}
-
-pub use crate::services::booking::BookingState;
-
-impl FromRef<AppState> for Arc<TokenKeys> {
-    fn from_ref(s: &AppState) -> Self {
-        s.keys.clone()
+impl clap::Args for ServiceArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        services::all().iter().fold(cmd, |c, s| s.serve_args(c))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }
 
@@ -136,7 +129,7 @@ impl FromRef<AppState> for Arc<TokenKeys> {
 /// with (a fingerprint is kept in `meta`).
 pub async fn open_store(args: &StoreArgs) -> anyhow::Result<(Store, Secrets)> {
     let secrets = Secrets::load_or_create(&args.data_dir)?;
-    let store = Store::open(&args.url(), args.limits()).await?;
+    let store = Store::open_with(&args.url(), args.limits(), &services::migrations()).await?;
     let pii = PiiCipher::new(&secrets.pii_key);
     let stored = store
         .meta_set_once("pii_key_fingerprint", pii.fingerprint())
@@ -160,14 +153,15 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
         args.rate_limit_burst,
         args.trust_forwarded_for,
     );
-    Router::new()
+    let platform_routes = Router::new()
         .route("/", get(index))
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_text))
-        .route("/openapi.json", get(openapi_json))
-        .merge(booking::http::router())
-        .merge(comments::http::router())
+        .route("/openapi.json", get(openapi_json));
+    services::all()
+        .iter()
+        .fold(platform_routes, |r, s| r.merge(s.router()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(args.body_limit_bytes))
@@ -216,23 +210,38 @@ impl Running {
 }
 
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
-    let notifier = booking::notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
     let store_lock = match args.store.url() {
         StoreUrl::Sqlite(path) => Some(crate::store::sqlite::lock_for_serving(&path)?),
         StoreUrl::Postgres(_) => None,
     };
     let (store, secrets) = open_store(&args.store).await?;
-    if args.demo {
-        booking::seed::seed_demo_if_empty(&store).await?;
-        comments::seed::seed_demo_if_empty(&store).await?;
-    }
-    let state = AppState(Arc::new(AppStateInner {
+    let platform = Platform {
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
-        booking: Arc::new(BookingState::new(&store).await?),
-        comments: Arc::new(CommentsState::new(&args.comments, args.demo)),
-    }));
+        demo: args.demo,
+    };
+    if args.demo {
+        for s in services::all() {
+            s.seed_demo(&store).await?;
+        }
+    }
+    let mut started = Vec::with_capacity(services::all().len());
+    for s in services::all() {
+        let begun = std::time::Instant::now();
+        started.push(
+            s.start(&platform, &args.services.0)
+                .await
+                .map_err(|e| e.context(format!("starting the {} service", s.name())))?,
+        );
+        tracing::debug!(
+            service = s.name(),
+            elapsed_ms = begun.elapsed().as_millis() as u64,
+            "started"
+        );
+    }
+    let state = AppState::new(&platform, &started);
+    let workers: Vec<_> = started.into_iter().flat_map(|s| s.workers).collect();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
@@ -251,16 +260,6 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
             tracing::error!(error = %e, "server stopped");
         }
     });
-    let mut workers = Vec::new();
-    workers.extend(state.booking.spawn_seed_watcher(store.clone()));
-    if !args.no_notifier {
-        workers.push(booking::notifier::spawn(
-            store,
-            state.pii.clone(),
-            notifier,
-            state.booking.notify_worker.clone(),
-        ));
-    }
     tracing::info!(%addr, store = %args.store.url(), "throng listening");
     Ok(Running {
         addr,
@@ -295,9 +294,10 @@ async fn metrics_text() -> impl IntoResponse {
 }
 
 static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
-    use utoipa::OpenApi;
-    let mut doc = booking::http::BookingApi::openapi();
-    doc.merge(comments::http::CommentsApi::openapi());
+    let mut doc = utoipa::openapi::OpenApi::default();
+    for s in services::all() {
+        doc.merge(s.openapi());
+    }
     doc.info = utoipa::openapi::InfoBuilder::new()
         .title("throng")
         .version(env!("CARGO_PKG_VERSION"))
@@ -329,8 +329,36 @@ async fn openapi_json() -> Response {
         .into_response()
 }
 
+/// The index page: the template with every service's links.
+static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
+    let escape = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let items = |kind: LinkKind| -> String {
+        services::all()
+            .iter()
+            .flat_map(|s| s.links())
+            .filter(|l| l.kind == kind)
+            .map(|l| {
+                format!(
+                    "<li><a href=\"{}\">{}</a>: {}</li>\n",
+                    escape(l.href),
+                    escape(l.title),
+                    escape(l.about)
+                )
+            })
+            .collect()
+    };
+    include_str!("index.html")
+        .replace("<!--pages-->", &items(LinkKind::Page))
+        .replace("<!--endpoints-->", &items(LinkKind::Endpoint))
+});
+
 async fn index() -> Html<&'static str> {
-    Html(include_str!("index.html"))
+    Html(INDEX_HTML.as_str())
 }
 
 async fn not_found(method: Method, uri: Uri) -> ApiError {

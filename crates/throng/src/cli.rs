@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 use crate::app::{self, ServeArgs, StoreArgs};
 use crate::platform::auth::{Role, TokenKeys};
 use crate::platform::secrets::Secrets;
-use crate::services::{booking, comments};
+use crate::platform::service::Service;
+use crate::services;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -46,12 +47,66 @@ pub struct SeedArgs {
     pub what: SeedWhat,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum SeedWhat {
-    /// Places x days x time slots (5,000,000 slots with the defaults).
-    Booking(booking::seed::SeedBookingArgs),
-    /// Users, courses, comments with replies (2,000,000 comments with the defaults).
-    Comments(comments::seed::SeedCommentsArgs),
+/// `throng seed NAME ...`: one subcommand per service that has a seed
+/// (`Service::seed_command`), kept as the service and its matches.
+#[derive(Clone)]
+pub struct SeedWhat {
+    pub service: &'static dyn Service,
+    pub matches: clap::ArgMatches,
+}
+
+impl std::fmt::Debug for SeedWhat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeedWhat")
+            .field("service", &self.service.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl clap::FromArgMatches for SeedWhat {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| {
+            clap::Error::raw(
+                clap::error::ErrorKind::MissingSubcommand,
+                "name what to seed",
+            )
+        })?;
+        let service = services::all()
+            .iter()
+            .find(|s| s.name() == name && s.seed_command().is_some())
+            .ok_or_else(|| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    format!("no service named {name} has a seed"),
+                )
+            })?;
+        Ok(SeedWhat {
+            service: *service,
+            matches: sub.clone(),
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for SeedWhat {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        services::all()
+            .iter()
+            .filter_map(|s| s.seed_command())
+            .fold(cmd, |c, sub| c.subcommand(sub))
+            .subcommand_required(true)
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        services::all()
+            .iter()
+            .any(|s| s.name() == name && s.seed_command().is_some())
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -117,31 +172,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 async fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let (store, _) = app::open_store(&args.store).await?;
-    match args.what {
-        SeedWhat::Booking(b) => {
-            let report = booking::seed::seed(&store, &b, true).await?;
-            println!(
-                "seeded {} places, {} slots in {:.1} s ({:.0} slots/s)",
-                report.places,
-                report.slots,
-                report.elapsed_s,
-                report.slots as f64 / report.elapsed_s.max(1e-9)
-            );
-        }
-        SeedWhat::Comments(c) => {
-            let r = comments::seed::seed(&store, &c, true).await?;
-            if r.seeded {
-                println!(
-                    "seeded {} users, {} courses, {} comments, {} replies, {} snapshots in {:.1} s",
-                    r.users, r.courses, r.comments, r.replies, r.snapshots, r.elapsed_s
-                );
-            }
-            if let Some(path) = &c.testdata_csv {
-                println!("wrote {} rows to {}", r.testdata_rows, path.display());
-            }
-        }
-    }
-    Ok(())
+    args.what.service.seed(&store, &args.what.matches).await
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {
@@ -149,4 +180,15 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
     let keys = TokenKeys::new(&secrets.token_secret);
     println!("{}", keys.issue(&args.sub, args.role, args.ttl_s));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks: no two flags of the services share an id or a
+        // name, every default parses.
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }

@@ -8,7 +8,9 @@
 //!   percentiles (no coordinated omission); the service time (from the actual send) is kept
 //!   beside it as `uncorrected_*`.
 //!
-//! Each connection task polls its own hyper connection driver (no extra task, no pool).
+//! Each connection task drives its own connection inside the task (no extra task, no pool):
+//! by default the measuring HTTP/1.1 client of `wire.rs` (pre-serialised requests, heads parsed
+//! with `httparse`), or a hyper connection with [`Engine::Hyper`] (`--engine hyper`).
 //! Histograms are HDR with 3 significant digits and a fixed range (1 us .. 1 h), so memory
 //! does not grow with the request count; intermediate periods are capped at
 //! [`PERIODS_MAX`] by widening the period for long runs.

@@ -8,80 +8,20 @@
 //! the median of `--runs` runs of each. Machines here are shared and noisy,
 //! so the figure that matters is the ratio to the ceiling measured alongside.
 //!
-//! A service registers its experiment by implementing [`Experiment`] in its
-//! own folder (`services/<name>/bench.rs`) and adding one line to
-//! [`experiments`].
+//! A service registers its experiments by implementing
+//! [`crate::platform::experiment::Experiment`] in its own folder
+//! (`services/<name>/bench.rs`) and returning them from its
+//! `Service::experiments`; this module names no service.
 
 pub mod harness;
 pub mod report;
 
-use throng_load::measure::RequestFactory;
+pub use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
 
-/// How big a data set to seed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Scale {
-    /// The write-up's size (booking: 5,000,000 slots).
-    Full,
-    /// A small set for a quick check of the harness itself.
-    Quick,
-}
-
-/// One measured request stream.
-pub struct Workload {
-    pub name: String,
-    pub factory: RequestFactory,
-    /// Statuses that count as a correct answer (anything else is an error).
-    pub ok_statuses: Vec<u16>,
-    /// The smallest acceptable ratio to the ceiling (the target).
-    pub target_ratio_min: Option<f64>,
-    /// The write-up's figure for the comparable system, as printed.
-    pub published: String,
-}
-
-pub trait Experiment: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn about(&self) -> &'static str;
-    /// Arguments after `throng seed` (the harness adds the store flags).
-    fn seed_args(&self, scale: Scale) -> Vec<String>;
-    /// Extra arguments for `throng serve`.
-    fn serve_args(&self) -> Vec<String> {
-        Vec::new()
-    }
-    fn workloads(&self, scale: Scale) -> Vec<Workload>;
-    /// Closed-model connections by default. Durable writes are bounded by
-    /// connections / commit latency (Little's law), so an experiment about a
-    /// crowd says how big a crowd it models.
-    fn connections(&self) -> usize {
-        64
-    }
-    /// Resident memory the server may use at most with the data set, in MiB.
-    fn rss_mib_max(&self, _scale: Scale) -> Option<f64> {
-        None
-    }
-    /// Lines of context printed under the table (the write-up's setup).
-    fn notes(&self) -> Vec<String> {
-        Vec::new()
-    }
-}
-
+/// Every service's experiments, in the order of `services::all()`.
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![
-        Box::new(crate::services::booking::bench::BookingBench),
-        Box::new(crate::services::comments::bench::CommentsBench { cache: true }),
-        Box::new(crate::services::comments::bench::CommentsBench { cache: false }),
-    ]
-}
-
-/// A deterministic pseudo-random stream per request number (splitmix64), so
-/// workloads need no shared RNG and no locks on the hot path.
-pub fn mix64(seq: u64, salt: u64) -> u64 {
-    let mut z = seq.wrapping_add(salt).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A number in `lo..=hi` drawn from `mix64(seq, salt)`.
-pub fn pick(seq: u64, salt: u64, lo: i64, hi: i64) -> i64 {
-    lo + (mix64(seq, salt) % ((hi - lo + 1) as u64)) as i64
+    crate::services::all()
+        .iter()
+        .flat_map(|s| s.experiments())
+        .collect()
 }

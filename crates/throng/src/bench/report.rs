@@ -206,7 +206,7 @@ impl BenchReport {
     /// Writes `<experiment>-<unix time>.json` and `.md`; returns their paths.
     pub fn write(&self, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
         std::fs::create_dir_all(dir)?;
-        let stamp = crate::platform::clock::now_ms() / 1000;
+        let stamp = crate::base::clock::now_ms() / 1000;
         let json = dir.join(format!("{}-{stamp}.json", self.experiment));
         let md = dir.join(format!("{}-{stamp}.md", self.experiment));
         std::fs::write(&json, serde_json::to_vec_pretty(self)?)?;

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use governor::{clock::Clock, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::ApiError;
-use super::metrics::METRICS;
+use crate::base::metrics::METRICS;
 
 /// Distinct client keys the rate limiter remembers before it forgets idle ones.
 const RATE_LIMIT_KEYS_MAX: usize = 100_000;

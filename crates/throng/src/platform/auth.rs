@@ -41,7 +41,7 @@ impl TokenKeys {
     }
 
     pub fn issue(&self, sub: &str, role: Role, ttl_s: u64) -> String {
-        let now = (super::clock::now_ms() / 1000) as u64;
+        let now = (crate::base::clock::now_ms() / 1000) as u64;
         let claims = Claims {
             sub: sub.to_string(),
             role,

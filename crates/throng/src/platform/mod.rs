@@ -1,12 +1,19 @@
-//! Shared machinery every service uses: configuration, errors and the JSON
-//! envelope, auth, personal-data crypto, secrets, metrics, admission control.
+//! Shared machinery every service uses: errors and the JSON envelope,
+//! extractors, auth (JWT), personal-data crypto, secrets, admission control,
+//! the service seam (`service`: what a service describes of itself and the
+//! application state it is given) and the bench experiments' interface
+//! (`experiment`). Sits below the services and above the store; the clock and
+//! the metrics registry are leaves in `crate::base`, re-exported here for
+//! callers outside the crate.
 
 pub mod admission;
 pub mod auth;
 pub mod body_limit;
-pub mod clock;
 pub mod crypto;
+pub mod experiment;
+pub mod service;
 pub mod error;
 pub mod extract;
-pub mod metrics;
 pub mod secrets;
+
+pub use crate::base::{clock, metrics};

@@ -1,6 +1,49 @@
 //! One folder per service, each a vertical slice: `model` (types parsed from
-//! input, rules), `store` (SQL for both dialects), `http` (routes and its
-//! `router()`), its page, its seed and its bench experiment.
+//! input, rules), `store` (SQL for both dialects), `http` (routes), its
+//! migrations, page, seed and bench experiment, and a `mod.rs` that describes
+//! the service once (`platform::service::Service`).
+//!
+//! Adding a service is its folder plus one line in [`all`]; the app, the
+//! command line, the bench harness and the index page iterate over this list.
 
 pub mod booking;
 pub mod comments;
+
+use crate::platform::service::Service;
+
+/// Every service, in the order their routes, flags and links are added.
+pub fn all() -> &'static [&'static dyn Service] {
+    &[&booking::Booking, &comments::Comments]
+}
+
+/// Every service's migrations (for `Store::open_with`).
+pub fn migrations() -> Vec<&'static crate::store::MigrationSet> {
+    all().iter().filter_map(|s| s.migrations()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = all().iter().map(|s| s.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all().len(), "two services share a name");
+    }
+
+    #[test]
+    fn migration_versions_are_unique_in_both_dialects() {
+        use crate::store::migrate::{ordered, Dialect};
+        let sets = migrations();
+        let sqlite = ordered(&sets, Dialect::Sqlite).expect("sqlite versions unique");
+        let pg = ordered(&sets, Dialect::Postgres).expect("postgres versions unique");
+        let versions = |m: &[(i64, &str, &str)]| m.iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(
+            versions(&sqlite),
+            versions(&pg),
+            "every migration exists for both dialects"
+        );
+    }
+}

@@ -50,7 +50,7 @@ pub fn sqlite_append(conn: &Connection, event: &NewEvent) -> Result<i64, StoreEr
         event.stream,
         event.event_type,
         event.payload,
-        crate::platform::clock::now_ms()
+        crate::base::clock::now_ms()
     ])?;
     Ok(conn.last_insert_rowid())
 }

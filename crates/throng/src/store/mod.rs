@@ -20,6 +20,7 @@ pub mod sqlite;
 use std::sync::Arc;
 
 pub use eventlog::{NewEvent, StoredEvent};
+pub use migrate::MigrationSet;
 
 /// A store handle, cheap to clone.
 #[derive(Clone)]
@@ -185,12 +186,25 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 }
 
 impl Store {
-    /// Opens the store, applies the embedded migrations and starts the writer.
+    /// Opens the store with its own tables only (the event log, consumer
+    /// positions, `meta`) and starts the writer.
     pub async fn open(url: &StoreUrl, limits: StoreLimits) -> anyhow::Result<Store> {
+        Store::open_with(url, limits, &[]).await
+    }
+
+    /// Opens the store, applies its own migrations and `services`' (the app
+    /// passes every service's set) and starts the writer.
+    pub async fn open_with(
+        url: &StoreUrl,
+        limits: StoreLimits,
+        services: &[&'static migrate::MigrationSet],
+    ) -> anyhow::Result<Store> {
         Ok(match url {
-            StoreUrl::Sqlite(path) => Store::Sqlite(sqlite::SqliteStore::open(path, &limits)?),
+            StoreUrl::Sqlite(path) => {
+                Store::Sqlite(sqlite::SqliteStore::open(path, &limits, services)?)
+            }
             StoreUrl::Postgres(url) => {
-                Store::Postgres(postgres::PgStore::open(url, &limits).await?)
+                Store::Postgres(postgres::PgStore::open(url, &limits, services).await?)
             }
         })
     }
@@ -290,7 +304,7 @@ impl Store {
         lease_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
-        let now = crate::platform::clock::now_ms();
+        let now = crate::base::clock::now_ms();
         let until = now + lease_ms;
         match self {
             Store::Sqlite(s) => {
@@ -349,7 +363,7 @@ impl Store {
         lease_ms: i64,
     ) -> Result<bool, StoreError> {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
-        let until = crate::platform::clock::now_ms() + lease_ms;
+        let until = crate::base::clock::now_ms() + lease_ms;
         match self {
             Store::Sqlite(s) => {
                 s.write(move |c| {

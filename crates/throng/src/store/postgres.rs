@@ -23,7 +23,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::NoTls;
 
 use super::{eventlog::NewEvent, migrate, StoreError, StoreLimits};
-use crate::platform::metrics;
+use crate::base::metrics;
 
 pub type PgFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
@@ -82,7 +82,11 @@ pub struct PgStore {
 }
 
 impl PgStore {
-    pub async fn open(url: &str, limits: &StoreLimits) -> anyhow::Result<Arc<PgStore>> {
+    pub async fn open(
+        url: &str,
+        limits: &StoreLimits,
+        services: &[&'static migrate::MigrationSet],
+    ) -> anyhow::Result<Arc<PgStore>> {
         let mut cfg: tokio_postgres::Config = url
             .parse()
             .map_err(|e| anyhow::anyhow!("invalid PostgreSQL url: {e}"))?;
@@ -108,7 +112,7 @@ impl PgStore {
                 .get()
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
-            migrate::apply_postgres(&mut client).await?;
+            migrate::apply_postgres(&mut client, services).await?;
         }
         let (tx, rx) = mpsc::channel::<Box<dyn PgJob>>(limits.write_queue_max.max(1));
         tokio::spawn(writer_loop(
@@ -251,7 +255,7 @@ async fn append_events(
         .await?
         .get(0);
     let first = head - n + 1;
-    let now_ms = crate::platform::clock::now_ms();
+    let now_ms = crate::base::clock::now_ms();
     for (chunk_no, chunk) in events.chunks(EVENTS_PER_INSERT_MAX).enumerate() {
         let mut sql = String::from(
             "INSERT INTO events (position, stream, event_type, payload, created_at_ms) VALUES ",

@@ -18,7 +18,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::{migrate, StoreError, StoreLimits};
-use crate::platform::metrics;
+use crate::base::metrics;
 
 type Responder = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// A write command: given the writer's connection (or `None` when the batch
@@ -43,7 +43,13 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    pub fn open(path: &Path, limits: &StoreLimits) -> anyhow::Result<Arc<SqliteStore>> {
+    /// Opens (creating) the database, applies the store's migrations and
+    /// `services`' (see `migrate`), starts the writer and the readers.
+    pub fn open(
+        path: &Path,
+        limits: &StoreLimits,
+        services: &[&'static migrate::MigrationSet],
+    ) -> anyhow::Result<Arc<SqliteStore>> {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir).map_err(|e| {
@@ -52,7 +58,7 @@ impl SqliteStore {
             }
         }
         let mut writer_conn = open_connection(path, limits.sqlite_cache_kib, false)?;
-        migrate::apply_sqlite(&mut writer_conn)?;
+        migrate::apply_sqlite(&mut writer_conn, services)?;
         // Checkpoints run on their own thread (see `checkpoint_loop`), not
         // inside a commit on the writer's critical path.
         writer_conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
@@ -290,7 +296,7 @@ pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
             let Some(ms) = ctx.get::<Option<i64>>(0)? else {
                 return Ok(None);
             };
-            crate::platform::clock::iso_ms(ms).map(Some).ok_or_else(|| {
+            crate::base::clock::iso_ms(ms).map(Some).ok_or_else(|| {
                 rusqlite::Error::UserFunctionError(
                     format!("iso_ms: {ms} is outside 1970-01-01 to 9999-12-31").into(),
                 )
@@ -524,7 +530,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn answers_match_what_committed() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("t.db"), &StoreLimits::default()).unwrap();
+        let store =
+            SqliteStore::open(&dir.path().join("t.db"), &StoreLimits::default(), &[]).unwrap();
         let (ok_guarded, failed_guarded) = wave(&store, 1, false).await;
         assert_eq!(failed_guarded, 8, "only the failing commands fail");
         assert_eq!(ok_guarded.len(), 192);
@@ -577,7 +584,7 @@ mod tests {
                 stmt.query_row([t], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
             assert_eq!(ours, sqlite, "{t}");
         }
-        use crate::platform::clock::iso_ms;
+        use crate::base::clock::iso_ms;
         assert!(iso_ms(-1).is_none() && iso_ms(253_402_300_800_000).is_none());
         let null: Option<String> = conn
             .query_row("SELECT iso_ms(NULL)", [], |r| r.get(0))

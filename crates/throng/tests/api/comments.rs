@@ -13,6 +13,7 @@ use crate::helpers::{throng_bin, Api, ProcessServer, Reply, StoreKind, TestServe
 use throng::platform::auth::{Claims, Role};
 use throng::platform::secrets::Secrets;
 use throng::services::comments::seed::{self, SeedCommentsArgs};
+use throng::services::comments::CommentsState;
 
 both_stores!(
     listing_matches_the_stored_snapshot,
@@ -880,7 +881,7 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
     let Some(s) = seeded(kind, small(), &["--comments-cache", "off"]).await else {
         return;
     };
-    assert!(!s.state.comments.cache.enabled());
+    assert!(!s.state.part::<CommentsState>().expect("comments started").cache.enabled());
     let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
     let a = list(&s.api, q).await;
     assert_snapshot("comments_course2_full.json", &a.body);
@@ -895,7 +896,7 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
         list_ok(&s.api, q).await[0]["lastCommentId"],
         posted.json()["commentId"]
     );
-    assert_eq!(s.state.comments.cache.len(), 0);
+    assert_eq!(s.state.part::<CommentsState>().expect("comments started").cache.len(), 0);
 }
 
 /// `--comments-json functions` (SQLite: json_object and json_group_array

@@ -16,8 +16,10 @@
 //! rebuilt from `booking_registrations`.
 //!
 //! Not used with PostgreSQL: several nodes write there, and a node's memory
-//! would not see the others' writes. Re-seeding an SQLite store while a
-//! server runs on it is not supported (restart the server afterwards).
+//! would not see the others' writes. A seed made by another process while a
+//! server runs bumps `meta.booking_seed_generation`; the server's seed
+//! watcher (`BookingState::spawn_seed_watcher`) then loads a new index and
+//! swaps it in, the old one serving meanwhile.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -308,7 +310,7 @@ mod tests {
     #[test]
     fn loads_and_tracks_slots() {
         let c = Connection::open_in_memory().unwrap();
-        c.execute_batch(include_str!("../../../migrations/sqlite/0002_booking.sql"))
+        c.execute_batch(include_str!("migrations/sqlite/0002_booking.sql"))
             .unwrap();
         c.execute_batch(
             "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20), (3, 'C', 'c', 480, 20);

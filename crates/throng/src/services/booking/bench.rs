@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use crate::bench::{pick, Experiment, Scale, Workload};
+use crate::platform::experiment::{pick, Experiment, Scale, Workload};
 
 pub struct BookingBench;
 

@@ -1,7 +1,9 @@
 //! Booking routes. Booking itself is public (citizens have no account); the
 //! statistics are for admins.
 
-use axum::extract::State;
+use std::sync::Arc;
+
+use axum::extract::{FromRef, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -14,13 +16,20 @@ use super::model::{
     PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
 };
 use super::store::{self, CancelOutcome};
-use crate::app::AppState;
-use crate::platform::auth::{Caller, Role};
+use super::BookingState;
+use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::crypto;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
 
-pub fn router() -> Router<AppState> {
+/// Booking's routes, for any state that gives `Arc<BookingState>` and the
+/// token keys (see `platform::service`).
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<BookingState>: FromRef<S>,
+    Arc<TokenKeys>: FromRef<S>,
+{
     Router::new()
         .route("/api/booking/places", get(list_places))
         .route("/api/booking/places/{place_id}/slots", get(place_slots))
@@ -45,7 +54,7 @@ pub struct PlacesQuery {
 #[utoipa::path(get, path = "/api/booking/places", params(PlacesQuery), tag = "booking",
     responses((status = 200, description = "A page of places: {places:[{id,name,address}], skip, size, total}")))]
 pub async fn list_places(
-    State(st): State<AppState>,
+    State(st): State<Arc<BookingState>>,
     ApiQuery(q): ApiQuery<PlacesQuery>,
 ) -> ApiResult<Json<serde_json::Value>> {
     let skip = q.skip.unwrap_or(0);
@@ -78,7 +87,7 @@ pub struct SlotsQuery {
     responses((status = 200, description = "Per day, each time slot with its start and whether it is free"),
               (status = 404, description = "Unknown place")))]
 pub async fn place_slots(
-    State(st): State<AppState>,
+    State(st): State<Arc<BookingState>>,
     ApiPath(place_id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<SlotsQuery>,
 ) -> ApiResult<Response> {
@@ -98,17 +107,11 @@ pub async fn place_slots(
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
-    if let Some(index) = st.booking.index() {
-        let (place, slots) = index
-            .place_slots_rows(place_id, from, days as i32)
-            .ok_or_else(|| place_not_found(place_id))?;
-        return Ok(render_slots(place, from, days as i32, &slots));
-    }
-    let Some((place, slots)) = store::place_slots(&st.store, place_id, from, days as i32).await?
-    else {
-        return Err(place_not_found(place_id));
-    };
-    Ok(render_slots(&place, from, days as i32, &slots))
+    st.with_place_slots(place_id, from, days as i32, |place, slots| {
+        render_slots(place, from, days as i32, slots)
+    })
+    .await?
+    .ok_or_else(|| place_not_found(place_id))
 }
 
 /// Renders the slot page by hand: this is the hottest read, and writing the
@@ -183,15 +186,11 @@ fn place_not_found(id: i64) -> ApiError {
               (status = 409, description = "slot_taken"), (status = 404, description = "place_not_found or slot_not_found"),
               (status = 422, description = "invalid_field, naming the field"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
-    State(st): State<AppState>,
+    State(st): State<Arc<BookingState>>,
     ApiJson(req): ApiJson<RegistrationRequest>,
 ) -> ApiResult<Response> {
     let new = req.parse()?;
-    let index = st.booking.index();
-    let index = index.as_deref();
-    // Answers the index already knows skip the writer: under a crowd most
-    // attempts are for slots that are already gone.
-    match index.map(|i| i.state(new.place_id, new.day, new.time_slot)) {
+    match st.known_state(new.place_id, new.day, new.time_slot) {
         Some(SlotState::Taken) => return Err(slot_taken()),
         Some(SlotState::UnknownPlace) => return Err(place_not_found(new.place_id)),
         Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
@@ -200,15 +199,8 @@ pub async fn register(
     let access_code = crypto::random_token(16);
     let sealed = seal(&st, &new, &access_code);
     let id = sealed.id.clone();
-    let outcome = store::try_register(&st.store, st.booking.index(), sealed).await?;
-    if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) =
-        (index, outcome)
-    {
-        index.set_taken(new.place_id, new.day, new.time_slot, true);
-    }
-    match outcome {
+    match st.try_register(sealed).await? {
         RegisterOutcome::Registered => {
-            st.booking.notify_worker.notify_one();
             let body = Registered {
                 registration_id: &id,
                 access_code: &access_code,
@@ -254,7 +246,7 @@ fn slot_not_found(new: &NewRegistration) -> ApiError {
     )
 }
 
-fn seal(st: &AppState, new: &NewRegistration, access_code: &str) -> SealedRegistration {
+fn seal(st: &BookingState, new: &NewRegistration, access_code: &str) -> SealedRegistration {
     // Time-ordered (v7) ids append at the right edge of the primary-key B-tree
     // instead of landing on a random page; the access code is what guards access.
     let id = uuid::Uuid::now_v7().to_string();
@@ -266,7 +258,7 @@ fn seal(st: &AppState, new: &NewRegistration, access_code: &str) -> SealedRegist
         place_id: new.place_id,
         day: new.day,
         time_slot: new.time_slot,
-        created_at_ms: crate::platform::clock::now_ms(),
+        created_at_ms: crate::base::clock::now_ms(),
     }
 }
 
@@ -296,7 +288,7 @@ fn plausible_id(id: &str) -> bool {
     responses((status = 200, description = "The registration with the person's data"),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn get_registration(
-    State(st): State<AppState>,
+    State(st): State<Arc<BookingState>>,
     ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<serde_json::Value>> {
@@ -316,10 +308,7 @@ pub async fn get_registration(
     })?;
     let person: serde_json::Value =
         serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
-    let place = match st.booking.index() {
-        Some(index) => index.place(reg.place_id).cloned(),
-        None => store::place(&st.store, reg.place_id).await?,
-    };
+    let place = st.place(reg.place_id).await?;
     Ok(Json(serde_json::json!({
         "registrationId": reg.id,
         "placeId": reg.place_id,
@@ -327,7 +316,7 @@ pub async fn get_registration(
         "day": reg.day.to_text(),
         "timeSlot": reg.time_slot,
         "start": place.as_ref().map(|p| p.slot_start(reg.time_slot)),
-        "createdAt": crate::platform::clock::rfc3339_ms(reg.created_at_ms),
+        "createdAt": crate::base::clock::rfc3339_ms(reg.created_at_ms),
         "person": person,
     })))
 }
@@ -337,7 +326,7 @@ pub async fn get_registration(
     responses((status = 204, description = "Cancelled; the slot is free again"),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn cancel_registration(
-    State(st): State<AppState>,
+    State(st): State<Arc<BookingState>>,
     ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<StatusCode> {
@@ -345,17 +334,8 @@ pub async fn cancel_registration(
     if !plausible_id(&id) {
         return Err(registration_not_found());
     }
-    match store::cancel(&st.store, &id, code).await? {
-        CancelOutcome::Cancelled {
-            place_id,
-            day,
-            time_slot,
-        } => {
-            if let Some(index) = st.booking.index() {
-                index.set_taken(place_id, day, time_slot, false);
-            }
-            Ok(StatusCode::NO_CONTENT)
-        }
+    match st.cancel(&id, code).await? {
+        CancelOutcome::Cancelled { .. } => Ok(StatusCode::NO_CONTENT),
         CancelOutcome::NotFound => Err(registration_not_found()),
     }
 }
@@ -365,7 +345,7 @@ pub async fn cancel_registration(
     responses((status = 200, description = "Counts and the notifier's position in the event log"),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
 pub async fn stats(
-    State(st): State<AppState>,
+    State(st): State<Arc<BookingState>>,
     caller: Caller,
 ) -> ApiResult<Json<store::BookingStats>> {
     caller.require(Role::Admin)?;

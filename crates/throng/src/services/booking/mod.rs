@@ -1,6 +1,11 @@
 //! Booking: appointment slots (places x days x time slots), an atomic
 //! try-register, personal data sealed at rest, confirmations sent from the
 //! event log by a worker. See `002_7f70e933fb451a1c.txt`.
+//!
+//! [`BookingState`] is the one owner of where slots are read from (the
+//! availability index on SQLite, SQL on PostgreSQL) and of the index's
+//! bookkeeping after a write: handlers call its methods, never the index or
+//! `store` directly for slots, so no write path can forget the index.
 
 pub mod availability;
 pub mod bench;
@@ -14,15 +19,146 @@ pub mod store;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+use include_dir::include_dir;
 use tokio::sync::Notify;
 
-use crate::store::Store;
+use crate::platform::crypto::PiiCipher;
+use crate::platform::experiment::Experiment;
+use crate::platform::service::{
+    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+};
+use crate::store::{MigrationSet, Store, StoreError};
+use model::{Day, Place, RegisterOutcome, SealedRegistration};
 
 /// How often a server looks for a seed made by another process.
 const SEED_WATCH_INTERVAL_MS: u64 = 1000;
 
+/// The booking service, as `services::all()` lists it.
+pub struct Booking;
+
+static MIGRATIONS: MigrationSet = MigrationSet {
+    owner: "booking",
+    sqlite: include_dir!("$CARGO_MANIFEST_DIR/src/services/booking/migrations/sqlite"),
+    postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/booking/migrations/postgres"),
+};
+
+/// `serve` flags of the booking service.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BookingArgs {
+    /// SMS gateway webhook (http://...); confirmations go to the log when absent.
+    #[arg(long, env = "THRONG_NOTIFY_WEBHOOK")]
+    pub notify_webhook: Option<String>,
+    /// Do not run the confirmation worker on this node (nodes sharing a
+    /// PostgreSQL take turns through a lease anyway; see ARCHITECTURE.md).
+    #[arg(long, env = "THRONG_NO_NOTIFIER")]
+    pub no_notifier: bool,
+}
+
+impl Service for Booking {
+    fn name(&self) -> &'static str {
+        "booking"
+    }
+
+    fn migrations(&self) -> Option<&'static MigrationSet> {
+        Some(&MIGRATIONS)
+    }
+
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
+        BookingArgs::augment_args(cmd)
+    }
+
+    fn seed_command(&self) -> Option<clap::Command> {
+        Some(seed::SeedBookingArgs::augment_args(
+            clap::Command::new("booking")
+                .about("Places x days x time slots (5,000,000 slots with the defaults)"),
+        ))
+    }
+
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let args = seed::SeedBookingArgs::from_arg_matches(args)?;
+            let report = seed::seed(store, &args, true).await?;
+            println!(
+                "seeded {} places, {} slots in {:.1} s ({:.0} slots/s)",
+                report.places,
+                report.slots,
+                report.elapsed_s,
+                report.slots as f64 / report.elapsed_s.max(1e-9)
+            );
+            Ok(())
+        })
+    }
+
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(seed::seed_demo_if_empty(store))
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            let args = BookingArgs::from_arg_matches(args)?;
+            let notifier = notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
+            let state = Arc::new(BookingState::new(&platform.store, platform.pii.clone()).await?);
+            let mut started = Started::new(state.clone());
+            if let Some(watcher) = state.spawn_seed_watcher() {
+                started = started.with_worker(watcher);
+            }
+            if !args.no_notifier {
+                started = started.with_worker(notifier::spawn(
+                    platform.store.clone(),
+                    platform.pii.clone(),
+                    notifier,
+                    state.notify_worker.clone(),
+                ));
+            }
+            Ok(started)
+        })
+    }
+
+    fn router(&self) -> axum::Router<AppState> {
+        http::router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        use utoipa::OpenApi;
+        http::BookingApi::openapi()
+    }
+
+    fn links(&self) -> Vec<Link> {
+        vec![
+            Link {
+                kind: LinkKind::Page,
+                href: "/booking/",
+                title: "Booking",
+                about: "choose a place, a day and a time slot.",
+            },
+            Link {
+                kind: LinkKind::Endpoint,
+                href: "/api/booking/places",
+                title: "/api/booking/places",
+                about: "the places, a page at a time.",
+            },
+        ]
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        vec![Box::new(bench::BookingBench)]
+    }
+}
+
 /// The booking service's share of the application state.
 pub struct BookingState {
+    pub store: Store,
+    pub pii: Arc<PiiCipher>,
     /// Wakes the confirmation worker when a registration commits.
     pub notify_worker: Arc<Notify>,
     /// The in-memory availability index (SQLite store only; see
@@ -32,14 +168,18 @@ pub struct BookingState {
     seed_generation: std::sync::Mutex<Option<String>>,
 }
 
+impl ServiceState for BookingState {}
+
 impl BookingState {
-    pub async fn new(store: &Store) -> anyhow::Result<BookingState> {
+    pub async fn new(store: &Store, pii: Arc<PiiCipher>) -> anyhow::Result<BookingState> {
         let generation = store.meta_get(seed::SEED_GENERATION_KEY).await?;
         let availability = match store {
             Store::Sqlite(_) => Some(ArcSwap::from_pointee(load_index(store).await?)),
             Store::Postgres(_) => None,
         };
         Ok(BookingState {
+            store: store.clone(),
+            pii,
             notify_worker: Arc::new(Notify::new()),
             availability,
             seed_generation: std::sync::Mutex::new(generation),
@@ -51,14 +191,95 @@ impl BookingState {
         self.availability.as_ref().map(|a| a.load_full())
     }
 
+    /// Renders a place's slots for `days` from `from` with `render`, read from
+    /// the index when this store keeps one and from SQL otherwise; `None` for
+    /// an unknown place.
+    pub async fn with_place_slots<R>(
+        &self,
+        place_id: i64,
+        from: Day,
+        days: i32,
+        render: impl FnOnce(&Place, &[store::SlotRow]) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        if let Some(index) = self.index() {
+            return Ok(index
+                .place_slots_rows(place_id, from, days)
+                .map(|(place, rows)| render(place, &rows)));
+        }
+        Ok(store::place_slots(&self.store, place_id, from, days)
+            .await?
+            .map(|(place, rows)| render(&place, &rows)))
+    }
+
+    /// A place by id, from the index or SQL.
+    pub async fn place(&self, place_id: i64) -> Result<Option<Place>, StoreError> {
+        match self.index() {
+            Some(index) => Ok(index.place(place_id).cloned()),
+            None => store::place(&self.store, place_id).await,
+        }
+    }
+
+    /// What the index already knows of a slot (`None` without an index):
+    /// under a crowd most attempts are for slots that are already gone, and
+    /// answering those skips the writer.
+    pub fn known_state(
+        &self,
+        place_id: i64,
+        day: Day,
+        slot: i32,
+    ) -> Option<availability::SlotState> {
+        self.index().map(|i| i.state(place_id, day, slot))
+    }
+
+    /// Takes the slot and stores the registration; on an answer that decides
+    /// the slot, marks it taken in the index before returning, and wakes the
+    /// confirmation worker after a registration.
+    pub async fn try_register(
+        &self,
+        sealed: SealedRegistration,
+    ) -> Result<RegisterOutcome, StoreError> {
+        let slot = (sealed.place_id, sealed.day, sealed.time_slot);
+        let index = self.index();
+        let outcome = store::try_register(&self.store, index.clone(), sealed).await?;
+        if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) =
+            (index, outcome)
+        {
+            index.set_taken(slot.0, slot.1, slot.2, true);
+        }
+        if outcome == RegisterOutcome::Registered {
+            self.notify_worker.notify_one();
+        }
+        Ok(outcome)
+    }
+
+    /// Cancels a registration if the access code matches; frees its slot in
+    /// the index before returning.
+    pub async fn cancel(
+        &self,
+        id: &str,
+        access_code: &str,
+    ) -> Result<store::CancelOutcome, StoreError> {
+        let outcome = store::cancel(&self.store, id, access_code).await?;
+        if let (
+            Some(index),
+            store::CancelOutcome::Cancelled {
+                place_id,
+                day,
+                time_slot,
+            },
+        ) = (self.index(), &outcome)
+        {
+            index.set_taken(*place_id, *day, *time_slot, false);
+        }
+        Ok(outcome)
+    }
+
     /// Reloads the index when another process seeded the store (the seed
     /// bumps a generation in `meta`); the old index serves meanwhile.
-    pub fn spawn_seed_watcher(
-        self: &Arc<Self>,
-        store: Store,
-    ) -> Option<tokio::task::JoinHandle<()>> {
+    pub fn spawn_seed_watcher(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
         self.availability.as_ref()?;
         let this = self.clone();
+        let store = self.store.clone();
         Some(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_millis(SEED_WATCH_INTERVAL_MS)).await;

@@ -14,8 +14,8 @@ use tokio::sync::Notify;
 
 use super::model::{SlotEvent, EVENT_CONFIRMED};
 use super::store;
+use crate::base::metrics::METRICS;
 use crate::platform::crypto::PiiCipher;
-use crate::platform::metrics::METRICS;
 use crate::store::{Store, StoredEvent};
 
 pub const CONSUMER: &str = "booking-notifier";

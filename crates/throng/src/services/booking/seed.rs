@@ -155,7 +155,7 @@ pub async fn seed(
     store
         .meta_set(
             SEED_GENERATION_KEY,
-            &crate::platform::clock::now_ms().to_string(),
+            &crate::base::clock::now_ms().to_string(),
         )
         .await?;
     Ok(SeedReport {

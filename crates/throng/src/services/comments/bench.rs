@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use crate::bench::{mix64, pick, Experiment, Scale, Workload};
 use crate::platform::auth::{Role, TokenKeys};
+use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
 
 pub struct CommentsBench {
     /// Page cache on (as deployed) or off (every read through the database).

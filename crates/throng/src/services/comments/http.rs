@@ -33,16 +33,22 @@ use super::model::{
 };
 use super::store::{self, PostOutcome, ReplyOutcome};
 use super::CommentsState;
-use crate::app::AppState;
-use crate::platform::auth::{Caller, Role};
-use crate::platform::clock::now_ms;
+use crate::base::clock::now_ms;
+use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::store::Store;
 
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
-pub fn router() -> Router<AppState> {
+/// Comments' routes, for any state that gives `Arc<CommentsState>` and the
+/// token keys (see `platform::service`).
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<CommentsState>: axum::extract::FromRef<S>,
+    Arc<TokenKeys>: axum::extract::FromRef<S>,
+{
     Router::new()
         .route("/api/comments", get(list_comments).options(preflight))
         .route(
@@ -284,7 +290,7 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
         (status = 404, description = "course_not_found"),
         (status = 422, description = "invalid_field (ratingType, negative skip or size, bad cursor)")))]
 pub async fn list_comments(
-    State(st): State<AppState>,
+    State(st): State<Arc<CommentsState>>,
     headers: HeaderMap,
     uri: Uri,
 ) -> ApiResult<Response> {
@@ -301,7 +307,7 @@ pub async fn list_comments(
     if q.course_id < 1 {
         return Err(course_not_found(q.course_id));
     }
-    let page = read_page(&st.store, &st.comments, &q).await?;
+    let page = read_page(&st.store, &st, &q).await?;
     let status = if etag_matches(&headers, &page.etag) {
         StatusCode::NOT_MODIFIED
     } else {
@@ -336,7 +342,7 @@ pub async fn list_comments(
               (status = 403, description = "forbidden (not a user token) or unknown_user"),
               (status = 404, description = "course_not_found"), (status = 422, description = "invalid_field")))]
 pub async fn post_comment(
-    State(st): State<AppState>,
+    State(st): State<Arc<CommentsState>>,
     ApiPath(course_id): ApiPath<i64>,
     caller: Caller,
     ApiJson(req): ApiJson<CommentRequest>,
@@ -346,11 +352,8 @@ pub async fn post_comment(
     if course_id < 1 {
         return Err(course_not_found(course_id));
     }
-    match store::post_comment(&st.store, new).await? {
-        PostOutcome::Posted(out) => {
-            st.comments.cache.bump(course_id);
-            Ok((StatusCode::CREATED, Json(out)).into_response())
-        }
+    match st.post_comment(new).await? {
+        PostOutcome::Posted(out) => Ok((StatusCode::CREATED, Json(out)).into_response()),
         PostOutcome::CourseNotFound => Err(course_not_found(course_id)),
         PostOutcome::UnknownUser => Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -370,7 +373,7 @@ pub async fn post_comment(
               (status = 404, description = "comment_not_found"),
               (status = 422, description = "invalid_field, or reply_to_reply (the comment is itself a reply)")))]
 pub async fn put_reply(
-    State(st): State<AppState>,
+    State(st): State<Arc<CommentsState>>,
     ApiPath(comment_id): ApiPath<i64>,
     caller: Caller,
     ApiJson(req): ApiJson<ReplyRequest>,
@@ -386,7 +389,7 @@ pub async fn put_reply(
     if comment_id < 1 {
         return Err(not_found());
     }
-    let (status, out) = match store::put_reply(&st.store, reply).await? {
+    let (status, out) = match st.put_reply(reply).await? {
         ReplyOutcome::Created(out) => (StatusCode::CREATED, out),
         ReplyOutcome::Edited(out) => (StatusCode::OK, out),
         ReplyOutcome::CommentNotFound => return Err(not_found()),
@@ -405,7 +408,6 @@ pub async fn put_reply(
             ))
         }
     };
-    st.comments.cache.bump(out.course_id);
     Ok((status, Json(out)).into_response())
 }
 
@@ -422,7 +424,7 @@ pub struct RatingParams {
     responses((status = 200, description = "{courseId, ratingType, count, average, stars:[1-star count, .., 5-star count]}"),
               (status = 404, description = "course_not_found")))]
 pub async fn rating(
-    State(st): State<AppState>,
+    State(st): State<Arc<CommentsState>>,
     ApiPath(course_id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<RatingParams>,
 ) -> ApiResult<Json<store::RatingOut>> {
@@ -451,10 +453,10 @@ pub struct DemoTokenParams {
 /// Demo only (`serve --demo`): a short-lived token for the demo page, so it
 /// answers at once without `throng token`. 404 otherwise.
 async fn demo_token(
-    State(st): State<AppState>,
+    State(st): State<Arc<CommentsState>>,
     ApiQuery(q): ApiQuery<DemoTokenParams>,
 ) -> ApiResult<Response> {
-    if !st.comments.demo {
+    if !st.demo {
         return Err(ApiError::not_found(
             "route_not_found",
             "demo tokens exist only with serve --demo",

@@ -12,6 +12,111 @@ pub mod page;
 pub mod seed;
 pub mod store;
 
+use std::sync::Arc;
+
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+use include_dir::include_dir;
+
+use crate::platform::auth::TokenKeys;
+use crate::platform::experiment::Experiment;
+use crate::platform::service::{
+    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+};
+use crate::store::{MigrationSet, Store, StoreError};
+
+/// The comments service, as `services::all()` lists it.
+pub struct Comments;
+
+static MIGRATIONS: MigrationSet = MigrationSet {
+    owner: "comments",
+    sqlite: include_dir!("$CARGO_MANIFEST_DIR/src/services/comments/migrations/sqlite"),
+    postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/comments/migrations/postgres"),
+};
+
+impl Service for Comments {
+    fn name(&self) -> &'static str {
+        "comments"
+    }
+
+    fn migrations(&self) -> Option<&'static MigrationSet> {
+        Some(&MIGRATIONS)
+    }
+
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
+        CommentsArgs::augment_args(cmd)
+    }
+
+    fn seed_command(&self) -> Option<clap::Command> {
+        Some(seed::SeedCommentsArgs::augment_args(
+            clap::Command::new("comments").about(
+                "Users, courses, comments with replies (2,000,000 comments with the defaults)",
+            ),
+        ))
+    }
+
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let c = seed::SeedCommentsArgs::from_arg_matches(args)?;
+            let r = seed::seed(store, &c, true).await?;
+            if r.seeded {
+                println!(
+                    "seeded {} users, {} courses, {} comments, {} replies, {} snapshots in {:.1} s",
+                    r.users, r.courses, r.comments, r.replies, r.snapshots, r.elapsed_s
+                );
+            }
+            if let Some(path) = &c.testdata_csv {
+                println!("wrote {} rows to {}", r.testdata_rows, path.display());
+            }
+            Ok(())
+        })
+    }
+
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(seed::seed_demo_if_empty(store))
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            let args = CommentsArgs::from_arg_matches(args)?;
+            Ok(Started::new(Arc::new(CommentsState::new(&args, platform))))
+        })
+    }
+
+    fn router(&self) -> axum::Router<AppState> {
+        http::router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        use utoipa::OpenApi;
+        http::CommentsApi::openapi()
+    }
+
+    fn links(&self) -> Vec<Link> {
+        vec![Link {
+            kind: LinkKind::Page,
+            href: "/comments/",
+            title: "Comments",
+            about: "a course's rating and reviews, as an embeddable widget.",
+        }]
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        vec![
+            Box::new(bench::CommentsBench { cache: true }),
+            Box::new(bench::CommentsBench { cache: false }),
+        ]
+    }
+}
+
 /// `serve` flags of the comments service.
 #[derive(Clone, Debug, clap::Args)]
 pub struct CommentsArgs {
@@ -46,24 +151,58 @@ pub enum OnOff {
     Off,
 }
 
-/// What the comments routes share.
+/// What the comments routes share. The one owner of the page cache's
+/// versions: every write goes through [`CommentsState::post_comment`] or
+/// [`CommentsState::put_reply`], which bump the course's version after the
+/// commit and before the answer, so no write path can forget it.
 pub struct CommentsState {
+    pub store: Store,
+    pub keys: Arc<TokenKeys>,
     pub cache: cache::PageCache,
     /// `serve --demo`: the demo token endpoint answers.
     pub demo: bool,
     pub json_build: store::JsonBuild,
 }
 
+impl ServiceState for CommentsState {}
+
 impl CommentsState {
-    pub fn new(args: &CommentsArgs, demo: bool) -> CommentsState {
+    pub fn new(args: &CommentsArgs, platform: &Platform) -> CommentsState {
         CommentsState {
+            store: platform.store.clone(),
+            keys: platform.keys.clone(),
             cache: cache::PageCache::new(
                 args.cache == OnOff::On,
                 args.cache_entries_max,
                 args.cache_mib_max.saturating_mul(1 << 20),
             ),
-            demo,
+            demo: platform.demo,
             json_build: args.json_build,
         }
+    }
+
+    /// Posts a comment; on success, bumps the course's page-cache version.
+    pub async fn post_comment(
+        &self,
+        new: model::NewComment,
+    ) -> Result<store::PostOutcome, StoreError> {
+        let course_id = new.course_id;
+        let outcome = store::post_comment(&self.store, new).await?;
+        if matches!(outcome, store::PostOutcome::Posted(_)) {
+            self.cache.bump(course_id);
+        }
+        Ok(outcome)
+    }
+
+    /// Creates or edits a reply; on success, bumps its course's version.
+    pub async fn put_reply(
+        &self,
+        reply: model::NewReply,
+    ) -> Result<store::ReplyOutcome, StoreError> {
+        let outcome = store::put_reply(&self.store, reply).await?;
+        if let store::ReplyOutcome::Created(out) | store::ReplyOutcome::Edited(out) = &outcome {
+            self.cache.bump(out.course_id);
+        }
+        Ok(outcome)
     }
 }

@@ -283,7 +283,7 @@ pub const EVENT_REPLY_EDITED: &str = "ReplyEdited";
 pub fn timestamp(ms: i64) -> String {
     // The same text the listing's SQL writes (`iso_ms`, store/sqlite.rs);
     // `time` only for instants outside 1970..=9999, which the clock never gives.
-    crate::platform::clock::iso_ms(ms).unwrap_or_else(|| {
+    crate::base::clock::iso_ms(ms).unwrap_or_else(|| {
         use time::macros::format_description;
         let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
             .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
