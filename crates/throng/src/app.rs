@@ -4,11 +4,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, Method, StatusCode, Uri};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
 use tokio::sync::oneshot;
@@ -19,7 +19,7 @@ use crate::platform::auth::TokenKeys;
 use crate::platform::crypto::PiiCipher;
 use crate::platform::error::ApiError;
 use crate::platform::secrets::Secrets;
-use crate::platform::service::{LinkKind, Platform};
+use crate::platform::service::{LinkKind, Platform, Service};
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
 
@@ -128,8 +128,17 @@ impl clap::Args for ServiceArgs {
 /// Opens the store and checks that the PII key is the one its data was sealed
 /// with (a fingerprint is kept in `meta`).
 pub async fn open_store(args: &StoreArgs) -> anyhow::Result<(Store, Secrets)> {
+    open_store_for(args, services::all()).await
+}
+
+/// `open_store` with the migrations of `list` instead of `services::all()`.
+pub async fn open_store_for(
+    args: &StoreArgs,
+    list: &[&'static dyn Service],
+) -> anyhow::Result<(Store, Secrets)> {
     let secrets = Secrets::load_or_create(&args.data_dir)?;
-    let store = Store::open_with(&args.url(), args.limits(), &services::migrations()).await?;
+    let migrations: Vec<_> = list.iter().filter_map(|s| s.migrations()).collect();
+    let store = Store::open_with(&args.url(), args.limits(), &migrations).await?;
     let pii = PiiCipher::new(&secrets.pii_key);
     let stored = store
         .meta_set_once("pii_key_fingerprint", pii.fingerprint())
@@ -146,6 +155,11 @@ pub async fn open_store(args: &StoreArgs) -> anyhow::Result<(Store, Secrets)> {
 }
 
 pub fn router(state: AppState, args: &ServeArgs) -> Router {
+    router_for(state, args, services::all())
+}
+
+/// The app's router over the services of `list`.
+pub fn router_for(state: AppState, args: &ServeArgs, list: &[&'static dyn Service]) -> Router {
     let adm = Admission::new(
         args.in_flight_max,
         args.retry_after_s,
@@ -153,14 +167,28 @@ pub fn router(state: AppState, args: &ServeArgs) -> Router {
         args.rate_limit_burst,
         args.trust_forwarded_for,
     );
+    // Built once per server; a clone of `Bytes` is a reference count.
+    let index_html = bytes::Bytes::from(index_html(list));
+    let openapi = bytes::Bytes::from(openapi_json(list));
     let platform_routes = Router::new()
-        .route("/", get(index))
+        .route(
+            "/",
+            get(move || {
+                let page = index_html.clone();
+                async move { Html(page) }
+            }),
+        )
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_text))
-        .route("/openapi.json", get(openapi_json));
-    services::all()
-        .iter()
+        .route(
+            "/openapi.json",
+            get(move || {
+                let doc = openapi.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], doc) }
+            }),
+        );
+    list.iter()
         .fold(platform_routes, |r, s| r.merge(s.router()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -210,11 +238,20 @@ impl Running {
 }
 
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
+    start_for(args, services::all()).await
+}
+
+/// `start` with the services of `list` (tests plug a test-only service in
+/// this way; the binary always runs `services::all()`).
+pub async fn start_for(
+    args: ServeArgs,
+    list: &'static [&'static dyn Service],
+) -> anyhow::Result<Running> {
     let store_lock = match args.store.url() {
         StoreUrl::Sqlite(path) => Some(crate::store::sqlite::lock_for_serving(&path)?),
         StoreUrl::Postgres(_) => None,
     };
-    let (store, secrets) = open_store(&args.store).await?;
+    let (store, secrets) = open_store_for(&args.store, list).await?;
     let platform = Platform {
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
@@ -222,12 +259,12 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         demo: args.demo,
     };
     if args.demo {
-        for s in services::all() {
+        for s in list {
             s.seed_demo(&store).await?;
         }
     }
-    let mut started = Vec::with_capacity(services::all().len());
-    for s in services::all() {
+    let mut started = Vec::with_capacity(list.len());
+    for s in list {
         let begun = std::time::Instant::now();
         started.push(
             s.start(&platform, &args.services.0)
@@ -246,7 +283,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr()?;
-    let app = router(state.clone(), &args);
+    let app = router_for(state.clone(), &args, list);
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         let serve = axum::serve(
@@ -293,9 +330,10 @@ async fn metrics_text() -> impl IntoResponse {
     )
 }
 
-static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
+/// `/openapi.json`: every service's document merged under one title.
+fn openapi_json(list: &[&'static dyn Service]) -> String {
     let mut doc = utoipa::openapi::OpenApi::default();
-    for s in services::all() {
+    for s in list {
         doc.merge(s.openapi());
     }
     doc.info = utoipa::openapi::InfoBuilder::new()
@@ -319,18 +357,10 @@ static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
     );
     doc.to_pretty_json()
         .expect("the OpenAPI document serializes")
-});
-
-async fn openapi_json() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        OPENAPI_JSON.as_str(),
-    )
-        .into_response()
 }
 
 /// The index page: the template with every service's links.
-static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
+fn index_html(list: &[&'static dyn Service]) -> String {
     let escape = |t: &str| {
         t.replace('&', "&amp;")
             .replace('<', "&lt;")
@@ -338,8 +368,7 @@ static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
             .replace('"', "&quot;")
     };
     let items = |kind: LinkKind| -> String {
-        services::all()
-            .iter()
+        list.iter()
             .flat_map(|s| s.links())
             .filter(|l| l.kind == kind)
             .map(|l| {
@@ -355,10 +384,6 @@ static INDEX_HTML: LazyLock<String> = LazyLock::new(|| {
     include_str!("index.html")
         .replace("<!--pages-->", &items(LinkKind::Page))
         .replace("<!--endpoints-->", &items(LinkKind::Endpoint))
-});
-
-async fn index() -> Html<&'static str> {
-    Html(INDEX_HTML.as_str())
 }
 
 async fn not_found(method: Method, uri: Uri) -> ApiError {

@@ -6,6 +6,7 @@
 mod helpers;
 
 mod platform;
+mod seam;
 
 // service test modules: one line each
 mod booking;

@@ -120,6 +120,7 @@ pub fn caller_id(claims: &Claims, role: Role) -> Result<i64, ApiError> {
                 Role::User => "user",
                 Role::Provider => "provider",
                 Role::Admin => "admin",
+                Role::Voter => "voter",
             }
         )));
     }

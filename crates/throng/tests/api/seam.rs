@@ -1,0 +1,238 @@
+//! The service seam, proved by a test-only service defined in this file
+//! alone: plugged into the app's list beside the real services, it gets its
+//! migrations applied, its demo seed run, its state built by `start`, its
+//! routes served (reading that state through `FromRef`), its operations in
+//! `/openapi.json` and its link on the index page, without a line changed
+//! anywhere else. (The binary's list is `services::all()`; adding a real
+//! service is its folder plus one line there.)
+
+use std::sync::Arc;
+
+use axum::extract::{FromRef, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use clap::Parser;
+use futures::future::BoxFuture;
+use include_dir::{Dir, DirEntry, File};
+use serde_json::Value;
+
+use throng::app::ServeArgs;
+use throng::platform::service::{
+    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+};
+use throng::services::{booking::Booking, comments::Comments};
+use throng::store::{MigrationSet, Store};
+
+use crate::both_stores;
+use crate::helpers::{Api, PgDb, StoreKind};
+
+struct Hello;
+
+struct HelloState {
+    store: Store,
+    /// Set by `start`: proves the route got the state `start` built.
+    started_by: &'static str,
+}
+
+impl ServiceState for HelloState {}
+
+static HELLO_MIGRATIONS: MigrationSet = MigrationSet {
+    owner: "hello",
+    sqlite: Dir::new(
+        "sqlite",
+        &[DirEntry::File(File::new(
+            "0900_hello.sql",
+            b"CREATE TABLE hello_greetings (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
+        ))],
+    ),
+    postgres: Dir::new(
+        "postgres",
+        &[DirEntry::File(File::new(
+            "0900_hello.sql",
+            b"CREATE TABLE hello_greetings (id BIGINT PRIMARY KEY, text TEXT NOT NULL);",
+        ))],
+    ),
+};
+
+async fn greeting(store: &Store) -> Option<String> {
+    match store {
+        Store::Sqlite(s) => s
+            .read(|c| {
+                use rusqlite::OptionalExtension;
+                Ok(
+                    c.query_row("SELECT text FROM hello_greetings WHERE id = 1", [], |r| {
+                        r.get(0)
+                    })
+                    .optional()?,
+                )
+            })
+            .await
+            .unwrap(),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .query_opt("SELECT text FROM hello_greetings WHERE id = 1", &[])
+            .await
+            .unwrap()
+            .map(|r| r.get(0)),
+    }
+}
+
+/// The router, generic over the state as a real service's is.
+fn hello_router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<HelloState>: FromRef<S>,
+{
+    Router::new().route(
+        "/api/hello",
+        get(|State(st): State<Arc<HelloState>>| async move {
+            Json(serde_json::json!({
+                "greeting": greeting(&st.store).await,
+                "startedBy": st.started_by,
+            }))
+        }),
+    )
+}
+
+impl Service for Hello {
+    fn name(&self) -> &'static str {
+        "hello"
+    }
+    fn migrations(&self) -> Option<&'static MigrationSet> {
+        Some(&HELLO_MIGRATIONS)
+    }
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            match store {
+                Store::Sqlite(s) => {
+                    s.write(|c| {
+                        c.execute(
+                            "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
+                             ON CONFLICT (id) DO NOTHING",
+                            [],
+                        )?;
+                        Ok(())
+                    })
+                    .await?
+                }
+                Store::Postgres(p) => {
+                    p.client()
+                        .await?
+                        .execute(
+                            "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
+                             ON CONFLICT (id) DO NOTHING",
+                            &[],
+                        )
+                        .await
+                        .map_err(throng::store::StoreError::from)?;
+                }
+            }
+            Ok(())
+        })
+    }
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        _args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            Ok(Started::new(Arc::new(HelloState {
+                store: platform.store.clone(),
+                started_by: "hello::start",
+            })))
+        })
+    }
+    fn router(&self) -> Router<AppState> {
+        hello_router()
+    }
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem, PathsBuilder};
+        use utoipa::openapi::{OpenApiBuilder, ResponseBuilder};
+        OpenApiBuilder::new()
+            .paths(
+                PathsBuilder::new().path(
+                    "/api/hello",
+                    PathItem::new(
+                        HttpMethod::Get,
+                        OperationBuilder::new()
+                            .tag("hello")
+                            .response("200", ResponseBuilder::new().description("{greeting}")),
+                    ),
+                ),
+            )
+            .build()
+    }
+    fn links(&self) -> Vec<Link> {
+        vec![Link {
+            kind: LinkKind::Endpoint,
+            href: "/api/hello",
+            title: "/api/hello",
+            about: "a test-only service.",
+        }]
+    }
+}
+
+static WITH_HELLO: &[&dyn Service] = &[&Booking, &Comments, &Hello];
+
+#[derive(Parser)]
+struct W {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+async fn a_test_only_service_plugs_in(kind: StoreKind) {
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(pg) => Some(pg),
+            None => return,
+        },
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let store = match &pg {
+        Some(pg) => pg.url.clone(),
+        None => format!("sqlite:{}", dir.path().join("throng.db").display()),
+    };
+    let data_dir = dir.path().display().to_string();
+    let args = W::try_parse_from([
+        "throng-test",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &data_dir,
+        "--store",
+        &store,
+        "--no-notifier",
+        "--demo",
+    ])
+    .unwrap()
+    .serve;
+    let running = throng::app::start_for(args, WITH_HELLO)
+        .await
+        .expect("starts");
+    let api = Api::new(running.addr);
+
+    let hello = api.get("/api/hello").await;
+    assert_eq!(hello.status, 200);
+    assert_eq!(
+        hello.json(),
+        serde_json::json!({"greeting": "hello, crowd", "startedBy": "hello::start"}),
+        "migrated, demo-seeded, started and routed"
+    );
+    let doc: Value = api.get("/openapi.json").await.json();
+    assert!(doc["paths"]["/api/hello"]["get"].is_object(), "{doc}");
+    assert!(doc["paths"]["/api/booking/places"]["get"].is_object());
+    let index = String::from_utf8(api.get("/").await.body.to_vec()).unwrap();
+    assert!(index.contains(r#"<a href="/api/hello">"#), "{index}");
+    assert!(index.contains(r#"<a href="/booking/">"#), "{index}");
+    // The real services still answer beside it.
+    assert_eq!(api.get("/api/booking/places").await.status, 200);
+    assert_eq!(api.get("/api/courses/1/rating").await.status, 200);
+    // The binary's own list does not have it.
+    assert!(throng::services::all().iter().all(|s| s.name() != "hello"));
+    running.stop().await;
+}
+
+both_stores!(a_test_only_service_plugs_in);
