@@ -122,6 +122,29 @@ pub struct TokenArgs {
     /// Folder holding the token secret (as for `serve`).
     #[arg(long, env = "THRONG_DATA_DIR", default_value = "./throng-data")]
     pub data_dir: std::path::PathBuf,
+    /// An extra claim, KEY=VALUE (repeatable); an integer VALUE becomes a
+    /// JSON number, anything else a string. sub, role, iat and exp are
+    /// reserved. E.g. `--role voter --claim district=7 --claim election=1`.
+    #[arg(long = "claim", value_name = "KEY=VALUE", value_parser = parse_claim)]
+    pub claims: Vec<(String, serde_json::Value)>,
+}
+
+fn parse_claim(s: &str) -> Result<(String, serde_json::Value), String> {
+    let (key, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected KEY=VALUE"))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("'{s}': the key is empty"));
+    }
+    if crate::platform::auth::RESERVED_CLAIMS.contains(&key) {
+        return Err(format!("'{key}' is reserved (set it with its own flag)"));
+    }
+    let value = match value.parse::<i64>() {
+        Ok(n) => serde_json::Value::from(n),
+        Err(_) => serde_json::Value::from(value),
+    };
+    Ok((key.to_string(), value))
 }
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -178,7 +201,8 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
 fn token(args: TokenArgs) -> anyhow::Result<()> {
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let keys = TokenKeys::new(&secrets.token_secret);
-    println!("{}", keys.issue(&args.sub, args.role, args.ttl_s));
+    let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
+    println!("{}", keys.issue_with(&args.sub, args.role, args.ttl_s, extra));
     Ok(())
 }
 
@@ -190,5 +214,14 @@ mod tests {
         // name, every default parses.
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn claims_parse_numbers_and_refuse_reserved_keys() {
+        assert_eq!(super::parse_claim("district=7").unwrap(), ("district".into(), 7.into()));
+        assert_eq!(super::parse_claim("x=a=b").unwrap(), ("x".into(), "a=b".into()));
+        for bad in ["sub=1", "role=admin", "exp=1", "iat=1", "nokey", "=1"] {
+            assert!(super::parse_claim(bad).is_err(), "{bad}");
+        }
     }
 }

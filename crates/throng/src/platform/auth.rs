@@ -17,6 +17,9 @@ pub enum Role {
     User,
     Provider,
     Admin,
+    /// A voter (`sub` = the voter id; the voting service's claims name the
+    /// district and the election).
+    Voter,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -26,6 +29,9 @@ pub struct Claims {
     pub iat: u64,
     pub exp: u64,
 }
+
+/// Claims every token has; `issue_with` does not let extra claims replace them.
+pub const RESERVED_CLAIMS: [&str; 4] = ["sub", "role", "iat", "exp"];
 
 pub struct TokenKeys {
     encoding: EncodingKey,
@@ -52,11 +58,43 @@ impl TokenKeys {
             .expect("HS256 signing does not fail")
     }
 
+    /// Like [`TokenKeys::issue`], with `extra` claims beside `sub`, `role`,
+    /// `iat` and `exp` (which `extra` cannot replace: those keys are
+    /// skipped).
+    pub fn issue_with(
+        &self,
+        sub: &str,
+        role: Role,
+        ttl_s: u64,
+        extra: serde_json::Map<String, serde_json::Value>,
+    ) -> String {
+        let now = (crate::base::clock::now_ms() / 1000) as u64;
+        let mut claims = serde_json::Map::new();
+        for (k, v) in extra {
+            if !RESERVED_CLAIMS.contains(&k.as_str()) {
+                claims.insert(k, v);
+            }
+        }
+        claims.insert("sub".into(), sub.into());
+        claims.insert("role".into(), serde_json::to_value(role).expect("a role serializes"));
+        claims.insert("iat".into(), now.into());
+        claims.insert("exp".into(), (now + ttl_s).into());
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .expect("HS256 signing does not fail")
+    }
+
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        self.verify_as::<Claims>(token)
+    }
+
+    /// Verifies a token (signature, expiry, `sub`) and reads its claims as
+    /// `T`; the same errors as [`TokenKeys::verify`] (claims that do not fit
+    /// `T` are `invalid_token`).
+    pub fn verify_as<T: serde::de::DeserializeOwned>(&self, token: &str) -> Result<T, ApiError> {
         let mut v = Validation::new(Algorithm::HS256);
         v.leeway = 5;
         v.set_required_spec_claims(&["exp", "sub"]);
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
+        jsonwebtoken::decode::<T>(token, &self.decoding, &v)
             .map(|d| d.claims)
             .map_err(|e| {
                 use jsonwebtoken::errors::ErrorKind;
@@ -94,6 +132,7 @@ fn role_name(r: Role) -> &'static str {
         Role::User => "user",
         Role::Provider => "provider",
         Role::Admin => "admin",
+        Role::Voter => "voter",
     }
 }
 
