@@ -12,3 +12,4 @@ mod seam;
 mod booking;
 mod booking_durability;
 mod comments;
+mod voting_load;

@@ -1,0 +1,300 @@
+//! `throng bench voting`: the write-up's load test (001, "Scalection", part
+//! 3) on its data set (5,000,000 voters in 100 districts, 12 parties of 20
+//! candidates on every district's ballot): the workflow's mix of `GET
+//! ballot` and `POST vote` by a fresh voter each time, and each of the two
+//! alone, beside `GET /health` in the same run.
+//!
+//! The write-up's JMeter users loop "GET ballot, POST vote" with the next row
+//! of a CSV; here request `seq` of the mix is a GET when even and a POST when
+//! odd, so the server sees the same 1:1 mix. Every POST takes the next voter
+//! from one counter shared by the warm-up, every run and both voting
+//! workloads (the harness restarts `seq` at 0 for each measurement), so no
+//! voter votes twice in one bench; the voters are visited in a fixed
+//! permutation of `1..=voters`, so consecutive votes land in scattered
+//! districts as the write-up's shuffled CSV does. The pool is sized so it
+//! cannot run out at the rates this machine reaches (see [`size`]); a rerun
+//! with `--no-seed` meets voters who already voted (409s, counted as errors),
+//! so it needs a fresh seed.
+//!
+//! The server runs with `--voting-identity headers`, as the write-up's did
+//! behind its gateway, and the mixer at its default round size.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use throng_load::measure::RequestSpec;
+
+use super::seed::{district_of, SeedVotingArgs};
+use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
+
+pub struct VotingBench;
+
+/// The seeded election.
+const ELECTION: i64 = 1;
+/// Candidates named by each vote (of at most 4).
+const CANDIDATES_PER_VOTE: i64 = 2;
+
+/// (voters, districts, parties, candidates per party). The POSTs of one bench
+/// (warm-up + runs, mix and POST-alone) must stay below `voters`: at the
+/// defaults (3 runs of 10 s + 3 s warm-up) that is 66 s of votes, half of
+/// the mix's and all of POST-alone's: ~4,000,000 at 40,000 votes/s. Quick
+/// is meant for `--runs 1` (26 s of votes, 1,000,000 at ~38,000/s).
+fn size(scale: Scale) -> (i64, i64, i64, i64) {
+    match scale {
+        Scale::Full => (5_000_000, 100, 12, 20),
+        Scale::Quick => (1_000_000, 10, 4, 6),
+    }
+}
+
+fn seed_args(scale: Scale) -> SeedVotingArgs {
+    let (voters, districts, parties, cpp) = size(scale);
+    SeedVotingArgs {
+        voters,
+        districts,
+        parties,
+        candidates_per_party: cpp,
+        candidates_per_vote_max: 4,
+        election: ELECTION,
+        name: None,
+        opens_at: None,
+        closes_at: None,
+        force: false,
+        voters_csv: None,
+    }
+}
+
+/// Visits `1..=n` once each in a scattered order: `i -> (a*i + b) mod n`
+/// with `a` coprime to `n`.
+struct Permutation {
+    n: u64,
+    a: u64,
+    b: u64,
+}
+
+impl Permutation {
+    fn new(n: u64) -> Permutation {
+        fn gcd(x: u64, y: u64) -> u64 {
+            if y == 0 {
+                x
+            } else {
+                gcd(y, x % y)
+            }
+        }
+        let mut a = (0x9E37_79B9_7F4A_7C15 % n.max(2)) | 1;
+        while gcd(a, n) != 1 {
+            a += 2;
+        }
+        Permutation { n, a, b: n / 3 }
+    }
+
+    /// The `i`-th voter id (1-based), for `i < n`.
+    fn voter(&self, i: u64) -> u64 {
+        ((self.a as u128 * (i % self.n) as u128 + self.b as u128) % self.n as u128) as u64 + 1
+    }
+}
+
+/// Builds votes by fresh voters: valid party and candidates of each voter's
+/// district's ballot.
+struct Votes {
+    args: SeedVotingArgs,
+    order: Permutation,
+    next: Arc<AtomicU64>,
+    /// `/api/voting/elections/1/votes`.
+    path: String,
+}
+
+impl Votes {
+    fn request(&self, seq: u64) -> RequestSpec {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let voter = self.order.voter(i) as i64;
+        let a = &self.args;
+        let district = district_of(ELECTION, voter, a.districts);
+        let party = pick(seq, 31, 1, a.parties);
+        // Two different list positions of that party in that district.
+        let first = pick(seq, 32, 1, a.candidates_per_party);
+        let second = 1 + (first % a.candidates_per_party);
+        let ids: Vec<String> = [first, second]
+            .iter()
+            .take(CANDIDATES_PER_VOTE.min(a.candidates_per_party) as usize)
+            .map(|&pos| super::seed::candidate_id(a, district, party, pos).to_string())
+            .collect();
+        let body = format!(
+            r#"{{"partyId":{party},"candidateIds":[{}]}}"#,
+            ids.join(",")
+        );
+        RequestSpec {
+            method: http::Method::POST,
+            path_and_query: self.path.clone(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("voter-id".into(), voter.to_string()),
+                ("election-district-id".into(), district.to_string()),
+            ],
+            body: Bytes::from(body),
+        }
+    }
+}
+
+/// The ballot paths, one per district, made once.
+fn ballot_paths(districts: i64) -> Arc<Vec<String>> {
+    Arc::new(
+        (1..=districts)
+            .map(|d| format!("/api/voting/elections/{ELECTION}/districts/{d}/ballot"))
+            .collect(),
+    )
+}
+
+impl Experiment for VotingBench {
+    fn name(&self) -> &'static str {
+        "voting"
+    }
+    fn about(&self) -> &'static str {
+        "001: the load test's GET ballot + POST vote (fresh voter, durable) on 5,000,000 voters, vs GET /health"
+    }
+    fn seed_args(&self, scale: Scale) -> Vec<String> {
+        let (voters, districts, parties, cpp) = size(scale);
+        [
+            "voting".to_string(),
+            "--voters".into(),
+            voters.to_string(),
+            "--districts".into(),
+            districts.to_string(),
+            "--parties".into(),
+            parties.to_string(),
+            "--candidates-per-party".into(),
+            cpp.to_string(),
+        ]
+        .into()
+    }
+    fn serve_args(&self) -> Vec<String> {
+        vec!["--voting-identity".into(), "headers".into()]
+    }
+    fn workloads(&self, scale: Scale) -> Vec<Workload> {
+        let args = seed_args(scale);
+        let districts = args.districts;
+        let votes = Arc::new(Votes {
+            order: Permutation::new(args.voters as u64),
+            args,
+            next: Arc::new(AtomicU64::new(0)),
+            path: format!("/api/voting/elections/{ELECTION}/votes"),
+        });
+        let ballots = ballot_paths(districts);
+        let ballot = {
+            let ballots = ballots.clone();
+            move |seq: u64| {
+                RequestSpec::get(ballots[(mix64(seq, 30) % ballots.len() as u64) as usize].clone())
+            }
+        };
+        let mix = {
+            let (votes, ballot) = (votes.clone(), ballot.clone());
+            Arc::new(move |seq: u64| {
+                if seq % 2 == 0 {
+                    ballot(seq)
+                } else {
+                    votes.request(seq)
+                }
+            })
+        };
+        vec![
+            Workload {
+                name: "GET ballot + POST vote, 1:1 (the workflow)".into(),
+                factory: mix,
+                ok_statuses: vec![200, 201],
+                target_ratio_min: Some(0.5),
+                published: "3,300 req/s measured, 11,000 req/s goal (write-up 001)".into(),
+            },
+            Workload {
+                name: "GET ballot, random district".into(),
+                factory: Arc::new(ballot),
+                ok_statuses: vec![200],
+                target_ratio_min: None,
+                published: "~1,650 (GET Parties, half of the 3,300)".into(),
+            },
+            Workload {
+                name: "POST vote, fresh voter (durable)".into(),
+                factory: Arc::new(move |seq: u64| votes.request(seq)),
+                ok_statuses: vec![201],
+                target_ratio_min: None,
+                published: "~1,650 (POST Vote, half of the 3,300)".into(),
+            },
+        ]
+    }
+    fn connections(&self) -> usize {
+        // The write-up's crowd: 400 virtual users (4 engines x 100).
+        400
+    }
+    fn rss_mib_max(&self, scale: Scale) -> Option<f64> {
+        (scale == Scale::Full).then_some(64.0)
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![
+            "write-up: ASP.NET Core + EF Core in Azure Container Apps (up to 10 instances), Azure SQL \
+             Standard Gen5 2 vCores; Azure Load Testing (JMeter), 4 engines x 100 = 400 virtual users \
+             ramped in 4 steps over 3 minutes, 5 minutes: ~1.65k req/s of each request, ~3.3k req/s in \
+             all, the database's CPU at 100%; goal 11,000 req/s"
+                .into(),
+            "here: one process on this machine, the load generator beside it; 400 connections; \
+             `--voting-identity headers` (the write-up's gateway authenticated voters); each POST is a \
+             fresh voter (201), durable before the answer; the GETs are plain 200s (no If-None-Match)"
+                .into(),
+            "the shipped JMeter-style script (closed-model phases, CSV): \
+             crates/throng/src/services/voting/artillery/scalection.yml"
+                .into(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_permutation_visits_every_voter_once() {
+        for n in [1u64, 2, 3, 10, 97, 1000, 1024, 5000] {
+            let p = Permutation::new(n);
+            let mut seen: Vec<u64> = (0..n).map(|i| p.voter(i)).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (1..=n).collect::<Vec<_>>(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn votes_are_valid_for_the_voters_district_and_never_repeat_a_voter() {
+        let args = seed_args(Scale::Quick);
+        let votes = Votes {
+            order: Permutation::new(args.voters as u64),
+            args,
+            next: Arc::new(AtomicU64::new(0)),
+            path: "/v".into(),
+        };
+        let mut voters = std::collections::HashSet::new();
+        for seq in 0..10_000 {
+            let r = votes.request(seq);
+            let h = |n: &str| r.headers.iter().find(|(k, _)| k == n).unwrap().1.clone();
+            let voter: i64 = h("voter-id").parse().unwrap();
+            let district: i64 = h("election-district-id").parse().unwrap();
+            assert!(voters.insert(voter), "voter {voter} twice");
+            assert_eq!(district, district_of(ELECTION, voter, votes.args.districts));
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            let party = body["partyId"].as_i64().unwrap();
+            assert!((1..=votes.args.parties).contains(&party));
+            let cands: Vec<i64> = body["candidateIds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_i64().unwrap())
+                .collect();
+            assert_eq!(cands.len(), CANDIDATES_PER_VOTE as usize);
+            assert_ne!(cands[0], cands[1]);
+            let a = &votes.args;
+            let first = super::super::seed::candidate_id(a, district, party, 1);
+            for c in cands {
+                assert!(
+                    (first..first + a.candidates_per_party).contains(&c),
+                    "{c} on the list"
+                );
+            }
+        }
+    }
+}

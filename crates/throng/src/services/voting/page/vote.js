@@ -1,0 +1,364 @@
+// The voting page at /voting/: pick the district, load its ballot, choose one
+// party and up to N of its candidates, vote, see the receipt. Every answer
+// that is not a success is shown as a readable sentence (never a stack);
+// under a crowd the server answers 429 with Retry-After, and the page waits
+// that long plus jitter and tries again.
+"use strict";
+
+const RETRIES_MAX = 20;
+const JITTER_MS_MAX = 1000;
+const API = "/api/voting";
+const $ = (id) => document.getElementById(id);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+let election = null; // the election's details (districts, candidatesPerVoteMax)
+let ballot = null; // the chosen district's ballot
+// Counts ballot loads: an answer for an earlier district can arrive after the
+// answer for the latest one and must then be dropped.
+let ballotRequest = 0;
+
+// Readable sentences for the API's error codes; the server's own message is
+// kept for the ones whose detail matters (which field, which candidate).
+const MESSAGES = {
+  already_voted: () => "This voter has already voted. Each voter votes once, and the first vote stands.",
+  election_closed: () => "The election is not open right now, so no vote can be cast.",
+  not_on_roll: () => "This voter is not on the roll of the chosen district. Choose the voter's own district.",
+  identity_mismatch: () => "The voter token belongs to another voter or district than the one entered.",
+  voter_not_found: () => "There is no voter with this voter id.",
+  election_not_found: () => "This election does not exist.",
+  district_not_found: () => "This district does not exist in this election.",
+  invalid_header: (m) => `The voter id or district is not valid: ${m}`,
+  candidate_not_on_list: (m) => `A chosen candidate is not on this party's list here: ${m}`,
+  too_many_candidates: (m) => `Too many candidates chosen: ${m}`,
+  repeated_candidate: (m) => `A candidate was chosen twice: ${m}`,
+  invalid_field: (m) => `The ballot is not valid: ${m}`,
+};
+
+function setStatus(text, kind) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = kind || "";
+}
+
+// Shows an error: the readable sentence, the code kept for tests and support.
+function showError(text, code) {
+  setStatus(text, "error");
+  $("status").dataset.code = code || "";
+}
+
+function clearStatus() {
+  setStatus("");
+  delete $("status").dataset.code;
+}
+
+// fetch that honours 429 + Retry-After (and 503) with jitter.
+async function politeFetch(url, options) {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url, options);
+    if ((res.status !== 429 && res.status !== 503) || attempt >= RETRIES_MAX) return res;
+    const retryAfterS = Number(res.headers.get("Retry-After")) || 1;
+    const waitMs = retryAfterS * 1000 + Math.floor(Math.random() * JITTER_MS_MAX);
+    setStatus(`Many people are voting right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt + 2})…`, "waiting");
+    await sleep(waitMs);
+  }
+}
+
+// { code, text } for a failed answer: the error envelope turned into a sentence.
+async function describeError(res) {
+  let code = "", message = "";
+  try {
+    const body = await res.json();
+    if (body && body.error) {
+      code = String(body.error.code || "");
+      message = String(body.error.message || "");
+    }
+  } catch (_) {
+    // not JSON: fall through to the status
+  }
+  if (MESSAGES[code]) return { code, text: MESSAGES[code](message) };
+  if (res.status === 401) {
+    return { code: code || "unauthorized", text: "A valid voter token is needed to vote on this server. Enter the token you were given." };
+  }
+  if (res.status === 429 || res.status === 503) {
+    return { code, text: "The server is too busy right now. Please try again in a minute." };
+  }
+  if (message) return { code, text: message };
+  return { code, text: `The server answered ${res.status} ${res.statusText || ""}`.trim() + "." };
+}
+
+const UNREACHABLE = "Cannot reach the server; check your connection and try again.";
+
+async function getJson(url) {
+  const res = await politeFetch(url);
+  if (!res.ok) {
+    const e = await describeError(res);
+    throw Object.assign(new Error(e.text), { code: e.code });
+  }
+  return res.json();
+}
+
+function electionId() {
+  return $("election").value;
+}
+
+function districtId() {
+  return $("district").value;
+}
+
+function option(value, text) {
+  const o = document.createElement("option");
+  o.value = value;
+  o.textContent = text;
+  return o;
+}
+
+function fmtTime(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? String(iso) : d.toLocaleString();
+}
+
+async function loadElections() {
+  const body = await getJson(`${API}/elections`);
+  const sel = $("election");
+  sel.replaceChildren();
+  for (const e of body.elections) {
+    sel.appendChild(option(e.electionId, `${e.name}${e.open ? "" : " (not open)"}`));
+  }
+  if (!body.elections.length) {
+    showError("There is no election yet.", "no_election");
+    return false;
+  }
+  const wanted = new URLSearchParams(location.search).get("electionId");
+  const open = body.elections.find((e) => e.open);
+  if (wanted && body.elections.some((e) => String(e.electionId) === wanted)) sel.value = wanted;
+  else if (open) sel.value = String(open.electionId);
+  return true;
+}
+
+async function loadElection() {
+  election = await getJson(`${API}/elections/${encodeURIComponent(electionId())}`);
+  $("title").textContent = `Vote: ${election.name}`;
+  $("election-info").textContent = `${election.open ? "Open" : "Not open"}: from ${fmtTime(election.opensAt)} to ${fmtTime(election.closesAt)}.`;
+  $("max").textContent = $("max2").textContent = String(election.candidatesPerVoteMax);
+  const sel = $("district");
+  const previous = sel.value || new URLSearchParams(location.search).get("districtId");
+  sel.replaceChildren();
+  for (const d of election.districts) sel.appendChild(option(d.districtId, d.name));
+  if (previous && election.districts.some((d) => String(d.districtId) === String(previous))) sel.value = String(previous);
+  updateResultsNav();
+}
+
+function updateResultsNav() {
+  const q = new URLSearchParams({ electionId: electionId() });
+  $("results-nav").href = `/voting/results?${q}`;
+}
+
+async function loadBallot() {
+  const request = ++ballotRequest;
+  ballot = null;
+  $("parties").replaceChildren();
+  renderCandidates(null);
+  if (!electionId() || !districtId()) return;
+  let body;
+  try {
+    body = await getJson(`${API}/elections/${encodeURIComponent(electionId())}/districts/${encodeURIComponent(districtId())}/ballot`);
+  } catch (e) {
+    if (request === ballotRequest) showError(e.code ? e.message : UNREACHABLE, e.code);
+    return;
+  }
+  if (request !== ballotRequest) return;
+  ballot = body;
+  const box = $("parties");
+  for (const p of body.parties) {
+    const label = document.createElement("label");
+    const radio = document.createElement("input");
+    radio.type = "radio";
+    radio.name = "party";
+    radio.value = p.partyId;
+    radio.dataset.partyId = p.partyId;
+    radio.addEventListener("change", () => renderCandidates(p));
+    label.append(radio, `${p.name} (${p.shortName})`);
+    box.appendChild(label);
+  }
+}
+
+function chosenParty() {
+  const r = document.querySelector('#parties input[name="party"]:checked');
+  return r && ballot ? ballot.parties.find((p) => String(p.partyId) === r.value) : null;
+}
+
+// The chosen party's candidates as checkboxes; switching party starts over.
+function renderCandidates(party) {
+  const box = $("candidates");
+  box.replaceChildren();
+  $("candidates-party").textContent = party ? party.name : "the chosen party";
+  if (!party) {
+    const p = document.createElement("p");
+    p.className = "hint";
+    p.textContent = "Choose a party first.";
+    box.appendChild(p);
+    updateLimit();
+    return;
+  }
+  const candidates = [...party.candidates].sort((a, b) => a.listPosition - b.listPosition);
+  for (const c of candidates) {
+    const label = document.createElement("label");
+    const box2 = document.createElement("input");
+    box2.type = "checkbox";
+    box2.name = "candidate";
+    box2.value = c.candidateId;
+    box2.dataset.candidateId = c.candidateId;
+    box2.addEventListener("change", updateLimit);
+    label.append(box2, `${c.listPosition}. ${c.name}`);
+    box.appendChild(label);
+  }
+  updateLimit();
+}
+
+// Once N candidates are chosen the others are disabled (and say why).
+function updateLimit() {
+  const max = election ? election.candidatesPerVoteMax : 0;
+  const boxes = [...document.querySelectorAll('#candidates input[name="candidate"]')];
+  const chosen = boxes.filter((b) => b.checked).length;
+  $("chosen-count").textContent = String(chosen);
+  for (const b of boxes) {
+    const full = !b.checked && chosen >= max;
+    b.disabled = full;
+    b.parentElement.classList.toggle("disabled", full);
+    if (full) b.parentElement.title = `At most ${max} candidates`;
+    else b.parentElement.removeAttribute("title");
+  }
+}
+
+async function demoVoter() {
+  const button = $("demo-voter");
+  button.disabled = true;
+  clearStatus();
+  try {
+    const q = new URLSearchParams({ electionId: electionId() });
+    if (districtId()) q.set("districtId", districtId());
+    const res = await politeFetch(`${API}/demo/voter?${q}`, { method: "POST" });
+    if (!res.ok) {
+      const e = await describeError(res);
+      if (res.status === 404 || res.status === 403) {
+        // Not a demo server: enter a real voter id instead.
+        $("demo-box").hidden = true;
+        showError("Demo voters exist only when the server runs with --demo; enter your voter id and token.", e.code);
+      } else {
+        showError(e.text, e.code);
+      }
+      return;
+    }
+    const v = await res.json();
+    $("voter-id").value = String(v.voterId);
+    $("token").value = v.token || "";
+    if (String(v.districtId) !== districtId()) {
+      $("district").value = String(v.districtId);
+      await loadBallot();
+    }
+    setStatus(`Demo voter ${v.voterId} of ${$("district").selectedOptions[0]?.textContent || "district " + v.districtId} is ready to vote.`);
+  } catch (_) {
+    showError(UNREACHABLE, "network");
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function castVote(ev) {
+  ev.preventDefault();
+  clearStatus();
+  const voter = $("voter-id").value.trim();
+  const party = chosenParty();
+  if (!voter) {
+    showError("Enter the voter id first (or get a demo voter).", "missing_voter");
+    $("voter-id").focus();
+    return;
+  }
+  if (!party) {
+    showError("Choose a party first.", "missing_party");
+    const first = document.querySelector('#parties input[name="party"]');
+    if (first) first.focus();
+    return;
+  }
+  const candidateIds = [...document.querySelectorAll('#candidates input[name="candidate"]:checked')].map((b) => Number(b.value));
+  const headers = {
+    "Content-Type": "application/json",
+    "voter-id": voter,
+    "election-district-id": districtId(),
+  };
+  const token = $("token").value.trim();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const submit = $("vote");
+  submit.disabled = true;
+  setStatus("Casting your vote…");
+  try {
+    const res = await politeFetch(`${API}/elections/${encodeURIComponent(electionId())}/votes`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ partyId: party.partyId, candidateIds }),
+    });
+    if (res.status === 201) {
+      const r = await res.json();
+      showReceipt(r);
+      return;
+    }
+    const e = await describeError(res);
+    showError(e.text, e.code);
+  } catch (_) {
+    showError(UNREACHABLE, "network");
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function showReceipt(r) {
+  clearStatus();
+  $("receipt-id").textContent = r.receiptId;
+  $("receipt-link").href = `${API}/elections/${encodeURIComponent(r.electionId)}/receipts/${encodeURIComponent(r.receiptId)}`;
+  const q = new URLSearchParams({ electionId: r.electionId, districtId: r.districtId });
+  $("results-link").href = `/voting/results?${q}`;
+  $("vote-form").hidden = true;
+  $("receipt").hidden = false;
+  $("receipt").focus();
+}
+
+// Back to the form for another voter (a shared demo machine): the ballot is
+// cleared, the identity emptied.
+function again() {
+  $("receipt").hidden = true;
+  $("vote-form").hidden = false;
+  $("voter-id").value = "";
+  $("token").value = "";
+  for (const r of document.querySelectorAll('#parties input[name="party"]')) r.checked = false;
+  renderCandidates(null);
+  clearStatus();
+  $("voter-id").focus();
+}
+
+async function start() {
+  try {
+    if (!(await loadElections())) return;
+    await loadElection();
+    await loadBallot();
+  } catch (e) {
+    showError(e.code ? e.message : UNREACHABLE, e.code || "network");
+  }
+}
+
+$("election").addEventListener("change", async () => {
+  clearStatus();
+  try {
+    await loadElection();
+    await loadBallot();
+  } catch (e) {
+    showError(e.code ? e.message : UNREACHABLE, e.code || "network");
+  }
+});
+$("district").addEventListener("change", () => {
+  clearStatus();
+  loadBallot();
+});
+$("demo-voter").addEventListener("click", demoVoter);
+$("vote-form").addEventListener("submit", castVote);
+$("again").addEventListener("click", again);
+start();
