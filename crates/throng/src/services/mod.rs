@@ -8,12 +8,13 @@
 
 pub mod booking;
 pub mod comments;
+pub mod voting;
 
 use crate::platform::service::Service;
 
 /// Every service, in the order their routes, flags and links are added.
 pub fn all() -> &'static [&'static dyn Service] {
-    &[&booking::Booking, &comments::Comments]
+    &[&booking::Booking, &comments::Comments, &voting::Voting]
 }
 
 /// Every service's migrations (for `Store::open_with`).

@@ -1,0 +1,622 @@
+//! Voting routes. Reading (elections, ballots, results, receipts) is public;
+//! a vote names its voter in the write-up's headers `voter-id` and
+//! `election-district-id` and, unless `serve --voting-identity headers`,
+//! proves it with a voter token whose `sub` and `district` (and `election`,
+//! when present) match them.
+//!
+//! Error codes: 400 `invalid_header` / `invalid_path` / `invalid_query` /
+//! `malformed_json`; 401 `missing_token` / `invalid_token` /
+//! `token_expired`; 403 `identity_mismatch` (the token is not this voter's,
+//! or not a voter's), `not_on_roll` (the voter belongs to another
+//! district); 404 `election_not_found`, `district_not_found`,
+//! `voter_not_found`, `receipt_not_found`; 409 `already_voted`,
+//! `election_closed`; 415 `unsupported_media_type`; 422 `invalid_field`
+//! (body shape), `party_not_on_ballot`, `candidate_not_on_list`,
+//! `too_many_candidates`, `repeated_candidate`; 503 `too_many_streams`.
+//! Nothing is written on any error.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{FromRef, FromRequest, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::model::{header_id, District, Election, VoteRequest, DISTRICT_HEADER, VOTER_HEADER};
+use super::roll::Standing;
+use super::store::{self, BoxedBallot, ReceiptState, VoteOutcome};
+use super::tally::Snapshot;
+use super::{ElectionEntry, Identity, VotingState};
+use crate::base::clock::{now_ms, rfc3339_ms};
+use crate::platform::auth::{Role, TokenKeys};
+use crate::platform::error::{ApiError, ApiResult};
+use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+
+/// Results streams send at most one update per this many ms.
+const STREAM_UPDATE_MS_MIN: u64 = 250;
+/// A comment line keeps idle streams open through proxies.
+const STREAM_KEEP_ALIVE_S: u64 = 15;
+/// Demo voter tokens live this long.
+const DEMO_TOKEN_TTL_S: u64 = 3600;
+
+/// Voting's routes, for any state that gives `Arc<VotingState>` (see
+/// `platform::service`).
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<VotingState>: FromRef<S>,
+    Arc<TokenKeys>: FromRef<S>,
+{
+    Router::new()
+        .route("/api/voting/elections", get(list_elections))
+        .route("/api/voting/elections/{election_id}", get(get_election))
+        .route(
+            "/api/voting/elections/{election_id}/districts/{district_id}/ballot",
+            get(get_ballot),
+        )
+        .route("/api/voting/elections/{election_id}/votes", post(vote))
+        .route(
+            "/api/voting/elections/{election_id}/receipts/{receipt_id}",
+            get(get_receipt),
+        )
+        .route("/api/voting/elections/{election_id}/results", get(results))
+        .route(
+            "/api/voting/elections/{election_id}/results/stream",
+            get(results_stream),
+        )
+        .route("/api/voting/demo/voter", post(demo_voter))
+        .merge(super::page::router())
+}
+
+fn election_not_found(id: i64) -> ApiError {
+    ApiError::not_found("election_not_found", format!("no election with id {id}"))
+}
+
+fn district_not_found(election: i64, district: i64) -> ApiError {
+    ApiError::not_found(
+        "district_not_found",
+        format!("election {election} has no district {district}"),
+    )
+}
+
+fn election_entry(st: &VotingState, id: i64) -> ApiResult<Arc<ElectionEntry>> {
+    st.election(id).ok_or_else(|| election_not_found(id))
+}
+
+fn district_index(e: &Election, district_id: i64) -> ApiResult<usize> {
+    e.districts
+        .binary_search_by_key(&district_id, |d| d.id)
+        .map_err(|_| district_not_found(e.id, district_id))
+}
+
+fn election_summary(e: &Election, now: i64) -> serde_json::Map<String, Value> {
+    let Value::Object(m) = json!({
+        "electionId": e.id,
+        "name": e.name,
+        "opensAt": rfc3339_ms(e.opens_at_ms),
+        "closesAt": rfc3339_ms(e.closes_at_ms),
+        "candidatesPerVoteMax": e.candidates_per_vote_max,
+        "open": e.is_open(now),
+    }) else {
+        unreachable!("an object literal")
+    };
+    m
+}
+
+#[utoipa::path(get, path = "/api/voting/elections", tag = "voting",
+    responses((status = 200, description = "{elections:[{electionId, name, opensAt, closesAt (RFC 3339), candidatesPerVoteMax, open}]}")))]
+pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Value> {
+    let now = now_ms();
+    let catalog = st.catalog.load();
+    let list: Vec<Value> = catalog
+        .elections
+        .iter()
+        .map(|e| Value::Object(election_summary(&e.election, now)))
+        .collect();
+    Json(json!({ "elections": list }))
+}
+
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}", tag = "voting",
+    params(("election_id" = i64, Path)),
+    responses((status = 200, description = "The election's summary and districts:[{districtId, name, voters}] (at most 1,000 districts per election)"),
+              (status = 404, description = "election_not_found")))]
+pub async fn get_election(
+    State(st): State<Arc<VotingState>>,
+    ApiPath(election_id): ApiPath<i64>,
+) -> ApiResult<Json<Value>> {
+    let entry = election_entry(&st, election_id)?;
+    let e = &entry.election;
+    let mut m = election_summary(e, now_ms());
+    let districts: Vec<Value> = e
+        .districts
+        .iter()
+        .map(|d| json!({ "districtId": d.id, "name": d.name, "voters": d.voters }))
+        .collect();
+    m.insert("districts".into(), Value::Array(districts));
+    Ok(Json(Value::Object(m)))
+}
+
+/// The ballot's JSON (built once per district at load).
+pub fn render_ballot(e: &Election, d: &District) -> String {
+    let parties: Vec<Value> = d
+        .lists
+        .iter()
+        .filter_map(|l| {
+            let p = e.party(l.party_id)?;
+            let candidates: Vec<Value> = l
+                .candidates
+                .iter()
+                .map(|c| json!({ "candidateId": c.id, "name": c.name, "listPosition": c.list_position }))
+                .collect();
+            Some(json!({ "partyId": p.id, "name": p.name, "shortName": p.short_name, "candidates": candidates }))
+        })
+        .collect();
+    json!({
+        "electionId": e.id,
+        "districtId": d.id,
+        "districtName": d.name,
+        "candidatesPerVoteMax": e.candidates_per_vote_max,
+        "parties": parties,
+    })
+    .to_string()
+}
+
+fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag)
+        })
+}
+
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/ballot", tag = "voting",
+    params(("election_id" = i64, Path), ("district_id" = i64, Path)),
+    responses((status = 200, description = "{electionId, districtId, districtName, candidatesPerVoteMax, parties:[{partyId, name, shortName, candidates:[{candidateId, name, listPosition}]}]}; ETag, Cache-Control: public, max-age=60"),
+              (status = 304, description = "If-None-Match matched the ETag"),
+              (status = 404, description = "election_not_found or district_not_found")))]
+pub async fn get_ballot(
+    State(st): State<Arc<VotingState>>,
+    ApiPath((election_id, district_id)): ApiPath<(i64, i64)>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let entry = election_entry(&st, election_id)?;
+    let i = district_index(&entry.election, district_id)?;
+    let page = &entry.ballots[i];
+    let mut res = if etag_matches(&headers, page.etag.to_str().unwrap_or("")) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = page.body.clone().into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    };
+    let h = res.headers_mut();
+    h.insert(header::ETAG, page.etag.clone());
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=60"),
+    );
+    Ok(res)
+}
+
+/// The claims of a voter token.
+#[derive(Deserialize)]
+struct VoterClaims {
+    sub: String,
+    role: Role,
+    district: i64,
+    #[serde(default)]
+    election: Option<i64>,
+}
+
+fn identity_mismatch(message: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "identity_mismatch", message)
+}
+
+/// Checks that the bearer token is this voter's, in this district and election.
+fn check_token(
+    keys: &TokenKeys,
+    headers: &HeaderMap,
+    voter_id: i64,
+    district_id: i64,
+    election_id: i64,
+) -> ApiResult<()> {
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::unauthorized("missing_token", "send Authorization: Bearer <voter token>")
+        })?;
+    let token = auth
+        .strip_prefix("Bearer ")
+        .ok_or_else(|| ApiError::unauthorized("invalid_token", "expected 'Bearer <token>'"))?;
+    let claims: VoterClaims = keys.verify_as(token.trim())?;
+    if claims.role != Role::Voter {
+        return Err(identity_mismatch("voting needs a voter token"));
+    }
+    if claims.sub.parse::<i64>() != Ok(voter_id) || claims.district != district_id {
+        return Err(identity_mismatch(
+            "the token is for another voter or district than the voter-id and election-district-id headers",
+        ));
+    }
+    if claims.election.is_some_and(|e| e != election_id) {
+        return Err(identity_mismatch("the token is for another election"));
+    }
+    Ok(())
+}
+
+/// The 201 answer of a vote.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Receipt<'a> {
+    receipt_id: &'a str,
+    election_id: i64,
+    district_id: i64,
+}
+
+fn already_voted() -> ApiError {
+    ApiError::conflict(
+        "already_voted",
+        "this voter has already voted in this election",
+    )
+}
+
+#[utoipa::path(post, path = "/api/voting/elections/{election_id}/votes", tag = "voting",
+    params(("election_id" = i64, Path),
+           ("voter-id" = i64, Header, description = "The voter, 1 to 9223372036854775807"),
+           ("election-district-id" = i64, Header, description = "The voter's district")),
+    security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{partyId, candidateIds: [up to the election's candidatesPerVoteMax ids on that party's list in the district]}"),
+    responses((status = 201, description = "{receiptId, electionId, districtId}; Location: the receipt"),
+              (status = 400, description = "invalid_header, malformed_json"),
+              (status = 401, description = "missing_token, invalid_token, token_expired (token mode)"),
+              (status = 403, description = "identity_mismatch, not_on_roll"),
+              (status = 404, description = "election_not_found, district_not_found, voter_not_found"),
+              (status = 409, description = "already_voted, election_closed"),
+              (status = 415, description = "unsupported_media_type"),
+              (status = 422, description = "invalid_field, party_not_on_ballot, candidate_not_on_list, too_many_candidates, repeated_candidate"),
+              (status = 429, description = "over capacity; see Retry-After")))]
+pub async fn vote(
+    State(st): State<Arc<VotingState>>,
+    ApiPath(election_id): ApiPath<i64>,
+    req: Request,
+) -> ApiResult<Response> {
+    let entry = election_entry(&st, election_id)?;
+    let voter_id = header_id(req.headers(), VOTER_HEADER)?;
+    let district_id = header_id(req.headers(), DISTRICT_HEADER)?;
+    if st.identity == Identity::Token {
+        check_token(&st.keys, req.headers(), voter_id, district_id, election_id)?;
+    }
+    let ApiJson(body) = ApiJson::<VoteRequest>::from_request(req, &()).await?;
+    let e = &entry.election;
+    let di = district_index(e, district_id)?;
+    match entry.roll.standing(voter_id) {
+        Standing::Unknown => {
+            return Err(ApiError::not_found(
+                "voter_not_found",
+                format!("no voter with this id in election {election_id}"),
+            ))
+        }
+        Standing::InDistrict(i) if i != di => {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "not_on_roll",
+                format!("the voter is not on the roll of district {district_id}"),
+            ))
+        }
+        Standing::InDistrict(_) => {}
+    }
+    e.check_open(now_ms())?;
+    let vote = e.parse_vote(&e.districts[di], body)?;
+    if entry.roll.has_voted(voter_id) {
+        return Err(already_voted());
+    }
+    let ballot = BoxedBallot {
+        ballot_id: uuid::Uuid::new_v4().into_bytes(),
+        candidates_json: vote.candidates_json(),
+        vote,
+    };
+    let receipt_id = uuid::Uuid::from_bytes(ballot.ballot_id).to_string();
+    match store::cast(&st.store, &entry.roll, voter_id, ballot).await? {
+        VoteOutcome::Cast => {
+            let location = format!("/api/voting/elections/{election_id}/receipts/{receipt_id}");
+            let body = Receipt {
+                receipt_id: &receipt_id,
+                election_id,
+                district_id,
+            };
+            let mut res = (StatusCode::CREATED, Json(body)).into_response();
+            if let Ok(v) = HeaderValue::from_str(&location) {
+                res.headers_mut().insert(header::LOCATION, v);
+            }
+            Ok(res)
+        }
+        VoteOutcome::AlreadyVoted => Err(already_voted()),
+    }
+}
+
+fn receipt_not_found() -> ApiError {
+    ApiError::not_found(
+        "receipt_not_found",
+        "no receipt with this id in this election",
+    )
+}
+
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/receipts/{receipt_id}", tag = "voting",
+    params(("election_id" = i64, Path), ("receipt_id" = String, Path)),
+    responses((status = 200, description = "{receiptId, electionId, districtId, counted}: counted once the ballot is in the tallies. No choice and no voter: a receipt cannot prove a vote to a buyer."),
+              (status = 404, description = "election_not_found, receipt_not_found")))]
+pub async fn get_receipt(
+    State(st): State<Arc<VotingState>>,
+    ApiPath((election_id, receipt_id)): ApiPath<(i64, String)>,
+) -> ApiResult<Json<Value>> {
+    election_entry(&st, election_id)?;
+    let id = match uuid::Uuid::parse_str(&receipt_id) {
+        Ok(id) if receipt_id.len() == 36 => id,
+        _ => return Err(receipt_not_found()),
+    };
+    let state = store::receipt(&st.store, election_id, id.into_bytes())
+        .await?
+        .ok_or_else(receipt_not_found)?;
+    let (district_id, counted) = match state {
+        ReceiptState::Boxed { district_id } => (district_id, false),
+        ReceiptState::Published {
+            district_id,
+            position,
+        } => (district_id, position <= st.tally.snapshot().position),
+    };
+    Ok(Json(json!({
+        "receiptId": id.to_string(),
+        "electionId": election_id,
+        "districtId": district_id,
+        "counted": counted,
+    })))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResultsQuery {
+    /// One district's results; the whole election's without it.
+    district_id: Option<i64>,
+}
+
+/// The results' JSON from a snapshot. A district's parties carry their
+/// candidates; the whole election's parties do not (candidates stand in one
+/// district each, so the district results hold every candidate's count).
+pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -> String {
+    let key = |p: i64, c: i64| match district {
+        Some(d) => s.votes((e.id, d.id, p, c)),
+        None => 0,
+    };
+    let (ballots, pending) = match district {
+        Some(d) => (
+            s.ballots.get(&(e.id, d.id)).copied().unwrap_or(0),
+            s.pending.get(&(e.id, d.id)).copied().unwrap_or(0),
+        ),
+        None => (
+            s.ballots
+                .iter()
+                .filter(|(k, _)| k.0 == e.id)
+                .map(|(_, n)| n)
+                .sum(),
+            s.pending
+                .iter()
+                .filter(|(k, _)| k.0 == e.id)
+                .map(|(_, n)| n)
+                .sum(),
+        ),
+    };
+    let mut parties: Vec<(i64, i64, Value)> = match district {
+        Some(d) => d
+            .lists
+            .iter()
+            .filter_map(|l| {
+                let p = e.party(l.party_id)?;
+                let mut candidates: Vec<(i64, i64, &str)> = l
+                    .candidates
+                    .iter()
+                    .map(|c| (key(p.id, c.id), c.id, c.name.as_str()))
+                    .collect();
+                candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                let candidates: Vec<Value> = candidates
+                    .into_iter()
+                    .map(|(votes, id, name)| json!({ "candidateId": id, "name": name, "votes": votes }))
+                    .collect();
+                let votes = key(p.id, 0);
+                Some((votes, p.id, json!({
+                    "partyId": p.id, "name": p.name, "shortName": p.short_name,
+                    "votes": votes, "candidates": candidates,
+                })))
+            })
+            .collect(),
+        None => e
+            .parties
+            .iter()
+            .map(|p| {
+                let votes = s.party_totals.get(&(e.id, p.id)).copied().unwrap_or(0);
+                (votes, p.id, json!({ "partyId": p.id, "name": p.name, "shortName": p.short_name, "votes": votes }))
+            })
+            .collect(),
+    };
+    parties.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    json!({
+        "electionId": e.id,
+        "districtId": district.map(|d| d.id),
+        "ballots": ballots,
+        "ballotsPending": pending,
+        "position": s.position,
+        "parties": parties.into_iter().map(|p| p.2).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+fn results_target(
+    st: &VotingState,
+    election_id: i64,
+    district_id: Option<i64>,
+) -> ApiResult<(Arc<ElectionEntry>, Option<usize>)> {
+    let entry = election_entry(st, election_id)?;
+    let i = match district_id {
+        Some(d) => Some(district_index(&entry.election, d)?),
+        None => None,
+    };
+    Ok((entry, i))
+}
+
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
+    params(("election_id" = i64, Path), ResultsQuery),
+    responses((status = 200, description = "{electionId, districtId|null, ballots (counted), ballotsPending (in the box, not yet published), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
+              (status = 404, description = "election_not_found, district_not_found")))]
+pub async fn results(
+    State(st): State<Arc<VotingState>>,
+    ApiPath(election_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<ResultsQuery>,
+) -> ApiResult<Response> {
+    let (entry, i) = results_target(&st, election_id, q.district_id)?;
+    let e = &entry.election;
+    let body = render_results(e, i.map(|i| &e.districts[i]), &st.tally.snapshot());
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/results/stream", tag = "voting",
+    params(("election_id" = i64, Path), ResultsQuery),
+    responses((status = 200, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s"),
+              (status = 404, description = "election_not_found, district_not_found"),
+              (status = 503, description = "too_many_streams (see --voting-streams-max); Retry-After")))]
+pub async fn results_stream(
+    State(st): State<Arc<VotingState>>,
+    ApiPath(election_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<ResultsQuery>,
+) -> ApiResult<Response> {
+    let (entry, i) = results_target(&st, election_id, q.district_id)?;
+    let permit = st
+        .streams
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError {
+            retry_after_s: Some(5),
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_streams",
+                format!(
+                    "{} live results streams are open; poll /results or retry later",
+                    st.streams_max
+                ),
+            )
+        })?;
+    let mut changes = st.tally.subscribe();
+    changes.borrow_and_update();
+    let tally = st.tally.clone();
+    let first = true;
+    let last_sent: Option<Instant> = None;
+    let stream = futures::stream::unfold(
+        (changes, permit, first, last_sent),
+        move |(mut changes, permit, first, last_sent)| {
+            let (tally, entry) = (tally.clone(), entry.clone());
+            async move {
+                if !first {
+                    changes.changed().await.ok()?;
+                    if let Some(at) = last_sent {
+                        let gap = Duration::from_millis(STREAM_UPDATE_MS_MIN);
+                        if at.elapsed() < gap {
+                            tokio::time::sleep(gap - at.elapsed()).await;
+                        }
+                    }
+                    changes.borrow_and_update();
+                }
+                let e = &entry.election;
+                let body = render_results(e, i.map(|i| &e.districts[i]), &tally.snapshot());
+                let event = Event::default().event("results").data(body);
+                Some((
+                    Ok::<Event, Infallible>(event),
+                    (changes, permit, false, Some(Instant::now())),
+                ))
+            }
+        },
+    );
+    let keep_alive = KeepAlive::new()
+        .interval(Duration::from_secs(STREAM_KEEP_ALIVE_S))
+        .text("keep-alive");
+    let mut res = Sse::new(stream).keep_alive(keep_alive).into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(res)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DemoVoterQuery {
+    election_id: Option<i64>,
+    district_id: Option<i64>,
+}
+
+/// Demo only (`serve --demo`): a voter of the district who has not voted
+/// yet, with a voter token, so the page can vote at once. 404 otherwise.
+async fn demo_voter(
+    State(st): State<Arc<VotingState>>,
+    ApiQuery(q): ApiQuery<DemoVoterQuery>,
+) -> ApiResult<Response> {
+    if !st.demo {
+        return Err(ApiError::not_found(
+            "route_not_found",
+            "demo voters exist only with serve --demo",
+        ));
+    }
+    let election_id = q.election_id.unwrap_or(1);
+    let entry = election_entry(&st, election_id)?;
+    let e = &entry.election;
+    let district_id = q
+        .district_id
+        .or(e.districts.first().map(|d| d.id))
+        .unwrap_or(0);
+    let i = district_index(e, district_id)?;
+    let Some(voter_id) = entry
+        .roll
+        .not_voted_in(i, rand::random(), 1)
+        .first()
+        .copied()
+    else {
+        return Err(ApiError::conflict(
+            "no_voter_left",
+            "every demo voter of this district has voted",
+        ));
+    };
+    let mut claims = serde_json::Map::new();
+    claims.insert("district".into(), district_id.into());
+    claims.insert("election".into(), election_id.into());
+    let token = st
+        .keys
+        .issue_with(&voter_id.to_string(), Role::Voter, DEMO_TOKEN_TTL_S, claims);
+    Ok(Json(json!({ "voterId": voter_id, "districtId": district_id, "electionId": election_id, "token": token })).into_response())
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    list_elections,
+    get_election,
+    get_ballot,
+    vote,
+    get_receipt,
+    results,
+    results_stream
+))]
+pub struct VotingApi;

@@ -1,0 +1,94 @@
+//! The mixer: publishes ballots from the ballot box in rounds, so that a
+//! ballot can be linked at most to the set of voters who voted during its
+//! round.
+//!
+//! A vote puts its ballot into the box (random 128-bit key) in the same
+//! transaction as the voter's mark; nothing else about it is written. When
+//! an election's box holds at least `--voting-mix-ballots-min` ballots, or
+//! the election has closed (the final flush), one round moves the whole box
+//! in random-id order into `voting_ballots` with one `voting.BallotCast`
+//! event each and deletes the box rows (see `store::publish_round`). One
+//! mixer runs at a time: a lease on its consumer row, as booking's
+//! confirmation worker.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::tally::Tally;
+use super::Catalog;
+use crate::store::Store;
+use arc_swap::ArcSwap;
+
+const CONSUMER: &str = "voting-mixer";
+const LEASE_MS: i64 = 15_000;
+
+pub struct MixerConfig {
+    /// Ballots a round needs while the election is open.
+    pub ballots_min: i64,
+    /// How often the box is looked at.
+    pub interval: Duration,
+}
+
+pub fn spawn(
+    store: Store,
+    catalog: Arc<ArcSwap<Catalog>>,
+    tally: Arc<Tally>,
+    config: MixerConfig,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let owner = uuid::Uuid::new_v4().to_string();
+        loop {
+            match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
+                Ok(Some(_)) => mix(&store, &catalog, &tally, &config, &owner).await,
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "the voting mixer cannot claim its lease"),
+            }
+            tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 / 3)).await;
+        }
+    })
+}
+
+/// Publishes rounds while this node holds the lease.
+async fn mix(
+    store: &Store,
+    catalog: &ArcSwap<Catalog>,
+    tally: &Tally,
+    config: &MixerConfig,
+    owner: &str,
+) {
+    let mut renewed = Instant::now();
+    loop {
+        let now = crate::base::clock::now_ms();
+        let elections: Vec<(i64, bool)> = catalog
+            .load()
+            .elections
+            .iter()
+            .map(|e| (e.election.id, now >= e.election.closes_at_ms))
+            .collect();
+        for (id, closed) in elections {
+            let min = if closed { 1 } else { config.ballots_min.max(1) };
+            match super::store::publish_round(store, id, min).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(
+                        election_id = id,
+                        ballots = n,
+                        "published a round of ballots"
+                    );
+                    tally.wake.notify_one();
+                }
+                Err(e) => {
+                    tracing::warn!(election_id = id, error = %e, "a mixing round failed; retrying")
+                }
+            }
+        }
+        tokio::time::sleep(config.interval).await;
+        if renewed.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {
+            match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
+                Ok(Some(_)) => renewed = Instant::now(),
+                Ok(None) => return,
+                Err(e) => tracing::warn!(error = %e, "cannot renew the mixer lease"),
+            }
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Voting: elections with districts, each district a ballot of parties and
+//! their candidates, one secret vote per voter, tallies projected from the
+//! event log and streamed live. See `001_1f4e51c392c4654e.txt`
+//! ("Scalection") and ARCHITECTURE.md ("Ballot secrecy").
+//!
+//! The election data is static once seeded, so a node keeps it in memory
+//! ([`Catalog`]): ballots are served as prepared bytes with an ETag, and a
+//! vote is checked (election, district, voter, roll, opening hours, the
+//! ballot's rules, a known earlier vote) before it reaches the writer. The
+//! writer only records the voter's mark and drops the ballot into the box
+//! (`store::cast`); the mixer publishes the box in rounds (`mixer.rs`), and
+//! the projector counts published ballots (`tally.rs`).
+
+pub mod bench;
+pub mod http;
+pub mod mixer;
+pub mod model;
+pub mod page;
+pub mod roll;
+pub mod seed;
+pub mod store;
+pub mod tally;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use axum::http::HeaderValue;
+use bytes::Bytes;
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+use include_dir::include_dir;
+
+use crate::platform::auth::TokenKeys;
+use crate::platform::experiment::Experiment;
+use crate::platform::service::{AppState, Link, LinkKind, Platform, Service, ServiceState, Started};
+use crate::store::{MigrationSet, Store};
+use model::Election;
+use roll::Roll;
+
+/// How often a server looks for a seed made by another process.
+const SEED_WATCH_INTERVAL_MS: u64 = 1000;
+
+/// The voting service, as `services::all()` lists it.
+pub struct Voting;
+
+static MIGRATIONS: MigrationSet = MigrationSet {
+    owner: "voting",
+    sqlite: include_dir!("$CARGO_MANIFEST_DIR/src/services/voting/migrations/sqlite"),
+    postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/voting/migrations/postgres"),
+};
+
+/// Who may vote as whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Identity {
+    /// A voter token (`Authorization: Bearer`, role voter, `sub` = the voter
+    /// id, claims `district` and `election`) that must match the headers.
+    Token,
+    /// The headers alone: a gateway in front already authenticated the
+    /// voter (the write-up's deployment and its load test).
+    Headers,
+}
+
+/// `serve` flags of the voting service.
+#[derive(Clone, Debug, clap::Args)]
+pub struct VotingArgs {
+    /// How a vote proves who casts it: token (default) or headers.
+    #[arg(long = "voting-identity", env = "THRONG_VOTING_IDENTITY", value_enum, default_value_t = Identity::Token)]
+    pub identity: Identity,
+    /// Ballots the box must hold before the mixer publishes them (the
+    /// smallest set of voters a ballot can be linked to); a closed
+    /// election's box is published whatever it holds.
+    #[arg(long = "voting-mix-ballots-min", env = "THRONG_VOTING_MIX_BALLOTS_MIN", default_value_t = 100)]
+    pub mix_ballots_min: i64,
+    /// How often the mixer looks at the box, in ms.
+    #[arg(long = "voting-mix-interval-ms", env = "THRONG_VOTING_MIX_INTERVAL_MS", default_value_t = 100)]
+    pub mix_interval_ms: u64,
+    /// Live results streams (SSE) open at once at most; past it, 503.
+    #[arg(long = "voting-streams-max", env = "THRONG_VOTING_STREAMS_MAX", default_value_t = 1000)]
+    pub streams_max: usize,
+    /// Do not run the mixer and the tally projector on this node.
+    #[arg(long = "voting-no-workers", env = "THRONG_VOTING_NO_WORKERS")]
+    pub no_workers: bool,
+}
+
+impl Service for Voting {
+    fn name(&self) -> &'static str {
+        "voting"
+    }
+
+    fn migrations(&self) -> Option<&'static MigrationSet> {
+        Some(&MIGRATIONS)
+    }
+
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
+        VotingArgs::augment_args(cmd)
+    }
+
+    fn seed_command(&self) -> Option<clap::Command> {
+        Some(seed::SeedVotingArgs::augment_args(
+            clap::Command::new("voting")
+                .about("An election: districts, parties, candidates, the roll (5,000,000 voters with the defaults)"),
+        ))
+    }
+
+    fn seed<'a>(&'a self, store: &'a Store, args: &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let args = seed::SeedVotingArgs::from_arg_matches(args)?;
+            let r = seed::seed(store, &args, true).await?;
+            println!(
+                "seeded election {}: {} voters, {} districts, {} candidates in {:.1} s ({:.0} voters/s)",
+                args.election,
+                r.voters,
+                args.districts,
+                r.candidates,
+                r.elapsed_s,
+                r.voters as f64 / r.elapsed_s.max(1e-9)
+            );
+            if let Some(path) = &args.voters_csv {
+                println!("wrote {} rows to {}", r.csv_rows, path.display());
+            }
+            Ok(())
+        })
+    }
+
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(seed::seed_demo_if_empty(store))
+    }
+
+    fn start<'a>(&'a self, platform: &'a Platform, args: &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            let args = VotingArgs::from_arg_matches(args)?;
+            if args.mix_ballots_min < 1 {
+                anyhow::bail!("--voting-mix-ballots-min: 1 or more");
+            }
+            let state = Arc::new(VotingState::new(platform, &args).await?);
+            let mut started = Started::new(state.clone());
+            started = started.with_worker(state.spawn_seed_watcher());
+            if !args.no_workers {
+                started = started
+                    .with_worker(tally::spawn(platform.store.clone(), state.tally.clone()))
+                    .with_worker(mixer::spawn(
+                        platform.store.clone(),
+                        state.catalog.clone(),
+                        state.tally.clone(),
+                        mixer::MixerConfig {
+                            ballots_min: args.mix_ballots_min,
+                            interval: std::time::Duration::from_millis(args.mix_interval_ms.max(1)),
+                        },
+                    ));
+            }
+            Ok(started)
+        })
+    }
+
+    fn router(&self) -> axum::Router<AppState> {
+        http::router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        use utoipa::OpenApi;
+        http::VotingApi::openapi()
+    }
+
+    fn links(&self) -> Vec<Link> {
+        vec![
+            Link {
+                kind: LinkKind::Page,
+                href: "/voting/",
+                title: "Voting",
+                about: "pick your district's ballot, choose a party and candidates, vote.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/voting/results",
+                title: "Election results",
+                about: "live tallies, updated as ballots are published.",
+            },
+            Link {
+                kind: LinkKind::Endpoint,
+                href: "/api/voting/elections",
+                title: "/api/voting/elections",
+                about: "the elections and whether they are open.",
+            },
+        ]
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        vec![Box::new(bench::VotingBench)]
+    }
+}
+
+/// A district's ballot, rendered once.
+pub struct BallotPage {
+    pub body: Bytes,
+    pub etag: HeaderValue,
+}
+
+/// One election in memory: its static data, its roll, its ballots.
+pub struct ElectionEntry {
+    pub election: Election,
+    pub roll: Arc<Roll>,
+    /// Per district, in the order of `election.districts`.
+    pub ballots: Vec<BallotPage>,
+}
+
+/// Every election this node serves.
+#[derive(Default)]
+pub struct Catalog {
+    /// In id order.
+    pub elections: Vec<Arc<ElectionEntry>>,
+}
+
+impl Catalog {
+    pub fn election(&self, id: i64) -> Option<&Arc<ElectionEntry>> {
+        self.elections
+            .binary_search_by_key(&id, |e| e.election.id)
+            .ok()
+            .map(|i| &self.elections[i])
+    }
+
+    /// Loads every election, its roll (and who voted) and renders its ballots.
+    pub async fn load(store: &Store) -> anyhow::Result<Catalog> {
+        let started = std::time::Instant::now();
+        let rows = store::election_rows(store).await?;
+        let mut district_ids: HashMap<i64, Vec<i64>> = HashMap::new();
+        for (e, d, _) in &rows.districts {
+            district_ids.entry(*e).or_default().push(*d);
+        }
+        let mut rolls: HashMap<i64, Roll> = HashMap::new();
+        let mut voters: HashMap<(i64, i64), i64> = HashMap::new();
+        for (e, ..) in &rows.elections {
+            let mut ids = district_ids.remove(e).unwrap_or_default();
+            ids.sort_unstable();
+            let roll = store::load_roll(store, *e, ids.clone()).await?;
+            for (i, n) in roll.counts(ids.len()).into_iter().enumerate() {
+                voters.insert((*e, ids[i]), n);
+            }
+            rolls.insert(*e, roll);
+        }
+        let mut elections = Vec::new();
+        for election in rows.assemble(&voters) {
+            let roll = Arc::new(rolls.remove(&election.id).unwrap_or(Roll::build(&[])?));
+            let voted = store::mark_voted(store, election.id, roll.clone()).await?;
+            tracing::info!(
+                election_id = election.id,
+                voters = roll.voters(),
+                voted,
+                roll_kib = roll.bytes() / 1024,
+                "loaded an election"
+            );
+            let ballots = election
+                .districts
+                .iter()
+                .map(|d| {
+                    let body = Bytes::from(http::render_ballot(&election, d));
+                    let etag = format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(&body));
+                    BallotPage { etag: HeaderValue::from_str(&etag).expect("hex is a header value"), body }
+                })
+                .collect();
+            elections.push(Arc::new(ElectionEntry { election, roll, ballots }));
+        }
+        tracing::info!(
+            elections = elections.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "loaded the voting catalog"
+        );
+        Ok(Catalog { elections })
+    }
+}
+
+/// What the voting routes share.
+pub struct VotingState {
+    pub store: Store,
+    pub keys: Arc<TokenKeys>,
+    pub identity: Identity,
+    /// `serve --demo`: the demo voter endpoint answers.
+    pub demo: bool,
+    pub catalog: Arc<ArcSwap<Catalog>>,
+    pub tally: Arc<tally::Tally>,
+    /// Permits for live results streams.
+    pub streams: Arc<tokio::sync::Semaphore>,
+    pub streams_max: usize,
+    seed_generation: std::sync::Mutex<Option<String>>,
+}
+
+impl ServiceState for VotingState {}
+
+impl VotingState {
+    pub async fn new(platform: &Platform, args: &VotingArgs) -> anyhow::Result<VotingState> {
+        let generation = platform.store.meta_get(seed::SEED_GENERATION_KEY).await?;
+        let catalog = Catalog::load(&platform.store).await?;
+        Ok(VotingState {
+            store: platform.store.clone(),
+            keys: platform.keys.clone(),
+            identity: args.identity,
+            demo: platform.demo,
+            catalog: Arc::new(ArcSwap::from_pointee(catalog)),
+            tally: Arc::new(tally::Tally::default()),
+            streams: Arc::new(tokio::sync::Semaphore::new(args.streams_max)),
+            streams_max: args.streams_max,
+            seed_generation: std::sync::Mutex::new(generation),
+        })
+    }
+
+    pub fn election(&self, id: i64) -> Option<Arc<ElectionEntry>> {
+        self.catalog.load().election(id).cloned()
+    }
+
+    /// Reloads the catalog when another process seeded the store.
+    fn spawn_seed_watcher(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(SEED_WATCH_INTERVAL_MS)).await;
+                let Ok(now) = this.store.meta_get(seed::SEED_GENERATION_KEY).await else {
+                    continue;
+                };
+                if now == *this.seed_generation.lock().unwrap() {
+                    continue;
+                }
+                match Catalog::load(&this.store).await {
+                    Ok(c) => {
+                        this.catalog.store(Arc::new(c));
+                        *this.seed_generation.lock().unwrap() = now;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reloading the voting catalog failed; retrying"),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,418 @@
+//! Voting's domain types, parsed from input (parse, don't validate): ids
+//! from the write-up's headers, the vote body, and the static election data
+//! (election, districts, parties, each district's lists) that every vote is
+//! checked against in memory.
+
+use std::collections::HashMap;
+
+use axum::http::HeaderMap;
+use serde::Deserialize;
+
+use crate::platform::error::ApiError;
+
+/// The event a published ballot appends (see `mixer.rs`).
+pub const EVENT_BALLOT_CAST: &str = "voting.BallotCast";
+/// The header naming the voter (the write-up's).
+pub const VOTER_HEADER: &str = "voter-id";
+/// The header naming the voter's district (the write-up's).
+pub const DISTRICT_HEADER: &str = "election-district-id";
+/// Districts per election at most (the election's page lists them all).
+pub const DISTRICTS_PER_ELECTION_MAX: i64 = 1000;
+/// Candidates a vote may name, whatever the election says, at most.
+pub const CANDIDATES_PER_VOTE_LIMIT: i64 = 100;
+
+/// The event stream of an election's ballots.
+pub fn ballot_stream(election_id: i64) -> String {
+    format!("ballots-{election_id}")
+}
+
+/// A positive id from a header: `1` to `9223372036854775807`, decimal.
+pub fn header_id(headers: &HeaderMap, name: &'static str) -> Result<i64, ApiError> {
+    let bad = || {
+        ApiError::bad_request(
+            "invalid_header",
+            format!(
+                "{name}: send one header with a positive integer id (1 to 9223372036854775807)"
+            ),
+        )
+    };
+    let mut values = headers.get_all(name).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return Err(bad());
+    };
+    let text = value.to_str().map_err(|_| bad())?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    match text.parse::<i64>() {
+        Ok(id) if id >= 1 => Ok(id),
+        _ => Err(bad()),
+    }
+}
+
+/// The body of `POST .../votes`, as sent.
+#[derive(Deserialize, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VoteRequest {
+    pub party_id: i64,
+    #[serde(default)]
+    pub candidate_ids: CandidateList,
+}
+
+/// Candidate ids as sent, refused while parsing once past
+/// [`CANDIDATES_PER_VOTE_LIMIT`]: a huge array costs nothing past that.
+#[derive(Debug, Default)]
+pub struct CandidateList {
+    pub ids: Vec<i64>,
+    /// More ids were sent than the limit (the rest were not kept).
+    pub over_limit: bool,
+}
+
+impl<'de> Deserialize<'de> for CandidateList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CandidateList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of candidate ids")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<CandidateList, A::Error> {
+                let mut out = CandidateList::default();
+                while let Some(id) = seq.next_element::<i64>()? {
+                    if out.ids.len() as i64 >= CANDIDATES_PER_VOTE_LIMIT {
+                        out.over_limit = true;
+                    } else {
+                        out.ids.push(id);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A vote that passed every rule of its district's ballot.
+#[derive(Clone, Debug)]
+pub struct Vote {
+    pub election_id: i64,
+    pub district_id: i64,
+    pub party_id: i64,
+    /// In the order sent (a preference order).
+    pub candidate_ids: Vec<i64>,
+}
+
+impl Vote {
+    /// The candidate ids as a JSON array, as stored and published.
+    pub fn candidates_json(&self) -> String {
+        let mut out = String::with_capacity(2 + self.candidate_ids.len() * 8);
+        out.push('[');
+        for (i, c) in self.candidate_ids.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(itoa::Buffer::new().format(*c));
+        }
+        out.push(']');
+        out
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Party {
+    pub id: i64,
+    pub name: String,
+    pub short_name: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub id: i64,
+    pub name: String,
+    pub list_position: i32,
+}
+
+/// One party's list in one district.
+#[derive(Clone, Debug)]
+pub struct PartyList {
+    pub party_id: i64,
+    /// In list order.
+    pub candidates: Vec<Candidate>,
+}
+
+#[derive(Clone, Debug)]
+pub struct District {
+    pub id: i64,
+    pub name: String,
+    /// The district's ballot, in party-id order.
+    pub lists: Vec<PartyList>,
+    /// Voters on the district's roll.
+    pub voters: i64,
+}
+
+impl District {
+    pub fn list(&self, party_id: i64) -> Option<&PartyList> {
+        self.lists
+            .binary_search_by_key(&party_id, |l| l.party_id)
+            .ok()
+            .map(|i| &self.lists[i])
+    }
+}
+
+/// An election's static data (it does not change while the election is open).
+#[derive(Clone, Debug)]
+pub struct Election {
+    pub id: i64,
+    pub name: String,
+    pub opens_at_ms: i64,
+    pub closes_at_ms: i64,
+    pub candidates_per_vote_max: i64,
+    /// In id order.
+    pub districts: Vec<District>,
+    /// In id order.
+    pub parties: Vec<Party>,
+}
+
+impl Election {
+    pub fn district(&self, id: i64) -> Option<&District> {
+        self.districts
+            .binary_search_by_key(&id, |d| d.id)
+            .ok()
+            .map(|i| &self.districts[i])
+    }
+
+    pub fn party(&self, id: i64) -> Option<&Party> {
+        self.parties
+            .binary_search_by_key(&id, |p| p.id)
+            .ok()
+            .map(|i| &self.parties[i])
+    }
+
+    pub fn is_open(&self, now_ms: i64) -> bool {
+        (self.opens_at_ms..self.closes_at_ms).contains(&now_ms)
+    }
+
+    /// 409 `election_closed` unless open at `now_ms`, saying when it opens
+    /// or when it closed.
+    pub fn check_open(&self, now_ms: i64) -> Result<(), ApiError> {
+        let at = |ms| crate::base::clock::rfc3339_ms(ms);
+        if now_ms < self.opens_at_ms {
+            return Err(ApiError::conflict(
+                "election_closed",
+                format!("the election opens at {}", at(self.opens_at_ms)),
+            ));
+        }
+        if now_ms >= self.closes_at_ms {
+            return Err(ApiError::conflict(
+                "election_closed",
+                format!("the election closed at {}", at(self.closes_at_ms)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The vote a body makes in `district`, or the rule it breaks.
+    pub fn parse_vote(&self, district: &District, req: VoteRequest) -> Result<Vote, ApiError> {
+        let n_max = self.candidates_per_vote_max;
+        if req.candidate_ids.over_limit || req.candidate_ids.ids.len() as i64 > n_max {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "too_many_candidates",
+                format!("candidateIds: at most {n_max} candidates in this election"),
+            ));
+        }
+        let Some(list) = district.list(req.party_id) else {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "party_not_on_ballot",
+                format!(
+                    "partyId: party {} is not on the ballot of district {}",
+                    req.party_id, district.id
+                ),
+            ));
+        };
+        let ids = req.candidate_ids.ids;
+        for (i, c) in ids.iter().enumerate() {
+            if ids[..i].contains(c) {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    "repeated_candidate",
+                    format!("candidateIds: candidate {c} is named twice"),
+                ));
+            }
+            if !list.candidates.iter().any(|x| x.id == *c) {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    "candidate_not_on_list",
+                    format!(
+                        "candidateIds: candidate {c} is not on party {}'s list in district {}",
+                        req.party_id, district.id
+                    ),
+                ));
+            }
+        }
+        Ok(Vote {
+            election_id: self.id,
+            district_id: district.id,
+            party_id: req.party_id,
+            candidate_ids: ids,
+        })
+    }
+}
+
+/// Rows of the static tables, as loaded from either dialect.
+#[derive(Default)]
+pub struct ElectionRows {
+    pub elections: Vec<(i64, String, i64, i64, i64)>,
+    pub districts: Vec<(i64, i64, String)>,
+    pub parties: Vec<(i64, i64, String, String)>,
+    /// (election, candidate, district, party, list position, name)
+    pub candidates: Vec<(i64, i64, i64, i64, i32, String)>,
+}
+
+impl ElectionRows {
+    /// Assembles elections; `voters` counts voters per (election, district).
+    pub fn assemble(self, voters: &HashMap<(i64, i64), i64>) -> Vec<Election> {
+        let mut out: Vec<Election> = self
+            .elections
+            .into_iter()
+            .map(|(id, name, opens_at_ms, closes_at_ms, n)| Election {
+                id,
+                name,
+                opens_at_ms,
+                closes_at_ms,
+                candidates_per_vote_max: n,
+                districts: Vec::new(),
+                parties: Vec::new(),
+            })
+            .collect();
+        out.sort_by_key(|e| e.id);
+        let find = |out: &mut Vec<Election>, id: i64| -> Option<usize> {
+            out.binary_search_by_key(&id, |e| e.id).ok()
+        };
+        for (e, d, name) in self.districts {
+            if let Some(i) = find(&mut out, e) {
+                out[i].districts.push(District {
+                    id: d,
+                    name,
+                    lists: Vec::new(),
+                    voters: voters.get(&(e, d)).copied().unwrap_or(0),
+                });
+            }
+        }
+        for (e, p, name, short_name) in self.parties {
+            if let Some(i) = find(&mut out, e) {
+                out[i].parties.push(Party {
+                    id: p,
+                    name,
+                    short_name,
+                });
+            }
+        }
+        for e in &mut out {
+            e.districts.sort_by_key(|d| d.id);
+            e.parties.sort_by_key(|p| p.id);
+        }
+        let mut candidates = self.candidates;
+        candidates.sort_by_key(|c| (c.0, c.2, c.3, c.4, c.1));
+        for (e, c, d, p, pos, name) in candidates {
+            let Some(i) = find(&mut out, e) else { continue };
+            let Ok(di) = out[i].districts.binary_search_by_key(&d, |x| x.id) else {
+                continue;
+            };
+            let district = &mut out[i].districts[di];
+            if district.lists.last().map(|l| l.party_id) != Some(p) {
+                district.lists.push(PartyList {
+                    party_id: p,
+                    candidates: Vec::new(),
+                });
+            }
+            district
+                .lists
+                .last_mut()
+                .unwrap()
+                .candidates
+                .push(Candidate {
+                    id: c,
+                    name,
+                    list_position: pos,
+                });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn header_ids_are_positive_decimal_i64() {
+        assert_eq!(
+            header_id(&headers(&[("voter-id", "42")]), "voter-id").unwrap(),
+            42
+        );
+        assert_eq!(
+            header_id(&headers(&[("voter-id", " 7 ")]), "voter-id").unwrap(),
+            7
+        );
+        for bad in [
+            "0",
+            "-1",
+            "+1",
+            "1.0",
+            "abc",
+            "",
+            "9223372036854775808",
+            "1e3",
+            "0x10",
+        ] {
+            assert!(
+                header_id(&headers(&[("voter-id", bad)]), "voter-id").is_err(),
+                "{bad}"
+            );
+        }
+        assert!(header_id(&headers(&[]), "voter-id").is_err());
+        assert!(header_id(
+            &headers(&[("voter-id", "1"), ("voter-id", "2")]),
+            "voter-id"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn huge_candidate_lists_stop_at_the_limit() {
+        let ids: Vec<String> = (0..10_000).map(|i| i.to_string()).collect();
+        let body = format!(r#"{{"partyId":1,"candidateIds":[{}]}}"#, ids.join(","));
+        let v: VoteRequest = serde_json::from_str(&body).unwrap();
+        assert!(v.candidate_ids.over_limit);
+        assert_eq!(v.candidate_ids.ids.len() as i64, CANDIDATES_PER_VOTE_LIMIT);
+    }
+
+    #[test]
+    fn candidates_print_as_a_json_array() {
+        let v = Vote {
+            election_id: 1,
+            district_id: 1,
+            party_id: 1,
+            candidate_ids: vec![3, 10, 7],
+        };
+        assert_eq!(v.candidates_json(), "[3,10,7]");
+        let v = Vote {
+            candidate_ids: vec![],
+            ..v
+        };
+        assert_eq!(v.candidates_json(), "[]");
+    }
+}

@@ -1,0 +1,503 @@
+//! `throng seed voting`: one election (districts, parties, each district's
+//! lists, the roll), bulk-loaded with a progress bar, and optionally the
+//! load test's CSV of `voter-id,election-district-id` rows.
+//!
+//! Voters are numbered 1..=N and assigned to districts by a hash of their
+//! id (deterministic, balanced); candidates stand on one party's list in
+//! one district. Re-seeding an existing election is refused unless
+//! `--force`, which deletes its votes, ballots and tallies too.
+
+use std::io::Write;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::platform::experiment::mix64;
+use crate::store::Store;
+
+use super::model::DISTRICTS_PER_ELECTION_MAX;
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct SeedVotingArgs {
+    /// Voters on the roll (ids 1..=N).
+    #[arg(long, default_value_t = 5_000_000)]
+    pub voters: i64,
+    /// Districts (at most 1,000).
+    #[arg(long, default_value_t = 100)]
+    pub districts: i64,
+    /// Parties, each on every district's ballot.
+    #[arg(long, default_value_t = 12)]
+    pub parties: i64,
+    /// Candidates on each party's list in each district.
+    #[arg(long, default_value_t = 20)]
+    pub candidates_per_party: i64,
+    /// Candidates a vote may name at most.
+    #[arg(long, default_value_t = 4)]
+    pub candidates_per_vote_max: i64,
+    /// The election's id.
+    #[arg(long, default_value_t = 1)]
+    pub election: i64,
+    /// The election's name (default "Election N").
+    #[arg(long)]
+    pub name: Option<String>,
+    /// When voting opens, RFC 3339 (default: now).
+    #[arg(long)]
+    pub opens_at: Option<String>,
+    /// When voting closes, RFC 3339 (default: 30 days after opening).
+    #[arg(long)]
+    pub closes_at: Option<String>,
+    /// Replace an existing election of this id (deletes its votes and tallies).
+    #[arg(long)]
+    pub force: bool,
+    /// Also write `voter-id,election-district-id` rows (every voter, in a
+    /// shuffled but deterministic order) for the load test.
+    #[arg(long)]
+    pub voters_csv: Option<std::path::PathBuf>,
+}
+
+/// `meta` key changed by every seed; servers watch it and reload.
+pub const SEED_GENERATION_KEY: &str = "voting_seed_generation";
+
+/// Voters per transaction / progress step.
+const VOTERS_PER_CHUNK: i64 = 250_000;
+
+const PARTIES: &[(&str, &str)] = &[
+    ("Civic Alliance", "CA"),
+    ("Green Future", "GF"),
+    ("Liberal Union", "LU"),
+    ("Social Democrats", "SD"),
+    ("People's Party", "PP"),
+    ("Farmers and Regions", "FR"),
+    ("Pirate Party", "PIR"),
+    ("Christian Democrats", "CD"),
+    ("New Direction", "ND"),
+    ("Workers' Front", "WF"),
+    ("Citizens for Reform", "CR"),
+    ("Independent List", "IL"),
+];
+const FIRST: &[&str] = &[
+    "Anna",
+    "Peter",
+    "Mária",
+    "Ján",
+    "Eva",
+    "Martin",
+    "Zuzana",
+    "Tomáš",
+    "Jana",
+    "Michal",
+    "Lucia",
+    "Marek",
+    "Katarína",
+    "Juraj",
+    "Monika",
+    "Pavol",
+];
+const LAST: &[&str] = &[
+    "Novák", "Horváth", "Kováč", "Varga", "Tóth", "Nagy", "Baláž", "Szabó", "Molnár", "Lukáč",
+    "Kráľ", "Mráz", "Hudák", "Polák", "Urban", "Šimko", "Blaho",
+];
+const REGIONS: &[&str] = &[
+    "Bratislava",
+    "Trnava",
+    "Trenčín",
+    "Nitra",
+    "Žilina",
+    "Banská Bystrica",
+    "Prešov",
+    "Košice",
+];
+
+/// The district of a voter (1..=districts).
+pub fn district_of(election: i64, voter: i64, districts: i64) -> i64 {
+    1 + (mix64(voter as u64, election as u64) % districts as u64) as i64
+}
+
+pub fn candidate_id(args: &SeedVotingArgs, district: i64, party: i64, position: i64) -> i64 {
+    ((district - 1) * args.parties + (party - 1)) * args.candidates_per_party + position
+}
+
+fn district_name(d: i64) -> String {
+    format!("{} {d}", REGIONS[(d as usize) % REGIONS.len()])
+}
+
+fn party_name(p: i64) -> (String, String) {
+    match PARTIES.get(p as usize - 1) {
+        Some((n, s)) => (n.to_string(), s.to_string()),
+        None => (format!("Party {p}"), format!("P{p}")),
+    }
+}
+
+fn candidate_name(id: i64) -> String {
+    let h = mix64(id as u64, 7);
+    format!(
+        "{} {}",
+        FIRST[(h % FIRST.len() as u64) as usize],
+        LAST[((h >> 16) % LAST.len() as u64) as usize]
+    )
+}
+
+fn parse_time(flag: &str, s: &str) -> anyhow::Result<i64> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| {
+            anyhow::anyhow!("{flag}: an RFC 3339 time such as 2030-01-01T08:00:00Z ({e})")
+        })?;
+    Ok((t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+/// The election's (opens, closes) in ms, after checking every bound.
+pub fn validate(args: &SeedVotingArgs) -> anyhow::Result<(i64, i64)> {
+    if !(1..=100_000_000).contains(&args.voters) {
+        anyhow::bail!("--voters: 1 to 100000000");
+    }
+    if !(1..=DISTRICTS_PER_ELECTION_MAX).contains(&args.districts) {
+        anyhow::bail!("--districts: 1 to {DISTRICTS_PER_ELECTION_MAX}");
+    }
+    if !(1..=100).contains(&args.parties) || !(1..=100).contains(&args.candidates_per_party) {
+        anyhow::bail!("--parties and --candidates-per-party: 1 to 100");
+    }
+    if !(0..=super::model::CANDIDATES_PER_VOTE_LIMIT).contains(&args.candidates_per_vote_max) {
+        anyhow::bail!(
+            "--candidates-per-vote-max: 0 to {}",
+            super::model::CANDIDATES_PER_VOTE_LIMIT
+        );
+    }
+    if args.election < 1 {
+        anyhow::bail!("--election: a positive id");
+    }
+    let opens = match &args.opens_at {
+        Some(s) => parse_time("--opens-at", s)?,
+        None => crate::base::clock::now_ms(),
+    };
+    let closes = match &args.closes_at {
+        Some(s) => parse_time("--closes-at", s)?,
+        None => opens + 30 * 24 * 3600 * 1000,
+    };
+    if closes <= opens {
+        anyhow::bail!("--closes-at must be after --opens-at");
+    }
+    Ok((opens, closes))
+}
+
+pub struct SeedReport {
+    pub voters: i64,
+    pub candidates: i64,
+    pub elapsed_s: f64,
+    pub csv_rows: i64,
+}
+
+/// Every voting table, with the column naming the election.
+const ELECTION_TABLES: &[(&str, &str)] = &[
+    ("voting_tallies", "election_id"),
+    ("voting_rounds", "election_id"),
+    ("voting_ballots", "election_id"),
+    ("voting_ballot_box", "election_id"),
+    ("voting_marks_pending", "election_id"),
+    ("voting_marks", "election_id"),
+    ("voting_voters", "election_id"),
+    ("voting_candidates", "election_id"),
+    ("voting_parties", "election_id"),
+    ("voting_districts", "election_id"),
+    ("voting_elections", "id"),
+];
+
+pub async fn seed(
+    store: &Store,
+    args: &SeedVotingArgs,
+    progress: bool,
+) -> anyhow::Result<SeedReport> {
+    let (opens, closes) = validate(args)?;
+    let started = Instant::now();
+    let bar = if progress {
+        let b = ProgressBar::new(args.voters as u64);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:40}] {human_pos}/{human_len} voters, {per_sec}, eta {eta}",
+            )
+            .unwrap()
+            .progress_chars("=> "),
+        );
+        b.set_message("seeding voting");
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    match store {
+        Store::Sqlite(s) => {
+            let (path, args, bar2) = (s.path().to_path_buf(), args.clone(), bar.clone());
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, opens, closes, &bar2))
+                .await??;
+        }
+        Store::Postgres(p) => seed_pg(p, args, opens, closes, &bar).await?,
+    }
+    bar.finish();
+    let csv_rows = match &args.voters_csv {
+        Some(path) => {
+            let (path, args) = (path.clone(), args.clone());
+            tokio::task::spawn_blocking(move || write_csv(&path, &args)).await??
+        }
+        None => 0,
+    };
+    store
+        .meta_set(
+            SEED_GENERATION_KEY,
+            &crate::base::clock::now_ms().to_string(),
+        )
+        .await?;
+    Ok(SeedReport {
+        voters: args.voters,
+        candidates: args.districts * args.parties * args.candidates_per_party,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        csv_rows,
+    })
+}
+
+fn refuse_reseed(exists: bool, args: &SeedVotingArgs) -> anyhow::Result<()> {
+    if exists && !args.force {
+        anyhow::bail!(
+            "election {} exists; pass --force to replace it (this deletes its votes, ballots and tallies)",
+            args.election
+        );
+    }
+    Ok(())
+}
+
+fn election_name(args: &SeedVotingArgs) -> String {
+    args.name
+        .clone()
+        .unwrap_or_else(|| format!("Election {}", args.election))
+}
+
+fn seed_sqlite(
+    path: &std::path::Path,
+    args: &SeedVotingArgs,
+    opens: i64,
+    closes: i64,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
+    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
+    let e = args.election;
+    let exists: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM voting_elections WHERE id = ?1",
+        [e],
+        |r| r.get(0),
+    )?;
+    refuse_reseed(exists > 0, args)?;
+    {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for (table, column) in ELECTION_TABLES {
+            tx.execute(&format!("DELETE FROM {table} WHERE {column} = ?1"), [e])?;
+        }
+        tx.execute(
+            "INSERT INTO voting_elections (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![e, election_name(args), opens, closes, args.candidates_per_vote_max],
+        )?;
+        let mut district = tx.prepare(
+            "INSERT INTO voting_districts (election_id, district_id, name) VALUES (?1, ?2, ?3)",
+        )?;
+        for d in 1..=args.districts {
+            district.execute(rusqlite::params![e, d, district_name(d)])?;
+        }
+        let mut party = tx.prepare(
+            "INSERT INTO voting_parties (election_id, party_id, name, short_name) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for p in 1..=args.parties {
+            let (name, short) = party_name(p);
+            party.execute(rusqlite::params![e, p, name, short])?;
+        }
+        let mut candidate = tx.prepare(
+            "INSERT INTO voting_candidates (election_id, candidate_id, district_id, party_id, list_position, name)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for d in 1..=args.districts {
+            for p in 1..=args.parties {
+                for pos in 1..=args.candidates_per_party {
+                    let id = candidate_id(args, d, p, pos);
+                    candidate.execute(rusqlite::params![e, id, d, p, pos, candidate_name(id)])?;
+                }
+            }
+        }
+        drop((district, party, candidate));
+        tx.commit()?;
+    }
+    // The roll in key order: every insert appends to the B-tree's rightmost
+    // page. A crash mid-load leaves a partial roll; seed again with --force.
+    conn.execute_batch("PRAGMA synchronous = OFF")?;
+    let mut first = 1;
+    while first <= args.voters {
+        let last = (first + VOTERS_PER_CHUNK - 1).min(args.voters);
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut voter = tx.prepare_cached(
+                "INSERT INTO voting_voters (election_id, voter_id, district_id) VALUES (?1, ?2, ?3)",
+            )?;
+            for v in first..=last {
+                voter.execute([e, v, district_of(e, v, args.districts)])?;
+            }
+        }
+        tx.commit()?;
+        bar.inc((last - first + 1) as u64);
+        first = last + 1;
+    }
+    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE);")?;
+    Ok(())
+}
+
+async fn seed_pg(
+    store: &crate::store::postgres::PgStore,
+    args: &SeedVotingArgs,
+    opens: i64,
+    closes: i64,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
+    use futures::SinkExt;
+    let mut client = store.client().await?;
+    let e = args.election;
+    let exists: i64 = client
+        .query_one("SELECT COUNT(*) FROM voting_elections WHERE id = $1", &[&e])
+        .await?
+        .get(0);
+    refuse_reseed(exists > 0, args)?;
+    let tx = client.transaction().await?;
+    for (table, column) in ELECTION_TABLES {
+        tx.execute(&format!("DELETE FROM {table} WHERE {column} = $1"), &[&e])
+            .await?;
+    }
+    tx.execute(
+        "INSERT INTO voting_elections (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max)
+         VALUES ($1, $2, $3, $4, $5)",
+        &[&e, &election_name(args), &opens, &closes, &(args.candidates_per_vote_max as i32)],
+    )
+    .await?;
+    // Generated names hold no tabs, newlines or backslashes (COPY's text format).
+    let copy = |sql: &'static str, text: String| {
+        let tx = &tx;
+        async move {
+            let sink = tx.copy_in(sql).await?;
+            futures::pin_mut!(sink);
+            sink.send(bytes::Bytes::from(text)).await?;
+            sink.finish().await?;
+            Ok::<_, tokio_postgres::Error>(())
+        }
+    };
+    let mut text = String::new();
+    for d in 1..=args.districts {
+        text.push_str(&format!("{e}\t{d}\t{}\n", district_name(d)));
+    }
+    copy(
+        "COPY voting_districts (election_id, district_id, name) FROM STDIN",
+        std::mem::take(&mut text),
+    )
+    .await?;
+    for p in 1..=args.parties {
+        let (name, short) = party_name(p);
+        text.push_str(&format!("{e}\t{p}\t{name}\t{short}\n"));
+    }
+    copy(
+        "COPY voting_parties (election_id, party_id, name, short_name) FROM STDIN",
+        std::mem::take(&mut text),
+    )
+    .await?;
+    for d in 1..=args.districts {
+        for p in 1..=args.parties {
+            for pos in 1..=args.candidates_per_party {
+                let id = candidate_id(args, d, p, pos);
+                text.push_str(&format!(
+                    "{e}\t{id}\t{d}\t{p}\t{pos}\t{}\n",
+                    candidate_name(id)
+                ));
+            }
+        }
+    }
+    copy(
+        "COPY voting_candidates (election_id, candidate_id, district_id, party_id, list_position, name) FROM STDIN",
+        std::mem::take(&mut text),
+    )
+    .await?;
+    let mut first = 1;
+    while first <= args.voters {
+        let last = (first + VOTERS_PER_CHUNK - 1).min(args.voters);
+        let mut text = String::with_capacity(((last - first + 1) * 20) as usize);
+        let mut int = itoa::Buffer::new();
+        for v in first..=last {
+            text.push_str(int.format(e));
+            text.push('\t');
+            text.push_str(int.format(v));
+            text.push('\t');
+            text.push_str(int.format(district_of(e, v, args.districts)));
+            text.push('\n');
+        }
+        copy(
+            "COPY voting_voters (election_id, voter_id, district_id) FROM STDIN",
+            text,
+        )
+        .await?;
+        bar.inc((last - first + 1) as u64);
+        first = last + 1;
+    }
+    tx.commit().await?;
+    client.batch_execute("ANALYZE voting_voters").await?;
+    Ok(())
+}
+
+/// Writes every voter as `voter-id,election-district-id`, shuffled with a
+/// fixed seed, so a load test reading rows in order hits random pages.
+fn write_csv(path: &std::path::Path, args: &SeedVotingArgs) -> anyhow::Result<i64> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut ids: Vec<u32> = (1..=args.voters as u32).collect();
+    ids.shuffle(&mut rand::rngs::StdRng::seed_from_u64(
+        0x5CA1_EC71_0000 + args.election as u64,
+    ));
+    let file = std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    writeln!(out, "voter-id,election-district-id")?;
+    let mut int = itoa::Buffer::new();
+    for id in &ids {
+        out.write_all(int.format(*id).as_bytes())?;
+        out.write_all(b",")?;
+        out.write_all(
+            int.format(district_of(args.election, *id as i64, args.districts))
+                .as_bytes(),
+        )?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(ids.len() as i64)
+}
+
+/// The demo election: open since an hour ago for ten years, 3 districts,
+/// 4 parties x 6 candidates per district list, 300 voters, N = 4.
+pub fn demo_args() -> SeedVotingArgs {
+    let now = crate::base::clock::now_ms();
+    let at = |ms: i64| crate::base::clock::rfc3339_ms(ms);
+    SeedVotingArgs {
+        voters: 300,
+        districts: 3,
+        parties: 4,
+        candidates_per_party: 6,
+        candidates_per_vote_max: 4,
+        election: 1,
+        name: Some("Demo election".into()),
+        opens_at: Some(at(now - 3600 * 1000)),
+        closes_at: Some(at(now + 10 * 365 * 24 * 3600 * 1000)),
+        force: false,
+        voters_csv: None,
+    }
+}
+
+/// `serve --demo`: seeds the demo election when there is no election.
+pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
+    if !super::store::election_rows(store)
+        .await?
+        .elections
+        .is_empty()
+    {
+        return Ok(());
+    }
+    let report = seed(store, &demo_args(), false).await?;
+    tracing::info!(voters = report.voters, "seeded the voting demo election");
+    Ok(())
+}
