@@ -15,7 +15,7 @@ use crate::helpers::{store_flags, throng_bin, PgDb, ProcessServer, StoreKind};
 
 both_stores!(shipped_workflow_runs_clean);
 
-const VOTERS: u64 = 20_000;
+const VOTERS: u64 = 100_000;
 const DISTRICTS: u64 = 3;
 /// The script's `test` environment: (vusers, seconds) per phase.
 const TEST_PHASES: [(u64, f64); 3] = [(4, 2.0), (8, 2.0), (8, 3.0)];
@@ -177,6 +177,7 @@ async fn shipped_workflow_runs_clean(kind: StoreKind) {
 
     // Each closed phase held its pool.
     let phases = report["phases"].as_array().expect("phases in the report");
+    eprintln!("{iterations} iterations (GET + POST); phases: {phases:?}");
     assert_eq!(phases.len(), TEST_PHASES.len(), "{phases:?}");
     for (p, (vusers, seconds)) in phases.iter().zip(TEST_PHASES) {
         assert_eq!(p["kind"], "closed", "{p}");

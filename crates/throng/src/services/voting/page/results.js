@@ -92,20 +92,22 @@ function render(r) {
     li.dataset.partyId = p.partyId;
     const share = pct(p.votes, r.ballots);
     li.append(labelRow(`${p.name} (${p.shortName})`, p.votes, share, `party-${p.partyId}-votes`), bar(share));
+    // Candidates stand in one district: the whole election's results list parties only.
+    const candidates = p.candidates || [];
     const cands = document.createElement("ol");
     cands.className = "candidates";
     cands.setAttribute("aria-label", `Candidates of ${p.name}`);
-    const top = Math.max(1, ...p.candidates.map((c) => c.votes));
-    for (const c of p.candidates) {
+    for (const c of candidates) {
       const ci = document.createElement("li");
       ci.dataset.candidateId = c.candidateId;
-      ci.append(labelRow(c.name, c.votes, pct(c.votes, p.votes), `candidate-${c.candidateId}-votes`), bar(pct(c.votes, top)));
+      ci.append(labelRow(c.name, c.votes, pct(c.votes, p.votes), `candidate-${c.candidateId}-votes`), bar(pct(c.votes, p.votes)));
       cands.appendChild(ci);
     }
-    li.appendChild(cands);
+    if (candidates.length) li.appendChild(cands);
     items.push(li);
   }
   list.replaceChildren(...items);
+  $("candidates-hint").hidden = r.districtId != null;
 }
 
 function streamUrl() {
