@@ -12,4 +12,5 @@ mod seam;
 mod booking;
 mod booking_durability;
 mod comments;
+mod voting;
 mod voting_load;

@@ -360,7 +360,11 @@ async fn seed_pg(
         .get(0);
     refuse_reseed(exists > 0, args)?;
     let tx = client.transaction().await?;
-    for (table, column) in ELECTION_TABLES {
+    // PostgreSQL records marks directly (no pending table).
+    for (table, column) in ELECTION_TABLES
+        .iter()
+        .filter(|t| t.0 != "voting_marks_pending")
+    {
         tx.execute(&format!("DELETE FROM {table} WHERE {column} = $1"), &[&e])
             .await?;
     }

@@ -1,0 +1,1275 @@
+//! Voting through a real server on both stores: every rule and error code
+//! in both identity modes (nothing written on any error), one vote per
+//! voter under a crowd (and across two nodes on PostgreSQL), results and
+//! their live stream, ballot secrecy (schema, events, publication order,
+//! logs) and durability under SIGKILL.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::both_stores;
+use crate::helpers::{
+    store_flags, throng_bin, Api, PgDb, ProcessServer, Reply, StoreKind, TestServer,
+};
+use throng::platform::auth::Role;
+use throng::services::voting::seed::{candidate_id, district_of, SeedVotingArgs};
+use throng::store::Store;
+
+both_stores!(
+    elections_and_ballots,
+    votes_in_headers_mode,
+    votes_in_token_mode,
+    one_vote_among_200_concurrent,
+    bad_input_writes_nothing,
+    results_count_votes_and_stream_updates,
+    closed_elections_refuse_votes,
+    ballots_are_secret,
+    demo_voter_only_with_demo,
+    every_receipt_counted_after_sigkill,
+);
+crate::postgres_only!(one_vote_across_two_nodes);
+
+const VOTERS: i64 = 600;
+const DISTRICTS: i64 = 3;
+const PARTIES: i64 = 3;
+const CANDIDATES: i64 = 5;
+const HEADERS_MODE: &[&str] = &[
+    "--voting-identity",
+    "headers",
+    "--voting-mix-ballots-min",
+    "1",
+    "--voting-mix-interval-ms",
+    "20",
+];
+const WAIT: Duration = Duration::from_secs(20);
+
+fn seed_args() -> SeedVotingArgs {
+    SeedVotingArgs {
+        voters: VOTERS,
+        districts: DISTRICTS,
+        parties: PARTIES,
+        candidates_per_party: CANDIDATES,
+        candidates_per_vote_max: 4,
+        election: 1,
+        name: Some("Test election".into()),
+        opens_at: None,
+        closes_at: None,
+        force: false,
+        voters_csv: None,
+    }
+}
+
+fn district(voter: i64) -> i64 {
+    district_of(1, voter, DISTRICTS)
+}
+
+fn cand(d: i64, party: i64, pos: i64) -> i64 {
+    candidate_id(&seed_args(), d, party, pos)
+}
+
+/// A server with the test election seeded (and loaded by its seed watcher).
+async fn start(kind: StoreKind, flags: &[&str], args: SeedVotingArgs) -> Option<TestServer> {
+    let s = TestServer::start(kind, flags).await?;
+    throng::services::voting::seed::seed(&s.state.store, &args, false)
+        .await
+        .expect("seed voting");
+    wait_until(|| async { s.api.get("/api/voting/elections/1").await.status == 200 }).await;
+    Some(s)
+}
+
+async fn wait_until<F, Fut>(mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !f().await {
+        assert!(started.elapsed() < WAIT, "timed out waiting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn vote_request(
+    api: &Api,
+    election: i64,
+    voter: Option<&str>,
+    district: Option<&str>,
+    body: &Value,
+    token: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut req = api
+        .http
+        .post(api.url(&format!("/api/voting/elections/{election}/votes")))
+        .json(body);
+    if let Some(v) = voter {
+        req = req.header("voter-id", v);
+    }
+    if let Some(d) = district {
+        req = req.header("election-district-id", d);
+    }
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req
+}
+
+async fn vote(api: &Api, voter: i64, district: i64, body: &Value) -> Reply {
+    api.send(vote_request(
+        api,
+        1,
+        Some(&voter.to_string()),
+        Some(&district.to_string()),
+        body,
+        None,
+    ))
+    .await
+}
+
+fn body(d: i64, party: i64, positions: &[i64]) -> Value {
+    json!({ "partyId": party, "candidateIds": positions.iter().map(|p| cand(d, party, *p)).collect::<Vec<_>>() })
+}
+
+/// Rows in `sql`'s single count.
+async fn count(store: &Store, sql: &'static str) -> i64 {
+    match store {
+        Store::Sqlite(s) => s
+            .read(move |c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+            .await
+            .unwrap(),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .query_one(sql, &[])
+            .await
+            .unwrap()
+            .get(0),
+    }
+}
+
+/// (marks incl. pending, ballots in the box or published, BallotCast events).
+async fn written(store: &Store) -> (i64, i64, i64) {
+    let marks = match store {
+        Store::Sqlite(_) => {
+            count(store, "SELECT (SELECT COUNT(*) FROM voting_marks) + (SELECT COUNT(*) FROM voting_marks_pending)").await
+        }
+        Store::Postgres(_) => count(store, "SELECT COUNT(*) FROM voting_marks").await,
+    };
+    let ballots = count(
+        store,
+        "SELECT (SELECT COUNT(*) FROM voting_ballots) + (SELECT COUNT(*) FROM voting_ballot_box)",
+    )
+    .await;
+    let events = count(
+        store,
+        "SELECT COUNT(*) FROM events WHERE event_type = 'voting.BallotCast'",
+    )
+    .await;
+    (marks, ballots, events)
+}
+
+async fn results(api: &Api, query: &str) -> Value {
+    let r = api
+        .get(&format!("/api/voting/elections/1/results{query}"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+/// Waits until the box is empty and every published ballot is counted.
+async fn wait_counted(api: &Api, ballots: i64) {
+    wait_until(|| async {
+        let v = results(api, "").await;
+        v["ballots"] == ballots && v["ballotsPending"] == 0
+    })
+    .await;
+}
+
+fn voter_token(
+    s: &TestServer,
+    voter: i64,
+    district: i64,
+    election: Option<i64>,
+    role: Role,
+) -> String {
+    let mut claims = serde_json::Map::new();
+    claims.insert("district".into(), district.into());
+    if let Some(e) = election {
+        claims.insert("election".into(), e.into());
+    }
+    s.state
+        .keys
+        .issue_with(&voter.to_string(), role, 600, claims)
+}
+
+// ---------------------------------------------------------------- reads
+
+async fn elections_and_ballots(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    let api = &s.api;
+    let v = api.get("/api/voting/elections").await.json();
+    let e = &v["elections"][0];
+    assert_eq!(e["electionId"], 1);
+    assert_eq!(e["open"], true);
+    assert_eq!(e["candidatesPerVoteMax"], 4);
+    assert!(e["opensAt"].as_str().unwrap().ends_with('Z'));
+    let v = api.get("/api/voting/elections/1").await.json();
+    let districts = v["districts"].as_array().unwrap();
+    assert_eq!(districts.len() as i64, DISTRICTS);
+    let total: i64 = districts
+        .iter()
+        .map(|d| d["voters"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, VOTERS);
+    api.get("/api/voting/elections/2")
+        .await
+        .assert_error(404, "election_not_found");
+    api.get("/api/voting/elections/0")
+        .await
+        .assert_error(404, "election_not_found");
+    api.get("/api/voting/elections/x")
+        .await
+        .assert_error(400, "invalid_path");
+
+    let r = api.get("/api/voting/elections/1/districts/2/ballot").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["cache-control"], "public, max-age=60");
+    let etag = r.headers["etag"].to_str().unwrap().to_string();
+    let b = r.json();
+    assert_eq!(
+        (b["electionId"].as_i64(), b["districtId"].as_i64()),
+        (Some(1), Some(2))
+    );
+    let parties = b["parties"].as_array().unwrap();
+    assert_eq!(parties.len() as i64, PARTIES);
+    assert_eq!(parties[0]["candidates"][0]["candidateId"], cand(2, 1, 1));
+    assert_eq!(parties[0]["candidates"][0]["listPosition"], 1);
+    let r = api
+        .send(
+            api.http
+                .get(api.url("/api/voting/elections/1/districts/2/ballot"))
+                .header("if-none-match", &etag),
+        )
+        .await;
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty());
+    let other = api.get("/api/voting/elections/1/districts/1/ballot").await;
+    assert_ne!(other.headers["etag"].to_str().unwrap(), etag);
+    api.get("/api/voting/elections/1/districts/9/ballot")
+        .await
+        .assert_error(404, "district_not_found");
+    api.get("/api/voting/elections/7/districts/1/ballot")
+        .await
+        .assert_error(404, "election_not_found");
+}
+
+// ---------------------------------------------------------------- votes
+
+async fn votes_in_headers_mode(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    let (api, store) = (&s.api, &s.state.store);
+    let (v, d) = (1, district(1));
+    let other_district = d % DISTRICTS + 1;
+    // Every refusal first; nothing may be written.
+    vote(api, v, 9, &body(d, 1, &[]))
+        .await
+        .assert_error(404, "district_not_found");
+    vote(api, VOTERS + 1, d, &body(d, 1, &[]))
+        .await
+        .assert_error(404, "voter_not_found");
+    vote(api, v, other_district, &body(other_district, 1, &[]))
+        .await
+        .assert_error(403, "not_on_roll");
+    let r = api
+        .send(vote_request(
+            api,
+            2,
+            Some("1"),
+            Some(&d.to_string()),
+            &body(d, 1, &[]),
+            None,
+        ))
+        .await;
+    r.assert_error(404, "election_not_found");
+    vote(api, v, d, &json!({ "partyId": 99, "candidateIds": [] }))
+        .await
+        .assert_error(422, "party_not_on_ballot");
+    vote(
+        api,
+        v,
+        d,
+        &json!({ "partyId": 1, "candidateIds": [cand(d, 2, 1)] }),
+    )
+    .await
+    .assert_error(422, "candidate_not_on_list");
+    vote(
+        api,
+        v,
+        d,
+        &json!({ "partyId": 1, "candidateIds": [cand(other_district, 1, 1)] }),
+    )
+    .await
+    .assert_error(422, "candidate_not_on_list");
+    vote(api, v, d, &body(d, 1, &[1, 2, 3, 4, 5]))
+        .await
+        .assert_error(422, "too_many_candidates");
+    vote(api, v, d, &body(d, 1, &[2, 2]))
+        .await
+        .assert_error(422, "repeated_candidate");
+    vote(
+        api,
+        v,
+        d,
+        &json!({ "partyId": 1, "candidateIds": [], "voterId": 3 }),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    vote(api, v, d, &json!({ "candidateIds": [] }))
+        .await
+        .assert_error(422, "invalid_field");
+    assert_eq!(
+        written(store).await,
+        (0, 0, 0),
+        "nothing written on any error"
+    );
+
+    // A vote, then its repeat.
+    let r = vote(api, v, d, &body(d, 2, &[3, 1])).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let receipt = r.json();
+    let id = receipt["receiptId"].as_str().unwrap();
+    assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 4);
+    assert_eq!(
+        (
+            receipt["electionId"].as_i64(),
+            receipt["districtId"].as_i64()
+        ),
+        (Some(1), Some(d))
+    );
+    assert_eq!(
+        r.headers["location"],
+        format!("/api/voting/elections/1/receipts/{id}")
+    );
+    vote(api, v, d, &body(d, 1, &[]))
+        .await
+        .assert_error(409, "already_voted");
+    // A vote without candidates is a party vote.
+    assert_eq!(
+        vote(api, 2, district(2), &json!({ "partyId": 3 }))
+            .await
+            .status,
+        201
+    );
+    wait_counted(api, 2).await;
+    assert_eq!(written(store).await, (2, 2, 2));
+    let r = api
+        .get(&format!("/api/voting/elections/1/receipts/{id}"))
+        .await
+        .json();
+    assert_eq!(
+        r,
+        json!({ "receiptId": id, "electionId": 1, "districtId": d, "counted": true })
+    );
+    api.get(&format!("/api/voting/elections/2/receipts/{id}"))
+        .await
+        .assert_error(404, "election_not_found");
+    api.get(&format!(
+        "/api/voting/elections/1/receipts/{}",
+        uuid::Uuid::new_v4()
+    ))
+    .await
+    .assert_error(404, "receipt_not_found");
+    api.get("/api/voting/elections/1/receipts/not-a-uuid")
+        .await
+        .assert_error(404, "receipt_not_found");
+}
+
+async fn votes_in_token_mode(kind: StoreKind) {
+    let Some(s) = start(kind, &["--voting-mix-ballots-min", "1"], seed_args()).await else {
+        return;
+    };
+    let (api, store) = (&s.api, &s.state.store);
+    let (v, d) = (5, district(5));
+    let (vs, ds) = (v.to_string(), d.to_string());
+    let b = body(d, 1, &[1]);
+    let send = |token: Option<String>| {
+        let req = vote_request(api, 1, Some(&vs), Some(&ds), &b, token.as_deref());
+        api.send(req)
+    };
+    send(None).await.assert_error(401, "missing_token");
+    send(Some("not.a.jwt".into()))
+        .await
+        .assert_error(401, "invalid_token");
+    let r = api
+        .send(
+            vote_request(api, 1, Some(&vs), Some(&ds), &b, None)
+                .header("authorization", "Basic abc"),
+        )
+        .await;
+    r.assert_error(401, "invalid_token");
+    // Expired: signed with the server's secret, exp an hour ago.
+    let secret = throng::platform::secrets::Secrets::load_or_create(&s.data_dir)
+        .unwrap()
+        .token_secret;
+    let now = (throng::base::clock::now_ms() / 1000) as u64;
+    let expired = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &json!({ "sub": vs, "role": "voter", "district": d, "iat": now - 7200, "exp": now - 3600 }),
+        &jsonwebtoken::EncodingKey::from_secret(&secret),
+    )
+    .unwrap();
+    send(Some(expired)).await.assert_error(401, "token_expired");
+    // A token without the district claim is not a voter token.
+    send(Some(s.state.keys.issue(&vs, Role::Voter, 600)))
+        .await
+        .assert_error(401, "invalid_token");
+    send(Some(voter_token(
+        &s,
+        v + 1,
+        district(v + 1),
+        Some(1),
+        Role::Voter,
+    )))
+    .await
+    .assert_error(403, "identity_mismatch");
+    send(Some(voter_token(
+        &s,
+        v,
+        d % DISTRICTS + 1,
+        Some(1),
+        Role::Voter,
+    )))
+    .await
+    .assert_error(403, "identity_mismatch");
+    send(Some(voter_token(&s, v, d, Some(2), Role::Voter)))
+        .await
+        .assert_error(403, "identity_mismatch");
+    send(Some(voter_token(&s, v, d, Some(1), Role::Admin)))
+        .await
+        .assert_error(403, "identity_mismatch");
+    assert_eq!(written(store).await, (0, 0, 0));
+    let r = send(Some(voter_token(&s, v, d, Some(1), Role::Voter))).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    // The election claim is optional.
+    let (v2, d2) = (6, district(6));
+    let r = api
+        .send(vote_request(
+            api,
+            1,
+            Some("6"),
+            Some(&d2.to_string()),
+            &body(d2, 1, &[]),
+            Some(&voter_token(&s, v2, d2, None, Role::Voter)),
+        ))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    send(Some(voter_token(&s, v, d, Some(1), Role::Voter)))
+        .await
+        .assert_error(409, "already_voted");
+    // `throng token --claim` issues the same tokens.
+    let out = std::process::Command::new(throng_bin())
+        .args([
+            "token",
+            "--sub",
+            "7",
+            "--role",
+            "voter",
+            "--claim",
+            &format!("district={}", district(7)),
+            "--claim",
+            "election=1",
+            "--data-dir",
+        ])
+        .arg(&s.data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let r = api
+        .send(vote_request(
+            api,
+            1,
+            Some("7"),
+            Some(&district(7).to_string()),
+            &body(district(7), 2, &[]),
+            Some(&token),
+        ))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+async fn one_vote_among_200_concurrent(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    let d = district(42);
+    let (wins, other) = race(&[s.api.clone()], 42, d, 200).await;
+    assert_eq!(wins, 1, "exactly one 201; others: {other:?}");
+    wait_counted(&s.api, 1).await;
+    assert_eq!(written(&s.state.store).await, (1, 1, 1));
+}
+
+/// 200 concurrent votes for one voter spread over `apis`: (201s, non-409 answers).
+async fn race(apis: &[Api], voter: i64, d: i64, n: usize) -> (usize, Vec<String>) {
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let (api, barrier) = (apis[i % apis.len()].clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            vote(&api, voter, d, &body(d, 1 + (i as i64 % PARTIES), &[])).await
+        }));
+    }
+    let (mut wins, mut other) = (0, Vec::new());
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            201 => wins += 1,
+            409 => assert_eq!(r.error_code().as_deref(), Some("already_voted")),
+            _ => other.push(format!("{} {}", r.status, r.text())),
+        }
+    }
+    (wins, other)
+}
+
+async fn one_vote_across_two_nodes(_kind: StoreKind) {
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    seed_with_cli(dir.path(), Some(&db.url), VOTERS).await;
+    let flags = [
+        "--voting-identity",
+        "headers",
+        "--voting-mix-ballots-min",
+        "1",
+    ];
+    let (a, b) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &flags),
+        ProcessServer::start(dir.path(), Some(&db.url), &flags),
+    );
+    for voter in [11, 12, 13] {
+        let (wins, other) =
+            race(&[a.api.clone(), b.api.clone()], voter, district(voter), 200).await;
+        assert!(other.is_empty(), "{other:?}");
+        assert_eq!(wins, 1, "one 201 across two nodes for voter {voter}");
+    }
+    // Both nodes count the three ballots (one projects, the other polls).
+    wait_counted(&a.api, 3).await;
+    wait_counted(&b.api, 3).await;
+}
+
+/// `throng seed voting` with the test sizes.
+async fn seed_with_cli(data_dir: &std::path::Path, pg_url: Option<&str>, voters: i64) {
+    let mut args: Vec<String> = vec!["seed".into()];
+    args.extend(store_flags(data_dir, pg_url));
+    args.extend(
+        [
+            "voting",
+            "--voters",
+            &voters.to_string(),
+            "--districts",
+            &DISTRICTS.to_string(),
+            "--parties",
+            &PARTIES.to_string(),
+            "--candidates-per-party",
+            &CANDIDATES.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let out = tokio::process::Command::new(throng_bin())
+        .args(&args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "seed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ---------------------------------------------------------------- bad input
+
+async fn bad_input_writes_nothing(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    let (api, store) = (&s.api, &s.state.store);
+    let d = district(3);
+    let ds = d.to_string();
+    let ok = body(d, 1, &[1]);
+    let i64_past = "9223372036854775808";
+    for (voter, dist) in [
+        (None, Some(ds.as_str())),
+        (Some("3"), None),
+        (Some("0"), Some(ds.as_str())),
+        (Some("-3"), Some(ds.as_str())),
+        (Some(i64_past), Some(ds.as_str())),
+        (Some("3"), Some(i64_past)),
+        (Some("3"), Some("0")),
+        (Some("abc"), Some(ds.as_str())),
+        (Some("3.0"), Some(ds.as_str())),
+        (Some(""), Some(ds.as_str())),
+        (Some("3, 4"), Some(ds.as_str())),
+    ] {
+        let r = api.send(vote_request(api, 1, voter, dist, &ok, None)).await;
+        let msg = r.assert_error(400, "invalid_header");
+        assert!(
+            msg.contains("voter-id") || msg.contains("election-district-id"),
+            "{msg}"
+        );
+    }
+    // Two voter-id headers.
+    let r = api
+        .send(vote_request(api, 1, Some("3"), Some(&ds), &ok, None).header("voter-id", "4"))
+        .await;
+    r.assert_error(400, "invalid_header");
+    // Path ids out of range.
+    let r = api
+        .send(vote_request(api, 1, Some("3"), Some(&ds), &ok, None))
+        .await;
+    assert_eq!(r.status, 201, "the control vote: {}", r.text());
+    let path = |e: &str| api.url(&format!("/api/voting/elections/{e}/votes"));
+    for e in ["-1", "0", i64_past, "1e3"] {
+        let r = api
+            .send(
+                api.http
+                    .post(path(e))
+                    .header("voter-id", "4")
+                    .header("election-district-id", district(4).to_string())
+                    .json(&body(district(4), 1, &[])),
+            )
+            .await;
+        assert!(matches!(r.status, 400 | 404), "{e}: {}", r.text());
+        r.assert_envelope(r.error_code().as_deref().unwrap());
+    }
+    let (v, d) = (4, district(4));
+    let (vs, ds) = (v.to_string(), d.to_string());
+    let raw = |bytes: Vec<u8>, ct: Option<&'static str>| {
+        let mut req = api
+            .http
+            .post(api.url("/api/voting/elections/1/votes"))
+            .header("voter-id", &vs)
+            .header("election-district-id", &ds)
+            .body(bytes);
+        if let Some(ct) = ct {
+            req = req.header("content-type", ct);
+        }
+        api.send(req)
+    };
+    let valid = serde_json::to_vec(&body(d, 1, &[1])).unwrap();
+    raw(valid.clone(), None)
+        .await
+        .assert_error(415, "unsupported_media_type");
+    raw(valid.clone(), Some("text/plain"))
+        .await
+        .assert_error(415, "unsupported_media_type");
+    raw(valid.clone(), Some("application/x-www-form-urlencoded"))
+        .await
+        .assert_error(415, "unsupported_media_type");
+    raw(b"{\"partyId\":1,".to_vec(), Some("application/json"))
+        .await
+        .assert_error(400, "malformed_json");
+    raw(b"[]".to_vec(), Some("application/json"))
+        .await
+        .assert_error(422, "invalid_field");
+    raw(br#"{"partyId":"1"}"#.to_vec(), Some("application/json"))
+        .await
+        .assert_error(422, "invalid_field");
+    raw(
+        br#"{"partyId":1,"candidateIds":[1.5]}"#.to_vec(),
+        Some("application/json"),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    raw(
+        br#"{"partyId":1,"candidateIds":[9223372036854775808]}"#.to_vec(),
+        Some("application/json"),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    raw(
+        br#"{"partyId":1,"candidateIds":null}"#.to_vec(),
+        Some("application/json"),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    let huge: Vec<i64> = (0..10_000).map(|i| cand(d, 1, 1) + i).collect();
+    let r = raw(
+        serde_json::to_vec(&json!({ "partyId": 1, "candidateIds": huge })).unwrap(),
+        Some("application/json"),
+    )
+    .await;
+    r.assert_error(422, "too_many_candidates");
+    let huge: Vec<i64> = (0..200_000).collect();
+    let r = raw(
+        serde_json::to_vec(&json!({ "partyId": 1, "candidateIds": huge })).unwrap(),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(r.status, 413, "{}", r.text());
+    wait_counted(api, 1).await;
+    assert_eq!(
+        written(store).await,
+        (1, 1, 1),
+        "only the control vote was written"
+    );
+}
+
+// ---------------------------------------------------------------- results
+
+async fn results_count_votes_and_stream_updates(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    let api = &s.api;
+    let empty = results(api, "").await;
+    assert_eq!(
+        (empty["ballots"].as_i64(), empty["ballotsPending"].as_i64()),
+        (Some(0), Some(0))
+    );
+    assert!(empty["districtId"].is_null());
+
+    // A live stream: its first event at once.
+    let mut stream = api
+        .http
+        .get(api.url("/api/voting/elections/1/results/stream?districtId=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(stream.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let first = next_results_event(&mut stream).await;
+    assert_eq!(first["ballots"], 0);
+
+    // Votes with known choices.
+    let mut expected_party: HashMap<(i64, i64), i64> = HashMap::new();
+    let mut expected_cand: HashMap<i64, i64> = HashMap::new();
+    let mut n = 0;
+    for voter in 1..=30 {
+        let d = district(voter);
+        let party = 1 + voter % PARTIES;
+        let positions: Vec<i64> = (1..=(voter % 4)).collect();
+        assert_eq!(
+            vote(api, voter, d, &body(d, party, &positions))
+                .await
+                .status,
+            201
+        );
+        *expected_party.entry((d, party)).or_insert(0) += 1;
+        for p in positions {
+            *expected_cand.entry(cand(d, party, p)).or_insert(0) += 1;
+        }
+        n += 1;
+    }
+    wait_counted(api, n).await;
+    // The stream saw a change, within a bounded wait.
+    let started = Instant::now();
+    let d1_ballots: i64 = expected_party
+        .iter()
+        .filter(|(k, _)| k.0 == 1)
+        .map(|(_, v)| v)
+        .sum();
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(5), next_results_event(&mut stream))
+            .await
+            .expect("an update within 5 s");
+        if ev["ballots"] == d1_ballots {
+            break;
+        }
+        assert!(started.elapsed() < WAIT);
+    }
+    let all = results(api, "").await;
+    assert_eq!(all["ballots"], n);
+    assert!(all["position"].as_i64().unwrap() >= n);
+    let votes = |v: &Value| v["votes"].as_i64().unwrap();
+    let parties = all["parties"].as_array().unwrap();
+    assert!(parties.windows(2).all(|w| votes(&w[0]) > votes(&w[1])
+        || (votes(&w[0]) == votes(&w[1]) && w[0]["partyId"].as_i64() < w[1]["partyId"].as_i64())));
+    for p in parties {
+        let want: i64 = expected_party
+            .iter()
+            .filter(|(k, _)| k.1 == p["partyId"])
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(votes(p), want, "{p}");
+        assert!(
+            p.get("candidates").is_none(),
+            "whole-election results carry no candidates"
+        );
+    }
+    for d in 1..=DISTRICTS {
+        let r = results(api, &format!("?districtId={d}")).await;
+        assert_eq!(r["districtId"], d);
+        for p in r["parties"].as_array().unwrap() {
+            let pid = p["partyId"].as_i64().unwrap();
+            assert_eq!(
+                votes(p),
+                expected_party.get(&(d, pid)).copied().unwrap_or(0)
+            );
+            let cands = p["candidates"].as_array().unwrap();
+            assert_eq!(cands.len() as i64, CANDIDATES);
+            for c in cands {
+                assert_eq!(
+                    votes(c),
+                    expected_cand
+                        .get(&c["candidateId"].as_i64().unwrap())
+                        .copied()
+                        .unwrap_or(0)
+                );
+            }
+        }
+    }
+    api.get("/api/voting/elections/1/results?districtId=9")
+        .await
+        .assert_error(404, "district_not_found");
+    api.get("/api/voting/elections/1/results?district=1")
+        .await
+        .assert_error(400, "invalid_query");
+    api.get("/api/voting/elections/5/results/stream")
+        .await
+        .assert_error(404, "election_not_found");
+    // The tallies table equals the stored ballots.
+    assert_eq!(
+        count(&s.state.store, "SELECT CAST(COALESCE(SUM(votes), 0) AS BIGINT) FROM voting_tallies WHERE candidate_id = 0").await,
+        count(&s.state.store, "SELECT COUNT(*) FROM voting_ballots").await
+    );
+}
+
+/// The next `event: results` of an SSE response, parsed.
+async fn next_results_event(res: &mut reqwest::Response) -> Value {
+    let mut buf = String::new();
+    loop {
+        if let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            if block.lines().any(|l| l == "event: results") {
+                let data: String = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data: "))
+                    .collect();
+                return serde_json::from_str(&data).unwrap();
+            }
+            continue;
+        }
+        let chunk = res.chunk().await.unwrap().expect("the stream stays open");
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+async fn closed_elections_refuse_votes(kind: StoreKind) {
+    let mut args = seed_args();
+    args.opens_at = Some("2099-01-01T08:00:00Z".into());
+    args.closes_at = Some("2099-01-01T20:00:00Z".into());
+    let Some(s) = start(kind, HEADERS_MODE, args).await else {
+        return;
+    };
+    let d = district(1);
+    let msg = vote(&s.api, 1, d, &body(d, 1, &[]))
+        .await
+        .assert_error(409, "election_closed");
+    assert!(msg.contains("opens at 2099-01-01T08:00:00"), "{msg}");
+    let mut args = seed_args();
+    args.force = true;
+    args.opens_at = Some("2020-01-01T08:00:00Z".into());
+    args.closes_at = Some("2020-01-01T20:00:00Z".into());
+    throng::services::voting::seed::seed(&s.state.store, &args, false)
+        .await
+        .unwrap();
+    wait_until(|| async {
+        s.api.get("/api/voting/elections/1").await.json()["opensAt"]
+            .as_str()
+            .unwrap()
+            .starts_with("2020")
+    })
+    .await;
+    let msg = vote(&s.api, 1, d, &body(d, 1, &[]))
+        .await
+        .assert_error(409, "election_closed");
+    assert!(msg.contains("closed at 2020-01-01T20:00:00"), "{msg}");
+    assert_eq!(written(&s.state.store).await, (0, 0, 0));
+    // Re-seeding without --force is refused.
+    assert!(
+        throng::services::voting::seed::seed(&s.state.store, &seed_args(), false)
+            .await
+            .is_err()
+    );
+}
+
+// ---------------------------------------------------------------- secrecy
+
+/// Columns of a table, in both dialects.
+async fn columns(store: &Store, table: &'static str) -> Vec<String> {
+    match store {
+        Store::Sqlite(s) => s
+            .read(move |c| {
+                Ok(
+                    c.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?
+                        .query_map([], |r| r.get(0))?
+                        .collect::<Result<Vec<String>, _>>()?,
+                )
+            })
+            .await
+            .unwrap(),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .query(
+                "SELECT column_name::TEXT FROM information_schema.columns WHERE table_name = $1",
+                &[&table],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect(),
+    }
+}
+
+async fn ballots_are_secret(kind: StoreKind) {
+    const ROUND: i64 = 50;
+    let flags = [
+        "--voting-identity",
+        "headers",
+        "--voting-mix-ballots-min",
+        "50",
+        "--voting-mix-interval-ms",
+        "20",
+    ];
+    let Some(s) = start(kind, &flags, seed_args()).await else {
+        return;
+    };
+    let (api, store) = (&s.api, &s.state.store);
+    // The ballot tables have no voter and no shared order with the marks.
+    for table in ["voting_ballot_box", "voting_ballots"] {
+        let cols = columns(store, table).await;
+        assert!(!cols.is_empty());
+        assert!(
+            cols.iter()
+                .all(|c| !c.contains("voter") && !c.contains("_at")),
+            "{table}: {cols:?}"
+        );
+    }
+    if kind == StoreKind::Sqlite {
+        let rowid_tables = count(
+            store,
+            "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('voting_ballot_box', 'voting_ballots', 'voting_marks')
+             AND sql NOT LIKE '%WITHOUT ROWID%'",
+        )
+        .await;
+        assert_eq!(rowid_tables, 0, "no rowid order in ballots or marks");
+    }
+    // 50 voters one by one, each with a distinct choice (party + first candidate).
+    let mut order = Vec::new();
+    let mut receipts = Vec::new();
+    for voter in (100..).take(ROUND as usize) {
+        let d = district(voter);
+        let party = 1 + (voter % PARTIES);
+        let r = vote(
+            api,
+            voter,
+            d,
+            &json!({ "partyId": party, "candidateIds": [cand(d, party, 1 + voter % CANDIDATES)] }),
+        )
+        .await;
+        assert_eq!(r.status, 201);
+        receipts.push(r.json()["receiptId"].as_str().unwrap().to_string());
+        order.push(voter);
+        if (order.len() as i64) < ROUND {
+            // Nothing is published before the round is full.
+            assert_eq!(
+                count(
+                    store,
+                    "SELECT COUNT(*) FROM events WHERE event_type = 'voting.BallotCast'"
+                )
+                .await,
+                0
+            );
+        }
+    }
+    wait_counted(api, ROUND).await;
+    let events: Vec<_> = store
+        .events_after(0, 10_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event_type == "voting.BallotCast")
+        .collect();
+    assert_eq!(events.len() as i64, ROUND);
+    let mut published = Vec::new();
+    for e in &events {
+        let v: Value = serde_json::from_slice(&e.payload).unwrap();
+        let keys: HashSet<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            HashSet::from([
+                "electionId",
+                "districtId",
+                "partyId",
+                "candidateIds",
+                "ballotId",
+                "round"
+            ]),
+            "no voter in the payload: {v}"
+        );
+        published.push(v["ballotId"].as_str().unwrap().to_string());
+    }
+    // Published in the order of random ids, not of voting. The chance that
+    // 50 random ids sort into the voting order is 1/50! (< 1e-64).
+    let mut sorted = receipts.clone();
+    sorted.sort();
+    assert_eq!(published, sorted, "a round publishes in ballot-id order");
+    assert_ne!(published, receipts, "and not in voting order");
+    // Nothing equal across roll and ballots: no ballot row or event holds a
+    // voter id as a value outside the ballot's own fields.
+    let roll_ids: HashSet<i64> = order.iter().copied().collect();
+    for e in &events {
+        let text = String::from_utf8_lossy(&e.payload);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let own: HashSet<i64> = std::iter::once(v["districtId"].as_i64().unwrap())
+            .chain(std::iter::once(v["partyId"].as_i64().unwrap()))
+            .chain(
+                v["candidateIds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_i64().unwrap()),
+            )
+            .chain([1, v["round"].as_i64().unwrap()])
+            .collect();
+        assert!(
+            own.iter().all(|x| !roll_ids.contains(x) || *x < 100),
+            "a voter id leaked: {text}"
+        );
+    }
+    // The round left nothing behind: box and pending marks empty, marks complete.
+    assert_eq!(
+        count(store, "SELECT COUNT(*) FROM voting_ballot_box").await,
+        0
+    );
+    if kind == StoreKind::Sqlite {
+        assert_eq!(
+            count(store, "SELECT COUNT(*) FROM voting_marks_pending").await,
+            0
+        );
+    }
+    assert_eq!(
+        count(store, "SELECT COUNT(*) FROM voting_marks").await,
+        ROUND
+    );
+    assert_eq!(count(store, "SELECT COUNT(*) FROM voting_rounds").await, 1);
+}
+
+async fn demo_voter_only_with_demo(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    s.api
+        .post_json(
+            "/api/voting/demo/voter?electionId=1&districtId=1",
+            &json!({}),
+        )
+        .await
+        .assert_error(404, "route_not_found");
+    let Some(s) = TestServer::start(kind, &["--demo"]).await else {
+        return;
+    };
+    let api = &s.api;
+    let e = api.get("/api/voting/elections/1").await.json();
+    assert_eq!(e["name"], "Demo election");
+    assert_eq!(e["districts"].as_array().unwrap().len(), 3);
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/api/voting/demo/voter?electionId=1&districtId=2")),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["districtId"], 2);
+    let ballot = api
+        .get("/api/voting/elections/1/districts/2/ballot")
+        .await
+        .json();
+    let party = &ballot["parties"][0];
+    let choice = json!({ "partyId": party["partyId"], "candidateIds": [party["candidates"][0]["candidateId"]] });
+    let r = api
+        .send(vote_request(
+            api,
+            1,
+            Some(&v["voterId"].to_string()),
+            Some("2"),
+            &choice,
+            v["token"].as_str(),
+        ))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+// ---------------------------------------------------------------- durability
+
+async fn every_receipt_counted_after_sigkill(kind: StoreKind) {
+    const CLIENTS: usize = 64;
+    let db = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(db) => Some(db),
+            None => return,
+        },
+    };
+    let pg_url = db.as_ref().map(|d| d.url.as_str());
+    let dir = tempfile::TempDir::new().unwrap();
+    seed_with_cli(dir.path(), pg_url, 20_000).await;
+    let voters = 20_000i64;
+    // A large mix minimum: most ballots are still in the box at the kill.
+    let mut server = ProcessServer::start(
+        dir.path(),
+        pg_url,
+        &[
+            "--voting-identity",
+            "headers",
+            "--voting-mix-ballots-min",
+            "500",
+        ],
+    )
+    .await;
+    let receipts: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
+    let next_voter = Arc::new(std::sync::atomic::AtomicI64::new(1));
+    let started = Instant::now();
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        let (api, receipts, next_voter) =
+            (server.api.clone(), receipts.clone(), next_voter.clone());
+        clients.push(tokio::spawn(async move {
+            let mut other = Vec::new();
+            while started.elapsed() < Duration::from_secs(3) {
+                let voter = next_voter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if voter > voters {
+                    break;
+                }
+                let d = district_of(1, voter, DISTRICTS);
+                let req = vote_request(
+                    &api,
+                    1,
+                    Some(&voter.to_string()),
+                    Some(&d.to_string()),
+                    &body(d, 1 + voter % PARTIES, &[1]),
+                    None,
+                );
+                match api.try_send(req.timeout(Duration::from_secs(5))).await {
+                    Ok(r) if r.status == 201 => receipts
+                        .lock()
+                        .unwrap()
+                        .push((r.json()["receiptId"].as_str().unwrap().to_string(), voter)),
+                    Ok(r) => other.push(format!("{} {}", r.status, r.text())),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                }
+            }
+            other
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before_kill = receipts.lock().unwrap().len();
+    server.kill().await;
+    for c in clients {
+        let other = c.await.unwrap();
+        assert!(
+            other.is_empty(),
+            "only 201 while the server lived: {other:?}"
+        );
+    }
+    assert!(before_kill > 10, "the load got going ({before_kill})");
+    let receipts = std::mem::take(&mut *receipts.lock().unwrap());
+    let log = server.log_text();
+    // Restart; the final flush publishes the whole box at once.
+    let server = ProcessServer::start(
+        dir.path(),
+        pg_url,
+        &[
+            "--voting-identity",
+            "headers",
+            "--voting-mix-ballots-min",
+            "1",
+        ],
+    )
+    .await;
+    let api = &server.api;
+    let acknowledged = receipts.len() as i64;
+    wait_until(|| async {
+        let v = results(api, "").await;
+        v["ballotsPending"] == 0 && v["ballots"].as_i64().unwrap() >= acknowledged
+    })
+    .await;
+    let all = results(api, "").await;
+    let ballots = all["ballots"].as_i64().unwrap();
+    assert!(
+        ballots >= receipts.len() as i64,
+        "{ballots} < {}",
+        receipts.len()
+    );
+    let party_sum: i64 = all["parties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["votes"].as_i64().unwrap())
+        .sum();
+    assert_eq!(party_sum, ballots);
+    for (id, _) in &receipts {
+        let r = api
+            .get(&format!("/api/voting/elections/1/receipts/{id}"))
+            .await;
+        assert_eq!(r.status, 200, "receipt {id}: {}", r.text());
+        assert_eq!(r.json()["counted"], true, "receipt {id}");
+    }
+    // No voter counted twice: a second vote of any of them is refused, and
+    // the ballots equal the marks.
+    for (_, voter) in receipts.iter().take(20) {
+        let d = district_of(1, *voter, DISTRICTS);
+        vote(api, *voter, d, &body(d, 1, &[]))
+            .await
+            .assert_error(409, "already_voted");
+    }
+    let store = open(dir.path(), pg_url).await;
+    let (marks, stored, events) = written(&store).await;
+    assert_eq!(
+        (marks, events),
+        (stored, stored),
+        "marks = ballots = events"
+    );
+    assert_eq!(stored, ballots);
+    // The log never names a voter next to anything (no voter ids at all).
+    let log = log + &server.log_text();
+    for (id, voter) in receipts.iter().take(200) {
+        assert!(!log.contains(id.as_str()), "a receipt id in the log");
+        assert!(
+            !log.contains(&format!("voter_id={voter}")) && !log.contains(&format!("voter={voter}")),
+            "a voter id in the log"
+        );
+    }
+    assert!(!log.contains("voter_id"), "voter ids are never logged");
+}
+
+async fn open(dir: &std::path::Path, pg_url: Option<&str>) -> Store {
+    let url = match pg_url {
+        Some(u) => throng::store::StoreUrl::Postgres(u.to_string()),
+        None => throng::store::StoreUrl::Sqlite(dir.join("throng.db")),
+    };
+    Store::open(&url, Default::default()).await.unwrap()
+}
