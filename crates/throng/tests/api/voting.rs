@@ -514,7 +514,7 @@ async fn one_vote_among_200_concurrent(kind: StoreKind) {
         return;
     };
     let d = district(42);
-    let (wins, other) = race(&[s.api.clone()], 42, d, 200).await;
+    let (wins, other) = race(std::slice::from_ref(&s.api), 42, d, 200).await;
     assert_eq!(wins, 1, "exactly one 201; others: {other:?}");
     wait_counted(&s.api, 1).await;
     assert_eq!(written(&s.state.store).await, (1, 1, 1));

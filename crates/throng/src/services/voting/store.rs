@@ -58,22 +58,21 @@ pub async fn election_rows(store: &Store) -> Result<ElectionRows, StoreError> {
     match store {
         Store::Sqlite(s) => {
             s.read_blocking(|c| {
-                let mut rows = ElectionRows::default();
-                rows.elections = c
+                let elections = c
                     .prepare(ELECTIONS)?
                     .query_map([], |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })?
                     .collect::<Result<_, _>>()?;
-                rows.districts = c
+                let districts = c
                     .prepare(DISTRICTS)?
                     .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                     .collect::<Result<_, _>>()?;
-                rows.parties = c
+                let parties = c
                     .prepare(PARTIES)?
                     .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
                     .collect::<Result<_, _>>()?;
-                rows.candidates = c
+                let candidates = c
                     .prepare(CANDIDATES)?
                     .query_map([], |r| {
                         Ok((
@@ -86,14 +85,18 @@ pub async fn election_rows(store: &Store) -> Result<ElectionRows, StoreError> {
                         ))
                     })?
                     .collect::<Result<_, _>>()?;
-                Ok(rows)
+                Ok(ElectionRows {
+                    elections,
+                    districts,
+                    parties,
+                    candidates,
+                })
             })
             .await
         }
         Store::Postgres(p) => {
             let client = p.client().await?;
-            let mut rows = ElectionRows::default();
-            rows.elections = client
+            let elections = client
                 .query(ELECTIONS, &[])
                 .await?
                 .iter()
@@ -107,25 +110,30 @@ pub async fn election_rows(store: &Store) -> Result<ElectionRows, StoreError> {
                     )
                 })
                 .collect();
-            rows.districts = client
+            let districts = client
                 .query(DISTRICTS, &[])
                 .await?
                 .iter()
                 .map(|r| (r.get(0), r.get(1), r.get(2)))
                 .collect();
-            rows.parties = client
+            let parties = client
                 .query(PARTIES, &[])
                 .await?
                 .iter()
                 .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
                 .collect();
-            rows.candidates = client
+            let candidates = client
                 .query(CANDIDATES, &[])
                 .await?
                 .iter()
                 .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
                 .collect();
-            Ok(rows)
+            Ok(ElectionRows {
+                elections,
+                districts,
+                parties,
+                candidates,
+            })
         }
     }
 }
