@@ -69,7 +69,8 @@ pub struct VotingArgs {
     pub identity: Identity,
     /// Ballots the box must hold before the mixer publishes them (the
     /// smallest set of voters a ballot can be linked to); a closed
-    /// election's box is published whatever it holds.
+    /// election's box is published whatever it holds. With --demo and no
+    /// value given: 1.
     #[arg(long = "voting-mix-ballots-min", env = "THRONG_VOTING_MIX_BALLOTS_MIN", default_value_t = 100)]
     pub mix_ballots_min: i64,
     /// How often the mixer looks at the box, in ms.
@@ -127,9 +128,18 @@ impl Service for Voting {
         Box::pin(seed::seed_demo_if_empty(store))
     }
 
-    fn start<'a>(&'a self, platform: &'a Platform, args: &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<Started>> {
+    fn start<'a>(&'a self, platform: &'a Platform, matches: &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<Started>> {
         Box::pin(async move {
-            let args = VotingArgs::from_arg_matches(args)?;
+            let mut args = VotingArgs::from_arg_matches(matches)?;
+            // The demo's few votes would wait in the box for 100 others: with
+            // --demo, unless the flag is given, each vote is its own round
+            // (a demo's ballots are not secret from its operator anyway).
+            if platform.demo
+                && matches.value_source("mix_ballots_min") == Some(clap::parser::ValueSource::DefaultValue)
+            {
+                args.mix_ballots_min = 1;
+                tracing::info!("--demo: voting rounds publish every ballot at once (--voting-mix-ballots-min 1)");
+            }
             if args.mix_ballots_min < 1 {
                 anyhow::bail!("--voting-mix-ballots-min: 1 or more");
             }
