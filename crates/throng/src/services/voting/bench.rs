@@ -189,7 +189,7 @@ impl Experiment for VotingBench {
         let mix = {
             let (votes, ballot) = (votes.clone(), ballot.clone());
             Arc::new(move |seq: u64| {
-                if seq % 2 == 0 {
+                if seq.is_multiple_of(2) {
                     ballot(seq)
                 } else {
                     votes.request(seq)
