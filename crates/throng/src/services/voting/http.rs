@@ -324,7 +324,9 @@ pub async fn vote(
         return Err(already_voted());
     }
     let ballot = BoxedBallot {
-        ballot_id: uuid::Uuid::new_v4().into_bytes(),
+        // The district's index fits: an election has at most
+        // DISTRICTS_PER_ELECTION_MAX (1,000) districts.
+        ballot_id: st.receipts.mint(election_id, di as u16),
         candidates_json: vote.candidates_json(),
         vote,
     };
@@ -362,12 +364,19 @@ pub async fn get_receipt(
     State(st): State<Arc<VotingState>>,
     ApiPath((election_id, receipt_id)): ApiPath<(i64, String)>,
 ) -> ApiResult<Json<Value>> {
-    election_entry(&st, election_id)?;
+    let entry = election_entry(&st, election_id)?;
     let id = match uuid::Uuid::parse_str(&receipt_id) {
         Ok(id) if receipt_id.len() == 36 => id,
         _ => return Err(receipt_not_found()),
     };
-    let state = store::receipt(&st.store, election_id, id.into_bytes())
+    let bytes = id.into_bytes();
+    // Only receipts this store minted exist; the MAC also names the district.
+    let district = st
+        .receipts
+        .verify(election_id, &bytes)
+        .and_then(|i| entry.election.districts.get(i as usize))
+        .ok_or_else(receipt_not_found)?;
+    let state = store::receipt(&st.store, election_id, district.id, bytes)
         .await?
         .ok_or_else(receipt_not_found)?;
     let (district_id, counted) = match state {

@@ -16,6 +16,7 @@ pub mod http;
 pub mod mixer;
 pub mod model;
 pub mod page;
+pub mod receipt;
 pub mod roll;
 pub mod seed;
 pub mod store;
@@ -291,6 +292,8 @@ pub struct VotingState {
     /// Permits for live results streams.
     pub streams: Arc<tokio::sync::Semaphore>,
     pub streams_max: usize,
+    /// Mints and checks receipt ids (= ballot ids).
+    pub receipts: receipt::ReceiptKey,
     seed_generation: std::sync::Mutex<Option<String>>,
 }
 
@@ -309,6 +312,7 @@ impl VotingState {
             tally: Arc::new(tally::Tally::default()),
             streams: Arc::new(tokio::sync::Semaphore::new(args.streams_max)),
             streams_max: args.streams_max,
+            receipts: receipt::ReceiptKey::load_or_create(&platform.store).await?,
             seed_generation: std::sync::Mutex::new(generation),
         })
     }

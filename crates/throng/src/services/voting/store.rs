@@ -357,29 +357,40 @@ fn sqlite_cast(
     Ok(VoteOutcome::Cast)
 }
 
-/// Where the ballot with this id is, if it exists in `election_id`.
+/// Where the ballot with this (MAC-checked) id is, if it exists in
+/// `election_id`; `district_id` is the one its receipt names.
+///
+/// SQLite keeps no index of ballots by id (published ballots are appended,
+/// see `sqlite_round`): a ballot still in the box (a few thousand rows at
+/// most, scanned) is not counted yet; one gone from the box was published
+/// by a round, at the latest at the election's last round's last position.
+/// PostgreSQL looks the id up in the box and the published ballots.
 pub async fn receipt(
     store: &Store,
     election_id: i64,
+    district_id: i64,
     ballot_id: [u8; 16],
 ) -> Result<Option<ReceiptState>, StoreError> {
     let found: Option<(i64, i64, Option<i64>)> = match store {
         Store::Sqlite(s) => {
             s.read(move |c| {
-                let published = c
+                let boxed = c
                     .prepare_cached(
-                        "SELECT election_id, district_id, position FROM voting_ballots WHERE ballot_id = ?1",
+                        "SELECT election_id, district_id FROM voting_ballot_box WHERE ballot_id = ?1",
                     )?
-                    .query_row([&ballot_id[..]], |r| Ok((r.get(0)?, r.get(1)?, Some(r.get(2)?))))
+                    .query_row([&ballot_id[..]], |r| Ok((r.get(0)?, r.get(1)?, None)))
                     .optional()?;
-                if published.is_some() {
-                    return Ok(published);
+                if boxed.is_some() {
+                    return Ok(boxed);
                 }
-                Ok(c.prepare_cached(
-                    "SELECT election_id, district_id FROM voting_ballot_box WHERE ballot_id = ?1",
-                )?
-                .query_row([&ballot_id[..]], |r| Ok((r.get(0)?, r.get(1)?, None)))
-                .optional()?)
+                let last: Option<i64> = c
+                    .prepare_cached(
+                        "SELECT last_position FROM voting_rounds WHERE election_id = ?1
+                         ORDER BY round DESC LIMIT 1",
+                    )?
+                    .query_row([election_id], |r| r.get(0))
+                    .optional()?;
+                Ok(last.map(|position| (election_id, district_id, Some(position))))
             })
             .await?
         }
@@ -516,8 +527,10 @@ fn sqlite_round(c: &rusqlite::Connection, election_id: i64, min: i64) -> Result<
                 (ballot_id, election_id, district_id, party_id, candidate_ids, round, position)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
+        let mut last_position = 0;
         for b in &boxed {
             let position = eventlog::sqlite_append(c, &ballot_event(election_id, round, b))?;
+            last_position = position;
             insert.execute(rusqlite::params![
                 b.ballot_id,
                 election_id,
@@ -531,7 +544,7 @@ fn sqlite_round(c: &rusqlite::Connection, election_id: i64, min: i64) -> Result<
         c.prepare_cached(
             "INSERT INTO voting_marks (election_id, voter_id)
              SELECT election_id, voter_id FROM voting_marks_pending WHERE election_id = ?1
-             ORDER BY voter_id ON CONFLICT DO NOTHING",
+             ORDER BY voter_id",
         )?
         .execute([election_id])?;
         c.prepare_cached("DELETE FROM voting_marks_pending WHERE election_id = ?1")?
@@ -539,9 +552,16 @@ fn sqlite_round(c: &rusqlite::Connection, election_id: i64, min: i64) -> Result<
         c.prepare_cached("DELETE FROM voting_ballot_box WHERE election_id = ?1")?
             .execute([election_id])?;
         c.prepare_cached(
-            "INSERT INTO voting_rounds (election_id, round, ballots, published_at_ms) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO voting_rounds (election_id, round, ballots, published_at_ms, last_position)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
         )?
-        .execute([election_id, round, boxed.len() as i64, crate::base::clock::now_ms()])?;
+        .execute([
+            election_id,
+            round,
+            boxed.len() as i64,
+            crate::base::clock::now_ms(),
+            last_position,
+        ])?;
         Ok(())
     })();
     c.execute_batch("PRAGMA secure_delete = OFF")?;
