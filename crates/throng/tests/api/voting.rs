@@ -28,6 +28,7 @@ both_stores!(
     closed_elections_refuse_votes,
     ballots_are_secret,
     demo_voter_only_with_demo,
+    baseline_routes_only_with_the_flag,
     every_receipt_counted_after_sigkill,
 );
 crate::postgres_only!(one_vote_across_two_nodes);
@@ -1153,6 +1154,101 @@ async fn demo_voter_only_with_demo(kind: StoreKind) {
         ))
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
+}
+
+/// A vote through the write-up's design (baseline.rs).
+async fn baseline_vote(api: &Api, election: i64, voter: i64, district: i64, body: &Value) -> Reply {
+    api.send(
+        api.http
+            .post(api.url(&format!("/api/voting/baseline/elections/{election}/votes")))
+            .header("voter-id", voter.to_string())
+            .header("election-district-id", district.to_string())
+            .json(body),
+    )
+    .await
+}
+
+async fn baseline_routes_only_with_the_flag(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    s.api
+        .get("/api/voting/baseline/elections/1/districts/1/ballot")
+        .await
+        .assert_error(404, "route_not_found");
+    baseline_vote(&s.api, 1, 1, district(1), &body(district(1), 1, &[1]))
+        .await
+        .assert_error(404, "route_not_found");
+    assert_eq!(
+        count(&s.state.store, "SELECT COUNT(*) FROM voting_baseline_votes").await,
+        0
+    );
+    drop(s);
+
+    let flags: Vec<&str> = HEADERS_MODE
+        .iter()
+        .copied()
+        .chain(["--voting-baseline-routes"])
+        .collect();
+    let Some(s) = start(kind, &flags, seed_args()).await else {
+        return;
+    };
+    let (api, store) = (&s.api, &s.state.store);
+    // The same ballot JSON as the real endpoint's, read from the database.
+    for d in 1..=DISTRICTS {
+        let real = api
+            .get(&format!("/api/voting/elections/1/districts/{d}/ballot"))
+            .await;
+        let base = api
+            .get(&format!(
+                "/api/voting/baseline/elections/1/districts/{d}/ballot"
+            ))
+            .await;
+        assert_eq!((real.status, base.status), (200, 200));
+        assert_eq!(base.text(), real.text(), "district {d}");
+    }
+    api.get("/api/voting/baseline/elections/1/districts/9/ballot")
+        .await
+        .assert_error(404, "district_not_found");
+    api.get("/api/voting/baseline/elections/7/districts/1/ballot")
+        .await
+        .assert_error(404, "election_not_found");
+
+    let (v, d) = (1, district(1));
+    let other_district = d % DISTRICTS + 1;
+    baseline_vote(api, 1, v, other_district, &body(other_district, 1, &[1]))
+        .await
+        .assert_error(403, "not_on_roll");
+    baseline_vote(api, 1, VOTERS + 1, d, &body(d, 1, &[1]))
+        .await
+        .assert_error(404, "voter_not_found");
+    baseline_vote(api, 2, v, d, &body(d, 1, &[1]))
+        .await
+        .assert_error(404, "election_not_found");
+    baseline_vote(api, 1, v, d, &json!({ "partyId": 99, "candidateIds": [] }))
+        .await
+        .assert_error(422, "party_not_on_ballot");
+    baseline_vote(
+        api,
+        1,
+        v,
+        d,
+        &json!({ "partyId": 1, "candidateIds": [cand(d, 2, 1)] }),
+    )
+    .await
+    .assert_error(422, "candidate_not_on_list");
+    let r = baseline_vote(api, 1, v, d, &body(d, 1, &[1, 2])).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["receiptId"].as_str().unwrap().len(), 36);
+    baseline_vote(api, 1, v, d, &body(d, 2, &[1]))
+        .await
+        .assert_error(409, "already_voted");
+    assert_eq!(
+        count(store, "SELECT COUNT(*) FROM voting_baseline_votes").await,
+        1
+    );
+    // Apart from the real design's tables: no mark, no ballot, no event.
+    assert_eq!(written(store).await, (0, 0, 0));
 }
 
 // ---------------------------------------------------------------- durability

@@ -71,14 +71,15 @@ where
             get(results_stream),
         )
         .route("/api/voting/demo/voter", post(demo_voter))
+        .merge(super::baseline::router())
         .merge(super::page::router())
 }
 
-fn election_not_found(id: i64) -> ApiError {
+pub(super) fn election_not_found(id: i64) -> ApiError {
     ApiError::not_found("election_not_found", format!("no election with id {id}"))
 }
 
-fn district_not_found(election: i64, district: i64) -> ApiError {
+pub(super) fn district_not_found(election: i64, district: i64) -> ApiError {
     ApiError::not_found(
         "district_not_found",
         format!("election {election} has no district {district}"),
@@ -226,7 +227,7 @@ fn identity_mismatch(message: &str) -> ApiError {
 }
 
 /// Checks that the bearer token is this voter's, in this district and election.
-fn check_token(
+pub(super) fn check_token(
     keys: &TokenKeys,
     headers: &HeaderMap,
     voter_id: i64,
@@ -266,7 +267,7 @@ struct Receipt<'a> {
     district_id: i64,
 }
 
-fn already_voted() -> ApiError {
+pub(super) fn already_voted() -> ApiError {
     ApiError::conflict(
         "already_voted",
         "this voter has already voted in this election",

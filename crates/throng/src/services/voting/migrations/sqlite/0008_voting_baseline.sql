@@ -1,0 +1,18 @@
+-- The write-up's own design (baseline.rs), for `throng bench voting` only:
+-- written only with `serve --voting-baseline-routes`. Not secret: each row
+-- keeps the voter beside their choice, as the write-up's table does. Keyed
+-- by the voter, like the write-up's clustered primary key.
+CREATE TABLE voting_baseline_votes (
+    election_id INTEGER NOT NULL,
+    voter_id INTEGER NOT NULL,
+    district_id INTEGER NOT NULL,
+    party_id INTEGER NOT NULL,
+    candidate_ids TEXT NOT NULL,
+    PRIMARY KEY (election_id, voter_id)
+) WITHOUT ROWID;
+-- The candidates by district and party, which the baseline reads on every
+-- request (our own design reads them once), as EF Core's foreign-key indexes
+-- serve the write-up's; with the name, so it covers the ballot's query (without
+-- statistics SQLite would rather scan the election's candidates by primary key).
+CREATE INDEX voting_candidates_by_list
+    ON voting_candidates (election_id, district_id, party_id, list_position, name);
