@@ -50,6 +50,12 @@ pub struct StoreArgs {
     /// before committing, so more share one fsync (0: off).
     #[arg(long, env = "THRONG_COMMIT_DELAY_US", default_value_t = 0)]
     pub commit_delay_us: u64,
+    /// SQLite page cache of the writer's connection, in MiB (each read
+    /// connection gets a quarter, at least 512 KiB; they read through a
+    /// memory map, so theirs stays small). The writer's fills up to this
+    /// with the pages it touches and keeps them: resident memory.
+    #[arg(long, env = "THRONG_SQLITE_CACHE_MIB", default_value_t = StoreLimits::default().sqlite_cache_kib / 1024)]
+    pub sqlite_cache_mib: i64,
 }
 
 impl StoreArgs {
@@ -63,6 +69,7 @@ impl StoreArgs {
             batch_commands_max: self.batch_commands_max,
             read_connections: self.read_connections,
             commit_delay_us: self.commit_delay_us,
+            sqlite_cache_kib: self.sqlite_cache_mib.saturating_mul(1024),
             ..StoreLimits::default()
         }
     }

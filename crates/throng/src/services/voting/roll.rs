@@ -1,6 +1,7 @@
 //! The in-memory roll of one election: each voter's district and whether
 //! the voter voted, for voter ids in a dense range (the seed numbers voters
-//! 1..=N). 5,000,000 voters cost 10 MB (a `u16` district slot per voter)
+//! 1..=N). 5,000,000 voters cost 5 MB (a `u8` district slot per voter
+//! while the election has fewer than 255 districts, `u16` past that: 10 MB)
 //! plus 625 KB of voted bits.
 //!
 //! On SQLite (one process, one writer) the voted bit is the decision: the
@@ -22,8 +23,55 @@ pub struct Roll {
     base: i64,
     /// Per voter id - base: 1 + the district's index in the election's
     /// district list, 0 for "not a voter".
-    district_slot: Vec<u16>,
+    district_slot: Slots,
     voted: Vec<AtomicU64>,
+}
+
+/// The district slots, one byte each until a district index needs more
+/// (then widened once, while the roll is built): the roll is most of the
+/// voting service's resident memory, and elections have tens to hundreds
+/// of districts.
+enum Slots {
+    Narrow(Vec<u8>),
+    Wide(Vec<u16>),
+}
+
+impl Slots {
+    fn len(&self) -> usize {
+        match self {
+            Slots::Narrow(v) => v.len(),
+            Slots::Wide(v) => v.len(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> u16 {
+        match self {
+            Slots::Narrow(v) => v[i] as u16,
+            Slots::Wide(v) => v[i],
+        }
+    }
+
+    fn set(&mut self, i: usize, slot: u16) {
+        match self {
+            Slots::Narrow(v) => match u8::try_from(slot) {
+                Ok(b) => v[i] = b,
+                Err(_) => {
+                    let mut wide: Vec<u16> = v.iter().map(|&b| b as u16).collect();
+                    wide[i] = slot;
+                    *self = Slots::Wide(wide);
+                }
+            },
+            Slots::Wide(v) => v[i] = slot,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Slots::Narrow(v) => v.len(),
+            Slots::Wide(v) => v.len() * 2,
+        }
+    }
 }
 
 /// Where a voter id stands on the roll.
@@ -41,7 +89,7 @@ impl Roll {
         if lo > hi {
             return Ok(Roll {
                 base: 1,
-                district_slot: Vec::new(),
+                district_slot: Slots::Narrow(Vec::new()),
                 voted: Vec::new(),
             });
         }
@@ -61,7 +109,7 @@ impl Roll {
         let words = (span as usize).div_ceil(64);
         Ok(Roll {
             base: lo,
-            district_slot: vec![0u16; span as usize],
+            district_slot: Slots::Narrow(vec![0u8; span as usize]),
             voted: (0..words).map(|_| AtomicU64::new(0)).collect(),
         })
     }
@@ -70,7 +118,7 @@ impl Roll {
     /// ignored).
     pub fn put(&mut self, voter_id: i64, index: u16) {
         if let Some(i) = self.index(voter_id) {
-            self.district_slot[i] = index.saturating_add(1);
+            self.district_slot.set(i, index.saturating_add(1));
         }
     }
 
@@ -93,7 +141,7 @@ impl Roll {
     }
 
     pub fn standing(&self, voter_id: i64) -> Standing {
-        match self.index(voter_id).map(|i| self.district_slot[i]) {
+        match self.index(voter_id).map(|i| self.district_slot.get(i)) {
             Some(slot) if slot > 0 => Standing::InDistrict(slot as usize - 1),
             _ => Standing::Unknown,
         }
@@ -133,7 +181,7 @@ impl Roll {
         for k in 0..n {
             let i = (first + k) % n;
             let id = self.base + i as i64;
-            if self.district_slot[i] as usize == index + 1 && !self.has_voted(id) {
+            if self.district_slot.get(i) as usize == index + 1 && !self.has_voted(id) {
                 out.push(id);
                 if out.len() >= max {
                     break;
@@ -144,23 +192,30 @@ impl Roll {
     }
 
     pub fn voters(&self) -> usize {
-        self.district_slot.iter().filter(|s| **s > 0).count()
+        match &self.district_slot {
+            Slots::Narrow(v) => v.iter().filter(|s| **s > 0).count(),
+            Slots::Wide(v) => v.iter().filter(|s| **s > 0).count(),
+        }
     }
 
     /// Voters per district index.
     pub fn counts(&self, districts: usize) -> Vec<i64> {
         let mut counts = vec![0i64; districts];
-        for s in &self.district_slot {
-            if *s > 0 && (*s as usize) <= districts {
-                counts[*s as usize - 1] += 1;
+        let mut add = |s: usize| {
+            if s > 0 && s <= districts {
+                counts[s - 1] += 1;
             }
+        };
+        match &self.district_slot {
+            Slots::Narrow(v) => v.iter().for_each(|s| add(*s as usize)),
+            Slots::Wide(v) => v.iter().for_each(|s| add(*s as usize)),
         }
         counts
     }
 
     /// Bytes held (for the start-up log).
     pub fn bytes(&self) -> usize {
-        self.district_slot.len() * 2 + self.voted.len() * 8
+        self.district_slot.bytes() + self.voted.len() * 8
     }
 }
 
@@ -185,6 +240,29 @@ mod tests {
         assert!(!roll.test_and_set(5));
         assert_eq!(roll.not_voted_in(0, 0, 10), vec![10]);
         assert_eq!(roll.counts(3), vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn a_district_index_past_a_byte_widens_the_slots() {
+        let mut roll = Roll::with_range(1, 4, 4).unwrap();
+        roll.put(1, 3);
+        roll.put(2, 254);
+        assert_eq!(roll.bytes(), 4 + 8);
+        roll.put(3, 255);
+        roll.put(4, 1000);
+        assert_eq!(roll.bytes(), 8 + 8);
+        assert_eq!(roll.standing(1), Standing::InDistrict(3));
+        assert_eq!(roll.standing(2), Standing::InDistrict(254));
+        assert_eq!(roll.standing(3), Standing::InDistrict(255));
+        assert_eq!(roll.standing(4), Standing::InDistrict(1000));
+        roll.put(4, u16::MAX);
+        assert_eq!(
+            roll.standing(4),
+            Standing::InDistrict(u16::MAX as usize - 1)
+        );
+        assert_eq!(roll.counts(1001)[1000], 0);
+        assert_eq!(roll.not_voted_in(255, 0, 10), vec![3]);
+        assert_eq!(roll.voters(), 4);
     }
 
     #[test]
