@@ -173,8 +173,9 @@ impl ChildServer {
     }
 
     /// Resident memory in MiB (from /proc): (now, peak, anonymous, file-backed).
-    /// File-backed pages are the database file mapped by the read
-    /// connections: the kernel's page cache, reclaimable, shared.
+    /// File-backed pages are mostly the binary's own code and data (~9 MiB),
+    /// plus the database file where read connections map it: the kernel's
+    /// page cache, reclaimable, shared.
     pub fn rss_mib(&self) -> (f64, f64, f64, f64) {
         let status =
             std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
@@ -193,6 +194,14 @@ impl ChildServer {
             field("RssAnon:"),
             field("RssFile:"),
         )
+    }
+
+    /// Starts a new peak: the kernel's VmHWM is reset to the current
+    /// resident size (`/proc/PID/clear_refs` value 5), so the next
+    /// `rss_mib` peak belongs to what ran since. False where that is not
+    /// allowed (the peak then spans the whole run).
+    pub fn reset_rss_peak(&self) -> bool {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").is_ok()
     }
 
     pub fn stop(&mut self) {
@@ -227,6 +236,7 @@ fn ceiling() -> Workload {
         ok_statuses: vec![200],
         target_ratio_min: None,
         published: String::new(),
+        comparison: false,
     }
 }
 
@@ -265,8 +275,14 @@ async fn measure_all(
     }
     let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
     let mut writer_stats: Vec<Vec<WriterStats>> = vec![Vec::new(); workloads.len()];
+    // Peak resident memory per workload: the service's own workloads are
+    // held to the experiment's limit, comparison designs reported apart.
+    let mut peak_own_mib: f64 = 0.0;
+    let mut peak_comparison_mib: Option<f64> = None;
+    let mut peaks_reset = true;
     for run in 0..args.runs {
         for (i, w) in workloads.iter().enumerate() {
+            peaks_reset &= server.reset_rss_peak();
             let before = WriterStats::scrape(server.addr).await;
             let s =
                 measure::closed_loop(server.addr, &host, connections, duration, w.factory.clone())
@@ -284,9 +300,26 @@ async fn measure_all(
             );
             writer_stats[i].push(writer);
             runs[i].push(s);
+            let (_, peak, _, _) = server.rss_mib();
+            if w.comparison {
+                peak_comparison_mib = Some(peak_comparison_mib.unwrap_or(0.0).max(peak));
+            } else {
+                peak_own_mib = peak_own_mib.max(peak);
+            }
         }
     }
-    let (rss_mib, rss_mib_peak, rss_anon_mib, rss_file_mib) = server.rss_mib();
+    let (rss_mib, rss_mib_peak_all, rss_anon_mib, rss_file_mib) = server.rss_mib();
+    // Without per-workload peaks, the whole run's peak is all we know.
+    let rss_mib_peak = if peaks_reset {
+        peak_own_mib
+    } else {
+        rss_mib_peak_all
+    };
+    let rss_mib_peak_comparison = if peaks_reset {
+        peak_comparison_mib
+    } else {
+        None
+    };
     let ceiling_rps = median_by(&runs[0], |s| s.requests_per_s);
     let results = workloads
         .iter()
@@ -323,6 +356,7 @@ async fn measure_all(
         results,
         rss_mib,
         rss_mib_peak,
+        rss_mib_peak_comparison,
         rss_anon_mib,
         rss_file_mib,
         rss_mib_max: exp.rss_mib_max(args.scale),

@@ -81,7 +81,10 @@ pub struct BenchReport {
     pub seed_s: Option<f64>,
     pub results: Vec<WorkloadResult>,
     pub rss_mib: f64,
+    /// Peak while the experiment's own workloads ran (and the ceiling).
     pub rss_mib_peak: f64,
+    /// Peak while comparison designs ran, when measured apart.
+    pub rss_mib_peak_comparison: Option<f64>,
     /// Heap, stacks: memory the server itself holds.
     pub rss_anon_mib: f64,
     /// Mapped database pages (the kernel's page cache, shared, reclaimable).
@@ -176,8 +179,12 @@ impl BenchReport {
             Some(m) => format!(" (limit {m:.0} MiB: NOT MET)"),
             None => String::new(),
         };
+        let comparison = match self.rss_mib_peak_comparison {
+            Some(p) => format!("; {p:.0} MiB peak under the comparison designs"),
+            None => String::new(),
+        };
         format!(
-            "server resident memory: {:.0} MiB now ({:.0} MiB heap and stacks, {:.0} MiB mapped database file), {:.0} MiB peak{limit}",
+            "server resident memory: {:.0} MiB now ({:.0} MiB heap and stacks, {:.0} MiB file-backed: the binary and the mapped database), {:.0} MiB peak{limit}{comparison}",
             self.rss_mib, self.rss_anon_mib, self.rss_file_mib, self.rss_mib_peak
         )
     }

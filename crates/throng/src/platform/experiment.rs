@@ -24,6 +24,10 @@ pub struct Workload {
     pub target_ratio_min: Option<f64>,
     /// The write-up's figure for the comparable system, as printed.
     pub published: String,
+    /// Another design a user could pick instead (run side by side for
+    /// comparison): its memory peak is reported apart and not held to the
+    /// experiment's `rss_mib_max`, which is about the service's own design.
+    pub comparison: bool,
 }
 
 pub trait Experiment: Send + Sync {

@@ -95,6 +95,7 @@ impl Experiment for BookingBench {
                 target_ratio_min: Some(0.4),
                 published: "1,386 (EF Core); 10,069 (In-Memory OLTP); 36,000 (Redis, not durable)"
                     .into(),
+                comparison: false,
             },
             Workload {
                 name: "GET free slots, 1 day (25 slots)".into(),
@@ -102,6 +103,7 @@ impl Experiment for BookingBench {
                 ok_statuses: vec![200],
                 target_ratio_min: Some(0.75),
                 published: "-".into(),
+                comparison: false,
             },
             Workload {
                 name: "GET free slots, 7 days (175 slots)".into(),
@@ -109,6 +111,7 @@ impl Experiment for BookingBench {
                 ok_statuses: vec![200],
                 target_ratio_min: None,
                 published: "-".into(),
+                comparison: false,
             },
         ]
     }

@@ -132,6 +132,7 @@ impl Experiment for CommentsBench {
             ok_statuses: vec![200],
             target_ratio_min: None,
             published: published.into(),
+            comparison: false,
         }];
         if self.cache {
             let keys = TokenKeys::new(secret());
@@ -164,6 +165,7 @@ impl Experiment for CommentsBench {
                 ok_statuses: vec![201],
                 target_ratio_min: None,
                 published: "-".into(),
+                comparison: false,
             });
         }
         out

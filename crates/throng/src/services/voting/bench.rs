@@ -229,6 +229,7 @@ impl Experiment for VotingBench {
                 ok_statuses: vec![200, 201],
                 target_ratio_min: Some(0.5),
                 published: "3,300 req/s measured, 11,000 req/s goal (write-up 001)".into(),
+                comparison: false,
             },
             Workload {
                 name: "GET ballot, random district".into(),
@@ -236,6 +237,7 @@ impl Experiment for VotingBench {
                 ok_statuses: vec![200],
                 target_ratio_min: None,
                 published: "~1,650 (GET Parties, half of the 3,300)".into(),
+                comparison: false,
             },
             Workload {
                 name: "POST vote, fresh voter (durable)".into(),
@@ -243,6 +245,7 @@ impl Experiment for VotingBench {
                 ok_statuses: vec![201],
                 target_ratio_min: None,
                 published: "~1,650 (POST Vote, half of the 3,300)".into(),
+                comparison: false,
             },
             Workload {
                 name: "write-up's design: GET ballot + POST vote, database per request".into(),
@@ -250,6 +253,7 @@ impl Experiment for VotingBench {
                 ok_statuses: vec![200, 201],
                 target_ratio_min: None,
                 published: "3,300 req/s (write-up, Azure SQL 2 vCores)".into(),
+                comparison: true,
             },
             Workload {
                 name: "write-up's design: POST vote alone".into(),
@@ -257,6 +261,7 @@ impl Experiment for VotingBench {
                 ok_statuses: vec![201],
                 target_ratio_min: None,
                 published: "~1,650 (POST Vote, write-up, Azure SQL 2 vCores)".into(),
+                comparison: true,
             },
         ]
     }
