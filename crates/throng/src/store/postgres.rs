@@ -241,10 +241,14 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
 /// Events appended in one statement at most (5 parameters each).
 const EVENTS_PER_INSERT_MAX: usize = 1000;
 
-async fn append_events(
+/// Appends `events` inside `tx` at consecutive positions and returns the
+/// first; the one place that takes positions (under the `event_head` row
+/// lock, held until commit; see the module doc). Code that writes in its own
+/// transaction instead of the batched writer (a voting round) calls this too.
+pub async fn append_events(
     tx: &tokio_postgres::Transaction<'_>,
     events: &[NewEvent],
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
     let n = events.len() as i64;
     // Takes the row lock that orders commits by position (see module doc).
     let head: i64 = tx
@@ -285,5 +289,5 @@ async fn append_events(
         }
         tx.execute(sql.as_str(), &params).await?;
     }
-    Ok(())
+    Ok(first)
 }

@@ -623,19 +623,13 @@ async fn pg_round(
         )
         .await?
         .get(0);
-    let head: i64 = tx
-        .query_one(
-            "UPDATE event_head SET position = position + $1 WHERE id = 1 RETURNING position",
-            &[&n],
-        )
-        .await?
-        .get(0);
-    let first = head - n + 1;
-    let now_ms = crate::base::clock::now_ms();
     let events: Vec<NewEvent> = boxed
         .iter()
         .map(|b| ballot_event(election_id, round, b))
         .collect();
+    // Positions come from the store's one protocol (event_head), which also
+    // orders this commit among every node's.
+    let first = crate::store::postgres::append_events(&tx, &events).await?;
     for (chunk_no, chunk) in boxed.chunks(ROUND_ROWS_PER_INSERT_MAX).enumerate() {
         let base = chunk_no * ROUND_ROWS_PER_INSERT_MAX;
         let positions: Vec<i64> = (0..chunk.len())
@@ -645,11 +639,7 @@ async fn pg_round(
             "INSERT INTO voting_ballots
                 (ballot_id, election_id, district_id, party_id, candidate_ids, round, position) VALUES ",
         );
-        let mut events_sql = String::from(
-            "INSERT INTO events (position, stream, event_type, payload, created_at_ms) VALUES ",
-        );
         let mut ballot_params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * 7);
-        let mut event_params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * 5);
         for (i, b) in chunk.iter().enumerate() {
             let sep = if i > 0 { "," } else { "" };
             let k = i * 7;
@@ -672,26 +662,8 @@ async fn pg_round(
                 &round,
                 &positions[i],
             ]);
-            let k = i * 5;
-            events_sql.push_str(&format!(
-                "{sep}(${},${},${},${},${})",
-                k + 1,
-                k + 2,
-                k + 3,
-                k + 4,
-                k + 5
-            ));
-            let e = &events[base + i];
-            event_params.extend([
-                &positions[i] as &(dyn ToSql + Sync),
-                &e.stream,
-                &e.event_type,
-                &e.payload,
-                &now_ms,
-            ]);
         }
         tx.execute(ballots_sql.as_str(), &ballot_params).await?;
-        tx.execute(events_sql.as_str(), &event_params).await?;
     }
     tx.commit().await?;
     Ok(boxed.len())
