@@ -262,49 +262,77 @@ async fn measure_all(
     let host = server.addr.to_string();
     let duration = Duration::from_secs(args.duration_s);
     let connections = args.connections.expect("set from the experiment's default");
-    for w in &workloads {
-        eprintln!("warm-up: {}", w.name);
-        measure::closed_loop(
-            server.addr,
-            &host,
-            connections,
-            Duration::from_secs(args.warmup_s),
-            w.factory.clone(),
-        )
-        .await?;
-    }
     let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
     let mut writer_stats: Vec<Vec<WriterStats>> = vec![Vec::new(); workloads.len()];
-    // Peak resident memory per workload: the service's own workloads are
-    // held to the experiment's limit, comparison designs reported apart.
+    // Two phases: the service's own workloads (with the ceiling), then the
+    // comparison designs (with the ceiling again). Whatever a comparison
+    // leaves resident (a database-per-request design maps pages of the
+    // database through the read connections) then cannot count in the
+    // service's own peak, which is held to the experiment's limit.
+    let own: Vec<usize> = (0..workloads.len())
+        .filter(|&i| !workloads[i].comparison)
+        .collect();
+    let comparisons: Vec<usize> = std::iter::once(0)
+        .chain((0..workloads.len()).filter(|&i| workloads[i].comparison))
+        .collect();
     let mut peak_own_mib: f64 = 0.0;
     let mut peak_comparison_mib: Option<f64> = None;
     let mut peaks_reset = true;
-    for run in 0..args.runs {
-        for (i, w) in workloads.iter().enumerate() {
-            peaks_reset &= server.reset_rss_peak();
-            let before = WriterStats::scrape(server.addr).await;
-            let s =
-                measure::closed_loop(server.addr, &host, connections, duration, w.factory.clone())
-                    .await?;
-            let writer = WriterStats::scrape(server.addr).await.since(&before);
-            eprintln!(
-                "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us{}",
-                run + 1,
-                args.runs,
-                w.name,
-                s.requests_per_s,
-                s.latency_us_p50,
-                s.latency_us_p99,
-                writer.describe()
-            );
-            writer_stats[i].push(writer);
-            runs[i].push(s);
-            let (_, peak, _, _) = server.rss_mib();
-            if w.comparison {
-                peak_comparison_mib = Some(peak_comparison_mib.unwrap_or(0.0).max(peak));
-            } else {
-                peak_own_mib = peak_own_mib.max(peak);
+    let mut ceiling_comparison_runs: Vec<measure::Summary> = Vec::new();
+    for (phase, indices) in [own, comparisons].into_iter().enumerate() {
+        let is_comparison_phase = phase == 1;
+        if is_comparison_phase && indices.len() == 1 {
+            break;
+        }
+        for &i in &indices {
+            let w = &workloads[i];
+            eprintln!("warm-up: {}", w.name);
+            measure::closed_loop(
+                server.addr,
+                &host,
+                connections,
+                Duration::from_secs(args.warmup_s),
+                w.factory.clone(),
+            )
+            .await?;
+        }
+        for run in 0..args.runs {
+            for &i in &indices {
+                let w = &workloads[i];
+                peaks_reset &= server.reset_rss_peak();
+                let before = WriterStats::scrape(server.addr).await;
+                let s = measure::closed_loop(
+                    server.addr,
+                    &host,
+                    connections,
+                    duration,
+                    w.factory.clone(),
+                )
+                .await?;
+                let writer = WriterStats::scrape(server.addr).await.since(&before);
+                eprintln!(
+                    "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us{}",
+                    run + 1,
+                    args.runs,
+                    w.name,
+                    s.requests_per_s,
+                    s.latency_us_p50,
+                    s.latency_us_p99,
+                    writer.describe()
+                );
+                if is_comparison_phase && i == 0 {
+                    // The comparisons' own ceiling: their ratios use it.
+                    ceiling_comparison_runs.push(s);
+                } else {
+                    writer_stats[i].push(writer);
+                    runs[i].push(s);
+                }
+                let (_, peak, _, _) = server.rss_mib();
+                if is_comparison_phase {
+                    peak_comparison_mib = Some(peak_comparison_mib.unwrap_or(0.0).max(peak));
+                } else {
+                    peak_own_mib = peak_own_mib.max(peak);
+                }
             }
         }
     }
@@ -321,12 +349,22 @@ async fn measure_all(
         None
     };
     let ceiling_rps = median_by(&runs[0], |s| s.requests_per_s);
+    let ceiling_comparison_rps = if ceiling_comparison_runs.is_empty() {
+        ceiling_rps
+    } else {
+        median_by(&ceiling_comparison_runs, |s| s.requests_per_s)
+    };
     let results = workloads
         .iter()
         .zip(runs.iter())
         .zip(writer_stats.iter())
         .map(|((w, rs), ws)| {
-            let mut r = WorkloadResult::from_runs(w, rs, ceiling_rps);
+            let ceiling = if w.comparison {
+                ceiling_comparison_rps
+            } else {
+                ceiling_rps
+            };
+            let mut r = WorkloadResult::from_runs(w, rs, ceiling);
             let total = ws.iter().fold(WriterStats::default(), |a, b| a.plus(b));
             r.writer_batches = total.batches;
             r.writer_commands_per_batch_mean = total.commands_per_batch();

@@ -7,6 +7,10 @@
 //! alternating (ceiling, workload 1, workload 2, ..., then again), and keeps
 //! the median of `--runs` runs of each. Machines here are shared and noisy,
 //! so the figure that matters is the ratio to the ceiling measured alongside.
+//! Comparison designs (`Workload::comparison`: what a user could pick
+//! instead) run after the experiment's own workloads, alternating with the
+//! ceiling again (their ratios use that ceiling), so their resident memory
+//! is reported apart.
 //!
 //! A service registers its experiments by implementing
 //! [`crate::platform::experiment::Experiment`] in its own folder
