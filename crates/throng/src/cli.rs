@@ -202,7 +202,10 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let keys = TokenKeys::new(&secrets.token_secret);
     let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
-    println!("{}", keys.issue_with(&args.sub, args.role, args.ttl_s, extra));
+    println!(
+        "{}",
+        keys.issue_with(&args.sub, args.role, args.ttl_s, extra)
+    );
     Ok(())
 }
 
@@ -218,8 +221,14 @@ mod tests {
 
     #[test]
     fn claims_parse_numbers_and_refuse_reserved_keys() {
-        assert_eq!(super::parse_claim("district=7").unwrap(), ("district".into(), 7.into()));
-        assert_eq!(super::parse_claim("x=a=b").unwrap(), ("x".into(), "a=b".into()));
+        assert_eq!(
+            super::parse_claim("district=7").unwrap(),
+            ("district".into(), 7.into())
+        );
+        assert_eq!(
+            super::parse_claim("x=a=b").unwrap(),
+            ("x".into(), "a=b".into())
+        );
         for bad in ["sub=1", "role=admin", "exp=1", "iat=1", "nokey", "=1"] {
             assert!(super::parse_claim(bad).is_err(), "{bad}");
         }

@@ -76,7 +76,10 @@ impl TokenKeys {
             }
         }
         claims.insert("sub".into(), sub.into());
-        claims.insert("role".into(), serde_json::to_value(role).expect("a role serializes"));
+        claims.insert(
+            "role".into(),
+            serde_json::to_value(role).expect("a role serializes"),
+        );
         claims.insert("iat".into(), now.into());
         claims.insert("exp".into(), (now + ttl_s).into());
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)

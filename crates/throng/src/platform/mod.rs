@@ -10,10 +10,10 @@ pub mod admission;
 pub mod auth;
 pub mod body_limit;
 pub mod crypto;
-pub mod experiment;
-pub mod service;
 pub mod error;
+pub mod experiment;
 pub mod extract;
 pub mod secrets;
+pub mod service;
 
 pub use crate::base::{clock, metrics};

@@ -881,7 +881,12 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
     let Some(s) = seeded(kind, small(), &["--comments-cache", "off"]).await else {
         return;
     };
-    assert!(!s.state.part::<CommentsState>().expect("comments started").cache.enabled());
+    assert!(!s
+        .state
+        .part::<CommentsState>()
+        .expect("comments started")
+        .cache
+        .enabled());
     let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
     let a = list(&s.api, q).await;
     assert_snapshot("comments_course2_full.json", &a.body);
@@ -896,7 +901,14 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
         list_ok(&s.api, q).await[0]["lastCommentId"],
         posted.json()["commentId"]
     );
-    assert_eq!(s.state.part::<CommentsState>().expect("comments started").cache.len(), 0);
+    assert_eq!(
+        s.state
+            .part::<CommentsState>()
+            .expect("comments started")
+            .cache
+            .len(),
+        0
+    );
 }
 
 /// `--comments-json functions` (SQLite: json_object and json_group_array

@@ -35,7 +35,9 @@ use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
 use crate::platform::experiment::Experiment;
-use crate::platform::service::{AppState, Link, LinkKind, Platform, Service, ServiceState, Started};
+use crate::platform::service::{
+    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+};
 use crate::store::{MigrationSet, Store};
 use model::Election;
 use roll::Roll;
@@ -73,13 +75,25 @@ pub struct VotingArgs {
     /// smallest set of voters a ballot can be linked to); a closed
     /// election's box is published whatever it holds. With --demo and no
     /// value given: 1.
-    #[arg(long = "voting-mix-ballots-min", env = "THRONG_VOTING_MIX_BALLOTS_MIN", default_value_t = 100)]
+    #[arg(
+        long = "voting-mix-ballots-min",
+        env = "THRONG_VOTING_MIX_BALLOTS_MIN",
+        default_value_t = 100
+    )]
     pub mix_ballots_min: i64,
     /// How often the mixer looks at the box, in ms.
-    #[arg(long = "voting-mix-interval-ms", env = "THRONG_VOTING_MIX_INTERVAL_MS", default_value_t = 100)]
+    #[arg(
+        long = "voting-mix-interval-ms",
+        env = "THRONG_VOTING_MIX_INTERVAL_MS",
+        default_value_t = 100
+    )]
     pub mix_interval_ms: u64,
     /// Live results streams (SSE) open at once at most; past it, 503.
-    #[arg(long = "voting-streams-max", env = "THRONG_VOTING_STREAMS_MAX", default_value_t = 1000)]
+    #[arg(
+        long = "voting-streams-max",
+        env = "THRONG_VOTING_STREAMS_MAX",
+        default_value_t = 1000
+    )]
     pub streams_max: usize,
     /// Do not run the mixer and the tally projector on this node.
     #[arg(long = "voting-no-workers", env = "THRONG_VOTING_NO_WORKERS")]
@@ -110,7 +124,11 @@ impl Service for Voting {
         ))
     }
 
-    fn seed<'a>(&'a self, store: &'a Store, args: &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<()>> {
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             let args = seed::SeedVotingArgs::from_arg_matches(args)?;
             let r = seed::seed(store, &args, true).await?;
@@ -134,14 +152,19 @@ impl Service for Voting {
         Box::pin(seed::seed_demo_if_empty(store))
     }
 
-    fn start<'a>(&'a self, platform: &'a Platform, matches: &'a clap::ArgMatches) -> BoxFuture<'a, anyhow::Result<Started>> {
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
         Box::pin(async move {
             let mut args = VotingArgs::from_arg_matches(matches)?;
             // The demo's few votes would wait in the box for 100 others: with
             // --demo, unless the flag is given, each vote is its own round
             // (a demo's ballots are not secret from its operator anyway).
             if platform.demo
-                && matches.value_source("mix_ballots_min") == Some(clap::parser::ValueSource::DefaultValue)
+                && matches.value_source("mix_ballots_min")
+                    == Some(clap::parser::ValueSource::DefaultValue)
             {
                 args.mix_ballots_min = 1;
                 tracing::info!("--demo: voting rounds publish every ballot at once (--voting-mix-ballots-min 1)");
@@ -271,10 +294,17 @@ impl Catalog {
                 .map(|d| {
                     let body = Bytes::from(http::render_ballot(&election, d));
                     let etag = format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(&body));
-                    BallotPage { etag: HeaderValue::from_str(&etag).expect("hex is a header value"), body }
+                    BallotPage {
+                        etag: HeaderValue::from_str(&etag).expect("hex is a header value"),
+                        body,
+                    }
                 })
                 .collect();
-            elections.push(Arc::new(ElectionEntry { election, roll, ballots }));
+            elections.push(Arc::new(ElectionEntry {
+                election,
+                roll,
+                ballots,
+            }));
         }
         tracing::info!(
             elections = elections.len(),
@@ -347,7 +377,9 @@ impl VotingState {
                         this.catalog.store(Arc::new(c));
                         *this.seed_generation.lock().unwrap() = now;
                     }
-                    Err(e) => tracing::warn!(error = %e, "reloading the voting catalog failed; retrying"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reloading the voting catalog failed; retrying")
+                    }
                 }
             }
         })
