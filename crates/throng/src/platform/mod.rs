@@ -14,6 +14,7 @@ pub mod error;
 pub mod experiment;
 pub mod extract;
 pub mod secrets;
+pub mod seed_watch;
 pub mod service;
 
 pub use crate::base::{clock, metrics};

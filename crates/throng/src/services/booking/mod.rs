@@ -32,9 +32,6 @@ use crate::platform::service::{
 use crate::store::{MigrationSet, Store, StoreError};
 use model::{Day, Place, RegisterOutcome, SealedRegistration};
 
-/// How often a server looks for a seed made by another process.
-const SEED_WATCH_INTERVAL_MS: u64 = 1000;
-
 /// The booking service, as `services::all()` lists it.
 pub struct Booking;
 
@@ -164,8 +161,8 @@ pub struct BookingState {
     /// The in-memory availability index (SQLite store only; see
     /// `availability.rs` for why PostgreSQL nodes read the database).
     availability: Option<ArcSwap<availability::Availability>>,
-    /// The seed generation the index was loaded at.
-    seed_generation: std::sync::Mutex<Option<String>>,
+    /// The seed generation the index was loaded at (for the seed watcher).
+    loaded_generation: Option<String>,
 }
 
 impl ServiceState for BookingState {}
@@ -182,7 +179,7 @@ impl BookingState {
             pii,
             notify_worker: Arc::new(Notify::new()),
             availability,
-            seed_generation: std::sync::Mutex::new(generation),
+            loaded_generation: generation,
         })
     }
 
@@ -279,29 +276,22 @@ impl BookingState {
     pub fn spawn_seed_watcher(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
         self.availability.as_ref()?;
         let this = self.clone();
-        let store = self.store.clone();
-        Some(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_millis(SEED_WATCH_INTERVAL_MS)).await;
-                let Ok(now) = store.meta_get(seed::SEED_GENERATION_KEY).await else {
-                    continue;
-                };
-                if now == *this.seed_generation.lock().unwrap() {
-                    continue;
-                }
-                match load_index(&store).await {
-                    Ok(index) => {
-                        if let Some(a) = &this.availability {
-                            a.store(Arc::new(index));
-                        }
-                        *this.seed_generation.lock().unwrap() = now;
+        Some(crate::platform::seed_watch::spawn(
+            self.store.clone(),
+            seed::SEED_GENERATION_KEY,
+            self.loaded_generation.clone(),
+            "the booking availability index",
+            move || {
+                let this = this.clone();
+                async move {
+                    let index = load_index(&this.store).await?;
+                    if let Some(a) = &this.availability {
+                        a.store(Arc::new(index));
                     }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reloading the availability index failed; retrying")
-                    }
+                    Ok(())
                 }
-            }
-        }))
+            },
+        ))
     }
 }
 

@@ -42,9 +42,6 @@ use crate::store::{MigrationSet, Store};
 use model::Election;
 use roll::Roll;
 
-/// How often a server looks for a seed made by another process.
-const SEED_WATCH_INTERVAL_MS: u64 = 1000;
-
 /// The voting service, as `services::all()` lists it.
 pub struct Voting;
 
@@ -332,7 +329,8 @@ pub struct VotingState {
     /// `serve --voting-baseline-routes`: the write-up's design answers
     /// (baseline.rs); 404 otherwise.
     pub baseline_routes: bool,
-    seed_generation: std::sync::Mutex<Option<String>>,
+    /// The seed generation the catalog was loaded at (for the seed watcher).
+    loaded_generation: Option<String>,
 }
 
 impl ServiceState for VotingState {}
@@ -352,7 +350,7 @@ impl VotingState {
             streams_max: args.streams_max,
             receipts: receipt::ReceiptKey::load_or_create(&platform.store).await?,
             baseline_routes: args.baseline_routes,
-            seed_generation: std::sync::Mutex::new(generation),
+            loaded_generation: generation,
         })
     }
 
@@ -363,25 +361,19 @@ impl VotingState {
     /// Reloads the catalog when another process seeded the store.
     fn spawn_seed_watcher(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_millis(SEED_WATCH_INTERVAL_MS)).await;
-                let Ok(now) = this.store.meta_get(seed::SEED_GENERATION_KEY).await else {
-                    continue;
-                };
-                if now == *this.seed_generation.lock().unwrap() {
-                    continue;
+        crate::platform::seed_watch::spawn(
+            self.store.clone(),
+            seed::SEED_GENERATION_KEY,
+            self.loaded_generation.clone(),
+            "the voting catalog",
+            move || {
+                let this = this.clone();
+                async move {
+                    this.catalog
+                        .store(Arc::new(Catalog::load(&this.store).await?));
+                    Ok(())
                 }
-                match Catalog::load(&this.store).await {
-                    Ok(c) => {
-                        this.catalog.store(Arc::new(c));
-                        *this.seed_generation.lock().unwrap() = now;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "reloading the voting catalog failed; retrying")
-                    }
-                }
-            }
-        })
+            },
+        )
     }
 }
