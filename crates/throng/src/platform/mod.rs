@@ -13,6 +13,7 @@ pub mod crypto;
 pub mod error;
 pub mod experiment;
 pub mod extract;
+pub mod progress;
 pub mod secrets;
 pub mod seed_watch;
 pub mod service;

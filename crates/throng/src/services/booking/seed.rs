@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use super::model::{Day, EVENT_SLOTS_OPENED, SLOTS_PER_DAY_MAX};
 use crate::store::{NewEvent, Store};
@@ -122,21 +122,12 @@ pub async fn seed(
 ) -> anyhow::Result<SeedReport> {
     let from = validate(args)?;
     let started = Instant::now();
-    let bar = if progress {
-        let b =
-            ProgressBar::new((args.places * args.days as i64 * args.slots_per_day as i64) as u64);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{bar:40}] {human_pos}/{human_len} slots, {per_sec}, eta {eta}",
-            )
-            .unwrap()
-            .progress_chars("=> "),
-        );
-        b.set_message("seeding booking");
-        b
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = crate::platform::progress::seed_bar(
+        (args.places * args.days as i64 * args.slots_per_day as i64) as u64,
+        "slots",
+        "seeding booking",
+        progress,
+    );
     match store {
         Store::Sqlite(s) => {
             let (path, args) = (s.path().to_path_buf(), args.clone());

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use crate::platform::experiment::mix64;
 use crate::store::Store;
@@ -209,20 +209,12 @@ pub async fn seed(
 ) -> anyhow::Result<SeedReport> {
     let (opens, closes) = validate(args)?;
     let started = Instant::now();
-    let bar = if progress {
-        let b = ProgressBar::new(args.voters as u64);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{bar:40}] {human_pos}/{human_len} voters, {per_sec}, eta {eta}",
-            )
-            .unwrap()
-            .progress_chars("=> "),
-        );
-        b.set_message("seeding voting");
-        b
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = crate::platform::progress::seed_bar(
+        args.voters as u64,
+        "voters",
+        "seeding voting",
+        progress,
+    );
     match store {
         Store::Sqlite(s) => {
             let (path, args, bar2) = (s.path().to_path_buf(), args.clone(), bar.clone());

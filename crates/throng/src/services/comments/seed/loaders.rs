@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::mpsc;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use super::super::model::CommentType;
 use super::{course_title, display_name, Chunk, Generator, Population, Row, Snapshot};
@@ -18,19 +18,7 @@ const USERS_PER_CHUNK: i64 = 50_000;
 const CHUNKS_AHEAD_MAX: usize = 4;
 
 fn progress_bar(total: u64, show: bool) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::new(total);
-    b.set_style(
-        ProgressStyle::with_template(
-            "{msg} [{bar:40}] {human_pos}/{human_len} rows, {per_sec}, eta {eta}",
-        )
-        .unwrap()
-        .progress_chars("=> "),
-    );
-    b.set_message("seeding comments");
-    b
+    crate::platform::progress::seed_bar(total, "rows", "seeding comments", show)
 }
 
 /// Runs the generator on its own thread, `CHUNKS_AHEAD_MAX` chunks ahead.
