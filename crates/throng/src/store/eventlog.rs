@@ -76,6 +76,93 @@ pub fn sqlite_events_after(
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
+/// What a consumer of one event type read: its events in position order,
+/// and how far the log was scanned (it resumes after `scanned_to`).
+#[derive(Debug, Default)]
+pub struct TypeScan {
+    pub events: Vec<StoredEvent>,
+    /// Events of any type scanned, at most the asked limit.
+    pub scanned: i64,
+    /// The last position scanned (the asked position when none was).
+    pub scanned_to: i64,
+}
+
+/// The scanned range: at most `limit` events after `position`.
+const SCAN_RANGE_SQLITE: &str = "SELECT COUNT(*), COALESCE(MAX(position), ?1) FROM
+       (SELECT position FROM events WHERE position > ?1 ORDER BY position LIMIT ?2)";
+const SCAN_RANGE_PG: &str = "SELECT COUNT(*), COALESCE(MAX(position), $1) FROM
+       (SELECT position FROM events WHERE position > $1 ORDER BY position LIMIT $2) AS scanned";
+
+/// The events of `event_type` among the next `limit` events after
+/// `position`. Positions commit in order (see the module doc), so the range
+/// read first holds every event the second statement can find in it, and
+/// the other types' payloads are never read out.
+pub fn sqlite_events_of_type_after(
+    conn: &Connection,
+    position: i64,
+    limit: i64,
+    event_type: &str,
+) -> Result<TypeScan, StoreError> {
+    let (scanned, scanned_to): (i64, i64) = conn
+        .prepare_cached(SCAN_RANGE_SQLITE)?
+        .query_row([position, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT position, stream, event_type, payload, created_at_ms FROM events
+         WHERE position > ?1 AND position <= ?2 AND event_type = ?3 ORDER BY position",
+    )?;
+    let events = stmt
+        .query_map(rusqlite::params![position, scanned_to, event_type], |r| {
+            Ok(StoredEvent {
+                position: r.get(0)?,
+                stream: r.get(1)?,
+                event_type: r.get(2)?,
+                payload: r.get(3)?,
+                created_at_ms: r.get(4)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TypeScan {
+        events,
+        scanned,
+        scanned_to,
+    })
+}
+
+pub async fn pg_events_of_type_after(
+    store: &PgStore,
+    position: i64,
+    limit: i64,
+    event_type: &str,
+) -> Result<TypeScan, StoreError> {
+    let client = store.client().await?;
+    let range = client.prepare_cached(SCAN_RANGE_PG).await?;
+    let row = client.query_one(&range, &[&position, &limit]).await?;
+    let (scanned, scanned_to): (i64, i64) = (row.get(0), row.get(1));
+    let stmt = client
+        .prepare_cached(
+            "SELECT position, stream, event_type, payload, created_at_ms FROM events
+             WHERE position > $1 AND position <= $2 AND event_type = $3 ORDER BY position",
+        )
+        .await?;
+    let rows = client
+        .query(&stmt, &[&position, &scanned_to, &event_type])
+        .await?;
+    Ok(TypeScan {
+        events: rows
+            .into_iter()
+            .map(|r| StoredEvent {
+                position: r.get(0),
+                stream: r.get(1),
+                event_type: r.get(2),
+                payload: r.get(3),
+                created_at_ms: r.get(4),
+            })
+            .collect(),
+        scanned,
+        scanned_to,
+    })
+}
+
 pub async fn pg_events_after(
     store: &PgStore,
     position: i64,
@@ -99,4 +186,50 @@ pub async fn pg_events_after(
             created_at_ms: r.get(4),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT NOT NULL,
+             event_type TEXT NOT NULL, payload BLOB NOT NULL, created_at_ms INTEGER NOT NULL)",
+        )
+        .unwrap();
+        for i in 1..=10 {
+            let t = if i % 3 == 0 { "Wanted" } else { "Other" };
+            sqlite_append(
+                &c,
+                &NewEvent {
+                    stream: format!("s-{i}"),
+                    event_type: t.into(),
+                    payload: vec![i as u8],
+                },
+            )
+            .unwrap();
+        }
+        c
+    }
+
+    #[test]
+    fn a_type_scan_returns_that_type_and_how_far_it_read() {
+        let c = log();
+        let s = sqlite_events_of_type_after(&c, 0, 4, "Wanted").unwrap();
+        assert_eq!((s.scanned, s.scanned_to), (4, 4));
+        assert_eq!(s.events.iter().map(|e| e.position).collect::<Vec<_>>(), [3]);
+        let s = sqlite_events_of_type_after(&c, 4, 100, "Wanted").unwrap();
+        assert_eq!((s.scanned, s.scanned_to), (6, 10));
+        assert_eq!(
+            s.events.iter().map(|e| e.position).collect::<Vec<_>>(),
+            [6, 9]
+        );
+        assert_eq!(s.events[1].payload, [9]);
+        let s = sqlite_events_of_type_after(&c, 10, 100, "Wanted").unwrap();
+        assert_eq!((s.scanned, s.scanned_to, s.events.len()), (0, 10, 0));
+        let s = sqlite_events_of_type_after(&c, 0, 2, "Wanted").unwrap();
+        assert_eq!((s.scanned, s.scanned_to, s.events.len()), (2, 2, 0));
+    }
 }

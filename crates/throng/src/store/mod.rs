@@ -239,6 +239,28 @@ impl Store {
         }
     }
 
+    /// The events of one type among the next `limit` events after
+    /// `position`, and how far that scan reached: a consumer of one type
+    /// (booking's notifier) never reads the other services' payloads.
+    pub async fn events_of_type_after(
+        &self,
+        position: i64,
+        limit: i64,
+        event_type: &'static str,
+    ) -> Result<eventlog::TypeScan, StoreError> {
+        match self {
+            Store::Sqlite(s) => {
+                s.read(move |c| {
+                    eventlog::sqlite_events_of_type_after(c, position, limit, event_type)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                eventlog::pg_events_of_type_after(p, position, limit, event_type).await
+            }
+        }
+    }
+
     /// Events after `position`, in position order, at most `limit`.
     pub async fn events_after(
         &self,

@@ -118,16 +118,19 @@ async fn follow(
 ) {
     let mut idle_since = std::time::Instant::now();
     loop {
-        let events = match store.events_after(position, EVENTS_PER_ROUND_MAX).await {
-            Ok(e) => e,
+        let scan = match store
+            .events_of_type_after(position, EVENTS_PER_ROUND_MAX, EVENT_CONFIRMED)
+            .await
+        {
+            Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "notifier cannot read the event log; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
         };
-        let count = events.len();
-        let Some(last) = events.last().map(|e| e.position) else {
+        let (count, last) = (scan.scanned, scan.scanned_to);
+        if count == 0 {
             tokio::select! {
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
@@ -141,16 +144,12 @@ async fn follow(
                 }
             }
             continue;
-        };
-        futures::stream::iter(
-            events
-                .into_iter()
-                .filter(|e| e.event_type == EVENT_CONFIRMED),
-        )
-        .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| {
-            deliver_until_done(store, pii, notifier, e)
-        })
-        .await;
+        }
+        futures::stream::iter(scan.events)
+            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| {
+                deliver_until_done(store, pii, notifier, e)
+            })
+            .await;
         let held = retry_forever("save notifier position", || {
             store.save_leased_position(CONSUMER, owner, last, LEASE_MS)
         })
@@ -160,7 +159,7 @@ async fn follow(
         }
         position = last;
         idle_since = std::time::Instant::now();
-        if (count as i64) < EVENTS_PER_ROUND_MAX {
+        if count < EVENTS_PER_ROUND_MAX {
             tokio::time::sleep(Duration::from_millis(ROUND_GATHER_MS)).await;
         }
     }
