@@ -259,6 +259,45 @@ async fn elections_and_ballots(kind: StoreKind) {
         .await;
     assert_eq!(r.status, 304);
     assert!(r.body.is_empty());
+    assert_eq!(r.headers["vary"], "accept-encoding");
+    // A browser's Accept-Encoding gets the same ballot gzip-compressed, under
+    // its own ETag; a client that refuses gzip gets it plain.
+    let gz_get = |accept: &'static str, if_none_match: Option<String>| {
+        let mut rb = api
+            .http
+            .get(api.url("/api/voting/elections/1/districts/2/ballot"))
+            .header("accept-encoding", accept);
+        if let Some(tag) = if_none_match {
+            rb = rb.header("if-none-match", tag);
+        }
+        api.send(rb)
+    };
+    let gz = gz_get("gzip, deflate, br, zstd", None).await;
+    assert_eq!(gz.status, 200);
+    assert_eq!(gz.headers["content-encoding"], "gzip");
+    assert_eq!(gz.headers["vary"], "accept-encoding");
+    let gz_etag = gz.headers["etag"].to_str().unwrap().to_string();
+    assert_ne!(gz_etag, etag);
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz.body[..]), &mut plain)
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&plain).unwrap(),
+        b
+    );
+    assert!(
+        gz.body.len() * 2 < plain.len(),
+        "{} of {} bytes",
+        gz.body.len(),
+        plain.len()
+    );
+    assert_eq!(gz_get("gzip", Some(gz_etag.clone())).await.status, 304);
+    // The plain ETag does not stand for the gzip body, nor the other way.
+    assert_eq!(gz_get("gzip", Some(etag.clone())).await.status, 200);
+    let refused = gz_get("gzip;q=0, br", Some(gz_etag)).await;
+    assert_eq!(refused.status, 200);
+    assert!(refused.headers.get("content-encoding").is_none());
+    assert_eq!(refused.json(), b);
     let other = api.get("/api/voting/elections/1/districts/1/ballot").await;
     assert_ne!(other.headers["etag"].to_str().unwrap(), etag);
     api.get("/api/voting/elections/1/districts/9/ballot")

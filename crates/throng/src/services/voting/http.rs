@@ -180,9 +180,36 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
         })
 }
 
+/// Whether `Accept-Encoding` allows gzip (RFC 9110 12.5.3: `gzip` or `*`
+/// with a q-value above 0; an explicit `gzip;q=0` wins over `*`).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let mut gzip = None;
+    let mut any = None;
+    for v in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(v) = v.to_str() else { continue };
+        for item in v.split(',') {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .filter_map(|q| q.trim().parse::<f32>().ok())
+                .next_back()
+                .unwrap_or(1.0);
+            if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+                gzip = Some(q > 0.0);
+            } else if coding == "*" {
+                any = Some(q > 0.0);
+            }
+        }
+    }
+    gzip.or(any).unwrap_or(false)
+}
+
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/ballot", tag = "voting",
-    params(("election_id" = i64, Path), ("district_id" = i64, Path)),
-    responses((status = 200, description = "{electionId, districtId, districtName, candidatesPerVoteMax, parties:[{partyId, name, shortName, candidates:[{candidateId, name, listPosition}]}]}; ETag, Cache-Control: public, max-age=60"),
+    params(("election_id" = i64, Path), ("district_id" = i64, Path),
+           ("Accept-Encoding" = Option<String>, Header, description = "gzip (or *) gets the ballot gzip-compressed, with its own ETag"),
+           ("If-None-Match" = Option<String>, Header, description = "An ETag of this ballot: 304 when it matches")),
+    responses((status = 200, description = "{electionId, districtId, districtName, candidatesPerVoteMax, parties:[{partyId, name, shortName, candidates:[{candidateId, name, listPosition}]}]}; ETag, Cache-Control: public, max-age=60, Vary: Accept-Encoding; Content-Encoding: gzip when accepted"),
               (status = 304, description = "If-None-Match matched the ETag"),
               (status = 404, description = "election_not_found or district_not_found")))]
 pub async fn get_ballot(
@@ -193,22 +220,33 @@ pub async fn get_ballot(
     let entry = election_entry(&st, election_id)?;
     let i = district_index(&entry.election, district_id)?;
     let page = &entry.ballots[i];
-    let mut res = if etag_matches(&headers, page.etag.to_str().unwrap_or("")) {
+    let gzip = accepts_gzip(&headers);
+    let (body, etag) = if gzip {
+        (&page.gzip, &page.gzip_etag)
+    } else {
+        (&page.body, &page.etag)
+    };
+    let mut res = if etag_matches(&headers, etag.to_str().unwrap_or("")) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let mut r = page.body.clone().into_response();
-        r.headers_mut().insert(
+        let mut r = body.clone().into_response();
+        let h = r.headers_mut();
+        h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if gzip {
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
         r
     };
     let h = res.headers_mut();
-    h.insert(header::ETAG, page.etag.clone());
+    h.insert(header::ETAG, etag.clone());
     h.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=60"),
     );
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     Ok(res)
 }
 
@@ -385,7 +423,7 @@ pub async fn get_receipt(
         ReceiptState::Published {
             district_id,
             position,
-        } => (district_id, position <= st.tally.snapshot().position),
+        } => (district_id, position <= st.tally.position()),
     };
     Ok(Json(json!({
         "receiptId": id.to_string(),
@@ -630,3 +668,35 @@ async fn demo_voter(
     results_stream
 ))]
 pub struct VotingApi;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepts(values: &[&str]) -> bool {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(header::ACCEPT_ENCODING, HeaderValue::from_str(v).unwrap());
+        }
+        accepts_gzip(&h)
+    }
+
+    #[test]
+    fn gzip_is_sent_only_when_accepted() {
+        assert!(!accepts(&[]));
+        assert!(accepts(&["gzip"]));
+        assert!(accepts(&["gzip, deflate, br, zstd"]));
+        assert!(accepts(&["br;q=1.0, GZIP;q=0.5"]));
+        assert!(accepts(&["identity", "x-gzip"]));
+        assert!(accepts(&["*"]));
+        assert!(!accepts(&["br, deflate"]));
+        assert!(!accepts(&["identity"]));
+        assert!(!accepts(&["gzip;q=0"]));
+        assert!(
+            !accepts(&["gzip;q=0.0, *"]),
+            "an explicit gzip;q=0 wins over *"
+        );
+        assert!(!accepts(&["*;q=0"]));
+        assert!(accepts(&["gzip;q=0.001"]));
+    }
+}
