@@ -310,14 +310,16 @@ async fn measure_all(
                 )
                 .await?;
                 let writer = WriterStats::scrape(server.addr).await.since(&before);
+                let (_, peak, _, _) = server.rss_mib();
                 eprintln!(
-                    "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us{}",
+                    "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us  peak {:.0} MiB{}",
                     run + 1,
                     args.runs,
                     w.name,
                     s.requests_per_s,
                     s.latency_us_p50,
                     s.latency_us_p99,
+                    peak,
                     writer.describe()
                 );
                 if is_comparison_phase && i == 0 {
@@ -327,7 +329,6 @@ async fn measure_all(
                     writer_stats[i].push(writer);
                     runs[i].push(s);
                 }
-                let (_, peak, _, _) = server.rss_mib();
                 if is_comparison_phase {
                     peak_comparison_mib = Some(peak_comparison_mib.unwrap_or(0.0).max(peak));
                 } else {
