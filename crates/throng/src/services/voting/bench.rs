@@ -39,6 +39,8 @@ pub struct VotingBench;
 
 /// The seeded election.
 const ELECTION: i64 = 1;
+/// The election-night setting of `serve --commit-delay-us`.
+pub const VOTING_COMMIT_DELAY_US: u64 = 1000;
 /// Candidates named by each vote (of at most 4).
 const CANDIDATES_PER_VOTE: i64 = 2;
 
@@ -154,12 +156,26 @@ fn ballot_paths(prefix: &str, districts: i64) -> Arc<Vec<String>> {
     )
 }
 
+/// What a browser sends (Chromium's value); the ballot comes gzip-compressed.
+const BROWSER_ACCEPT_ENCODING: &str = "gzip, deflate, br, zstd";
+
+/// A GET of a random district's ballot, as a browser asks for it or with no
+/// `Accept-Encoding` (the plain JSON).
+fn ballot_get(ballots: &[String], seq: u64, browser: bool) -> RequestSpec {
+    let mut r = RequestSpec::get(ballots[(mix64(seq, 30) % ballots.len() as u64) as usize].clone());
+    if browser {
+        r.headers
+            .push(("accept-encoding".into(), BROWSER_ACCEPT_ENCODING.into()));
+    }
+    r
+}
+
 /// Requests `seq` of the 1:1 workflow: a GET of a random district's ballot
-/// when even, a vote by the next fresh voter when odd.
+/// (as a browser asks) when even, a vote by the next fresh voter when odd.
 fn workflow(ballots: Arc<Vec<String>>, votes: Arc<Votes>) -> impl Fn(u64) -> RequestSpec {
     move |seq: u64| {
         if seq.is_multiple_of(2) {
-            RequestSpec::get(ballots[(mix64(seq, 30) % ballots.len() as u64) as usize].clone())
+            ballot_get(&ballots, seq, true)
         } else {
             votes.request(seq)
         }
@@ -193,6 +209,12 @@ impl Experiment for VotingBench {
             "--voting-identity".into(),
             "headers".into(),
             "--voting-baseline-routes".into(),
+            // Election night writes on every other request: under load the
+            // writer waits up to 1 ms for more votes before it commits, so a
+            // batch carries ~25-30 votes instead of ~10 (BENCHMARKS.md,
+            // voting: 0.41-0.46 -> 0.46-0.53 of /health, alternated).
+            "--commit-delay-us".into(),
+            VOTING_COMMIT_DELAY_US.to_string(),
         ]
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload> {
@@ -213,8 +235,9 @@ impl Experiment for VotingBench {
         let ballots = ballot_paths("/api/voting", districts);
         let ballot = {
             let ballots = ballots.clone();
-            move |seq: u64| {
-                RequestSpec::get(ballots[(mix64(seq, 30) % ballots.len() as u64) as usize].clone())
+            move |browser: bool| {
+                let ballots = ballots.clone();
+                Arc::new(move |seq: u64| ballot_get(&ballots, seq, browser))
             }
         };
         let mix = Arc::new(workflow(ballots, votes.clone()));
@@ -232,8 +255,16 @@ impl Experiment for VotingBench {
                 comparison: false,
             },
             Workload {
-                name: "GET ballot, random district".into(),
-                factory: Arc::new(ballot),
+                name: "GET ballot, random district (gzip, as a browser asks)".into(),
+                factory: ballot(true),
+                ok_statuses: vec![200],
+                target_ratio_min: None,
+                published: "~1,650 (GET Parties, half of the 3,300)".into(),
+                comparison: false,
+            },
+            Workload {
+                name: "GET ballot, random district (no Accept-Encoding: plain JSON)".into(),
+                factory: ballot(false),
                 ok_statuses: vec![200],
                 target_ratio_min: None,
                 published: "~1,650 (GET Parties, half of the 3,300)".into(),
@@ -280,8 +311,10 @@ impl Experiment for VotingBench {
              all, the database's CPU at 100%; goal 11,000 req/s"
                 .into(),
             "here: one process on this machine, the load generator beside it; 400 connections; \
+             `--commit-delay-us 1000` (under load the writer waits up to 1 ms for more votes per fsync); \
              `--voting-identity headers` (the write-up's gateway authenticated voters); each POST is a \
-             fresh voter (201), durable before the answer; the GETs are plain 200s (no If-None-Match)"
+             fresh voter (201), durable before the answer; the GETs are 200s (no If-None-Match) with \
+             a browser's Accept-Encoding (gzip, ~2 KB of the ~14 KB ballot), and once more without it"
                 .into(),
             "write-up's design (baseline.rs, same server, data and voters): every GET ballot reads \
              the election, district, parties and candidates from the database; every POST reads the \
