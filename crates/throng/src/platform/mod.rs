@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod auth;
 pub mod body_limit;
+pub mod client_addr;
 pub mod crypto;
 pub mod error;
 pub mod experiment;
@@ -16,6 +17,7 @@ pub mod extract;
 pub mod progress;
 pub mod secrets;
 pub mod seed_watch;
+pub mod server;
 pub mod service;
 
 pub use crate::base::{clock, metrics};

@@ -5,6 +5,7 @@
 
 mod helpers;
 
+mod limits;
 mod platform;
 mod seam;
 
