@@ -22,6 +22,7 @@ use crate::platform::body_limit::BodyLimits;
 use crate::platform::client_addr::TrustedProxies;
 use crate::platform::crypto::PiiCipher;
 use crate::platform::error::ApiError;
+use crate::platform::headers;
 use crate::platform::secrets::Secrets;
 use crate::platform::server::ConnLimits;
 use crate::platform::service::{LinkKind, Platform, Service};
@@ -320,6 +321,7 @@ pub fn router_for(
             adm,
             admission::middleware,
         ))
+        .layer(axum::middleware::map_response(headers::security))
         .with_state(state)
 }
 

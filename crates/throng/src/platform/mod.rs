@@ -14,6 +14,7 @@ pub mod crypto;
 pub mod error;
 pub mod experiment;
 pub mod extract;
+pub mod headers;
 pub mod progress;
 pub mod secrets;
 pub mod seed_watch;

@@ -5,6 +5,7 @@
 
 mod helpers;
 
+mod headers;
 mod limits;
 mod platform;
 mod seam;

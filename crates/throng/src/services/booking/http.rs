@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::{FromRef, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::map_response;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -18,9 +19,9 @@ use super::model::{
 use super::store::{self, CancelOutcome};
 use super::BookingState;
 use crate::platform::auth::{Caller, Role, TokenKeys};
-use crate::platform::crypto;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::{crypto, headers};
 
 /// Booking's routes, for any state that gives `Arc<BookingState>` and the
 /// token keys (see `platform::service`).
@@ -33,10 +34,16 @@ where
     Router::new()
         .route("/api/booking/places", get(list_places))
         .route("/api/booking/places/{place_id}/slots", get(place_slots))
-        .route("/api/booking/registrations", post(register))
+        // An access code (POST) and personal data (GET): never cached.
+        .route(
+            "/api/booking/registrations",
+            post(register).layer(map_response(headers::no_store)),
+        )
         .route(
             "/api/booking/registrations/{registration_id}",
-            get(get_registration).delete(cancel_registration),
+            get(get_registration)
+                .delete(cancel_registration)
+                .layer(map_response(headers::no_store_vary_access_code)),
         )
         .route("/api/booking/admin/stats", get(stats))
         .merge(super::page::router())

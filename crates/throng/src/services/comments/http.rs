@@ -37,6 +37,7 @@ use crate::base::clock::now_ms;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::headers;
 use crate::store::Store;
 
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
@@ -73,7 +74,9 @@ where
         )
         .route(
             "/api/comments/demo-token",
-            get(demo_token).options(preflight),
+            get(demo_token)
+                .options(preflight)
+                .layer(axum::middleware::map_response(headers::no_store)),
         )
         .layer(axum::middleware::from_fn(cors))
         .merge(super::page::router())
