@@ -9,6 +9,7 @@ mod headers;
 mod limits;
 mod platform;
 mod seam;
+mod security;
 
 // service test modules: one line each
 mod booking;
