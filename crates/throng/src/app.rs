@@ -145,7 +145,9 @@ pub struct ServeArgs {
         default_value_t = 1024
     )]
     pub connections_per_client_max: usize,
-    /// Seed a small demo data set when the store is empty.
+    /// Seed a small demo data set when the store is empty. Demo endpoints
+    /// hand out tokens to anyone, so a store holding data that the demo did
+    /// not make is refused.
     #[arg(long)]
     pub demo: bool,
     /// Every service's own flags (see each service's `serve_args`).
@@ -381,6 +383,7 @@ pub async fn start_for(
         demo: args.demo,
     };
     if args.demo {
+        claim_for_demo(&store, &args.store).await?;
         for s in list {
             s.seed_demo(&store).await?;
         }
@@ -428,6 +431,32 @@ pub async fn start_for(
         workers,
         _store_lock: store_lock,
     })
+}
+
+/// `meta` key marking a store made by `serve --demo`.
+const DEMO_STORE_MARK: &str = "demo_store";
+
+/// `--demo` hands out tokens to anyone who asks, so it runs only on a store
+/// it made: an empty one is marked as the demo's, and a store holding data
+/// without that mark is refused.
+async fn claim_for_demo(store: &Store, args: &StoreArgs) -> anyhow::Result<()> {
+    if store.meta_get(DEMO_STORE_MARK).await?.is_some() {
+        return Ok(());
+    }
+    let tables = store.tables_with_rows().await?;
+    if !tables.is_empty() {
+        anyhow::bail!(
+            "--demo hands out tokens to anyone and runs only on a store it made, but {} holds \
+             data it did not make (rows in {}); serve it without --demo, or give the demo a \
+             fresh store (--data-dir, --store)",
+            args.url(),
+            tables.join(", ")
+        );
+    }
+    store
+        .meta_set_once(DEMO_STORE_MARK, "made by serve --demo")
+        .await?;
+    Ok(())
 }
 
 async fn health() -> impl IntoResponse {

@@ -469,6 +469,16 @@ async fn demo_token(
         "user" => (super::seed::DEMO_USER_ID, Role::User),
         "provider" => {
             let course_id = q.course_id.unwrap_or(1);
+            // Only the demo's own courses: never a provider of real data.
+            if !(1..=super::seed::DEMO_COURSES).contains(&course_id) {
+                return Err(ApiError::not_found(
+                    "course_not_found",
+                    format!(
+                        "demo provider tokens exist for the demo's courses 1 to {} only",
+                        super::seed::DEMO_COURSES
+                    ),
+                ));
+            }
             let course = store::course(&st.store, course_id)
                 .await?
                 .ok_or_else(|| course_not_found(course_id))?;
