@@ -24,7 +24,7 @@ use crate::platform::crypto::PiiCipher;
 use crate::platform::error::ApiError;
 use crate::platform::headers;
 use crate::platform::secrets::Secrets;
-use crate::platform::server::ConnLimits;
+use crate::platform::server::{serve, ConnLimits};
 use crate::platform::service::{LinkKind, Platform, Service};
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
@@ -150,6 +150,10 @@ pub struct ServeArgs {
     /// not make is refused.
     #[arg(long)]
     pub demo: bool,
+    /// Serve /metrics on this address only (e.g. 127.0.0.1:9100), not on
+    /// --listen; absent, /metrics is on --listen with everything else.
+    #[arg(long, env = "THRONG_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Every service's own flags (see each service's `serve_args`).
     #[command(flatten)]
     pub services: ServiceArgs,
@@ -299,7 +303,6 @@ pub fn router_for(
         )
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/metrics", get(metrics_text))
         .route(
             "/openapi.json",
             get(move || {
@@ -307,6 +310,10 @@ pub fn router_for(
                 async move { ([(header::CONTENT_TYPE, "application/json")], doc) }
             }),
         );
+    let platform_routes = match args.metrics_listen {
+        Some(_) => platform_routes,
+        None => platform_routes.route("/metrics", get(metrics_text)),
+    };
     list.iter()
         .fold(platform_routes, |r, s| r.merge(s.router()))
         .fallback(not_found)
@@ -330,6 +337,8 @@ pub fn router_for(
 /// A running server: its address and how to stop it.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where /metrics is served when `--metrics-listen` is given.
+    pub metrics_addr: Option<SocketAddr>,
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
@@ -412,19 +421,61 @@ pub async fn start_for(
     let mut workers = workers;
     workers.push(tokio::spawn(adm.pruner()));
     let app = router_for(state.clone(), &args, list, adm);
+    let metrics_listener = match args.metrics_listen {
+        Some(at) => Some(
+            tokio::net::TcpListener::bind(at)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {at} (--metrics-listen): {e}"))?,
+        ),
+        None => None,
+    };
+    let metrics_addr = match &metrics_listener {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
     let (tx, rx) = oneshot::channel::<()>();
-    let server = tokio::spawn(crate::platform::server::serve(
-        listener,
-        app,
-        args.conn_limits(),
-        args.proxies(),
-        async {
+    let (limits, proxies) = (args.conn_limits(), args.proxies());
+    let server = tokio::spawn(async move {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let main = serve(
+            listener,
+            app,
+            limits.clone(),
+            proxies.clone(),
+            stopped(stop_rx.clone()),
+        );
+        let metrics = async {
+            if let Some(l) = metrics_listener {
+                let app = Router::new()
+                    .route("/metrics", get(metrics_text))
+                    .fallback(not_found)
+                    .layer(axum::middleware::map_response(headers::security));
+                serve(
+                    l,
+                    app,
+                    limits.clone(),
+                    proxies.clone(),
+                    stopped(stop_rx.clone()),
+                )
+                .await;
+            }
+        };
+        let trigger = async {
             let _ = rx.await;
-        },
-    ));
+            let _ = stop_tx.send(true);
+        };
+        tokio::join!(main, metrics, trigger);
+    });
     tracing::info!(%addr, store = %args.store.url(), "throng listening");
+    if let Some(at) = metrics_addr {
+        tracing::info!(%at, "metrics on their own address");
+    }
     Ok(Running {
         addr,
+        metrics_addr,
         state,
         shutdown: Some(tx),
         server,

@@ -220,6 +220,8 @@ struct W {
 pub struct TestServer {
     pub api: Api,
     pub addr: SocketAddr,
+    /// Set with `--metrics-listen`.
+    pub metrics_addr: Option<SocketAddr>,
     pub state: AppState,
     pub kind: StoreKind,
     pub data_dir: PathBuf,
@@ -287,6 +289,7 @@ impl TestServer {
         Some(TestServer {
             api: Api::new(running.addr),
             addr: running.addr,
+            metrics_addr: running.metrics_addr,
             state: running.state.clone(),
             kind,
             data_dir,

@@ -370,3 +370,24 @@ async fn openapi_names_the_platform_answers() {
     assert_eq!(err["required"][0], "error");
     assert_eq!(err["properties"]["error"]["required"][1], "message");
 }
+
+/// With --metrics-listen, /metrics is served there and nowhere else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn metrics_can_have_an_address_of_their_own() {
+    let s = TestServer::start(StoreKind::Sqlite, &["--metrics-listen", "127.0.0.1:0"])
+        .await
+        .unwrap();
+    s.api
+        .get("/metrics")
+        .await
+        .assert_error(404, "route_not_found");
+    let metrics = crate::helpers::Api::new(s.metrics_addr.expect("a metrics address"));
+    assert_eq!(s.api.get("/health").await.status, 200);
+    let r = metrics.get("/metrics").await;
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("throng_http_requests_total"));
+    metrics
+        .get("/health")
+        .await
+        .assert_error(404, "route_not_found");
+}
