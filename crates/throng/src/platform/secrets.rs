@@ -1,8 +1,9 @@
 //! Generated secrets in the data directory: created on first run with mode
 //! 0600 (the directory 0700), read on every later run; an existing secret
 //! that other users may read, or that another user owns, is refused. Nodes sharing one PostgreSQL must share
-//! them: point them at the same `--data-dir`, or pass `THRONG_PII_KEY` and
-//! `THRONG_TOKEN_SECRET` (base64) in the environment.
+//! them: point them at the same `--data-dir`, or pass `THRONG_PII_KEY`,
+//! `THRONG_TOKEN_SECRET` and `THRONG_BLIND_INDEX_KEY` (base64) in the
+//! environment.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -19,6 +20,8 @@ pub const SECRET_BYTES: usize = 32;
 pub struct Secrets {
     pub pii_key: [u8; SECRET_BYTES],
     pub token_secret: [u8; SECRET_BYTES],
+    /// Keys the blind index of national ids (one registration per person).
+    pub blind_index_key: [u8; SECRET_BYTES],
 }
 
 impl Secrets {
@@ -35,6 +38,10 @@ impl Secrets {
         Ok(Secrets {
             pii_key: from_env_or_file("THRONG_PII_KEY", &data_dir.join("pii.key"))?,
             token_secret: from_env_or_file("THRONG_TOKEN_SECRET", &data_dir.join("token.secret"))?,
+            blind_index_key: from_env_or_file(
+                "THRONG_BLIND_INDEX_KEY",
+                &data_dir.join("blind-index.key"),
+            )?,
         })
     }
 }

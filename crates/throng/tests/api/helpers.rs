@@ -580,11 +580,12 @@ impl Reply {
     }
 }
 
-/// A valid person, distinct per `n`.
+/// A valid person, distinct per `n` (national id included: one person
+/// holds one registration).
 pub fn person(n: u64) -> Value {
     json!({
         "name": format!("Test Person {n}"),
-        "nationalId": format!("900101/{:04}", n % 10_000),
+        "nationalId": format!("900101/{n:04}"),
         "phone": format!("+421 9{:08}", n % 100_000_000),
         "email": format!("person{n}@example.org"),
     })

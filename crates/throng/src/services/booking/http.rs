@@ -13,8 +13,9 @@ use serde::Deserialize;
 
 use super::availability::SlotState;
 use super::model::{
-    Day, NewRegistration, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration,
-    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
+    national_id_key, Day, NewRegistration, OneRegistration, PlaceId, RegisterOutcome,
+    RegistrationRequest, SealedRegistration, PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX,
+    SLOT_QUERY_DAYS_MAX,
 };
 use super::store::{self, CancelOutcome};
 use super::BookingState;
@@ -190,7 +191,7 @@ fn place_not_found(id: i64) -> ApiError {
 #[utoipa::path(post, path = "/api/booking/registrations", tag = "booking",
     request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}"),
     responses((status = 201, description = "{registrationId, accessCode, placeId, day, timeSlot}"),
-              (status = 409, description = "slot_taken"), (status = 404, description = "place_not_found or slot_not_found"),
+              (status = 409, description = "slot_taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
               (status = 422, description = "invalid_field, naming the field"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
     State(st): State<Arc<BookingState>>,
@@ -218,6 +219,7 @@ pub async fn register(
             Ok((StatusCode::CREATED, Json(body)).into_response())
         }
         RegisterOutcome::SlotTaken => Err(slot_taken()),
+        RegisterOutcome::AlreadyRegistered => Err(already_registered(st.one_registration)),
         RegisterOutcome::PlaceNotFound => Err(place_not_found(new.place_id)),
         RegisterOutcome::SlotNotFound => Err(slot_not_found(&new)),
     }
@@ -238,6 +240,22 @@ fn slot_taken() -> ApiError {
     ApiError::conflict(
         "slot_taken",
         "this time slot is already taken; choose another",
+    )
+}
+
+fn already_registered(rule: OneRegistration) -> ApiError {
+    ApiError::conflict(
+        "already_registered",
+        match rule {
+            OneRegistration::PersonDay => {
+                "this person already holds a registration on this day; cancel it (DELETE with \
+                 its access code) to book another"
+            }
+            _ => {
+                "this person already holds a registration; cancel it (DELETE with its access \
+                 code) to book another"
+            }
+        },
     )
 }
 
@@ -266,6 +284,11 @@ fn seal(st: &BookingState, new: &NewRegistration, access_code: &str) -> SealedRe
         day: new.day,
         time_slot: new.time_slot,
         created_at_ms: crate::base::clock::now_ms(),
+        person_key: st.one_registration.scope(new.day).map(|scope| {
+            st.blind_index
+                .of(&scope, &national_id_key(&new.person.national_id))
+                .to_vec()
+        }),
     }
 }
 
