@@ -24,6 +24,7 @@ pub struct Metrics {
     pub http_requests_timed_out: IntCounter,
     pub http_bodies_timed_out: IntCounter,
     pub http_rate_limit_overflow: IntCounter,
+    pub notifier_parked: IntCounter,
 }
 
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -118,7 +119,13 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     for c in [&http_connections_refused, &http_connections_timed_out] {
         registry.register(Box::new(c.clone())).unwrap();
     }
+    let notifier_parked = IntCounter::new(
+        "throng_notifier_parked_total",
+        "Confirmations parked after their attempts or a gateway's refusal (see the admin endpoint)",
+    )
+    .unwrap();
     for c in [
+        &notifier_parked,
         &http_requests_timed_out,
         &http_bodies_timed_out,
         &http_rate_limit_overflow,
@@ -160,6 +167,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         http_requests_timed_out,
         http_bodies_timed_out,
         http_rate_limit_overflow,
+        notifier_parked,
     }
 });
 

@@ -14,6 +14,7 @@ mod security;
 // service test modules: one line each
 mod booking;
 mod booking_durability;
+mod booking_notifier;
 mod booking_person;
 mod comments;
 mod voting;

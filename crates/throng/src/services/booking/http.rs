@@ -47,6 +47,10 @@ where
                 .layer(map_response(headers::no_store_vary_access_code)),
         )
         .route("/api/booking/admin/stats", get(stats))
+        .route(
+            "/api/booking/admin/notifications/parked",
+            get(parked_notifications),
+        )
         .merge(super::page::router())
 }
 
@@ -384,6 +388,24 @@ pub async fn stats(
     ))
 }
 
+/// Parked confirmations listed at most.
+const PARKED_LISTED_MAX: i64 = 1000;
+
+#[utoipa::path(get, path = "/api/booking/admin/notifications/parked", tag = "booking",
+    security(("bearer" = [])),
+    responses((status = 200, description = "{count, parked:[{position, registrationId, reason, attempts, parkedAtMs}]}: confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data"),
+              (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
+pub async fn parked_notifications(
+    State(st): State<Arc<BookingState>>,
+    caller: Caller,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.require(Role::Admin)?;
+    let (parked, count) = store::parked_notifications(&st.store, PARKED_LISTED_MAX).await?;
+    Ok(Json(
+        serde_json::json!({ "count": count, "parked": parked }),
+    ))
+}
+
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
     list_places,
@@ -391,6 +413,7 @@ pub async fn stats(
     register,
     get_registration,
     cancel_registration,
-    stats
+    stats,
+    parked_notifications
 ))]
 pub struct BookingApi;

@@ -44,7 +44,8 @@ static MIGRATIONS: MigrationSet = MigrationSet {
 /// `serve` flags of the booking service.
 #[derive(Clone, Debug, clap::Args)]
 pub struct BookingArgs {
-    /// SMS gateway webhook (http://...); confirmations go to the log when absent.
+    /// SMS gateway webhook (http:// or https://, redirects never followed);
+    /// confirmations go to the log when absent.
     #[arg(long, env = "THRONG_NOTIFY_WEBHOOK")]
     pub notify_webhook: Option<String>,
     /// Do not run the confirmation worker on this node (nodes sharing a
@@ -62,6 +63,12 @@ pub struct BookingArgs {
         default_value = "person"
     )]
     pub booking_one_registration: model::OneRegistration,
+    /// Attempts at one confirmation before it is parked (kept, listed at
+    /// GET /api/booking/admin/notifications/parked) so it stops holding
+    /// back the ones after it; retries back off from 0.1 s to 30 s (10
+    /// attempts: ~51 s). A gateway's refusal (4xx, a redirect) parks at once.
+    #[arg(long, env = "THRONG_NOTIFY_ATTEMPTS_MAX", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub notify_attempts_max: u32,
 }
 
 impl Service for Booking {
@@ -129,6 +136,9 @@ impl Service for Booking {
                     platform.pii.clone(),
                     notifier,
                     state.notify_worker.clone(),
+                    notifier::Attempts {
+                        max: args.notify_attempts_max,
+                    },
                 ));
             }
             Ok(started)

@@ -529,3 +529,108 @@ pub async fn stats(store: &Store, notifier_consumer: &str) -> Result<BookingStat
         notifier_position,
     })
 }
+
+/// A confirmation the notifier gave up on.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParkedNotification {
+    pub position: i64,
+    pub registration_id: String,
+    pub reason: String,
+    pub attempts: i64,
+    pub parked_at_ms: i64,
+}
+
+/// Keeps a confirmation the notifier gave up on (once per event position).
+pub async fn park_notification(store: &Store, p: ParkedNotification) -> Result<(), StoreError> {
+    match store {
+        Store::Sqlite(s) => {
+            s.write(move |c| {
+                c.prepare_cached(
+                    "INSERT OR IGNORE INTO booking_notifications_parked
+                        (position, registration_id, reason, attempts, parked_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![
+                    p.position,
+                    p.registration_id,
+                    p.reason,
+                    p.attempts,
+                    p.parked_at_ms
+                ])?;
+                Ok(())
+            })
+            .await
+        }
+        Store::Postgres(pg) => {
+            pg.write(move |tx| {
+                let p = p.clone();
+                Box::pin(async move {
+                    tx.tx
+                        .execute(
+                            "INSERT INTO booking_notifications_parked
+                                (position, registration_id, reason, attempts, parked_at_ms)
+                             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (position) DO NOTHING",
+                            &[
+                                &p.position,
+                                &p.registration_id,
+                                &p.reason,
+                                &(p.attempts as i32),
+                                &p.parked_at_ms,
+                            ],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+        }
+    }
+}
+
+/// The oldest `limit` parked confirmations and how many there are.
+pub async fn parked_notifications(
+    store: &Store,
+    limit: i64,
+) -> Result<(Vec<ParkedNotification>, i64), StoreError> {
+    const LIST: &str = "SELECT position, registration_id, reason, attempts, parked_at_ms
+                        FROM booking_notifications_parked ORDER BY position LIMIT ";
+    const COUNT: &str = "SELECT COUNT(*) FROM booking_notifications_parked";
+    match store {
+        Store::Sqlite(s) => {
+            s.read(move |c| {
+                let list = c
+                    .prepare(&format!("{LIST}?1"))?
+                    .query_map([limit], |r| {
+                        Ok(ParkedNotification {
+                            position: r.get(0)?,
+                            registration_id: r.get(1)?,
+                            reason: r.get(2)?,
+                            attempts: r.get(3)?,
+                            parked_at_ms: r.get(4)?,
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                let total = c.query_row(COUNT, [], |r| r.get(0))?;
+                Ok((list, total))
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let rows = client.query(&format!("{LIST}$1"), &[&limit]).await?;
+            let total: i64 = client.query_one(COUNT, &[]).await?.get(0);
+            let list = rows
+                .iter()
+                .map(|r| ParkedNotification {
+                    position: r.get(0),
+                    registration_id: r.get(1),
+                    reason: r.get(2),
+                    attempts: i64::from(r.get::<_, i32>(3)),
+                    parked_at_ms: r.get(4),
+                })
+                .collect();
+            Ok((list, total))
+        }
+    }
+}
