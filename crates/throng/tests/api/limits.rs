@@ -391,3 +391,48 @@ async fn metrics_can_have_an_address_of_their_own() {
         .await
         .assert_error(404, "route_not_found");
 }
+
+/// A request stuck behind a lock in the database is answered 503
+/// `request_timeout` at --request-timeout-ms, and its slot is freed.
+async fn a_stuck_request_is_answered_at_the_request_deadline(kind: StoreKind) {
+    let flags = [
+        "--request-timeout-ms",
+        "1500",
+        "--body-timeout-ms",
+        "1000",
+        "--in-flight-max",
+        "1",
+    ];
+    let Some(s) = TestServer::start_seeded(kind, &flags, Some((1, 1, 3))).await else {
+        return;
+    };
+    let pg = s.pg.as_ref().expect("PostgreSQL");
+    let (mut client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let tx = client.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM booking_slots WHERE place_id = 1 FOR UPDATE",
+        &[],
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let r = s
+        .api
+        .register(1, crate::helpers::FROM, 0, crate::helpers::person(1))
+        .await;
+    let took = started.elapsed();
+    r.assert_error(503, "request_timeout");
+    assert!(r.headers.get("retry-after").is_some());
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_millis(1500) + SLACK,
+        "answered after {took:?}"
+    );
+    // The one slot is free again.
+    assert_eq!(s.api.get("/health").await.status, 200);
+    tx.rollback().await.unwrap();
+}
+
+crate::postgres_only!(a_stuck_request_is_answered_at_the_request_deadline);
