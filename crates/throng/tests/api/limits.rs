@@ -436,3 +436,51 @@ async fn a_stuck_request_is_answered_at_the_request_deadline(kind: StoreKind) {
 }
 
 crate::postgres_only!(a_stuck_request_is_answered_at_the_request_deadline);
+
+/// Stopping lets a request in flight finish (here one waiting on a database
+/// lock) and accepts no new connection meanwhile.
+async fn stopping_lets_requests_in_flight_finish(kind: StoreKind) {
+    let Some(mut s) = TestServer::start_seeded(kind, &[], Some((1, 1, 3))).await else {
+        return;
+    };
+    let pg = s.pg.as_ref().expect("PostgreSQL");
+    let (mut client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let tx = client.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM booking_slots WHERE place_id = 1 FOR UPDATE",
+        &[],
+    )
+    .await
+    .unwrap();
+    let api = s.api.clone();
+    let in_flight = tokio::spawn(async move {
+        api.register(1, crate::helpers::FROM, 0, crate::helpers::person(1))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let addr = s.addr;
+    let stopping = tokio::spawn(async move {
+        s.stop().await;
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !stopping.is_finished(),
+        "stop waits for the request in flight"
+    );
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no new connection once stopping"
+    );
+    tx.rollback().await.unwrap();
+    let r = in_flight.await.unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("stopped once the request finished")
+        .unwrap();
+}
+
+crate::postgres_only!(stopping_lets_requests_in_flight_finish);
