@@ -484,3 +484,25 @@ async fn stopping_lets_requests_in_flight_finish(kind: StoreKind) {
 }
 
 crate::postgres_only!(stopping_lets_requests_in_flight_finish);
+
+/// A chunked body (no Content-Length) is bounded as it is read: 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_chunked_body_over_the_limit_is_refused() {
+    let s = TestServer::start(StoreKind::Sqlite, &["--body-limit-bytes", "1024"])
+        .await
+        .unwrap();
+    let chunk = "x".repeat(1000);
+    let mut req = String::from(
+        "POST /api/booking/registrations HTTP/1.1\r\nHost: t\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    for _ in 0..3 {
+        req.push_str(&format!("{:x}\r\n{chunk}\r\n", chunk.len()));
+    }
+    req.push_str("0\r\n\r\n");
+    let mut c = send_raw(s.addr, &req).await;
+    let (bytes, _) = read_until_closed(&mut c, Duration::from_secs(2)).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("\"body_too_large\""), "{text}");
+}
