@@ -108,7 +108,7 @@ test("429 with Retry-After: the page says it waits, retries after >= 1 s, then c
     return route.continue();
   });
   await pickFirstFreeSlot(page);
-  await fillPerson(page, { ...ALICE, name: "Bob Crowd", email: "bob@example.org" });
+  await fillPerson(page, { ...ALICE, name: "Bob Crowd", nationalId: "850101-2001", email: "bob@example.org" });
   await page.click("#submit");
 
   const status = page.locator("#status.waiting");
@@ -156,11 +156,11 @@ test("a slot taken meanwhile: 409 message stays visible and the slot turns disab
   const res = await fetchWithin(`${session.server.url}/api/booking/registrations`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ placeId, day, timeSlot: slot, person: { ...ALICE, name: "Carol Quick" } }),
+    body: JSON.stringify({ placeId, day, timeSlot: slot, person: { ...ALICE, name: "Carol Quick", nationalId: "850101-3001" } }),
   });
   assert.equal(res.status, 201);
 
-  await fillPerson(page, ALICE);
+  await fillPerson(page, { ...ALICE, nationalId: "850101-4001" });
   const reload = page.waitForResponse((r) => r.url().includes(`/api/booking/places/${placeId}/slots?`));
   await page.click("#submit");
   await reload;
@@ -168,6 +168,28 @@ test("a slot taken meanwhile: 409 message stays visible and the slot turns disab
   const status = page.locator("#status");
   await page.locator("#status.error").waitFor();
   assert.match(await status.textContent(), /already taken/);
+  assert.equal(await page.locator("#confirmation").isHidden(), true);
+});
+
+test("one registration per person: a second one shows why and keeps the form", { timeout: TEST_MS_MAX }, async (t) => {
+  const { page } = await newPage(t);
+  const { placeId, day } = await openBooking(page, 5);
+  const dave = { ...ALICE, name: "Dave Twice", nationalId: "850101-5001" };
+  // Dave already holds another free slot of this place, booked elsewhere.
+  const other = Number(await page.locator("#slots button:not([disabled])").nth(1).getAttribute("data-slot"));
+  const first = await fetchWithin(`${session.server.url}/api/booking/registrations`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ placeId, day, timeSlot: other, person: dave }),
+  });
+  assert.equal(first.status, 201);
+  assert.equal(first.headers.get("cache-control"), "no-store");
+  await pickFirstFreeSlot(page);
+  await fillPerson(page, dave);
+  const answer = page.waitForResponse((r) => r.url().endsWith("/api/booking/registrations"));
+  await page.click("#submit");
+  assert.equal((await answer).status(), 409);
+  await page.locator("#status.error", { hasText: "already holds a registration" }).waitFor();
   assert.equal(await page.locator("#confirmation").isHidden(), true);
 });
 

@@ -3,8 +3,10 @@
 //! start/stop. Names no service.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, Method, StatusCode, Uri};
@@ -14,11 +16,15 @@ use axum::Router;
 use tokio::sync::oneshot;
 
 use crate::base::metrics;
-use crate::platform::admission::{self, Admission};
+use crate::platform::admission::{self, Admission, AdmissionLimits};
 use crate::platform::auth::TokenKeys;
-use crate::platform::crypto::PiiCipher;
+use crate::platform::body_limit::BodyLimits;
+use crate::platform::client_addr::TrustedProxies;
+use crate::platform::crypto::{BlindIndex, PiiCipher};
 use crate::platform::error::ApiError;
+use crate::platform::headers;
 use crate::platform::secrets::Secrets;
+use crate::platform::server::{serve, ConnLimits};
 use crate::platform::service::{LinkKind, Platform, Service};
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
@@ -92,17 +98,62 @@ pub struct ServeArgs {
     #[arg(long, env = "THRONG_BODY_LIMIT_BYTES", default_value_t = 64 * 1024)]
     pub body_limit_bytes: usize,
     /// Per-client rate limit (GCRA), requests per second; off when absent.
+    /// A client is an IPv4 address or an IPv6 /64 (see --trusted-proxies).
     #[arg(long, env = "THRONG_RATE_LIMIT_PER_S")]
     pub rate_limit_per_s: Option<u32>,
     /// Burst allowed by the per-client rate limit.
     #[arg(long, env = "THRONG_RATE_LIMIT_BURST", default_value_t = 20)]
     pub rate_limit_burst: u32,
-    /// Take the client address from X-Forwarded-For (behind HAProxy).
-    #[arg(long, env = "THRONG_TRUST_FORWARDED_FOR")]
+    /// Clients the rate limiter remembers at most; idle ones are pruned
+    /// every second, and while the table is full new clients share one
+    /// budget.
+    #[arg(long, env = "THRONG_RATE_LIMIT_KEYS_MAX", default_value_t = 100_000)]
+    pub rate_limit_keys_max: usize,
+    /// Proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For
+    /// is believed: the client is the rightmost address not in this list.
+    /// Empty: the TCP peer is the client and X-Forwarded-For is ignored.
+    #[arg(long, env = "THRONG_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::platform::client_addr::parse_net)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Replaced by --trusted-proxies (it believed any client's header).
+    #[arg(long, env = "THRONG_TRUST_FORWARDED_FOR", hide = true)]
     pub trust_forwarded_for: bool,
-    /// Seed a small demo data set when the store is empty.
+    /// Milliseconds from a request's first byte to the end of its head;
+    /// past it the connection is closed.
+    #[arg(long, env = "THRONG_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_read_timeout_ms: u64,
+    /// Milliseconds from a request's head to its body's last byte; past it
+    /// the answer is 408 body_timeout and the connection is closed.
+    #[arg(long, env = "THRONG_BODY_TIMEOUT_MS", default_value_t = 10_000)]
+    pub body_timeout_ms: u64,
+    /// Milliseconds a connection may sit with no request running and no
+    /// byte moving (keep-alive, or a client that never writes) before it
+    /// is closed. Keep it above 15000 to let SSE keep-alives through.
+    #[arg(long, env = "THRONG_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+    /// Milliseconds a request may take from its head to its answer (body
+    /// included); past it the answer is 503 request_timeout.
+    #[arg(long, env = "THRONG_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
+    pub request_timeout_ms: u64,
+    /// Open connections at most; past it new ones are closed at once.
+    #[arg(long, env = "THRONG_CONNECTIONS_MAX", default_value_t = 8192)]
+    pub connections_max: usize,
+    /// Open connections per client (IPv4 address or IPv6 /64) at most;
+    /// trusted proxies are exempt.
+    #[arg(
+        long,
+        env = "THRONG_CONNECTIONS_PER_CLIENT_MAX",
+        default_value_t = 1024
+    )]
+    pub connections_per_client_max: usize,
+    /// Seed a small demo data set when the store is empty. Demo endpoints
+    /// hand out tokens to anyone, so a store holding data that the demo did
+    /// not make is refused.
     #[arg(long)]
     pub demo: bool,
+    /// Serve /metrics on this address only (e.g. 127.0.0.1:9100), not on
+    /// --listen; absent, /metrics is on --listen with everything else.
+    #[arg(long, env = "THRONG_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Every service's own flags (see each service's `serve_args`).
     #[command(flatten)]
     pub services: ServiceArgs,
@@ -158,22 +209,100 @@ pub async fn open_store_for(
             args.data_dir.join("pii.key").display()
         );
     }
+    let blind = BlindIndex::new(&secrets.blind_index_key);
+    let stored = store
+        .meta_set_once("blind_index_key_fingerprint", blind.fingerprint())
+        .await?;
+    if stored != blind.fingerprint() {
+        anyhow::bail!(
+            "the blind index in {} (one registration per person) was keyed with another key than \
+             {}; start with the data directory (or THRONG_BLIND_INDEX_KEY) that this store was \
+             created with",
+            args.url(),
+            args.data_dir.join("blind-index.key").display()
+        );
+    }
     Ok((store, secrets))
 }
 
-pub fn router(state: AppState, args: &ServeArgs) -> Router {
-    router_for(state, args, services::all())
+impl ServeArgs {
+    /// Checks the limits together; an error names the flag to change.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.trust_forwarded_for {
+            anyhow::bail!(
+                "--trust-forwarded-for believed any client's X-Forwarded-For; name the proxies \
+                 instead, e.g. --trusted-proxies 10.0.0.5,10.1.0.0/16"
+            );
+        }
+        for (name, v) in [
+            ("--header-read-timeout-ms", self.header_read_timeout_ms),
+            ("--body-timeout-ms", self.body_timeout_ms),
+            ("--idle-timeout-ms", self.idle_timeout_ms),
+            ("--request-timeout-ms", self.request_timeout_ms),
+            ("--connections-max", self.connections_max as u64),
+            (
+                "--connections-per-client-max",
+                self.connections_per_client_max as u64,
+            ),
+            ("--rate-limit-keys-max", self.rate_limit_keys_max as u64),
+        ] {
+            if v == 0 {
+                anyhow::bail!("{name} must be at least 1");
+            }
+        }
+        if self.request_timeout_ms < self.body_timeout_ms {
+            anyhow::bail!(
+                "--request-timeout-ms ({}) must be at least --body-timeout-ms ({}): the body is \
+                 read within the request's time",
+                self.request_timeout_ms,
+                self.body_timeout_ms
+            );
+        }
+        TrustedProxies::new(self.trusted_proxies.clone())?;
+        if self.connections_max > u32::MAX as usize {
+            anyhow::bail!("--connections-max must be at most {}", u32::MAX);
+        }
+        Ok(())
+    }
+
+    pub fn admission(&self) -> Arc<Admission> {
+        Admission::new(
+            AdmissionLimits {
+                in_flight_max: self.in_flight_max,
+                retry_after_s: self.retry_after_s,
+                request_timeout: Duration::from_millis(self.request_timeout_ms),
+                rate_limit_per_s: self.rate_limit_per_s.and_then(NonZeroU32::new),
+                rate_limit_burst: self.rate_limit_burst,
+                rate_limit_keys_max: self.rate_limit_keys_max,
+            },
+            self.proxies(),
+        )
+    }
+
+    pub fn proxies(&self) -> Arc<TrustedProxies> {
+        Arc::new(
+            TrustedProxies::new(self.trusted_proxies.clone())
+                .expect("checked by --trusted-proxies' parser and ServeArgs::check"),
+        )
+    }
+
+    pub fn conn_limits(&self) -> ConnLimits {
+        ConnLimits {
+            header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            connections_max: self.connections_max,
+            connections_per_client_max: self.connections_per_client_max,
+        }
+    }
 }
 
-/// The app's router over the services of `list`.
-pub fn router_for(state: AppState, args: &ServeArgs, list: &[&'static dyn Service]) -> Router {
-    let adm = Admission::new(
-        args.in_flight_max,
-        args.retry_after_s,
-        args.rate_limit_per_s,
-        args.rate_limit_burst,
-        args.trust_forwarded_for,
-    );
+/// The app's router over the services of `list`, behind `adm`.
+pub fn router_for(
+    state: AppState,
+    args: &ServeArgs,
+    list: &[&'static dyn Service],
+    adm: Arc<Admission>,
+) -> Router {
     // Built once per server; a clone of `Bytes` is a reference count.
     let index_html = bytes::Bytes::from(index_html(list));
     let openapi = bytes::Bytes::from(openapi_json(list));
@@ -187,7 +316,6 @@ pub fn router_for(state: AppState, args: &ServeArgs, list: &[&'static dyn Servic
         )
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/metrics", get(metrics_text))
         .route(
             "/openapi.json",
             get(move || {
@@ -195,25 +323,35 @@ pub fn router_for(state: AppState, args: &ServeArgs, list: &[&'static dyn Servic
                 async move { ([(header::CONTENT_TYPE, "application/json")], doc) }
             }),
         );
+    let platform_routes = match args.metrics_listen {
+        Some(_) => platform_routes,
+        None => platform_routes.route("/metrics", get(metrics_text)),
+    };
     list.iter()
         .fold(platform_routes, |r, s| r.merge(s.router()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(args.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(
-            args.body_limit_bytes,
+            BodyLimits {
+                bytes_max: args.body_limit_bytes,
+                timeout: Duration::from_millis(args.body_timeout_ms),
+            },
             crate::platform::body_limit::middleware,
         ))
         .layer(axum::middleware::from_fn_with_state(
             adm,
             admission::middleware,
         ))
+        .layer(axum::middleware::map_response(headers::security))
         .with_state(state)
 }
 
 /// A running server: its address and how to stop it.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where /metrics is served when `--metrics-listen` is given.
+    pub metrics_addr: Option<SocketAddr>,
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
@@ -254,6 +392,7 @@ pub async fn start_for(
     args: ServeArgs,
     list: &'static [&'static dyn Service],
 ) -> anyhow::Result<Running> {
+    args.check()?;
     let store_lock = match args.store.url() {
         StoreUrl::Sqlite(path) => Some(crate::store::sqlite::lock_for_serving(&path)?),
         StoreUrl::Postgres(_) => None,
@@ -263,9 +402,11 @@ pub async fn start_for(
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
+        blind_index: Arc::new(BlindIndex::new(&secrets.blind_index_key)),
         demo: args.demo,
     };
     if args.demo {
+        claim_for_demo(&store, &args.store).await?;
         for s in list {
             s.seed_demo(&store).await?;
         }
@@ -290,29 +431,97 @@ pub async fn start_for(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr()?;
-    let app = router_for(state.clone(), &args, list);
+    let adm = args.admission();
+    let mut workers = workers;
+    workers.push(tokio::spawn(adm.pruner()));
+    let app = router_for(state.clone(), &args, list, adm);
+    let metrics_listener = match args.metrics_listen {
+        Some(at) => Some(
+            tokio::net::TcpListener::bind(at)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {at} (--metrics-listen): {e}"))?,
+        ),
+        None => None,
+    };
+    let metrics_addr = match &metrics_listener {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
     let (tx, rx) = oneshot::channel::<()>();
+    let (limits, proxies) = (args.conn_limits(), args.proxies());
     let server = tokio::spawn(async move {
-        let serve = axum::serve(
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let main = serve(
             listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async {
+            app,
+            limits.clone(),
+            proxies.clone(),
+            stopped(stop_rx.clone()),
+        );
+        let metrics = async {
+            if let Some(l) = metrics_listener {
+                let app = Router::new()
+                    .route("/metrics", get(metrics_text))
+                    .fallback(not_found)
+                    .layer(axum::middleware::map_response(headers::security));
+                serve(
+                    l,
+                    app,
+                    limits.clone(),
+                    proxies.clone(),
+                    stopped(stop_rx.clone()),
+                )
+                .await;
+            }
+        };
+        let trigger = async {
             let _ = rx.await;
-        });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "server stopped");
-        }
+            let _ = stop_tx.send(true);
+        };
+        tokio::join!(main, metrics, trigger);
     });
     tracing::info!(%addr, store = %args.store.url(), "throng listening");
+    if let Some(at) = metrics_addr {
+        tracing::info!(%at, "metrics on their own address");
+    }
     Ok(Running {
         addr,
+        metrics_addr,
         state,
         shutdown: Some(tx),
         server,
         workers,
         _store_lock: store_lock,
     })
+}
+
+/// `meta` key marking a store made by `serve --demo`.
+const DEMO_STORE_MARK: &str = "demo_store";
+
+/// `--demo` hands out tokens to anyone who asks, so it runs only on a store
+/// it made: an empty one is marked as the demo's, and a store holding data
+/// without that mark is refused.
+async fn claim_for_demo(store: &Store, args: &StoreArgs) -> anyhow::Result<()> {
+    if store.meta_get(DEMO_STORE_MARK).await?.is_some() {
+        return Ok(());
+    }
+    let tables = store.tables_with_rows().await?;
+    if !tables.is_empty() {
+        anyhow::bail!(
+            "--demo hands out tokens to anyone and runs only on a store it made, but {} holds \
+             data it did not make (rows in {}); serve it without --demo, or give the demo a \
+             fresh store (--data-dir, --store)",
+            args.url(),
+            tables.join(", ")
+        );
+    }
+    store
+        .meta_set_once(DEMO_STORE_MARK, "made by serve --demo")
+        .await?;
+    Ok(())
 }
 
 async fn health() -> impl IntoResponse {
@@ -362,8 +571,80 @@ fn openapi_json(list: &[&'static dyn Service]) -> String {
                 .build(),
         ),
     );
-    doc.to_pretty_json()
-        .expect("the OpenAPI document serializes")
+    let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
+    add_platform_responses(&mut doc);
+    serde_json::to_string_pretty(&doc).expect("JSON serializes")
+}
+
+/// The answers any operation may get from the platform, whatever its
+/// service says: 429 (admission), 503 `request_timeout`, and for operations
+/// with a body 408 `body_timeout` and 413 `body_too_large`; each with the
+/// error envelope's schema (`#/components/schemas/Error`), which every
+/// 4xx and 5xx answer is given.
+fn add_platform_responses(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    doc["components"]["schemas"]["Error"] = json!({
+        "type": "object",
+        "required": ["error"],
+        "additionalProperties": false,
+        "properties": {"error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "additionalProperties": false,
+            "properties": {
+                "code": {"type": "string", "description": "stable, machine-readable"},
+                "message": {"type": "string", "description": "for people: what to change"}
+            }
+        }}
+    });
+    let error = |description: &str| {
+        json!({
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        })
+    };
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, op) in item.iter_mut() {
+            let has_body = matches!(method.as_str(), "post" | "put" | "patch");
+            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else {
+                continue;
+            };
+            let mut add = |status: &str, description: &str| {
+                responses
+                    .entry(status.to_string())
+                    .or_insert_with(|| error(description));
+            };
+            add(
+                "429",
+                "too_many_requests: over capacity or over the client's rate; see Retry-After",
+            );
+            add(
+                "503",
+                "request_timeout (over --request-timeout-ms; see Retry-After) or store_unavailable",
+            );
+            if has_body {
+                add(
+                    "408",
+                    "body_timeout: the body did not arrive within --body-timeout-ms",
+                );
+                add("413", "body_too_large: over --body-limit-bytes");
+            }
+            // Every error answer is the envelope, whatever the service wrote.
+            for (status, response) in responses.iter_mut() {
+                if status.starts_with('4') || status.starts_with('5') {
+                    if response.get("content").is_none() {
+                        response["content"] = error("")["content"].clone();
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The index page: the template with every service's links.

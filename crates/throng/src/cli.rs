@@ -176,6 +176,9 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut running = app::start(args).await?;
     println!("throng listening on http://{}", running.addr);
+    if let Some(at) = running.metrics_addr {
+        println!("throng metrics on http://{at}/metrics");
+    }
     let stop = running.shutdown_handle();
     tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -19,6 +19,12 @@ pub struct Metrics {
     pub store_commit_seconds: Histogram,
     pub notifier_delivered: IntCounter,
     pub notifier_failures: IntCounter,
+    pub http_connections_refused: IntCounterVec,
+    pub http_connections_timed_out: IntCounterVec,
+    pub http_requests_timed_out: IntCounter,
+    pub http_bodies_timed_out: IntCounter,
+    pub http_rate_limit_overflow: IntCounter,
+    pub notifier_parked: IntCounter,
 }
 
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -79,6 +85,53 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Failed notification attempts (each is retried)",
     )
     .unwrap();
+    let http_connections_refused = IntCounterVec::new(
+        Opts::new(
+            "throng_http_connections_refused_total",
+            "Connections closed at accept: over the server's or a client's connection cap",
+        ),
+        &["cap"],
+    )
+    .unwrap();
+    let http_connections_timed_out = IntCounterVec::new(
+        Opts::new(
+            "throng_http_connections_timed_out_total",
+            "Connections closed by the header-read or idle timeout",
+        ),
+        &["timeout"],
+    )
+    .unwrap();
+    let http_requests_timed_out = IntCounter::new(
+        "throng_http_requests_timed_out_total",
+        "Requests answered 503 request_timeout (over --request-timeout-ms)",
+    )
+    .unwrap();
+    let http_bodies_timed_out = IntCounter::new(
+        "throng_http_bodies_timed_out_total",
+        "Requests answered 408 body_timeout (body not received within --body-timeout-ms)",
+    )
+    .unwrap();
+    let http_rate_limit_overflow = IntCounter::new(
+        "throng_http_rate_limit_overflow_total",
+        "Rate-limit checks of new clients that found the key table full (they share one budget)",
+    )
+    .unwrap();
+    for c in [&http_connections_refused, &http_connections_timed_out] {
+        registry.register(Box::new(c.clone())).unwrap();
+    }
+    let notifier_parked = IntCounter::new(
+        "throng_notifier_parked_total",
+        "Confirmations parked after their attempts or a gateway's refusal (see the admin endpoint)",
+    )
+    .unwrap();
+    for c in [
+        &notifier_parked,
+        &http_requests_timed_out,
+        &http_bodies_timed_out,
+        &http_rate_limit_overflow,
+    ] {
+        registry.register(Box::new(c.clone())).unwrap();
+    }
     registry.register(Box::new(http_requests.clone())).unwrap();
     registry
         .register(Box::new(http_latency_seconds.clone()))
@@ -109,6 +162,12 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         store_commit_seconds,
         notifier_delivered,
         notifier_failures,
+        http_connections_refused,
+        http_connections_timed_out,
+        http_requests_timed_out,
+        http_bodies_timed_out,
+        http_rate_limit_overflow,
+        notifier_parked,
     }
 });
 

@@ -1,85 +1,188 @@
 //! Admission control and request metrics, in one middleware around every
 //! route. Past `in_flight_max` requests in flight, a request is answered 429
 //! with `Retry-After` at once instead of queueing without bound; the optional
-//! per-client rate limit (GCRA via governor, off by default) answers the same.
+//! per-client rate limit (GCRA, off by default) answers the same. A request
+//! that runs past `request_timeout` is answered 503 and its slot freed.
+//!
+//! Metric labels come from closed sets only: the matched route (or
+//! `unmatched`), the method (the nine of RFC 9110, or `other`) and the status
+//! code, so no client can add series.
 
-use std::net::{IpAddr, SocketAddr};
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::{clock::Clock, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use super::client_addr::{ClientKey, TrustedProxies};
 use super::error::ApiError;
 use crate::base::metrics::METRICS;
 
-/// Distinct client keys the rate limiter remembers before it forgets idle ones.
-const RATE_LIMIT_KEYS_MAX: usize = 100_000;
+/// What admission control is configured with (see `serve --help`).
+#[derive(Clone, Debug)]
+pub struct AdmissionLimits {
+    pub in_flight_max: usize,
+    pub retry_after_s: u64,
+    pub request_timeout: Duration,
+    pub rate_limit_per_s: Option<NonZeroU32>,
+    pub rate_limit_burst: u32,
+    /// Client keys the rate limiter remembers at most.
+    pub rate_limit_keys_max: usize,
+}
 
 pub struct Admission {
     in_flight: AtomicUsize,
-    in_flight_max: usize,
-    retry_after_s: u64,
-    rate_limit: Option<DefaultKeyedRateLimiter<IpAddr>>,
-    trust_forwarded_for: bool,
+    limits: AdmissionLimits,
+    rate_limit: Option<RateLimit>,
+    proxies: Arc<TrustedProxies>,
 }
 
 impl Admission {
-    pub fn new(
-        in_flight_max: usize,
-        retry_after_s: u64,
-        rate_limit_per_s: Option<u32>,
-        rate_limit_burst: u32,
-        trust_forwarded_for: bool,
-    ) -> Arc<Admission> {
-        let rate_limit = rate_limit_per_s.and_then(NonZeroU32::new).map(|per_s| {
-            let burst = NonZeroU32::new(rate_limit_burst.max(1)).unwrap();
-            RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst))
+    pub fn new(limits: AdmissionLimits, proxies: Arc<TrustedProxies>) -> Arc<Admission> {
+        let rate_limit = limits.rate_limit_per_s.map(|per_s| {
+            RateLimit::new(
+                per_s,
+                limits.rate_limit_burst.max(1),
+                limits.rate_limit_keys_max,
+            )
         });
+        let mut limits = limits;
+        limits.in_flight_max = limits.in_flight_max.max(1);
+        limits.retry_after_s = limits.retry_after_s.max(1);
         Arc::new(Admission {
             in_flight: AtomicUsize::new(0),
-            in_flight_max: in_flight_max.max(1),
-            retry_after_s: retry_after_s.max(1),
+            limits,
             rate_limit,
-            trust_forwarded_for,
+            proxies,
         })
     }
 
-    fn client_ip(&self, req: &Request) -> Option<IpAddr> {
-        if self.trust_forwarded_for {
-            let forwarded = req
-                .headers()
-                .get("x-forwarded-for")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(',').next())
-                .and_then(|v| v.trim().parse().ok());
-            if forwarded.is_some() {
-                return forwarded;
+    /// Forgets, once a second, clients whose budget is full again (they are
+    /// indistinguishable from new ones), so the key table holds only the
+    /// clients of the last seconds. Runs until the admission is dropped.
+    pub fn pruner(self: &Arc<Self>) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let weak = Arc::downgrade(self);
+        async move {
+            let mut tick = tokio::time::interval(RATE_LIMIT_PRUNE_EVERY);
+            loop {
+                tick.tick().await;
+                let Some(adm) = weak.upgrade() else { return };
+                if let Some(rl) = &adm.rate_limit {
+                    rl.prune();
+                }
             }
         }
-        req.extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip())
+    }
+
+    /// Keys in the rate limiter's table (for tests and metrics).
+    pub fn rate_limit_keys(&self) -> usize {
+        self.rate_limit.as_ref().map_or(0, RateLimit::len)
     }
 
     /// `Some(wait_s)` when this client is over its rate.
     fn rate_limited(&self, req: &Request) -> Option<u64> {
         let limiter = self.rate_limit.as_ref()?;
-        let ip = self.client_ip(req)?;
-        if limiter.len() > RATE_LIMIT_KEYS_MAX {
-            limiter.retain_recent();
+        let peer = req.extensions().get::<ConnectInfo<SocketAddr>>()?.0;
+        let ip = self.proxies.client_ip(peer, req.headers());
+        limiter
+            .check(ClientKey::of(ip))
+            .err()
+            .map(|wait| wait.as_secs_f64().ceil().max(1.0) as u64)
+    }
+}
+
+/// How often idle keys leave the rate limiter's table.
+const RATE_LIMIT_PRUNE_EVERY: Duration = Duration::from_secs(1);
+/// The table is split so one lock is not every request's.
+const RATE_LIMIT_SHARDS: usize = 16;
+
+/// GCRA per client key in a bounded table. Each key keeps its theoretical
+/// arrival time (TAT); a key whose TAT has passed has its full burst again
+/// and is pruned. When a shard is full, new keys share one overflow budget
+/// until the pruner frees room (known keys keep theirs): bounded memory,
+/// and no request ever scans the table.
+struct RateLimit {
+    origin: Instant,
+    interval_ns: u64,
+    tolerance_ns: u64,
+    shard_keys_max: usize,
+    hasher: RandomState,
+    shards: Box<[Mutex<HashMap<ClientKey, u64>>]>,
+    overflow: Mutex<u64>,
+}
+
+impl RateLimit {
+    fn new(per_s: NonZeroU32, burst: u32, keys_max: usize) -> RateLimit {
+        let interval_ns = 1_000_000_000 / u64::from(per_s.get());
+        RateLimit {
+            origin: Instant::now(),
+            interval_ns,
+            tolerance_ns: interval_ns * u64::from(burst - 1),
+            shard_keys_max: (keys_max / RATE_LIMIT_SHARDS).max(1),
+            hasher: RandomState::new(),
+            shards: (0..RATE_LIMIT_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+            overflow: Mutex::new(0),
         }
-        match limiter.check_key(&ip) {
-            Ok(()) => None,
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
-                Some(wait.as_secs_f64().ceil() as u64)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+
+    fn gcra(&self, tat: &mut u64, now: u64) -> Result<(), Duration> {
+        let t = (*tat).max(now);
+        if t - now > self.tolerance_ns {
+            return Err(Duration::from_nanos(t - self.tolerance_ns - now));
+        }
+        *tat = t + self.interval_ns;
+        Ok(())
+    }
+
+    fn check(&self, key: ClientKey) -> Result<(), Duration> {
+        let now = self.now_ns();
+        let shard = &self.shards[self.hasher.hash_one(key) as usize % RATE_LIMIT_SHARDS];
+        let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tat) = map.get_mut(&key) {
+            return self.gcra(tat, now);
+        }
+        if map.len() < self.shard_keys_max {
+            let mut tat = now;
+            let verdict = self.gcra(&mut tat, now);
+            map.insert(key, tat);
+            return verdict;
+        }
+        drop(map);
+        METRICS.http_rate_limit_overflow.inc();
+        let mut tat = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        self.gcra(&mut tat, now)
+    }
+
+    fn prune(&self) {
+        let now = self.now_ns();
+        for shard in self.shards.iter() {
+            let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+            map.retain(|_, tat| *tat > now);
+            if map.capacity() > 4 * map.len().max(64) {
+                map.shrink_to_fit();
             }
         }
+    }
+
+    fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum()
     }
 }
 
@@ -92,10 +195,26 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// The method as a metric label: a closed set.
+pub fn method_label(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req.extensions().get::<MatchedPath>().cloned();
-    let method = req.method().clone();
+    let method = method_label(req.method());
     let response = if let Some(wait_s) = adm.rate_limited(&req) {
         METRICS.http_rejected_429.inc();
         ApiError::too_many_requests(
@@ -103,27 +222,89 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
             "too many requests from this client; retry after the given seconds",
         )
         .into_response()
-    } else if adm.in_flight.fetch_add(1, Ordering::AcqRel) >= adm.in_flight_max {
+    } else if adm.in_flight.fetch_add(1, Ordering::AcqRel) >= adm.limits.in_flight_max {
         adm.in_flight.fetch_sub(1, Ordering::AcqRel);
         METRICS.http_rejected_429.inc();
         ApiError::too_many_requests(
-            adm.retry_after_s,
+            adm.limits.retry_after_s,
             "the server is at capacity; retry after the given seconds",
         )
         .into_response()
     } else {
         METRICS.http_in_flight.inc();
         let _guard = InFlight(&adm);
-        next.run(req).await
+        match tokio::time::timeout(adm.limits.request_timeout, next.run(req)).await {
+            Ok(response) => response,
+            Err(_) => request_timed_out(&adm.limits),
+        }
     };
     let route = route.as_ref().map(|m| m.as_str()).unwrap_or("unmatched");
     METRICS
         .http_requests
-        .with_label_values(&[route, method.as_str(), response.status().as_str()])
+        .with_label_values(&[route, method, response.status().as_str()])
         .inc();
     METRICS
         .http_latency_seconds
         .with_label_values(&[route])
         .observe(started.elapsed().as_secs_f64());
     response
+}
+
+fn request_timed_out(limits: &AdmissionLimits) -> Response {
+    METRICS.http_requests_timed_out.inc();
+    let mut res = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "request_timeout",
+        format!(
+            "the request took longer than {} ms (see --request-timeout-ms); it may or may not \
+             have taken effect: read it back before retrying a write",
+            limits.request_timeout.as_millis()
+        ),
+    )
+    .into_response();
+    res.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from(limits.retry_after_s),
+    );
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gcra_allows_the_burst_then_the_rate() {
+        let rl = RateLimit::new(NonZeroU32::new(10).unwrap(), 3, 1000);
+        let k = ClientKey::V4(1);
+        assert!(rl.check(k).is_ok());
+        assert!(rl.check(k).is_ok());
+        assert!(rl.check(k).is_ok());
+        let wait = rl.check(k).unwrap_err();
+        assert!(wait <= Duration::from_millis(100), "{wait:?}");
+        assert!(rl.check(ClientKey::V4(2)).is_ok(), "another client");
+    }
+
+    #[test]
+    fn the_key_table_is_bounded_and_pruned() {
+        let rl = RateLimit::new(NonZeroU32::new(1000).unwrap(), 1, 64);
+        for i in 0..10_000u32 {
+            let _ = rl.check(ClientKey::V4(i));
+        }
+        assert!(rl.len() <= 64, "{} keys", rl.len());
+        std::thread::sleep(Duration::from_millis(5));
+        rl.prune();
+        assert_eq!(rl.len(), 0, "every key had its budget back");
+    }
+
+    #[test]
+    fn method_labels_are_a_closed_set() {
+        for m in ["FOO", "BREW", "X1"] {
+            assert_eq!(
+                method_label(&Method::from_bytes(m.as_bytes()).unwrap()),
+                "other"
+            );
+        }
+        assert_eq!(method_label(&Method::POST), "POST");
+    }
 }

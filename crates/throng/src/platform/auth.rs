@@ -95,7 +95,10 @@ impl TokenKeys {
     /// `T` are `invalid_token`).
     pub fn verify_as<T: serde::de::DeserializeOwned>(&self, token: &str) -> Result<T, ApiError> {
         let mut v = Validation::new(Algorithm::HS256);
+        // Seconds of clock difference forgiven between the issuer and us,
+        // for `exp` and `nbf` alike.
         v.leeway = 5;
+        v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "sub"]);
         jsonwebtoken::decode::<T>(token, &self.decoding, &v)
             .map(|d| d.claims)
@@ -105,6 +108,11 @@ impl TokenKeys {
                     ErrorKind::ExpiredSignature => ApiError::unauthorized(
                         "token_expired",
                         "the token has expired; get a new one",
+                    ),
+                    ErrorKind::ImmatureSignature => ApiError::unauthorized(
+                        "token_not_yet_valid",
+                        "the token is not valid yet (its nbf is in the future); check the \
+                         issuer's clock",
                     ),
                     _ => ApiError::unauthorized("invalid_token", "the bearer token is not valid"),
                 }

@@ -69,6 +69,46 @@ impl PiiCipher {
     }
 }
 
+/// A keyed blind index: HMAC-SHA256 of a value (a national id) under its
+/// own key, so a value can be looked up without storing it, and without a
+/// plain hash that anyone could compute for every plausible id (national
+/// ids are few and structured: an unkeyed hash is reversed by trying them).
+/// Its key is not the PII key: the index can be rebuilt or rotated apart.
+pub struct BlindIndex {
+    key: [u8; 32],
+    fingerprint: String,
+}
+
+impl BlindIndex {
+    pub fn new(key: &[u8; 32]) -> BlindIndex {
+        let mut h = Sha256::new();
+        h.update(b"throng blind index key fingerprint v1");
+        h.update(key);
+        BlindIndex {
+            key: *key,
+            fingerprint: hex::encode(&h.finalize()[..16]),
+        }
+    }
+
+    /// Stored in `meta`: nodes with different keys would not see each
+    /// other's entries, so a node with another key refuses to start.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The index entry of `value` within `scope` (e.g. a rule and a day):
+    /// HMAC(key, len(scope) || scope || value).
+    pub fn of(&self, scope: &[u8], value: &[u8]) -> [u8; 32] {
+        use hmac::{Hmac, Mac};
+        let mut m =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        m.update(&(scope.len() as u32).to_be_bytes());
+        m.update(scope);
+        m.update(value);
+        m.finalize().into_bytes().into()
+    }
+}
+
 /// SHA-256 of a secret code (access codes are random 128-bit, so a plain hash
 /// is enough; no password stretching needed).
 pub fn hash_code(code: &str) -> Vec<u8> {
@@ -101,5 +141,16 @@ mod tests {
         assert_eq!(c.open("r1", &sealed).unwrap(), b"+421900123456");
         assert!(c.open("r2", &sealed).is_none());
         assert!(PiiCipher::new(&[8u8; 32]).open("r1", &sealed).is_none());
+    }
+
+    #[test]
+    fn blind_index_entries_depend_on_key_scope_and_value() {
+        let b = BlindIndex::new(&[7u8; 32]);
+        let e = b.of(b"person", b"9001010001");
+        assert_eq!(e, b.of(b"person", b"9001010001"));
+        assert_ne!(e, b.of(b"person", b"9001010002"));
+        assert_ne!(e, b.of(b"day:1", b"9001010001"));
+        assert_ne!(e, BlindIndex::new(&[8u8; 32]).of(b"person", b"9001010001"));
+        assert_ne!(&e[..], &Sha256::digest(b"9001010001")[..]);
     }
 }

@@ -9,13 +9,16 @@
 pub mod admission;
 pub mod auth;
 pub mod body_limit;
+pub mod client_addr;
 pub mod crypto;
 pub mod error;
 pub mod experiment;
 pub mod extract;
+pub mod headers;
 pub mod progress;
 pub mod secrets;
 pub mod seed_watch;
+pub mod server;
 pub mod service;
 
 pub use crate::base::{clock, metrics};

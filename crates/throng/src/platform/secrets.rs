@@ -1,13 +1,17 @@
 //! Generated secrets in the data directory: created on first run with mode
-//! 0600, read on every later run. Nodes sharing one PostgreSQL must share
-//! them: point them at the same `--data-dir`, or pass `THRONG_PII_KEY` and
-//! `THRONG_TOKEN_SECRET` (base64) in the environment.
+//! 0600 (the directory 0700), read on every later run; an existing secret
+//! that other users may read, or that another user owns, is refused. Nodes sharing one PostgreSQL must share
+//! them: point them at the same `--data-dir`, or pass `THRONG_PII_KEY`,
+//! `THRONG_TOKEN_SECRET` and `THRONG_BLIND_INDEX_KEY` (base64) in the
+//! environment.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use base64::Engine;
+
+use crate::base::private_fs;
 use rand::RngCore;
 
 /// Bytes in every generated secret (256 bits).
@@ -16,19 +20,28 @@ pub const SECRET_BYTES: usize = 32;
 pub struct Secrets {
     pub pii_key: [u8; SECRET_BYTES],
     pub token_secret: [u8; SECRET_BYTES],
+    /// Keys the blind index of national ids (one registration per person).
+    pub blind_index_key: [u8; SECRET_BYTES],
 }
 
 impl Secrets {
     pub fn load_or_create(data_dir: &Path) -> anyhow::Result<Secrets> {
-        std::fs::create_dir_all(data_dir).map_err(|e| {
+        private_fs::create_dir(data_dir).map_err(|e| {
             anyhow::anyhow!(
                 "cannot create the data directory {}: {e}",
                 data_dir.display()
             )
         })?;
+        if let Some(exposed) = private_fs::exposed(data_dir) {
+            tracing::warn!("the data directory holds the secrets and the database: {exposed}");
+        }
         Ok(Secrets {
             pii_key: from_env_or_file("THRONG_PII_KEY", &data_dir.join("pii.key"))?,
             token_secret: from_env_or_file("THRONG_TOKEN_SECRET", &data_dir.join("token.secret"))?,
+            blind_index_key: from_env_or_file(
+                "THRONG_BLIND_INDEX_KEY",
+                &data_dir.join("blind-index.key"),
+            )?,
         })
     }
 }
@@ -38,6 +51,12 @@ fn from_env_or_file(var: &str, path: &Path) -> anyhow::Result<[u8; SECRET_BYTES]
         return decode(&b64).map_err(|e| anyhow::anyhow!("{var}: {e}"));
     }
     match std::fs::read_to_string(path) {
+        // A key others could read is a key others may have: refuse it.
+        Ok(_) if private_fs::exposed(path).is_some() => Err(anyhow::anyhow!(
+            "refusing the secret {}; if others may have read it, it is no longer secret \
+             (set {var} instead, or fix the file)",
+            private_fs::exposed(path).unwrap_or_default()
+        )),
         Ok(text) => decode(text.trim()).map_err(|e| anyhow::anyhow!("{}: {e}", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path),
         Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),

@@ -21,7 +21,7 @@ use axum::Router;
 use futures::future::BoxFuture;
 
 use super::auth::TokenKeys;
-use super::crypto::PiiCipher;
+use super::crypto::{BlindIndex, PiiCipher};
 use super::experiment::Experiment;
 use crate::store::{MigrationSet, Store};
 
@@ -31,6 +31,8 @@ pub struct Platform {
     pub store: Store,
     pub keys: Arc<TokenKeys>,
     pub pii: Arc<PiiCipher>,
+    /// Keyed lookups of personal values (see `crypto::BlindIndex`).
+    pub blind_index: Arc<BlindIndex>,
     /// `serve --demo`: demo conveniences (such as demo tokens) may answer.
     pub demo: bool,
 }

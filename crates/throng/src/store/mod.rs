@@ -22,6 +22,16 @@ use std::sync::Arc;
 pub use eventlog::{NewEvent, StoredEvent};
 pub use migrate::MigrationSet;
 
+/// The store's own tables, which every store has rows in once opened or
+/// served (migrations applied, the PII key's fingerprint, consumer
+/// positions, PostgreSQL's event head): not data.
+pub const STORE_BOOKKEEPING_TABLES: [&str; 4] = [
+    "schema_migrations",
+    "meta",
+    "consumer_positions",
+    "event_head",
+];
+
 /// A store handle, cheap to clone.
 #[derive(Clone)]
 pub enum Store {
@@ -427,6 +437,64 @@ impl Store {
     }
 
     /// A value from the `meta` table.
+    /// Tables that hold at least one row, besides the store's own
+    /// bookkeeping (`STORE_BOOKKEEPING_TABLES`): whether the store holds
+    /// data, whoever wrote it. One `EXISTS` per table.
+    pub async fn tables_with_rows(&self) -> Result<Vec<String>, StoreError> {
+        const SKIP: &[&str] = &STORE_BOOKKEEPING_TABLES;
+        match self {
+            Store::Sqlite(s) => {
+                s.read(|c| {
+                    let names: Vec<String> = c
+                        .prepare(
+                            "SELECT name FROM sqlite_master WHERE type = 'table' \
+                             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                        )?
+                        .query_map([], |r| r.get(0))?
+                        .collect::<Result<_, _>>()?;
+                    let mut with_rows = Vec::new();
+                    for name in names.into_iter().filter(|n| !SKIP.contains(&n.as_str())) {
+                        let sql = format!(
+                            "SELECT EXISTS (SELECT 1 FROM \"{}\")",
+                            name.replace('"', "\"\"")
+                        );
+                        if c.query_row(&sql, [], |r| r.get::<_, bool>(0))? {
+                            with_rows.push(name);
+                        }
+                    }
+                    Ok(with_rows)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                let client = p.client().await?;
+                let rows = client
+                    .query(
+                        "SELECT table_name::text FROM information_schema.tables \
+                         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' \
+                         ORDER BY 1",
+                        &[],
+                    )
+                    .await?;
+                let mut with_rows = Vec::new();
+                for row in rows {
+                    let name: String = row.get(0);
+                    if SKIP.contains(&name.as_str()) {
+                        continue;
+                    }
+                    let sql = format!(
+                        "SELECT EXISTS (SELECT 1 FROM \"{}\")",
+                        name.replace('"', "\"\"")
+                    );
+                    if client.query_one(&sql, &[]).await?.get::<_, bool>(0) {
+                        with_rows.push(name);
+                    }
+                }
+                Ok(with_rows)
+            }
+        }
+    }
+
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         let key = key.to_string();
         match self {

@@ -9,6 +9,7 @@
 //! (except [`SqliteStore::write_unguarded`] commands, which can only fail
 //! with the database and roll back their batch).
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::{migrate, StoreError, StoreLimits};
 use crate::base::metrics;
+use crate::base::private_fs;
 
 type Responder = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// A write command: given the writer's connection (or `None` when the batch
@@ -52,10 +54,17 @@ impl SqliteStore {
     ) -> anyhow::Result<Arc<SqliteStore>> {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                private_fs::create_dir(dir).map_err(|e| {
                     anyhow::anyhow!("cannot create the store folder {}: {e}", dir.display())
                 })?;
             }
+        }
+        // Mode 0600 before SQLite creates it 0644 (its WAL and shared-memory
+        // files take the database's mode).
+        private_fs::create_file(path)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+        if let Some(exposed) = private_fs::exposed(path) {
+            tracing::warn!("the database holds sealed personal data and its metadata: {exposed}");
         }
         let mut writer_conn = open_connection(path, limits.sqlite_cache_kib, false)?;
         migrate::apply_sqlite(&mut writer_conn, services)?;
@@ -430,10 +439,11 @@ pub fn lock_for_serving(db_path: &Path) -> anyhow::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     let lock_path = db_path.with_extension("serve.lock");
     if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
+        private_fs::create_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
     let file = std::fs::OpenOptions::new()
+        .mode(0o600)
         .create(true)
         .truncate(false)
         .write(true)

@@ -646,6 +646,30 @@ async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
             .assert_error(422, "invalid_field");
         assert!(msg.contains("title") || msg.contains("remarks"), "{msg}");
     }
+    // Invisible direction controls and Unicode line breaks, named by field.
+    for (title, remarks, field) in [
+        ("gpj.\u{202E}exe", "r", "title"),
+        ("a\u{2066}b", "r", "title"),
+        ("a\u{2028}b", "r", "title"),
+        ("t", "r\u{202D}x", "remarks"),
+        ("t", "para\u{2029}graph", "remarks"),
+    ] {
+        let msg = post_comment(api, Some(&t), 2, &comment(3, title, remarks))
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(msg.starts_with(field), "{msg}");
+    }
+    let provider = token(&s, 1, Role::Provider);
+    let any_comment = a_comment(api, 2, false).await;
+    let msg = put_reply(
+        api,
+        Some(&provider),
+        any_comment,
+        &json!({"title": "ok", "remarks": "a\u{202E}b"}),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    assert!(msg.starts_with("remarks"), "{msg}");
     let mut typed = comment(3, "t", "r");
     typed["commentType"] = json!("Comment");
     post_comment(api, Some(&t), 2, &typed)

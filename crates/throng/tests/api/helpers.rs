@@ -220,6 +220,8 @@ struct W {
 pub struct TestServer {
     pub api: Api,
     pub addr: SocketAddr,
+    /// Set with `--metrics-listen`.
+    pub metrics_addr: Option<SocketAddr>,
     pub state: AppState,
     pub kind: StoreKind,
     pub data_dir: PathBuf,
@@ -287,6 +289,7 @@ impl TestServer {
         Some(TestServer {
             api: Api::new(running.addr),
             addr: running.addr,
+            metrics_addr: running.metrics_addr,
             state: running.state.clone(),
             kind,
             data_dir,
@@ -577,11 +580,12 @@ impl Reply {
     }
 }
 
-/// A valid person, distinct per `n`.
+/// A valid person, distinct per `n` (national id included: one person
+/// holds one registration).
 pub fn person(n: u64) -> Value {
     json!({
         "name": format!("Test Person {n}"),
-        "nationalId": format!("900101/{:04}", n % 10_000),
+        "nationalId": format!("900101/{n:04}"),
         "phone": format!("+421 9{:08}", n % 100_000_000),
         "email": format!("person{n}@example.org"),
     })

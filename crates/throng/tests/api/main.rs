@@ -5,12 +5,17 @@
 
 mod helpers;
 
+mod headers;
+mod limits;
 mod platform;
 mod seam;
+mod security;
 
 // service test modules: one line each
 mod booking;
 mod booking_durability;
+mod booking_notifier;
+mod booking_person;
 mod comments;
 mod voting;
 mod voting_load;

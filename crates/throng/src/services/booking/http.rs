@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::{FromRef, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::map_response;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -12,15 +13,16 @@ use serde::Deserialize;
 
 use super::availability::SlotState;
 use super::model::{
-    Day, NewRegistration, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration,
-    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
+    national_id_key, Day, NewRegistration, OneRegistration, PlaceId, RegisterOutcome,
+    RegistrationRequest, SealedRegistration, PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX,
+    SLOT_QUERY_DAYS_MAX,
 };
 use super::store::{self, CancelOutcome};
 use super::BookingState;
 use crate::platform::auth::{Caller, Role, TokenKeys};
-use crate::platform::crypto;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::{crypto, headers};
 
 /// Booking's routes, for any state that gives `Arc<BookingState>` and the
 /// token keys (see `platform::service`).
@@ -33,12 +35,22 @@ where
     Router::new()
         .route("/api/booking/places", get(list_places))
         .route("/api/booking/places/{place_id}/slots", get(place_slots))
-        .route("/api/booking/registrations", post(register))
+        // An access code (POST) and personal data (GET): never cached.
+        .route(
+            "/api/booking/registrations",
+            post(register).layer(map_response(headers::no_store)),
+        )
         .route(
             "/api/booking/registrations/{registration_id}",
-            get(get_registration).delete(cancel_registration),
+            get(get_registration)
+                .delete(cancel_registration)
+                .layer(map_response(headers::no_store_vary_access_code)),
         )
         .route("/api/booking/admin/stats", get(stats))
+        .route(
+            "/api/booking/admin/notifications/parked",
+            get(parked_notifications),
+        )
         .merge(super::page::router())
 }
 
@@ -183,7 +195,7 @@ fn place_not_found(id: i64) -> ApiError {
 #[utoipa::path(post, path = "/api/booking/registrations", tag = "booking",
     request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}"),
     responses((status = 201, description = "{registrationId, accessCode, placeId, day, timeSlot}"),
-              (status = 409, description = "slot_taken"), (status = 404, description = "place_not_found or slot_not_found"),
+              (status = 409, description = "slot_taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
               (status = 422, description = "invalid_field, naming the field"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
     State(st): State<Arc<BookingState>>,
@@ -211,6 +223,7 @@ pub async fn register(
             Ok((StatusCode::CREATED, Json(body)).into_response())
         }
         RegisterOutcome::SlotTaken => Err(slot_taken()),
+        RegisterOutcome::AlreadyRegistered => Err(already_registered(st.one_registration)),
         RegisterOutcome::PlaceNotFound => Err(place_not_found(new.place_id)),
         RegisterOutcome::SlotNotFound => Err(slot_not_found(&new)),
     }
@@ -231,6 +244,22 @@ fn slot_taken() -> ApiError {
     ApiError::conflict(
         "slot_taken",
         "this time slot is already taken; choose another",
+    )
+}
+
+fn already_registered(rule: OneRegistration) -> ApiError {
+    ApiError::conflict(
+        "already_registered",
+        match rule {
+            OneRegistration::PersonDay => {
+                "this person already holds a registration on this day; cancel it (DELETE with \
+                 its access code) to book another"
+            }
+            _ => {
+                "this person already holds a registration; cancel it (DELETE with its access \
+                 code) to book another"
+            }
+        },
     )
 }
 
@@ -259,6 +288,11 @@ fn seal(st: &BookingState, new: &NewRegistration, access_code: &str) -> SealedRe
         day: new.day,
         time_slot: new.time_slot,
         created_at_ms: crate::base::clock::now_ms(),
+        person_key: st.one_registration.scope(new.day).map(|scope| {
+            st.blind_index
+                .of(&scope, &national_id_key(&new.person.national_id))
+                .to_vec()
+        }),
     }
 }
 
@@ -354,6 +388,24 @@ pub async fn stats(
     ))
 }
 
+/// Parked confirmations listed at most.
+const PARKED_LISTED_MAX: i64 = 1000;
+
+#[utoipa::path(get, path = "/api/booking/admin/notifications/parked", tag = "booking",
+    security(("bearer" = [])),
+    responses((status = 200, description = "{count, parked:[{position, registrationId, reason, attempts, parkedAtMs}]}: confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data"),
+              (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
+pub async fn parked_notifications(
+    State(st): State<Arc<BookingState>>,
+    caller: Caller,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.require(Role::Admin)?;
+    let (parked, count) = store::parked_notifications(&st.store, PARKED_LISTED_MAX).await?;
+    Ok(Json(
+        serde_json::json!({ "count": count, "parked": parked }),
+    ))
+}
+
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
     list_places,
@@ -361,6 +413,7 @@ pub async fn stats(
     register,
     get_registration,
     cancel_registration,
-    stats
+    stats,
+    parked_notifications
 ))]
 pub struct BookingApi;

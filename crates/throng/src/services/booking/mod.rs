@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 use include_dir::include_dir;
 use tokio::sync::Notify;
 
-use crate::platform::crypto::PiiCipher;
+use crate::platform::crypto::{BlindIndex, PiiCipher};
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
@@ -44,13 +44,31 @@ static MIGRATIONS: MigrationSet = MigrationSet {
 /// `serve` flags of the booking service.
 #[derive(Clone, Debug, clap::Args)]
 pub struct BookingArgs {
-    /// SMS gateway webhook (http://...); confirmations go to the log when absent.
+    /// SMS gateway webhook (http:// or https://, redirects never followed);
+    /// confirmations go to the log when absent.
     #[arg(long, env = "THRONG_NOTIFY_WEBHOOK")]
     pub notify_webhook: Option<String>,
     /// Do not run the confirmation worker on this node (nodes sharing a
     /// PostgreSQL take turns through a lease anyway; see ARCHITECTURE.md).
     #[arg(long, env = "THRONG_NO_NOTIFIER")]
     pub no_notifier: bool,
+    /// Active registrations per person (by a keyed blind index of the
+    /// national id): `person` one at a time, `person-day` one per day,
+    /// `off` no limit. Cancelling frees it. Changing the rule applies to
+    /// registrations made after the change.
+    #[arg(
+        long,
+        env = "THRONG_BOOKING_ONE_REGISTRATION",
+        value_enum,
+        default_value = "person"
+    )]
+    pub booking_one_registration: model::OneRegistration,
+    /// Attempts at one confirmation before it is parked (kept, listed at
+    /// GET /api/booking/admin/notifications/parked) so it stops holding
+    /// back the ones after it; retries back off from 0.1 s to 30 s (10
+    /// attempts: ~51 s). A gateway's refusal (4xx, a redirect) parks at once.
+    #[arg(long, env = "THRONG_NOTIFY_ATTEMPTS_MAX", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub notify_attempts_max: u32,
 }
 
 impl Service for Booking {
@@ -104,7 +122,10 @@ impl Service for Booking {
         Box::pin(async move {
             let args = BookingArgs::from_arg_matches(args)?;
             let notifier = notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
-            let state = Arc::new(BookingState::new(&platform.store, platform.pii.clone()).await?);
+            let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
+            state.blind_index = platform.blind_index.clone();
+            state.one_registration = args.booking_one_registration;
+            let state = Arc::new(state);
             let mut started = Started::new(state.clone());
             if let Some(watcher) = state.spawn_seed_watcher() {
                 started = started.with_worker(watcher);
@@ -115,6 +136,9 @@ impl Service for Booking {
                     platform.pii.clone(),
                     notifier,
                     state.notify_worker.clone(),
+                    notifier::Attempts {
+                        max: args.notify_attempts_max,
+                    },
                 ));
             }
             Ok(started)
@@ -156,6 +180,9 @@ impl Service for Booking {
 pub struct BookingState {
     pub store: Store,
     pub pii: Arc<PiiCipher>,
+    /// Keys the national id's blind index (one registration per person).
+    pub blind_index: Arc<BlindIndex>,
+    pub one_registration: model::OneRegistration,
     /// Wakes the confirmation worker when a registration commits.
     pub notify_worker: Arc<Notify>,
     /// The in-memory availability index (SQLite store only; see
@@ -177,6 +204,10 @@ impl BookingState {
         Ok(BookingState {
             store: store.clone(),
             pii,
+            // A random key until `start` sets the platform's: only tests
+            // and tools that build a state by hand see this one.
+            blind_index: Arc::new(BlindIndex::new(&rand::random())),
+            one_registration: model::OneRegistration::Person,
             notify_worker: Arc::new(Notify::new()),
             availability,
             loaded_generation: generation,

@@ -219,6 +219,9 @@ impl RegistrationRequest {
 pub enum RegisterOutcome {
     Registered,
     SlotTaken,
+    /// The person already holds an active registration (within the rule's
+    /// scope: ever, or that day).
+    AlreadyRegistered,
     PlaceNotFound,
     SlotNotFound,
 }
@@ -233,6 +236,40 @@ pub struct SealedRegistration {
     pub time_slot: i32,
     pub person_sealed: Vec<u8>,
     pub created_at_ms: i64,
+    /// The blind index of the national id under the one-registration rule;
+    /// `None` with the rule off (and when read back: it is never needed).
+    pub person_key: Option<Vec<u8>>,
+}
+
+/// How many active registrations a person may hold (`--booking-one-registration`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OneRegistration {
+    /// One at a time, whatever the day.
+    Person,
+    /// One per day.
+    PersonDay,
+    /// No limit per person.
+    Off,
+}
+
+impl OneRegistration {
+    /// The blind-index scope of a registration on `day`; `None` when off.
+    pub fn scope(self, day: Day) -> Option<Vec<u8>> {
+        match self {
+            OneRegistration::Person => Some(b"person".to_vec()),
+            OneRegistration::PersonDay => Some(format!("person-day:{}", day.0).into_bytes()),
+            OneRegistration::Off => None,
+        }
+    }
+}
+
+/// A national id as the blind index sees it: letters upper-cased, '/' and
+/// '-' dropped, so `900101/0001` and `9001010001` are one person.
+pub fn national_id_key(id: &str) -> Vec<u8> {
+    id.bytes()
+        .filter(|b| b.is_ascii_alphanumeric())
+        .map(|b| b.to_ascii_uppercase())
+        .collect()
 }
 
 impl SealedRegistration {

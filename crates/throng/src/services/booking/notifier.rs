@@ -4,7 +4,10 @@
 //! path and never blocks it: a slow or dead notifier only makes it lag.
 //!
 //! The event carries no personal data; the worker opens the sealed contact
-//! data only to hand the phone number to the SMS gateway (the webhook).
+//! data only to hand the phone number to the SMS gateway (the webhook, http
+//! or https; redirects are never followed). A confirmation that keeps
+//! failing, or that the gateway rejects, is parked
+//! (`booking_notifications_parked`) instead of stalling the ones after it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,11 +60,15 @@ impl Notifier {
         let Some(url) = url else {
             return Ok(Notifier::Log);
         };
-        if !url.starts_with("http://") {
-            anyhow::bail!("--notify-webhook must be an http:// URL (put a TLS-terminating proxy in front of an https gateway)");
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            anyhow::bail!("--notify-webhook must be an http:// or https:// URL");
         }
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(WEBHOOK_TIMEOUT_MS))
+            // A gateway's redirect would make us send the phone number to
+            // wherever it points: never followed (the answer parks the event).
+            .redirect(reqwest::redirect::Policy::none())
+            .https_only(url.starts_with("https://"))
             .build()?;
         Ok(Notifier::Webhook {
             url: url.to_string(),
@@ -72,9 +79,15 @@ impl Notifier {
 
 enum Delivery {
     Done,
-    /// Will not succeed by retrying (the gateway rejected it); logged, skipped.
-    Rejected,
+    /// Will not succeed by retrying (the gateway rejected it): parked.
+    Rejected(String),
     Retry(String),
+}
+
+/// How hard the worker tries one confirmation (`--notify-attempts-max`).
+#[derive(Clone, Copy, Debug)]
+pub struct Attempts {
+    pub max: u32,
 }
 
 pub fn spawn(
@@ -82,11 +95,18 @@ pub fn spawn(
     pii: Arc<PiiCipher>,
     notifier: Notifier,
     wake: Arc<Notify>,
+    attempts: Attempts,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { run(store, pii, notifier, wake).await })
+    tokio::spawn(async move { run(store, pii, notifier, wake, attempts).await })
 }
 
-async fn run(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<Notify>) {
+async fn run(
+    store: Store,
+    pii: Arc<PiiCipher>,
+    notifier: Notifier,
+    wake: Arc<Notify>,
+    attempts: Attempts,
+) {
     // Nodes sharing one PostgreSQL each run this worker; a lease on the
     // consumer row lets one deliver while the others stand by, and a node
     // that dies hands over when its lease lapses.
@@ -95,7 +115,7 @@ async fn run(store: Store, pii: Arc<PiiCipher>, notifier: Notifier, wake: Arc<No
         match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
             Ok(Some(position)) => {
                 tracing::info!(position, "confirmation worker holds the lease");
-                follow(&store, &pii, &notifier, &wake, &owner, position).await;
+                follow(&store, &pii, &notifier, &wake, &owner, position, attempts).await;
                 tracing::info!("confirmation worker lost its lease; standing by");
             }
             Ok(None) => {}
@@ -115,6 +135,7 @@ async fn follow(
     wake: &Notify,
     owner: &str,
     mut position: i64,
+    attempts: Attempts,
 ) {
     let mut idle_since = std::time::Instant::now();
     loop {
@@ -147,7 +168,7 @@ async fn follow(
         }
         futures::stream::iter(scan.events)
             .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| {
-                deliver_until_done(store, pii, notifier, e)
+                deliver_or_park(store, pii, notifier, e, attempts)
             })
             .await;
         let held = retry_forever("save notifier position", || {
@@ -183,22 +204,33 @@ where
     }
 }
 
-async fn deliver_until_done(
+/// Delivers one confirmation, retrying with capped backoff up to
+/// `attempts.max` times; then, or at once when the gateway rejects it, parks
+/// it durably (kept, counted, listed by the admin endpoint), so one poison
+/// event never stalls the confirmations after it.
+async fn deliver_or_park(
     store: &Store,
     pii: &PiiCipher,
     notifier: &Notifier,
     event: StoredEvent,
+    attempts: Attempts,
 ) {
     let mut backoff_ms = RETRY_BACKOFF_MS_FIRST;
-    loop {
+    let mut tried = 0u32;
+    let reason = loop {
+        tried += 1;
         match deliver(store, pii, notifier, &event).await {
             Delivery::Done => {
                 METRICS.notifier_delivered.inc();
                 return;
             }
-            Delivery::Rejected => {
+            Delivery::Rejected(why) => {
                 METRICS.notifier_failures.inc();
-                return;
+                break why;
+            }
+            Delivery::Retry(why) if tried >= attempts.max => {
+                METRICS.notifier_failures.inc();
+                break format!("{why} ({tried} attempts)");
             }
             Delivery::Retry(why) => {
                 METRICS.notifier_failures.inc();
@@ -207,7 +239,23 @@ async fn deliver_until_done(
                 backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MS_MAX);
             }
         }
-    }
+    };
+    let registration_id = serde_json::from_slice::<SlotEvent<'_>>(&event.payload)
+        .map(|p| p.registration_id.into_owned())
+        .unwrap_or_default();
+    tracing::error!(position = event.position, %registration_id, %reason, "confirmation parked; see GET /api/booking/admin/notifications/parked");
+    let parked = store::ParkedNotification {
+        position: event.position,
+        registration_id,
+        reason,
+        attempts: i64::from(tried),
+        parked_at_ms: crate::base::clock::now_ms(),
+    };
+    retry_forever("park a confirmation", || {
+        store::park_notification(store, parked.clone())
+    })
+    .await;
+    METRICS.notifier_parked.inc();
 }
 
 async fn deliver(
@@ -219,8 +267,7 @@ async fn deliver(
     let payload: SlotEvent<'_> = match serde_json::from_slice(&event.payload) {
         Ok(v) => v,
         Err(e) => {
-            tracing::error!(position = event.position, error = %e, "unreadable event payload; skipped");
-            return Delivery::Rejected;
+            return Delivery::Rejected(format!("unreadable event payload: {e}"));
         }
     };
     let id: &str = &payload.registration_id;
@@ -246,8 +293,7 @@ async fn deliver(
                 .open(&reg.id, &reg.person_sealed)
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
             else {
-                tracing::error!(registration_id = id, "sealed data does not open; skipped");
-                return Delivery::Rejected;
+                return Delivery::Rejected("the sealed contact data does not open".into());
             };
             let body = serde_json::json!({
                 "idempotencyKey": idempotency_key,
@@ -273,10 +319,12 @@ async fn deliver(
                 {
                     Delivery::Retry(format!("gateway answered {}", r.status()))
                 }
-                Ok(r) => {
-                    tracing::error!(registration_id = id, status = %r.status(), "gateway rejected the notification; skipped");
-                    Delivery::Rejected
-                }
+                Ok(r) if r.status().is_redirection() => Delivery::Rejected(format!(
+                    "the gateway redirected ({}); redirects are not followed: configure the \
+                     final URL in --notify-webhook",
+                    r.status()
+                )),
+                Ok(r) => Delivery::Rejected(format!("the gateway rejected it ({})", r.status())),
                 Err(e) => Delivery::Retry(format!("gateway unreachable: {}", e.without_url())),
             }
         }

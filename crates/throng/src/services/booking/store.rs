@@ -210,12 +210,20 @@ pub async fn try_register(
                 StoreError::Internal("the SQLite booking store needs its availability index".into())
             })?;
             let took = Arc::new(AtomicBool::new(false));
-            let (slot, in_writer, took_in_writer) = ((reg.place_id, reg.day, reg.time_slot), index.clone(), took.clone());
+            let (slot, in_writer, took_in_writer) = (
+                (reg.place_id, reg.day, reg.time_slot),
+                index.clone(),
+                took.clone(),
+            );
             // Unguarded (no SAVEPOINT): the slot is decided by the index bit
             // before any SQL runs, and the two appends that follow can only
             // fail when the database does, which rolls back the batch; every
             // registration in it then frees its bit below.
-            let outcome = s.write_unguarded(move |c| sqlite_try_register(c, &in_writer, &took_in_writer, &reg, &event)).await;
+            let outcome = s
+                .write_unguarded(move |c| {
+                    sqlite_try_register(c, &in_writer, &took_in_writer, &reg, &event)
+                })
+                .await;
             if outcome.is_err() && took.load(Ordering::Acquire) {
                 // The batch did not commit: the slot is free again.
                 index.set_taken(slot.0, slot.1, slot.2, false);
@@ -226,6 +234,11 @@ pub async fn try_register(
             p.write(move |tx| {
                 let (reg, event) = (reg.clone(), event.clone());
                 Box::pin(async move {
+                    // A person who holds a registration takes no slot; two
+                    // nodes registering one person at once both pass that
+                    // check, and the unique constraint makes the later
+                    // insert do nothing (after waiting for the first to
+                    // commit), so its slot is handed back below.
                     let inserted = tx
                         .tx
                         .execute(
@@ -233,10 +246,13 @@ pub async fn try_register(
                                 UPDATE booking_slots SET registration_id = $1
                                 WHERE place_id = $2 AND day = $3 AND time_slot = $4
                                   AND registration_id IS NULL
+                                  AND ($8::bytea IS NULL OR NOT EXISTS (
+                                      SELECT 1 FROM booking_registrations WHERE person_key = $8))
                                 RETURNING place_id)
                              INSERT INTO booking_registrations
-                                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms)
-                             SELECT $1, $5, $2, $3, $4, $6, $7 FROM taken",
+                                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key)
+                             SELECT $1, $5, $2, $3, $4, $6, $7, $8 FROM taken
+                             ON CONFLICT (person_key) DO NOTHING",
                             &[
                                 &reg.id,
                                 &reg.place_id,
@@ -245,6 +261,7 @@ pub async fn try_register(
                                 &reg.access_hash,
                                 &reg.person_sealed,
                                 &reg.created_at_ms,
+                                &reg.person_key,
                             ],
                         )
                         .await?;
@@ -255,14 +272,26 @@ pub async fn try_register(
                     let row = tx
                         .tx
                         .query_opt(
-                            "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = $1),
+                            "WITH handed_back AS (
+                                UPDATE booking_slots SET registration_id = NULL
+                                WHERE place_id = $1 AND day = $2 AND time_slot = $3
+                                  AND registration_id = $5
+                                RETURNING 1)
+                             SELECT (SELECT COUNT(*) FROM booking_places WHERE id = $1),
                                     (SELECT COUNT(*) FROM booking_slots
-                                     WHERE place_id = $1 AND day = $2 AND time_slot = $3)",
-                            &[&reg.place_id, &reg.day.0, &reg.time_slot],
+                                     WHERE place_id = $1 AND day = $2 AND time_slot = $3),
+                                    $4::bytea IS NOT NULL AND EXISTS (
+                                        SELECT 1 FROM booking_registrations WHERE person_key = $4),
+                                    (SELECT COUNT(*) FROM handed_back)",
+                            &[&reg.place_id, &reg.day.0, &reg.time_slot, &reg.person_key, &reg.id],
                         )
                         .await?;
-                    let (places, slots): (i64, i64) =
-                        row.map(|r| (r.get(0), r.get(1))).unwrap_or((0, 0));
+                    let (places, slots, person_holds_one): (i64, i64, bool) = row
+                        .map(|r| (r.get(0), r.get(1), r.get(2)))
+                        .unwrap_or((0, 0, false));
+                    if person_holds_one && places > 0 && slots > 0 {
+                        return Ok(RegisterOutcome::AlreadyRegistered);
+                    }
                     Ok(miss_outcome(places, slots))
                 })
             })
@@ -292,30 +321,45 @@ fn sqlite_try_register(
         SlotState::UnknownPlace => return Ok(RegisterOutcome::PlaceNotFound),
         SlotState::UnknownSlot => return Ok(RegisterOutcome::SlotNotFound),
     }
-    let appended = (|| -> Result<(), StoreError> {
-        c.prepare_cached(
-            "INSERT INTO booking_registrations
-                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            reg.id,
-            reg.access_hash,
-            reg.place_id,
-            reg.day.0,
-            reg.time_slot,
-            reg.person_sealed,
-            reg.created_at_ms
-        ])?;
+    // One writer: the person's key is decided here, by the unique index
+    // (an existing key makes the insert do nothing; it cannot fail).
+    let appended = (|| -> Result<bool, StoreError> {
+        let inserted = c
+            .prepare_cached(
+                "INSERT INTO booking_registrations
+                    (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (person_key) DO NOTHING",
+            )?
+            .execute(params![
+                reg.id,
+                reg.access_hash,
+                reg.place_id,
+                reg.day.0,
+                reg.time_slot,
+                reg.person_sealed,
+                reg.created_at_ms,
+                reg.person_key
+            ])?;
+        if inserted == 0 {
+            return Ok(false);
+        }
         eventlog::sqlite_append(c, event)?;
-        Ok(())
+        Ok(true)
     })();
-    if let Err(e) = appended {
-        index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
-        took.store(false, Ordering::Release);
-        return Err(e);
+    match appended {
+        Ok(true) => Ok(RegisterOutcome::Registered),
+        Ok(false) => {
+            index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
+            took.store(false, Ordering::Release);
+            Ok(RegisterOutcome::AlreadyRegistered)
+        }
+        Err(e) => {
+            index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
+            took.store(false, Ordering::Release);
+            Err(e)
+        }
     }
-    Ok(RegisterOutcome::Registered)
 }
 
 fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SealedRegistration> {
@@ -327,6 +371,7 @@ fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SealedRegist
         time_slot: r.get(4)?,
         person_sealed: r.get(5)?,
         created_at_ms: r.get(6)?,
+        person_key: None,
     })
 }
 
@@ -339,6 +384,7 @@ fn registration_from_pg(r: &tokio_postgres::Row) -> SealedRegistration {
         time_slot: r.get(4),
         person_sealed: r.get(5),
         created_at_ms: r.get(6),
+        person_key: None,
     }
 }
 
@@ -482,4 +528,109 @@ pub async fn stats(store: &Store, notifier_consumer: &str) -> Result<BookingStat
         last_event_position,
         notifier_position,
     })
+}
+
+/// A confirmation the notifier gave up on.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParkedNotification {
+    pub position: i64,
+    pub registration_id: String,
+    pub reason: String,
+    pub attempts: i64,
+    pub parked_at_ms: i64,
+}
+
+/// Keeps a confirmation the notifier gave up on (once per event position).
+pub async fn park_notification(store: &Store, p: ParkedNotification) -> Result<(), StoreError> {
+    match store {
+        Store::Sqlite(s) => {
+            s.write(move |c| {
+                c.prepare_cached(
+                    "INSERT OR IGNORE INTO booking_notifications_parked
+                        (position, registration_id, reason, attempts, parked_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![
+                    p.position,
+                    p.registration_id,
+                    p.reason,
+                    p.attempts,
+                    p.parked_at_ms
+                ])?;
+                Ok(())
+            })
+            .await
+        }
+        Store::Postgres(pg) => {
+            pg.write(move |tx| {
+                let p = p.clone();
+                Box::pin(async move {
+                    tx.tx
+                        .execute(
+                            "INSERT INTO booking_notifications_parked
+                                (position, registration_id, reason, attempts, parked_at_ms)
+                             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (position) DO NOTHING",
+                            &[
+                                &p.position,
+                                &p.registration_id,
+                                &p.reason,
+                                &(p.attempts as i32),
+                                &p.parked_at_ms,
+                            ],
+                        )
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+        }
+    }
+}
+
+/// The oldest `limit` parked confirmations and how many there are.
+pub async fn parked_notifications(
+    store: &Store,
+    limit: i64,
+) -> Result<(Vec<ParkedNotification>, i64), StoreError> {
+    const LIST: &str = "SELECT position, registration_id, reason, attempts, parked_at_ms
+                        FROM booking_notifications_parked ORDER BY position LIMIT ";
+    const COUNT: &str = "SELECT COUNT(*) FROM booking_notifications_parked";
+    match store {
+        Store::Sqlite(s) => {
+            s.read(move |c| {
+                let list = c
+                    .prepare(&format!("{LIST}?1"))?
+                    .query_map([limit], |r| {
+                        Ok(ParkedNotification {
+                            position: r.get(0)?,
+                            registration_id: r.get(1)?,
+                            reason: r.get(2)?,
+                            attempts: r.get(3)?,
+                            parked_at_ms: r.get(4)?,
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                let total = c.query_row(COUNT, [], |r| r.get(0))?;
+                Ok((list, total))
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let client = p.client().await?;
+            let rows = client.query(&format!("{LIST}$1"), &[&limit]).await?;
+            let total: i64 = client.query_one(COUNT, &[]).await?.get(0);
+            let list = rows
+                .iter()
+                .map(|r| ParkedNotification {
+                    position: r.get(0),
+                    registration_id: r.get(1),
+                    reason: r.get(2),
+                    attempts: i64::from(r.get::<_, i32>(3)),
+                    parked_at_ms: r.get(4),
+                })
+                .collect();
+            Ok((list, total))
+        }
+    }
 }

@@ -18,8 +18,7 @@
 //! the oldest filed pages go first (FIFO: cheap, and hot pages are refiled on
 //! their next miss).
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -75,43 +74,12 @@ struct Entry {
     page: Arc<Page>,
 }
 
-/// The key map's hasher: keys are a handful of small integers (no attacker
-/// can collide them into one bucket beyond the bounded entry count), so a
-/// multiply-rotate hash replaces SipHash, which showed in the hit path.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    fn write_i64(&mut self, i: i64) {
-        self.write_u64(i as u64);
-    }
-    fn write_isize(&mut self, i: isize) {
-        self.write_u64(i as u64);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
 struct Inner {
-    map: HashMap<ListQuery, Entry, BuildHasherDefault<KeyHasher>>,
+    /// Ordered, not hashed: keys hold client-chosen integers (cursor,
+    /// user id, offsets), and an unkeyed hash let chosen keys collide into
+    /// one bucket scanned under this lock. A B-tree has no collisions to
+    /// choose: a lookup is ~log2(entries) comparisons of small structs.
+    map: BTreeMap<ListQuery, Entry>,
     order: VecDeque<ListQuery>,
     bytes: usize,
 }
@@ -131,7 +99,7 @@ impl PageCache {
             entries_max,
             bytes_max,
             inner: Mutex::new(Inner {
-                map: HashMap::default(),
+                map: BTreeMap::new(),
                 order: VecDeque::new(),
                 bytes: 0,
             }),

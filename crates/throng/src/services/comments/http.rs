@@ -37,6 +37,7 @@ use crate::base::clock::now_ms;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::headers;
 use crate::store::Store;
 
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
@@ -73,7 +74,9 @@ where
         )
         .route(
             "/api/comments/demo-token",
-            get(demo_token).options(preflight),
+            get(demo_token)
+                .options(preflight)
+                .layer(axum::middleware::map_response(headers::no_store)),
         )
         .layer(axum::middleware::from_fn(cors))
         .merge(super::page::router())
@@ -466,6 +469,16 @@ async fn demo_token(
         "user" => (super::seed::DEMO_USER_ID, Role::User),
         "provider" => {
             let course_id = q.course_id.unwrap_or(1);
+            // Only the demo's own courses: never a provider of real data.
+            if !(1..=super::seed::DEMO_COURSES).contains(&course_id) {
+                return Err(ApiError::not_found(
+                    "course_not_found",
+                    format!(
+                        "demo provider tokens exist for the demo's courses 1 to {} only",
+                        super::seed::DEMO_COURSES
+                    ),
+                ));
+            }
             let course = store::course(&st.store, course_id)
                 .await?
                 .ok_or_else(|| course_not_found(course_id))?;

@@ -20,7 +20,7 @@ pub const SKIP_MAX: i64 = 100_000;
 
 /// Comment types a comment may have; a reply's type is the comment's type
 /// followed by `Reply` (`CourseReply`), as in the write-up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CommentType {
     Course,
     Service,
@@ -88,8 +88,17 @@ pub fn parse_id(field: &str, value: i64) -> Result<i64, ApiError> {
     }
 }
 
+/// Characters that change how the text around them is shown without being
+/// seen: bidirectional embeddings, overrides and isolates (a title with
+/// U+202E shows its end reversed, e.g. to disguise a link), and the line and
+/// paragraph separators (which break lines where no newline is allowed).
+fn is_invisible_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
 /// Checks a text field: trimmed, `min..=max` characters, no control
-/// characters except (when `multiline`) newline and tab.
+/// characters except (when `multiline`) newline and tab, no bidirectional
+/// controls or Unicode line separators.
 pub fn text(
     field: &str,
     value: &str,
@@ -102,6 +111,14 @@ pub fn text(
     let bad_char = trimmed
         .chars()
         .any(|c| c.is_control() && !(multiline && (c == '\n' || c == '\t')));
+    if let Some(c) = trimmed.chars().find(|c| is_invisible_control(*c)) {
+        return Err(ApiError::invalid_field(format!(
+            "{field}: U+{:04X} is not accepted (no bidirectional overrides, embeddings or \
+             isolates, U+202A to U+202E and U+2066 to U+2069, and no line or paragraph \
+             separators, U+2028 and U+2029)",
+            c as u32
+        )));
+    }
     if n < min || n > max || bad_char {
         let lines = if multiline { ", newlines allowed" } else { "" };
         return Err(ApiError::invalid_field(format!(
@@ -218,7 +235,7 @@ impl ReplyRequest {
 }
 
 /// The listing query after parsing: sizes capped, offsets checked.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ListQuery {
     pub comment_type: CommentType,
     pub course_id: i64,
@@ -232,7 +249,7 @@ pub struct ListQuery {
 }
 
 /// Position after a block in the listing order (lastUpdate DESC, userId DESC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cursor {
     pub last_update_ms: i64,
     pub user_id: i64,
@@ -329,6 +346,17 @@ mod tests {
         assert!(text("title", "a\nb", 1, 200, false).is_err());
         assert!(text("remarks", "a\nb\tc", 1, 4000, true).is_ok());
         assert!(text("remarks", "a\u{1}b", 1, 4000, true).is_err());
+        for c in [
+            '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{2028}', '\u{2029}',
+        ] {
+            for (field, multiline) in [("title", false), ("remarks", true)] {
+                let e = text(field, &format!("ab{c}cd"), 1, 4000, multiline).unwrap_err();
+                assert!(e.message.starts_with(field), "{}", e.message);
+            }
+        }
+        // Right-to-left text itself is fine; only the invisible controls go.
+        assert!(text("title", "שלום עולם", 1, 200, false).is_ok());
+        assert!(text("title", "a\u{200F}b", 1, 200, false).is_ok());
         assert_eq!(
             text("remarks", &"é".repeat(4000), 1, 4000, true)
                 .unwrap()

@@ -1,5 +1,5 @@
 //! The embeddable widget (`/widget/comments.js`) and its demo page
-//! (`/comments/`), plain HTML and JS served from the binary.
+//! (`/comments/`, its controls in `/comments/demo.js`), plain HTML and JS served from the binary.
 //!
 //! Embed: `<script src="https://HOST/widget/comments.js" data-course="123"></script>`;
 //! optional `data-token` (a bearer token the host page made for its signed-in
@@ -13,6 +13,7 @@ use axum::Router;
 
 const INDEX_HTML: &str = include_str!("page/index.html");
 const WIDGET_JS: &str = include_str!("page/comments.js");
+const DEMO_JS: &str = include_str!("page/demo.js");
 
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
@@ -26,6 +27,16 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
                 (
                     [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
                     INDEX_HTML,
+                )
+                    .into_response()
+            }),
+        )
+        .route(
+            "/comments/demo.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    DEMO_JS,
                 )
                     .into_response()
             }),

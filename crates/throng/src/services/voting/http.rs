@@ -70,7 +70,12 @@ where
             "/api/voting/elections/{election_id}/results/stream",
             get(results_stream),
         )
-        .route("/api/voting/demo/voter", post(demo_voter))
+        .route(
+            "/api/voting/demo/voter",
+            post(demo_voter).layer(axum::middleware::map_response(
+                crate::platform::headers::no_store,
+            )),
+        )
         .merge(super::baseline::router())
         .merge(super::page::router())
 }
