@@ -40,6 +40,28 @@ pub struct StoredEvent {
     pub created_at_ms: i64,
 }
 
+/// A row of `SELECT position, stream, event_type, payload, created_at_ms`.
+fn sqlite_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    Ok(StoredEvent {
+        position: r.get(0)?,
+        stream: r.get(1)?,
+        event_type: r.get(2)?,
+        payload: r.get(3)?,
+        created_at_ms: r.get(4)?,
+    })
+}
+
+/// The same row from PostgreSQL.
+fn pg_event(r: &tokio_postgres::Row) -> StoredEvent {
+    StoredEvent {
+        position: r.get(0),
+        stream: r.get(1),
+        event_type: r.get(2),
+        payload: r.get(3),
+        created_at_ms: r.get(4),
+    }
+}
+
 /// Appends an event inside a SQLite write command.
 pub fn sqlite_append(conn: &Connection, event: &NewEvent) -> Result<i64, StoreError> {
     conn.prepare_cached(
@@ -64,15 +86,7 @@ pub fn sqlite_events_after(
         "SELECT position, stream, event_type, payload, created_at_ms FROM events
          WHERE position > ?1 ORDER BY position LIMIT ?2",
     )?;
-    let rows = stmt.query_map([position, limit], |r| {
-        Ok(StoredEvent {
-            position: r.get(0)?,
-            stream: r.get(1)?,
-            event_type: r.get(2)?,
-            payload: r.get(3)?,
-            created_at_ms: r.get(4)?,
-        })
-    })?;
+    let rows = stmt.query_map([position, limit], sqlite_event)?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
@@ -111,15 +125,10 @@ pub fn sqlite_events_of_type_after(
          WHERE position > ?1 AND position <= ?2 AND event_type = ?3 ORDER BY position",
     )?;
     let events = stmt
-        .query_map(rusqlite::params![position, scanned_to, event_type], |r| {
-            Ok(StoredEvent {
-                position: r.get(0)?,
-                stream: r.get(1)?,
-                event_type: r.get(2)?,
-                payload: r.get(3)?,
-                created_at_ms: r.get(4)?,
-            })
-        })?
+        .query_map(
+            rusqlite::params![position, scanned_to, event_type],
+            sqlite_event,
+        )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TypeScan {
         events,
@@ -148,16 +157,7 @@ pub async fn pg_events_of_type_after(
         .query(&stmt, &[&position, &scanned_to, &event_type])
         .await?;
     Ok(TypeScan {
-        events: rows
-            .into_iter()
-            .map(|r| StoredEvent {
-                position: r.get(0),
-                stream: r.get(1),
-                event_type: r.get(2),
-                payload: r.get(3),
-                created_at_ms: r.get(4),
-            })
-            .collect(),
+        events: rows.into_iter().map(|r| pg_event(&r)).collect(),
         scanned,
         scanned_to,
     })
@@ -176,16 +176,7 @@ pub async fn pg_events_after(
         )
         .await?;
     let rows = client.query(&stmt, &[&position, &limit]).await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| StoredEvent {
-            position: r.get(0),
-            stream: r.get(1),
-            event_type: r.get(2),
-            payload: r.get(3),
-            created_at_ms: r.get(4),
-        })
-        .collect())
+    Ok(rows.into_iter().map(|r| pg_event(&r)).collect())
 }
 
 #[cfg(test)]
