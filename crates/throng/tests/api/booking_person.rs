@@ -11,7 +11,8 @@ both_stores!(
     one_national_id_one_registration,
     cancelling_frees_the_person,
     the_rule_per_day_and_off,
-    the_stored_index_is_neither_the_id_nor_its_hash
+    the_stored_index_is_neither_the_id_nor_its_hash,
+    the_rule_survives_a_restart
 );
 postgres_only!(two_nodes_at_once_give_one_registration);
 
@@ -216,4 +217,37 @@ async fn two_nodes_at_once_give_one_registration(_kind: StoreKind) {
     let taken =
         a.api.taken_slots(1, FROM, 1).await.len() + a.api.taken_slots(2, FROM, 1).await.len();
     assert_eq!(taken, 10, "no slot is held by a refused registration");
+}
+
+/// On SQLite the writer decides from memory, rebuilt at start from the
+/// stored keys: after a kill and a restart the person still holds theirs,
+/// and a cancelled one stays free.
+async fn the_rule_survives_a_restart(kind: StoreKind) {
+    let db = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match crate::helpers::PgDb::create_or_skip().await {
+            Some(db) => Some(db),
+            None => return,
+        },
+    };
+    let pg = db.as_ref().map(|d| d.url.as_str());
+    let dir = tempfile::TempDir::new().unwrap();
+    crate::helpers::seed_with_cli(dir.path(), pg, 1, 1, 5).await;
+    let mut s = ProcessServer::start(dir.path(), pg, &[]).await;
+    assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
+    let r = s.api.register(1, FROM, 1, person(2)).await;
+    assert_eq!(r.status, 201);
+    let v = r.json();
+    let (id, code) = (
+        v["registrationId"].as_str().unwrap().to_string(),
+        v["accessCode"].as_str().unwrap().to_string(),
+    );
+    assert_eq!(s.api.cancel(&id, Some(&code)).await.status, 204);
+    s.kill().await;
+    let s = ProcessServer::start(dir.path(), pg, &[]).await;
+    s.api
+        .register(1, FROM, 2, same_id_other_person(1))
+        .await
+        .assert_error(409, "already_registered");
+    assert_eq!(s.api.register(1, FROM, 3, person(2)).await.status, 201);
 }

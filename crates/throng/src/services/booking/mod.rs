@@ -294,10 +294,14 @@ impl BookingState {
                 place_id,
                 day,
                 time_slot,
+                person,
             },
         ) = (self.index(), &outcome)
         {
             index.set_taken(*place_id, *day, *time_slot, false);
+            if let Some(p) = person {
+                index.release_person(*p);
+            }
         }
         Ok(outcome)
     }

@@ -30,6 +30,8 @@ pub enum CancelOutcome {
         place_id: i64,
         day: Day,
         time_slot: i32,
+        /// Its person key in the availability index (`person_of`), if any.
+        person: Option<u64>,
     },
     /// No such registration, or the access code did not match.
     NotFound,
@@ -210,6 +212,7 @@ pub async fn try_register(
                 StoreError::Internal("the SQLite booking store needs its availability index".into())
             })?;
             let took = Arc::new(AtomicBool::new(false));
+            let person = person_of_reg(&reg);
             let (slot, in_writer, took_in_writer) = (
                 (reg.place_id, reg.day, reg.time_slot),
                 index.clone(),
@@ -225,8 +228,12 @@ pub async fn try_register(
                 })
                 .await;
             if outcome.is_err() && took.load(Ordering::Acquire) {
-                // The batch did not commit: the slot is free again.
+                // The batch did not commit: the slot (and the person) are
+                // free again.
                 index.set_taken(slot.0, slot.1, slot.2, false);
+                if let Some(p) = person {
+                    index.release_person(p);
+                }
             }
             outcome
         }
@@ -321,45 +328,44 @@ fn sqlite_try_register(
         SlotState::UnknownPlace => return Ok(RegisterOutcome::PlaceNotFound),
         SlotState::UnknownSlot => return Ok(RegisterOutcome::SlotNotFound),
     }
-    // One writer: the person's key is decided here, by the unique index
-    // (an existing key makes the insert do nothing; it cannot fail).
-    let appended = (|| -> Result<bool, StoreError> {
-        let inserted = c
-            .prepare_cached(
-                "INSERT INTO booking_registrations
-                    (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT (person_key) DO NOTHING",
-            )?
-            .execute(params![
-                reg.id,
-                reg.access_hash,
-                reg.place_id,
-                reg.day.0,
-                reg.time_slot,
-                reg.person_sealed,
-                reg.created_at_ms,
-                reg.person_key
-            ])?;
-        if inserted == 0 {
-            return Ok(false);
-        }
-        eventlog::sqlite_append(c, event)?;
-        Ok(true)
-    })();
-    match appended {
-        Ok(true) => Ok(RegisterOutcome::Registered),
-        Ok(false) => {
+    // One writer: the person is decided in its memory too (see
+    // `availability.rs`), before any SQL runs.
+    let person = person_of_reg(reg);
+    if let Some(p) = person {
+        if !index.take_person(p) {
             index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
             took.store(false, Ordering::Release);
-            Ok(RegisterOutcome::AlreadyRegistered)
-        }
-        Err(e) => {
-            index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
-            took.store(false, Ordering::Release);
-            Err(e)
+            return Ok(RegisterOutcome::AlreadyRegistered);
         }
     }
+    let appended = (|| -> Result<(), StoreError> {
+        c.prepare_cached(
+            "INSERT INTO booking_registrations
+                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            reg.id,
+            reg.access_hash,
+            reg.place_id,
+            reg.day.0,
+            reg.time_slot,
+            reg.person_sealed,
+            reg.created_at_ms,
+            reg.person_key
+        ])?;
+        eventlog::sqlite_append(c, event)?;
+        Ok(())
+    })();
+    if let Err(e) = appended {
+        index.set_taken(reg.place_id, reg.day, reg.time_slot, false);
+        if let Some(p) = person {
+            index.release_person(p);
+        }
+        took.store(false, Ordering::Release);
+        return Err(e);
+    }
+    Ok(RegisterOutcome::Registered)
 }
 
 fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SealedRegistration> {
@@ -371,7 +377,7 @@ fn registration_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SealedRegist
         time_slot: r.get(4)?,
         person_sealed: r.get(5)?,
         created_at_ms: r.get(6)?,
-        person_key: None,
+        person_key: r.get(7)?,
     })
 }
 
@@ -389,8 +395,16 @@ fn registration_from_pg(r: &tokio_postgres::Row) -> SealedRegistration {
 }
 
 const SELECT_REGISTRATION_SQLITE: &str =
-    "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
+    "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key
      FROM booking_registrations WHERE id = ?1";
+
+/// A registration's person key in the availability index, if it has one.
+fn person_of_reg(reg: &SealedRegistration) -> Option<u64> {
+    reg.person_key
+        .as_deref()
+        .filter(|k| k.len() >= 8)
+        .map(super::availability::person_of)
+}
 const SELECT_REGISTRATION_PG: &str =
     "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
      FROM booking_registrations WHERE id = $1";
@@ -445,7 +459,7 @@ pub async fn cancel(
                 // The slot's bit is cleared by the caller once this commits.
                 c.prepare_cached("DELETE FROM booking_registrations WHERE id = ?1")?.execute([&id])?;
                 eventlog::sqlite_append(c, &cancelled_event(&reg))?;
-                Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot })
+                Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot, person: person_of_reg(&reg) })
             })
             .await
         }
@@ -484,7 +498,7 @@ pub async fn cancel(
                         )
                         .await?;
                     tx.append(cancelled_event(&reg));
-                    Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot })
+                    Ok(CancelOutcome::Cancelled { place_id: reg.place_id, day: reg.day, time_slot: reg.time_slot, person: person_of_reg(&reg) })
                 })
             })
             .await
