@@ -265,7 +265,9 @@ impl ServeArgs {
         Ok(())
     }
 
-    pub fn admission(&self) -> Arc<Admission> {
+    /// Admission control, keyed through `proxies` (one copy, shared with
+    /// the accept loop).
+    pub fn admission(&self, proxies: Arc<TrustedProxies>) -> Arc<Admission> {
         Admission::new(
             AdmissionLimits {
                 in_flight_max: self.in_flight_max,
@@ -275,7 +277,7 @@ impl ServeArgs {
                 rate_limit_burst: self.rate_limit_burst,
                 rate_limit_keys_max: self.rate_limit_keys_max,
             },
-            self.proxies(),
+            proxies,
         )
     }
 
@@ -431,7 +433,8 @@ pub async fn start_for(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr()?;
-    let adm = args.admission();
+    let proxies = args.proxies();
+    let adm = args.admission(proxies.clone());
     let mut workers = workers;
     workers.push(tokio::spawn(adm.pruner()));
     let app = router_for(state.clone(), &args, list, adm);
@@ -448,7 +451,7 @@ pub async fn start_for(
         None => None,
     };
     let (tx, rx) = oneshot::channel::<()>();
-    let (limits, proxies) = (args.conn_limits(), args.proxies());
+    let limits = args.conn_limits();
     let server = tokio::spawn(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -637,10 +640,10 @@ fn add_platform_responses(doc: &mut serde_json::Value) {
             }
             // Every error answer is the envelope, whatever the service wrote.
             for (status, response) in responses.iter_mut() {
-                if status.starts_with('4') || status.starts_with('5') {
-                    if response.get("content").is_none() {
-                        response["content"] = error("")["content"].clone();
-                    }
+                if (status.starts_with('4') || status.starts_with('5'))
+                    && response.get("content").is_none()
+                {
+                    response["content"] = error("")["content"].clone();
                 }
             }
         }

@@ -42,6 +42,20 @@ async fn gateway(
     (url, calls)
 }
 
+/// The parked list once it holds one confirmation (15 s at most).
+async fn wait_for_one_parked(s: &TestServer) -> Value {
+    let mut list = Value::Null;
+    for _ in 0..150 {
+        list = parked(s).await;
+        if list["count"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(list["count"], 1, "{list}");
+    list
+}
+
 async fn parked(s: &TestServer) -> Value {
     let r = s
         .api
@@ -83,15 +97,7 @@ async fn a_redirecting_gateway_receives_nothing_more(kind: StoreKind) {
     let r = s.api.register(1, FROM, 0, person(1)).await;
     assert_eq!(r.status, 201);
     let id = r.json()["registrationId"].as_str().unwrap().to_string();
-    let mut list = Value::Null;
-    for _ in 0..150 {
-        list = parked(&s).await;
-        if list["count"] == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(list["count"], 1, "{list}");
+    let list = wait_for_one_parked(&s).await;
     let p = &list["parked"][0];
     assert_eq!(p["registrationId"], id.as_str());
     assert!(p["reason"].as_str().unwrap().contains("redirect"), "{p}");
@@ -198,14 +204,6 @@ async fn https_gateways_are_spoken_to_over_tls() {
         .await
         .unwrap();
     assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
-    let mut list = Value::Null;
-    for _ in 0..150 {
-        list = parked(&s).await;
-        if list["count"] == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(list["count"], 1, "{list}");
+    wait_for_one_parked(&s).await;
     assert_eq!(calls.lock().unwrap().len(), 0, "no request in the clear");
 }

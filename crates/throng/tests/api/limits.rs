@@ -406,18 +406,8 @@ async fn a_stuck_request_is_answered_at_the_request_deadline(kind: StoreKind) {
     let Some(s) = TestServer::start_seeded(kind, &flags, Some((1, 1, 3))).await else {
         return;
     };
-    let pg = s.pg.as_ref().expect("PostgreSQL");
-    let (mut client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let tx = client.transaction().await.unwrap();
-    tx.execute(
-        "SELECT 1 FROM booking_slots WHERE place_id = 1 FOR UPDATE",
-        &[],
-    )
-    .await
-    .unwrap();
+    let (mut client, _conn) = connect_pg(&s).await;
+    let tx = lock_place_1(&mut client).await;
     let started = Instant::now();
     let r = s
         .api
@@ -437,17 +427,21 @@ async fn a_stuck_request_is_answered_at_the_request_deadline(kind: StoreKind) {
 
 crate::postgres_only!(a_stuck_request_is_answered_at_the_request_deadline);
 
-/// Stopping lets a request in flight finish (here one waiting on a database
-/// lock) and accepts no new connection meanwhile.
-async fn stopping_lets_requests_in_flight_finish(kind: StoreKind) {
-    let Some(mut s) = TestServer::start_seeded(kind, &[], Some((1, 1, 3))).await else {
-        return;
-    };
+/// A connection of the test's own to the server's PostgreSQL database.
+async fn connect_pg(s: &TestServer) -> (tokio_postgres::Client, tokio::task::JoinHandle<()>) {
     let pg = s.pg.as_ref().expect("PostgreSQL");
-    let (mut client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+    let (client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
         .await
         .unwrap();
-    tokio::spawn(conn);
+    let conn = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    (client, conn)
+}
+
+/// Holds place 1's slot rows locked until the transaction ends, so a
+/// registration there waits on the database.
+async fn lock_place_1(client: &mut tokio_postgres::Client) -> tokio_postgres::Transaction<'_> {
     let tx = client.transaction().await.unwrap();
     tx.execute(
         "SELECT 1 FROM booking_slots WHERE place_id = 1 FOR UPDATE",
@@ -455,6 +449,17 @@ async fn stopping_lets_requests_in_flight_finish(kind: StoreKind) {
     )
     .await
     .unwrap();
+    tx
+}
+
+/// Stopping lets a request in flight finish (here one waiting on a database
+/// lock) and accepts no new connection meanwhile.
+async fn stopping_lets_requests_in_flight_finish(kind: StoreKind) {
+    let Some(mut s) = TestServer::start_seeded(kind, &[], Some((1, 1, 3))).await else {
+        return;
+    };
+    let (mut client, _conn) = connect_pg(&s).await;
+    let tx = lock_place_1(&mut client).await;
     let api = s.api.clone();
     let in_flight = tokio::spawn(async move {
         api.register(1, crate::helpers::FROM, 0, crate::helpers::person(1))

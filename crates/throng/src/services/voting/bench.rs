@@ -233,14 +233,11 @@ impl Experiment for VotingBench {
         let votes = votes_at("/api/voting");
         let baseline_votes = votes_at("/api/voting/baseline");
         let ballots = ballot_paths("/api/voting", districts);
-        let ballot = {
+        let ballot = |browser: bool| {
             let ballots = ballots.clone();
-            move |browser: bool| {
-                let ballots = ballots.clone();
-                Arc::new(move |seq: u64| ballot_get(&ballots, seq, browser))
-            }
+            Arc::new(move |seq: u64| ballot_get(&ballots, seq, browser))
         };
-        let mix = Arc::new(workflow(ballots, votes.clone()));
+        let mix = Arc::new(workflow(ballots.clone(), votes.clone()));
         let baseline_mix = Arc::new(workflow(
             ballot_paths("/api/voting/baseline", districts),
             baseline_votes.clone(),

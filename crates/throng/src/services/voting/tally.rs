@@ -128,8 +128,8 @@ impl Default for Tally {
 impl Tally {
     /// The tallies as of the latest change.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        let cached = self.cached.load();
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let cached = self.cached.load();
         if cached.0 == live.version {
             return cached.1.clone();
         }
