@@ -112,8 +112,9 @@ pub async fn apply_postgres(
 ) -> anyhow::Result<()> {
     let all = ordered(sets, Dialect::Postgres)?;
     // `CREATE TABLE IF NOT EXISTS` is not safe against a concurrent twin: the
-    // loser fails on pg_type's unique index (23505) or sees the table appear
-    // (42P07). Retrying settles it, and unlike an advisory lock it works on
+    // loser fails on pg_type's unique index (23505), finds the row type
+    // already made (42710, "type ... already exists") or sees the table
+    // appear (42P07). Retrying settles it, and unlike an advisory lock it works on
     // CockroachDB and YugabyteDB too. The migrations themselves are then
     // serialized by claiming their version row first (below).
     let mut attempt = 0;
@@ -130,7 +131,7 @@ pub async fn apply_postgres(
             Err(e)
                 if attempt < PG_BOOTSTRAP_ATTEMPTS_MAX
                     && e.code()
-                        .is_some_and(|c| c.code() == "23505" || c.code() == "42P07") =>
+                        .is_some_and(|c| matches!(c.code(), "23505" | "42710" | "42P07")) =>
             {
                 tokio::time::sleep(std::time::Duration::from_millis(50 * attempt as u64)).await;
             }
