@@ -88,6 +88,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         Some(seed(&exe, exp.as_ref(), &args, &store_flags)?)
     };
     let mut server = ChildServer::start(&exe, &store_flags, &exp.serve_args())?;
+    exp.prepare(&data_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

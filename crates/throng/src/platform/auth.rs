@@ -36,6 +36,8 @@ pub const RESERVED_CLAIMS: [&str; 4] = ["sub", "role", "iat", "exp"];
 pub struct TokenKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
+    /// HMAC(secret, "throng key derivation v1"): the root of [`TokenKeys::derive`].
+    derivation_root: [u8; 32],
 }
 
 impl TokenKeys {
@@ -43,7 +45,15 @@ impl TokenKeys {
         TokenKeys {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
+            derivation_root: hmac_sha256(secret, b"throng key derivation v1"),
         }
+    }
+
+    /// A key of its own for `purpose` (such as the MAC of signed visitor
+    /// ids), derived from the token secret: nodes sharing the secret share
+    /// it, and no purpose's key reveals the secret or another's key.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        hmac_sha256(&self.derivation_root, purpose.as_bytes())
     }
 
     pub fn issue(&self, sub: &str, role: Role, ttl_s: u64) -> String {
@@ -118,6 +128,14 @@ impl TokenKeys {
                 }
             })
     }
+}
+
+fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let mut m =
+        <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    m.update(data);
+    m.finalize().into_bytes().into()
 }
 
 /// A verified caller. Use as a handler argument; `require` checks the role.

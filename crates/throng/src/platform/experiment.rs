@@ -39,6 +39,12 @@ pub trait Experiment: Send + Sync {
     fn serve_args(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Called once before `workloads`, with the server's data directory
+    /// (where its generated secrets are), for experiments whose requests
+    /// must be signed as the server's clients' are.
+    fn prepare(&self, _data_dir: &std::path::Path) -> anyhow::Result<()> {
+        Ok(())
+    }
     fn workloads(&self, scale: Scale) -> Vec<Workload>;
     /// Closed-model connections by default. Durable writes are bounded by
     /// connections / commit latency (Little's law), so an experiment about a

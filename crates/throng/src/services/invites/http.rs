@@ -1,0 +1,664 @@
+//! Invites routes. The visitor's calls (`state`, `answers`, forgetting
+//! oneself) are public, answer CORS for the site's allowed origins (and the
+//! same origin, when throng is served under the site's own domain), and
+//! name the visitor by its signed id in `X-Invites-Visitor` or, first-party,
+//! the `throng_iv_{siteId}` cookie set by the server. Sites, counts and
+//! forgetting any visitor need an `admin` token.
+//!
+//! Error codes: 400 `invalid_path` / `malformed_json` / `visitor_required`;
+//! 401 `missing_token` / `invalid_token` / `token_expired`; 403 `forbidden`,
+//! `origin_not_allowed`; 404 `site_not_found`, `visitor_not_found`; 409
+//! `already_answered`, `site_inactive`, `too_many_sites`; 415
+//! `unsupported_media_type`; 422 `invalid_field`, `invalid_display`. A
+//! forged, altered or truncated visitor id is a new visitor, never an error.
+//! Nothing is written on any error.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::extract::{FromRef, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::model::{Answer, AnswerState, NoPopup, Outcome, SiteInput, Standing, SITES_MAX};
+use super::signed::{Signer, Visitor, VISITOR_CHARS};
+use super::sites::{self, SiteEntry};
+use super::store::{self, AnswerCmd};
+use super::InvitesState;
+use crate::base::clock::{now_ms, rfc3339_ms};
+use crate::platform::auth::{Caller, Role, TokenKeys};
+use crate::platform::error::{ApiError, ApiResult};
+use crate::platform::extract::{ApiJson, ApiPath};
+
+/// The header that carries the signed visitor id.
+pub const VISITOR_HEADER: &str = "x-invites-visitor";
+/// Seconds a browser may cache a CORS preflight.
+const PREFLIGHT_MAX_AGE_S: u32 = 600;
+/// The first-party cookie's lifetime (Chromium's cap, 400 days).
+const COOKIE_MAX_AGE_S: u32 = 400 * 86_400;
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<InvitesState>: FromRef<S>,
+    Arc<TokenKeys>: FromRef<S>,
+{
+    Router::new()
+        .route("/api/invites/sites", post(create_site).get(list_sites))
+        .route(
+            "/api/invites/sites/{site_id}",
+            get(get_site).patch(update_site),
+        )
+        .route("/api/invites/sites/{site_id}/pause", post(pause_site))
+        .route("/api/invites/sites/{site_id}/resume", post(resume_site))
+        .route("/api/invites/sites/{site_id}/stats", get(site_stats))
+        .route(
+            "/api/invites/sites/{site_id}/state",
+            get(visitor_state).options(preflight),
+        )
+        .route(
+            "/api/invites/sites/{site_id}/answers",
+            post(post_answer).options(preflight),
+        )
+        .route(
+            "/api/invites/sites/{site_id}/visitor",
+            axum::routing::delete(forget_me).options(preflight),
+        )
+        .route(
+            "/api/invites/visitors/{visitor_id}",
+            axum::routing::delete(forget_visitor),
+        )
+        .merge(super::page::router())
+}
+
+fn site_not_found(id: i64) -> ApiError {
+    ApiError::not_found("site_not_found", format!("no site with id {id}"))
+}
+
+fn entry(st: &InvitesState, site_id: i64) -> ApiResult<Arc<SiteEntry>> {
+    st.sites
+        .load()
+        .get(site_id)
+        .cloned()
+        .ok_or_else(|| site_not_found(site_id))
+}
+
+// ---- CORS -------------------------------------------------------------
+
+/// The request's `Origin` when it may call for this site: `Ok(None)` when
+/// there is no Origin (not a cross-origin browser call) or it is throng's
+/// own origin (served under the site's domain); `Ok(Some(origin))` for an
+/// allowed origin, which the answer echoes; 403 otherwise.
+fn allowed_origin(site: &SiteEntry, headers: &HeaderMap) -> ApiResult<Option<HeaderValue>> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(None);
+    };
+    let text = origin.to_str().unwrap_or("").to_ascii_lowercase();
+    let own = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|h| h.to_ascii_lowercase());
+    let host_of_origin = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"));
+    if own.is_some() && host_of_origin == own.as_deref() {
+        return Ok(None);
+    }
+    if site.site().allows_origin(&text) {
+        return Ok(Some(origin.clone()));
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "origin_not_allowed",
+        format!(
+            "pages of {text:?} may not call site {}; an admin adds the origin to the site's allowedOrigins",
+            site.row.site_id
+        ),
+    ))
+}
+
+fn with_cors(mut res: Response, origin: Option<HeaderValue>) -> Response {
+    let h = res.headers_mut();
+    h.append(header::VARY, HeaderValue::from_static("origin"));
+    if let Some(o) = origin {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+    }
+    res
+}
+
+#[utoipa::path(options, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
+    params(("site_id" = i64, Path), ("Origin" = String, Header, description = "One of the site's allowedOrigins")),
+    responses((status = 204, description = "CORS preflight: Access-Control-Allow-Origin (the origin), -Methods GET, POST, DELETE, -Headers content-type, x-invites-visitor, -Max-Age 600. The same for .../state and .../visitor."),
+              (status = 403, description = "origin_not_allowed"),
+              (status = 404, description = "site_not_found")))]
+pub async fn preflight(
+    State(st): State<Arc<InvitesState>>,
+    ApiPath(site_id): ApiPath<i64>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let e = entry(&st, site_id)?;
+    let origin = allowed_origin(&e, &headers)?;
+    let mut res = StatusCode::NO_CONTENT.into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("content-type, x-invites-visitor"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from(PREFLIGHT_MAX_AGE_S),
+    );
+    Ok(with_cors(res, origin))
+}
+
+// ---- the visitor ------------------------------------------------------
+
+fn cookie_name(site_id: i64) -> String {
+    format!("throng_iv_{site_id}")
+}
+
+/// The visitor a request names (header first, then the cookie), if genuine.
+fn claimed_visitor(signer: &Signer, site_id: i64, headers: &HeaderMap) -> Option<Visitor> {
+    let from_header = headers
+        .get(VISITOR_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| v.len() == VISITOR_CHARS)
+        .and_then(|v| signer.verify_visitor(site_id, v));
+    if from_header.is_some() {
+        return from_header;
+    }
+    let name = cookie_name(site_id);
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .filter(|(k, _)| *k == name)
+        .find_map(|(_, v)| signer.verify_visitor(site_id, v.trim()))
+}
+
+fn visitor_required() -> ApiError {
+    ApiError::bad_request(
+        "visitor_required",
+        format!(
+            "send the visitor id that GET .../state returned in {VISITOR_HEADER} (or its cookie)"
+        ),
+    )
+}
+
+fn set_cookie(st: &InvitesState, res: &mut Response, site_id: i64, signed: &str) {
+    let secure = if st.cookie_secure { "; Secure" } else { "" };
+    let cookie = format!(
+        "{}={signed}; Path=/api/invites/sites/{site_id}; Max-Age={COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Lax{secure}",
+        cookie_name(site_id)
+    );
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
+}
+
+fn no_store(res: &mut Response) {
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+#[utoipa::path(get, path = "/api/invites/sites/{site_id}/state", tag = "invites",
+    params(("site_id" = i64, Path),
+           ("X-Invites-Visitor" = Option<String>, Header, description = "The signed visitor id (27 characters) an earlier answer returned; missing, forged or altered: a new visitor"),
+           ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
+    responses((status = 200, description = "{siteId, visitor (signed id to keep), show, reason (site_paused, not_yet_active, ended, not_sampled, answered_yes, answered_no, closed_out; null when show), state (asking, yes, no, closed_out), closes, closesMax; when show: displayId, surveyUrl, popup {title, body, yes, no, close}}. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store."),
+              (status = 400, description = "invalid_path"),
+              (status = 403, description = "origin_not_allowed"),
+              (status = 404, description = "site_not_found"),
+              (status = 429, description = "over capacity; see Retry-After"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn visitor_state(
+    State(st): State<Arc<InvitesState>>,
+    ApiPath(site_id): ApiPath<i64>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let e = entry(&st, site_id)?;
+    let origin = allowed_origin(&e, &headers)?;
+    let site = e.site();
+    let now = now_ms();
+    let (visitor, standing) = match claimed_visitor(&st.signer, site_id, &headers) {
+        Some(v) => (v, store::standing(&st.store, site_id, v.id).await?),
+        None => {
+            // A first visit: sampled once, now, and kept in the signed id.
+            let draw = (rand::random::<u64>() >> 32) as u32;
+            let v = Visitor {
+                id: Signer::new_visitor_id(),
+                sampled: site.samples_in(draw),
+            };
+            e.seen.visitors.fetch_add(1, Ordering::Relaxed);
+            if v.sampled {
+                e.seen.invited.fetch_add(1, Ordering::Relaxed);
+            }
+            (v, Standing::default())
+        }
+    };
+    let signed = st.signer.sign_visitor(site_id, visitor);
+    let mut body = json!({
+        "siteId": site_id,
+        "visitor": signed,
+        "state": standing.state.name(),
+        "closes": standing.closes,
+        "closesMax": site.closes_max,
+    });
+    match site.decide(now, visitor.sampled, standing) {
+        Ok(()) => {
+            e.seen.displays.fetch_add(1, Ordering::Relaxed);
+            let (_, display) = st.signer.new_display(site_id, visitor.id);
+            body["show"] = json!(true);
+            body["reason"] = Value::Null;
+            body["displayId"] = json!(display);
+            body["surveyUrl"] = json!(site.survey_url);
+            body["popup"] = serde_json::to_value(&site.texts).expect("texts serialize");
+        }
+        Err(why) => {
+            body["show"] = json!(false);
+            body["reason"] = json!(why.reason());
+        }
+    }
+    let mut res = Json(body).into_response();
+    no_store(&mut res);
+    set_cookie(&st, &mut res, site_id, &signed);
+    Ok(with_cors(res, origin))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswerRequest {
+    pub answer: Answer,
+    /// The displayId of the popup answered (22 characters).
+    pub display_id: String,
+}
+
+fn answered_message(state: AnswerState) -> String {
+    match state {
+        AnswerState::Yes => "this visitor already said yes to this survey".into(),
+        AnswerState::No => "this visitor already said no to this survey".into(),
+        _ => "this visitor closed the invitation the most times allowed; it is not shown again"
+            .into(),
+    }
+}
+
+#[utoipa::path(post, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
+    params(("site_id" = i64, Path),
+           ("X-Invites-Visitor" = String, Header, description = "The signed visitor id (or its cookie)"),
+           ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
+    request_body(content = AnswerRequest, description = "{answer: yes | no | close, displayId}"),
+    responses((status = 200, description = "{siteId, state (asking, yes, no, closed_out), closes, closesMax, counted (false: this display was answered before, nothing changed); surveyUrl on yes}. Cache-Control: no-store."),
+              (status = 400, description = "visitor_required, malformed_json, invalid_path"),
+              (status = 403, description = "origin_not_allowed"),
+              (status = 404, description = "site_not_found"),
+              (status = 409, description = "already_answered (yes, no or closed out is final), site_inactive (paused, not yet active or ended)"),
+              (status = 413, description = "body_too_large"),
+              (status = 415, description = "unsupported_media_type"),
+              (status = 422, description = "invalid_field (answer), invalid_display (not a display of this visitor)"),
+              (status = 429, description = "over capacity; see Retry-After"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn post_answer(
+    State(st): State<Arc<InvitesState>>,
+    ApiPath(site_id): ApiPath<i64>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<AnswerRequest>,
+) -> ApiResult<Response> {
+    let e = entry(&st, site_id)?;
+    let origin = allowed_origin(&e, &headers)?;
+    let site = e.site();
+    let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
+    let display = st
+        .signer
+        .verify_display(site_id, visitor.id, req.display_id.trim())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_display",
+                "displayId: send the displayId of a popup GET .../state showed this visitor",
+            )
+        })?;
+    let now = now_ms();
+    if let Err(why) = site.active(now) {
+        return Err(ApiError::conflict(
+            "site_inactive",
+            format!("site {site_id} takes no answers now ({})", why.reason()),
+        ));
+    }
+    let (after, outcome) = store::answer(
+        &st.store,
+        AnswerCmd {
+            site_id,
+            visitor_id: visitor.id,
+            display,
+            answer: req.answer,
+            closes_max: site.closes_max,
+            now_ms: now,
+            shard: st.counts_shard,
+        },
+    )
+    .await?;
+    if outcome == Outcome::Final {
+        return Err(ApiError::conflict(
+            "already_answered",
+            answered_message(after.state),
+        ));
+    }
+    let mut body = json!({
+        "siteId": site_id,
+        "state": after.state.name(),
+        "closes": after.closes,
+        "closesMax": site.closes_max,
+        "counted": outcome == Outcome::Counted,
+    });
+    if after.state == AnswerState::Yes {
+        body["surveyUrl"] = json!(site.survey_url);
+    }
+    let mut res = Json(body).into_response();
+    no_store(&mut res);
+    Ok(with_cors(res, origin))
+}
+
+#[utoipa::path(delete, path = "/api/invites/sites/{site_id}/visitor", tag = "invites",
+    params(("site_id" = i64, Path),
+           ("X-Invites-Visitor" = String, Header, description = "The signed visitor id (or its cookie)")),
+    responses((status = 204, description = "Every answer of this visitor is deleted; the cookie is cleared"),
+              (status = 400, description = "visitor_required"),
+              (status = 403, description = "origin_not_allowed"),
+              (status = 404, description = "site_not_found"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn forget_me(
+    State(st): State<Arc<InvitesState>>,
+    ApiPath(site_id): ApiPath<i64>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let e = entry(&st, site_id)?;
+    let origin = allowed_origin(&e, &headers)?;
+    let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
+    store::forget_visitor(&st.store, visitor.id).await?;
+    let mut res = StatusCode::NO_CONTENT.into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{}=; Path=/api/invites/sites/{site_id}; Max-Age=0; HttpOnly; SameSite=Lax",
+        cookie_name(site_id)
+    )) {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(with_cors(res, origin))
+}
+
+#[utoipa::path(delete, path = "/api/invites/visitors/{visitor_id}", tag = "invites",
+    params(("visitor_id" = i64, Path, description = "The visitor's numeric id (1 to 9223372036854775807), as a support request or a data subject request names it")),
+    security(("bearer" = [])),
+    responses((status = 200, description = "{visitorId, answersDeleted}"),
+              (status = 400, description = "invalid_path"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn forget_visitor(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(visitor_id): ApiPath<i64>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    if visitor_id < 1 {
+        return Err(ApiError::bad_request(
+            "invalid_path",
+            "visitor_id: 1 to 9223372036854775807",
+        ));
+    }
+    let n = store::forget_visitor(&st.store, visitor_id).await?;
+    Ok(Json(
+        json!({ "visitorId": visitor_id, "answersDeleted": n }),
+    ))
+}
+
+// ---- sites (admin) ----------------------------------------------------
+
+fn site_json(e: &SiteEntry) -> Value {
+    let s = e.site();
+    json!({
+        "siteId": e.row.site_id,
+        "name": s.name,
+        "surveyUrl": s.survey_url,
+        "allowedOrigins": s.allowed_origins,
+        "inviteShare": s.invite_share,
+        "closesMax": s.closes_max,
+        "activeFrom": s.active_from_ms.map(rfc3339_ms),
+        "activeUntil": s.active_until_ms.map(rfc3339_ms),
+        "paused": s.paused,
+        "retentionDays": s.retention_days,
+        "texts": s.texts,
+        "createdAt": rfc3339_ms(e.row.created_at_ms),
+        "updatedAt": rfc3339_ms(e.row.updated_at_ms),
+        "snippet": format!("<script src=\"/invite.js\" data-site=\"{}\" async></script>", e.row.site_id),
+    })
+}
+
+async fn reload(st: &InvitesState) -> ApiResult<()> {
+    sites::reload_and_announce(&st.store, &st.sites)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "invites: reloading the sites failed");
+            ApiError::unavailable("the site was saved but this node could not reload it; retry")
+        })
+}
+
+#[utoipa::path(post, path = "/api/invites/sites", tag = "invites",
+    security(("bearer" = [])),
+    request_body(content = SiteInput, description = "surveyUrl and allowedOrigins required; name (1-100 chars), inviteShare (0-1, default 1), closesMax (1-10, default 3), activeFrom/activeUntil (RFC 3339), paused, retentionDays (1-3650, default 365), texts"),
+    responses((status = 201, description = "The site: {siteId, name, surveyUrl, allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts, createdAt, updatedAt, snippet}; Location"),
+              (status = 400, description = "malformed_json"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 409, description = "too_many_sites (10,000 at most)"),
+              (status = 415, description = "unsupported_media_type"),
+              (status = 422, description = "invalid_field, naming the field and what is accepted"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn create_site(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiJson(input): ApiJson<SiteInput>,
+) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let site = input.apply(None)?;
+    let id = store::create_site(&st.store, &site, now_ms(), SITES_MAX as i64)
+        .await?
+        .ok_or_else(|| {
+            ApiError::conflict(
+                "too_many_sites",
+                format!("a store holds at most {SITES_MAX} sites"),
+            )
+        })?;
+    reload(&st).await?;
+    let e = entry(&st, id)?;
+    let mut res = (StatusCode::CREATED, Json(site_json(&e))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("/api/invites/sites/{id}")) {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(res)
+}
+
+#[utoipa::path(get, path = "/api/invites/sites", tag = "invites",
+    security(("bearer" = [])),
+    responses((status = 200, description = "{sites: [site]} in id order, each as GET /api/invites/sites/{site_id}"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)")))]
+pub async fn list_sites(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    let list: Vec<Value> = st
+        .sites
+        .load()
+        .list()
+        .iter()
+        .map(|e| site_json(e))
+        .collect();
+    Ok(Json(json!({ "sites": list })))
+}
+
+#[utoipa::path(get, path = "/api/invites/sites/{site_id}", tag = "invites",
+    params(("site_id" = i64, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "{siteId, name, surveyUrl, allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts {title, body, yes, no, close}, createdAt, updatedAt, snippet}"),
+              (status = 400, description = "invalid_path"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 404, description = "site_not_found")))]
+pub async fn get_site(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(site_id): ApiPath<i64>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    Ok(Json(site_json(&*entry(&st, site_id)?)))
+}
+
+async fn change_site(st: &InvitesState, site_id: i64, input: SiteInput) -> ApiResult<Json<Value>> {
+    let e = entry(st, site_id)?;
+    let site = input.apply(Some(e.site()))?;
+    if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
+        return Err(site_not_found(site_id));
+    }
+    reload(st).await?;
+    Ok(Json(site_json(&*entry(st, site_id)?)))
+}
+
+#[utoipa::path(patch, path = "/api/invites/sites/{site_id}", tag = "invites",
+    params(("site_id" = i64, Path)),
+    security(("bearer" = [])),
+    request_body(content = SiteInput, description = "The fields to change, with the bounds of POST /api/invites/sites; activeFrom/activeUntil \"\" clears them"),
+    responses((status = 200, description = "The site as changed (as GET)"),
+              (status = 400, description = "malformed_json, invalid_path"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 404, description = "site_not_found"),
+              (status = 415, description = "unsupported_media_type"),
+              (status = 422, description = "invalid_field"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn update_site(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(site_id): ApiPath<i64>,
+    ApiJson(input): ApiJson<SiteInput>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    change_site(&st, site_id, input).await
+}
+
+#[utoipa::path(post, path = "/api/invites/sites/{site_id}/pause", tag = "invites",
+    params(("site_id" = i64, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "The site, paused: no popup, no answers (as GET)"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 404, description = "site_not_found"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn pause_site(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(site_id): ApiPath<i64>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    let input = SiteInput {
+        paused: Some(true),
+        ..Default::default()
+    };
+    change_site(&st, site_id, input).await
+}
+
+#[utoipa::path(post, path = "/api/invites/sites/{site_id}/resume", tag = "invites",
+    params(("site_id" = i64, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "The site, no longer paused (as GET)"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 404, description = "site_not_found"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn resume_site(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(site_id): ApiPath<i64>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    let input = SiteInput {
+        paused: Some(false),
+        ..Default::default()
+    };
+    change_site(&st, site_id, input).await
+}
+
+#[utoipa::path(get, path = "/api/invites/sites/{site_id}/stats", tag = "invites",
+    params(("site_id" = i64, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "{siteId, visitors (first visits), invited (first visits sampled in), displays, yes, no, closes, closedOut, conversion (yes / invited, null before any invitation)}. Answers are counted in their own transaction; visitors, invited and displays are flushed from each node's memory every --invites-flush-ms (this node's before answering)."),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 404, description = "site_not_found"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn site_stats(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(site_id): ApiPath<i64>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    entry(&st, site_id)?;
+    sites::flush(&st.store, &st.sites, st.counts_shard).await;
+    let c = store::counts(&st.store, site_id).await?;
+    let conversion = (c.invited > 0).then(|| c.yes as f64 / c.invited as f64);
+    Ok(Json(json!({
+        "siteId": site_id,
+        "visitors": c.visitors,
+        "invited": c.invited,
+        "displays": c.displays,
+        "yes": c.yes,
+        "no": c.no,
+        "closes": c.closes,
+        "closedOut": c.closed_out,
+        "conversion": conversion,
+    })))
+}
+
+/// For `NoPopup` reasons in docs and tests.
+pub fn reasons() -> [&'static str; 7] {
+    [
+        NoPopup::Paused.reason(),
+        NoPopup::NotYetActive.reason(),
+        NoPopup::Ended.reason(),
+        NoPopup::NotSampled.reason(),
+        NoPopup::Answered(AnswerState::Yes).reason(),
+        NoPopup::Answered(AnswerState::No).reason(),
+        NoPopup::Answered(AnswerState::ClosedOut).reason(),
+    ]
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(
+        visitor_state,
+        post_answer,
+        preflight,
+        forget_me,
+        forget_visitor,
+        create_site,
+        list_sites,
+        get_site,
+        update_site,
+        pause_site,
+        resume_site,
+        site_stats
+    ),
+    components(schemas(AnswerRequest, Answer, SiteInput, super::model::Texts))
+)]
+pub struct InvitesApi;

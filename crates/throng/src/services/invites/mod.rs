@@ -1,0 +1,223 @@
+//! Invites: survey invitation popups for busy sites (write-up 003). A script
+//! on a customer's page (`/invite.js`) asks whether to invite the current
+//! visitor; a popup offers Yes (the survey opens in a new tab), No (never
+//! asked again) and close (asked again next time; after three closes never
+//! again). See ARCHITECTURE.md ("Invites").
+//!
+//! Sites (campaigns) are few and kept in memory by every node (`sites.rs`);
+//! a visitor is a signed random id (`signed.rs`) the script keeps in the
+//! site's own storage, or a first-party cookie; a state check is one point
+//! lookup of the visitor's answers (none for a first visit), an answer one
+//! command of the group commit (`store.rs`), decided by `model.rs`.
+
+pub mod bench;
+pub mod http;
+pub mod model;
+pub mod page;
+pub mod seed;
+pub mod signed;
+pub mod sites;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+use include_dir::include_dir;
+
+use crate::platform::experiment::Experiment;
+use crate::platform::service::{
+    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+};
+use crate::store::{MigrationSet, Store};
+
+/// The invites service, as `services::all()` lists it.
+pub struct Invites;
+
+static MIGRATIONS: MigrationSet = MigrationSet {
+    owner: "invites",
+    sqlite: include_dir!("$CARGO_MANIFEST_DIR/src/services/invites/migrations/sqlite"),
+    postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/invites/migrations/postgres"),
+};
+
+/// Rows of `invites_counts` per site on PostgreSQL: each node adds to one,
+/// so nodes do not queue on one row's lock.
+const PG_COUNT_SHARDS: i32 = 64;
+
+/// `serve` flags of the invites service.
+#[derive(Clone, Debug, clap::Args)]
+pub struct InvitesArgs {
+    /// Mark the first-party visitor cookie `Secure` (set it when throng is
+    /// served over https, as it should be in production).
+    #[arg(long = "invites-cookie-secure", env = "THRONG_INVITES_COOKIE_SECURE")]
+    pub invites_cookie_secure: bool,
+    /// How often the counts gathered in memory (first visits, invited,
+    /// displays) are written, in ms.
+    #[arg(
+        long = "invites-flush-ms",
+        env = "THRONG_INVITES_FLUSH_MS",
+        default_value_t = 1000
+    )]
+    pub invites_flush_ms: u64,
+    /// How often answers past their site's retention are purged, in s.
+    #[arg(
+        long = "invites-purge-interval-s",
+        env = "THRONG_INVITES_PURGE_INTERVAL_S",
+        default_value_t = 3600
+    )]
+    pub invites_purge_interval_s: u64,
+    /// Do not run the counts flusher and the retention purge on this node.
+    #[arg(long = "invites-no-workers", env = "THRONG_INVITES_NO_WORKERS")]
+    pub invites_no_workers: bool,
+}
+
+impl Service for Invites {
+    fn name(&self) -> &'static str {
+        "invites"
+    }
+
+    fn migrations(&self) -> Option<&'static MigrationSet> {
+        Some(&MIGRATIONS)
+    }
+
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
+        InvitesArgs::augment_args(cmd)
+    }
+
+    fn seed_command(&self) -> Option<clap::Command> {
+        Some(seed::SeedInvitesArgs::augment_args(
+            clap::Command::new("invites")
+                .about("Survey sites and visitors' answers (6,000,000 visitors with the defaults)"),
+        ))
+    }
+
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let args = seed::SeedInvitesArgs::from_arg_matches(args)?;
+            let r = seed::seed(store, &args, true).await?;
+            println!(
+                "seeded {} sites and {} visitors' answers in {:.1} s ({:.0} rows/s)",
+                args.sites,
+                r.rows,
+                r.elapsed_s,
+                r.rows as f64 / r.elapsed_s.max(1e-9)
+            );
+            Ok(())
+        })
+    }
+
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(seed::seed_demo_if_empty(store))
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            let args = InvitesArgs::from_arg_matches(matches)?;
+            if args.invites_flush_ms == 0 || args.invites_purge_interval_s == 0 {
+                anyhow::bail!("--invites-flush-ms and --invites-purge-interval-s: 1 or more");
+            }
+            let state = Arc::new(InvitesState::new(platform, &args).await?);
+            let mut started = Started::new(state.clone()).with_worker(state.spawn_sites_watcher());
+            if !args.invites_no_workers {
+                started = started
+                    .with_worker(sites::spawn_flusher(
+                        state.store.clone(),
+                        state.sites.clone(),
+                        state.counts_shard,
+                        Duration::from_millis(args.invites_flush_ms),
+                    ))
+                    .with_worker(sites::spawn_purger(
+                        state.store.clone(),
+                        state.sites.clone(),
+                        Duration::from_secs(args.invites_purge_interval_s),
+                    ));
+            }
+            Ok(started)
+        })
+    }
+
+    fn router(&self) -> axum::Router<AppState> {
+        http::router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        use utoipa::OpenApi;
+        http::InvitesApi::openapi()
+    }
+
+    fn links(&self) -> Vec<Link> {
+        vec![Link {
+            kind: LinkKind::Page,
+            href: "/invites/demo",
+            title: "Survey invitation",
+            about:
+                "a host page with the invitation popup (/invite.js): yes, no, or close three times.",
+        }]
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        vec![Box::new(bench::InvitesBench::default())]
+    }
+}
+
+/// What the invites routes share.
+pub struct InvitesState {
+    pub store: Store,
+    pub signer: signed::Signer,
+    pub sites: Arc<ArcSwap<sites::Sites>>,
+    pub cookie_secure: bool,
+    /// The `invites_counts` row this node adds to.
+    pub counts_shard: i32,
+    loaded_generation: Option<String>,
+}
+
+impl ServiceState for InvitesState {}
+
+impl InvitesState {
+    pub async fn new(platform: &Platform, args: &InvitesArgs) -> anyhow::Result<InvitesState> {
+        let generation = platform.store.meta_get(sites::SITES_GENERATION_KEY).await?;
+        let sites = sites::Sites::load(&platform.store, None).await?;
+        tracing::info!(sites = sites.len(), "loaded the invitation sites");
+        let counts_shard = match platform.store {
+            Store::Sqlite(_) => 0,
+            Store::Postgres(_) => (rand::random::<u32>() % PG_COUNT_SHARDS as u32) as i32,
+        };
+        Ok(InvitesState {
+            store: platform.store.clone(),
+            signer: signed::Signer::new(platform.keys.derive(signed::KEY_PURPOSE)),
+            sites: Arc::new(ArcSwap::from_pointee(sites)),
+            cookie_secure: args.invites_cookie_secure,
+            counts_shard,
+            loaded_generation: generation,
+        })
+    }
+
+    /// Reloads the sites when another node (or a seed) changed them.
+    fn spawn_sites_watcher(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        crate::platform::seed_watch::spawn(
+            self.store.clone(),
+            sites::SITES_GENERATION_KEY,
+            self.loaded_generation.clone(),
+            "the invitation sites",
+            move || {
+                let this = this.clone();
+                async move {
+                    let fresh = sites::Sites::load(&this.store, Some(&this.sites.load())).await?;
+                    this.sites.store(Arc::new(fresh));
+                    Ok(())
+                }
+            },
+        )
+    }
+}

@@ -1,0 +1,143 @@
+// throng survey invitation: <script src="https://THRONG/invite.js" data-site="ID" async></script>
+// Asks throng whether to invite this visitor and, if so, shows an
+// accessible dialog (Yes opens the survey in a new tab, No never asks
+// again, close asks again next time). Small, dependency-free, and fails
+// closed: if throng is slow or down, nothing is shown and nothing breaks.
+// Optional attributes: data-api (throng's origin; default: this script's),
+// data-timeout-ms (default 2000).
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  if (!script || !window.fetch || !document.body || !script.dataset) return;
+  var site = script.dataset.site;
+  if (!site || !/^[0-9]{1,18}$/.test(site)) return;
+  var api;
+  try {
+    api = new URL(script.dataset.api || script.src, location.href).origin;
+  } catch (e) {
+    return;
+  }
+  var timeoutMs = Number(script.dataset.timeoutMs) || 2000;
+  var base = api + "/api/invites/sites/" + site;
+  // The signed visitor id lives in the site's own storage (third-party
+  // cookies are blocked by browsers); same-origin deployments also get a
+  // first-party cookie from the server.
+  var key = "throng-invites-visitor-" + site;
+  function load() {
+    try { return localStorage.getItem(key); } catch (e) { return null; }
+  }
+  function save(v) {
+    try { if (v) localStorage.setItem(key, v); } catch (e) { /* storage blocked: the cookie may still work */ }
+  }
+  var sameOrigin = api === location.origin;
+  function call(method, path, body) {
+    var headers = {};
+    var visitor = load();
+    if (visitor) headers["X-Invites-Visitor"] = visitor;
+    if (body) headers["Content-Type"] = "application/json";
+    var ctrl = window.AbortController ? new AbortController() : null;
+    var timer = ctrl && setTimeout(function () { ctrl.abort(); }, timeoutMs);
+    return fetch(base + path, {
+      method: method,
+      headers: headers,
+      body: body ? JSON.stringify(body) : undefined,
+      credentials: sameOrigin ? "same-origin" : "omit",
+      keepalive: method === "POST",
+      signal: ctrl ? ctrl.signal : undefined,
+      cache: "no-store",
+    }).then(function (res) {
+      if (timer) clearTimeout(timer);
+      if (!res.ok) throw new Error("throng invites: " + res.status);
+      return res.json();
+    });
+  }
+
+  var CSS =
+    ":host{all:initial}" +
+    ".back{position:fixed;inset:0;background:rgba(0,0,0,.35);display:flex;align-items:center;justify-content:center;z-index:2147483647;font:16px/1.4 system-ui,sans-serif}" +
+    ".box{position:relative;background:#fff;color:#111;max-width:26rem;margin:1rem;padding:1.5rem;border-radius:.5rem;box-shadow:0 .5rem 2rem rgba(0,0,0,.3)}" +
+    "h2{font-size:1.2rem;margin:0 2rem .5rem 0}p{margin:0 0 1rem}" +
+    "button{font:inherit;padding:.5rem 1rem;margin:.25rem .5rem 0 0;border-radius:.3rem;border:1px solid #555;background:#f4f4f4;color:#111;cursor:pointer}" +
+    "button.yes{background:#1a5fb4;border-color:#1a5fb4;color:#fff}" +
+    "button.x{position:absolute;top:.5rem;right:.5rem;margin:0;padding:.1rem .5rem;border:0;background:none;font-size:1.4rem}" +
+    "button:focus-visible{outline:3px solid #e5a50a;outline-offset:2px}";
+
+  function show(state) {
+    var texts = state.popup;
+    var host = document.createElement("div");
+    host.setAttribute("data-throng-invite", site);
+    var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
+    var style = document.createElement("style");
+    style.textContent = CSS;
+    var back = document.createElement("div");
+    back.className = "back";
+    var box = document.createElement("div");
+    box.className = "box";
+    box.setAttribute("role", "dialog");
+    box.setAttribute("aria-modal", "true");
+    box.setAttribute("aria-labelledby", "throng-invite-title");
+    box.setAttribute("aria-describedby", "throng-invite-body");
+    var h = document.createElement("h2");
+    h.id = "throng-invite-title";
+    h.textContent = texts.title;
+    var p = document.createElement("p");
+    p.id = "throng-invite-body";
+    p.textContent = texts.body;
+    function button(cls, label, aria) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = cls;
+      b.textContent = label;
+      if (aria) b.setAttribute("aria-label", aria);
+      return b;
+    }
+    var yes = button("yes", texts.yes);
+    var no = button("no", texts.no);
+    var x = button("x", "\u00d7", texts.close);
+    box.append(x, h, p, yes, no);
+    back.append(box);
+    root.append(style, back);
+    var before = document.activeElement;
+    var done = false;
+    function finish(answer) {
+      if (done) return;
+      done = true;
+      document.removeEventListener("keydown", onKey, true);
+      host.remove();
+      if (before && before.focus) try { before.focus(); } catch (e) { /* gone */ }
+      call("POST", "/answers", { answer: answer, displayId: state.displayId }).catch(function () {
+        /* an answer lost in transit: the popup may show again */
+      });
+    }
+    function onKey(e) {
+      if (e.key === "Escape") {
+        e.preventDefault();
+        finish("close");
+      } else if (e.key === "Tab") {
+        // Keep focus inside the dialog while it is open.
+        var order = [x, yes, no];
+        var i = order.indexOf(root.activeElement);
+        e.preventDefault();
+        order[(i + (e.shiftKey ? order.length - 1 : 1)) % order.length].focus();
+      }
+    }
+    yes.addEventListener("click", function () {
+      // Opened in the click itself, so popup blockers allow it.
+      window.open(new URL(state.surveyUrl, api).href, "_blank", "noopener");
+      finish("yes");
+    });
+    no.addEventListener("click", function () { finish("no"); });
+    x.addEventListener("click", function () { finish("close"); });
+    back.addEventListener("click", function (e) { if (e.target === back) finish("close"); });
+    document.addEventListener("keydown", onKey, true);
+    document.body.append(host);
+    yes.focus();
+  }
+
+  call("GET", "/state")
+    .then(function (state) {
+      save(state.visitor);
+      if (state.show && state.popup && state.displayId) show(state);
+    })
+    .catch(function () { /* fail closed: no popup */ });
+})();
