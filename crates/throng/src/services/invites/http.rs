@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::extract::{FromRef, State};
+use axum::extract::{FromRef, FromRequest, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -311,13 +311,15 @@ fn answered_message(state: AnswerState) -> String {
 pub async fn post_answer(
     State(st): State<Arc<InvitesState>>,
     ApiPath(site_id): ApiPath<i64>,
-    headers: HeaderMap,
-    ApiJson(req): ApiJson<AnswerRequest>,
+    request: axum::extract::Request,
 ) -> ApiResult<Response> {
     let e = entry(&st, site_id)?;
-    let origin = allowed_origin(&e, &headers)?;
+    // The origin and the visitor first: a refused page's body is not read.
+    let origin = allowed_origin(&e, request.headers())?;
     let site = e.site();
-    let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
+    let visitor =
+        claimed_visitor(&st.signer, site_id, request.headers()).ok_or_else(visitor_required)?;
+    let ApiJson(req) = ApiJson::<AnswerRequest>::from_request(request, &()).await?;
     let display = st
         .signer
         .verify_display(site_id, visitor.id, req.display_id.trim())

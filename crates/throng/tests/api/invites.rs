@@ -1,0 +1,818 @@
+//! Invites through a real server on both stores: every rule (three closes,
+//! yes and no are final, sampling kept per visitor, paused and expired
+//! sites, idempotent retries), 100 concurrent answers of one visitor, bad
+//! input (forged, truncated and oversized visitor ids, unknown sites,
+//! disallowed origins, bad answers: the envelope or a fresh visitor, never a
+//! 5xx, nothing written), admin access, forgetting a visitor, the retention
+//! purge, and SIGKILL under answer load.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{json, Value};
+use throng::platform::auth::Role;
+
+use crate::both_stores;
+use crate::helpers::{Api, PgDb, ProcessServer, Reply, StoreKind, TestServer};
+
+both_stores!(
+    three_closes_then_never_again,
+    yes_and_no_are_final_and_retries_count_once,
+    sampling_is_decided_once_per_visitor_and_kept,
+    paused_and_inactive_sites_show_nothing_and_take_no_answers,
+    concurrent_answers_of_one_visitor_leave_one_state,
+    bad_input_gets_the_envelope_or_a_fresh_visitor_and_writes_nothing,
+    admin_endpoints_need_an_admin_token,
+    a_visitor_can_be_forgotten,
+    answers_past_the_retention_are_purged,
+    acknowledged_answers_survive_sigkill,
+);
+
+const ORIGIN: &str = "https://shop.example";
+
+struct Inv {
+    api: Api,
+    admin: String,
+    site: i64,
+}
+
+impl Inv {
+    async fn new(server: &TestServer, settings: Value) -> Inv {
+        let admin = server.token(Role::Admin);
+        let api = server.api.clone();
+        let site = create_site(&api, &admin, settings).await;
+        Inv { api, admin, site }
+    }
+
+    fn path(&self, tail: &str) -> String {
+        format!("/api/invites/sites/{}{tail}", self.site)
+    }
+
+    async fn state(&self, visitor: Option<&str>) -> Reply {
+        let mut req = self.api.http.get(self.api.url(&self.path("/state")));
+        if let Some(v) = visitor {
+            req = req.header("x-invites-visitor", v);
+        }
+        self.api.send(req).await
+    }
+
+    /// A first visit that shows the popup: (visitor, displayId).
+    async fn first_display(&self) -> (String, String) {
+        let r = self.state(None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        assert_eq!(v["show"], true, "{v}");
+        (
+            v["visitor"].as_str().unwrap().to_string(),
+            v["displayId"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// A later display for a known visitor.
+    async fn display(&self, visitor: &str) -> String {
+        let v = self.state(Some(visitor)).await.json();
+        assert_eq!(v["show"], true, "{v}");
+        assert_eq!(v["visitor"], visitor, "the same visitor");
+        v["displayId"].as_str().unwrap().to_string()
+    }
+
+    async fn answer(&self, visitor: &str, answer: &str, display: &str) -> Reply {
+        self.api
+            .send(
+                self.api
+                    .http
+                    .post(self.api.url(&self.path("/answers")))
+                    .header("x-invites-visitor", visitor)
+                    .json(&json!({ "answer": answer, "displayId": display })),
+            )
+            .await
+    }
+
+    async fn stats(&self) -> Value {
+        let r = self
+            .api
+            .send(
+                self.api
+                    .http
+                    .get(self.api.url(&self.path("/stats")))
+                    .bearer_auth(&self.admin),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+    }
+
+    async fn patch(&self, body: Value) -> Reply {
+        self.api
+            .send(
+                self.api
+                    .http
+                    .patch(self.api.url(&self.path("")))
+                    .bearer_auth(&self.admin)
+                    .json(&body),
+            )
+            .await
+    }
+}
+
+async fn create_site(api: &Api, admin: &str, settings: Value) -> i64 {
+    let mut body = json!({
+        "surveyUrl": "https://survey.example/s/1",
+        "allowedOrigins": [ORIGIN],
+    });
+    for (k, v) in settings.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/api/invites/sites"))
+                .bearer_auth(admin)
+                .json(&body),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["siteId"].as_i64().unwrap()
+}
+
+/// The numeric id inside a signed visitor id (its first 8 bytes).
+fn numeric_id(signed: &str) -> i64 {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(signed)
+        .unwrap();
+    i64::from_be_bytes(raw[..8].try_into().unwrap())
+}
+
+async fn three_closes_then_never_again(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    let (visitor, mut display) = inv.first_display().await;
+    for closes in 1..=3 {
+        let r = inv.answer(&visitor, "close", &display).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        assert_eq!(v["closes"], closes);
+        assert_eq!(v["counted"], true);
+        if closes < 3 {
+            assert_eq!(v["state"], "asking");
+            // Close asks again next time: the next visit shows it.
+            display = inv.display(&visitor).await;
+        } else {
+            assert_eq!(v["state"], "closed_out");
+        }
+    }
+    let v = inv.state(Some(&visitor)).await.json();
+    assert_eq!(
+        (v["show"].clone(), v["reason"].clone()),
+        (json!(false), json!("closed_out"))
+    );
+    assert!(v.get("displayId").is_none());
+    // The last display answered again (a retry): nothing changes.
+    let v = inv.answer(&visitor, "close", &display).await.json();
+    assert_eq!(
+        (v["counted"].clone(), v["closes"].clone()),
+        (json!(false), json!(3))
+    );
+    let s = inv.stats().await;
+    assert_eq!(
+        (s["closes"].clone(), s["closedOut"].clone()),
+        (json!(3), json!(1)),
+        "{s}"
+    );
+    assert_eq!(
+        (s["visitors"].clone(), s["invited"].clone()),
+        (json!(1), json!(1)),
+        "{s}"
+    );
+    assert_eq!(s["displays"], 3, "{s}");
+}
+
+async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    // Yes: final, with the survey URL; a double click counts once; another
+    // display's answer is refused.
+    let (visitor, d1) = inv.first_display().await;
+    let d2 = inv.display(&visitor).await;
+    let r = inv.answer(&visitor, "yes", &d1).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["state"], "yes");
+    assert_eq!(v["counted"], true);
+    assert_eq!(v["surveyUrl"], "https://survey.example/s/1");
+    let again = inv.answer(&visitor, "yes", &d1).await.json();
+    assert_eq!(
+        (again["state"].clone(), again["counted"].clone()),
+        (json!("yes"), json!(false))
+    );
+    inv.answer(&visitor, "no", &d2)
+        .await
+        .assert_error(409, "already_answered");
+    let v = inv.state(Some(&visitor)).await.json();
+    assert_eq!(
+        (v["show"].clone(), v["reason"].clone()),
+        (json!(false), json!("answered_yes"))
+    );
+
+    // No: final, no survey URL.
+    let (visitor, d1) = inv.first_display().await;
+    let d2 = inv.display(&visitor).await;
+    let v = inv.answer(&visitor, "no", &d1).await.json();
+    assert_eq!(v["state"], "no");
+    assert!(v.get("surveyUrl").is_none());
+    inv.answer(&visitor, "close", &d2)
+        .await
+        .assert_error(409, "already_answered");
+    let v = inv.state(Some(&visitor)).await.json();
+    assert_eq!(v["reason"], "answered_no");
+
+    // Closes on two displays count twice; a retried close once.
+    let (visitor, d1) = inv.first_display().await;
+    let d2 = inv.display(&visitor).await;
+    for d in [&d1, &d1, &d2, &d2] {
+        assert_eq!(inv.answer(&visitor, "close", d).await.status, 200);
+    }
+    assert_eq!(inv.state(Some(&visitor)).await.json()["closes"], 2);
+
+    let s = inv.stats().await;
+    assert_eq!(
+        (s["yes"].clone(), s["no"].clone(), s["closes"].clone()),
+        (json!(1), json!(1), json!(2)),
+        "{s}"
+    );
+    assert_eq!(s["conversion"].as_f64().unwrap(), 1.0 / 3.0, "{s}");
+}
+
+async fn sampling_is_decided_once_per_visitor_and_kept(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({ "inviteShare": 0.5 })).await;
+    let mut decided = Vec::new();
+    for _ in 0..200 {
+        let v = inv.state(None).await.json();
+        let show = v["show"] == true;
+        if !show {
+            assert_eq!(v["reason"], "not_sampled");
+        }
+        decided.push((v["visitor"].as_str().unwrap().to_string(), show));
+    }
+    let shown = decided.iter().filter(|d| d.1).count();
+    assert!(
+        (60..=140).contains(&shown),
+        "about half of 200 invited: {shown}"
+    );
+    // Each visitor keeps its draw, even after the share changes.
+    assert_eq!(inv.patch(json!({ "inviteShare": 0.0 })).await.status, 200);
+    for (visitor, show) in decided.iter().take(40) {
+        let v = inv.state(Some(visitor)).await.json();
+        assert_eq!(v["show"] == true, *show, "{v}");
+    }
+    assert_eq!(inv.state(None).await.json()["reason"], "not_sampled");
+    let s = inv.stats().await;
+    assert_eq!(s["visitors"], 201, "{s}");
+    assert_eq!(s["invited"], shown as i64, "{s}");
+}
+
+async fn paused_and_inactive_sites_show_nothing_and_take_no_answers(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    let (visitor, display) = inv.first_display().await;
+    let pause = |what: &'static str| {
+        let api = inv.api.clone();
+        let (admin, path) = (inv.admin.clone(), inv.path(what));
+        async move {
+            api.send(api.http.post(api.url(&path)).bearer_auth(admin))
+                .await
+        }
+    };
+    let r = pause("/pause").await;
+    assert_eq!((r.status, r.json()["paused"].clone()), (200, json!(true)));
+    assert_eq!(
+        inv.state(Some(&visitor)).await.json()["reason"],
+        "site_paused"
+    );
+    inv.answer(&visitor, "yes", &display)
+        .await
+        .assert_error(409, "site_inactive");
+    assert_eq!(pause("/resume").await.status, 200);
+    assert_eq!(inv.state(Some(&visitor)).await.json()["show"], true);
+
+    assert_eq!(
+        inv.patch(json!({ "activeUntil": "2020-01-01T00:00:00Z" }))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(inv.state(Some(&visitor)).await.json()["reason"], "ended");
+    inv.answer(&visitor, "no", &display)
+        .await
+        .assert_error(409, "site_inactive");
+    assert_eq!(
+        inv.patch(json!({ "activeUntil": "", "activeFrom": "2999-01-01T00:00:00Z" }))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        inv.state(Some(&visitor)).await.json()["reason"],
+        "not_yet_active"
+    );
+    assert_eq!(inv.patch(json!({ "activeFrom": "" })).await.status, 200);
+    let r = inv.answer(&visitor, "yes", &display).await;
+    assert_eq!(
+        r.status,
+        200,
+        "the display still answers once the site is active: {}",
+        r.text()
+    );
+}
+
+async fn concurrent_answers_of_one_visitor_leave_one_state(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    // 100 closes on 100 displays at once: exactly closesMax (3) count.
+    let (visitor, first) = inv.first_display().await;
+    let mut displays = vec![first];
+    for _ in 0..99 {
+        displays.push(inv.display(&visitor).await);
+    }
+    let answers =
+        futures::future::join_all(displays.iter().map(|d| inv.answer(&visitor, "close", d))).await;
+    let mut by_status: HashMap<u16, usize> = HashMap::new();
+    for r in &answers {
+        *by_status.entry(r.status).or_default() += 1;
+        if r.status == 409 {
+            r.assert_envelope("already_answered");
+        }
+    }
+    assert_eq!(by_status.get(&200), Some(&3), "{by_status:?}");
+    assert_eq!(by_status.get(&409), Some(&97), "{by_status:?}");
+    let v = inv.state(Some(&visitor)).await.json();
+    assert_eq!(
+        (v["state"].clone(), v["closes"].clone()),
+        (json!("closed_out"), json!(3))
+    );
+
+    // 100 answers of one display at once (yes, no and close mixed): one counts.
+    let (visitor, display) = inv.first_display().await;
+    let kinds = ["yes", "no", "close"];
+    let answers =
+        futures::future::join_all((0..100).map(|i| inv.answer(&visitor, kinds[i % 3], &display)))
+            .await;
+    let counted: Vec<&Reply> = answers
+        .iter()
+        .filter(|r| r.status == 200 && r.json()["counted"] == true)
+        .collect();
+    assert_eq!(counted.len(), 1);
+    assert!(
+        answers.iter().all(|r| r.status == 200),
+        "repeats answer 200"
+    );
+    let final_state = counted[0].json()["state"].clone();
+    assert_eq!(inv.state(Some(&visitor)).await.json()["state"], final_state);
+    let s = inv.stats().await;
+    let total = s["yes"].as_i64().unwrap() + s["no"].as_i64().unwrap();
+    let closes = s["closes"].as_i64().unwrap();
+    assert!(
+        (total == 1 && closes == 3) || (total == 0 && closes == 4),
+        "counts match the answers that counted: {s}"
+    );
+}
+
+async fn bad_input_gets_the_envelope_or_a_fresh_visitor_and_writes_nothing(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    let (visitor, display) = inv.first_display().await;
+    let before = inv.stats().await;
+
+    // Forged, altered, truncated, oversized and other sites' visitor ids:
+    // a fresh visitor, never an error.
+    let mut altered = visitor.clone().into_bytes();
+    altered[5] = if altered[5] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    let other_site = create_site(&inv.api, &inv.admin, json!({})).await;
+    let others = {
+        let r = inv
+            .api
+            .get(&format!("/api/invites/sites/{other_site}/state"))
+            .await;
+        r.json()["visitor"].as_str().unwrap().to_string()
+    };
+    for bad in [
+        "forged-visitor-id-000000000".to_string(),
+        altered.clone(),
+        visitor[..20].to_string(),
+        format!("{visitor}{visitor}"),
+        "x".repeat(4000),
+        others,
+        "é".into(),
+    ] {
+        let r = inv.state(Some(&bad)).await;
+        assert_eq!(r.status, 200, "{bad:?}: {}", r.text());
+        let v = r.json();
+        assert_ne!(v["visitor"], visitor, "{bad:?}");
+        assert_eq!(v["closes"], 0);
+        // An answer needs a genuine visitor.
+        inv.answer(&bad, "close", &display)
+            .await
+            .assert_error(400, "visitor_required");
+    }
+    // Answers: unknown answer, missing or foreign display, malformed JSON,
+    // wrong content type, unknown site.
+    for body in [
+        json!({ "answer": "maybe", "displayId": display }),
+        json!({ "answer": "yes" }),
+        json!({ "answer": "yes", "displayId": display, "extra": 1 }),
+        json!({ "answer": "yes", "displayId": 7 }),
+    ] {
+        let r = inv
+            .api
+            .send(
+                inv.api
+                    .http
+                    .post(inv.api.url(&inv.path("/answers")))
+                    .header("x-invites-visitor", &visitor)
+                    .json(&body),
+            )
+            .await;
+        r.assert_error(422, "invalid_field");
+    }
+    let (other_visitor, other_display) = inv.first_display().await;
+    inv.answer(&visitor, "yes", &other_display)
+        .await
+        .assert_error(422, "invalid_display");
+    inv.answer(&visitor, "yes", "not-a-display-id")
+        .await
+        .assert_error(422, "invalid_display");
+    let post = |body: &'static str, ct: Option<&'static str>| {
+        let mut req = inv
+            .api
+            .http
+            .post(inv.api.url(&inv.path("/answers")))
+            .header("x-invites-visitor", &visitor)
+            .body(body);
+        if let Some(ct) = ct {
+            req = req.header("content-type", ct);
+        }
+        inv.api.send(req)
+    };
+    post("{\"answer\":", Some("application/json"))
+        .await
+        .assert_error(400, "malformed_json");
+    post("answer=yes", Some("application/x-www-form-urlencoded"))
+        .await
+        .assert_error(415, "unsupported_media_type");
+    inv.api
+        .get("/api/invites/sites/999999/state")
+        .await
+        .assert_error(404, "site_not_found");
+    inv.api
+        .get("/api/invites/sites/abc/state")
+        .await
+        .assert_error(400, "invalid_path");
+
+    // Origins: an allowed one is echoed; another is refused on every call.
+    let with_origin = |method: reqwest::Method, tail: &str, origin: &str| {
+        inv.api.send(
+            inv.api
+                .http
+                .request(method, inv.api.url(&inv.path(tail)))
+                .header("origin", origin)
+                .header("x-invites-visitor", &visitor)
+                .header("access-control-request-method", "POST"),
+        )
+    };
+    let ok = with_origin(reqwest::Method::GET, "/state", ORIGIN).await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.headers["access-control-allow-origin"], ORIGIN);
+    let pre = with_origin(reqwest::Method::OPTIONS, "/answers", ORIGIN).await;
+    assert_eq!(pre.status, 204);
+    assert!(pre.headers["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .contains("x-invites-visitor"));
+    for (method, tail) in [
+        (reqwest::Method::GET, "/state"),
+        (reqwest::Method::OPTIONS, "/answers"),
+        (reqwest::Method::POST, "/answers"),
+    ] {
+        let r = with_origin(method, tail, "https://evil.example").await;
+        r.assert_error(403, "origin_not_allowed");
+        assert!(r.headers.get("access-control-allow-origin").is_none());
+    }
+
+    // Nothing was written by any of it.
+    let after = inv.stats().await;
+    for k in ["yes", "no", "closes", "closedOut"] {
+        assert_eq!(after[k], before[k], "{k}: {after}");
+    }
+    assert_eq!(inv.state(Some(&visitor)).await.json()["closes"], 0);
+    assert_eq!(inv.state(Some(&other_visitor)).await.json()["closes"], 0);
+}
+
+async fn admin_endpoints_need_an_admin_token(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let api = &server.api;
+    let admin = server.token(Role::Admin);
+    let user = server.token(Role::User);
+    let body = json!({ "surveyUrl": "https://s.example/1", "allowedOrigins": [ORIGIN] });
+    api.post_json("/api/invites/sites", &body)
+        .await
+        .assert_error(401, "missing_token");
+    api.send(
+        api.http
+            .post(api.url("/api/invites/sites"))
+            .bearer_auth(&user)
+            .json(&body),
+    )
+    .await
+    .assert_error(403, "forbidden");
+    api.send(
+        api.http
+            .get(api.url("/api/invites/sites"))
+            .bearer_auth("nonsense"),
+    )
+    .await
+    .assert_error(401, "invalid_token");
+    for bad in [
+        json!({ "allowedOrigins": [ORIGIN] }),
+        json!({ "surveyUrl": "ftp://x", "allowedOrigins": [ORIGIN] }),
+        json!({ "surveyUrl": "https://s.example", "allowedOrigins": ["https://a.example/path"] }),
+        json!({ "surveyUrl": "https://s.example", "allowedOrigins": [], "closesMax": 11 }),
+        json!({ "surveyUrl": "https://s.example", "allowedOrigins": [], "inviteShare": -0.1 }),
+        json!({ "surveyUrl": "https://s.example", "allowedOrigins": [], "retentionDays": 0 }),
+        json!({ "surveyUrl": "https://s.example", "allowedOrigins": [], "activeFrom": "tomorrow" }),
+        json!({ "surveyUrl": "https://s.example", "allowedOrigins": [], "texts": { "title": "", "body": "b", "yes": "y", "no": "n", "close": "c" } }),
+    ] {
+        let r = api
+            .send(
+                api.http
+                    .post(api.url("/api/invites/sites"))
+                    .bearer_auth(&admin)
+                    .json(&bad),
+            )
+            .await;
+        let msg = r.assert_error(422, "invalid_field");
+        assert!(!msg.is_empty());
+    }
+    let site = create_site(
+        api,
+        &admin,
+        json!({ "name": "Course survey", "closesMax": 2 }),
+    )
+    .await;
+    let list = api
+        .send(
+            api.http
+                .get(api.url("/api/invites/sites"))
+                .bearer_auth(&admin),
+        )
+        .await
+        .json();
+    assert_eq!(list["sites"].as_array().unwrap().len(), 1);
+    let one = api
+        .send(
+            api.http
+                .get(api.url(&format!("/api/invites/sites/{site}")))
+                .bearer_auth(&admin),
+        )
+        .await
+        .json();
+    assert_eq!(
+        (one["name"].clone(), one["closesMax"].clone()),
+        (json!("Course survey"), json!(2))
+    );
+    api.send(
+        api.http
+            .get(api.url(&format!("/api/invites/sites/{site}/stats")))
+            .bearer_auth(&user),
+    )
+    .await
+    .assert_error(403, "forbidden");
+    api.send(
+        api.http
+            .delete(api.url("/api/invites/visitors/12"))
+            .bearer_auth(&user),
+    )
+    .await
+    .assert_error(403, "forbidden");
+    let r = api
+        .send(
+            api.http
+                .patch(api.url("/api/invites/sites/999"))
+                .bearer_auth(&admin)
+                .json(&json!({})),
+        )
+        .await;
+    r.assert_error(404, "site_not_found");
+}
+
+async fn a_visitor_can_be_forgotten(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    // By the visitor itself (the snippet's "forget me").
+    let (visitor, display) = inv.first_display().await;
+    assert_eq!(inv.answer(&visitor, "no", &display).await.status, 200);
+    assert_eq!(
+        inv.state(Some(&visitor)).await.json()["reason"],
+        "answered_no"
+    );
+    let r = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .delete(inv.api.url(&inv.path("/visitor")))
+                .header("x-invites-visitor", &visitor),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let v = inv.state(Some(&visitor)).await.json();
+    assert_eq!(
+        (v["show"].clone(), v["closes"].clone()),
+        (json!(true), json!(0))
+    );
+    inv.api
+        .send(inv.api.http.delete(inv.api.url(&inv.path("/visitor"))))
+        .await
+        .assert_error(400, "visitor_required");
+
+    // By an admin, by numeric id (a data subject request).
+    let (visitor, display) = inv.first_display().await;
+    assert_eq!(inv.answer(&visitor, "close", &display).await.status, 200);
+    let id = numeric_id(&visitor);
+    let r = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .delete(inv.api.url(&format!("/api/invites/visitors/{id}")))
+                .bearer_auth(&inv.admin),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["answersDeleted"], 1);
+    assert_eq!(inv.state(Some(&visitor)).await.json()["closes"], 0);
+}
+
+async fn answers_past_the_retention_are_purged(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &["--invites-purge-interval-s", "1"]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({ "retentionDays": 30 })).await;
+    let (old, d) = inv.first_display().await;
+    assert_eq!(inv.answer(&old, "no", &d).await.status, 200);
+    let (fresh, d) = inv.first_display().await;
+    assert_eq!(inv.answer(&fresh, "no", &d).await.status, 200);
+    // Age one answer past 30 days, as time would.
+    let old_id = numeric_id(&old);
+    let aged = throng::base::clock::now_ms() - 31 * 86_400_000;
+    match &server.state.store {
+        throng::store::Store::Sqlite(s) => {
+            s.write(move |c| {
+                c.execute(
+                    "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",
+                    [aged, old_id],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        }
+        throng::store::Store::Postgres(p) => {
+            p.client()
+                .await
+                .unwrap()
+                .execute(
+                    "UPDATE invites_answers SET updated_at_ms = $1 WHERE visitor_id = $2",
+                    &[&aged, &old_id],
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if inv.state(Some(&old)).await.json()["show"] == true {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the old answer was not purged"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        inv.state(Some(&fresh)).await.json()["reason"],
+        "answered_no"
+    );
+}
+
+async fn acknowledged_answers_survive_sigkill(kind: StoreKind) {
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(pg) => Some(pg),
+            None => return,
+        },
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let pg_url = pg.as_ref().map(|p| p.url.as_str());
+    let mut server = ProcessServer::start(dir.path(), pg_url, &[]).await;
+    let admin = server.admin_token();
+    let site = create_site(&server.api, &admin, json!({})).await;
+    let api = server.api.clone();
+    // 16 clients answer as fast as they can: a first visit, then an answer.
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String, i64)>::new()));
+    let stop = tokio::time::Instant::now() + Duration::from_millis(1500);
+    let mut clients = Vec::new();
+    for c in 0..16 {
+        let (api, acked) = (api.clone(), acked.clone());
+        clients.push(tokio::spawn(async move {
+            let kinds = ["yes", "no", "close"];
+            for i in 0..100_000usize {
+                if tokio::time::Instant::now() > stop + Duration::from_secs(5) {
+                    break;
+                }
+                let path = format!("/api/invites/sites/{site}");
+                let Ok(r) = api
+                    .try_send(api.http.get(api.url(&format!("{path}/state"))))
+                    .await
+                else {
+                    break;
+                };
+                let v: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+                let (Some(visitor), Some(display)) =
+                    (v["visitor"].as_str(), v["displayId"].as_str())
+                else {
+                    break;
+                };
+                let answer = kinds[(c + i) % 3];
+                let req = api
+                    .http
+                    .post(api.url(&format!("{path}/answers")))
+                    .header("x-invites-visitor", visitor)
+                    .json(&json!({ "answer": answer, "displayId": display }));
+                match api.try_send(req).await {
+                    Ok(r) if r.status == 200 => {
+                        let v: Value = serde_json::from_slice(&r.body).unwrap();
+                        acked.lock().unwrap().push((
+                            visitor.to_string(),
+                            v["state"].as_str().unwrap().to_string(),
+                            v["closes"].as_i64().unwrap(),
+                        ));
+                    }
+                    _ => break,
+                }
+            }
+        }));
+    }
+    tokio::time::sleep_until(stop).await;
+    server.kill().await;
+    for c in clients {
+        c.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() > 20,
+        "load ran: {} answers acknowledged",
+        acked.len()
+    );
+    let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
+    for (visitor, state, closes) in &acked {
+        let r = server
+            .api
+            .send(
+                server
+                    .api
+                    .http
+                    .get(server.api.url(&format!("/api/invites/sites/{site}/state")))
+                    .header("x-invites-visitor", visitor),
+            )
+            .await;
+        let v = r.json();
+        assert_eq!(&v["visitor"], visitor, "the same visitor after restart");
+        assert_eq!(
+            (&v["state"], &v["closes"]),
+            (&json!(state), &json!(closes)),
+            "{v}"
+        );
+    }
+    drop(pg);
+}
