@@ -149,11 +149,12 @@ export async function startThrong({ extraArgs = [], env = {}, startMsMax = SERVE
 }
 
 /**
- * Launches Debian's Chromium headless with a fresh profile. Returns
+ * Launches Debian's Chromium headless with a fresh profile (`extraArgs`:
+ * more command-line flags). Returns
  * { context, page, errors, close() }; `errors` collects uncaught page errors
  * and console errors so a test can assert the page ran cleanly.
  */
-export async function launchBrowser({ launchMsMax = BROWSER_LAUNCH_MS_MAX, viewport = { width: 1000, height: 900 } } = {}) {
+export async function launchBrowser({ launchMsMax = BROWSER_LAUNCH_MS_MAX, viewport = { width: 1000, height: 900 }, extraArgs = [] } = {}) {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`${CHROMIUM_PATH} is missing: apt-get install -y chromium chromium-driver`);
   }
@@ -163,7 +164,7 @@ export async function launchBrowser({ launchMsMax = BROWSER_LAUNCH_MS_MAX, viewp
     context = await chromium.launchPersistentContext(profileDir, {
       executablePath: CHROMIUM_PATH,
       headless: true,
-      args: CHROMIUM_ARGS,
+      args: [...CHROMIUM_ARGS, ...extraArgs],
       timeout: launchMsMax,
       viewport,
     });
