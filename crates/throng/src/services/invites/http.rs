@@ -248,31 +248,47 @@ pub async fn visitor_state(
         }
     };
     let signed = st.signer.sign_visitor(site_id, visitor);
-    let mut body = json!({
-        "siteId": site_id,
-        "visitor": signed,
-        "state": standing.state.name(),
-        "closes": standing.closes,
-        "closesMax": site.closes_max,
-    });
+    // Built as text: the ids are base64url and the site's part is rendered
+    // once (`SiteEntry::show_json`), so nothing here needs escaping.
+    let mut body = String::with_capacity(160 + e.show_json.len());
+    body.push_str("{\"siteId\":");
+    body.push_str(itoa::Buffer::new().format(site_id));
+    body.push_str(",\"visitor\":\"");
+    body.push_str(&signed);
+    body.push_str("\",\"state\":\"");
+    body.push_str(standing.state.name());
+    body.push_str("\",\"closes\":");
+    body.push_str(itoa::Buffer::new().format(standing.closes));
+    body.push_str(",\"closesMax\":");
+    body.push_str(itoa::Buffer::new().format(site.closes_max));
     match site.decide(now, visitor.sampled, standing) {
         Ok(()) => {
             e.seen.displays.fetch_add(1, Ordering::Relaxed);
             let (_, display) = st.signer.new_display(site_id, visitor.id);
-            body["show"] = json!(true);
-            body["reason"] = Value::Null;
-            body["displayId"] = json!(display);
-            body["surveyUrl"] = json!(site.survey_url);
-            body["popup"] = serde_json::to_value(&site.texts).expect("texts serialize");
+            body.push_str(",\"show\":true,\"reason\":null,\"displayId\":\"");
+            body.push_str(&display);
+            body.push('"');
+            body.push_str(&e.show_json);
         }
         Err(why) => {
-            body["show"] = json!(false);
-            body["reason"] = json!(why.reason());
+            body.push_str(",\"show\":false,\"reason\":\"");
+            body.push_str(why.reason());
+            body.push('"');
         }
     }
-    let mut res = Json(body).into_response();
+    body.push('}');
+    let mut res = (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response();
     no_store(&mut res);
-    set_cookie(&st, &mut res, site_id, &signed);
+    // A first-party cookie, set (and its lifetime renewed) on every check
+    // from throng's own origin; a cross-origin page's browser would not
+    // store it (the script sends no credentials there).
+    if origin.is_none() {
+        set_cookie(&st, &mut res, site_id, &signed);
+    }
     Ok(with_cors(res, origin))
 }
 

@@ -40,17 +40,20 @@ pub struct Visitor {
 
 #[derive(Clone)]
 pub struct Signer {
-    key: [u8; 32],
+    /// Keyed once: a clone skips hashing the key's two padded blocks on
+    /// every MAC (a state check makes three).
+    keyed: Hmac<Sha256>,
 }
 
 impl Signer {
     pub fn new(key: [u8; 32]) -> Signer {
-        Signer { key }
+        Signer {
+            keyed: <Hmac<Sha256> as Mac>::new_from_slice(&key).expect("HMAC takes any key length"),
+        }
     }
 
     fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {
-        let mut m =
-            <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        let mut m = self.keyed.clone();
         for p in parts {
             m.update(p);
         }

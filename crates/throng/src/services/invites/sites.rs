@@ -31,6 +31,9 @@ pub struct Seen {
 pub struct SiteEntry {
     pub row: SiteRow,
     pub seen: Arc<Seen>,
+    /// `,"surveyUrl":..,"popup":{..}`, rendered once: the part of a state
+    /// answer that shows the popup, the same for every visitor.
+    pub show_json: String,
 }
 
 impl SiteEntry {
@@ -74,7 +77,19 @@ impl Sites {
                     .and_then(|o| o.by_id.get(&row.site_id))
                     .map(|e| e.seen.clone())
                     .unwrap_or_default();
-                (row.site_id, Arc::new(SiteEntry { row, seen }))
+                let show_json = format!(
+                    ",\"surveyUrl\":{},\"popup\":{}",
+                    serde_json::Value::from(row.site.survey_url.as_str()),
+                    serde_json::to_string(&row.site.texts).expect("texts serialize")
+                );
+                (
+                    row.site_id,
+                    Arc::new(SiteEntry {
+                        row,
+                        seen,
+                        show_json,
+                    }),
+                )
             })
             .collect();
         Ok(Sites { by_id })

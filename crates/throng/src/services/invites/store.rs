@@ -190,8 +190,10 @@ pub async fn standing(
     visitor_id: i64,
 ) -> Result<Standing, StoreError> {
     let row: Option<(i64, i64)> = match store {
+        // Not through the memory map: 6M visitors' rows would all end up
+        // in the server's resident memory (see `read_paged`).
         Store::Sqlite(s) => {
-            s.read(move |c| {
+            s.read_paged(move |c| {
                 Ok(c.prepare_cached(
                     "SELECT state, closes FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2",
                 )?
