@@ -278,7 +278,10 @@ pub async fn visitor_state(
     }
     body.push('}');
     let mut res = (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body,
     )
         .into_response();

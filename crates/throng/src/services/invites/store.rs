@@ -421,28 +421,28 @@ pub async fn forget_visitor(store: &Store, visitor_id: i64) -> Result<u64, Store
     }
 }
 
-/// Visitors of `site_id` whose answers are older than `before_ms`, after
-/// `after_visitor`, in visitor order, at most `PURGE_CHUNK_ROWS` (a range
-/// scan from where the last chunk stopped, on a read connection).
+/// Key ranges the retention purge scans one at a time: a read covers
+/// 2^63 / 4096 of the visitor ids (~1,500 rows of 6M), so no read holds a
+/// connection (or an async worker, on SQLite) for long.
+pub const PURGE_RANGES: i64 = 4096;
+
+/// Visitors of `site_id` in `lo..=hi` whose answers are older than `before_ms`.
 async fn stale_visitors(
     store: &Store,
     site_id: i64,
     before_ms: i64,
-    after_visitor: i64,
+    (lo, hi): (i64, i64),
 ) -> Result<Vec<i64>, StoreError> {
     match store {
+        // Paged, not mapped: a purge reads every row once (see `read_paged`).
         Store::Sqlite(s) => {
-            s.read_blocking(move |c| {
+            s.read_paged(move |c| {
                 let mut stmt = c.prepare_cached(
                     "SELECT visitor_id FROM invites_answers
-                     WHERE visitor_id > ?3 AND site_id = ?1 AND updated_at_ms < ?2
-                     ORDER BY visitor_id LIMIT ?4",
+                     WHERE visitor_id BETWEEN ?3 AND ?4 AND site_id = ?1 AND updated_at_ms < ?2",
                 )?;
                 let ids = stmt
-                    .query_map(
-                        rusqlite::params![site_id, before_ms, after_visitor, PURGE_CHUNK_ROWS],
-                        |r| r.get(0),
-                    )?
+                    .query_map(rusqlite::params![site_id, before_ms, lo, hi], |r| r.get(0))?
                     .collect::<Result<Vec<i64>, _>>()?;
                 Ok(ids)
             })
@@ -453,9 +453,8 @@ async fn stale_visitors(
             .await?
             .query(
                 "SELECT visitor_id FROM invites_answers
-                 WHERE site_id = $1 AND updated_at_ms < $2 AND visitor_id > $3
-                 ORDER BY visitor_id LIMIT $4",
-                &[&site_id, &before_ms, &after_visitor, &PURGE_CHUNK_ROWS],
+                 WHERE visitor_id BETWEEN $3 AND $4 AND site_id = $1 AND updated_at_ms < $2",
+                &[&site_id, &before_ms, &lo, &hi],
             )
             .await?
             .iter()
@@ -464,53 +463,52 @@ async fn stale_visitors(
     }
 }
 
-/// Deletes `site_id`'s answers older than `before_ms`, a chunk per write
-/// (the writer is never held for long); the rows deleted.
+/// Deletes `site_id`'s answers older than `before_ms`, range by range and
+/// at most `PURGE_CHUNK_ROWS` per write (the writer is never held for
+/// long); the rows deleted.
 pub async fn purge_before(store: &Store, site_id: i64, before_ms: i64) -> Result<u64, StoreError> {
-    let mut after = 0i64;
+    let width = i64::MAX / PURGE_RANGES + 1;
     let mut deleted = 0u64;
-    loop {
-        let ids = stale_visitors(store, site_id, before_ms, after).await?;
-        let Some(&last) = ids.last() else {
-            return Ok(deleted);
-        };
-        after = last;
-        let n = ids.len();
-        deleted += match store {
-            Store::Sqlite(s) => {
-                s.write(move |c| {
-                    let mut stmt = c.prepare_cached(
-                        "DELETE FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2 AND updated_at_ms < ?3",
-                    )?;
-                    let mut d = 0u64;
-                    for id in &ids {
-                        d += stmt.execute([*id, site_id, before_ms])? as u64;
-                    }
-                    Ok(d)
-                })
-                .await?
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let ids = ids.clone();
-                    Box::pin(async move {
-                        Ok(tx
-                            .tx
-                            .execute(
-                                "DELETE FROM invites_answers
-                                 WHERE visitor_id = ANY($1) AND site_id = $2 AND updated_at_ms < $3",
-                                &[&ids, &site_id, &before_ms],
-                            )
-                            .await?)
+    for r in 0..PURGE_RANGES {
+        let lo = r * width;
+        let hi = lo.saturating_add(width - 1);
+        let ids = stale_visitors(store, site_id, before_ms, (lo, hi)).await?;
+        for chunk in ids.chunks(PURGE_CHUNK_ROWS as usize) {
+            let chunk = chunk.to_vec();
+            deleted += match store {
+                Store::Sqlite(s) => {
+                    s.write(move |c| {
+                        let mut stmt = c.prepare_cached(
+                            "DELETE FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2 AND updated_at_ms < ?3",
+                        )?;
+                        let mut d = 0u64;
+                        for id in &chunk {
+                            d += stmt.execute([*id, site_id, before_ms])? as u64;
+                        }
+                        Ok(d)
                     })
-                })
-                .await?
-            }
-        };
-        if (n as i64) < PURGE_CHUNK_ROWS {
-            return Ok(deleted);
+                    .await?
+                }
+                Store::Postgres(p) => {
+                    p.write(move |tx| {
+                        let chunk = chunk.clone();
+                        Box::pin(async move {
+                            Ok(tx
+                                .tx
+                                .execute(
+                                    "DELETE FROM invites_answers
+                                     WHERE visitor_id = ANY($1) AND site_id = $2 AND updated_at_ms < $3",
+                                    &[&chunk, &site_id, &before_ms],
+                                )
+                                .await?)
+                        })
+                    })
+                    .await?
+                }
+            };
         }
     }
+    Ok(deleted)
 }
 
 /// Counts kept in memory between flushes: (site, visitors, invited, displays).
@@ -616,29 +614,4 @@ pub async fn counts(store: &Store, site_id: i64) -> Result<Counts, StoreError> {
         closes: v[5],
         closed_out: v[6],
     })
-}
-
-/// Answer rows of a site (for tests and the seed's report).
-pub async fn answer_rows(store: &Store, site_id: i64) -> Result<i64, StoreError> {
-    match store {
-        Store::Sqlite(s) => {
-            s.read_blocking(move |c| {
-                Ok(c.query_row(
-                    "SELECT COUNT(*) FROM invites_answers WHERE site_id = ?1",
-                    [site_id],
-                    |r| r.get(0),
-                )?)
-            })
-            .await
-        }
-        Store::Postgres(p) => Ok(p
-            .client()
-            .await?
-            .query_one(
-                "SELECT COUNT(*) FROM invites_answers WHERE site_id = $1",
-                &[&site_id],
-            )
-            .await?
-            .get(0)),
-    }
 }
