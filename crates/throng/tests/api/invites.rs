@@ -27,6 +27,7 @@ both_stores!(
     a_visitor_can_be_forgotten,
     answers_past_the_retention_are_purged,
     acknowledged_answers_survive_sigkill,
+    the_baseline_route_answers_only_when_mounted,
 );
 
 const ORIGIN: &str = "https://shop.example";
@@ -815,4 +816,44 @@ async fn acknowledged_answers_survive_sigkill(kind: StoreKind) {
         );
     }
     drop(pg);
+}
+
+async fn the_baseline_route_answers_only_when_mounted(kind: StoreKind) {
+    for mounted in [false, true] {
+        let flags: &[&str] = if mounted {
+            &["--invites-baseline-routes"]
+        } else {
+            &[]
+        };
+        let Some(server) = TestServer::start(kind, flags).await else {
+            return;
+        };
+        let inv = Inv::new(&server, json!({})).await;
+        let (visitor, display) = inv.first_display().await;
+        let r = inv
+            .api
+            .send(
+                inv.api
+                    .http
+                    .post(
+                        inv.api
+                            .url(&format!("/api/invites/baseline/sites/{}/answers", inv.site)),
+                    )
+                    .header("x-invites-visitor", &visitor)
+                    .json(&json!({ "answer": "no", "displayId": display })),
+            )
+            .await;
+        if !mounted {
+            r.assert_error(404, "route_not_found");
+            continue;
+        }
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["state"], "no");
+        // The same rules and the same rows as the real endpoint.
+        assert_eq!(
+            inv.state(Some(&visitor)).await.json()["reason"],
+            "answered_no"
+        );
+        assert_eq!(inv.stats().await["no"], 1);
+    }
 }

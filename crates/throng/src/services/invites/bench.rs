@@ -49,13 +49,19 @@ fn state_request(signer: &Signer, visitor: i64, sites: i64) -> RequestSpec {
     r
 }
 
-fn answer_request(signer: &Signer, visitor: i64, sites: i64, seq: u64) -> RequestSpec {
+fn answer_request(
+    signer: &Signer,
+    prefix: &str,
+    visitor: i64,
+    sites: i64,
+    seq: u64,
+) -> RequestSpec {
     let site = site_of(visitor, sites);
     let display = signer.sign_display(site, visitor, mix64(seq, 0xD15) as i64);
     let answer = ["close", "no", "yes"][(seq % 3) as usize];
     RequestSpec {
         method: http::Method::POST,
-        path_and_query: format!("/api/invites/sites/{site}/answers"),
+        path_and_query: format!("{prefix}/sites/{site}/answers"),
         headers: vec![
             ("content-type".into(), "application/json".into()),
             (
@@ -92,6 +98,9 @@ impl Experiment for InvitesBench {
             sites.to_string(),
         ]
     }
+    fn serve_args(&self) -> Vec<String> {
+        vec!["--invites-baseline-routes".into()]
+    }
     fn prepare(&self, data_dir: &std::path::Path) -> anyhow::Result<()> {
         let secrets = crate::platform::secrets::Secrets::load_or_create(data_dir)?;
         let keys = crate::platform::auth::TokenKeys::new(&secrets.token_secret);
@@ -115,13 +124,15 @@ impl Experiment for InvitesBench {
         // Past the seeded ids, one visitor per answer; the counter is shared
         // by the warm-up and every run (the harness restarts seq).
         let next = Arc::new(std::sync::atomic::AtomicU64::new(visitors as u64 + 1));
-        let answers = {
-            let signer = signer.clone();
+        let answers_at = |prefix: &'static str| {
+            let (signer, next) = (signer.clone(), next.clone());
             Arc::new(move |seq: u64| {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                answer_request(&signer, visitor_id(i), sites, seq)
+                answer_request(&signer, prefix, visitor_id(i), sites, seq)
             })
         };
+        let answers = answers_at("/api/invites");
+        let baseline_answers = answers_at("/api/invites/baseline");
         let first_visits = Arc::new(move |seq: u64| {
             let site = 1 + (seq % sites as u64) as i64;
             RequestSpec::get(format!("/api/invites/sites/{site}/state"))
@@ -152,6 +163,14 @@ impl Experiment for InvitesBench {
                 published: "1,500 req/s (ASP.NET handler answering one byte)".into(),
                 comparison: false,
             },
+            Workload {
+                name: "write-up's design: POST answer, a transaction each".into(),
+                factory: baseline_answers,
+                ok_statuses: vec![200],
+                target_ratio_min: None,
+                published: "1,300 single-row inserts/s (one connection, sequential)".into(),
+                comparison: true,
+            },
         ]
     }
     fn rss_mib_max(&self, scale: Scale) -> Option<f64> {
@@ -167,6 +186,10 @@ impl Experiment for InvitesBench {
              check and one point lookup in the 6M-row table; an answer is one durable write (group \
              commit, fsync before the answer) with the site's counts in the same transaction"
                 .into(),
+            "write-up's design (baseline.rs, same server and data, `--invites-baseline-routes`): the \
+             same checks and SQL, but each answer commits alone on a connection of its own (SQLite: \
+             one connection behind a mutex, an fsync per answer; PostgreSQL: its own transaction)"
+                .into(),
         ]
     }
 }
@@ -178,7 +201,7 @@ mod tests {
     #[test]
     fn requests_carry_genuine_ids() {
         let s = Signer::new([3; 32]);
-        let r = answer_request(&s, visitor_id(7), 4, 11);
+        let r = answer_request(&s, "/api/invites", visitor_id(7), 4, 11);
         let site = site_of(visitor_id(7), 4);
         assert!(r.path_and_query.contains(&format!("/sites/{site}/")));
         let signed = &r

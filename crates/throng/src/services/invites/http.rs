@@ -72,6 +72,7 @@ where
             "/api/invites/visitors/{visitor_id}",
             axum::routing::delete(forget_visitor),
         )
+        .merge(super::baseline::router())
         .merge(super::page::router())
 }
 
@@ -332,10 +333,28 @@ pub async fn post_answer(
     ApiPath(site_id): ApiPath<i64>,
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
-    let e = entry(&st, site_id)?;
-    // The origin and the visitor first: a refused page's body is not read.
+    let checked = check_answer(&st, site_id, request).await?;
+    let outcome = store::answer(&st.store, checked.cmd).await?;
+    answer_response(&checked, outcome)
+}
+
+/// An answer that passed every check, ready to be written.
+pub(super) struct CheckedAnswer {
+    entry: Arc<SiteEntry>,
+    origin: Option<HeaderValue>,
+    pub(super) cmd: AnswerCmd,
+}
+
+/// Everything an answer is checked for before it is written: the site,
+/// the origin and the visitor first (a refused page's body is not read),
+/// then the body, the display and the site's activity.
+pub(super) async fn check_answer(
+    st: &InvitesState,
+    site_id: i64,
+    request: axum::extract::Request,
+) -> ApiResult<CheckedAnswer> {
+    let e = entry(st, site_id)?;
     let origin = allowed_origin(&e, request.headers())?;
-    let site = e.site();
     let visitor =
         claimed_visitor(&st.signer, site_id, request.headers()).ok_or_else(visitor_required)?;
     let ApiJson(req) = ApiJson::<AnswerRequest>::from_request(request, &()).await?;
@@ -350,33 +369,43 @@ pub async fn post_answer(
             )
         })?;
     let now = now_ms();
+    let site = e.site();
     if let Err(why) = site.active(now) {
         return Err(ApiError::conflict(
             "site_inactive",
             format!("site {site_id} takes no answers now ({})", why.reason()),
         ));
     }
-    let (after, outcome) = store::answer(
-        &st.store,
-        AnswerCmd {
-            site_id,
-            visitor_id: visitor.id,
-            display,
-            answer: req.answer,
-            closes_max: site.closes_max,
-            now_ms: now,
-            shard: st.counts_shard,
-        },
-    )
-    .await?;
+    let cmd = AnswerCmd {
+        site_id,
+        visitor_id: visitor.id,
+        display,
+        answer: req.answer,
+        closes_max: site.closes_max,
+        now_ms: now,
+        shard: st.counts_shard,
+    };
+    Ok(CheckedAnswer {
+        entry: e,
+        origin,
+        cmd,
+    })
+}
+
+/// The answer to an answer that was written.
+pub(super) fn answer_response(
+    checked: &CheckedAnswer,
+    (after, outcome): (Standing, Outcome),
+) -> ApiResult<Response> {
     if outcome == Outcome::Final {
         return Err(ApiError::conflict(
             "already_answered",
             answered_message(after.state),
         ));
     }
+    let site = checked.entry.site();
     let mut body = json!({
-        "siteId": site_id,
+        "siteId": checked.cmd.site_id,
         "state": after.state.name(),
         "closes": after.closes,
         "closesMax": site.closes_max,
@@ -387,7 +416,7 @@ pub async fn post_answer(
     }
     let mut res = Json(body).into_response();
     no_store(&mut res);
-    Ok(with_cors(res, origin))
+    Ok(with_cors(res, checked.origin.clone()))
 }
 
 #[utoipa::path(delete, path = "/api/invites/sites/{site_id}/visitor", tag = "invites",

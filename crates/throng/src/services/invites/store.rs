@@ -283,66 +283,68 @@ pub async fn answer(store: &Store, cmd: AnswerCmd) -> Result<(Standing, Outcome)
     match store {
         Store::Sqlite(s) => s.write(move |c| sqlite_answer(c, &cmd)).await,
         Store::Postgres(p) => {
-            p.write(move |tx| {
-                Box::pin(async move {
-                    // A first answer's row, as apply_answer makes it.
-                    let (first, _) = apply_answer(
-                        Standing::default(),
-                        &[],
-                        cmd.display,
-                        cmd.answer,
-                        cmd.closes_max,
-                    );
-                    let code: i16 = match cmd.answer {
-                        Answer::Close => 0,
-                        Answer::Yes => 1,
-                        Answer::No => 2,
-                    };
-                    let row = tx
-                        .tx
-                        .query_one(
-                            ANSWER_PG,
-                            &[
-                                &cmd.visitor_id,
-                                &cmd.site_id,
-                                &(first.state as i16),
-                                &(first.closes as i16),
-                                &cmd.display,
-                                &cmd.now_ms,
-                                &code,
-                                &(cmd.closes_max as i16),
-                            ],
-                        )
-                        .await?;
-                    let after =
-                        standing_from(row.get::<_, i16>(0) as i64, row.get::<_, i16>(1) as i64)?;
-                    let outcome = match row.get::<_, i16>(2) {
-                        0 => Outcome::Counted,
-                        1 => Outcome::Repeated,
-                        _ => Outcome::Final,
-                    };
-                    if outcome == Outcome::Counted {
-                        let before = Standing {
-                            state: AnswerState::Asking,
-                            closes: after.closes - (cmd.answer == Answer::Close) as i64,
-                        };
-                        let [yes, no, closes, closed_out] = count_deltas(before, after, outcome);
-                        tx.tx
-                            .execute(
-                                ADD_COUNTS_PG,
-                                &[&cmd.site_id, &cmd.shard, &yes, &no, &closes, &closed_out],
-                            )
-                            .await?;
-                    }
-                    Ok((after, outcome))
-                })
-            })
-            .await
+            p.write(move |tx| Box::pin(async move { pg_answer(tx.tx, &cmd).await }))
+                .await
         }
     }
 }
 
-fn sqlite_answer(
+/// An answer on PostgreSQL, inside `tx` (the writer's batch, or the
+/// baseline's own transaction).
+pub async fn pg_answer(
+    tx: &tokio_postgres::Transaction<'_>,
+    cmd: &AnswerCmd,
+) -> Result<(Standing, Outcome), StoreError> {
+    // A first answer's row, as apply_answer makes it.
+    let (first, _) = apply_answer(
+        Standing::default(),
+        &[],
+        cmd.display,
+        cmd.answer,
+        cmd.closes_max,
+    );
+    let code: i16 = match cmd.answer {
+        Answer::Close => 0,
+        Answer::Yes => 1,
+        Answer::No => 2,
+    };
+    let row = tx
+        .query_one(
+            ANSWER_PG,
+            &[
+                &cmd.visitor_id,
+                &cmd.site_id,
+                &(first.state as i16),
+                &(first.closes as i16),
+                &cmd.display,
+                &cmd.now_ms,
+                &code,
+                &(cmd.closes_max as i16),
+            ],
+        )
+        .await?;
+    let after = standing_from(row.get::<_, i16>(0) as i64, row.get::<_, i16>(1) as i64)?;
+    let outcome = match row.get::<_, i16>(2) {
+        0 => Outcome::Counted,
+        1 => Outcome::Repeated,
+        _ => Outcome::Final,
+    };
+    if outcome == Outcome::Counted {
+        let before = Standing {
+            state: AnswerState::Asking,
+            closes: after.closes - (cmd.answer == Answer::Close) as i64,
+        };
+        let [yes, no, closes, closed_out] = count_deltas(before, after, outcome);
+        tx.execute(
+            ADD_COUNTS_PG,
+            &[&cmd.site_id, &cmd.shard, &yes, &no, &closes, &closed_out],
+        )
+        .await?;
+    }
+    Ok((after, outcome))
+}
+
+pub fn sqlite_answer(
     c: &rusqlite::Connection,
     cmd: &AnswerCmd,
 ) -> Result<(Standing, Outcome), StoreError> {
