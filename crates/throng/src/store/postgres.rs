@@ -29,7 +29,7 @@ pub type PgFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + 
 
 /// What a write command sees: the batch's transaction and its event outbox.
 pub struct PgTx<'a> {
-    pub tx: &'a tokio_postgres::Transaction<'a>,
+    pub tx: &'a deadpool_postgres::Transaction<'a>,
     events: Mutex<Vec<NewEvent>>,
 }
 

@@ -292,7 +292,7 @@ pub async fn answer(store: &Store, cmd: AnswerCmd) -> Result<(Standing, Outcome)
 /// An answer on PostgreSQL, inside `tx` (the writer's batch, or the
 /// baseline's own transaction).
 pub async fn pg_answer(
-    tx: &tokio_postgres::Transaction<'_>,
+    tx: &deadpool_postgres::Transaction<'_>,
     cmd: &AnswerCmd,
 ) -> Result<(Standing, Outcome), StoreError> {
     // A first answer's row, as apply_answer makes it.
@@ -308,9 +308,12 @@ pub async fn pg_answer(
         Answer::Yes => 1,
         Answer::No => 2,
     };
+    // Prepared once per connection: planning the upsert on the partitioned
+    // table took longer than running it.
+    let answer_stmt = tx.prepare_cached(ANSWER_PG).await?;
     let row = tx
         .query_one(
-            ANSWER_PG,
+            &answer_stmt,
             &[
                 &cmd.visitor_id,
                 &cmd.site_id,
