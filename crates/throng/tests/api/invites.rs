@@ -28,6 +28,7 @@ both_stores!(
     answers_past_the_retention_are_purged,
     acknowledged_answers_survive_sigkill,
     the_baseline_route_answers_only_when_mounted,
+    seeded_visitors_answer_as_seeded,
 );
 
 const ORIGIN: &str = "https://shop.example";
@@ -856,4 +857,84 @@ async fn the_baseline_route_answers_only_when_mounted(kind: StoreKind) {
         );
         assert_eq!(inv.stats().await["no"], 1);
     }
+}
+
+async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
+    use throng::services::invites::seed::{seeded_standing, site_of, visitor_id};
+    use throng::services::invites::signed::{Signer, Visitor, KEY_PURPOSE};
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(pg) => Some(pg),
+            None => return,
+        },
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let pg_url = pg.as_ref().map(|p| p.url.as_str());
+    let mut args: Vec<String> = vec!["seed".into()];
+    args.extend(crate::helpers::store_flags(dir.path(), pg_url));
+    args.extend(["invites", "--visitors", "5000", "--sites", "3"].map(String::from));
+    let out = tokio::process::Command::new(crate::helpers::throng_bin())
+        .args(&args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
+    let secrets = throng::platform::secrets::Secrets::load_or_create(dir.path()).unwrap();
+    let signer = Signer::new(
+        throng::platform::auth::TokenKeys::new(&secrets.token_secret).derive(KEY_PURPOSE),
+    );
+    for i in 1..=60u64 {
+        let v = visitor_id(i);
+        let site = site_of(v, 3);
+        let signed = signer.sign_visitor(
+            site,
+            Visitor {
+                id: v,
+                sampled: true,
+            },
+        );
+        let r = server
+            .api
+            .send(
+                server
+                    .api
+                    .http
+                    .get(server.api.url(&format!("/api/invites/sites/{site}/state")))
+                    .header("x-invites-visitor", &signed),
+            )
+            .await
+            .json();
+        let (state, closes) = seeded_standing(v);
+        assert_eq!(
+            (r["state"].as_str().unwrap(), r["closes"].as_i64().unwrap()),
+            (state.name(), closes),
+            "{r}"
+        );
+        assert_eq!(r["visitor"], signed.as_str());
+    }
+    let admin = server.admin_token();
+    let mut visitors = 0;
+    for site in 1..=3 {
+        let s = server
+            .api
+            .send(
+                server
+                    .api
+                    .http
+                    .get(server.api.url(&format!("/api/invites/sites/{site}/stats")))
+                    .bearer_auth(&admin),
+            )
+            .await
+            .json();
+        visitors += s["visitors"].as_i64().unwrap();
+    }
+    assert_eq!(visitors, 5000);
+    drop(pg);
 }
