@@ -24,7 +24,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::model::{Answer, AnswerState, NoPopup, Outcome, SiteInput, Standing, SITES_MAX};
+use super::model::{Answer, AnswerState, Outcome, SiteInput, Standing, SITES_MAX};
 use super::signed::{Signer, Visitor, VISITOR_CHARS};
 use super::sites::{self, SiteEntry};
 use super::store::{self, AnswerCmd};
@@ -585,6 +585,20 @@ async fn change_site(st: &InvitesState, site_id: i64, input: SiteInput) -> ApiRe
     Ok(Json(site_json(&*entry(st, site_id)?)))
 }
 
+async fn set_paused(
+    st: &InvitesState,
+    caller: &Caller,
+    site_id: i64,
+    paused: bool,
+) -> ApiResult<Json<Value>> {
+    caller.require(Role::Admin)?;
+    let input = SiteInput {
+        paused: Some(paused),
+        ..Default::default()
+    };
+    change_site(st, site_id, input).await
+}
+
 #[utoipa::path(patch, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
@@ -620,12 +634,7 @@ pub async fn pause_site(
     caller: Caller,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Role::Admin)?;
-    let input = SiteInput {
-        paused: Some(true),
-        ..Default::default()
-    };
-    change_site(&st, site_id, input).await
+    set_paused(&st, &caller, site_id, true).await
 }
 
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/resume", tag = "invites",
@@ -641,12 +650,7 @@ pub async fn resume_site(
     caller: Caller,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Role::Admin)?;
-    let input = SiteInput {
-        paused: Some(false),
-        ..Default::default()
-    };
-    change_site(&st, site_id, input).await
+    set_paused(&st, &caller, site_id, false).await
 }
 
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/stats", tag = "invites",
@@ -678,19 +682,6 @@ pub async fn site_stats(
         "closedOut": c.closed_out,
         "conversion": conversion,
     })))
-}
-
-/// For `NoPopup` reasons in docs and tests.
-pub fn reasons() -> [&'static str; 7] {
-    [
-        NoPopup::Paused.reason(),
-        NoPopup::NotYetActive.reason(),
-        NoPopup::Ended.reason(),
-        NoPopup::NotSampled.reason(),
-        NoPopup::Answered(AnswerState::Yes).reason(),
-        NoPopup::Answered(AnswerState::No).reason(),
-        NoPopup::Answered(AnswerState::ClosedOut).reason(),
-    ]
 }
 
 #[derive(utoipa::OpenApi)]
