@@ -8,13 +8,19 @@
 
 pub mod booking;
 pub mod comments;
+pub mod events;
 pub mod voting;
 
 use crate::platform::service::Service;
 
 /// Every service, in the order their routes, flags and links are added.
 pub fn all() -> &'static [&'static dyn Service] {
-    &[&booking::Booking, &comments::Comments, &voting::Voting]
+    &[
+        &booking::Booking,
+        &comments::Comments,
+        &voting::Voting,
+        &events::Events,
+    ]
 }
 
 /// Every service's migrations (for `Store::open_with`).

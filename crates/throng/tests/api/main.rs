@@ -17,5 +17,6 @@ mod booking_durability;
 mod booking_notifier;
 mod booking_person;
 mod comments;
+mod events;
 mod voting;
 mod voting_load;

@@ -1,0 +1,290 @@
+//! Payload encoding: MessagePack maps with field names, compressed with LZ4
+//! when that makes them smaller.
+//!
+//! The stored bytes are always one MessagePack value: the map itself, or
+//! the map's bytes compressed as one LZ4 block inside ext type 99, whose
+//! body is the uncompressed length as a MessagePack int32 followed by the
+//! block. That is MessagePack-CSharp's `Lz4Block` layout, the library of
+//! the write-up, so its clients read our bytes as they are. Small payloads
+//! (under 64 bytes, its threshold too) and payloads LZ4 does not shrink are
+//! kept whole.
+//!
+//! Maps with field names (rmp-serde's `to_vec_named`), not rmp-serde's
+//! default arrays: a read model's partial type finds its 5 fields by name
+//! and skips the rest, and fields can be added without breaking readers.
+//! `throng bench events` prints both layouts' sizes.
+//!
+//! Decoding checks the claimed uncompressed length against a limit before
+//! decompressing, so a block that claims gigabytes (an LZ4 bomb) costs
+//! nothing.
+
+use serde_json::Value;
+
+/// MessagePack-CSharp's ext type code for one LZ4 block.
+pub const EXT_LZ4_BLOCK: i8 = 99;
+/// Payloads shorter than this are stored uncompressed.
+pub const COMPRESS_BYTES_MIN: usize = 64;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CodecError {
+    #[error("the LZ4 block claims {claimed} bytes uncompressed; at most {max} are accepted")]
+    TooLarge { claimed: u64, max: usize },
+    #[error("malformed LZ4 block: {0}")]
+    Lz4(String),
+    #[error("malformed MessagePack: {0}")]
+    MessagePack(String),
+    #[error("{0}")]
+    Shape(String),
+}
+
+/// `msgpack` (a map's MessagePack) as stored: LZ4-wrapped when that is
+/// smaller.
+pub fn compress(msgpack: Vec<u8>) -> Vec<u8> {
+    if msgpack.len() < COMPRESS_BYTES_MIN || msgpack.len() > i32::MAX as usize {
+        return msgpack;
+    }
+    let block = lz4_flex::block::compress(&msgpack);
+    // ext 32 header (6) + int32 (5) + block.
+    let mut out = Vec::with_capacity(block.len() + 11);
+    let body = 5 + block.len() as u32;
+    rmp::encode::write_ext_meta(&mut out, body, EXT_LZ4_BLOCK).expect("writing to a Vec");
+    out.push(0xd2);
+    out.extend_from_slice(&(msgpack.len() as i32).to_be_bytes());
+    out.extend_from_slice(&block);
+    if out.len() < msgpack.len() {
+        out
+    } else {
+        msgpack
+    }
+}
+
+/// Whether `stored` is an LZ4 block (ext 99), and if so its claimed
+/// uncompressed length and the block.
+fn lz4_parts(stored: &[u8]) -> Result<Option<(u64, &[u8])>, CodecError> {
+    let first = match stored.first() {
+        Some(b) => *b,
+        None => return Err(CodecError::MessagePack("empty value".into())),
+    };
+    // ext 8/16/32 and fixext: the only headers that can start an ext value.
+    if !matches!(first, 0xc7..=0xc9 | 0xd4..=0xd8) {
+        return Ok(None);
+    }
+    let mut rd = stored;
+    let meta = rmp::decode::read_ext_meta(&mut rd)
+        .map_err(|e| CodecError::MessagePack(format!("ext header: {e}")))?;
+    if meta.typeid != EXT_LZ4_BLOCK {
+        return Err(CodecError::Shape(format!(
+            "ext type {} is not accepted (only 99, an LZ4 block)",
+            meta.typeid
+        )));
+    }
+    if rd.len() != meta.size as usize {
+        return Err(CodecError::MessagePack(
+            "the ext value's length does not match its bytes".into(),
+        ));
+    }
+    let claimed: i64 = rmp::decode::read_int(&mut rd)
+        .map_err(|e| CodecError::Lz4(format!("uncompressed length: {e}")))?;
+    if claimed < 0 {
+        return Err(CodecError::Lz4("negative uncompressed length".into()));
+    }
+    Ok(Some((claimed as u64, rd)))
+}
+
+/// The MessagePack of `stored`, decompressed if it is an LZ4 block of at
+/// most `max` bytes (checked before decompressing).
+pub fn decompress(stored: &[u8], max: usize) -> Result<std::borrow::Cow<'_, [u8]>, CodecError> {
+    match lz4_parts(stored)? {
+        None => Ok(std::borrow::Cow::Borrowed(stored)),
+        Some((claimed, _)) if claimed > max as u64 => Err(CodecError::TooLarge { claimed, max }),
+        Some((claimed, block)) => {
+            let out = lz4_flex::block::decompress(block, claimed as usize)
+                .map_err(|e| CodecError::Lz4(e.to_string()))?;
+            if out.len() as u64 != claimed {
+                return Err(CodecError::Lz4(format!(
+                    "decompressed to {} bytes, the block claims {claimed}",
+                    out.len()
+                )));
+            }
+            Ok(std::borrow::Cow::Owned(out))
+        }
+    }
+}
+
+/// One whole MessagePack value of `bytes` as JSON (nothing left over), for
+/// checking what a client sent and answering JSON. Binary, ext values and
+/// non-string map keys are refused: every stored payload reads as JSON.
+pub fn to_json(bytes: &[u8]) -> Result<Value, CodecError> {
+    let mut rd = bytes;
+    let mut de = rmp_serde::Deserializer::new(&mut rd);
+    let v: Value = serde::Deserialize::deserialize(&mut de)
+        .map_err(|e| CodecError::MessagePack(e.to_string()))?;
+    if !rd.is_empty() {
+        return Err(CodecError::MessagePack(format!(
+            "{} bytes after the value",
+            rd.len()
+        )));
+    }
+    Ok(v)
+}
+
+/// Checks that `bytes` is exactly one well-formed MessagePack value no
+/// deeper than `depth_max` (no reserved byte 0xc1, no truncated value,
+/// nothing after it), without building it.
+pub fn check_wellformed(bytes: &[u8], depth_max: usize) -> Result<(), CodecError> {
+    let mut rd = bytes;
+    skip_value(&mut rd, depth_max)?;
+    if !rd.is_empty() {
+        return Err(CodecError::MessagePack(format!(
+            "{} bytes after the value",
+            rd.len()
+        )));
+    }
+    Ok(())
+}
+
+fn take<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a [u8], CodecError> {
+    if rd.len() < n {
+        return Err(CodecError::MessagePack("truncated value".into()));
+    }
+    let (head, rest) = rd.split_at(n);
+    *rd = rest;
+    Ok(head)
+}
+
+fn be(bytes: &[u8]) -> usize {
+    bytes.iter().fold(0usize, |n, b| (n << 8) | *b as usize)
+}
+
+fn skip_value(rd: &mut &[u8], depth: usize) -> Result<(), CodecError> {
+    use rmp::Marker as M;
+    let marker = M::from_u8(take(rd, 1)?[0]);
+    let (items, skip) = match marker {
+        M::Reserved => return Err(CodecError::MessagePack("reserved byte 0xc1".into())),
+        M::FixPos(_) | M::FixNeg(_) | M::Null | M::True | M::False => (0, 0),
+        M::U8 | M::I8 => (0, 1),
+        M::U16 | M::I16 => (0, 2),
+        M::U32 | M::I32 | M::F32 => (0, 4),
+        M::U64 | M::I64 | M::F64 => (0, 8),
+        M::FixStr(n) => (0, n as usize),
+        M::Str8 | M::Bin8 => (0, be(take(rd, 1)?)),
+        M::Str16 | M::Bin16 => (0, be(take(rd, 2)?)),
+        M::Str32 | M::Bin32 => (0, be(take(rd, 4)?)),
+        M::FixArray(n) => (n as usize, 0),
+        M::Array16 => (be(take(rd, 2)?), 0),
+        M::Array32 => (be(take(rd, 4)?), 0),
+        M::FixMap(n) => (2 * n as usize, 0),
+        M::Map16 => (2 * be(take(rd, 2)?), 0),
+        M::Map32 => (2 * be(take(rd, 4)?), 0),
+        M::FixExt1 => (0, 2),
+        M::FixExt2 => (0, 3),
+        M::FixExt4 => (0, 5),
+        M::FixExt8 => (0, 9),
+        M::FixExt16 => (0, 17),
+        M::Ext8 => (0, be(take(rd, 1)?) + 1),
+        M::Ext16 => (0, be(take(rd, 2)?) + 1),
+        M::Ext32 => (0, be(take(rd, 4)?) + 1),
+    };
+    take(rd, skip)?;
+    if items > 0 {
+        if depth == 0 {
+            return Err(CodecError::MessagePack("nested too deep".into()));
+        }
+        // Every item takes at least one byte: a count past the bytes left
+        // is truncated, found before looping over it.
+        if items > rd.len() {
+            return Err(CodecError::MessagePack("truncated value".into()));
+        }
+        for _ in 0..items {
+            skip_value(rd, depth - 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value's MessagePack (maps keep their field names).
+pub fn from_json(v: &Value) -> Vec<u8> {
+    rmp_serde::to_vec_named(v).expect("a JSON value encodes as MessagePack")
+}
+
+/// The stored bytes of `stored` decoded as JSON, within `max` bytes
+/// uncompressed.
+pub fn stored_to_json(stored: &[u8], max: usize) -> Result<Value, CodecError> {
+    to_json(&decompress(stored, max)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_small_and_large() {
+        let small = json!({"a": 1});
+        let stored = compress(from_json(&small));
+        assert_eq!(stored[0], 0x81, "small maps stay whole");
+        assert_eq!(stored_to_json(&stored, 1024).unwrap(), small);
+        let rows: Vec<Value> = (0..50)
+            .map(|i| json!({"installment": i, "principal": 1000.5, "interest": 12.25, "status": "Pending"}))
+            .collect();
+        let large = json!({"loanId": "L-1", "schedule": rows});
+        let plain = from_json(&large);
+        let stored = compress(plain.clone());
+        assert!(
+            stored.len() < plain.len() / 2,
+            "{} vs {}",
+            stored.len(),
+            plain.len()
+        );
+        assert_eq!(stored[0], 0xc8, "ext 16");
+        assert_eq!(stored_to_json(&stored, plain.len()).unwrap(), large);
+        assert_eq!(
+            stored_to_json(&stored, plain.len() - 1),
+            Err(CodecError::TooLarge {
+                claimed: plain.len() as u64,
+                max: plain.len() - 1
+            })
+        );
+    }
+
+    #[test]
+    fn a_bomb_is_refused_before_decompressing() {
+        // Claims 4 GiB - 1 with a 3-byte block.
+        let mut bomb = Vec::new();
+        rmp::encode::write_ext_meta(&mut bomb, 8, EXT_LZ4_BLOCK).unwrap();
+        bomb.push(0xd2);
+        bomb.extend_from_slice(&i32::MAX.to_be_bytes());
+        bomb.extend_from_slice(&[0x1f, 0x00, 0x01]);
+        assert!(matches!(
+            decompress(&bomb, 65536),
+            Err(CodecError::TooLarge { .. })
+        ));
+        // A block that lies about a small size fails cleanly.
+        let mut liar = Vec::new();
+        rmp::encode::write_ext_meta(&mut liar, 8, EXT_LZ4_BLOCK).unwrap();
+        liar.push(0xd2);
+        liar.extend_from_slice(&100i32.to_be_bytes());
+        liar.extend_from_slice(&[0xff, 0xff, 0xff]);
+        assert!(matches!(decompress(&liar, 65536), Err(CodecError::Lz4(_))));
+    }
+
+    #[test]
+    fn malformed_messagepack_is_an_error() {
+        assert!(to_json(&[0x82, 0xa1, b'a']).is_err(), "truncated map");
+        assert!(to_json(&[0xc1]).is_err(), "never-used byte");
+        assert!(to_json(&[0x80, 0x80]).is_err(), "trailing value");
+        assert!(to_json(&[0xc4, 0x01, 0x00]).is_err(), "binary");
+        assert!(to_json(&[]).is_err());
+        assert!(check_wellformed(&[0x91, 0xc1], 8).is_err());
+        assert!(
+            check_wellformed(&[0x91, 0x91, 0x91, 0x80], 2).is_err(),
+            "too deep"
+        );
+        assert!(check_wellformed(&[0xdd, 0xff, 0xff, 0xff, 0xff], 8).is_err());
+        assert!(check_wellformed(
+            &from_json(&serde_json::json!({"a": [1, "b", {"c": null}]})),
+            8
+        )
+        .is_ok());
+    }
+}
