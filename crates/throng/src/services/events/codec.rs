@@ -133,7 +133,26 @@ pub fn to_json(bytes: &[u8]) -> Result<Value, CodecError> {
 /// nothing after it), without building it.
 pub fn check_wellformed(bytes: &[u8], depth_max: usize) -> Result<(), CodecError> {
     let mut rd = bytes;
-    skip_value(&mut rd, depth_max)?;
+    walk(&mut rd, depth_max, false)?;
+    if !rd.is_empty() {
+        return Err(CodecError::MessagePack(format!(
+            "{} bytes after the value",
+            rd.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `bytes` is exactly one MessagePack map that reads as a JSON
+/// object (string keys, no binary or ext values anywhere), well-formed and
+/// no deeper than `depth_max`, without building it: what a stored payload
+/// must be, checked at the cost of one walk.
+pub fn check_json_map(bytes: &[u8], depth_max: usize) -> Result<(), CodecError> {
+    if !matches!(bytes.first(), Some(0x80..=0x8f | 0xde | 0xdf)) {
+        return Err(CodecError::Shape("a map".into()));
+    }
+    let mut rd = bytes;
+    walk(&mut rd, depth_max, true)?;
     if !rd.is_empty() {
         return Err(CodecError::MessagePack(format!(
             "{} bytes after the value",
@@ -156,9 +175,31 @@ fn be(bytes: &[u8]) -> usize {
     bytes.iter().fold(0usize, |n, b| (n << 8) | *b as usize)
 }
 
-fn skip_value(rd: &mut &[u8], depth: usize) -> Result<(), CodecError> {
+/// Steps over one value; with `json`, refuses what JSON cannot hold.
+fn walk(rd: &mut &[u8], depth: usize, json: bool) -> Result<(), CodecError> {
     use rmp::Marker as M;
     let marker = M::from_u8(take(rd, 1)?[0]);
+    if json
+        && matches!(
+            marker,
+            M::Bin8
+                | M::Bin16
+                | M::Bin32
+                | M::FixExt1
+                | M::FixExt2
+                | M::FixExt4
+                | M::FixExt8
+                | M::FixExt16
+                | M::Ext8
+                | M::Ext16
+                | M::Ext32
+        )
+    {
+        return Err(CodecError::Shape(
+            "binary and ext values have no JSON form; send them as strings".into(),
+        ));
+    }
+    let is_map = matches!(marker, M::FixMap(_) | M::Map16 | M::Map32);
     let (items, skip) = match marker {
         M::Reserved => return Err(CodecError::MessagePack("reserved byte 0xc1".into())),
         M::FixPos(_) | M::FixNeg(_) | M::Null | M::True | M::False => (0, 0),
@@ -195,8 +236,15 @@ fn skip_value(rd: &mut &[u8], depth: usize) -> Result<(), CodecError> {
         if items > rd.len() {
             return Err(CodecError::MessagePack("truncated value".into()));
         }
-        for _ in 0..items {
-            skip_value(rd, depth - 1)?;
+        for k in 0..items {
+            if json
+                && is_map
+                && k % 2 == 0
+                && !matches!(rd.first(), Some(0xa0..=0xbf | 0xd9..=0xdb))
+            {
+                return Err(CodecError::Shape("map keys are strings".into()));
+            }
+            walk(rd, depth - 1, json)?;
         }
     }
     Ok(())
@@ -276,6 +324,16 @@ mod tests {
         assert!(to_json(&[0xc4, 0x01, 0x00]).is_err(), "binary");
         assert!(to_json(&[]).is_err());
         assert!(check_wellformed(&[0x91, 0xc1], 8).is_err());
+        assert!(
+            check_json_map(&[0x81, 0x01, 0x02], 8).is_err(),
+            "integer key"
+        );
+        assert!(
+            check_json_map(&[0x81, 0xa1, b'a', 0xc4, 0x00], 8).is_err(),
+            "binary"
+        );
+        assert!(check_json_map(&[0x91, 0x80], 8).is_err(), "not a map");
+        assert!(check_json_map(&[0x81, 0xa1, b'a', 0x91, 0x80], 8).is_ok());
         assert!(
             check_wellformed(&[0x91, 0x91, 0x91, 0x80], 2).is_err(),
             "too deep"

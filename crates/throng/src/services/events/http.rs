@@ -116,29 +116,40 @@ fn codec_error(i: usize, what: &str, e: CodecError) -> ApiError {
     }
 }
 
-/// Builds the event to store; `data` and `metadata` are MessagePack maps.
+/// A map as stored (MessagePack, maybe LZ4-wrapped) and its size
+/// uncompressed.
+type Encoded = (Vec<u8>, usize);
+
+/// Builds the event to store from its encoded data and metadata.
 fn new_event(
     st: &EventsState,
     i: usize,
     stream: &StreamName,
     id: [u8; 16],
     event_type: &str,
-    data: Vec<u8>,
-    metadata: Option<Vec<u8>>,
+    data: Encoded,
+    metadata: Option<Encoded>,
 ) -> ApiResult<NewEvent> {
     model::parse_type(event_type).map_err(|m| field(i, format_args!("type: {m}")))?;
-    let bytes = data.len() + metadata.as_ref().map_or(0, |m| m.len());
+    let bytes = data.1 + metadata.as_ref().map_or(0, |m| m.1);
     if bytes > st.limits.event_bytes_max {
         return Err(too_large(i, bytes, st.limits.event_bytes_max));
     }
     Ok(NewEvent {
         stream: stream.as_str().to_string(),
         event_type: event_type.to_string(),
-        payload: codec::compress(data),
+        payload: data.0,
         event_id: Some(id),
-        metadata: metadata.map(codec::compress),
+        metadata: metadata.map(|m| m.0),
         format: FORMAT_MSGPACK,
     })
+}
+
+/// A JSON object as stored.
+fn encode_json(v: &Value) -> Encoded {
+    let plain = codec::from_json(v);
+    let size = plain.len();
+    (codec::compress(plain), size)
 }
 
 fn events_from_json(
@@ -165,7 +176,7 @@ fn events_from_json(
             }
             let metadata = match &e.metadata {
                 None | Some(Value::Null) => None,
-                Some(m) if m.is_object() => Some(codec::from_json(m)),
+                Some(m) if m.is_object() => Some(encode_json(m)),
                 Some(_) => return Err(field(i, "metadata: a JSON object")),
             };
             new_event(
@@ -174,7 +185,7 @@ fn events_from_json(
                 stream,
                 id,
                 &e.event_type,
-                codec::from_json(&e.data),
+                encode_json(&e.data),
                 metadata,
             )
         })
@@ -205,19 +216,26 @@ fn check_count(st: &EventsState, n: usize) -> ApiResult<()> {
 /// Depth of nested MessagePack arrays and maps accepted in a body.
 const MSGPACK_DEPTH_MAX: usize = 64;
 
-/// A map value (`data`, `metadata`) of a MessagePack append as the map's
-/// MessagePack: sent whole or as an LZ4 block (ext 99; its claimed size is
-/// checked before it is decompressed).
-fn msgpack_map(st: &EventsState, i: usize, what: &str, v: &rmpv::Value) -> ApiResult<Vec<u8>> {
+/// A map value (`data`, `metadata`) of a MessagePack append as it will be
+/// stored: a map sent whole, or an LZ4 block (ext 99) kept as sent once its
+/// claimed size was checked (before decompressing) and its content is a
+/// map that reads as JSON; and the map's uncompressed size.
+fn msgpack_map(
+    st: &EventsState,
+    i: usize,
+    what: &str,
+    v: &rmpv::Value,
+) -> ApiResult<(Vec<u8>, usize)> {
     let mut raw = Vec::new();
     rmpv::encode::write_value(&mut raw, v).expect("writing to a Vec");
-    let plain = codec::decompress(&raw, st.limits.event_bytes_max)
-        .map_err(|e| codec_error(i, what, e))?
-        .into_owned();
-    match codec::to_json(&plain) {
-        Ok(Value::Object(_)) => Ok(plain),
-        Ok(_) => Err(field(i, format_args!("{what}: a map"))),
-        Err(e) => Err(codec_error(i, what, e)),
+    let plain =
+        codec::decompress(&raw, st.limits.event_bytes_max).map_err(|e| codec_error(i, what, e))?;
+    codec::check_json_map(&plain, MSGPACK_DEPTH_MAX).map_err(|e| codec_error(i, what, e))?;
+    let size = plain.len();
+    match plain {
+        std::borrow::Cow::Borrowed(_) => Ok((codec::compress(raw), size)),
+        // Already compressed by the client: stored as sent.
+        std::borrow::Cow::Owned(_) => Ok((raw, size)),
     }
 }
 

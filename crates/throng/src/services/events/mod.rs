@@ -11,16 +11,19 @@
 //! conditional append live in `store/` (`eventlog.rs`, `streams.rs`); this
 //! folder parses, checks limits and access, and encodes payloads.
 
+pub mod bench;
 pub mod codec;
 pub mod generator;
 pub mod http;
 pub mod model;
+pub mod seed;
 
 use std::sync::Arc;
 
 use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
+use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
 };
@@ -133,6 +136,34 @@ impl Service for Events {
         EventsArgs::augment_args(cmd)
     }
 
+    fn seed_command(&self) -> Option<clap::Command> {
+        Some(seed::SeedEventsArgs::augment_args(
+            clap::Command::new("events").about(
+                "MonthlyFeeCharged-shaped events (~9.4 KB as JSON) stored as MessagePack+LZ4",
+            ),
+        ))
+    }
+
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let args = seed::SeedEventsArgs::from_arg_matches(args)?;
+            let r = seed::seed(store, &args, true).await?;
+            println!(
+                "seeded {} events ({} streams, {:.1} MB of payload) in {:.1} s ({:.0} events/s)",
+                r.events,
+                r.streams,
+                r.payload_bytes as f64 / 1e6,
+                r.elapsed_s,
+                r.events as f64 / r.elapsed_s.max(1e-9)
+            );
+            Ok(())
+        })
+    }
+
     fn start<'a>(
         &'a self,
         platform: &'a Platform,
@@ -168,5 +199,9 @@ impl Service for Events {
             title: "/api/events/all",
             about: "every event in commit order (admin token).",
         }]
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        vec![Box::new(bench::EventsBench)]
     }
 }
