@@ -730,3 +730,199 @@ async fn bad_input_writes_nothing(kind: StoreKind) {
     let r = append(api, t, "a-1", None, &good).await;
     assert_eq!(r.status, 201, "{}", r.text());
 }
+
+// ------------------------------------------------------------ subscriptions
+
+both_stores!(
+    sse_resumes_with_last_event_id,
+    long_poll_answers_when_an_event_commits,
+    consumers_hold_a_lease_and_a_checkpoint,
+);
+
+/// Server-sent events as (id, event, data), read from a response.
+struct SseReader {
+    res: reqwest::Response,
+    buf: String,
+}
+
+impl SseReader {
+    async fn open(api: &Api, token: &str, path: &str, last_id: Option<i64>) -> SseReader {
+        let mut req = api.http.get(api.url(path)).bearer_auth(token);
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            res.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        SseReader {
+            res,
+            buf: String::new(),
+        }
+    }
+
+    async fn next(&mut self) -> (i64, String, Value) {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let (mut id, mut ty, mut data) = (None, String::new(), String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().parse::<i64>().unwrap());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        ty = v.trim().to_string();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if let Some(id) = id {
+                    return (id, ty, serde_json::from_str(&data).unwrap());
+                }
+                continue; // a keep-alive comment
+            }
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), self.res.chunk())
+                .await
+                .expect("an event within 10 s")
+                .unwrap()
+                .expect("the stream stays open");
+            self.buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+async fn sse_resumes_with_last_event_id(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let (api, t) = (&s.api, &s.token(Role::Admin));
+    for i in 0..5 {
+        append(
+            api,
+            t,
+            &format!("feed-{}", i % 2),
+            None,
+            &json!([event("Tick", json!({"i": i}))]),
+        )
+        .await;
+    }
+    let mut seen = Vec::new();
+    let mut sse = SseReader::open(api, t, "/api/events/subscribe?from=1", None).await;
+    for _ in 0..3 {
+        let (id, ty, data) = sse.next().await;
+        assert_eq!(ty, "Tick");
+        assert_eq!(data["position"], id);
+        seen.push(id);
+    }
+    drop(sse);
+    for i in 5..8 {
+        append(
+            api,
+            t,
+            "feed-0",
+            None,
+            &json!([event("Tick", json!({"i": i}))]),
+        )
+        .await;
+    }
+    let mut sse = SseReader::open(api, t, "/api/events/subscribe?from=1", Some(seen[2])).await;
+    for _ in 0..5 {
+        seen.push(sse.next().await.0);
+    }
+    assert_eq!(
+        seen,
+        (1..=8).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    // Live: an append after the catch-up arrives.
+    append(api, t, "feed-1", None, &json!([event("Late", json!({}))])).await;
+    let (id, ty, data) = sse.next().await;
+    assert_eq!((id, ty.as_str()), (9, "Late"));
+    assert_eq!(data["stream"], "feed-1");
+    // A filtered subscription.
+    let mut sse = SseReader::open(api, t, "/api/events/subscribe?type=Late", None).await;
+    assert_eq!(sse.next().await.0, 9);
+    get(api, t, "/api/events/subscribe?from=x")
+        .await
+        .assert_error(400, "invalid_query");
+    let r = api
+        .send(
+            api.http
+                .get(api.url("/api/events/subscribe"))
+                .bearer_auth(t)
+                .header("last-event-id", "abc"),
+        )
+        .await;
+    r.assert_error(400, "invalid_last_event_id");
+    api.get("/api/events/subscribe")
+        .await
+        .assert_error(401, "missing_token");
+}
+
+async fn long_poll_answers_when_an_event_commits(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let v = get(api, t, "/api/events/poll?waitMs=0").await.json();
+    assert_eq!(v["events"], json!([]));
+    let waiting = {
+        let (api, t) = (api.clone(), t.clone());
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let r = get(&api, &t, "/api/events/poll?from=1&waitMs=10000").await;
+            (r.json(), started.elapsed())
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    append(api, t, "p-1", None, &json!([event("Woke", json!({}))])).await;
+    let (v, took) = waiting.await.unwrap();
+    assert_eq!(v["events"][0]["type"], "Woke", "{v}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    get(api, t, "/api/events/poll?waitMs=30001")
+        .await
+        .assert_error(400, "invalid_query");
+}
+
+async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let lease = |owner: &str, position: Option<i64>| {
+        let mut body = json!({"owner": owner, "leaseMs": 60000});
+        if let Some(p) = position {
+            body["position"] = json!(p);
+        }
+        api.send(
+            api.http
+                .post(api.url("/api/events/consumers/projector/lease"))
+                .bearer_auth(t)
+                .json(&body),
+        )
+    };
+    let r = lease("node-a", None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["position"], 0);
+    lease("node-b", None).await.assert_error(409, "lease_held");
+    let r = lease("node-a", Some(42)).await;
+    assert_eq!(r.json()["position"], 42);
+    lease("node-b", Some(50))
+        .await
+        .assert_error(409, "lease_held");
+    let v = get(api, t, "/api/events/consumers/projector").await.json();
+    assert_eq!(v["position"], 42);
+    get(api, t, "/api/events/consumers/bad%20name")
+        .await
+        .assert_error(400, "invalid_consumer");
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/api/events/consumers/projector/lease"))
+                .bearer_auth(t)
+                .json(&json!({"owner": "x", "leaseMs": 5})),
+        )
+        .await;
+    r.assert_error(422, "invalid_field");
+}

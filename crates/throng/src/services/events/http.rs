@@ -47,6 +47,16 @@ where
         )
         .route("/api/events/all", get(read_all))
         .route("/api/events/categories/{category}", get(read_category))
+        .route("/api/events/subscribe", get(super::subscribe::subscribe))
+        .route("/api/events/poll", get(super::subscribe::poll))
+        .route(
+            "/api/events/consumers/{name}",
+            get(super::subscribe::get_consumer),
+        )
+        .route(
+            "/api/events/consumers/{name}/lease",
+            axum::routing::post(super::subscribe::lease),
+        )
 }
 
 fn admin(caller: &Caller) -> ApiResult<()> {
@@ -511,7 +521,7 @@ pub struct StreamQuery {
     limit: Option<u64>,
 }
 
-fn limit_of(st: &EventsState, limit: Option<u64>) -> ApiResult<i64> {
+pub(super) fn limit_of(st: &EventsState, limit: Option<u64>) -> ApiResult<i64> {
     let limit = limit.unwrap_or(100);
     if limit < 1 || limit > st.limits.read_max as u64 {
         return Err(ApiError::bad_request(
@@ -522,7 +532,7 @@ fn limit_of(st: &EventsState, limit: Option<u64>) -> ApiResult<i64> {
     Ok(limit as i64)
 }
 
-fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
+pub(super) fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
     match v {
         None => Ok(default),
         Some(v) if v <= i64::MAX as u64 => Ok(v as i64),
@@ -649,6 +659,24 @@ fn type_filter(v: Option<String>, what: &str) -> ApiResult<Option<String>> {
     }
 }
 
+/// A filter from query parameters.
+pub(super) fn filter_of(
+    event_type: Option<String>,
+    type_prefix: Option<String>,
+    category: Option<String>,
+) -> ApiResult<Filter> {
+    Ok(Filter {
+        event_type: type_filter(event_type, "type")?,
+        type_prefix: type_filter(type_prefix, "typePrefix")?,
+        category: match category {
+            Some(c) => Some(model::parse_category(&c).map_err(|e| {
+                ApiError::bad_request("invalid_query", format!("category: {}", e.message))
+            })?),
+            None => None,
+        },
+    })
+}
+
 #[utoipa::path(get, path = "/api/events/all", tag = "events",
     params(AllQuery),
     security(("bearer" = [])),
@@ -662,11 +690,7 @@ pub async fn read_all(
     ApiQuery(q): ApiQuery<AllQuery>,
 ) -> ApiResult<Response> {
     admin(&caller)?;
-    let filter = Filter {
-        event_type: type_filter(q.event_type, "type")?,
-        type_prefix: type_filter(q.type_prefix, "typePrefix")?,
-        category: None,
-    };
+    let filter = filter_of(q.event_type, q.type_prefix, None)?;
     page(&st, q.from, q.limit, filter).await
 }
 
@@ -693,5 +717,18 @@ pub async fn read_category(
 }
 
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(append, read_stream, delete_stream, read_all, read_category))]
+#[openapi(
+    paths(
+        append,
+        read_stream,
+        delete_stream,
+        read_all,
+        read_category,
+        super::subscribe::subscribe,
+        super::subscribe::poll,
+        super::subscribe::get_consumer,
+        super::subscribe::lease
+    ),
+    components(schemas(super::subscribe::ClaimIn))
+)]
 pub struct EventsApi;

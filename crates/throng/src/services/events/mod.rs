@@ -17,6 +17,7 @@ pub mod generator;
 pub mod http;
 pub mod model;
 pub mod seed;
+pub mod subscribe;
 
 use std::sync::Arc;
 
