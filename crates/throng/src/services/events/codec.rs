@@ -250,6 +250,42 @@ fn walk(rd: &mut &[u8], depth: usize, json: bool) -> Result<(), CodecError> {
     Ok(())
 }
 
+/// Decodes the fields `fields` of the top-level map in `msgpack` into `T`,
+/// by name, and stops reading as soon as it has them all: the rest of the
+/// map (a long array after them) is never parsed. The found entries are
+/// copied into a small map that `T` is decoded from; fields not found are
+/// left to `T`'s defaults (or its error).
+pub fn partial<T: serde::de::DeserializeOwned>(
+    msgpack: &[u8],
+    fields: &[&str],
+) -> Result<T, CodecError> {
+    let bad = |e: String| CodecError::MessagePack(e);
+    let mut rd = msgpack;
+    let len = rmp::decode::read_map_len(&mut rd).map_err(|e| bad(format!("not a map: {e}")))?;
+    let mut picked: Vec<u8> = Vec::with_capacity(256);
+    // A map32 header, its count patched at the end.
+    picked.extend_from_slice(&[0xdf, 0, 0, 0, 0]);
+    let mut found = 0u32;
+    for _ in 0..len {
+        if found as usize == fields.len() {
+            break;
+        }
+        let entry = rd;
+        walk(&mut rd, 1, false)?;
+        let key_end = entry.len() - rd.len();
+        let key = rmp::decode::read_str_from_slice(&entry[..key_end])
+            .ok()
+            .map(|(k, _)| k);
+        walk(&mut rd, 128, false)?;
+        if key.is_some_and(|k| fields.contains(&k)) {
+            picked.extend_from_slice(&entry[..entry.len() - rd.len()]);
+            found += 1;
+        }
+    }
+    picked[1..5].copy_from_slice(&found.to_be_bytes());
+    rmp_serde::from_slice(&picked).map_err(|e| bad(e.to_string()))
+}
+
 /// A JSON value's MessagePack (maps keep their field names).
 pub fn from_json(v: &Value) -> Vec<u8> {
     rmp_serde::to_vec_named(v).expect("a JSON value encodes as MessagePack")
@@ -293,6 +329,32 @@ mod tests {
                 max: plain.len() - 1
             })
         );
+    }
+
+    #[test]
+    fn partial_decoding_stops_at_its_fields() {
+        #[derive(serde::Deserialize, PartialEq, Debug)]
+        struct Two {
+            a: i64,
+            c: String,
+        }
+        let full = from_json(&json!({"a": 1, "b": [1, 2, 3], "c": "x", "d": {"e": 1}}));
+        assert_eq!(
+            partial::<Two>(&full, &["a", "c"]).unwrap(),
+            Two {
+                a: 1,
+                c: "x".into()
+            }
+        );
+        // Nothing after its fields is read: a truncated tail is not noticed.
+        assert_eq!(
+            partial::<Two>(&full[..full.len() - 3], &["a", "c"]).unwrap(),
+            Two {
+                a: 1,
+                c: "x".into()
+            }
+        );
+        assert!(partial::<Two>(&from_json(&json!({"a": 1})), &["a", "c"]).is_err());
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub struct Installment {
     pub status: String,
 }
 
+/// The root fields [`FeeChargedRead`] reads, by name.
+pub const READ_FIELDS: [&str; 5] = ["loanId", "feeType", "amount", "chargedOn", "balanceAfter"];
+
 /// What the rebuilt read model needs: 5 root fields, by name.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
