@@ -314,13 +314,17 @@ fn scan_sql(filter: &Filter, pg: bool) -> String {
     sql
 }
 
-/// The end of a scanned range and the next page's start, given the head
-/// read before the range: positions commit in order and without gaps, so
-/// every position up to that head is in the range's read.
+/// The next page's start. Positions commit in order and without gaps, so
+/// every position up to the head read before the range is in the range's
+/// read, and a row seen past that head means every lower one was seen too
+/// (it committed earlier, so the statement's snapshot holds it): the page
+/// covers up to the head (or the scan's end) and at least its last event.
 fn page_end(from: i64, limit: i64, scan_max: i64, head: i64, events: &[StoredEvent]) -> i64 {
+    let scanned_to = from.saturating_add(scan_max).min(head + 1).max(from);
     match events.last() {
         Some(last) if events.len() as i64 >= limit => last.position + 1,
-        _ => from.saturating_add(scan_max).min(head + 1).max(from),
+        Some(last) => scanned_to.max(last.position + 1),
+        None => scanned_to,
     }
 }
 

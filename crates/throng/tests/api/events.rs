@@ -926,3 +926,222 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
         .await;
     r.assert_error(422, "invalid_field");
 }
+
+// --------------------------------------------------- durability and nodes
+
+both_stores!(acknowledged_appends_survive_sigkill);
+crate::postgres_only!(two_nodes_append_while_readers_follow_all);
+
+async fn acknowledged_appends_survive_sigkill(kind: StoreKind) {
+    use crate::helpers::{PgDb, ProcessServer};
+    let db = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(db) => Some(db),
+            None => return,
+        },
+    };
+    let pg_url = db.as_ref().map(|d| d.url.as_str());
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut server = ProcessServer::start(dir.path(), pg_url, &[]).await;
+    let token = server.admin_token();
+    let acked: std::sync::Arc<std::sync::Mutex<Vec<(String, i64)>>> = Default::default();
+    let started = std::time::Instant::now();
+    let mut clients = Vec::new();
+    for c in 0..32 {
+        let (api, token, acked) = (server.api.clone(), token.clone(), acked.clone());
+        clients.push(tokio::spawn(async move {
+            let mut n = 0;
+            while started.elapsed() < std::time::Duration::from_secs(3) {
+                let ev = event("Load", json!({"c": c, "n": n}));
+                let id = ev["eventId"].as_str().unwrap().to_string();
+                let req =
+                    append_request(&api, &token, &format!("load-{c}"), None).json(&json!([ev]));
+                match api.try_send(req).await {
+                    Ok(r) if r.status == 201 => {
+                        acked
+                            .lock()
+                            .unwrap()
+                            .push((id, r.json()["firstPosition"].as_i64().unwrap()));
+                    }
+                    Ok(r) => panic!("unexpected answer {}: {}", r.status, r.text()),
+                    Err(_) => return, // the server is gone
+                }
+                n += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    server.kill().await;
+    for c in clients {
+        c.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() > 50,
+        "only {} appends before the kill",
+        acked.len()
+    );
+    let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
+    let all = all_events(&server.api, &server.admin_token()).await;
+    let ps = positions(&all);
+    assert_eq!(ps, (1..=ps.len() as i64).collect::<Vec<_>>(), "gap-free");
+    let by_position: std::collections::HashMap<i64, &str> = all
+        .iter()
+        .map(|e| {
+            (
+                e["position"].as_i64().unwrap(),
+                e["eventId"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for (id, position) in &acked {
+        assert_eq!(
+            by_position.get(position),
+            Some(&id.as_str()),
+            "acknowledged {id} at {position}"
+        );
+    }
+}
+
+async fn two_nodes_append_while_readers_follow_all(_kind: StoreKind) {
+    use crate::helpers::{PgDb, ProcessServer};
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let (a, b) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+    );
+    let token = a.admin_token();
+    let started = std::time::Instant::now();
+    let run_for = std::time::Duration::from_secs(3);
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let mut writers = Vec::new();
+    for w in 0..16 {
+        let api = if w % 2 == 0 {
+            a.api.clone()
+        } else {
+            b.api.clone()
+        };
+        let (token, acked) = (token.clone(), acked.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while started.elapsed() < run_for {
+                // Batches of 1 to 3 on shared streams.
+                let body: Vec<Value> = (0..1 + n % 3)
+                    .map(|_| event("Tick", json!({"w": w})))
+                    .collect();
+                let r = append(
+                    &api,
+                    &token,
+                    &format!("shared-{}", n % 4),
+                    None,
+                    &json!(body),
+                )
+                .await;
+                assert_eq!(r.status, 201, "{}", r.text());
+                acked.fetch_add(body.len() as i64, std::sync::atomic::Ordering::Relaxed);
+                n += 1;
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for r in 0..4 {
+        let api = if r % 2 == 0 {
+            a.api.clone()
+        } else {
+            b.api.clone()
+        };
+        let token = token.clone();
+        readers.push(tokio::spawn(async move {
+            let mut seen: Vec<i64> = Vec::new();
+            let mut from = 1;
+            let mut quiet = 0;
+            loop {
+                let v = get(
+                    &api,
+                    &token,
+                    &format!("/api/events/all?from={from}&limit=50"),
+                )
+                .await
+                .json();
+                let got = positions(v["events"].as_array().unwrap());
+                if got.is_empty() && started.elapsed() > run_for {
+                    quiet += 1;
+                    if quiet > 5 {
+                        return seen;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                seen.extend(got);
+                from = v["next"].as_i64().unwrap();
+            }
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let total = acked.load(std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        let seen = r.await.unwrap();
+        assert_eq!(
+            seen,
+            (1..=total).collect::<Vec<_>>(),
+            "a reader skipped or repeated an event"
+        );
+    }
+    // Stream versions stayed consecutive across the nodes.
+    for s in 0..4 {
+        let v = get(
+            &a.api,
+            &token,
+            &format!("/api/events/streams/shared-{s}?limit=1000"),
+        )
+        .await
+        .json();
+        let versions: Vec<i64> = v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["version"].as_i64().unwrap())
+            .collect();
+        assert_eq!(versions, (0..versions.len() as i64).collect::<Vec<_>>());
+    }
+    // One expected version raced on both nodes: one winner.
+    let mut race = Vec::new();
+    for i in 0..40 {
+        let api = if i % 2 == 0 {
+            a.api.clone()
+        } else {
+            b.api.clone()
+        };
+        let token = token.clone();
+        race.push(tokio::spawn(async move {
+            append(
+                &api,
+                &token,
+                "duel-1",
+                Some("no_stream"),
+                &json!([event("Won", json!({}))]),
+            )
+            .await
+            .status
+        }));
+    }
+    let statuses: Vec<u16> = futures::future::join_all(race)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 409),
+        "{statuses:?}"
+    );
+}

@@ -219,8 +219,7 @@ fn decode_lz4<T: DeserializeOwned>(stored: &[u8]) -> T {
 /// The read model's 5 fields of a stored event, by name, stopping once
 /// found (see `codec::partial`).
 pub fn decode_read(stored: &[u8]) -> FeeChargedRead {
-    let plain = codec::decompress(stored, 1 << 20).expect("our own block");
-    codec::partial(&plain, &generator::READ_FIELDS).expect("our own MessagePack")
+    codec::partial_stored(stored, &generator::READ_FIELDS, 1 << 20).expect("our own payload")
 }
 
 fn mean(xs: &[Vec<u8>]) -> f64 {

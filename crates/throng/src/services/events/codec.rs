@@ -35,6 +35,9 @@ pub enum CodecError {
     MessagePack(String),
     #[error("{0}")]
     Shape(String),
+    /// The bytes end inside a value (a prefix was decoded; more may help).
+    #[error("truncated value")]
+    Truncated,
 }
 
 /// `msgpack` (a map's MessagePack) as stored: LZ4-wrapped when that is
@@ -164,7 +167,7 @@ pub fn check_json_map(bytes: &[u8], depth_max: usize) -> Result<(), CodecError> 
 
 fn take<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a [u8], CodecError> {
     if rd.len() < n {
-        return Err(CodecError::MessagePack("truncated value".into()));
+        return Err(CodecError::Truncated);
     }
     let (head, rest) = rd.split_at(n);
     *rd = rest;
@@ -234,7 +237,7 @@ fn walk(rd: &mut &[u8], depth: usize, json: bool) -> Result<(), CodecError> {
         // Every item takes at least one byte: a count past the bytes left
         // is truncated, found before looping over it.
         if items > rd.len() {
-            return Err(CodecError::MessagePack("truncated value".into()));
+            return Err(CodecError::Truncated);
         }
         for k in 0..items {
             if json
@@ -261,7 +264,13 @@ pub fn partial<T: serde::de::DeserializeOwned>(
 ) -> Result<T, CodecError> {
     let bad = |e: String| CodecError::MessagePack(e);
     let mut rd = msgpack;
-    let len = rmp::decode::read_map_len(&mut rd).map_err(|e| bad(format!("not a map: {e}")))?;
+    if rd.is_empty() {
+        return Err(CodecError::Truncated);
+    }
+    let len = rmp::decode::read_map_len(&mut rd).map_err(|e| match rd.len() {
+        0..=4 => CodecError::Truncated,
+        _ => bad(format!("not a map: {e}")),
+    })?;
     let mut picked: Vec<u8> = Vec::with_capacity(256);
     // A map32 header, its count patched at the end.
     picked.extend_from_slice(&[0xdf, 0, 0, 0, 0]);
@@ -284,6 +293,93 @@ pub fn partial<T: serde::de::DeserializeOwned>(
     }
     picked[1..5].copy_from_slice(&found.to_be_bytes());
     rmp_serde::from_slice(&picked).map_err(|e| bad(e.to_string()))
+}
+
+/// Decompresses an LZ4 block (claiming `claimed` bytes) only until at
+/// least `want` bytes are out, or to its end: the LZ4 block format is a
+/// sequence of literal runs and back-references, so a prefix of the output
+/// needs only a prefix of the block. (lz4_flex decodes whole blocks only.)
+pub fn lz4_prefix(block: &[u8], claimed: usize, want: usize) -> Result<Vec<u8>, CodecError> {
+    let bad = |m: &str| CodecError::Lz4(m.to_string());
+    let mut out: Vec<u8> = Vec::with_capacity(want.min(claimed) + 64);
+    let mut i = 0usize;
+    let length = |i: &mut usize, base: usize| -> Result<usize, CodecError> {
+        let mut n = base;
+        if base == 15 {
+            loop {
+                let b = *block.get(*i).ok_or_else(|| bad("truncated length"))?;
+                *i += 1;
+                n += b as usize;
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    };
+    while i < block.len() {
+        let token = block[i];
+        i += 1;
+        let literals = length(&mut i, (token >> 4) as usize)?;
+        let end = i
+            .checked_add(literals)
+            .filter(|e| *e <= block.len())
+            .ok_or_else(|| bad("literals past the block"))?;
+        if out.len() + literals > claimed {
+            return Err(bad("output past the claimed length"));
+        }
+        out.extend_from_slice(&block[i..end]);
+        i = end;
+        if i == block.len() || out.len() >= want {
+            break;
+        }
+        let offset = u16::from_le_bytes([
+            block[i],
+            *block.get(i + 1).ok_or_else(|| bad("truncated offset"))?,
+        ]) as usize;
+        i += 2;
+        if offset == 0 || offset > out.len() {
+            return Err(bad("offset outside the output"));
+        }
+        let matched = length(&mut i, (token & 15) as usize)? + 4;
+        if out.len() + matched > claimed {
+            return Err(bad("output past the claimed length"));
+        }
+        let from = out.len() - offset;
+        for k in 0..matched {
+            let b = out[from + k];
+            out.push(b);
+        }
+        if out.len() >= want {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// [`partial`] of a stored payload: an LZ4 block (at most `max` bytes
+/// claimed) is decompressed only as far as the fields need (512 bytes
+/// first, then 4 times more while a value is cut off).
+pub fn partial_stored<T: serde::de::DeserializeOwned>(
+    stored: &[u8],
+    fields: &[&str],
+    max: usize,
+) -> Result<T, CodecError> {
+    match lz4_parts(stored)? {
+        None => partial(stored, fields),
+        Some((claimed, _)) if claimed > max as u64 => Err(CodecError::TooLarge { claimed, max }),
+        Some((claimed, block)) => {
+            let claimed = claimed as usize;
+            let mut want = 512;
+            loop {
+                let prefix = lz4_prefix(block, claimed, want)?;
+                match partial(&prefix, fields) {
+                    Err(CodecError::Truncated) if prefix.len() < claimed => want *= 4,
+                    other => return other,
+                }
+            }
+        }
+    }
 }
 
 /// A JSON value's MessagePack (maps keep their field names).
@@ -355,6 +451,69 @@ mod tests {
             }
         );
         assert!(partial::<Two>(&from_json(&json!({"a": 1})), &["a", "c"]).is_err());
+    }
+
+    #[test]
+    fn lz4_prefixes_match_the_whole_block() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for n in [0usize, 1, 15, 16, 300, 4096, 20_000] {
+            // Repetitive bytes with some noise, as payloads are.
+            let data: Vec<u8> = (0..n)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x % 7 == 0 {
+                        x as u8
+                    } else {
+                        b"abcabcabd"[i % 9]
+                    }
+                })
+                .collect();
+            let block = lz4_flex::block::compress(&data);
+            assert_eq!(lz4_prefix(&block, n, usize::MAX).unwrap(), data, "{n}");
+            for want in [1, 100, 1000] {
+                let p = lz4_prefix(&block, n, want).unwrap();
+                assert!(p.len() >= want.min(n), "{n} {want}");
+                assert_eq!(&p[..], &data[..p.len()]);
+            }
+            assert!(n == 0 || lz4_prefix(&block, n - 1, usize::MAX).is_err());
+        }
+        assert!(
+            lz4_prefix(&[0x1f, 0x00, 0x01], 100, usize::MAX).is_err(),
+            "offset 0x0100 past the output"
+        );
+    }
+
+    #[test]
+    fn partial_of_stored_payloads() {
+        #[derive(serde::Deserialize, PartialEq, Debug)]
+        struct Head {
+            a: i64,
+        }
+        let rows: Vec<Value> = (0..200)
+            .map(|i| json!({"i": i, "s": "Scheduled"}))
+            .collect();
+        let v = json!({"a": 7, "rows": rows, "z": 1});
+        let stored = compress(from_json(&v));
+        assert_eq!(stored[0], 0xc8);
+        assert_eq!(
+            partial_stored::<Head>(&stored, &["a"], 1 << 20).unwrap(),
+            Head { a: 7 }
+        );
+        // A field after the long array: found by decompressing further.
+        #[derive(serde::Deserialize, PartialEq, Debug)]
+        struct Tail {
+            z: i64,
+        }
+        assert_eq!(
+            partial_stored::<Tail>(&stored, &["z"], 1 << 20).unwrap(),
+            Tail { z: 1 }
+        );
+        assert!(matches!(
+            partial_stored::<Tail>(&stored, &["z"], 100),
+            Err(CodecError::TooLarge { .. })
+        ));
     }
 
     #[test]

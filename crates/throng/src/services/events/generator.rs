@@ -103,7 +103,7 @@ fn cents(x: f64) -> f64 {
 
 /// Event `n` (deterministic): loan `loan`, its month `month`.
 pub fn fee_charged(loan: u64, month: u64) -> FeeCharged {
-    let n = loan * 64 + month;
+    let n = loan.wrapping_mul(64).wrapping_add(month);
     let day = 1 + mix(loan, 1) % 28;
     let principal_total = 5_000.0 + (mix(loan, 2) % 45_000) as f64;
     let rate = 0.05 + (mix(loan, 3) % 900) as f64 / 10_000.0;

@@ -509,6 +509,81 @@ pub fn event_json(st: &EventsState, e: &StoredEvent) -> Value {
     })
 }
 
+/// The MessagePack of `e`: its fields, `data` and `metadata` as stored
+/// (a map, or an LZ4 block in ext 99: the bytes of the store, not
+/// re-encoded); the services' JSON payloads are converted.
+fn event_msgpack(out: &mut Vec<u8>, e: &StoredEvent) {
+    let w = |out: &mut Vec<u8>, k: &str| rmp::encode::write_str(out, k).expect("a Vec");
+    rmp::encode::write_map_len(out, 8).expect("a Vec");
+    w(out, "position");
+    rmp::encode::write_sint(out, e.position).expect("a Vec");
+    w(out, "stream");
+    w(out, &e.stream);
+    w(out, "version");
+    rmp::encode::write_sint(out, e.version).expect("a Vec");
+    w(out, "type");
+    w(out, &e.event_type);
+    w(out, "eventId");
+    match e
+        .event_id
+        .as_deref()
+        .and_then(|b| uuid::Uuid::from_slice(b).ok())
+    {
+        Some(id) => w(out, &id.to_string()),
+        None => rmp::encode::write_nil(out).expect("a Vec"),
+    }
+    w(out, "created");
+    w(out, &crate::base::clock::rfc3339_ms(e.created_at_ms));
+    let raw = |out: &mut Vec<u8>, bytes: &[u8]| {
+        if e.format == FORMAT_JSON {
+            match serde_json::from_slice::<Value>(bytes) {
+                Ok(v) => out.extend_from_slice(&codec::from_json(&v)),
+                Err(_) => rmp::encode::write_nil(out).expect("a Vec"),
+            }
+        } else {
+            out.extend_from_slice(bytes);
+        }
+    };
+    w(out, "data");
+    raw(out, &e.payload);
+    w(out, "metadata");
+    match &e.metadata {
+        Some(m) => raw(out, m),
+        None => rmp::encode::write_nil(out).expect("a Vec"),
+    }
+}
+
+/// A read's answer: `fields` and `events`, as JSON or, when the client
+/// accepts it first, as MessagePack with the stored payloads.
+fn answer(
+    st: &EventsState,
+    headers: &HeaderMap,
+    fields: serde_json::Map<String, Value>,
+    events: &[StoredEvent],
+) -> Response {
+    if model::wants_msgpack(headers) {
+        let mut out =
+            Vec::with_capacity(64 + events.iter().map(|e| e.payload.len() + 128).sum::<usize>());
+        rmp::encode::write_map_len(&mut out, fields.len() as u32 + 1).expect("a Vec");
+        for (k, v) in &fields {
+            rmp::encode::write_str(&mut out, k).expect("a Vec");
+            out.extend_from_slice(&codec::from_json(v));
+        }
+        rmp::encode::write_str(&mut out, "events").expect("a Vec");
+        rmp::encode::write_array_len(&mut out, events.len() as u32).expect("a Vec");
+        for e in events {
+            event_msgpack(&mut out, e);
+        }
+        return ([(header::CONTENT_TYPE, "application/vnd.msgpack")], out).into_response();
+    }
+    let mut body = fields;
+    body.insert(
+        "events".into(),
+        Value::Array(events.iter().map(|e| event_json(st, e)).collect()),
+    );
+    axum::Json(Value::Object(body)).into_response()
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StreamQuery {
@@ -544,7 +619,8 @@ pub(super) fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
 }
 
 #[utoipa::path(get, path = "/api/events/streams/{stream}", tag = "events",
-    params(("stream" = String, Path), StreamQuery),
+    params(("stream" = String, Path), StreamQuery,
+           ("Accept" = Option<String>, Header, description = "application/vnd.msgpack (or application/msgpack): the same answer in MessagePack, each event's data and metadata the stored bytes (a map, or an LZ4 block as MessagePack ext 99)")),
     security(("bearer" = [])),
     responses((status = 200, description = "{stream, version (the stream's last), direction, events:[{position, stream, version, type, eventId|null, created (RFC 3339), data, metadata|null}], next (the version to read from next, or null at the end)}"),
               (status = 400, description = "invalid_stream, invalid_query"),
@@ -555,6 +631,7 @@ pub(super) fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
 pub async fn read_stream(
     caller: Caller,
     State(st): State<Arc<EventsState>>,
+    headers: HeaderMap,
     ApiPath(stream): ApiPath<String>,
     ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> ApiResult<Response> {
@@ -594,19 +671,17 @@ pub async fn read_stream(
         }
         _ => None,
     };
-    let list: Vec<Value> = events
-        .iter()
+    let events: Vec<StoredEvent> = events
+        .into_iter()
         .filter(|e| e.event_type != TOMBSTONE_TYPE)
-        .map(|e| event_json(&st, e))
         .collect();
-    Ok(axum::Json(json!({
+    let fields = json!({
         "stream": stream.as_str(),
         "version": head.version,
         "direction": if forward { "forward" } else { "backward" },
-        "events": list,
         "next": next,
-    }))
-    .into_response())
+    });
+    Ok(answer(&st, &headers, object(fields), &events))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -633,8 +708,16 @@ pub struct CategoryQuery {
 }
 
 /// A page of the global order as JSON.
+fn object(v: Value) -> serde_json::Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("built as an object"),
+    }
+}
+
 async fn page(
     st: &EventsState,
+    headers: &HeaderMap,
     from: Option<u64>,
     limit: Option<u64>,
     filter: Filter,
@@ -645,8 +728,8 @@ async fn page(
         .store
         .scan_events(from, limit, st.limits.scan_max, filter)
         .await?;
-    let list: Vec<Value> = page.events.iter().map(|e| event_json(st, e)).collect();
-    Ok(axum::Json(json!({ "events": list, "next": page.next, "head": page.head })).into_response())
+    let fields = object(json!({ "next": page.next, "head": page.head }));
+    Ok(answer(st, headers, fields, &page.events))
 }
 
 fn type_filter(v: Option<String>, what: &str) -> ApiResult<Option<String>> {
@@ -678,7 +761,8 @@ pub(super) fn filter_of(
 }
 
 #[utoipa::path(get, path = "/api/events/all", tag = "events",
-    params(AllQuery),
+    params(AllQuery,
+           ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads, as for a stream")),
     security(("bearer" = [])),
     responses((status = 200, description = "{events:[as in a stream read], next (the position to read from next), head (the last committed position)}. Every event in commit order, the services' included. With type or typePrefix, the matches among at most --events-scan-max (10,000) positions: a page may hold fewer than limit (even none) while next < head + 1."),
               (status = 400, description = "invalid_query"),
@@ -687,15 +771,17 @@ pub(super) fn filter_of(
 pub async fn read_all(
     caller: Caller,
     State(st): State<Arc<EventsState>>,
+    headers: HeaderMap,
     ApiQuery(q): ApiQuery<AllQuery>,
 ) -> ApiResult<Response> {
     admin(&caller)?;
     let filter = filter_of(q.event_type, q.type_prefix, None)?;
-    page(&st, q.from, q.limit, filter).await
+    page(&st, &headers, q.from, q.limit, filter).await
 }
 
 #[utoipa::path(get, path = "/api/events/categories/{category}", tag = "events",
-    params(("category" = String, Path, description = "a stream name's part before its first '-'"), CategoryQuery),
+    params(("category" = String, Path, description = "a stream name's part before its first '-'"), CategoryQuery,
+           ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads")),
     security(("bearer" = [])),
     responses((status = 200, description = "{events, next, head} as /api/events/all, for the streams {category}-... (and the stream named {category}), among at most --events-scan-max positions per page"),
               (status = 400, description = "invalid_category, invalid_query"),
@@ -704,6 +790,7 @@ pub async fn read_all(
 pub async fn read_category(
     caller: Caller,
     State(st): State<Arc<EventsState>>,
+    headers: HeaderMap,
     ApiPath(category): ApiPath<String>,
     ApiQuery(q): ApiQuery<CategoryQuery>,
 ) -> ApiResult<Response> {
@@ -713,7 +800,7 @@ pub async fn read_category(
         category: Some(category),
         ..Filter::default()
     };
-    page(&st, q.from, q.limit, filter).await
+    page(&st, &headers, q.from, q.limit, filter).await
 }
 
 #[derive(utoipa::OpenApi)]

@@ -4,10 +4,9 @@
 //!
 //! Streams are `loan-{run}-{n}`, 12 events each (a year of monthly fees),
 //! where `run` is the log's head when the seed started, so a second seed
-//! never appends to the first one's streams. Payloads come from a pool of
-//! [`POOL`] generated events (loans x months), encoded once: encoding each
-//! event anew (~15 us of MessagePack and LZ4) would make the seed measure
-//! the encoder instead of the store. Bulk loads keep the log's contract:
+//! never appends to the first one's streams. Every event is generated and
+//! encoded (its own loan, schedule and amounts) on a thread of its own,
+//! handed to the loading one in bounded chunks. Bulk loads keep the log's contract:
 //! SQLite appends at max + 1 in transactions of [`CHUNK`] events (one
 //! fsync each); PostgreSQL takes each chunk's positions from `event_head`
 //! in the chunk's transaction.
@@ -39,7 +38,7 @@ pub struct SeedReport {
     pub elapsed_s: f64,
 }
 
-/// Distinct generated payloads the seed cycles through.
+/// Distinct generated payloads in [`payload_pool`] (the bench's requests).
 pub const POOL: u64 = 4096;
 /// Events per transaction.
 const CHUNK: u64 = 20_000;
@@ -54,15 +53,46 @@ pub fn payload_pool() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// The row of event `i` of a seed run: stream, version, event id.
-fn row(run: i64, per_stream: u64, i: u64) -> (String, i64, [u8; 16]) {
-    let stream = format!("{CATEGORY}-{run}-{:09}", i / per_stream);
+/// One seeded event: stream, version, event id, stored payload.
+type Row = (String, i64, [u8; 16], Vec<u8>);
+
+/// The row of event `i` of a seed run: loan `i / per_stream` of this run,
+/// its month `i % per_stream`.
+fn row(run: i64, per_stream: u64, i: u64) -> Row {
+    let stream_no = i / per_stream;
+    let month = i % per_stream;
+    let stream = format!("{CATEGORY}-{run}-{stream_no:09}");
+    let loan = (run as u64)
+        .wrapping_mul(1_000_000_007)
+        .wrapping_add(stream_no);
+    let event = generator::fee_charged(loan, month);
+    let payload = codec::compress(rmp_serde::to_vec_named(&event).expect("an event encodes"));
     // Time-ordered ids: their unique index grows at its right edge.
     (
         stream,
-        (i % per_stream) as i64,
+        month as i64,
         uuid::Uuid::now_v7().into_bytes(),
+        payload,
     )
+}
+
+/// Generates the run's rows on a thread of its own, in chunks of [`CHUNK`]
+/// (at most two waiting).
+fn produce(args: &SeedEventsArgs, run: i64) -> tokio::sync::mpsc::Receiver<Vec<Row>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<Row>>(2);
+    let (events, per_stream) = (args.events, args.events_per_stream);
+    std::thread::spawn(move || {
+        let mut i = 0;
+        while i < events {
+            let end = (i + CHUNK).min(events);
+            let chunk: Vec<Row> = (i..end).map(|n| row(run, per_stream, n)).collect();
+            if tx.blocking_send(chunk).is_err() {
+                return;
+            }
+            i = end;
+        }
+    });
+    rx
 }
 
 pub async fn seed(
@@ -77,19 +107,17 @@ pub async fn seed(
         anyhow::bail!("--events-per-stream: 1 to 1000000");
     }
     let started = Instant::now();
-    let pool = payload_pool();
     let bar =
         crate::platform::progress::seed_bar(args.events, "events", "seeding events", progress);
     let run = store.head_position().await?;
+    let rows = produce(args, run);
     let bytes = match store {
         Store::Sqlite(s) => {
             let path = s.path().to_path_buf();
-            let args = args.clone();
             let bar2 = bar.clone();
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, run, &pool, &bar2))
-                .await??
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, rows, &bar2)).await??
         }
-        Store::Postgres(p) => seed_pg(p, args, run, &pool, &bar).await?,
+        Store::Postgres(p) => seed_pg(p, rows, &bar).await?,
     };
     bar.finish();
     Ok(SeedReport {
@@ -102,17 +130,13 @@ pub async fn seed(
 
 fn seed_sqlite(
     path: &std::path::Path,
-    args: &SeedEventsArgs,
-    run: i64,
-    pool: &[Vec<u8>],
+    mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
     bar: &ProgressBar,
 ) -> anyhow::Result<u64> {
     let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
     let now = crate::base::clock::now_ms();
     let mut bytes = 0u64;
-    let mut i = 0u64;
-    while i < args.events {
-        let end = (i + CHUNK).min(args.events);
+    while let Some(chunk) = rows.blocking_recv() {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut ins = tx.prepare_cached(
@@ -120,9 +144,7 @@ fn seed_sqlite(
                                      event_id, metadata, payload_format)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)",
             )?;
-            for n in i..end {
-                let (stream, version, id) = row(run, args.events_per_stream, n);
-                let payload = &pool[(n % POOL) as usize];
+            for (stream, version, id, payload) in &chunk {
                 bytes += payload.len() as u64;
                 ins.execute(rusqlite::params![
                     stream,
@@ -136,8 +158,7 @@ fn seed_sqlite(
             }
         }
         tx.commit()?;
-        bar.inc(end - i);
-        i = end;
+        bar.inc(chunk.len() as u64);
     }
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
     Ok(bytes)
@@ -145,18 +166,14 @@ fn seed_sqlite(
 
 async fn seed_pg(
     store: &crate::store::postgres::PgStore,
-    args: &SeedEventsArgs,
-    run: i64,
-    pool: &[Vec<u8>],
+    mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
     bar: &ProgressBar,
 ) -> anyhow::Result<u64> {
     let mut client = store.client().await?;
     let now = crate::base::clock::now_ms();
     let mut bytes = 0u64;
-    let mut i = 0u64;
-    while i < args.events {
-        let end = (i + CHUNK).min(args.events);
-        let n = (end - i) as i64;
+    while let Some(chunk) = rows.recv().await {
+        let n = chunk.len() as i64;
         let tx = client.transaction().await?;
         // The chunk's positions, under the row lock every append takes.
         let head: i64 = tx
@@ -167,21 +184,12 @@ async fn seed_pg(
             .await?
             .get(0);
         let first = head - n + 1;
-        let mut positions = Vec::with_capacity(n as usize);
-        let mut streams = Vec::with_capacity(n as usize);
-        let mut versions = Vec::with_capacity(n as usize);
-        let mut ids = Vec::with_capacity(n as usize);
-        let mut payloads: Vec<&[u8]> = Vec::with_capacity(n as usize);
-        for (k, e) in (i..end).enumerate() {
-            let (stream, version, id) = row(run, args.events_per_stream, e);
-            let payload = &pool[(e % POOL) as usize];
-            bytes += payload.len() as u64;
-            positions.push(first + k as i64);
-            streams.push(stream);
-            versions.push(version);
-            ids.push(id.to_vec());
-            payloads.push(payload);
-        }
+        let positions: Vec<i64> = (first..=head).collect();
+        let streams: Vec<&str> = chunk.iter().map(|r| r.0.as_str()).collect();
+        let versions: Vec<i64> = chunk.iter().map(|r| r.1).collect();
+        let ids: Vec<&[u8]> = chunk.iter().map(|r| &r.2[..]).collect();
+        let payloads: Vec<&[u8]> = chunk.iter().map(|r| r.3.as_slice()).collect();
+        bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
         tx.execute(
             "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
                                  stream_version, event_id, payload_format)
@@ -201,8 +209,7 @@ async fn seed_pg(
         )
         .await?;
         tx.commit().await?;
-        bar.inc(end - i);
-        i = end;
+        bar.inc(n as u64);
     }
     client.batch_execute("ANALYZE events").await?;
     Ok(bytes)
