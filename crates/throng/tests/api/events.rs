@@ -1145,3 +1145,83 @@ async fn two_nodes_append_while_readers_follow_all(_kind: StoreKind) {
         "{statuses:?}"
     );
 }
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// A subscriber that reads nothing while ~45 MB of events (as JSON) are
+/// appended: the server holds one page for it, not the backlog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_subscriber_does_not_grow_the_server() {
+    use crate::helpers::ProcessServer;
+    let dir = tempfile::TempDir::new().unwrap();
+    let server = ProcessServer::start(dir.path(), None, &[]).await;
+    let token = server.admin_token();
+    let pid = server.pid().unwrap();
+    let data =
+        serde_json::to_value(throng::services::events::generator::fee_charged(3, 1)).unwrap();
+    // Warm up the append path before the baseline.
+    for i in 0..20 {
+        let body: Vec<Value> = (0..5).map(|_| event("Fee", data.clone())).collect();
+        append(
+            &server.api,
+            &token,
+            &format!("warm-{i}"),
+            None,
+            &json!(body),
+        )
+        .await;
+    }
+    let slow = server
+        .api
+        .http
+        .get(server.api.url("/api/events/subscribe?from=1"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(slow.status(), 200);
+    let before = rss_kib(pid);
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let (api, token, data) = (server.api.clone(), token.clone(), data.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..100 {
+                let body: Vec<Value> = (0..5).map(|_| event("Fee", data.clone())).collect();
+                let req = append_request(&api, &token, &format!("big-{w}-{i}"), None).json(&body);
+                match api.try_send(req).await {
+                    Ok(r) => assert_eq!(r.status, 201, "{}", r.text()),
+                    Err(e) => return Err(format!("{e:?}")),
+                }
+            }
+            Ok(())
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await.unwrap() {
+            panic!("an append failed: {e}\nserver log:\n{}", server.log_text());
+        }
+    }
+    let after = rss_kib(pid);
+    let grown_mib = after.saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 32,
+        "the server grew {grown_mib} MiB ({before} -> {after} KiB) with a subscriber 4,100 events behind"
+    );
+    // The slow subscriber still gets its events, in order.
+    let mut sse = SseReader {
+        res: slow,
+        buf: String::new(),
+    };
+    for want in 1..=3 {
+        assert_eq!(sse.next().await.0, want);
+    }
+}

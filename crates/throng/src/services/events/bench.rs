@@ -17,6 +17,7 @@
 //! [`BATCH_EVENTS`] events as MessagePack with LZ4-compressed data (events/s
 //! is the request rate times the batch).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -307,8 +308,8 @@ const READ_MODEL_SQL: &str = "CREATE TABLE fee_model (
     loan_id TEXT PRIMARY KEY, fee_type TEXT NOT NULL, fees INTEGER NOT NULL,
     fees_total REAL NOT NULL, last_charged_on TEXT NOT NULL, balance_after REAL NOT NULL
 ) WITHOUT ROWID";
-const READ_MODEL_UPSERT: &str = "INSERT INTO fee_model VALUES (?1, ?2, 1, ?3, ?4, ?5)
-    ON CONFLICT (loan_id) DO UPDATE SET fee_type = excluded.fee_type, fees = fees + 1,
+const READ_MODEL_UPSERT: &str = "INSERT INTO fee_model VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+    ON CONFLICT (loan_id) DO UPDATE SET fee_type = excluded.fee_type, fees = fees + excluded.fees,
       fees_total = fees_total + excluded.fees_total,
       last_charged_on = excluded.last_charged_on, balance_after = excluded.balance_after";
 
@@ -340,11 +341,33 @@ pub fn rebuild(store: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
     {
         let mut upsert = model.prepare(READ_MODEL_UPSERT)?;
         for batch in rx {
+            // A rebuild folds each batch per loan before writing: events of
+            // one loan come together (a stream's events are close in the
+            // log), so one upsert carries several of them.
+            let mut folded: Vec<(FeeChargedRead, i64, f64)> = Vec::new();
+            let mut at: HashMap<&str, usize> = HashMap::new();
             for e in &batch {
+                match at.get(e.loan_id.as_str()) {
+                    Some(&k) => {
+                        let (last, n, total) = &mut folded[k];
+                        *n += 1;
+                        *total += e.amount;
+                        last.fee_type.clone_from(&e.fee_type);
+                        last.charged_on.clone_from(&e.charged_on);
+                        last.balance_after = e.balance_after;
+                    }
+                    None => {
+                        at.insert(&e.loan_id, folded.len());
+                        folded.push((e.clone(), 1, e.amount));
+                    }
+                }
+            }
+            for (e, n, total) in &folded {
                 upsert.execute(rusqlite::params![
                     e.loan_id,
                     e.fee_type,
-                    e.amount,
+                    n,
+                    total,
                     e.charged_on,
                     e.balance_after
                 ])?;
@@ -363,8 +386,16 @@ pub fn rebuild(store: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
         .join()
         .map_err(|_| anyhow::anyhow!("the reading thread panicked"))??;
     let elapsed = started.elapsed().as_secs_f64();
-    let loans: i64 = model.query_row("SELECT COUNT(*) FROM fee_model", [], |r| r.get(0))?;
+    let (loans, fees): (i64, i64) = model.query_row(
+        "SELECT COUNT(*), COALESCE(SUM(fees), 0) FROM fee_model",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     anyhow::ensure!(read == written, "read {read} events, wrote {written}");
+    anyhow::ensure!(
+        fees as u64 == read,
+        "the read model counts {fees} fees of {read} events"
+    );
     if read < expected {
         tracing::warn!(read, expected, "fewer events than seeded");
     }
