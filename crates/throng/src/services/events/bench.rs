@@ -328,19 +328,19 @@ pub fn rebuild(store: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;",
     )?;
     model.execute_batch(READ_MODEL_SQL)?;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<FeeChargedRead>>(REBUILD_BATCHES_IN_FLIGHT);
     let started = Instant::now();
     let mut anon_peak = rss_anon_kib();
-    let reader = {
-        let store = store.clone();
-        std::thread::spawn(move || read_events(&store, tx))
-    };
+    let readers = start_readers(store)?;
     let mut written = 0u64;
     let mut since_commit = 0usize;
     model.execute_batch("BEGIN")?;
     {
         let mut upsert = model.prepare(READ_MODEL_UPSERT)?;
-        for batch in rx {
+        let mut k = 0usize;
+        // Chunk k comes from reader k % n: the log's order, each reader
+        // at most REBUILD_BATCHES_IN_FLIGHT chunks ahead.
+        while let Ok(batch) = readers[k % readers.len()].0.recv() {
+            k += 1;
             // A rebuild folds each batch per loan before writing: events of
             // one loan come together (a stream's events are close in the
             // log), so one upsert carries several of them.
@@ -382,9 +382,14 @@ pub fn rebuild(store: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
         }
     }
     model.execute_batch("COMMIT")?;
-    let (read, bytes) = reader
-        .join()
-        .map_err(|_| anyhow::anyhow!("the reading thread panicked"))??;
+    let (mut read, mut bytes) = (0u64, 0u64);
+    for (_, handle) in readers {
+        let (n, b) = handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("a reading thread panicked"))??;
+        read += n;
+        bytes += b;
+    }
     let elapsed = started.elapsed().as_secs_f64();
     let (loans, fees): (i64, i64) = model.query_row(
         "SELECT COUNT(*), COALESCE(SUM(fees), 0) FROM fee_model",
@@ -432,8 +437,82 @@ fn rss_anon_kib() -> u64 {
 }
 
 type Sender = std::sync::mpsc::SyncSender<Vec<FeeChargedRead>>;
+type Reader = (
+    std::sync::mpsc::Receiver<Vec<FeeChargedRead>>,
+    std::thread::JoinHandle<anyhow::Result<(u64, u64)>>,
+);
 
-/// Streams the events, decoding each; returns (events, payload bytes).
+/// Threads reading SQLite in parallel, one per core: reader r reads the
+/// chunks of [`REBUILD_BATCH`] positions numbered r, r + n, r + 2n, ... up
+/// to the head when the rebuild started, decodes them and hands each chunk
+/// (empty or not) to its own bounded channel. PostgreSQL: one reader.
+fn start_readers(store: &StoreUrl) -> anyhow::Result<Vec<Reader>> {
+    let channel =
+        || std::sync::mpsc::sync_channel::<Vec<FeeChargedRead>>(REBUILD_BATCHES_IN_FLIGHT);
+    match store {
+        StoreUrl::Sqlite(path) => {
+            let head = crate::store::sqlite::open_connection(path, 1024, true)?.query_row(
+                "SELECT COALESCE(MAX(position), 0) FROM events",
+                [],
+                |r| r.get::<_, i64>(0),
+            )?;
+            let n = std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .clamp(1, 8);
+            Ok((0..n)
+                .map(|r| {
+                    let (tx, rx) = channel();
+                    let path = path.clone();
+                    let handle =
+                        std::thread::spawn(move || read_sqlite_chunks(&path, head, r, n, tx));
+                    (rx, handle)
+                })
+                .collect())
+        }
+        StoreUrl::Postgres(_) => {
+            let (tx, rx) = channel();
+            let store = store.clone();
+            Ok(vec![(
+                rx,
+                std::thread::spawn(move || read_events(&store, tx)),
+            )])
+        }
+    }
+}
+
+fn read_sqlite_chunks(
+    path: &std::path::Path,
+    head: i64,
+    r: usize,
+    n: usize,
+    tx: Sender,
+) -> anyhow::Result<(u64, u64)> {
+    let conn = crate::store::sqlite::open_connection(path, 4 * 1024, true)?;
+    let mut stmt = conn.prepare(
+        "SELECT payload FROM events WHERE position >= ?1 AND position < ?2 AND event_type = ?3
+         ORDER BY position",
+    )?;
+    let (mut events, mut bytes) = (0u64, 0u64);
+    let chunk = REBUILD_BATCH as i64;
+    let mut k = r as i64;
+    while 1 + k * chunk <= head {
+        let from = 1 + k * chunk;
+        let mut batch = Vec::with_capacity(REBUILD_BATCH);
+        let mut rows = stmt.query(rusqlite::params![from, from + chunk, EVENT_TYPE])?;
+        while let Some(row) = rows.next()? {
+            let payload = row.get_ref(0)?.as_blob()?;
+            bytes += payload.len() as u64;
+            batch.push(decode_read(payload));
+        }
+        events += batch.len() as u64;
+        tx.send(batch)?;
+        k += n as i64;
+    }
+    Ok((events, bytes))
+}
+
+/// Streams PostgreSQL's events through a cursor, decoding each; returns
+/// (events, payload bytes).
 fn read_events(store: &StoreUrl, tx: Sender) -> anyhow::Result<(u64, u64)> {
     let mut batch = Vec::with_capacity(REBUILD_BATCH);
     let (mut n, mut bytes) = (0u64, 0u64);
@@ -450,15 +529,7 @@ fn read_events(store: &StoreUrl, tx: Sender) -> anyhow::Result<(u64, u64)> {
         Ok(())
     };
     match store {
-        StoreUrl::Sqlite(path) => {
-            let conn = crate::store::sqlite::open_connection(path, 4 * 1024, true)?;
-            let mut stmt =
-                conn.prepare("SELECT payload FROM events WHERE event_type = ?1 ORDER BY position")?;
-            let mut rows = stmt.query([EVENT_TYPE])?;
-            while let Some(row) = rows.next()? {
-                each(row.get_ref(0)?.as_blob()?)?;
-            }
-        }
+        StoreUrl::Sqlite(_) => anyhow::bail!("SQLite is read by read_sqlite_chunks"),
         StoreUrl::Postgres(url) => {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
