@@ -28,6 +28,10 @@ pub struct SeedEventsArgs {
     /// Events per stream (a loan's monthly fees).
     #[arg(long, default_value_t = 12)]
     pub events_per_stream: u64,
+    /// Seed even if the store holds seeded events already (another run's
+    /// streams are added; nothing is replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug)]
@@ -110,6 +114,13 @@ pub async fn seed(
     let bar =
         crate::platform::progress::seed_bar(args.events, "events", "seeding events", progress);
     let run = store.head_position().await?;
+    let before = store.meta_get(SEEDED_KEY).await?;
+    if let (Some(runs), false) = (&before, args.force) {
+        anyhow::bail!(
+            "the store holds seeded events already (runs from positions {runs}); --force adds \
+             another run"
+        );
+    }
     let rows = produce(args, run);
     let bytes = match store {
         Store::Sqlite(s) => {
@@ -120,6 +131,11 @@ pub async fn seed(
         Store::Postgres(p) => seed_pg(p, rows, &bar).await?,
     };
     bar.finish();
+    let runs = match before {
+        Some(runs) => format!("{runs},{}", run + 1),
+        None => (run + 1).to_string(),
+    };
+    store.meta_set(SEEDED_KEY, &runs).await?;
     Ok(SeedReport {
         events: args.events,
         streams: args.events.div_ceil(args.events_per_stream),
@@ -127,6 +143,9 @@ pub async fn seed(
         elapsed_s: started.elapsed().as_secs_f64(),
     })
 }
+
+/// `meta` key set by every seed: the runs' first positions.
+const SEEDED_KEY: &str = "events_seed_runs";
 
 fn seed_sqlite(
     path: &std::path::Path,
