@@ -458,6 +458,11 @@ pub async fn pg_scan(
     })
 }
 
+/// What [`decide_batch`] decided: the rows to insert (event, stream
+/// version) and each conditional append's outcome (with whether its
+/// positions count from the batch's first row).
+pub type Decided = (Vec<(NewEvent, i64)>, Vec<(AppendOutcome, bool)>);
+
 /// Decides a PostgreSQL batch's appends under the `event_head` row lock:
 /// `heads` holds the current head of every stream the batch touches and
 /// `ids` where each of its event ids already is. Plain events take their
@@ -471,7 +476,7 @@ pub fn decide_batch(
     conditional: &[&StreamAppend],
     mut heads: HashMap<String, StreamHead>,
     ids: &HashMap<[u8; 16], IdAt>,
-) -> (Vec<(NewEvent, i64)>, Vec<(AppendOutcome, bool)>) {
+) -> Decided {
     fn next_version(heads: &mut HashMap<String, StreamHead>, e: &NewEvent) -> i64 {
         let v = heads.get(&e.stream).map_or(0, |h| h.version + 1);
         heads.insert(

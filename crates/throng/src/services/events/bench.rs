@@ -495,7 +495,7 @@ fn read_sqlite_chunks(
     let (mut events, mut bytes) = (0u64, 0u64);
     let chunk = REBUILD_BATCH as i64;
     let mut k = r as i64;
-    while 1 + k * chunk <= head {
+    while k * chunk < head {
         let from = 1 + k * chunk;
         let mut batch = Vec::with_capacity(REBUILD_BATCH);
         let mut rows = stmt.query(rusqlite::params![from, from + chunk, EVENT_TYPE])?;

@@ -137,7 +137,7 @@ pub fn fee_charged(loan: u64, month: u64) -> FeeCharged {
         customer_id: uuid_of(loan, 11),
         account_number: format!("ACC-{:010}", mix(loan, 12) % 10_000_000_000),
         // One loan's regular fee; now and then a late fee.
-        fee_type: FEE_TYPES[if mix(n, 13) % 10 == 0 {
+        fee_type: FEE_TYPES[if mix(n, 13).is_multiple_of(10) {
             2
         } else {
             (mix(loan, 13) % 2) as usize
