@@ -119,6 +119,16 @@ impl EventsState {
         }
     }
 
+    /// The service whose worker a consumer name is (`booking-notifier`,
+    /// `voting-tally`: a service's name, then `-`), if any.
+    pub fn consumer_owner(&self, consumer: &str) -> Option<&'static str> {
+        let first = consumer.split('-').next().unwrap_or(consumer);
+        crate::services::all()
+            .iter()
+            .map(|s| s.name())
+            .find(|name| *name == first && *name != "events")
+    }
+
     /// The service that writes streams of `category`, if one does.
     pub fn owner_of(&self, category: &str) -> Option<&'static str> {
         self.owned

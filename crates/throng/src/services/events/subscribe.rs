@@ -308,7 +308,7 @@ pub async fn get_consumer(
     responses((status = 200, description = "{consumer, owner, position, leaseMs}: the owner holds the lease; deliver events after position"),
               (status = 400, description = "invalid_consumer, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
-              (status = 403, description = "forbidden"),
+              (status = 403, description = "forbidden, consumer_owned_by_service (a service's own worker, e.g. booking-notifier: readable, not leased here)"),
               (status = 409, description = "lease_held: another owner's lease is running"),
               (status = 415, description = "unsupported_media_type"),
               (status = 422, description = "invalid_field")))]
@@ -320,6 +320,13 @@ pub async fn lease(
 ) -> ApiResult<Response> {
     caller.require(Role::Admin)?;
     let name = consumer_name(&name)?;
+    if let Some(service) = st.consumer_owner(&name) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "consumer_owned_by_service",
+            format!("'{name}' is the {service} service's worker; its lease is not taken through the API"),
+        ));
+    }
     if body.owner.is_empty() || body.owner.len() > 100 {
         return Err(ApiError::invalid_field("owner: 1 to 100 characters"));
     }
