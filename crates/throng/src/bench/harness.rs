@@ -87,12 +87,21 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         Some(seed(&exe, exp.as_ref(), &args, &store_flags)?)
     };
+    let store_url: crate::store::StoreUrl = match &args.store {
+        Some(s) => s.parse().map_err(|e: String| anyhow::anyhow!(e))?,
+        None => crate::store::StoreUrl::Sqlite(data_dir.join("throng.db")),
+    };
+    let offline = exp.offline(&store_url, args.scale)?;
+    for line in &offline {
+        println!("{line}");
+    }
     let mut server = ChildServer::start(&exe, &store_flags, &exp.serve_args())?;
     exp.prepare(&data_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let report = rt.block_on(measure_all(exp.as_ref(), &args, &server, seed_s))?;
+    let mut report = rt.block_on(measure_all(exp.as_ref(), &args, &server, seed_s))?;
+    report.notes.extend(offline);
     server.stop();
     report.print();
     let (json, md) = report.write(&args.out_dir)?;

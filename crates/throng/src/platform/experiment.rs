@@ -60,6 +60,16 @@ pub trait Experiment: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Measurements that are not HTTP workloads (encodings, a rebuild read
+    /// from the store), run after seeding and before the server starts;
+    /// their lines are printed and added to the report's notes.
+    fn offline(
+        &self,
+        _store: &crate::store::StoreUrl,
+        _scale: Scale,
+    ) -> anyhow::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 /// A deterministic pseudo-random stream per request number (splitmix64), so

@@ -132,6 +132,12 @@ pub trait Service: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The categories of its event streams (a stream `{category}-{id}`):
+    /// the events API reads them and never lets a client append to them.
+    fn event_categories(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Its `throng bench` experiments.
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
         Vec::new()

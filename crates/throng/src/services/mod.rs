@@ -8,6 +8,7 @@
 
 pub mod booking;
 pub mod comments;
+pub mod events;
 pub mod invites;
 pub mod voting;
 
@@ -20,6 +21,7 @@ pub fn all() -> &'static [&'static dyn Service] {
         &comments::Comments,
         &voting::Voting,
         &invites::Invites,
+        &events::Events,
     ]
 }
 

@@ -9,12 +9,30 @@ use rusqlite::Connection;
 
 use super::{postgres::PgStore, StoreError};
 
+/// How a payload (and metadata) is encoded, the `payload_format` column.
+pub const FORMAT_JSON: i16 = 0;
+/// MessagePack, a map with field names; whole, or an LZ4 block wrapped in
+/// MessagePack ext type 99 (the store only keeps the bytes; the events
+/// service encodes and decodes them).
+pub const FORMAT_MSGPACK: i16 = 1;
+
+/// The type of the event that deletes a stream (a tombstone): the stream's
+/// last event, after which it takes no appends and reads answer "deleted".
+/// Names starting with `$` are the store's own.
+pub const TOMBSTONE_TYPE: &str = "$streamDeleted";
+
 /// An event to append. Payloads never hold personal data.
 #[derive(Clone, Debug)]
 pub struct NewEvent {
     pub stream: String,
     pub event_type: String,
     pub payload: Vec<u8>,
+    /// The client's id (16 bytes of a UUID): appending it again is answered
+    /// with the first append's outcome. Services' own events have none.
+    pub event_id: Option<[u8; 16]>,
+    /// Encoded as `format` says.
+    pub metadata: Option<Vec<u8>>,
+    pub format: i16,
 }
 
 impl NewEvent {
@@ -23,10 +41,22 @@ impl NewEvent {
         event_type: &str,
         payload: &impl serde::Serialize,
     ) -> NewEvent {
+        NewEvent::json_bytes(
+            stream,
+            event_type,
+            serde_json::to_vec(payload).expect("a JSON value serializes"),
+        )
+    }
+
+    /// An event whose payload is already JSON text.
+    pub fn json_bytes(stream: impl Into<String>, event_type: &str, payload: Vec<u8>) -> NewEvent {
         NewEvent {
             stream: stream.into(),
             event_type: event_type.to_string(),
-            payload: serde_json::to_vec(payload).expect("a JSON value serializes"),
+            payload,
+            event_id: None,
+            metadata: None,
+            format: FORMAT_JSON,
         }
     }
 }
@@ -38,41 +68,71 @@ pub struct StoredEvent {
     pub event_type: String,
     pub payload: Vec<u8>,
     pub created_at_ms: i64,
+    /// Its version in its stream (0 for the first event).
+    pub version: i64,
+    pub event_id: Option<Vec<u8>>,
+    pub metadata: Option<Vec<u8>>,
+    pub format: i16,
 }
 
-/// A row of `SELECT position, stream, event_type, payload, created_at_ms`.
-fn sqlite_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+/// The columns every read selects, in [`sqlite_event`]'s order (a macro,
+/// so statements are `concat!`ed literals).
+macro_rules! columns {
+    () => {
+        "position, stream, event_type, payload, created_at_ms, stream_version, event_id, \
+         metadata, payload_format"
+    };
+}
+
+/// A row of `SELECT {COLUMNS}`.
+pub(crate) fn sqlite_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
     Ok(StoredEvent {
         position: r.get(0)?,
         stream: r.get(1)?,
         event_type: r.get(2)?,
         payload: r.get(3)?,
         created_at_ms: r.get(4)?,
+        version: r.get(5)?,
+        event_id: r.get(6)?,
+        metadata: r.get(7)?,
+        format: r.get(8)?,
     })
 }
 
 /// The same row from PostgreSQL.
-fn pg_event(r: &tokio_postgres::Row) -> StoredEvent {
+pub(crate) fn pg_event(r: &tokio_postgres::Row) -> StoredEvent {
     StoredEvent {
         position: r.get(0),
         stream: r.get(1),
         event_type: r.get(2),
         payload: r.get(3),
         created_at_ms: r.get(4),
+        version: r.get(5),
+        event_id: r.get(6),
+        metadata: r.get(7),
+        format: r.get(8),
     }
 }
 
 /// Appends an event inside a SQLite write command.
 pub fn sqlite_append(conn: &Connection, event: &NewEvent) -> Result<i64, StoreError> {
     conn.prepare_cached(
-        // `position` is the rowid: the single writer makes it max + 1.
-        "INSERT INTO events (stream, event_type, payload, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+        // `position` is the rowid: the single writer makes it max + 1, and
+        // the stream's next version is read in the same statement.
+        "INSERT INTO events (stream, event_type, payload, created_at_ms, stream_version,
+                             event_id, metadata, payload_format)
+         VALUES (?1, ?2, ?3, ?4,
+                 (SELECT COALESCE(MAX(stream_version) + 1, 0) FROM events WHERE stream = ?1),
+                 ?5, ?6, ?7)",
     )?
     .execute(rusqlite::params![
         event.stream,
         event.event_type,
         event.payload,
-        crate::base::clock::now_ms()
+        crate::base::clock::now_ms(),
+        event.event_id.as_ref().map(|id| &id[..]),
+        event.metadata,
+        event.format,
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -82,10 +142,11 @@ pub fn sqlite_events_after(
     position: i64,
     limit: i64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT position, stream, event_type, payload, created_at_ms FROM events
-         WHERE position > ?1 ORDER BY position LIMIT ?2",
-    )?;
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE position > ?1 ORDER BY position LIMIT ?2"
+    ))?;
     let rows = stmt.query_map([position, limit], sqlite_event)?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
@@ -120,10 +181,11 @@ pub fn sqlite_events_of_type_after(
     let (scanned, scanned_to): (i64, i64) = conn
         .prepare_cached(SCAN_RANGE_SQLITE)?
         .query_row([position, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let mut stmt = conn.prepare_cached(
-        "SELECT position, stream, event_type, payload, created_at_ms FROM events
-         WHERE position > ?1 AND position <= ?2 AND event_type = ?3 ORDER BY position",
-    )?;
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM events WHERE position > ?1 AND position <= ?2 AND event_type = ?3 ORDER BY position"
+    ))?;
     let events = stmt
         .query_map(
             rusqlite::params![position, scanned_to, event_type],
@@ -149,8 +211,11 @@ pub async fn pg_events_of_type_after(
     let (scanned, scanned_to): (i64, i64) = (row.get(0), row.get(1));
     let stmt = client
         .prepare_cached(
-            "SELECT position, stream, event_type, payload, created_at_ms FROM events
-             WHERE position > $1 AND position <= $2 AND event_type = $3 ORDER BY position",
+            concat!(
+                "SELECT ",
+                columns!(),
+                " FROM events WHERE position > $1 AND position <= $2 AND event_type = $3 ORDER BY position"
+            ),
         )
         .await?;
     let rows = client
@@ -170,10 +235,11 @@ pub async fn pg_events_after(
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(
-            "SELECT position, stream, event_type, payload, created_at_ms FROM events
-             WHERE position > $1 ORDER BY position LIMIT $2",
-        )
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM events WHERE position > $1 ORDER BY position LIMIT $2"
+        ))
         .await?;
     let rows = client.query(&stmt, &[&position, &limit]).await?;
     Ok(rows.into_iter().map(|r| pg_event(&r)).collect())
@@ -187,18 +253,16 @@ mod tests {
         let c = Connection::open_in_memory().unwrap();
         c.execute_batch(
             "CREATE TABLE events (position INTEGER PRIMARY KEY, stream TEXT NOT NULL,
-             event_type TEXT NOT NULL, payload BLOB NOT NULL, created_at_ms INTEGER NOT NULL)",
+             event_type TEXT NOT NULL, payload BLOB NOT NULL, created_at_ms INTEGER NOT NULL,
+             stream_version INTEGER NOT NULL DEFAULT 0, event_id BLOB, metadata BLOB,
+             payload_format INTEGER NOT NULL DEFAULT 0)",
         )
         .unwrap();
         for i in 1..=10 {
             let t = if i % 3 == 0 { "Wanted" } else { "Other" };
             sqlite_append(
                 &c,
-                &NewEvent {
-                    stream: format!("s-{i}"),
-                    event_type: t.into(),
-                    payload: vec![i as u8],
-                },
+                &NewEvent::json_bytes(format!("s-{i}"), t, vec![i as u8]),
             )
             .unwrap();
         }

@@ -12,10 +12,12 @@
 //! Services write their SQL per dialect next to their own code and call
 //! [`sqlite::SqliteStore::write`] / [`postgres::PgStore::write`].
 
+#[macro_use]
 pub mod eventlog;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
+pub mod streams;
 
 use std::sync::Arc;
 
@@ -283,6 +285,96 @@ impl Store {
                     .await
             }
             Store::Postgres(p) => eventlog::pg_events_after(p, position, limit).await,
+        }
+    }
+
+    /// Appends to a stream if it is as `append.expected` says (decided in
+    /// the writer's batch, see `streams`).
+    pub async fn append_to_stream(
+        &self,
+        append: streams::StreamAppend,
+    ) -> Result<streams::AppendOutcome, StoreError> {
+        match self {
+            Store::Sqlite(s) => {
+                s.write(move |c| streams::sqlite_append_stream(c, &append))
+                    .await
+            }
+            Store::Postgres(p) => {
+                let slot = p
+                    .write(move |tx| {
+                        let slot = tx.append_to_stream(append.clone());
+                        Box::pin(async move { Ok(slot) })
+                    })
+                    .await?;
+                let outcome = slot.lock().unwrap().take();
+                outcome.ok_or_else(|| StoreError::Internal("an append was not decided".into()))
+            }
+        }
+    }
+
+    /// A stream's last event (`None`: no such stream).
+    pub async fn stream_head(
+        &self,
+        stream: &str,
+    ) -> Result<Option<streams::StreamHead>, StoreError> {
+        let stream = stream.to_string();
+        match self {
+            Store::Sqlite(s) => {
+                s.read(move |c| streams::sqlite_stream_head(c, &stream))
+                    .await
+            }
+            Store::Postgres(p) => streams::pg_stream_head(&p.client().await?, &stream).await,
+        }
+    }
+
+    /// A stream's events from `version` on (forward) or down from it
+    /// (backward), at most `limit`.
+    pub async fn read_stream(
+        &self,
+        stream: &str,
+        version: i64,
+        forward: bool,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let stream = stream.to_string();
+        match self {
+            Store::Sqlite(s) => {
+                s.read_blocking(move |c| {
+                    streams::sqlite_read_stream(c, &stream, version, forward, limit)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                streams::pg_read_stream(&p.client().await?, &stream, version, forward, limit).await
+            }
+        }
+    }
+
+    /// A page of the global order from position `from` on (see
+    /// `streams::sqlite_scan`).
+    pub async fn scan_events(
+        &self,
+        from: i64,
+        limit: i64,
+        scan_max: i64,
+        filter: streams::Filter,
+    ) -> Result<streams::Page, StoreError> {
+        match self {
+            Store::Sqlite(s) => {
+                s.read_blocking(move |c| streams::sqlite_scan(c, from, limit, scan_max, &filter))
+                    .await
+            }
+            Store::Postgres(p) => {
+                streams::pg_scan(&p.client().await?, from, limit, scan_max, &filter).await
+            }
+        }
+    }
+
+    /// The last committed position (0 when the log is empty).
+    pub async fn head_position(&self) -> Result<i64, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.read(streams::sqlite_head_position).await,
+            Store::Postgres(p) => streams::pg_head_position(&p.client().await?).await,
         }
     }
 

@@ -12,6 +12,7 @@
 //! higher positions can only commit after every lower one did, and positions
 //! stay gapless. The cost is one short lock per batch, not per event.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::NoTls;
 
+use super::streams::{self, AppendOutcome, IdAt, StreamAppend, StreamHead};
 use super::{eventlog::NewEvent, migrate, StoreError, StoreLimits};
 use crate::base::metrics;
 
@@ -31,12 +33,29 @@ pub type PgFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + 
 pub struct PgTx<'a> {
     pub tx: &'a deadpool_postgres::Transaction<'a>,
     events: Mutex<Vec<NewEvent>>,
+    conditional: Mutex<Vec<(StreamAppend, OutcomeSlot)>>,
 }
+
+/// Where a conditional append's outcome lands once its batch decided it
+/// (read after the commit).
+pub type OutcomeSlot = Arc<Mutex<Option<AppendOutcome>>>;
 
 impl PgTx<'_> {
     /// Appends an event that commits with this transaction.
     pub fn append(&self, event: NewEvent) {
         self.events.lock().unwrap().push(event);
+    }
+
+    /// Appends `append` if its stream is as expected when the batch takes
+    /// its positions (under the `event_head` lock); the outcome is in the
+    /// slot once the batch committed.
+    pub fn append_to_stream(&self, append: StreamAppend) -> OutcomeSlot {
+        let slot = OutcomeSlot::default();
+        self.conditional
+            .lock()
+            .unwrap()
+            .push((append, slot.clone()));
+        slot
     }
 }
 
@@ -221,6 +240,7 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
     let ptx = PgTx {
         tx: &tx,
         events: Mutex::new(Vec::new()),
+        conditional: Mutex::new(Vec::new()),
     };
     // Statements of all commands are pipelined on the one connection.
     let oks = futures::future::join_all(jobs.iter().map(|j| j.run(&ptx))).await;
@@ -230,64 +250,218 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         return Ok(false);
     }
     let events = std::mem::take(&mut *ptx.events.lock().unwrap());
+    let conditional = std::mem::take(&mut *ptx.conditional.lock().unwrap());
     drop(ptx);
-    if !events.is_empty() {
-        append_events(&tx, &events).await?;
+    if !events.is_empty() || !conditional.is_empty() {
+        let appends: Vec<&StreamAppend> = conditional.iter().map(|(a, _)| a).collect();
+        let (_, outcomes) = append_all(&tx, &events, &appends).await?;
+        for ((_, slot), outcome) in conditional.iter().zip(outcomes) {
+            *slot.lock().unwrap() = Some(outcome);
+        }
     }
     tx.commit().await?;
     Ok(true)
 }
 
-/// Events appended in one statement at most (5 parameters each).
+/// Events appended in one statement at most (9 parameters each).
 const EVENTS_PER_INSERT_MAX: usize = 1000;
 
-/// Appends `events` inside `tx` at consecutive positions and returns the
-/// first; the one place that takes positions (under the `event_head` row
-/// lock, held until commit; see the module doc). Code that writes in its own
-/// transaction instead of the batched writer (a voting round) calls this too.
+/// Appends `events` inside `tx` at consecutive positions, each at its
+/// stream's next version, and returns the first position; the one place
+/// that takes positions (under the `event_head` row lock, held until
+/// commit; see the module doc). Code that writes in its own transaction
+/// instead of the batched writer (a voting round) calls this too.
 pub async fn append_events(
     tx: &tokio_postgres::Transaction<'_>,
     events: &[NewEvent],
 ) -> Result<i64, StoreError> {
-    let n = events.len() as i64;
+    Ok(append_all(tx, events, &[]).await?.0)
+}
+
+/// Appends `plain` events and the `conditional` appends that pass their
+/// check, in that order, under the `event_head` row lock; returns the
+/// first position and each conditional append's outcome.
+async fn append_all(
+    tx: &tokio_postgres::Transaction<'_>,
+    plain: &[NewEvent],
+    conditional: &[&StreamAppend],
+) -> Result<(i64, Vec<AppendOutcome>), StoreError> {
     // Takes the row lock that orders commits by position (see module doc).
-    let head: i64 = tx
-        .query_one(
-            "UPDATE event_head SET position = position + $1 WHERE id = 1 RETURNING position",
-            &[&n],
+    // Without conditional appends the count is known and one statement
+    // both locks and advances the head.
+    let locked_head: Option<i64> = if conditional.is_empty() {
+        None
+    } else {
+        Some(
+            tx.query_one(
+                "SELECT position FROM event_head WHERE id = 1 FOR UPDATE",
+                &[],
+            )
+            .await?
+            .get(0),
+        )
+    };
+    let plain_first = if conditional.is_empty() {
+        let n = plain.len() as i64;
+        let head: i64 = tx
+            .query_one(
+                "UPDATE event_head SET position = position + $1 WHERE id = 1 RETURNING position",
+                &[&n],
+            )
+            .await?
+            .get(0);
+        Some(head - n + 1)
+    } else {
+        None
+    };
+    // Every earlier append has committed now (the lock), and each statement
+    // of a READ COMMITTED transaction sees what committed before it began.
+    let mut names: Vec<&str> = plain.iter().map(|e| e.stream.as_str()).collect();
+    names.extend(conditional.iter().map(|a| a.stream.as_str()));
+    names.sort_unstable();
+    names.dedup();
+    let mut heads: HashMap<String, StreamHead> = HashMap::with_capacity(names.len());
+    for row in tx
+        .query(
+            "SELECT DISTINCT ON (stream) stream, stream_version, event_type FROM events
+             WHERE stream = ANY($1) ORDER BY stream, stream_version DESC",
+            &[&names],
         )
         .await?
-        .get(0);
-    let first = head - n + 1;
+    {
+        heads.insert(
+            row.get(0),
+            StreamHead {
+                version: row.get(1),
+                deleted: row.get::<_, &str>(2) == super::eventlog::TOMBSTONE_TYPE,
+            },
+        );
+    }
+    let wanted: Vec<&[u8]> = conditional
+        .iter()
+        .flat_map(|a| {
+            a.events
+                .iter()
+                .filter_map(|e| e.event_id.as_ref().map(|id| &id[..]))
+        })
+        .collect();
+    let mut ids: HashMap<[u8; 16], IdAt> = HashMap::new();
+    if !wanted.is_empty() {
+        for row in tx
+            .query(
+                "SELECT event_id, position, stream, stream_version FROM events
+                 WHERE event_id = ANY($1)",
+                &[&wanted],
+            )
+            .await?
+        {
+            let id: &[u8] = row.get(0);
+            if let Ok(id) = <[u8; 16]>::try_from(id) {
+                ids.insert(
+                    id,
+                    IdAt {
+                        position: row.get(1),
+                        stream: row.get(2),
+                        version: row.get(3),
+                    },
+                );
+            }
+        }
+    }
+    let (rows, decided) = streams::decide_batch(plain, conditional, heads, &ids);
+    let n = rows.len() as i64;
+    let first = match (plain_first, locked_head) {
+        (Some(first), _) => first,
+        (None, Some(head)) if n > 0 => {
+            tx.execute(
+                "UPDATE event_head SET position = $1 WHERE id = 1",
+                &[&(head + n)],
+            )
+            .await?;
+            head + 1
+        }
+        (None, head) => head.unwrap_or(0) + 1,
+    };
+    insert_rows(tx, first, &rows).await?;
+    let outcomes = decided
+        .into_iter()
+        .map(|(outcome, relative)| match (outcome, relative) {
+            (
+                AppendOutcome::Appended {
+                    first_position,
+                    last_position,
+                    version,
+                },
+                true,
+            ) => AppendOutcome::Appended {
+                first_position: first + first_position,
+                last_position: first + last_position,
+                version,
+            },
+            (
+                AppendOutcome::AlreadyAppended {
+                    first_position,
+                    last_position,
+                    version,
+                },
+                true,
+            ) => AppendOutcome::AlreadyAppended {
+                first_position: first + first_position,
+                last_position: first + last_position,
+                version,
+            },
+            (other, _) => other,
+        })
+        .collect();
+    Ok((first, outcomes))
+}
+
+/// Inserts `rows` (event, stream version) at positions from `first` on.
+async fn insert_rows(
+    tx: &tokio_postgres::Transaction<'_>,
+    first: i64,
+    rows: &[(NewEvent, i64)],
+) -> Result<(), StoreError> {
+    const COLUMNS: usize = 9;
     let now_ms = crate::base::clock::now_ms();
-    for (chunk_no, chunk) in events.chunks(EVENTS_PER_INSERT_MAX).enumerate() {
+    for (chunk_no, chunk) in rows.chunks(EVENTS_PER_INSERT_MAX).enumerate() {
         let mut sql = String::from(
-            "INSERT INTO events (position, stream, event_type, payload, created_at_ms) VALUES ",
+            "INSERT INTO events (position, stream, event_type, payload, created_at_ms, \
+             stream_version, event_id, metadata, payload_format) VALUES ",
         );
         let positions: Vec<i64> = (0..chunk.len())
             .map(|i| first + (chunk_no * EVENTS_PER_INSERT_MAX + i) as i64)
             .collect();
-        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * 5);
-        for (i, e) in chunk.iter().enumerate() {
-            let b = i * 5;
+        let ids: Vec<Option<&[u8]>> = chunk
+            .iter()
+            .map(|(e, _)| e.event_id.as_ref().map(|id| &id[..]))
+            .collect();
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * COLUMNS);
+        for (i, (e, version)) in chunk.iter().enumerate() {
+            let b = i * COLUMNS;
             if i > 0 {
                 sql.push(',');
             }
-            sql.push_str(&format!(
-                "(${},${},${},${},${})",
-                b + 1,
-                b + 2,
-                b + 3,
-                b + 4,
-                b + 5
-            ));
+            sql.push('(');
+            for c in 1..=COLUMNS {
+                if c > 1 {
+                    sql.push(',');
+                }
+                sql.push('$');
+                sql.push_str(&(b + c).to_string());
+            }
+            sql.push(')');
             params.push(&positions[i]);
             params.push(&e.stream);
             params.push(&e.event_type);
             params.push(&e.payload);
             params.push(&now_ms);
+            params.push(version);
+            params.push(&ids[i]);
+            params.push(&e.metadata);
+            params.push(&e.format);
         }
         tx.execute(sql.as_str(), &params).await?;
     }
-    Ok(first)
+    Ok(())
 }

@@ -487,6 +487,11 @@ impl ProcessServer {
     }
 
     /// SIGKILL: no shutdown, no flush, no goodbye.
+    /// The server's process id (`None` once it exited).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
     }

@@ -17,6 +17,7 @@ mod booking_durability;
 mod booking_notifier;
 mod booking_person;
 mod comments;
+mod events;
 mod invites;
 mod voting;
 mod voting_load;

@@ -76,6 +76,10 @@ impl Service for Booking {
         "booking"
     }
 
+    fn event_categories(&self) -> &'static [&'static str] {
+        &["booking"]
+    }
+
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
     }

@@ -39,6 +39,10 @@ impl Service for Comments {
         "comments"
     }
 
+    fn event_categories(&self) -> &'static [&'static str] {
+        &["comments"]
+    }
+
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
     }

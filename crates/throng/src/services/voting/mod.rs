@@ -106,6 +106,10 @@ impl Service for Voting {
         "voting"
     }
 
+    fn event_categories(&self) -> &'static [&'static str] {
+        &["ballots"]
+    }
+
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
     }

@@ -465,11 +465,11 @@ fn ballot_event(election_id: i64, round: i64, b: &Boxed) -> NewEvent {
         r#"{{"electionId":{election_id},"districtId":{},"partyId":{},"candidateIds":{},"ballotId":"{id}","round":{round}}}"#,
         b.district_id, b.party_id, b.candidates_json
     );
-    NewEvent {
-        stream: ballot_stream(election_id),
-        event_type: EVENT_BALLOT_CAST.to_string(),
-        payload: payload.into_bytes(),
-    }
+    NewEvent::json_bytes(
+        ballot_stream(election_id),
+        EVENT_BALLOT_CAST,
+        payload.into_bytes(),
+    )
 }
 
 /// Publishes the election's whole ballot box as one round, if it holds at

@@ -1,0 +1,218 @@
+//! Events: the store's event log read and written as an event store (see
+//! `004_1756545108732f92.txt`): streams with versions, appends with an
+//! expected version and idempotent by event id, reads by stream, by
+//! category and in the global order, tombstones; payloads as MessagePack
+//! maps compressed with LZ4 (`codec.rs`).
+//!
+//! There is one log: the services' own events (booking's registrations,
+//! voting's ballots, comments) are streams of it, readable here and never
+//! writable through this API (each service lists its categories in
+//! `Service::event_categories`). The log's table, its positions and the
+//! conditional append live in `store/` (`eventlog.rs`, `streams.rs`); this
+//! folder parses, checks limits and access, and encodes payloads.
+
+pub mod bench;
+pub mod codec;
+pub mod generator;
+pub mod http;
+pub mod model;
+pub mod seed;
+pub mod subscribe;
+
+use std::sync::Arc;
+
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+
+use crate::platform::experiment::Experiment;
+use crate::platform::service::{
+    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+};
+use crate::store::Store;
+
+/// The events service, as `services::all()` lists it.
+pub struct Events;
+
+/// `serve` flags of the events service: its limits.
+#[derive(Clone, Debug, clap::Args)]
+pub struct EventsArgs {
+    /// Bytes of one event's data plus metadata at most, as uncompressed
+    /// MessagePack (an LZ4 block claiming more is refused before it is
+    /// decompressed). The request body is also bounded by --body-limit-bytes.
+    #[arg(
+        long = "events-event-bytes-max",
+        env = "THRONG_EVENTS_EVENT_BYTES_MAX",
+        default_value_t = 32 * 1024
+    )]
+    pub event_bytes_max: usize,
+    /// Events in one append at most.
+    #[arg(
+        long = "events-per-append-max",
+        env = "THRONG_EVENTS_PER_APPEND_MAX",
+        default_value_t = 100
+    )]
+    pub per_append_max: usize,
+    /// Events in one read page at most (`limit`).
+    #[arg(
+        long = "events-read-max",
+        env = "THRONG_EVENTS_READ_MAX",
+        default_value_t = 1000
+    )]
+    pub read_max: i64,
+    /// Positions a filtered read (type, type prefix, category) scans at
+    /// most per page; its `next` moves past them.
+    #[arg(
+        long = "events-scan-max",
+        env = "THRONG_EVENTS_SCAN_MAX",
+        default_value_t = 10_000
+    )]
+    pub scan_max: i64,
+    /// Subscriptions (server-sent events and long polls) open at once at
+    /// most; past it, 503.
+    #[arg(
+        long = "events-subscribers-max",
+        env = "THRONG_EVENTS_SUBSCRIBERS_MAX",
+        default_value_t = 1000
+    )]
+    pub subscribers_max: usize,
+}
+
+impl Default for EventsArgs {
+    fn default() -> Self {
+        EventsArgs {
+            event_bytes_max: 32 * 1024,
+            per_append_max: 100,
+            read_max: 1000,
+            scan_max: 10_000,
+            subscribers_max: 1000,
+        }
+    }
+}
+
+/// What the events routes share.
+pub struct EventsState {
+    pub store: Store,
+    pub limits: EventsArgs,
+    /// Categories whose streams a service writes; never written through
+    /// the API.
+    pub owned: Vec<(&'static str, &'static str)>,
+    pub subscribers: Arc<tokio::sync::Semaphore>,
+    /// Woken after each append through the API, so live subscribers read
+    /// at once (they also poll, for other writers and nodes).
+    pub appended: tokio::sync::watch::Sender<i64>,
+}
+
+impl ServiceState for EventsState {}
+
+impl EventsState {
+    pub fn new(store: Store, limits: EventsArgs) -> EventsState {
+        let owned = crate::services::all()
+            .iter()
+            .flat_map(|s| s.event_categories().iter().map(move |c| (*c, s.name())))
+            .collect();
+        EventsState {
+            store,
+            subscribers: Arc::new(tokio::sync::Semaphore::new(limits.subscribers_max)),
+            limits,
+            owned,
+            appended: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    /// The service whose worker a consumer name is (`booking-notifier`,
+    /// `voting-tally`: a service's name, then `-`), if any.
+    pub fn consumer_owner(&self, consumer: &str) -> Option<&'static str> {
+        let first = consumer.split('-').next().unwrap_or(consumer);
+        crate::services::all()
+            .iter()
+            .map(|s| s.name())
+            .find(|name| *name == first && *name != "events")
+    }
+
+    /// The service that writes streams of `category`, if one does.
+    pub fn owner_of(&self, category: &str) -> Option<&'static str> {
+        self.owned
+            .iter()
+            .find(|(c, _)| *c == category)
+            .map(|(_, s)| *s)
+    }
+}
+
+impl Service for Events {
+    fn name(&self) -> &'static str {
+        "events"
+    }
+
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
+        EventsArgs::augment_args(cmd)
+    }
+
+    fn seed_command(&self) -> Option<clap::Command> {
+        Some(seed::SeedEventsArgs::augment_args(
+            clap::Command::new("events").about(
+                "MonthlyFeeCharged-shaped events (~9.4 KB as JSON) stored as MessagePack+LZ4",
+            ),
+        ))
+    }
+
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let args = seed::SeedEventsArgs::from_arg_matches(args)?;
+            let r = seed::seed(store, &args, true).await?;
+            println!(
+                "seeded {} events ({} streams, {:.1} MB of payload) in {:.1} s ({:.0} events/s)",
+                r.events,
+                r.streams,
+                r.payload_bytes as f64 / 1e6,
+                r.elapsed_s,
+                r.events as f64 / r.elapsed_s.max(1e-9)
+            );
+            Ok(())
+        })
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            let args = EventsArgs::from_arg_matches(matches)?;
+            if args.per_append_max == 0 || args.read_max < 1 || args.scan_max < 1 {
+                anyhow::bail!(
+                    "--events-per-append-max, --events-read-max and --events-scan-max: 1 or more"
+                );
+            }
+            Ok(Started::new(Arc::new(EventsState::new(
+                platform.store.clone(),
+                args,
+            ))))
+        })
+    }
+
+    fn router(&self) -> axum::Router<AppState> {
+        http::router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        use utoipa::OpenApi;
+        http::EventsApi::openapi()
+    }
+
+    fn links(&self) -> Vec<Link> {
+        vec![Link {
+            kind: LinkKind::Endpoint,
+            href: "/api/events/all",
+            title: "/api/events/all",
+            about: "every event in commit order (admin token).",
+        }]
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        vec![Box::new(bench::EventsBench)]
+    }
+}

@@ -1,0 +1,235 @@
+//! `throng seed events --events N`: `MonthlyFeeCharged` events (see
+//! `generator.rs`) appended in bulk, stored as the API stores them
+//! (MessagePack maps + LZ4, an event id each), with a progress bar.
+//!
+//! Streams are `loan-{run}-{n}`, 12 events each (a year of monthly fees),
+//! where `run` is the log's head when the seed started, so a second seed
+//! never appends to the first one's streams. Every event is generated and
+//! encoded (its own loan, schedule and amounts) on a thread of its own,
+//! handed to the loading one in bounded chunks. Bulk loads keep the log's contract:
+//! SQLite appends at max + 1 in transactions of [`CHUNK`] events (one
+//! fsync each); PostgreSQL takes each chunk's positions from `event_head`
+//! in the chunk's transaction.
+
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+
+use super::codec;
+use super::generator::{self, CATEGORY, EVENT_TYPE};
+use crate::store::eventlog::FORMAT_MSGPACK;
+use crate::store::Store;
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct SeedEventsArgs {
+    /// Events to append.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub events: u64,
+    /// Events per stream (a loan's monthly fees).
+    #[arg(long, default_value_t = 12)]
+    pub events_per_stream: u64,
+    /// Seed even if the store holds seeded events already (another run's
+    /// streams are added; nothing is replaced).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug)]
+pub struct SeedReport {
+    pub events: u64,
+    pub streams: u64,
+    pub payload_bytes: u64,
+    pub elapsed_s: f64,
+}
+
+/// Distinct generated payloads in [`payload_pool`] (the bench's requests).
+pub const POOL: u64 = 4096;
+/// Events per transaction.
+const CHUNK: u64 = 20_000;
+
+/// The pool: `POOL` events of `POOL / 12` loans, encoded as stored.
+pub fn payload_pool() -> Vec<Vec<u8>> {
+    (0..POOL)
+        .map(|i| {
+            let e = generator::fee_charged(i / 12, i % 12);
+            codec::compress(rmp_serde::to_vec_named(&e).expect("an event encodes"))
+        })
+        .collect()
+}
+
+/// One seeded event: stream, version, event id, stored payload.
+type Row = (String, i64, [u8; 16], Vec<u8>);
+
+/// The row of event `i` of a seed run: loan `i / per_stream` of this run,
+/// its month `i % per_stream`.
+fn row(run: i64, per_stream: u64, i: u64) -> Row {
+    let stream_no = i / per_stream;
+    let month = i % per_stream;
+    let stream = format!("{CATEGORY}-{run}-{stream_no:09}");
+    let loan = (run as u64)
+        .wrapping_mul(1_000_000_007)
+        .wrapping_add(stream_no);
+    let event = generator::fee_charged(loan, month);
+    let payload = codec::compress(rmp_serde::to_vec_named(&event).expect("an event encodes"));
+    // Time-ordered ids: their unique index grows at its right edge.
+    (
+        stream,
+        month as i64,
+        uuid::Uuid::now_v7().into_bytes(),
+        payload,
+    )
+}
+
+/// Generates the run's rows on a thread of its own, in chunks of [`CHUNK`]
+/// (at most two waiting).
+fn produce(args: &SeedEventsArgs, run: i64) -> tokio::sync::mpsc::Receiver<Vec<Row>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<Row>>(2);
+    let (events, per_stream) = (args.events, args.events_per_stream);
+    std::thread::spawn(move || {
+        let mut i = 0;
+        while i < events {
+            let end = (i + CHUNK).min(events);
+            let chunk: Vec<Row> = (i..end).map(|n| row(run, per_stream, n)).collect();
+            if tx.blocking_send(chunk).is_err() {
+                return;
+            }
+            i = end;
+        }
+    });
+    rx
+}
+
+pub async fn seed(
+    store: &Store,
+    args: &SeedEventsArgs,
+    progress: bool,
+) -> anyhow::Result<SeedReport> {
+    if args.events == 0 || args.events > 1_000_000_000 {
+        anyhow::bail!("--events: 1 to 1000000000");
+    }
+    if !(1..=1_000_000).contains(&args.events_per_stream) {
+        anyhow::bail!("--events-per-stream: 1 to 1000000");
+    }
+    let started = Instant::now();
+    let bar =
+        crate::platform::progress::seed_bar(args.events, "events", "seeding events", progress);
+    let run = store.head_position().await?;
+    let before = store.meta_get(SEEDED_KEY).await?;
+    if let (Some(runs), false) = (&before, args.force) {
+        anyhow::bail!(
+            "the store holds seeded events already (runs from positions {runs}); --force adds \
+             another run"
+        );
+    }
+    let rows = produce(args, run);
+    let bytes = match store {
+        Store::Sqlite(s) => {
+            let path = s.path().to_path_buf();
+            let bar2 = bar.clone();
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, rows, &bar2)).await??
+        }
+        Store::Postgres(p) => seed_pg(p, rows, &bar).await?,
+    };
+    bar.finish();
+    let runs = match before {
+        Some(runs) => format!("{runs},{}", run + 1),
+        None => (run + 1).to_string(),
+    };
+    store.meta_set(SEEDED_KEY, &runs).await?;
+    Ok(SeedReport {
+        events: args.events,
+        streams: args.events.div_ceil(args.events_per_stream),
+        payload_bytes: bytes,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// `meta` key set by every seed: the runs' first positions.
+const SEEDED_KEY: &str = "events_seed_runs";
+
+fn seed_sqlite(
+    path: &std::path::Path,
+    mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
+    bar: &ProgressBar,
+) -> anyhow::Result<u64> {
+    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
+    let now = crate::base::clock::now_ms();
+    let mut bytes = 0u64;
+    while let Some(chunk) = rows.blocking_recv() {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO events (stream, event_type, payload, created_at_ms, stream_version,
+                                     event_id, metadata, payload_format)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)",
+            )?;
+            for (stream, version, id, payload) in &chunk {
+                bytes += payload.len() as u64;
+                ins.execute(rusqlite::params![
+                    stream,
+                    EVENT_TYPE,
+                    payload,
+                    now,
+                    version,
+                    &id[..],
+                    FORMAT_MSGPACK
+                ])?;
+            }
+        }
+        tx.commit()?;
+        bar.inc(chunk.len() as u64);
+    }
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+    Ok(bytes)
+}
+
+async fn seed_pg(
+    store: &crate::store::postgres::PgStore,
+    mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
+    bar: &ProgressBar,
+) -> anyhow::Result<u64> {
+    let mut client = store.client().await?;
+    let now = crate::base::clock::now_ms();
+    let mut bytes = 0u64;
+    while let Some(chunk) = rows.recv().await {
+        let n = chunk.len() as i64;
+        let tx = client.transaction().await?;
+        // The chunk's positions, under the row lock every append takes.
+        let head: i64 = tx
+            .query_one(
+                "UPDATE event_head SET position = position + $1 WHERE id = 1 RETURNING position",
+                &[&n],
+            )
+            .await?
+            .get(0);
+        let first = head - n + 1;
+        let positions: Vec<i64> = (first..=head).collect();
+        let streams: Vec<&str> = chunk.iter().map(|r| r.0.as_str()).collect();
+        let versions: Vec<i64> = chunk.iter().map(|r| r.1).collect();
+        let ids: Vec<&[u8]> = chunk.iter().map(|r| &r.2[..]).collect();
+        let payloads: Vec<&[u8]> = chunk.iter().map(|r| r.3.as_slice()).collect();
+        bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
+        tx.execute(
+            "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
+                                 stream_version, event_id, payload_format)
+             SELECT p, s, $3, pl, $4, v, id, $7
+               FROM UNNEST($1::BIGINT[], $2::TEXT[], $5::BYTEA[], $6::BIGINT[], $8::BYTEA[])
+                 AS t(p, s, pl, v, id)",
+            &[
+                &positions,
+                &streams,
+                &EVENT_TYPE,
+                &now,
+                &payloads,
+                &versions,
+                &FORMAT_MSGPACK,
+                &ids,
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        bar.inc(n as u64);
+    }
+    client.batch_execute("ANALYZE events").await?;
+    Ok(bytes)
+}

@@ -1,0 +1,368 @@
+//! Following the log: server-sent events (catch-up, then live), long
+//! polls, and named consumers with durable checkpoints and a lease (one
+//! active delivery at a time; booking's confirmation worker is one such
+//! consumer, `booking-notifier`, through the same `Store` calls).
+//!
+//! A subscription holds one page of events at most: the next page is read
+//! only when the client has taken the previous one (hyper polls the stream
+//! when the socket can take more), so a slow client costs its connection
+//! and one page, never a growing buffer. Live, a subscription is woken by
+//! an append through this node's API and otherwise looks again every
+//! [`LIVE_POLL_MS`] (other nodes, the services' own appends).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::{event_json, filter_of, limit_of, position_of};
+use super::EventsState;
+use crate::platform::auth::{Caller, Role};
+use crate::platform::error::{ApiError, ApiResult};
+use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::store::streams::Filter;
+
+/// A live subscription looks for new events at least this often.
+pub const LIVE_POLL_MS: u64 = 250;
+/// Events read per page by a subscription.
+const SUBSCRIBE_PAGE: i64 = 256;
+/// A comment line keeps idle streams open through proxies.
+const KEEP_ALIVE_S: u64 = 15;
+/// A long poll waits this long at most.
+const POLL_WAIT_MS_MAX: u64 = 30_000;
+/// Consumer leases last this long at least and at most.
+const LEASE_MS_MIN: i64 = 1_000;
+const LEASE_MS_MAX: i64 = 300_000;
+
+fn too_many() -> ApiError {
+    ApiError {
+        retry_after_s: Some(5),
+        ..ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_subscribers",
+            "the node's subscriptions are all taken (--events-subscribers-max); retry later",
+        )
+    }
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubscribeQuery {
+    /// The first position to send (default 1); `Last-Event-ID` (the last
+    /// position received) takes precedence.
+    from: Option<u64>,
+    /// Only events of this type.
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    /// Only events whose type starts with this.
+    type_prefix: Option<String>,
+    /// Only events of this category's streams.
+    category: Option<String>,
+}
+
+/// `Last-Event-ID` as the next position to send.
+fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .filter(|p| *p >= 0 && *p < i64::MAX)
+        .map(|p| Some(p + 1))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_last_event_id",
+                "Last-Event-ID is the position of the last event received (0 or more)",
+            )
+        })
+}
+
+#[utoipa::path(get, path = "/api/events/subscribe", tag = "events",
+    params(SubscribeQuery,
+           ("Last-Event-ID" = Option<i64>, Header, description = "the last position received: the stream resumes after it")),
+    security(("bearer" = [])),
+    responses((status = 200, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s. A filtered stream scans at most --events-scan-max positions per read."),
+              (status = 400, description = "invalid_query, invalid_last_event_id"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden"),
+              (status = 503, description = "too_many_subscribers (--events-subscribers-max); Retry-After")))]
+pub async fn subscribe(
+    caller: Caller,
+    State(st): State<Arc<EventsState>>,
+    ApiQuery(q): ApiQuery<SubscribeQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let filter = filter_of(q.event_type, q.type_prefix, q.category)?;
+    let from = match resume_from(&headers)? {
+        Some(p) => p,
+        None => position_of(q.from, 1)?.max(1),
+    };
+    let permit = st
+        .subscribers
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| too_many())?;
+    let wake = st.appended.subscribe();
+    let state = Follow {
+        st: st.clone(),
+        filter,
+        next: from,
+        page: Vec::new().into_iter(),
+        wake,
+        _permit: permit,
+    };
+    let stream = futures::stream::unfold(state, |mut f| async move {
+        let e = f.next_event().await?;
+        let data = event_json(&f.st, &e).to_string();
+        let event = Event::default()
+            .id(e.position.to_string())
+            .event(e.event_type.clone())
+            .data(data);
+        Some((Ok::<_, Infallible>(event), f))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(KEEP_ALIVE_S)))
+        .into_response())
+}
+
+/// A subscription's place in the log and its one page.
+struct Follow {
+    st: Arc<EventsState>,
+    filter: Filter,
+    next: i64,
+    page: std::vec::IntoIter<crate::store::StoredEvent>,
+    wake: tokio::sync::watch::Receiver<i64>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Follow {
+    /// The next event, waiting for one when caught up; `None` ends the
+    /// stream (the store failed: the client reconnects with Last-Event-ID).
+    async fn next_event(&mut self) -> Option<crate::store::StoredEvent> {
+        loop {
+            if let Some(e) = self.page.next() {
+                return Some(e);
+            }
+            self.wake.borrow_and_update();
+            let page = match self
+                .st
+                .store
+                .scan_events(
+                    self.next,
+                    SUBSCRIBE_PAGE,
+                    self.st.limits.scan_max,
+                    self.filter.clone(),
+                )
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a subscription's read failed; closing it");
+                    return None;
+                }
+            };
+            self.next = page.next;
+            let caught_up = page.events.is_empty() && page.next > page.head;
+            self.page = page.events.into_iter();
+            if caught_up {
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(LIVE_POLL_MS), self.wake.changed())
+                        .await;
+            }
+        }
+    }
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PollQuery {
+    /// The first position wanted (default 1).
+    from: Option<u64>,
+    /// Events at most, 1 to --events-read-max (1000); default 100.
+    limit: Option<u64>,
+    /// How long to wait for an event at `from` or later, 0 to 30,000 ms
+    /// (default 20,000).
+    wait_ms: Option<u64>,
+    #[serde(rename = "type")]
+    event_type: Option<String>,
+    type_prefix: Option<String>,
+    category: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/events/poll", tag = "events",
+    params(PollQuery),
+    security(("bearer" = [])),
+    responses((status = 200, description = "{events, next, head} as /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none)"),
+              (status = 400, description = "invalid_query"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden"),
+              (status = 503, description = "too_many_subscribers; Retry-After")))]
+pub async fn poll(
+    caller: Caller,
+    State(st): State<Arc<EventsState>>,
+    ApiQuery(q): ApiQuery<PollQuery>,
+) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let filter = filter_of(q.event_type, q.type_prefix, q.category)?;
+    let limit = limit_of(&st, q.limit)?;
+    let mut from = position_of(q.from, 1)?.max(1);
+    let wait = q.wait_ms.unwrap_or(20_000);
+    if wait > POLL_WAIT_MS_MAX {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!("waitMs: 0 to {POLL_WAIT_MS_MAX}"),
+        ));
+    }
+    let _permit = st
+        .subscribers
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| too_many())?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait);
+    let mut wake = st.appended.subscribe();
+    loop {
+        wake.borrow_and_update();
+        let page = st
+            .store
+            .scan_events(from, limit, st.limits.scan_max, filter.clone())
+            .await?;
+        // A filtered page may hold nothing while more was scanned: go on
+        // from where it stopped rather than waiting.
+        let caught_up = page.next > page.head;
+        if !page.events.is_empty() || tokio::time::Instant::now() >= deadline {
+            let list: Vec<_> = page.events.iter().map(|e| event_json(&st, e)).collect();
+            return Ok(
+                axum::Json(json!({ "events": list, "next": page.next, "head": page.head }))
+                    .into_response(),
+            );
+        }
+        from = page.next;
+        if caught_up {
+            let nap =
+                deadline.min(tokio::time::Instant::now() + Duration::from_millis(LIVE_POLL_MS));
+            let _ = tokio::time::timeout_at(nap, wake.changed()).await;
+        }
+    }
+}
+
+// --------------------------------------------------------------- consumers
+
+fn consumer_name(name: &str) -> ApiResult<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_consumer",
+            "a consumer name is 1 to 100 of A-Z a-z 0-9 - _ .",
+        ))
+    }
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimIn {
+    /// Who delivers (a node or worker id, 1 to 100 characters).
+    owner: String,
+    /// How long the lease lasts unless renewed, 1,000 to 300,000 ms.
+    lease_ms: i64,
+    /// With a claim: the position delivered so far, saved (only while the
+    /// owner holds the lease).
+    position: Option<i64>,
+}
+
+#[utoipa::path(get, path = "/api/events/consumers/{name}", tag = "events",
+    params(("name" = String, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, description = "{consumer, position}: the durable checkpoint (0 when never saved)"),
+              (status = 400, description = "invalid_consumer"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden")))]
+pub async fn get_consumer(
+    caller: Caller,
+    State(st): State<Arc<EventsState>>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let name = consumer_name(&name)?;
+    let position = st.store.consumer_position(&name).await?;
+    Ok(axum::Json(json!({ "consumer": name, "position": position })).into_response())
+}
+
+#[utoipa::path(post, path = "/api/events/consumers/{name}/lease", tag = "events",
+    params(("name" = String, Path)),
+    security(("bearer" = [])),
+    request_body(content = ClaimIn, description = "{owner, leaseMs, position?}: takes or renews the consumer's lease; with position, saves the checkpoint too"),
+    responses((status = 200, description = "{consumer, owner, position, leaseMs}: the owner holds the lease; deliver events after position"),
+              (status = 400, description = "invalid_consumer, malformed_json"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden, consumer_owned_by_service (a service's own worker, e.g. booking-notifier: readable, not leased here)"),
+              (status = 409, description = "lease_held: another owner's lease is running"),
+              (status = 415, description = "unsupported_media_type"),
+              (status = 422, description = "invalid_field")))]
+pub async fn lease(
+    caller: Caller,
+    State(st): State<Arc<EventsState>>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<ClaimIn>,
+) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let name = consumer_name(&name)?;
+    if let Some(service) = st.consumer_owner(&name) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "consumer_owned_by_service",
+            format!("'{name}' is the {service} service's worker; its lease is not taken through the API"),
+        ));
+    }
+    if body.owner.is_empty() || body.owner.len() > 100 {
+        return Err(ApiError::invalid_field("owner: 1 to 100 characters"));
+    }
+    if !(LEASE_MS_MIN..=LEASE_MS_MAX).contains(&body.lease_ms) {
+        return Err(ApiError::invalid_field(format!(
+            "leaseMs: {LEASE_MS_MIN} to {LEASE_MS_MAX}"
+        )));
+    }
+    if body.position.is_some_and(|p| p < 0) {
+        return Err(ApiError::invalid_field("position: 0 or more"));
+    }
+    let held = || {
+        ApiError::conflict(
+            "lease_held",
+            format!("another owner holds the lease of '{name}'; retry after it lapses"),
+        )
+    };
+    let Some(mut position) = st
+        .store
+        .claim_consumer(&name, &body.owner, body.lease_ms)
+        .await?
+    else {
+        return Err(held());
+    };
+    if let Some(p) = body.position {
+        if !st
+            .store
+            .save_leased_position(&name, &body.owner, p, body.lease_ms)
+            .await?
+        {
+            return Err(held());
+        }
+        position = p;
+    }
+    Ok(axum::Json(json!({
+        "consumer": name, "owner": body.owner, "position": position, "leaseMs": body.lease_ms,
+    }))
+    .into_response())
+}
