@@ -31,6 +31,9 @@ pub type PgFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + 
 
 /// What a write command sees: the batch's transaction and its event outbox.
 pub struct PgTx<'a> {
+    /// deadpool's transaction (it derefs to tokio-postgres's): its
+    /// `prepare_cached` keeps a command's statement prepared on the writer's
+    /// connection, so a hot write is not planned again in every batch.
     pub tx: &'a deadpool_postgres::Transaction<'a>,
     events: Mutex<Vec<NewEvent>>,
     conditional: Mutex<Vec<(StreamAppend, OutcomeSlot)>>,
