@@ -602,30 +602,41 @@ pub async fn park_notification(store: &Store, p: ParkedNotification) -> Result<(
     }
 }
 
-/// The oldest `limit` parked confirmations and how many there are.
+/// The oldest `limit` parked confirmations and how many there are, read in
+/// one statement (one snapshot): a count and a list read apart could
+/// disagree while the notifier parks one between them.
 pub async fn parked_notifications(
     store: &Store,
     limit: i64,
 ) -> Result<(Vec<ParkedNotification>, i64), StoreError> {
-    const LIST: &str = "SELECT position, registration_id, reason, attempts, parked_at_ms
+    const LIST: &str = "SELECT position, registration_id, reason, attempts, parked_at_ms,
+                               (SELECT COUNT(*) FROM booking_notifications_parked)
                         FROM booking_notifications_parked ORDER BY position LIMIT ";
-    const COUNT: &str = "SELECT COUNT(*) FROM booking_notifications_parked";
     match store {
         Store::Sqlite(s) => {
             s.read(move |c| {
+                let mut total = 0;
                 let list = c
                     .prepare(&format!("{LIST}?1"))?
                     .query_map([limit], |r| {
-                        Ok(ParkedNotification {
-                            position: r.get(0)?,
-                            registration_id: r.get(1)?,
-                            reason: r.get(2)?,
-                            attempts: r.get(3)?,
-                            parked_at_ms: r.get(4)?,
-                        })
+                        Ok((
+                            ParkedNotification {
+                                position: r.get(0)?,
+                                registration_id: r.get(1)?,
+                                reason: r.get(2)?,
+                                attempts: r.get(3)?,
+                                parked_at_ms: r.get(4)?,
+                            },
+                            r.get::<_, i64>(5)?,
+                        ))
                     })?
+                    .map(|row| {
+                        row.map(|(p, n)| {
+                            total = n;
+                            p
+                        })
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
-                let total = c.query_row(COUNT, [], |r| r.get(0))?;
                 Ok((list, total))
             })
             .await
@@ -633,7 +644,7 @@ pub async fn parked_notifications(
         Store::Postgres(p) => {
             let client = p.client().await?;
             let rows = client.query(&format!("{LIST}$1"), &[&limit]).await?;
-            let total: i64 = client.query_one(COUNT, &[]).await?.get(0);
+            let total: i64 = rows.first().map(|r| r.get(5)).unwrap_or(0);
             let list = rows
                 .iter()
                 .map(|r| ParkedNotification {
