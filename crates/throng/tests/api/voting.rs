@@ -81,14 +81,28 @@ async fn start(kind: StoreKind, flags: &[&str], args: SeedVotingArgs) -> Option<
     Some(s)
 }
 
-async fn wait_until<F, Fut>(mut f: F)
+async fn wait_until<F, Fut>(f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    wait_until_within(WAIT, f).await
+}
+
+/// After a SIGKILL the killed process's leases on the mixer and the
+/// projector (15 s, renewed every 5 s) must run out before the restarted
+/// node takes them (it retries every 5 s): up to ~20 s before its first
+/// round, more under load.
+const WAIT_AFTER_KILL: Duration = Duration::from_secs(45);
+
+async fn wait_until_within<F, Fut>(limit: Duration, mut f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     let started = Instant::now();
     while !f().await {
-        assert!(started.elapsed() < WAIT, "timed out waiting");
+        assert!(started.elapsed() < limit, "timed out waiting");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -1379,7 +1393,7 @@ async fn every_receipt_counted_after_sigkill(kind: StoreKind) {
     .await;
     let api = &server.api;
     let acknowledged = receipts.len() as i64;
-    wait_until(|| async {
+    wait_until_within(WAIT_AFTER_KILL, || async {
         let v = results(api, "").await;
         v["ballotsPending"] == 0 && v["ballots"].as_i64().unwrap() >= acknowledged
     })
