@@ -180,22 +180,7 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        let _permit = self
-            .reader_permits
-            .acquire()
-            .await
-            .map_err(|_| StoreError::Unavailable("store closed".into()))?;
-        let conn = self
-            .readers
-            .lock()
-            .unwrap()
-            .pop()
-            .expect("a permit guarantees a connection");
-        let guard = ReturnToPool {
-            pool: &self.readers,
-            conn: Some(conn),
-        };
-        f(guard.conn.as_ref().unwrap())
+        read_inline(&self.readers, &self.reader_permits, f).await
     }
 
     /// Like [`SqliteStore::read`], on a connection that reads pages with
@@ -210,22 +195,7 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        let _permit = self
-            .paged_permits
-            .acquire()
-            .await
-            .map_err(|_| StoreError::Unavailable("store closed".into()))?;
-        let conn = self
-            .paged_readers
-            .lock()
-            .unwrap()
-            .pop()
-            .expect("a permit guarantees a connection");
-        let guard = ReturnToPool {
-            pool: &self.paged_readers,
-            conn: Some(conn),
-        };
-        f(guard.conn.as_ref().unwrap())
+        read_inline(&self.paged_readers, &self.paged_permits, f).await
     }
 
     /// Runs `f` on a read connection in the blocking pool, for reads that may
@@ -258,6 +228,29 @@ impl SqliteStore {
         .await
         .map_err(|e| StoreError::Internal(format!("read task failed: {e}")))?
     }
+}
+
+/// Runs `f` on a connection of `pool` (one permit each), inline on the
+/// calling task's thread.
+async fn read_inline<T>(
+    pool: &Mutex<Vec<Connection>>,
+    permits: &Semaphore,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let _permit = permits
+        .acquire()
+        .await
+        .map_err(|_| StoreError::Unavailable("store closed".into()))?;
+    let conn = pool
+        .lock()
+        .unwrap()
+        .pop()
+        .expect("a permit guarantees a connection");
+    let guard = ReturnToPool {
+        pool,
+        conn: Some(conn),
+    };
+    f(guard.conn.as_ref().unwrap())
 }
 
 /// Puts a read connection back even when the read panicked.
