@@ -52,6 +52,10 @@ pub struct StoreArgs {
     /// Read connections (SQLite) or pooled connections (PostgreSQL).
     #[arg(long, env = "THRONG_READ_CONNECTIONS", default_value_t = 4)]
     pub read_connections: usize,
+    /// PostgreSQL: writer tasks per node, each with a connection of its own
+    /// (apart from the read connections) and its own batch of commands.
+    #[arg(long, env = "THRONG_PG_WRITERS", default_value_t = StoreLimits::default().pg_writers, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub pg_writers: usize,
     /// Under load, microseconds the SQLite writer waits for more commands
     /// before committing, so more share one fsync (0: off).
     #[arg(long, env = "THRONG_COMMIT_DELAY_US", default_value_t = 0)]
@@ -74,6 +78,7 @@ impl StoreArgs {
         StoreLimits {
             batch_commands_max: self.batch_commands_max,
             read_connections: self.read_connections,
+            pg_writers: self.pg_writers,
             commit_delay_us: self.commit_delay_us,
             sqlite_cache_kib: self.sqlite_cache_mib.saturating_mul(1024),
             ..StoreLimits::default()

@@ -52,6 +52,12 @@ pub struct BenchArgs {
     /// runs), e.g. `--only try-register` while profiling one workload.
     #[arg(long)]
     pub only: Option<String>,
+    /// Node counts to measure the experiment's own workloads with, e.g.
+    /// `1,2,3` (PostgreSQL stores only: SQLite has one process). Each count
+    /// above 1 adds rows "... (N nodes)": that many servers share the store
+    /// and the connections are split evenly over them.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub nodes: Vec<usize>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -71,6 +77,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     args.connections = Some(args.connections.unwrap_or_else(|| exp.connections()));
     if args.runs == 0 || args.duration_s == 0 || args.connections == Some(0) {
         anyhow::bail!("--runs, --duration-s and --connections must be at least 1");
+    }
+    let nodes_max = args.nodes.iter().copied().max().unwrap_or(1);
+    if args.nodes.contains(&0) || nodes_max > NODES_MAX {
+        anyhow::bail!("--nodes: counts from 1 to {NODES_MAX}, e.g. 1,2,3");
+    }
+    if nodes_max > 1 && !args.store.as_deref().is_some_and(|s| s.starts_with("postgres")) {
+        anyhow::bail!("--nodes above 1 needs --store postgres://... (an SQLite store has one process)");
     }
     let temp;
     let data_dir = match &args.data_dir {
@@ -95,14 +108,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     for line in &offline {
         println!("{line}");
     }
-    let mut server = ChildServer::start(&exe, &store_flags, &exp.serve_args())?;
+    // Every node shares the data directory (its secrets) and the store.
+    let mut servers = Vec::with_capacity(nodes_max);
+    for _ in 0..nodes_max {
+        servers.push(ChildServer::start(&exe, &store_flags, &exp.serve_args())?);
+    }
     exp.prepare(&data_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut report = rt.block_on(measure_all(exp.as_ref(), &args, &server, seed_s))?;
+    let mut report = rt.block_on(measure_all(exp.as_ref(), &args, &servers, seed_s))?;
     report.notes.extend(offline);
-    server.stop();
+    for server in &mut servers {
+        server.stop();
+    }
     report.print();
     let (json, md) = report.write(&args.out_dir)?;
     println!("\nwrote {} and {}", json.display(), md.display());
@@ -250,18 +269,88 @@ fn ceiling() -> Workload {
     }
 }
 
+/// Nodes one bench may start.
+const NODES_MAX: usize = 8;
+
+/// Runs `factory` against `addrs` at once, `connections` split evenly over
+/// them, and sums what they answered (latency percentiles: the worst node's).
+async fn measure_on(
+    addrs: &[SocketAddr],
+    connections: usize,
+    duration: Duration,
+    factory: measure::RequestFactory,
+) -> anyhow::Result<measure::Summary> {
+    if let [addr] = addrs {
+        return measure::closed_loop(*addr, &addr.to_string(), connections, duration, factory)
+            .await;
+    }
+    let per_node = (connections / addrs.len()).max(1);
+    let runs = addrs.iter().map(|addr| {
+        let (addr, factory) = (*addr, factory.clone());
+        async move {
+            measure::closed_loop(addr, &addr.to_string(), per_node, duration, factory).await
+        }
+    });
+    let mut sum = measure::Summary::default();
+    for s in futures::future::try_join_all(runs).await? {
+        sum.requests += s.requests;
+        sum.requests_per_s += s.requests_per_s;
+        sum.duration_s = sum.duration_s.max(s.duration_s);
+        sum.latency_us_p50 = sum.latency_us_p50.max(s.latency_us_p50);
+        sum.latency_us_p99 = sum.latency_us_p99.max(s.latency_us_p99);
+        sum.latency_us_max = sum.latency_us_max.max(s.latency_us_max);
+        for (code, n) in s.status_counts {
+            *sum.status_counts.entry(code).or_insert(0) += n;
+        }
+        for (e, n) in s.errors {
+            *sum.errors.entry(e).or_insert(0) += n;
+        }
+        sum.bytes_received += s.bytes_received;
+    }
+    Ok(sum)
+}
+
+async fn scrape_all(addrs: &[SocketAddr]) -> WriterStats {
+    let mut total = WriterStats::default();
+    for addr in addrs {
+        total = total.plus(&WriterStats::scrape(*addr).await);
+    }
+    total
+}
+
 async fn measure_all(
     exp: &dyn Experiment,
     args: &BenchArgs,
-    server: &ChildServer,
+    servers: &[ChildServer],
     seed_s: Option<f64>,
 ) -> anyhow::Result<BenchReport> {
+    let server = &servers[0];
     let mut workloads = vec![ceiling()];
     workloads.extend(
         exp.workloads(args.scale)
             .into_iter()
             .filter(|w| args.only.as_deref().is_none_or(|o| w.name.contains(o))),
     );
+    // How many nodes each workload runs on: the experiment's own workloads
+    // again for every count above 1 (`--nodes`), as rows of their own.
+    let mut nodes_of = vec![1usize; workloads.len()];
+    for &k in args.nodes.iter().filter(|&&k| k > 1) {
+        let own: Vec<Workload> = workloads[1..]
+            .iter()
+            .filter(|w| !w.comparison)
+            .map(|w| Workload {
+                name: format!("{} ({k} nodes)", w.name),
+                factory: w.factory.clone(),
+                ok_statuses: w.ok_statuses.clone(),
+                target_ratio_min: None,
+                published: String::new(),
+                comparison: false,
+            })
+            .collect();
+        nodes_of.extend(std::iter::repeat_n(k, own.len()));
+        workloads.extend(own);
+    }
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
     if workloads.len() == 1 {
         anyhow::bail!(
             "--only {:?} matches none of {}'s workloads",
@@ -269,7 +358,6 @@ async fn measure_all(
             exp.name()
         );
     }
-    let host = server.addr.to_string();
     let duration = Duration::from_secs(args.duration_s);
     let connections = args.connections.expect("set from the experiment's default");
     let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
@@ -297,9 +385,8 @@ async fn measure_all(
         for &i in &indices {
             let w = &workloads[i];
             eprintln!("warm-up: {}", w.name);
-            measure::closed_loop(
-                server.addr,
-                &host,
+            measure_on(
+                &addrs[..nodes_of[i]],
                 connections,
                 Duration::from_secs(args.warmup_s),
                 w.factory.clone(),
@@ -310,16 +397,10 @@ async fn measure_all(
             for &i in &indices {
                 let w = &workloads[i];
                 peaks_reset &= server.reset_rss_peak();
-                let before = WriterStats::scrape(server.addr).await;
-                let s = measure::closed_loop(
-                    server.addr,
-                    &host,
-                    connections,
-                    duration,
-                    w.factory.clone(),
-                )
-                .await?;
-                let writer = WriterStats::scrape(server.addr).await.since(&before);
+                let on = &addrs[..nodes_of[i]];
+                let before = scrape_all(on).await;
+                let s = measure_on(on, connections, duration, w.factory.clone()).await?;
+                let writer = scrape_all(on).await.since(&before);
                 let (_, peak, _, _) = server.rss_mib();
                 eprintln!(
                     "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us  peak {:.0} MiB{}",

@@ -1,9 +1,10 @@
 //! The event log (outbox): every state change appends its event in the same
 //! transaction; side effects follow the log by position, at least once.
 //!
-//! Positions are gapless and commit in order in both dialects (SQLite has one
-//! writer; PostgreSQL takes them under one row lock at commit, see
-//! `postgres.rs`), so a reader that asks for "after N" never skips an event.
+//! A reader that asks for "after N" never skips an event: SQLite's one
+//! writer makes positions gapless and commit in order; PostgreSQL's commit
+//! out of order (from a sequence, see `postgres.rs`) and are read only up
+//! to the horizon, below which none can still appear (`horizon.rs`).
 
 use rusqlite::Connection;
 
@@ -166,12 +167,13 @@ pub struct TypeScan {
 const SCAN_RANGE_SQLITE: &str = "SELECT COUNT(*), COALESCE(MAX(position), ?1) FROM
        (SELECT position FROM events WHERE position > ?1 ORDER BY position LIMIT ?2)";
 const SCAN_RANGE_PG: &str = "SELECT COUNT(*), COALESCE(MAX(position), $1) FROM
-       (SELECT position FROM events WHERE position > $1 ORDER BY position LIMIT $2) AS scanned";
+       (SELECT position FROM events WHERE position > $1 AND position <= $3
+        ORDER BY position LIMIT $2) AS scanned";
 
 /// The events of `event_type` among the next `limit` events after
-/// `position`. Positions commit in order (see the module doc), so the range
-/// read first holds every event the second statement can find in it, and
-/// the other types' payloads are never read out.
+/// `position`. The range read first holds every event the second statement
+/// can find in it (SQLite: positions commit in order; PostgreSQL: the range
+/// stops at the horizon), and the other types' payloads are never read out.
 pub fn sqlite_events_of_type_after(
     conn: &Connection,
     position: i64,
@@ -206,8 +208,17 @@ pub async fn pg_events_of_type_after(
     event_type: &str,
 ) -> Result<TypeScan, StoreError> {
     let client = store.client().await?;
+    let horizon = store.horizon(&client).await?;
+    if horizon <= position {
+        return Ok(TypeScan {
+            scanned_to: position,
+            ..TypeScan::default()
+        });
+    }
     let range = client.prepare_cached(SCAN_RANGE_PG).await?;
-    let row = client.query_one(&range, &[&position, &limit]).await?;
+    let row = client
+        .query_one(&range, &[&position, &limit, &horizon])
+        .await?;
     let (scanned, scanned_to): (i64, i64) = (row.get(0), row.get(1));
     let stmt = client
         .prepare_cached(
@@ -234,14 +245,18 @@ pub async fn pg_events_after(
     limit: i64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let client = store.client().await?;
+    let horizon = store.horizon(&client).await?;
+    if horizon <= position {
+        return Ok(Vec::new());
+    }
     let stmt = client
         .prepare_cached(concat!(
             "SELECT ",
             columns!(),
-            " FROM events WHERE position > $1 ORDER BY position LIMIT $2"
+            " FROM events WHERE position > $1 AND position <= $3 ORDER BY position LIMIT $2"
         ))
         .await?;
-    let rows = client.query(&stmt, &[&position, &limit]).await?;
+    let rows = client.query(&stmt, &[&position, &limit, &horizon]).await?;
     Ok(rows.into_iter().map(|r| pg_event(&r)).collect())
 }
 

@@ -14,6 +14,7 @@
 
 #[macro_use]
 pub mod eventlog;
+pub mod horizon;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
@@ -26,13 +27,8 @@ pub use migrate::MigrationSet;
 
 /// The store's own tables, which every store has rows in once opened or
 /// served (migrations applied, the PII key's fingerprint, consumer
-/// positions, PostgreSQL's event head): not data.
-pub const STORE_BOOKKEEPING_TABLES: [&str; 4] = [
-    "schema_migrations",
-    "meta",
-    "consumer_positions",
-    "event_head",
-];
+/// positions): not data.
+pub const STORE_BOOKKEEPING_TABLES: [&str; 3] = ["schema_migrations", "meta", "consumer_positions"];
 
 /// A store handle, cheap to clone.
 #[derive(Clone)]
@@ -120,6 +116,9 @@ pub struct StoreLimits {
     pub sqlite_cache_kib: i64,
     /// How long a request waits for a PostgreSQL connection before 503.
     pub pg_wait_ms: u64,
+    /// PostgreSQL writer tasks per node, each with its own connection and
+    /// batch (SQLite has one writer).
+    pub pg_writers: usize,
     /// Under load (the previous batch had at least `COMMIT_DELAY_BATCH_MIN`
     /// commands), the SQLite writer waits this long for more commands before
     /// committing, so more of them share one fsync (as PostgreSQL's
@@ -141,6 +140,7 @@ impl Default for StoreLimits {
             // than at 16: misses are `pread`s from the OS page cache.
             sqlite_cache_kib: 4 * 1024,
             pg_wait_ms: 3000,
+            pg_writers: 4,
             commit_delay_us: 0,
         }
     }
@@ -365,7 +365,7 @@ impl Store {
                     .await
             }
             Store::Postgres(p) => {
-                streams::pg_scan(&p.client().await?, from, limit, scan_max, &filter).await
+                streams::pg_scan(p, &p.client().await?, from, limit, scan_max, &filter).await
             }
         }
     }
@@ -374,7 +374,7 @@ impl Store {
     pub async fn head_position(&self) -> Result<i64, StoreError> {
         match self {
             Store::Sqlite(s) => s.read(streams::sqlite_head_position).await,
-            Store::Postgres(p) => streams::pg_head_position(&p.client().await?).await,
+            Store::Postgres(p) => streams::pg_head_position(p, &p.client().await?).await,
         }
     }
 

@@ -1,16 +1,20 @@
 //! The scale-out store: PostgreSQL shared by several throng nodes.
 //!
-//! Writes keep the SQLite contract: one writer task per node gathers waiting
-//! commands, runs them pipelined in one transaction and commits once. If any
-//! command fails, the batch is rolled back and every command is rerun alone,
-//! so one bad command (or a deadlock between two nodes) fails only itself.
+//! Writes keep the SQLite contract: writer tasks (`--pg-writers` per node)
+//! gather waiting commands, run them pipelined in one transaction and commit
+//! once. If any command fails, the batch is rolled back and every command is
+//! rerun alone, so one bad command (or a deadlock between two writers) fails
+//! only itself. Several writers per node let one batch run its statements
+//! while another waits for its commit's fsync, and PostgreSQL flushes the
+//! commits that arrive together with one fsync.
 //!
-//! Event positions: a plain sequence commits out of order (transaction A takes
-//! 7, B takes 8, B commits first, a reader at 8 skips 7 forever). Instead the
-//! writer takes positions at the very end of its transaction from one counter
-//! row (`event_head`), whose row lock is held until commit: a transaction with
-//! higher positions can only commit after every lower one did, and positions
-//! stay gapless. The cost is one short lock per batch, not per event.
+//! Event positions come from a sequence, taken at the end of a batch (after
+//! its transaction id, see `horizon.rs`), so no batch waits for another's
+//! commit to number its events: positions commit out of order and a
+//! rolled-back batch leaves a hole. Readers of the log never skip an event
+//! all the same: they read up to the horizon (`horizon.rs`), below which no
+//! event can still appear. Appends to one stream agree on its versions
+//! through a lock on that stream only (see [`append_all`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::types::ToSql;
 use tokio_postgres::NoTls;
 
 use super::streams::{self, AppendOutcome, IdAt, StreamAppend, StreamHead};
@@ -50,8 +53,8 @@ impl PgTx<'_> {
     }
 
     /// Appends `append` if its stream is as expected when the batch takes
-    /// its positions (under the `event_head` lock); the outcome is in the
-    /// slot once the batch committed.
+    /// its positions (under its stream's lock); the outcome is in the slot
+    /// once the batch committed.
     pub fn append_to_stream(&self, append: StreamAppend) -> OutcomeSlot {
         let slot = OutcomeSlot::default();
         self.conditional
@@ -62,10 +65,104 @@ impl PgTx<'_> {
     }
 }
 
+/// A kind of write command that runs together with the others of its kind
+/// in a batch, as set-based statements (one statement for N commands
+/// instead of N statements: on PostgreSQL a statement's own cost —
+/// protocol, executor start, a round of locks — is more than a row's), see
+/// [`PgStore::write_grouped`].
+pub trait PgGroup: Send + Sync + 'static {
+    type Item: Send + Sync + 'static;
+    type Out: Send + 'static;
+    /// Runs `items` (in arrival order) in the batch's transaction and
+    /// returns one outcome per item, in the same order. `Err` only when
+    /// the database failed (the batch is then retried command by command,
+    /// so a group may also run with one item).
+    fn run<'a>(tx: &'a PgTx<'a>, items: Vec<&'a Self::Item>) -> PgFuture<'a, Vec<Self::Out>>;
+}
+
+type JobFuture<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+
 trait PgJob: Send + Sync {
-    /// Runs the command; `Err` only when the database failed.
-    fn run<'a>(&'a self, tx: &'a PgTx<'a>) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+    /// Runs the command; `false` when the database failed.
+    fn run<'a>(&'a self, tx: &'a PgTx<'a>) -> JobFuture<'a>;
     fn respond(self: Box<Self>, commit: Result<(), StoreError>);
+    /// The group this command runs in, if any (see [`PgGroup`]).
+    fn group(&self) -> Option<std::any::TypeId> {
+        None
+    }
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// Runs `members` (every command of this one's group in the batch,
+    /// this one first) together; `false` when the database failed.
+    fn run_group<'a>(&'a self, tx: &'a PgTx<'a>, members: &'a [&'a dyn PgJob]) -> JobFuture<'a> {
+        let _ = members;
+        self.run(tx)
+    }
+}
+
+struct GroupJob<G: PgGroup> {
+    item: G::Item,
+    outcome: Mutex<Option<Result<G::Out, StoreError>>>,
+    reply: Mutex<Option<oneshot::Sender<Result<G::Out, StoreError>>>>,
+}
+
+impl<G: PgGroup> PgJob for GroupJob<G> {
+    fn run<'a>(&'a self, tx: &'a PgTx<'a>) -> JobFuture<'a> {
+        self.run_group(tx, &[])
+    }
+    fn respond(self: Box<Self>, commit: Result<(), StoreError>) {
+        let outcome = self
+            .outcome
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap_or_else(|| Err(StoreError::Internal("command did not run".into())));
+        if let Some(reply) = self.reply.lock().unwrap().take() {
+            let _ = reply.send(commit.and(outcome));
+        }
+    }
+    fn group(&self) -> Option<std::any::TypeId> {
+        Some(std::any::TypeId::of::<G>())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn run_group<'a>(&'a self, tx: &'a PgTx<'a>, members: &'a [&'a dyn PgJob]) -> JobFuture<'a> {
+        Box::pin(async move {
+            let mut jobs: Vec<&GroupJob<G>> = members
+                .iter()
+                .filter_map(|m| m.as_any().downcast_ref::<GroupJob<G>>())
+                .collect();
+            if jobs.is_empty() {
+                jobs.push(self);
+            }
+            let items = jobs.iter().map(|j| &j.item).collect();
+            match G::run(tx, items).await {
+                Ok(outs) if outs.len() == jobs.len() => {
+                    for (job, out) in jobs.iter().zip(outs) {
+                        *job.outcome.lock().unwrap() = Some(Ok(out));
+                    }
+                    true
+                }
+                Ok(outs) => {
+                    let e = StoreError::Internal(format!(
+                        "a command group answered {} outcomes for {} commands",
+                        outs.len(),
+                        jobs.len()
+                    ));
+                    for job in jobs {
+                        *job.outcome.lock().unwrap() = Some(Err(e.clone()));
+                    }
+                    false
+                }
+                Err(e) => {
+                    for job in jobs {
+                        *job.outcome.lock().unwrap() = Some(Err(e.clone()));
+                    }
+                    false
+                }
+            }
+        })
+    }
 }
 
 struct Job<T, F> {
@@ -78,8 +175,12 @@ impl<T, F> PgJob for Job<T, F>
 where
     T: Send + 'static,
     F: for<'a> Fn(&'a PgTx<'a>) -> PgFuture<'a, T> + Send + Sync + 'static,
+    Job<T, F>: 'static,
 {
-    fn run<'a>(&'a self, tx: &'a PgTx<'a>) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn run<'a>(&'a self, tx: &'a PgTx<'a>) -> JobFuture<'a> {
         Box::pin(async move {
             let outcome = (self.f)(tx).await;
             let ok = outcome.is_ok();
@@ -101,6 +202,11 @@ where
 pub struct PgStore {
     pool: Pool,
     writer: mpsc::Sender<Box<dyn PgJob>>,
+    /// How far readers of the event log may read (see `horizon.rs`).
+    horizon: super::horizon::Horizon,
+    /// How to connect (for [`PgStore::pool_of`]).
+    config: tokio_postgres::Config,
+    wait: Duration,
 }
 
 impl PgStore {
@@ -114,21 +220,12 @@ impl PgStore {
             .map_err(|e| anyhow::anyhow!("invalid PostgreSQL url: {e}"))?;
         cfg.connect_timeout(Duration::from_secs(3));
         cfg.application_name("throng");
-        let mgr = Manager::from_config(
-            cfg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
         let wait = Duration::from_millis(limits.pg_wait_ms);
-        let pool = Pool::builder(mgr)
-            .max_size(limits.read_connections.max(1) + 1)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(wait))
-            .create_timeout(Some(wait))
-            .recycle_timeout(Some(wait))
-            .build()?;
+        let writers = limits.pg_writers.max(1);
+        let pool = new_pool(&cfg, limits.read_connections.max(1), wait)?;
+        // The writers' connections apart: reads under a crowd never keep a
+        // batch waiting for a connection.
+        let write_pool = new_pool(&cfg, writers, wait)?;
         {
             let mut client = pool
                 .get()
@@ -137,17 +234,56 @@ impl PgStore {
             migrate::apply_postgres(&mut client, services).await?;
         }
         let (tx, rx) = mpsc::channel::<Box<dyn PgJob>>(limits.write_queue_max.max(1));
-        tokio::spawn(writer_loop(
-            pool.clone(),
-            rx,
-            limits.batch_commands_max.max(1),
-        ));
-        Ok(Arc::new(PgStore { pool, writer: tx }))
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..writers {
+            tokio::spawn(writer_loop(
+                write_pool.clone(),
+                rx.clone(),
+                limits.batch_commands_max.max(1),
+            ));
+        }
+        Ok(Arc::new(PgStore {
+            pool,
+            writer: tx,
+            horizon: Default::default(),
+            config: cfg,
+            wait,
+        }))
+    }
+
+    /// Another pool of `size` connections to the same database, for code
+    /// that must not share the store's (the benches' comparison designs).
+    pub fn pool_of(&self, size: usize) -> anyhow::Result<Pool> {
+        new_pool(&self.config, size, self.wait)
     }
 
     /// A pooled connection for reads.
     pub async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// Runs `item` with the other commands of group `G` in the writer's
+    /// current batch (see [`PgGroup`]); answers after the commit.
+    pub async fn write_grouped<G: PgGroup>(&self, item: G::Item) -> Result<G::Out, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job: Box<dyn PgJob> = Box::new(GroupJob::<G> {
+            item,
+            outcome: Mutex::new(None),
+            reply: Mutex::new(Some(reply)),
+        });
+        self.writer
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
+    }
+
+    /// The event log's horizon read on `client`: every event at a position
+    /// up to it has committed or never will (see `horizon.rs`).
+    pub async fn horizon(&self, client: &deadpool_postgres::Client) -> Result<i64, StoreError> {
+        self.horizon.read_pooled(client).await
     }
 
     /// Runs `f` in the writer's current batch; answers after the commit.
@@ -175,14 +311,41 @@ impl PgStore {
     }
 }
 
-async fn writer_loop(pool: Pool, mut rx: mpsc::Receiver<Box<dyn PgJob>>, batch_max: usize) {
+fn new_pool(cfg: &tokio_postgres::Config, size: usize, wait: Duration) -> anyhow::Result<Pool> {
+    let mgr = Manager::from_config(
+        cfg.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Ok(Pool::builder(mgr)
+        .max_size(size.max(1))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(wait))
+        .create_timeout(Some(wait))
+        .recycle_timeout(Some(wait))
+        .build()?)
+}
+
+/// One writer: takes the waiting commands (up to `batch_max`) while no other
+/// writer of this node is taking them, then runs them as one batch.
+async fn writer_loop(
+    pool: Pool,
+    rx: Arc<tokio::sync::Mutex<mpsc::Receiver<Box<dyn PgJob>>>>,
+    batch_max: usize,
+) {
     let mut batch: Vec<Box<dyn PgJob>> = Vec::with_capacity(batch_max);
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < batch_max {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+    loop {
+        {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else { return };
+            batch.push(first);
+            while batch.len() < batch_max {
+                match rx.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
             }
         }
         let started = Instant::now();
@@ -245,8 +408,25 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         events: Mutex::new(Vec::new()),
         conditional: Mutex::new(Vec::new()),
     };
-    // Statements of all commands are pipelined on the one connection.
-    let oks = futures::future::join_all(jobs.iter().map(|j| j.run(&ptx))).await;
+    // Statements of all commands are pipelined on the one connection; the
+    // commands of a group run once, together, led by the group's first.
+    let mut groups: Vec<(std::any::TypeId, Vec<&dyn PgJob>)> = Vec::new();
+    let mut alone: Vec<&dyn PgJob> = Vec::new();
+    for &job in jobs {
+        match job.group() {
+            None => alone.push(job),
+            Some(key) => match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(job),
+                None => groups.push((key, vec![job])),
+            },
+        }
+    }
+    let runs = alone.iter().map(|j| j.run(&ptx)).chain(
+        groups
+            .iter()
+            .map(|(_, members)| members[0].run_group(&ptx, members)),
+    );
+    let oks = futures::future::join_all(runs).await;
     if oks.iter().any(|ok| !ok) {
         drop(ptx);
         let _ = tx.rollback().await;
@@ -257,6 +437,7 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
     drop(ptx);
     if !events.is_empty() || !conditional.is_empty() {
         let appends: Vec<&StreamAppend> = conditional.iter().map(|(a, _)| a).collect();
+        // (append_all takes the transaction id before any position.)
         let (_, outcomes) = append_all(&tx, &events, &appends).await?;
         for ((_, slot), outcome) in conditional.iter().zip(outcomes) {
             *slot.lock().unwrap() = Some(outcome);
@@ -266,80 +447,58 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
     Ok(true)
 }
 
-/// Events appended in one statement at most (9 parameters each).
-const EVENTS_PER_INSERT_MAX: usize = 1000;
-
-/// Appends `events` inside `tx` at consecutive positions, each at its
-/// stream's next version, and returns the first position; the one place
-/// that takes positions (under the `event_head` row lock, held until
-/// commit; see the module doc). Code that writes in its own transaction
-/// instead of the batched writer (a voting round) calls this too.
+/// Appends `events` inside `tx`, each at its stream's next version, and
+/// returns their positions (increasing, in `events`' order; on PostgreSQL
+/// another transaction's events may sit between them). The one place that
+/// takes positions, with [`take_positions`]; code that writes in its own
+/// transaction instead of the batched writer (a voting round) calls this
+/// too.
 pub async fn append_events(
-    tx: &tokio_postgres::Transaction<'_>,
+    tx: &deadpool_postgres::Transaction<'_>,
     events: &[NewEvent],
-) -> Result<i64, StoreError> {
+) -> Result<Vec<i64>, StoreError> {
     Ok(append_all(tx, events, &[]).await?.0)
 }
 
+/// Takes `n` positions for events of `tx` from the `event_position`
+/// sequence, increasing. The transaction's id is assigned first (the
+/// horizon's rule 1, see `horizon.rs`): both statements go out at once and
+/// run in order.
+pub async fn take_positions(
+    tx: &deadpool_postgres::Transaction<'_>,
+    n: usize,
+) -> Result<Vec<i64>, StoreError> {
+    let n = n as i64;
+    let n_param: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&n];
+    let (xid, next) = futures::try_join!(
+        tx.prepare_cached("SELECT pg_current_xact_id()::text"),
+        tx.prepare_cached("SELECT nextval('event_position') FROM generate_series(1, $1::BIGINT)")
+    )?;
+    let (_, rows) = futures::try_join!(tx.query_one(&xid, &[]), tx.query(&next, &n_param))?;
+    let mut positions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    positions.sort_unstable();
+    Ok(positions)
+}
+
 /// Appends `plain` events and the `conditional` appends that pass their
-/// check, in that order, under the `event_head` row lock; returns the
-/// first position and each conditional append's outcome.
+/// check, in that order; returns the positions of the rows written and
+/// each conditional append's outcome.
+///
+/// Streams, not the whole log, are what appends must agree on: each stream
+/// the batch touches is locked (a transaction-level advisory lock on a hash
+/// of its name, taken in one order by every writer, so two batches never
+/// wait on each other in a cycle) before its head is read, and the lock is
+/// held until commit. Appends to other streams, from this node's other
+/// writers or from other nodes, run at the same time.
 async fn append_all(
-    tx: &tokio_postgres::Transaction<'_>,
+    tx: &deadpool_postgres::Transaction<'_>,
     plain: &[NewEvent],
     conditional: &[&StreamAppend],
-) -> Result<(i64, Vec<AppendOutcome>), StoreError> {
-    // Takes the row lock that orders commits by position (see module doc).
-    // Without conditional appends the count is known and one statement
-    // both locks and advances the head.
-    let locked_head: Option<i64> = if conditional.is_empty() {
-        None
-    } else {
-        Some(
-            tx.query_one(
-                "SELECT position FROM event_head WHERE id = 1 FOR UPDATE",
-                &[],
-            )
-            .await?
-            .get(0),
-        )
-    };
-    let plain_first = if conditional.is_empty() {
-        let n = plain.len() as i64;
-        let head: i64 = tx
-            .query_one(
-                "UPDATE event_head SET position = position + $1 WHERE id = 1 RETURNING position",
-                &[&n],
-            )
-            .await?
-            .get(0);
-        Some(head - n + 1)
-    } else {
-        None
-    };
-    // Every earlier append has committed now (the lock), and each statement
-    // of a READ COMMITTED transaction sees what committed before it began.
+) -> Result<(Vec<i64>, Vec<AppendOutcome>), StoreError> {
     let mut names: Vec<&str> = plain.iter().map(|e| e.stream.as_str()).collect();
     names.extend(conditional.iter().map(|a| a.stream.as_str()));
     names.sort_unstable();
     names.dedup();
-    let mut heads: HashMap<String, StreamHead> = HashMap::with_capacity(names.len());
-    for row in tx
-        .query(
-            "SELECT DISTINCT ON (stream) stream, stream_version, event_type FROM events
-             WHERE stream = ANY($1) ORDER BY stream, stream_version DESC",
-            &[&names],
-        )
-        .await?
-    {
-        heads.insert(
-            row.get(0),
-            StreamHead {
-                version: row.get(1),
-                deleted: row.get::<_, &str>(2) == super::eventlog::TOMBSTONE_TYPE,
-            },
-        );
-    }
     let wanted: Vec<&[u8]> = conditional
         .iter()
         .flat_map(|a| {
@@ -348,44 +507,67 @@ async fn append_all(
                 .filter_map(|e| e.event_id.as_ref().map(|id| &id[..]))
         })
         .collect();
+    // Locks, then heads and ids (each statement of a READ COMMITTED
+    // transaction sees what committed before it began, so the heads are
+    // those the last holder of each lock left), sent at once.
+    let lock = tx.prepare_cached(
+        "SELECT COUNT(pg_advisory_xact_lock(k)) FROM
+           (SELECT DISTINCT hashtextextended(s, 0) AS k FROM unnest($1::TEXT[]) AS s ORDER BY 1) AS l",
+    );
+    let heads = tx.prepare_cached(
+        "SELECT DISTINCT ON (stream) stream, stream_version, event_type FROM events
+         WHERE stream = ANY($1) ORDER BY stream, stream_version DESC",
+    );
+    let (lock, heads) = futures::try_join!(lock, heads)?;
+    let ids_query = async {
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        tx.query(
+            "SELECT event_id, position, stream, stream_version FROM events
+             WHERE event_id = ANY($1)",
+            &[&wanted],
+        )
+        .await
+    };
+    let names_param: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&names];
+    let (_, head_rows, id_rows) = futures::try_join!(
+        tx.query_one(&lock, &names_param),
+        tx.query(&heads, &names_param),
+        ids_query
+    )?;
+    let mut heads: HashMap<String, StreamHead> = HashMap::with_capacity(names.len());
+    for row in head_rows {
+        heads.insert(
+            row.get(0),
+            StreamHead {
+                version: row.get(1),
+                deleted: row.get::<_, &str>(2) == super::eventlog::TOMBSTONE_TYPE,
+            },
+        );
+    }
     let mut ids: HashMap<[u8; 16], IdAt> = HashMap::new();
-    if !wanted.is_empty() {
-        for row in tx
-            .query(
-                "SELECT event_id, position, stream, stream_version FROM events
-                 WHERE event_id = ANY($1)",
-                &[&wanted],
-            )
-            .await?
-        {
-            let id: &[u8] = row.get(0);
-            if let Ok(id) = <[u8; 16]>::try_from(id) {
-                ids.insert(
-                    id,
-                    IdAt {
-                        position: row.get(1),
-                        stream: row.get(2),
-                        version: row.get(3),
-                    },
-                );
-            }
+    for row in id_rows {
+        let id: &[u8] = row.get(0);
+        if let Ok(id) = <[u8; 16]>::try_from(id) {
+            ids.insert(
+                id,
+                IdAt {
+                    position: row.get(1),
+                    stream: row.get(2),
+                    version: row.get(3),
+                },
+            );
         }
     }
     let (rows, decided) = streams::decide_batch(plain, conditional, heads, &ids);
-    let n = rows.len() as i64;
-    let first = match (plain_first, locked_head) {
-        (Some(first), _) => first,
-        (None, Some(head)) if n > 0 => {
-            tx.execute(
-                "UPDATE event_head SET position = $1 WHERE id = 1",
-                &[&(head + n)],
-            )
-            .await?;
-            head + 1
-        }
-        (None, head) => head.unwrap_or(0) + 1,
+    let positions = if rows.is_empty() {
+        Vec::new()
+    } else {
+        take_positions(tx, rows.len()).await?
     };
-    insert_rows(tx, first, &rows).await?;
+    insert_rows(tx, &positions, &rows).await?;
+    let at = |relative: i64| positions[relative as usize];
     let outcomes = decided
         .into_iter()
         .map(|(outcome, relative)| match (outcome, relative) {
@@ -397,8 +579,8 @@ async fn append_all(
                 },
                 true,
             ) => AppendOutcome::Appended {
-                first_position: first + first_position,
-                last_position: first + last_position,
+                first_position: at(first_position),
+                last_position: at(last_position),
                 version,
             },
             (
@@ -409,62 +591,53 @@ async fn append_all(
                 },
                 true,
             ) => AppendOutcome::AlreadyAppended {
-                first_position: first + first_position,
-                last_position: first + last_position,
+                first_position: at(first_position),
+                last_position: at(last_position),
                 version,
             },
             (other, _) => other,
         })
         .collect();
-    Ok((first, outcomes))
+    Ok((positions, outcomes))
 }
 
-/// Inserts `rows` (event, stream version) at positions from `first` on.
+/// Inserts `rows` (event, stream version) at `positions`, in one prepared
+/// statement whatever their number (arrays, unnested).
 async fn insert_rows(
-    tx: &tokio_postgres::Transaction<'_>,
-    first: i64,
+    tx: &deadpool_postgres::Transaction<'_>,
+    positions: &[i64],
     rows: &[(NewEvent, i64)],
 ) -> Result<(), StoreError> {
-    const COLUMNS: usize = 9;
-    let now_ms = crate::base::clock::now_ms();
-    for (chunk_no, chunk) in rows.chunks(EVENTS_PER_INSERT_MAX).enumerate() {
-        let mut sql = String::from(
-            "INSERT INTO events (position, stream, event_type, payload, created_at_ms, \
-             stream_version, event_id, metadata, payload_format) VALUES ",
-        );
-        let positions: Vec<i64> = (0..chunk.len())
-            .map(|i| first + (chunk_no * EVENTS_PER_INSERT_MAX + i) as i64)
-            .collect();
-        let ids: Vec<Option<&[u8]>> = chunk
-            .iter()
-            .map(|(e, _)| e.event_id.as_ref().map(|id| &id[..]))
-            .collect();
-        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * COLUMNS);
-        for (i, (e, version)) in chunk.iter().enumerate() {
-            let b = i * COLUMNS;
-            if i > 0 {
-                sql.push(',');
-            }
-            sql.push('(');
-            for c in 1..=COLUMNS {
-                if c > 1 {
-                    sql.push(',');
-                }
-                sql.push('$');
-                sql.push_str(&(b + c).to_string());
-            }
-            sql.push(')');
-            params.push(&positions[i]);
-            params.push(&e.stream);
-            params.push(&e.event_type);
-            params.push(&e.payload);
-            params.push(&now_ms);
-            params.push(version);
-            params.push(&ids[i]);
-            params.push(&e.metadata);
-            params.push(&e.format);
-        }
-        tx.execute(sql.as_str(), &params).await?;
+    if rows.is_empty() {
+        return Ok(());
     }
+    let now_ms = crate::base::clock::now_ms();
+    let streams: Vec<&str> = rows.iter().map(|(e, _)| e.stream.as_str()).collect();
+    let types: Vec<&str> = rows.iter().map(|(e, _)| e.event_type.as_str()).collect();
+    let payloads: Vec<&[u8]> = rows.iter().map(|(e, _)| e.payload.as_slice()).collect();
+    let versions: Vec<i64> = rows.iter().map(|(_, v)| *v).collect();
+    let ids: Vec<Option<&[u8]>> = rows
+        .iter()
+        .map(|(e, _)| e.event_id.as_ref().map(|id| &id[..]))
+        .collect();
+    let metadata: Vec<Option<&[u8]>> = rows.iter().map(|(e, _)| e.metadata.as_deref()).collect();
+    let formats: Vec<i16> = rows.iter().map(|(e, _)| e.format).collect();
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
+                                 stream_version, event_id, metadata, payload_format)
+             SELECT p, s, t, pl, $4, v, id, m, f
+               FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $5::BYTEA[], $6::BIGINT[],
+                           $7::BYTEA[], $8::BYTEA[], $9::SMALLINT[])
+                 AS r(p, s, t, pl, v, id, m, f)",
+        )
+        .await?;
+    tx.execute(
+        &stmt,
+        &[
+            &positions, &streams, &types, &now_ms, &payloads, &versions, &ids, &metadata, &formats,
+        ],
+    )
+    .await?;
     Ok(())
 }

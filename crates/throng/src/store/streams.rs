@@ -314,11 +314,11 @@ fn scan_sql(filter: &Filter, pg: bool) -> String {
     sql
 }
 
-/// The next page's start. Positions commit in order and without gaps, so
-/// every position up to the head read before the range is in the range's
-/// read, and a row seen past that head means every lower one was seen too
-/// (it committed earlier, so the statement's snapshot holds it): the page
-/// covers up to the head (or the scan's end) and at least its last event.
+/// The next page's start. Every position up to the head read before the
+/// range is final (SQLite: one writer, positions commit in order; PostgreSQL:
+/// the head is the horizon and the range stops there), so the range's read
+/// holds all of them: the page covers up to the head (or the scan's end)
+/// and at least its last event.
 fn page_end(from: i64, limit: i64, scan_max: i64, head: i64, events: &[StoredEvent]) -> i64 {
     let scanned_to = from.saturating_add(scan_max).min(head + 1).max(from);
     match events.last() {
@@ -413,28 +413,32 @@ pub async fn pg_read_stream(
     Ok(rows.iter().map(super::eventlog::pg_event).collect())
 }
 
-pub async fn pg_head_position(client: &deadpool_postgres::Client) -> Result<i64, StoreError> {
-    Ok(client
-        .query_one("SELECT position FROM event_head WHERE id = 1", &[])
-        .await?
-        .get(0))
+/// The log's head on PostgreSQL: its horizon, the highest position below
+/// which no event can still appear (see `horizon.rs`).
+pub async fn pg_head_position(
+    store: &super::postgres::PgStore,
+    client: &deadpool_postgres::Client,
+) -> Result<i64, StoreError> {
+    store.horizon(client).await
 }
 
 pub async fn pg_scan(
+    store: &super::postgres::PgStore,
     client: &deadpool_postgres::Client,
     from: i64,
     limit: i64,
     scan_max: i64,
     filter: &Filter,
 ) -> Result<Page, StoreError> {
-    // The head first: every position up to it has committed (see
-    // `page_end`), so the range read after it sees them all.
-    let head = pg_head_position(client).await?;
+    // The horizon first: every position up to it is final, so the range
+    // read after it (and never past it) sees all of them.
+    let head = pg_head_position(store, client).await?;
     let to = if filter.is_empty() {
         i64::MAX
     } else {
         from.saturating_add(scan_max)
-    };
+    }
+    .min(head.saturating_add(1));
     let sql = scan_sql(filter, true);
     let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&from, &to];
     for v in [&filter.event_type, &filter.type_prefix, &filter.category]

@@ -61,7 +61,9 @@ impl Experiment for BookingBench {
         // generator shares the server's cores, so its CPU is the server's loss.
         let day_texts: Arc<Vec<String>> = Arc::new((0..days).map(day_text).collect());
         let register_days = day_texts.clone();
-        let register = Arc::new(move |_seq: u64| {
+        let register_to = move |path: &'static str| {
+            let (counter, register_days) = (counter.clone(), register_days.clone());
+            Arc::new(move |_seq: u64| {
             let seq = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let body = format!(
                 r#"{{"placeId":{},"day":"{}","timeSlot":{},"person":{{"name":"Bench Person {seq}","nationalId":"B{seq}","phone":"+421 9{:08}","email":"b{seq}@example.org"}}}}"#,
@@ -72,11 +74,12 @@ impl Experiment for BookingBench {
             );
             RequestSpec {
                 method: http::Method::POST,
-                path_and_query: "/api/booking/registrations".into(),
+                path_and_query: path.into(),
                 headers: vec![("content-type".into(), "application/json".into())],
                 body: Bytes::from(body),
             }
-        });
+        })
+        };
         let slots_read = move |span: i64| {
             let day_texts = day_texts.clone();
             Arc::new(move |seq: u64| {
@@ -90,7 +93,7 @@ impl Experiment for BookingBench {
         vec![
             Workload {
                 name: "POST try-register, random slot (durable)".into(),
-                factory: register,
+                factory: register_to("/api/booking/registrations"),
                 ok_statuses: vec![201, 409],
                 target_ratio_min: Some(0.4),
                 published: "1,386 (EF Core); 10,069 (In-Memory OLTP); 36,000 (Redis, not durable)"
@@ -113,7 +116,18 @@ impl Experiment for BookingBench {
                 published: "-".into(),
                 comparison: false,
             },
+            Workload {
+                name: "naive: one UPDATE per request, autocommit (comparison)".into(),
+                factory: register_to("/api/booking/baseline/registrations"),
+                ok_statuses: vec![201, 409],
+                target_ratio_min: None,
+                published: "-".into(),
+                comparison: true,
+            },
         ]
+    }
+    fn serve_args(&self) -> Vec<String> {
+        vec!["--booking-baseline-routes".into()]
     }
     fn connections(&self) -> usize {
         // A crowd: 256 people pressing "register" at once. With 64, durable
@@ -130,6 +144,11 @@ impl Experiment for BookingBench {
              5M slots took about 1 GB of RAM"
                 .into(),
             "try-register answers 201 or 409 (slot already taken); both are correct answers".into(),
+            "naive (baseline.rs, `--booking-baseline-routes`): the endpoint as a user might first \
+             write it: one conditional UPDATE of the slot per request in autocommit (PostgreSQL: \
+             a pool of 32 connections; SQLite: one connection), no registration row, no event, \
+             no sealing, no one-per-person rule"
+                .into(),
         ]
     }
 }

@@ -8,6 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::model::{
     self, Day, Place, RegisterOutcome, SealedRegistration, EVENT_CANCELLED, EVENT_CONFIRMED,
 };
+use crate::store::postgres::{PgFuture, PgGroup, PgTx};
 use crate::store::{eventlog, NewEvent, Store, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -237,74 +238,241 @@ pub async fn try_register(
             }
             outcome
         }
-        Store::Postgres(p) => {
-            p.write(move |tx| {
-                let (reg, event) = (reg.clone(), event.clone());
-                Box::pin(async move {
-                    // A person who holds a registration takes no slot; two
-                    // nodes registering one person at once both pass that
-                    // check, and the unique constraint makes the later
-                    // insert do nothing (after waiting for the first to
-                    // commit), so its slot is handed back below.
-                    let inserted = tx
-                        .tx
-                        .execute(
-                            "WITH taken AS (
-                                UPDATE booking_slots SET registration_id = $1
-                                WHERE place_id = $2 AND day = $3 AND time_slot = $4
-                                  AND registration_id IS NULL
-                                  AND ($8::bytea IS NULL OR NOT EXISTS (
-                                      SELECT 1 FROM booking_registrations WHERE person_key = $8))
-                                RETURNING place_id)
-                             INSERT INTO booking_registrations
-                                (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key)
-                             SELECT $1, $5, $2, $3, $4, $6, $7, $8 FROM taken
-                             ON CONFLICT (person_key) DO NOTHING",
-                            &[
-                                &reg.id,
-                                &reg.place_id,
-                                &reg.day.0,
-                                &reg.time_slot,
-                                &reg.access_hash,
-                                &reg.person_sealed,
-                                &reg.created_at_ms,
-                                &reg.person_key,
-                            ],
-                        )
-                        .await?;
-                    if inserted == 1 {
-                        tx.append(event);
-                        return Ok(RegisterOutcome::Registered);
-                    }
-                    let row = tx
-                        .tx
-                        .query_opt(
-                            "WITH handed_back AS (
-                                UPDATE booking_slots SET registration_id = NULL
-                                WHERE place_id = $1 AND day = $2 AND time_slot = $3
-                                  AND registration_id = $5
-                                RETURNING 1)
-                             SELECT (SELECT COUNT(*) FROM booking_places WHERE id = $1),
-                                    (SELECT COUNT(*) FROM booking_slots
-                                     WHERE place_id = $1 AND day = $2 AND time_slot = $3),
-                                    $4::bytea IS NOT NULL AND EXISTS (
-                                        SELECT 1 FROM booking_registrations WHERE person_key = $4),
-                                    (SELECT COUNT(*) FROM handed_back)",
-                            &[&reg.place_id, &reg.day.0, &reg.time_slot, &reg.person_key, &reg.id],
-                        )
-                        .await?;
-                    let (places, slots, person_holds_one): (i64, i64, bool) = row
-                        .map(|r| (r.get(0), r.get(1), r.get(2)))
-                        .unwrap_or((0, 0, false));
-                    if person_holds_one && places > 0 && slots > 0 {
-                        return Ok(RegisterOutcome::AlreadyRegistered);
-                    }
-                    Ok(miss_outcome(places, slots))
-                })
-            })
-            .await
-        }
+        Store::Postgres(p) => p.write_grouped::<PgTryRegister>((reg, event)).await,
     }
+}
+
+/// PostgreSQL's try-register: the registrations of a writer's batch decided
+/// together, in one statement (a slot is taken by one conditional UPDATE
+/// per row, the registration inserted in the same statement), and the
+/// answers of the ones that missed found by a second one. A registration
+/// that asks for a slot or a person an earlier one of the batch asks for
+/// runs after them, alone, with the same rules ([`pg_try_register_one`]).
+pub struct PgTryRegister;
+
+impl PgGroup for PgTryRegister {
+    type Item = (SealedRegistration, NewEvent);
+    type Out = RegisterOutcome;
+
+    fn run<'a>(
+        tx: &'a PgTx<'a>,
+        items: Vec<&'a Self::Item>,
+    ) -> PgFuture<'a, Vec<RegisterOutcome>> {
+        Box::pin(async move {
+            let mut slots = std::collections::HashSet::with_capacity(items.len());
+            let mut persons = std::collections::HashSet::with_capacity(items.len());
+            let (mut together, mut after) = (Vec::new(), Vec::new());
+            for (i, (reg, _)) in items.iter().enumerate() {
+                let slot_first = slots.insert((reg.place_id, reg.day.0, reg.time_slot));
+                let person_first = reg
+                    .person_key
+                    .as_ref()
+                    .is_none_or(|k| persons.insert(k.as_slice()));
+                if slot_first && person_first {
+                    together.push(i);
+                } else {
+                    after.push(i);
+                }
+            }
+            let mut out = vec![RegisterOutcome::SlotTaken; items.len()];
+            let regs: Vec<&SealedRegistration> = together.iter().map(|&i| &items[i].0).collect();
+            let took = pg_take_slots(tx, &regs).await?;
+            let mut missed = Vec::new();
+            for (&i, took) in together.iter().zip(took) {
+                let (reg, event) = items[i];
+                match took {
+                    Took::Registered => {
+                        tx.append(event.clone());
+                        out[i] = RegisterOutcome::Registered;
+                    }
+                    // Another node registered the person meanwhile: the
+                    // slot goes back, and the answer says why.
+                    Took::PersonRaced => out[i] = pg_why_missed(tx, reg).await?,
+                    Took::Missed => missed.push(i),
+                }
+            }
+            let regs: Vec<&SealedRegistration> = missed.iter().map(|&i| &items[i].0).collect();
+            for (&i, outcome) in missed.iter().zip(pg_why_missed_all(tx, &regs).await?) {
+                out[i] = outcome;
+            }
+            for i in after {
+                let (reg, event) = items[i];
+                out[i] = pg_try_register_one(tx, reg, event).await?;
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// What [`pg_take_slots`] did for one registration.
+enum Took {
+    Registered,
+    /// The slot was free but the person's key was inserted by another
+    /// transaction first (the slot is still held: hand it back).
+    PersonRaced,
+    Missed,
+}
+
+/// Takes the slots of `regs` (no two of them the same slot or person) and
+/// inserts the registrations that got theirs, in one statement.
+async fn pg_take_slots(tx: &PgTx<'_>, regs: &[&SealedRegistration]) -> Result<Vec<Took>, StoreError> {
+    if regs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<&str> = regs.iter().map(|r| r.id.as_str()).collect();
+    let places: Vec<i64> = regs.iter().map(|r| r.place_id).collect();
+    let days: Vec<i32> = regs.iter().map(|r| r.day.0).collect();
+    let slots: Vec<i32> = regs.iter().map(|r| r.time_slot).collect();
+    let hashes: Vec<&[u8]> = regs.iter().map(|r| r.access_hash.as_slice()).collect();
+    let sealed: Vec<&[u8]> = regs.iter().map(|r| r.person_sealed.as_slice()).collect();
+    let created: Vec<i64> = regs.iter().map(|r| r.created_at_ms).collect();
+    let keys: Vec<Option<&[u8]>> = regs.iter().map(|r| r.person_key.as_deref()).collect();
+    // A person who holds a registration takes no slot; two nodes
+    // registering one person at once both pass that check, and the unique
+    // constraint makes the later insert do nothing (after waiting for the
+    // first to commit): PersonRaced.
+    let stmt = tx
+        .tx
+        .prepare_cached(
+            "WITH r AS (
+                SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::INT[], $4::INT[],
+                                     $5::BYTEA[], $6::BYTEA[], $7::BIGINT[], $8::BYTEA[])
+                  AS r(id, place_id, day, time_slot, access_hash, person_sealed,
+                       created_at_ms, person_key)),
+             taken AS (
+                UPDATE booking_slots s SET registration_id = r.id
+                  FROM r
+                 WHERE s.place_id = r.place_id AND s.day = r.day AND s.time_slot = r.time_slot
+                   AND s.registration_id IS NULL
+                   AND (r.person_key IS NULL OR NOT EXISTS (
+                        SELECT 1 FROM booking_registrations b WHERE b.person_key = r.person_key))
+                RETURNING r.id),
+             inserted AS (
+                INSERT INTO booking_registrations
+                    (id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key)
+                SELECT r.id, r.access_hash, r.place_id, r.day, r.time_slot, r.person_sealed,
+                       r.created_at_ms, r.person_key
+                  FROM r JOIN taken ON taken.id = r.id
+                ON CONFLICT (person_key) DO NOTHING
+                RETURNING id)
+             SELECT taken.id, inserted.id IS NOT NULL
+               FROM taken LEFT JOIN inserted ON inserted.id = taken.id",
+        )
+        .await?;
+    let rows = tx
+        .tx
+        .query(
+            &stmt,
+            &[&ids, &places, &days, &slots, &hashes, &sealed, &created, &keys],
+        )
+        .await?;
+    let mut took: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    for row in &rows {
+        took.insert(row.get(0), row.get(1));
+    }
+    Ok(regs
+        .iter()
+        .map(|r| match took.get(r.id.as_str()) {
+            Some(true) => Took::Registered,
+            Some(false) => Took::PersonRaced,
+            None => Took::Missed,
+        })
+        .collect())
+}
+
+/// Why each of `regs` (none of which took its slot) missed, in one statement.
+async fn pg_why_missed_all(
+    tx: &PgTx<'_>,
+    regs: &[&SealedRegistration],
+) -> Result<Vec<RegisterOutcome>, StoreError> {
+    if regs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ords: Vec<i32> = (0..regs.len() as i32).collect();
+    let places: Vec<i64> = regs.iter().map(|r| r.place_id).collect();
+    let days: Vec<i32> = regs.iter().map(|r| r.day.0).collect();
+    let slots: Vec<i32> = regs.iter().map(|r| r.time_slot).collect();
+    let keys: Vec<Option<&[u8]>> = regs.iter().map(|r| r.person_key.as_deref()).collect();
+    let stmt = tx
+        .tx
+        .prepare_cached(
+            "SELECT r.ord,
+                    EXISTS (SELECT 1 FROM booking_places p WHERE p.id = r.place_id),
+                    EXISTS (SELECT 1 FROM booking_slots s
+                             WHERE s.place_id = r.place_id AND s.day = r.day
+                               AND s.time_slot = r.time_slot),
+                    r.person_key IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM booking_registrations b WHERE b.person_key = r.person_key)
+               FROM unnest($1::INT[], $2::BIGINT[], $3::INT[], $4::INT[], $5::BYTEA[])
+                 AS r(ord, place_id, day, time_slot, person_key)",
+        )
+        .await?;
+    let rows = tx
+        .tx
+        .query(&stmt, &[&ords, &places, &days, &slots, &keys])
+        .await?;
+    let mut out = vec![RegisterOutcome::SlotTaken; regs.len()];
+    for row in rows {
+        let ord: i32 = row.get(0);
+        let (place, slot, person_holds_one): (bool, bool, bool) = (row.get(1), row.get(2), row.get(3));
+        out[ord as usize] = if person_holds_one && place && slot {
+            RegisterOutcome::AlreadyRegistered
+        } else {
+            miss_outcome(place as i64, slot as i64)
+        };
+    }
+    Ok(out)
+}
+
+/// One registration alone: the slot, the registration and (when it missed)
+/// why, in at most two statements.
+async fn pg_try_register_one(
+    tx: &PgTx<'_>,
+    reg: &SealedRegistration,
+    event: &NewEvent,
+) -> Result<RegisterOutcome, StoreError> {
+    match pg_take_slots(tx, &[reg]).await?.pop() {
+        Some(Took::Registered) => {
+            tx.append(event.clone());
+            Ok(RegisterOutcome::Registered)
+        }
+        _ => pg_why_missed(tx, reg).await,
+    }
+}
+
+/// Why `reg` missed its slot; hands the slot back if it holds it (a person
+/// raced by another node).
+async fn pg_why_missed(tx: &PgTx<'_>, reg: &SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+    let why = tx
+        .tx
+        .prepare_cached(
+            "WITH handed_back AS (
+                UPDATE booking_slots SET registration_id = NULL
+                WHERE place_id = $1 AND day = $2 AND time_slot = $3
+                  AND registration_id = $5
+                RETURNING 1)
+             SELECT (SELECT COUNT(*) FROM booking_places WHERE id = $1),
+                    (SELECT COUNT(*) FROM booking_slots
+                     WHERE place_id = $1 AND day = $2 AND time_slot = $3),
+                    $4::bytea IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM booking_registrations WHERE person_key = $4),
+                    (SELECT COUNT(*) FROM handed_back)",
+        )
+        .await?;
+    let row = tx
+        .tx
+        .query_opt(
+            &why,
+            &[&reg.place_id, &reg.day.0, &reg.time_slot, &reg.person_key, &reg.id],
+        )
+        .await?;
+    let (places, slots, person_holds_one): (i64, i64, bool) = row
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .unwrap_or((0, 0, false));
+    if person_holds_one && places > 0 && slots > 0 {
+        return Ok(RegisterOutcome::AlreadyRegistered);
+    }
+    Ok(miss_outcome(places, slots))
 }
 
 fn miss_outcome(places: i64, slots: i64) -> RegisterOutcome {

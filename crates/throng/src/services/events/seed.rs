@@ -194,16 +194,8 @@ async fn seed_pg(
     while let Some(chunk) = rows.recv().await {
         let n = chunk.len() as i64;
         let tx = client.transaction().await?;
-        // The chunk's positions, under the row lock every append takes.
-        let head: i64 = tx
-            .query_one(
-                "UPDATE event_head SET position = position + $1 WHERE id = 1 RETURNING position",
-                &[&n],
-            )
-            .await?
-            .get(0);
-        let first = head - n + 1;
-        let positions: Vec<i64> = (first..=head).collect();
+        // The chunk's positions, as every append takes them.
+        let positions = crate::store::postgres::take_positions(&tx, chunk.len()).await?;
         let streams: Vec<&str> = chunk.iter().map(|r| r.0.as_str()).collect();
         let versions: Vec<i64> = chunk.iter().map(|r| r.1).collect();
         let ids: Vec<&[u8]> = chunk.iter().map(|r| &r.2[..]).collect();

@@ -30,6 +30,21 @@ use crate::store::streams::Filter;
 
 /// A live subscription looks for new events at least this often.
 pub const LIVE_POLL_MS: u64 = 250;
+/// When this node appended past the head a read saw (PostgreSQL's horizon
+/// trails a commit by about one write transaction, see store/horizon.rs),
+/// the read is tried again this soon instead of after a live poll.
+const BEHIND_HORIZON_RETRY_MS: u64 = 5;
+
+/// How long a caught-up reader at `head` naps: briefly when this node
+/// already appended past `head` (the horizon is about to move), else until
+/// woken or a live poll.
+fn nap_ms(appended: i64, head: i64) -> u64 {
+    if appended > head {
+        BEHIND_HORIZON_RETRY_MS
+    } else {
+        LIVE_POLL_MS
+    }
+}
 /// Events read per page by a subscription.
 const SUBSCRIBE_PAGE: i64 = 256;
 /// A comment line keeps idle streams open through proxies.
@@ -170,12 +185,12 @@ impl Follow {
                 }
             };
             self.next = page.next;
+            let head = page.head;
             let caught_up = page.events.is_empty() && page.next > page.head;
             self.page = page.events.into_iter();
             if caught_up {
-                let _ =
-                    tokio::time::timeout(Duration::from_millis(LIVE_POLL_MS), self.wake.changed())
-                        .await;
+                let nap = nap_ms(*self.wake.borrow(), head);
+                let _ = tokio::time::timeout(Duration::from_millis(nap), self.wake.changed()).await;
             }
         }
     }
@@ -246,8 +261,8 @@ pub async fn poll(
         }
         from = page.next;
         if caught_up {
-            let nap =
-                deadline.min(tokio::time::Instant::now() + Duration::from_millis(LIVE_POLL_MS));
+            let nap_ms = nap_ms(*wake.borrow(), page.head);
+            let nap = deadline.min(tokio::time::Instant::now() + Duration::from_millis(nap_ms));
             let _ = tokio::time::timeout_at(nap, wake.changed()).await;
         }
     }

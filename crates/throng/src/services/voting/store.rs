@@ -574,8 +574,7 @@ const ROUND_ROWS_PER_INSERT_MAX: usize = 1000;
 /// A PostgreSQL round runs in a transaction of its own, never in the
 /// writer's batches: a row's `xmin` is its transaction's id, and a round
 /// batched with votes would give published ballots the xmin of marks.
-/// Positions follow the store's protocol (`store/postgres.rs`): taken from
-/// `event_head` under its row lock, held until commit.
+/// Positions follow the store's protocol (`store/postgres.rs`).
 async fn pg_round(
     p: &crate::store::postgres::PgStore,
     election_id: i64,
@@ -627,14 +626,11 @@ async fn pg_round(
         .iter()
         .map(|b| ballot_event(election_id, round, b))
         .collect();
-    // Positions come from the store's one protocol (event_head), which also
-    // orders this commit among every node's.
-    let first = crate::store::postgres::append_events(&tx, &events).await?;
+    // Positions come from the store's one protocol (see store/postgres.rs).
+    let positions_all = crate::store::postgres::append_events(&tx, &events).await?;
     for (chunk_no, chunk) in boxed.chunks(ROUND_ROWS_PER_INSERT_MAX).enumerate() {
         let base = chunk_no * ROUND_ROWS_PER_INSERT_MAX;
-        let positions: Vec<i64> = (0..chunk.len())
-            .map(|i| first + (base + i) as i64)
-            .collect();
+        let positions = &positions_all[base..base + chunk.len()];
         let mut ballots_sql = String::from(
             "INSERT INTO voting_ballots
                 (ballot_id, election_id, district_id, party_id, candidate_ids, round, position) VALUES ",
