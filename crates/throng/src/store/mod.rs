@@ -15,6 +15,7 @@
 #[macro_use]
 pub mod eventlog;
 pub mod horizon;
+pub mod invalidate;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;

@@ -40,6 +40,7 @@ pub struct PgTx<'a> {
     pub tx: &'a deadpool_postgres::Transaction<'a>,
     events: Mutex<Vec<NewEvent>>,
     conditional: Mutex<Vec<(StreamAppend, OutcomeSlot)>>,
+    invalidated: Mutex<Vec<String>>,
 }
 
 /// Where a conditional append's outcome lands once its batch decided it
@@ -50,6 +51,12 @@ impl PgTx<'_> {
     /// Appends an event that commits with this transaction.
     pub fn append(&self, event: NewEvent) {
         self.events.lock().unwrap().push(event);
+    }
+
+    /// Tells every node's caches that what `key` names changed, when (and
+    /// only if) this transaction commits (see `invalidate.rs`).
+    pub fn invalidate(&self, key: String) {
+        self.invalidated.lock().unwrap().push(key);
     }
 
     /// Appends `append` if its stream is as expected when the batch takes
@@ -204,6 +211,8 @@ pub struct PgStore {
     writer: mpsc::Sender<Box<dyn PgJob>>,
     /// How far readers of the event log may read (see `horizon.rs`).
     horizon: super::horizon::Horizon,
+    /// Other nodes' writes, for caches (see `invalidate.rs`).
+    invalidations: Arc<super::invalidate::Invalidations>,
     /// How to connect (for [`PgStore::pool_of`]).
     config: tokio_postgres::Config,
     wait: Duration,
@@ -246,6 +255,7 @@ impl PgStore {
             pool,
             writer: tx,
             horizon: Default::default(),
+            invalidations: super::invalidate::Invalidations::start(cfg.clone()),
             config: cfg,
             wait,
         }))
@@ -278,6 +288,11 @@ impl PgStore {
         answer
             .await
             .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
+    }
+
+    /// What every node's writes invalidate (see `invalidate.rs`).
+    pub fn invalidations(&self) -> &super::invalidate::Invalidations {
+        &self.invalidations
     }
 
     /// The event log's horizon read on `client`: every event at a position
@@ -407,6 +422,7 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         tx: &tx,
         events: Mutex::new(Vec::new()),
         conditional: Mutex::new(Vec::new()),
+        invalidated: Mutex::new(Vec::new()),
     };
     // Statements of all commands are pipelined on the one connection; the
     // commands of a group run once, together, led by the group's first.
@@ -434,7 +450,17 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
     }
     let events = std::mem::take(&mut *ptx.events.lock().unwrap());
     let conditional = std::mem::take(&mut *ptx.conditional.lock().unwrap());
+    let mut invalidated = std::mem::take(&mut *ptx.invalidated.lock().unwrap());
     drop(ptx);
+    if !invalidated.is_empty() {
+        invalidated.sort_unstable();
+        invalidated.dedup();
+        let stmt = tx
+            .prepare_cached("SELECT COUNT(pg_notify($1, k)) FROM unnest($2::TEXT[]) AS k")
+            .await?;
+        tx.query_one(&stmt, &[&super::invalidate::CHANNEL, &invalidated])
+            .await?;
+    }
     if !events.is_empty() || !conditional.is_empty() {
         let appends: Vec<&StreamAppend> = conditional.iter().map(|(a, _)| a).collect();
         // (append_all takes the transaction id before any position.)

@@ -165,11 +165,29 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     }
     assert_eq!(stats["slots"], PLACES * DAYS as i64 * SLOTS_PER_DAY);
     // The event log has one confirmation per registration (plus SlotsOpened).
-    assert_eq!(
-        stats["lastEventPosition"].as_i64().unwrap(),
-        registrations + 1,
-        "{stats}"
-    );
+    // SQLite's positions have no holes; PostgreSQL's batch that the kill cut
+    // off took positions it never committed, so there the events are counted.
+    let token = server.admin_token();
+    let mut events = 0i64;
+    let mut from = 1i64;
+    loop {
+        let path = format!("/api/events/all?from={from}&limit=1000");
+        let r = api.send(api.http.get(api.url(&path)).bearer_auth(&token)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let v = r.json();
+        let page = v["events"].as_array().unwrap().len() as i64;
+        events += page;
+        from = v["next"].as_i64().unwrap();
+        if page == 0 && from > v["head"].as_i64().unwrap() {
+            break;
+        }
+    }
+    assert_eq!(events, registrations + 1, "{stats}");
+    let last = stats["lastEventPosition"].as_i64().unwrap();
+    match kind {
+        StoreKind::Sqlite => assert_eq!(last, registrations + 1, "{stats}"),
+        StoreKind::Postgres => assert!(last >= registrations + 1, "{stats}"),
+    }
     // And the restarted server still takes registrations.
     let free = (1..SLOTS_PER_DAY).find(|s| !taken.contains_key(&(1, FROM.to_string(), *s)));
     if let Some(slot) = free {

@@ -8,11 +8,17 @@
 //! answers. So a page read before a commit can only be filed under the old
 //! version, and every read that starts after the write's answer misses it.
 //!
-//! Where the version lives: with SQLite (one process) in memory, in striped
-//! counters bumped by this process's writes; with PostgreSQL (several nodes
-//! behind a balancer) in `comments_ratings.version`, bumped in the write's
-//! transaction and read with one key lookup, so a write on one node
-//! invalidates every node's pages.
+//! Where the version lives: in memory, in striped counters bumped by this
+//! process's writes. With PostgreSQL (several nodes behind a balancer) a
+//! write also names its course on the store's invalidation channel
+//! (`store/invalidate.rs`: `pg_notify` in the write's transaction), and
+//! every node bumps that course's counter when it hears it, so a write on
+//! one node invalidates every node's pages within the channel's delay. A
+//! node serves cached pages only while its channel is known to be fresh
+//! within [`FRESH_BOUND`]; otherwise every read goes to the database, so
+//! the bound holds when the channel is away.
+//! A client that just wrote and asks with `Cache-Control: no-cache` skips
+//! the cache (its next read sees its write whichever node serves it).
 //!
 //! Bounds: `entries_max` pages and `bytes_max` bytes of bodies; past either,
 //! the oldest filed pages go first (FIFO: cheap, and hot pages are refiled on
@@ -31,6 +37,10 @@ use super::model::ListQuery;
 /// stripe of its course, which also invalidates the other courses that share
 /// the stripe (harmless, rare) and keeps memory bounded whatever the ids.
 const STRIPES: usize = 65_536;
+
+/// How stale a PostgreSQL node's cached page may be at most: a write
+/// committed longer ago than this is seen by every read.
+pub const FRESH_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A page ready to send: body, its ETag, its next cursor. The header values
 /// are built once, when the page is filled, so a hit only clones them.
@@ -123,6 +133,14 @@ impl PageCache {
     /// Call after a write on `course_id` committed, before answering it.
     pub fn bump(&self, course_id: i64) {
         self.stripe(course_id).fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Invalidates every page (the invalidation channel may have missed
+    /// writes): every stripe moves on.
+    pub fn bump_all(&self) {
+        for s in self.stripes.iter() {
+            s.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// The page filed for `q` under `version`, if any.

@@ -238,20 +238,24 @@ fn course_not_found(id: i64) -> ApiError {
     ApiError::not_found("course_not_found", format!("no course with id {id}"))
 }
 
-/// Reads a page, through the cache when it is on.
+/// Reads a page, through the cache when it is on, unless `revalidate`
+/// (the request said `Cache-Control: no-cache`).
 pub async fn read_page(
     store: &Store,
     comments: &CommentsState,
     q: &ListQuery,
+    revalidate: bool,
 ) -> ApiResult<Arc<Page>> {
     let cache = &comments.cache;
-    let version = if !cache.enabled() {
-        None
-    } else {
-        Some(match store {
-            Store::Sqlite(_) => cache.local_version(q.course_id),
-            Store::Postgres(_) => store::version(store, q.course_id, q.comment_type).await?,
-        })
+    let version = match store {
+        _ if !cache.enabled() || revalidate => None,
+        Store::Sqlite(_) => Some(cache.local_version(q.course_id)),
+        // Other nodes' writes arrive over the invalidation channel; while
+        // it is not known fresh, pages are read from the database.
+        Store::Postgres(p) if p.invalidations().fresh_within(super::cache::FRESH_BOUND) => {
+            Some(cache.local_version(q.course_id))
+        }
+        Store::Postgres(_) => None,
     };
     if let Some(page) = version.and_then(|v| cache.get(q, v)) {
         return Ok(page);
@@ -268,6 +272,18 @@ pub async fn read_page(
         cache.put(q, v, page.clone());
     }
     Ok(page)
+}
+
+/// `Cache-Control: no-cache` (or `Pragma: no-cache`): the client wants a
+/// page read now, not one kept (after its own write, say).
+fn no_cache(headers: &HeaderMap) -> bool {
+    let says = |name| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|d| d.trim().eq_ignore_ascii_case("no-cache")))
+        })
+    };
+    says(header::CACHE_CONTROL) || says(header::PRAGMA)
 }
 
 fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
@@ -310,7 +326,7 @@ pub async fn list_comments(
     if q.course_id < 1 {
         return Err(course_not_found(q.course_id));
     }
-    let page = read_page(&st.store, &st, &q).await?;
+    let page = read_page(&st.store, &st, &q, no_cache(&headers)).await?;
     let status = if etag_matches(&headers, &page.etag) {
         StatusCode::NOT_MODIFIED
     } else {

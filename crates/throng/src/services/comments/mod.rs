@@ -91,7 +91,12 @@ impl Service for Comments {
     ) -> BoxFuture<'a, anyhow::Result<Started>> {
         Box::pin(async move {
             let args = CommentsArgs::from_arg_matches(args)?;
-            Ok(Started::new(Arc::new(CommentsState::new(&args, platform))))
+            let state = Arc::new(CommentsState::new(&args, platform));
+            let mut started = Started::new(state.clone());
+            if let Some(worker) = state.spawn_invalidation_listener() {
+                started = started.with_worker(worker);
+            }
+            Ok(started)
         })
     }
 
@@ -183,6 +188,35 @@ impl CommentsState {
             demo: platform.demo,
             json_build: args.json_build,
         }
+    }
+
+    /// On PostgreSQL: bumps the page-cache version of every course another
+    /// node wrote on, as the store's invalidation channel hears of it.
+    fn spawn_invalidation_listener(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let Store::Postgres(p) = &self.store else {
+            return None;
+        };
+        if !self.cache.enabled() {
+            return None;
+        }
+        let mut heard = p.invalidations().subscribe();
+        let this = Arc::downgrade(self);
+        Some(tokio::spawn(async move {
+            while let Some(i) = heard.recv().await {
+                let Some(this) = this.upgrade() else { return };
+                match i {
+                    crate::store::invalidate::Invalidation::Key(key) => {
+                        if let Some(course) = key
+                            .strip_prefix(store::INVALIDATION_PREFIX)
+                            .and_then(|c| c.parse::<i64>().ok())
+                        {
+                            this.cache.bump(course);
+                        }
+                    }
+                    crate::store::invalidate::Invalidation::Everything => this.cache.bump_all(),
+                }
+            }
+        }))
     }
 
     /// Posts a comment; on success, bumps the course's page-cache version.

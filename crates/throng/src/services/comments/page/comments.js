@@ -65,11 +65,17 @@
     }
   }
 
-  async function call(method, path, body) {
+  // `fresh`: after this page's own write, ask past every cache (the
+  // browser's and the server's: Cache-Control: no-cache), so the write is
+  // seen whichever node of a cluster answers.
+  async function call(method, path, body, fresh) {
     const headers = {};
     if (body !== undefined) headers["content-type"] = "application/json";
     if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(api + path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      cache: fresh ? "no-cache" : "default",
+    });
     const text = await r.text();
     let json = null;
     try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
@@ -78,12 +84,12 @@
 
   const errorText = (res) => (res.json && res.json.error ? res.json.error.message : `error ${res.status}`);
 
-  async function render(message) {
+  async function render(message, afterWrite) {
     const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
       `&skip=${skip}&size=${opts.size}&skipThread=0&sizeThread=${opts.sizeThread}`;
     const [rating, list] = await Promise.all([
-      call("GET", `/api/courses/${opts.course}/rating?ratingType=${encodeURIComponent(opts.type)}`),
-      call("GET", `/api/comments?${q}`),
+      call("GET", `/api/courses/${opts.course}/rating?ratingType=${encodeURIComponent(opts.type)}`, undefined, afterWrite),
+      call("GET", `/api/comments?${q}`, undefined, afterWrite),
     ]);
     root.replaceChildren();
     if (!rating.ok) {
@@ -154,7 +160,7 @@
     return el("div", { class: "tc-reply" }, remarks,
       el("button", { type: "button", text: existing ? "Edit reply" : "Reply", "data-testid": "reply-send", onclick: async () => {
         const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: remarks.value });
-        if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.");
+        if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.", true);
         else status.textContent = errorText(res);
       } }), status);
   }
@@ -175,7 +181,7 @@
       const res = await call("POST", `/api/courses/${opts.course}/comments`, {
         rating: Number(rating.value), title: title.value, remarks: remarks.value, commentType: opts.type,
       });
-      if (res.ok) { skip = 0; render("Thanks! Your review is posted."); }
+      if (res.ok) { skip = 0; render("Thanks! Your review is posted.", true); }
       else status.textContent = errorText(res);
     });
     return form;

@@ -43,7 +43,7 @@ mod writes;
 
 pub use listing::list_page;
 pub use lookups::{course, rating, version};
-pub use writes::{post_comment, put_reply};
+pub use writes::{invalidation_key, post_comment, put_reply, INVALIDATION_PREFIX};
 
 use super::model::Cursor;
 

@@ -115,6 +115,15 @@ const PG_VERSION_BUMP: &str = "INSERT INTO comments_ratings (course_id, comment_
 
 /// Posts a comment: the comment, its snapshot, the aggregates and the event,
 /// in one transaction.
+/// What a write on a course tells every node's page cache (PostgreSQL; see
+/// `store/invalidate.rs` and `cache.rs`).
+pub fn invalidation_key(course_id: i64) -> String {
+    format!("{INVALIDATION_PREFIX}{course_id}")
+}
+
+/// The prefix of the comments' invalidation keys.
+pub const INVALIDATION_PREFIX: &str = "comments:course:";
+
 pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome, StoreError> {
     match store {
         Store::Sqlite(s) => s.write(move |c| sqlite_post(c, &new)).await,
@@ -160,6 +169,7 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                     )
                     .await?;
                     let out = comment_out(&new, id, display_name);
+                    tx.invalidate(invalidation_key(new.course_id));
                     tx.append(posted_event(&out));
                     Ok(PostOutcome::Posted(out))
                 })
@@ -346,6 +356,7 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                         }
                     };
                     t.execute(PG_VERSION_BUMP, &[&target.course_id, &kind.as_str()]).await?;
+                    tx.invalidate(invalidation_key(target.course_id));
                     let edited = out.edited_date.is_some();
                     tx.append(reply_event(&out, edited));
                     Ok(if edited { ReplyOutcome::Edited(out) } else { ReplyOutcome::Created(out) })
