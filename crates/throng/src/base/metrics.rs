@@ -25,6 +25,28 @@ pub struct Metrics {
     pub http_bodies_timed_out: IntCounter,
     pub http_rate_limit_overflow: IntCounter,
     pub notifier_parked: IntCounter,
+    /// Cache reads by cache and outcome (closed sets: see [`CacheRead`]).
+    pub cache_reads: IntCounterVec,
+}
+
+/// How a cache read went.
+#[derive(Clone, Copy)]
+pub enum CacheRead {
+    Hit,
+    Miss,
+    /// The cache was not asked: off, the client said no-cache, or (on
+    /// PostgreSQL) the invalidation channel was not known fresh.
+    Bypass,
+}
+
+/// Counts a read of cache `cache` (a name fixed in code).
+pub fn observe_cache_read(cache: &'static str, outcome: CacheRead) {
+    let outcome = match outcome {
+        CacheRead::Hit => "hit",
+        CacheRead::Miss => "miss",
+        CacheRead::Bypass => "bypass",
+    };
+    METRICS.cache_reads.with_label_values(&[cache, outcome]).inc();
 }
 
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -124,6 +146,14 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Confirmations parked after their attempts or a gateway's refusal (see the admin endpoint)",
     )
     .unwrap();
+    let cache_reads = IntCounterVec::new(
+        Opts::new(
+            "throng_cache_reads_total",
+            "Reads of in-memory caches by cache and outcome (hit, miss, bypass)",
+        ),
+        &["cache", "outcome"],
+    )
+    .unwrap();
     for c in [
         &notifier_parked,
         &http_requests_timed_out,
@@ -133,6 +163,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         registry.register(Box::new(c.clone())).unwrap();
     }
     registry.register(Box::new(http_requests.clone())).unwrap();
+    registry.register(Box::new(cache_reads.clone())).unwrap();
     registry
         .register(Box::new(http_latency_seconds.clone()))
         .unwrap();
@@ -168,6 +199,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         http_bodies_timed_out,
         http_rate_limit_overflow,
         notifier_parked,
+        cache_reads,
     }
 });
 

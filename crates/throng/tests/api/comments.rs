@@ -33,6 +33,8 @@ both_stores!(
     concurrent_writes_keep_one_reply_and_exact_aggregates,
 );
 
+crate::postgres_only!(two_nodes_see_each_others_writes_within_the_bound);
+
 const LIST: &str = "/api/comments";
 
 /// A server seeded with a small deterministic data set.
@@ -1247,4 +1249,94 @@ async fn write_up_artillery_script_runs_with_zero_errors() {
         .filter(|k| k.starts_with("errors."))
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// Two nodes on one PostgreSQL: a write on one is seen by the other's next
+/// read that says `Cache-Control: no-cache` (the writing client's next
+/// read, whichever node serves it), and by every read there within the
+/// cache's bound (`cache::FRESH_BOUND`, 1 s: the invalidation channel, or
+/// the database while the channel is not known fresh).
+async fn two_nodes_see_each_others_writes_within_the_bound(_kind: StoreKind) {
+    use crate::helpers::{store_flags, PgDb};
+    let Some(db) = PgDb::create_or_skip().await else {
+        return;
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut args = vec!["seed".to_string()];
+    args.extend(store_flags(dir.path(), Some(&db.url)));
+    args.extend(
+        ["comments", "--users", "40", "--courses", "6", "--comments-per-course", "12"]
+            .map(String::from),
+    );
+    let out = tokio::process::Command::new(throng_bin())
+        .args(&args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (a, b) = tokio::join!(
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+        ProcessServer::start(dir.path(), Some(&db.url), &[]),
+    );
+    let secrets = Secrets::load_or_create(dir.path()).unwrap();
+    let user = throng::platform::auth::TokenKeys::new(&secrets.token_secret).issue("25", Role::User, 600);
+    let q = "courseId=3&size=5&sizeThread=5";
+    let bound = throng::services::comments::cache::FRESH_BOUND;
+    let mut slowest = std::time::Duration::ZERO;
+    for i in 0..6 {
+        let (writer, reader) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        // The reader's page is cached (read twice, same bytes, and the
+        // second read is a hit: the channel is fresh, so pages are kept).
+        let before = list(&reader.api, q).await;
+        assert_eq!(before.status, 200, "{}", before.text());
+        // (A node's channel is known fresh from its first heartbeat on,
+        // within a few hundred milliseconds of its start.)
+        let mut hit = false;
+        for _ in 0..60 {
+            let hits = cache_hits(&reader.api).await;
+            assert_eq!(list(&reader.api, q).await.body, before.body);
+            if cache_hits(&reader.api).await > hits {
+                hit = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(hit, "round {i}: the reader's page cache never hit");
+        let posted = post_comment(&writer.api, Some(&user), 3, &comment(5, &format!("Node round {i}"), "Seen?")).await;
+        assert_eq!(posted.status, 201, "{}", posted.text());
+        let id = posted.json()["commentId"].clone();
+        let written = std::time::Instant::now();
+        // The writing client's next read, on the other node.
+        let fresh = reader
+            .api
+            .send(reader.api.http.get(reader.api.url(&format!("{LIST}?{q}"))).header("cache-control", "no-cache"))
+            .await;
+        assert_eq!(fresh.json()[0]["lastCommentId"], id, "no-cache sees the write at once");
+        // Any read on the other node, within the bound.
+        loop {
+            let page = list_ok(&reader.api, q).await;
+            if page[0]["lastCommentId"] == id {
+                break;
+            }
+            assert!(
+                written.elapsed() <= bound + std::time::Duration::from_millis(500),
+                "round {i}: the other node still served the old page after {:?}",
+                written.elapsed()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        slowest = slowest.max(written.elapsed());
+    }
+    println!("the other node saw each write within {slowest:?} (bound {bound:?})");
+}
+
+/// `throng_cache_reads_total{cache="comments_pages",outcome="hit"}`.
+async fn cache_hits(api: &Api) -> u64 {
+    let text = api.get("/metrics").await.text();
+    text.lines()
+        .find(|l| l.starts_with("throng_cache_reads_total{") && l.contains("cache=\"comments_pages\"") && l.contains("outcome=\"hit\""))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }

@@ -238,6 +238,9 @@ fn course_not_found(id: i64) -> ApiError {
     ApiError::not_found("course_not_found", format!("no course with id {id}"))
 }
 
+/// The page cache's name in `throng_cache_reads_total`.
+const CACHE_METRIC: &str = "comments_pages";
+
 /// Reads a page, through the cache when it is on, unless `revalidate`
 /// (the request said `Cache-Control: no-cache`).
 pub async fn read_page(
@@ -257,9 +260,19 @@ pub async fn read_page(
         }
         Store::Postgres(_) => None,
     };
+    use crate::base::metrics::{observe_cache_read, CacheRead};
     if let Some(page) = version.and_then(|v| cache.get(q, v)) {
+        observe_cache_read(CACHE_METRIC, CacheRead::Hit);
         return Ok(page);
     }
+    observe_cache_read(
+        CACHE_METRIC,
+        if version.is_some() {
+            CacheRead::Miss
+        } else {
+            CacheRead::Bypass
+        },
+    );
     let listed = store::list_page(store, q, comments.json_build).await?;
     if listed.blocks == 0 && store::course(store, q.course_id).await?.is_none() {
         return Err(course_not_found(q.course_id));
