@@ -29,6 +29,8 @@ pub struct CommentsBench {
 
 /// Rows of the write-up's testData.csv (`Select Top 5000 ...`).
 const TEST_ROWS: u64 = 5000;
+/// The popular courses whose first pages a crowd reads.
+const HOT_COURSES: i64 = 100;
 /// Distinct user tokens the POST workload cycles through.
 const TOKENS: usize = 1000;
 
@@ -135,6 +137,19 @@ impl Experiment for CommentsBench {
             comparison: false,
         }];
         if self.cache {
+            out.push(Workload {
+                name: "GET first pages of 100 popular courses (page cache on)".into(),
+                factory: Arc::new(move |seq: u64| {
+                    RequestSpec::get(format!(
+                        "/api/comments/method/jsonfromdapper?ratingType=Course&courseId={}&skip=0&size=10&skipThread=0&sizeThread=10",
+                        pick(seq, 31, 1, HOT_COURSES.min(courses))
+                    ))
+                }),
+                ok_statuses: vec![200],
+                target_ratio_min: None,
+                published: "-".into(),
+                comparison: false,
+            });
             let keys = TokenKeys::new(secret());
             let pop = super::seed::Population::of(users);
             let tokens: Arc<Vec<String>> = Arc::new(
