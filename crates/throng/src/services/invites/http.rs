@@ -729,7 +729,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             "pattern": "^(https?://[^\\x00-\\x20\\x7f]+|/[^/\\x00-\\x20\\x7f][^\\x00-\\x20\\x7f]*)$"})),
         "allowedOrigins": nullable(json!({"type": "array", "maxItems": ORIGINS_MAX, "items": {
             "type": "string", "maxLength": 259 + "https://".len(),
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.:-]+|\\[[A-Za-z0-9.:-]+\\](:[A-Za-z0-9.:-]*)?)$"}})),
+            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.:-]+|\\[[0-9A-Fa-f:.]+\\](:[A-Za-z0-9.:-]*)?)$"}})),
         "inviteShare": nullable(json!({"type": "number", "minimum": 0, "maximum": 1})),
         "closesMax": nullable(json!({"type": "integer", "minimum": 1, "maximum": CLOSES_MAX_LIMIT})),
         "activeFrom": time.clone(),

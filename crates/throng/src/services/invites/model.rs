@@ -124,10 +124,11 @@ pub fn normalize_origin(s: &str) -> Result<String, String> {
         .or_else(|| lower.strip_prefix("http://"))
         .ok_or("an origin starts with http:// or https://")?;
     let plain = |s: &str| s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b));
-    // An IPv6 host is bracketed: `[...]` first, then nothing or `:port`.
+    // An IPv6 host is an IPv6 address in brackets, then nothing or `:port`.
     let host_ok = match rest.strip_prefix('[') {
         Some(v6) => v6.split_once(']').is_some_and(|(addr, after)| {
-            !addr.is_empty() && plain(addr) && (after.is_empty() || after.starts_with(':') && plain(after))
+            addr.parse::<std::net::Ipv6Addr>().is_ok()
+                && (after.is_empty() || after.starts_with(':') && plain(after))
         }),
         None => plain(rest),
     };
