@@ -146,9 +146,7 @@ pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
         json!({"type": "object", "required": ["status"], "additionalProperties": false,
                "properties": {"status": {"type": "string", "enum": [s]}}})
     };
-    let json_ok = |d: &str, schema: Value| {
-        json!({"description": d, "content": {"application/json": {"schema": schema}}})
-    };
+    let json_ok = |d: &str, schema: Value| json!({"description": d, "content": {"application/json": {"schema": schema}}});
     let paths = doc["paths"].as_object_mut().expect("paths");
     paths.insert(
         "/health".into(),
@@ -249,7 +247,10 @@ pub fn finish(doc: &mut Value) {
                     "400",
                     "malformed_json: the body is not JSON (or a parameter does not parse)",
                 );
-                add("415", "unsupported_media_type: send Content-Type: application/json");
+                add(
+                    "415",
+                    "unsupported_media_type: send Content-Type: application/json",
+                );
                 add(
                     "422",
                     "invalid_field: the body parsed but a field is missing, of the wrong type or out of range; the message names it",

@@ -741,7 +741,10 @@ fn type_filter(v: Option<String>, what: &str) -> ApiResult<Option<String>> {
     match v {
         Some(t) => match model::parse_type(&t) {
             Ok(()) => Ok(Some(t)),
-            Err(e) => Err(ApiError::bad_request("invalid_query", format!("{what}: {e}"))),
+            Err(e) => Err(ApiError::bad_request(
+                "invalid_query",
+                format!("{what}: {e}"),
+            )),
         },
         None => Ok(None),
     }
@@ -864,9 +867,27 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         param_range(doc, m, p, "limit", 1, READ_MAX_DEFAULT);
     }
     param_range(doc, "get", "/api/events/subscribe", "from", 0, i64::MAX);
-    param_range(doc, "get", "/api/events/subscribe", "Last-Event-ID", 0, i64::MAX);
-    param_range(doc, "get", "/api/events/poll", "waitMs", 0, POLL_WAIT_MS_MAX as i64);
-    for p in ["/api/events/all", "/api/events/poll", "/api/events/subscribe"] {
+    param_range(
+        doc,
+        "get",
+        "/api/events/subscribe",
+        "Last-Event-ID",
+        0,
+        i64::MAX,
+    );
+    param_range(
+        doc,
+        "get",
+        "/api/events/poll",
+        "waitMs",
+        0,
+        POLL_WAIT_MS_MAX as i64,
+    );
+    for p in [
+        "/api/events/all",
+        "/api/events/poll",
+        "/api/events/subscribe",
+    ] {
         *param_schema(doc, "get", p, "type") = event_type.clone();
         *param_schema(doc, "get", p, "typePrefix") = event_type.clone();
     }
@@ -902,7 +923,8 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             }
         }
     });
-    let claim = &mut operation(doc, "post", lease)["requestBody"]["content"]["application/json"]["schema"];
+    let claim =
+        &mut operation(doc, "post", lease)["requestBody"]["content"]["application/json"]["schema"];
     *claim = json!({
         "type": "object",
         "additionalProperties": false,
@@ -914,4 +936,3 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         }
     });
 }
-

@@ -717,9 +717,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     use serde_json::json;
     let no_controls = "^[^\\x00-\\x1f\\x7f-\\x9f]*$";
     let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": no_controls});
-    let nullable = |mut v: serde_json::Value| {
-        json!({"anyOf": [v.take(), {"type": "null"}]})
-    };
+    let nullable = |mut v: serde_json::Value| json!({"anyOf": [v.take(), {"type": "null"}]});
     let time = json!({"anyOf": [{"type": "string", "format": "date-time"}, {"const": ""}, {"type": "null"}],
         "description": "RFC 3339; \"\" clears it"});
     let properties = json!({
@@ -741,16 +739,33 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             "properties": {"title": text(TITLE_CHARS_MAX), "body": text(TEXT_CHARS_MAX),
                 "yes": text(BUTTON_CHARS_MAX), "no": text(BUTTON_CHARS_MAX), "close": text(BUTTON_CHARS_MAX)}}))
     });
-    body_schema(doc, "patch", "/api/invites/sites/{site_id}", json!({
-        "type": "object", "additionalProperties": false, "properties": properties.clone()}));
+    body_schema(
+        doc,
+        "patch",
+        "/api/invites/sites/{site_id}",
+        json!({
+        "type": "object", "additionalProperties": false, "properties": properties.clone()}),
+    );
     let mut create = properties;
     for required in ["surveyUrl", "allowedOrigins"] {
         create[required] = create[required]["anyOf"][0].take();
     }
-    body_schema(doc, "post", "/api/invites/sites", json!({
+    body_schema(
+        doc,
+        "post",
+        "/api/invites/sites",
+        json!({
         "type": "object", "additionalProperties": false,
-        "required": ["surveyUrl", "allowedOrigins"], "properties": create}));
-    param_range(doc, "delete", "/api/invites/visitors/{visitor_id}", "visitor_id", 1, i64::MAX);
+        "required": ["surveyUrl", "allowedOrigins"], "properties": create}),
+    );
+    param_range(
+        doc,
+        "delete",
+        "/api/invites/visitors/{visitor_id}",
+        "visitor_id",
+        1,
+        i64::MAX,
+    );
     // A preflight without Origin is no CORS request; it is answered without CORS headers.
     let preflight = operation(doc, "options", "/api/invites/sites/{site_id}/answers");
     for p in preflight["parameters"].as_array_mut().into_iter().flatten() {
@@ -758,6 +773,10 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             p["required"] = json!(false);
         }
     }
-    param_required(doc, "delete", "/api/invites/sites/{site_id}/visitor", "X-Invites-Visitor");
+    param_required(
+        doc,
+        "delete",
+        "/api/invites/sites/{site_id}/visitor",
+        "X-Invites-Visitor",
+    );
 }
-

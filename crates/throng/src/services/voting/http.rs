@@ -716,15 +716,19 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     let votes = "/api/voting/elections/{election_id}/votes";
     param_range(doc, "post", votes, VOTER_HEADER, 1, i64::MAX);
     param_range(doc, "post", votes, DISTRICT_HEADER, 1, i64::MAX);
-    body_schema(doc, "post", votes, json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["partyId"],
-        "properties": {
-            "partyId": {"type": "integer", "format": "int64"},
-            "candidateIds": {"type": "array", "maxItems": CANDIDATES_PER_VOTE_LIMIT,
-                "items": {"type": "integer", "format": "int64"}, "description": "default []"}
-        }
-    }));
+    body_schema(
+        doc,
+        "post",
+        votes,
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["partyId"],
+            "properties": {
+                "partyId": {"type": "integer", "format": "int64"},
+                "candidateIds": {"type": "array", "maxItems": CANDIDATES_PER_VOTE_LIMIT,
+                    "items": {"type": "integer", "format": "int64"}, "description": "default []"}
+            }
+        }),
+    );
 }
-
