@@ -312,7 +312,7 @@ pub fn router_for(
 ) -> Router {
     // Built once per server; a clone of `Bytes` is a reference count.
     let index_html = bytes::Bytes::from(index_html(list));
-    let openapi = bytes::Bytes::from(openapi_json(list));
+    let openapi = bytes::Bytes::from(openapi_json(list, args.metrics_listen.is_none()));
     let platform_routes = Router::new()
         .route(
             "/",
@@ -554,8 +554,10 @@ async fn metrics_text() -> impl IntoResponse {
     )
 }
 
-/// `/openapi.json`: every service's document merged under one title.
-fn openapi_json(list: &[&'static dyn Service]) -> String {
+/// `/openapi.json`: every service's document merged under one title, with
+/// the platform's own paths and the answers every operation shares
+/// (`platform::openapi`).
+fn openapi_json(list: &[&'static dyn Service], with_metrics: bool) -> String {
     let mut doc = utoipa::openapi::OpenApi::default();
     for s in list {
         doc.merge(s.openapi());
@@ -580,79 +582,12 @@ fn openapi_json(list: &[&'static dyn Service]) -> String {
         ),
     );
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
-    add_platform_responses(&mut doc);
-    serde_json::to_string_pretty(&doc).expect("JSON serializes")
-}
-
-/// The answers any operation may get from the platform, whatever its
-/// service says: 429 (admission), 503 `request_timeout`, and for operations
-/// with a body 408 `body_timeout` and 413 `body_too_large`; each with the
-/// error envelope's schema (`#/components/schemas/Error`), which every
-/// 4xx and 5xx answer is given.
-fn add_platform_responses(doc: &mut serde_json::Value) {
-    use serde_json::json;
-    doc["components"]["schemas"]["Error"] = json!({
-        "type": "object",
-        "required": ["error"],
-        "additionalProperties": false,
-        "properties": {"error": {
-            "type": "object",
-            "required": ["code", "message"],
-            "additionalProperties": false,
-            "properties": {
-                "code": {"type": "string", "description": "stable, machine-readable"},
-                "message": {"type": "string", "description": "for people: what to change"}
-            }
-        }}
-    });
-    let error = |description: &str| {
-        json!({
-            "description": description,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-        })
-    };
-    let Some(paths) = doc["paths"].as_object_mut() else {
-        return;
-    };
-    for item in paths.values_mut() {
-        let Some(item) = item.as_object_mut() else {
-            continue;
-        };
-        for (method, op) in item.iter_mut() {
-            let has_body = matches!(method.as_str(), "post" | "put" | "patch");
-            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else {
-                continue;
-            };
-            let mut add = |status: &str, description: &str| {
-                responses
-                    .entry(status.to_string())
-                    .or_insert_with(|| error(description));
-            };
-            add(
-                "429",
-                "too_many_requests: over capacity or over the client's rate; see Retry-After",
-            );
-            add(
-                "503",
-                "request_timeout (over --request-timeout-ms; see Retry-After) or store_unavailable",
-            );
-            if has_body {
-                add(
-                    "408",
-                    "body_timeout: the body did not arrive within --body-timeout-ms",
-                );
-                add("413", "body_too_large: over --body-limit-bytes");
-            }
-            // Every error answer is the envelope, whatever the service wrote.
-            for (status, response) in responses.iter_mut() {
-                if (status.starts_with('4') || status.starts_with('5'))
-                    && response.get("content").is_none()
-                {
-                    response["content"] = error("")["content"].clone();
-                }
-            }
-        }
+    for s in list {
+        s.openapi_limits(&mut doc);
     }
+    crate::platform::openapi::platform_paths(&mut doc, with_metrics);
+    crate::platform::openapi::finish(&mut doc);
+    serde_json::to_string_pretty(&doc).expect("JSON serializes")
 }
 
 /// The index page: the template with every service's links.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod experiment;
 pub mod extract;
 pub mod headers;
+pub mod openapi;
 pub mod progress;
 pub mod secrets;
 pub mod seed_watch;

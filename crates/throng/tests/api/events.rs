@@ -349,11 +349,14 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
     assert!(e.iter().all(|e| e["type"] == "cart.Viewed"));
     let v = get(api, t, "/api/events/all?typePrefix=cart.").await.json();
     assert_eq!(v["events"].as_array().unwrap().len(), 11);
-    // A prefix holding LIKE's wildcards means itself.
-    let v = get(api, t, "/api/events/all?typePrefix=cart%25")
-        .await
-        .json();
+    // A prefix holding LIKE's wildcard `_` (a type's character) means itself:
+    // as a wildcard, `car_` would match every `cart.` event.
+    let v = get(api, t, "/api/events/all?typePrefix=car_").await.json();
     assert_eq!(v["events"].as_array().unwrap().len(), 0);
+    // `%` is no type's character: refused, as a type would be.
+    let r = get(api, t, "/api/events/all?typePrefix=cart%25").await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    r.assert_envelope("invalid_query");
 
     // Paging a filtered read: limit then next, no event twice or skipped.
     let mut seen = Vec::new();

@@ -7,6 +7,7 @@ mod helpers;
 
 mod headers;
 mod limits;
+mod openapi;
 mod platform;
 mod seam;
 mod security;

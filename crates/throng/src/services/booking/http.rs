@@ -55,6 +55,7 @@ where
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PlacesQuery {
     /// Places to skip (default 0).
@@ -86,6 +87,7 @@ pub async fn list_places(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct SlotsQuery {
     /// First day, YYYY-MM-DD.
@@ -417,3 +419,65 @@ pub async fn parked_notifications(
     parked_notifications
 ))]
 pub struct BookingApi;
+
+/// The bounds the handlers check, stated in the document from the same
+/// constants (`platform::openapi`).
+pub fn document_limits(doc: &mut serde_json::Value) {
+    use super::model::{
+        EMAIL_CHARS_MAX, NAME_CHARS_MAX, NATIONAL_ID_CHARS_MAX, PHONE_DIGITS_MAX, PHONE_DIGITS_MIN,
+        SLOTS_PER_DAY_MAX,
+    };
+    use crate::platform::openapi::{
+        body_schema, param_range, param_required, param_schema, response, text_schema,
+    };
+    use serde_json::json;
+    let places = "/api/booking/places";
+    param_range(doc, "get", places, "skip", 0, i64::MAX);
+    param_range(doc, "get", places, "size", 1, PLACES_PAGE_SIZE_MAX);
+    response(
+        doc,
+        "get",
+        places,
+        422,
+        "invalid_field: skip or size out of range",
+    );
+    let slots = "/api/booking/places/{place_id}/slots";
+    param_required(doc, "get", slots, "from");
+    param_schema(doc, "get", slots, "from")["format"] = json!("date");
+    param_range(doc, "get", slots, "days", 1, SLOT_QUERY_DAYS_MAX as i64);
+    response(
+        doc,
+        "get",
+        slots,
+        422,
+        "invalid_field: from is not a date, days out of range, or the range ends after 9999-12-31",
+    );
+    let person = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["name", "nationalId", "phone", "email"],
+        "properties": {
+            "name": text_schema(1, NAME_CHARS_MAX, false),
+            "nationalId": {"type": "string", "pattern": format!("^[A-Za-z0-9/-]{{1,{NATIONAL_ID_CHARS_MAX}}}$")},
+            "phone": {"type": "string", "pattern": format!("^\\+?([0-9] ?){{{PHONE_DIGITS_MIN},{PHONE_DIGITS_MAX}}}$")},
+            "email": {"type": "string", "maxLength": EMAIL_CHARS_MAX,
+                      "pattern": "^[^@\\s\\x00-\\x1f\\x7f-\\x9f]+@[^@.\\s\\x00-\\x1f\\x7f-\\x9f]+(\\.[^@.\\s\\x00-\\x1f\\x7f-\\x9f]+)+$"}
+        }
+    });
+    body_schema(
+        doc,
+        "post",
+        "/api/booking/registrations",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["placeId", "day", "timeSlot", "person"],
+            "properties": {
+                "placeId": {"type": "integer", "format": "int64", "minimum": 1, "maximum": i64::MAX},
+                "day": {"type": "string", "format": "date"},
+                "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1},
+                "person": person
+            }
+        }),
+    );
+}

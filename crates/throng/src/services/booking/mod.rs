@@ -164,6 +164,10 @@ impl Service for Booking {
         http::BookingApi::openapi()
     }
 
+    fn openapi_limits(&self, doc: &mut serde_json::Value) {
+        http::document_limits(doc)
+    }
+
     fn links(&self) -> Vec<Link> {
         vec![
             Link {

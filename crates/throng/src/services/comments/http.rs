@@ -561,3 +561,67 @@ mod tests {
         assert!(ListParams::parse_simple("courseId=7&skip=1&size=4").is_some());
     }
 }
+
+/// The bounds the handlers check, stated in the document from the same
+/// constants (`platform::openapi`).
+pub fn document_limits(doc: &mut serde_json::Value) {
+    use super::model::{PAGE_SIZE_MAX, REMARKS_CHARS_MAX, SKIP_MAX, TITLE_CHARS_MAX};
+    use crate::platform::openapi::{body_schema, param_range, param_schema, response, text_schema};
+    use serde_json::json;
+    let types = json!(["Course", "Service"]);
+    let list = "/api/comments";
+    param_schema(doc, "get", list, "ratingType")["enum"] = types.clone();
+    param_range(doc, "get", list, "userId", 1, i64::MAX);
+    param_range(doc, "get", list, "skip", 0, SKIP_MAX);
+    param_range(doc, "get", list, "skipThread", 0, SKIP_MAX);
+    // Sizes over PAGE_SIZE_MAX are capped, not refused: only the minimum binds.
+    for size in ["size", "sizeThread"] {
+        let s = param_schema(doc, "get", list, size);
+        s["minimum"] = json!(0);
+        s["description"] = json!(format!(
+            "0 or more; over {PAGE_SIZE_MAX} is capped at {PAGE_SIZE_MAX}"
+        ));
+    }
+    // The cursor is X-Next-Cursor as given: base64url, at most 64 characters.
+    param_schema(doc, "get", list, "cursor")["pattern"] = json!("^[A-Za-z0-9_-]{1,64}$");
+    let rating = "/api/courses/{course_id}/rating";
+    param_schema(doc, "get", rating, "ratingType")["enum"] = types.clone();
+    response(
+        doc,
+        "get",
+        rating,
+        422,
+        "invalid_field: ratingType is Course or Service",
+    );
+    body_schema(
+        doc,
+        "post",
+        "/api/courses/{course_id}/comments",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["rating", "title", "remarks"],
+            "properties": {
+                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+                "title": text_schema(1, TITLE_CHARS_MAX, false),
+                "remarks": text_schema(1, REMARKS_CHARS_MAX, true),
+                "commentType": {"enum": ["Course", "Service", null], "description": "default Course"}
+            }
+        }),
+    );
+    let title = text_schema(0, TITLE_CHARS_MAX, false);
+    body_schema(
+        doc,
+        "put",
+        "/api/comments/{comment_id}/reply",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["remarks"],
+            "properties": {
+                "title": {"anyOf": [title, {"type": "null"}], "description": "empty when absent"},
+                "remarks": text_schema(1, REMARKS_CHARS_MAX, true)
+            }
+        }),
+    );
+}

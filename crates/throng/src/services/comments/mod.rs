@@ -109,6 +109,10 @@ impl Service for Comments {
         http::CommentsApi::openapi()
     }
 
+    fn openapi_limits(&self, doc: &mut serde_json::Value) {
+        http::document_limits(doc)
+    }
+
     fn links(&self) -> Vec<Link> {
         vec![Link {
             kind: LinkKind::Page,

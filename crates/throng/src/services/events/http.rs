@@ -585,6 +585,7 @@ fn answer(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StreamQuery {
     /// The first version to read (forward: default 0; backward: default the
@@ -685,6 +686,7 @@ pub async fn read_stream(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllQuery {
     /// The first position to read (default 1, the log's first).
@@ -699,6 +701,7 @@ pub struct AllQuery {
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CategoryQuery {
     /// The first position to read (default 1).
@@ -732,13 +735,18 @@ async fn page(
     Ok(answer(st, headers, fields, &page.events))
 }
 
+/// `type` and `typePrefix` are written as event types are (`model::parse_type`):
+/// a filter no event type could match is a mistake worth naming.
 fn type_filter(v: Option<String>, what: &str) -> ApiResult<Option<String>> {
     match v {
-        Some(t) if t.is_empty() || t.len() > model::TYPE_BYTES_MAX => Err(ApiError::bad_request(
-            "invalid_query",
-            format!("{what}: 1 to {} bytes", model::TYPE_BYTES_MAX),
-        )),
-        v => Ok(v),
+        Some(t) => match model::parse_type(&t) {
+            Ok(()) => Ok(Some(t)),
+            Err(e) => Err(ApiError::bad_request(
+                "invalid_query",
+                format!("{what}: {e}"),
+            )),
+        },
+        None => Ok(None),
     }
 }
 
@@ -819,3 +827,112 @@ pub async fn read_category(
     components(schemas(super::subscribe::ClaimIn))
 )]
 pub struct EventsApi;
+
+/// The bounds the handlers check, stated in the document from the same
+/// constants (`platform::openapi`). `limit`'s maximum is
+/// `--events-read-max`'s default.
+pub fn document_limits(doc: &mut serde_json::Value) {
+    use super::subscribe::{
+        CONSUMER_BYTES_MAX, LEASE_MS_MAX, LEASE_MS_MIN, OWNER_CHARS_MAX, POLL_WAIT_MS_MAX,
+    };
+    use super::READ_MAX_DEFAULT;
+    use crate::platform::openapi::{operation, param_range, param_schema};
+    use model::{STREAM_BYTES_MAX, TYPE_BYTES_MAX};
+    use serde_json::json;
+    let stream = json!({"type": "string",
+        "pattern": format!("^[A-Za-z0-9][A-Za-z0-9_.:@-]{{0,{}}}$", STREAM_BYTES_MAX - 1)});
+    let category = json!({"type": "string",
+        "pattern": format!("^[A-Za-z0-9][A-Za-z0-9_.:@]{{0,{}}}$", STREAM_BYTES_MAX - 2)});
+    let event_type = json!({"type": "string",
+        "pattern": format!("^[A-Za-z][A-Za-z0-9_.:-]{{0,{}}}$", TYPE_BYTES_MAX - 1)});
+    let expected = json!({"type": "string",
+        "pattern": "^(any|no_stream|exists|[0-9]{1,18})$",
+        "description": "any (default), no_stream, exists or a version"});
+    let s = "/api/events/streams/{stream}";
+    for m in ["get", "post", "delete"] {
+        *param_schema(doc, m, s, "stream") = stream.clone();
+    }
+    for m in ["post", "delete"] {
+        *param_schema(doc, m, s, "Expected-Version") = expected.clone();
+    }
+    param_schema(doc, "get", s, "direction")["enum"] = json!(["forward", "backward"]);
+    let paged = [
+        ("get", s),
+        ("get", "/api/events/all"),
+        ("get", "/api/events/categories/{category}"),
+        ("get", "/api/events/poll"),
+    ];
+    for (m, p) in paged {
+        param_range(doc, m, p, "from", 0, i64::MAX);
+        param_range(doc, m, p, "limit", 1, READ_MAX_DEFAULT);
+    }
+    param_range(doc, "get", "/api/events/subscribe", "from", 0, i64::MAX);
+    param_range(
+        doc,
+        "get",
+        "/api/events/subscribe",
+        "Last-Event-ID",
+        0,
+        i64::MAX,
+    );
+    param_range(
+        doc,
+        "get",
+        "/api/events/poll",
+        "waitMs",
+        0,
+        POLL_WAIT_MS_MAX as i64,
+    );
+    for p in [
+        "/api/events/all",
+        "/api/events/poll",
+        "/api/events/subscribe",
+    ] {
+        *param_schema(doc, "get", p, "type") = event_type.clone();
+        *param_schema(doc, "get", p, "typePrefix") = event_type.clone();
+    }
+    for p in ["/api/events/poll", "/api/events/subscribe"] {
+        *param_schema(doc, "get", p, "category") = category.clone();
+    }
+    *param_schema(doc, "get", "/api/events/categories/{category}", "category") = category;
+    let consumer = json!({"type": "string",
+        "pattern": format!("^[A-Za-z0-9_.-]{{1,{CONSUMER_BYTES_MAX}}}$")});
+    *param_schema(doc, "get", "/api/events/consumers/{name}", "name") = consumer.clone();
+    let lease = "/api/events/consumers/{name}/lease";
+    *param_schema(doc, "post", lease, "name") = consumer;
+    // The append: JSON's shape here; MessagePack (same fields, maps for data
+    // and metadata) is described in the operation's text.
+    let append = operation(doc, "post", s);
+    if let Some(params) = append["parameters"].as_array_mut() {
+        params.retain(|p| p["name"] != "Content-Type");
+    }
+    append["requestBody"]["content"]["application/json"]["schema"] = json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": super::PER_APPEND_MAX_DEFAULT,
+        "items": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["eventId", "type", "data"],
+            "properties": {
+                "eventId": {"type": "string",
+                    "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"},
+                "type": event_type.clone(),
+                "data": {"type": "object"},
+                "metadata": {"type": ["object", "null"]}
+            }
+        }
+    });
+    let claim =
+        &mut operation(doc, "post", lease)["requestBody"]["content"]["application/json"]["schema"];
+    *claim = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["owner", "leaseMs"],
+        "properties": {
+            "owner": {"type": "string", "minLength": 1, "maxLength": OWNER_CHARS_MAX},
+            "leaseMs": {"type": "integer", "minimum": LEASE_MS_MIN, "maximum": LEASE_MS_MAX},
+            "position": {"type": ["integer", "null"], "minimum": 0, "maximum": i64::MAX}
+        }
+    });
+}

@@ -34,6 +34,11 @@ use crate::store::Store;
 pub struct Events;
 
 /// `serve` flags of the events service: its limits.
+/// `--events-read-max`'s default, also the bound `/openapi.json` states.
+pub const READ_MAX_DEFAULT: i64 = 1000;
+/// `--events-per-append-max`'s default, also the bound `/openapi.json` states.
+pub const PER_APPEND_MAX_DEFAULT: usize = 100;
+
 #[derive(Clone, Debug, clap::Args)]
 pub struct EventsArgs {
     /// Bytes of one event's data plus metadata at most, as uncompressed
@@ -49,14 +54,14 @@ pub struct EventsArgs {
     #[arg(
         long = "events-per-append-max",
         env = "THRONG_EVENTS_PER_APPEND_MAX",
-        default_value_t = 100
+        default_value_t = PER_APPEND_MAX_DEFAULT
     )]
     pub per_append_max: usize,
     /// Events in one read page at most (`limit`).
     #[arg(
         long = "events-read-max",
         env = "THRONG_EVENTS_READ_MAX",
-        default_value_t = 1000
+        default_value_t = READ_MAX_DEFAULT
     )]
     pub read_max: i64,
     /// Positions a filtered read (type, type prefix, category) scans at
@@ -81,8 +86,8 @@ impl Default for EventsArgs {
     fn default() -> Self {
         EventsArgs {
             event_bytes_max: 32 * 1024,
-            per_append_max: 100,
-            read_max: 1000,
+            per_append_max: PER_APPEND_MAX_DEFAULT,
+            read_max: READ_MAX_DEFAULT,
             scan_max: 10_000,
             subscribers_max: 1000,
         }
@@ -201,6 +206,10 @@ impl Service for Events {
     fn openapi(&self) -> utoipa::openapi::OpenApi {
         use utoipa::OpenApi;
         http::EventsApi::openapi()
+    }
+
+    fn openapi_limits(&self, doc: &mut serde_json::Value) {
+        http::document_limits(doc)
     }
 
     fn links(&self) -> Vec<Link> {

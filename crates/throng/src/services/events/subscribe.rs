@@ -50,10 +50,14 @@ const SUBSCRIBE_PAGE: i64 = 256;
 /// A comment line keeps idle streams open through proxies.
 const KEEP_ALIVE_S: u64 = 15;
 /// A long poll waits this long at most.
-const POLL_WAIT_MS_MAX: u64 = 30_000;
+pub(super) const POLL_WAIT_MS_MAX: u64 = 30_000;
 /// Consumer leases last this long at least and at most.
-const LEASE_MS_MIN: i64 = 1_000;
-const LEASE_MS_MAX: i64 = 300_000;
+pub(super) const LEASE_MS_MIN: i64 = 1_000;
+pub(super) const LEASE_MS_MAX: i64 = 300_000;
+/// A lease owner's name, in characters.
+pub(super) const OWNER_CHARS_MAX: usize = 100;
+/// A consumer's name, in bytes of `A-Z a-z 0-9 - _ .`.
+pub(super) const CONSUMER_BYTES_MAX: usize = 100;
 
 fn too_many() -> ApiError {
     ApiError {
@@ -67,6 +71,7 @@ fn too_many() -> ApiError {
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubscribeQuery {
     /// The first position to send (default 1); `Last-Event-ID` (the last
@@ -197,6 +202,7 @@ impl Follow {
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PollQuery {
     /// The first position wanted (default 1).
@@ -272,7 +278,7 @@ pub async fn poll(
 
 fn consumer_name(name: &str) -> ApiResult<String> {
     let ok = !name.is_empty()
-        && name.len() <= 100
+        && name.len() <= CONSUMER_BYTES_MAX
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
@@ -342,8 +348,10 @@ pub async fn lease(
             format!("'{name}' is the {service} service's worker; its lease is not taken through the API"),
         ));
     }
-    if body.owner.is_empty() || body.owner.len() > 100 {
-        return Err(ApiError::invalid_field("owner: 1 to 100 characters"));
+    if !(1..=OWNER_CHARS_MAX).contains(&body.owner.chars().count()) {
+        return Err(ApiError::invalid_field(format!(
+            "owner: 1 to {OWNER_CHARS_MAX} characters"
+        )));
     }
     if !(LEASE_MS_MIN..=LEASE_MS_MAX).contains(&body.lease_ms) {
         return Err(ApiError::invalid_field(format!(

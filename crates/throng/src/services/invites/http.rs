@@ -703,3 +703,80 @@ pub async fn site_stats(
     components(schemas(AnswerRequest, Answer, SiteInput, super::model::Texts))
 )]
 pub struct InvitesApi;
+
+/// The bounds the handlers check, stated in the document from the same
+/// constants (`platform::openapi`). One rule is not expressible in JSON
+/// Schema: activeFrom before activeUntil (422), across two fields and, on
+/// PATCH, the stored settings.
+pub fn document_limits(doc: &mut serde_json::Value) {
+    use super::model::{
+        BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, NAME_CHARS_MAX, ORIGINS_MAX, RETENTION_DAYS_MAX,
+        TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_BYTES_MAX,
+    };
+    use crate::platform::openapi::{body_schema, operation, param_range, param_required};
+    use serde_json::json;
+    let no_controls = "^[^\\x00-\\x1f\\x7f-\\x9f]*$";
+    let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": no_controls});
+    let nullable = |mut v: serde_json::Value| json!({"anyOf": [v.take(), {"type": "null"}]});
+    let time = json!({"anyOf": [{"type": "string", "format": "date-time"}, {"const": ""}, {"type": "null"}],
+        "description": "RFC 3339; \"\" clears it"});
+    let properties = json!({
+        "name": nullable(json!({"type": "string", "maxLength": NAME_CHARS_MAX, "pattern": no_controls,
+            "description": "\"\" is Survey"})),
+        "surveyUrl": nullable(json!({"type": "string", "maxLength": URL_BYTES_MAX,
+            "pattern": "^(https?://[^\\x00-\\x20\\x7f]+|/[^/\\x00-\\x20\\x7f][^\\x00-\\x20\\x7f]*)$"})),
+        "allowedOrigins": nullable(json!({"type": "array", "maxItems": ORIGINS_MAX, "items": {
+            "type": "string", "maxLength": 259 + "https://".len(),
+            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.:-]+|\\[[0-9A-Fa-f:.]+\\](:[A-Za-z0-9.:-]*)?)$"}})),
+        "inviteShare": nullable(json!({"type": "number", "minimum": 0, "maximum": 1})),
+        "closesMax": nullable(json!({"type": "integer", "minimum": 1, "maximum": CLOSES_MAX_LIMIT})),
+        "activeFrom": time.clone(),
+        "activeUntil": time,
+        "paused": nullable(json!({"type": "boolean"})),
+        "retentionDays": nullable(json!({"type": "integer", "minimum": 1, "maximum": RETENTION_DAYS_MAX})),
+        "texts": nullable(json!({"type": "object", "additionalProperties": false,
+            "required": ["title", "body", "yes", "no", "close"],
+            "properties": {"title": text(TITLE_CHARS_MAX), "body": text(TEXT_CHARS_MAX),
+                "yes": text(BUTTON_CHARS_MAX), "no": text(BUTTON_CHARS_MAX), "close": text(BUTTON_CHARS_MAX)}}))
+    });
+    body_schema(
+        doc,
+        "patch",
+        "/api/invites/sites/{site_id}",
+        json!({
+        "type": "object", "additionalProperties": false, "properties": properties.clone()}),
+    );
+    let mut create = properties;
+    for required in ["surveyUrl", "allowedOrigins"] {
+        create[required] = create[required]["anyOf"][0].take();
+    }
+    body_schema(
+        doc,
+        "post",
+        "/api/invites/sites",
+        json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["surveyUrl", "allowedOrigins"], "properties": create}),
+    );
+    param_range(
+        doc,
+        "delete",
+        "/api/invites/visitors/{visitor_id}",
+        "visitor_id",
+        1,
+        i64::MAX,
+    );
+    // A preflight without Origin is no CORS request; it is answered without CORS headers.
+    let preflight = operation(doc, "options", "/api/invites/sites/{site_id}/answers");
+    for p in preflight["parameters"].as_array_mut().into_iter().flatten() {
+        if p["name"] == "Origin" {
+            p["required"] = json!(false);
+        }
+    }
+    param_required(
+        doc,
+        "delete",
+        "/api/invites/sites/{site_id}/visitor",
+        "X-Invites-Visitor",
+    );
+}

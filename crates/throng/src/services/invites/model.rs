@@ -123,12 +123,19 @@ pub fn normalize_origin(s: &str) -> Result<String, String> {
         .strip_prefix("https://")
         .or_else(|| lower.strip_prefix("http://"))
         .ok_or("an origin starts with http:// or https://")?;
-    if rest.is_empty()
-        || rest.len() > 253 + 6
-        || !rest
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
-    {
+    let plain = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b))
+    };
+    // An IPv6 host is an IPv6 address in brackets, then nothing or `:port`.
+    let host_ok = match rest.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').is_some_and(|(addr, after)| {
+            addr.parse::<std::net::Ipv6Addr>().is_ok()
+                && (after.is_empty() || after.starts_with(':') && plain(after))
+        }),
+        None => plain(rest),
+    };
+    if rest.is_empty() || rest.len() > 253 + 6 || !host_ok {
         return Err("an origin is scheme://host[:port], with no path, query or user".into());
     }
     Ok(lower)

@@ -439,6 +439,7 @@ pub async fn get_receipt(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResultsQuery {
     /// One district's results; the whole election's without it.
@@ -704,4 +705,30 @@ mod tests {
         assert!(!accepts(&["*;q=0"]));
         assert!(accepts(&["gzip;q=0.001"]));
     }
+}
+
+/// The bounds the handlers check, stated in the document from the same
+/// constants (`platform::openapi`).
+pub fn document_limits(doc: &mut serde_json::Value) {
+    use super::model::{CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER, VOTER_HEADER};
+    use crate::platform::openapi::{body_schema, param_range};
+    use serde_json::json;
+    let votes = "/api/voting/elections/{election_id}/votes";
+    param_range(doc, "post", votes, VOTER_HEADER, 1, i64::MAX);
+    param_range(doc, "post", votes, DISTRICT_HEADER, 1, i64::MAX);
+    body_schema(
+        doc,
+        "post",
+        votes,
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["partyId"],
+            "properties": {
+                "partyId": {"type": "integer", "format": "int64"},
+                "candidateIds": {"type": "array", "maxItems": CANDIDATES_PER_VOTE_LIMIT,
+                    "items": {"type": "integer", "format": "int64"}, "description": "default []"}
+            }
+        }),
+    );
 }

@@ -202,6 +202,10 @@ impl Service for Voting {
         http::VotingApi::openapi()
     }
 
+    fn openapi_limits(&self, doc: &mut serde_json::Value) {
+        http::document_limits(doc)
+    }
+
     fn links(&self) -> Vec<Link> {
         vec![
             Link {

@@ -1,0 +1,293 @@
+//! The parts of `/openapi.json` every operation shares, and small helpers a
+//! service uses to state its limits in its document from the same constants
+//! its handlers check.
+//!
+//! `finish` runs once over the merged document (`app::openapi_json`). For
+//! every operation it adds what the platform answers whatever the service
+//! says, each 4xx/5xx with the error envelope (`#/components/schemas/Error`):
+//!
+//! - 429 `too_many_requests` and 503 (`request_timeout`, `store_unavailable`),
+//!   both with `Retry-After`;
+//! - 400 when the operation has parameters (`invalid_path`, `invalid_query`,
+//!   a bad header): the extractors answer 400 for a value that does not parse;
+//! - with a request body: the body `required`, 400 `malformed_json`, 415
+//!   `unsupported_media_type`, 422 `invalid_field`, 408 `body_timeout` and
+//!   413 `body_too_large`;
+//! - with a bearer token (`security`): 401 `missing_token`/`invalid_token`.
+//!
+//! It also makes parameters say what the server does: path parameters are
+//! required; a parameter's schema never admits `null` (a query string or a
+//! header has no null; utoipa writes `["integer","null"]` for an `Option`).
+//! `platform_paths` describes `/health`, `/ready`, `/metrics` and
+//! `/openapi.json` themselves.
+
+use serde_json::{json, Value};
+
+/// The error envelope's schema, shared by every error answer.
+pub fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["error"],
+        "additionalProperties": false,
+        "properties": {"error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "additionalProperties": false,
+            "properties": {
+                "code": {"type": "string", "description": "stable, machine-readable"},
+                "message": {"type": "string", "description": "for people: what to change"}
+            }
+        }}
+    })
+}
+
+/// An error answer with the envelope.
+pub fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+fn retry_after() -> Value {
+    json!({"Retry-After": {
+        "description": "seconds to wait before retrying",
+        "schema": {"type": "integer", "minimum": 1}
+    }})
+}
+
+/// The operation `method path` of `doc`; panics when it is missing (the
+/// document and its edits are written together, a typo must not pass).
+pub fn operation<'a>(doc: &'a mut Value, method: &str, path: &str) -> &'a mut Value {
+    let op = &mut doc["paths"][path][method];
+    assert!(op.is_object(), "OpenAPI: no operation {method} {path}");
+    op
+}
+
+/// The schema of parameter `name` of `method path`.
+pub fn param_schema<'a>(doc: &'a mut Value, method: &str, path: &str, name: &str) -> &'a mut Value {
+    let op = operation(doc, method, path);
+    let params = op
+        .get_mut("parameters")
+        .and_then(|p| p.as_array_mut())
+        .unwrap_or_else(|| panic!("OpenAPI: {method} {path} has no parameters"));
+    let p = params
+        .iter_mut()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("OpenAPI: {method} {path} has no parameter {name}"));
+    &mut p["schema"]
+}
+
+/// Characters free text never holds: controls (except, in multi-line text,
+/// newline and tab), bidirectional embeddings, overrides and isolates, and
+/// line/paragraph separators.
+fn refused_chars(multiline: bool) -> &'static str {
+    if multiline {
+        "\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
+    } else {
+        "\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
+    }
+}
+
+/// A free-text field checked as `min..=max` characters after trimming, with
+/// no refused character (see `refused_chars`); at least one character that
+/// is not white space when `min` > 0.
+pub fn text_schema(min: usize, max: usize, multiline: bool) -> Value {
+    let bad = refused_chars(multiline);
+    let pattern = if min > 0 {
+        format!("^[^{bad}]*[^\\s{bad}][^{bad}]*$")
+    } else {
+        format!("^[^{bad}]*$")
+    };
+    json!({"type": "string", "minLength": min, "maxLength": max, "pattern": pattern})
+}
+
+/// Sets an integer parameter's bounds.
+pub fn param_range(doc: &mut Value, method: &str, path: &str, name: &str, min: i64, max: i64) {
+    let s = param_schema(doc, method, path, name);
+    s["minimum"] = json!(min);
+    s["maximum"] = json!(max);
+}
+
+/// Marks a parameter required.
+pub fn param_required(doc: &mut Value, method: &str, path: &str, name: &str) {
+    let op = operation(doc, method, path);
+    let params = op.get_mut("parameters").and_then(|p| p.as_array_mut());
+    for p in params.into_iter().flatten() {
+        if p["name"] == name {
+            p["required"] = json!(true);
+            return;
+        }
+    }
+    panic!("OpenAPI: {method} {path} has no parameter {name}");
+}
+
+/// Sets (or replaces) the answer `status` of `method path`.
+pub fn response(doc: &mut Value, method: &str, path: &str, status: u16, description: &str) {
+    let op = operation(doc, method, path);
+    op["responses"][status.to_string()] = if status >= 400 {
+        error_response(description)
+    } else {
+        json!({"description": description})
+    };
+}
+
+/// Sets the request body's JSON schema of `method path`.
+pub fn body_schema(doc: &mut Value, method: &str, path: &str, schema: Value) {
+    let op = operation(doc, method, path);
+    op["requestBody"]["content"]["application/json"]["schema"] = schema;
+    op["requestBody"]["required"] = json!(true);
+}
+
+/// `/health`, `/ready`, `/metrics` (when served on the main address) and
+/// `/openapi.json`.
+pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
+    let status = |s: &str| {
+        json!({"type": "object", "required": ["status"], "additionalProperties": false,
+               "properties": {"status": {"type": "string", "enum": [s]}}})
+    };
+    let json_ok = |d: &str, schema: Value| json!({"description": d, "content": {"application/json": {"schema": schema}}});
+    let paths = doc["paths"].as_object_mut().expect("paths");
+    paths.insert(
+        "/health".into(),
+        json!({"get": {"tags": ["platform"], "operationId": "health",
+            "summary": "The process answers (no dependency is checked)",
+            "responses": {"200": json_ok("alive", status("ok"))}}}),
+    );
+    paths.insert(
+        "/ready".into(),
+        json!({"get": {"tags": ["platform"], "operationId": "ready",
+            "summary": "The store answers; 503 store_unavailable otherwise",
+            "responses": {"200": json_ok("ready", status("ready")),
+                          "503": error_response("store_unavailable")}}}),
+    );
+    if with_metrics {
+        paths.insert(
+            "/metrics".into(),
+            json!({"get": {"tags": ["platform"], "operationId": "metrics",
+                "summary": "Prometheus text exposition (moved off this address by --metrics-listen)",
+                "responses": {"200": {"description": "metrics",
+                    "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}}}}}}),
+        );
+    }
+    paths.insert(
+        "/openapi.json".into(),
+        json!({"get": {"tags": ["platform"], "operationId": "openapi",
+            "summary": "This document",
+            "responses": {"200": json_ok("the OpenAPI document", json!({"type": "object"}))}}}),
+    );
+}
+
+/// Adds the shared answers and parameter rules to every operation of `doc`
+/// (see the module's comment) and the envelope's schema to its components.
+pub fn finish(doc: &mut Value) {
+    doc["components"]["schemas"]["Error"] = error_schema();
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, op) in item.iter_mut() {
+            if !matches!(
+                method.as_str(),
+                "get" | "put" | "post" | "delete" | "patch" | "options" | "head"
+            ) {
+                continue;
+            }
+            let mut has_params = false;
+            let params = op.get_mut("parameters").and_then(|p| p.as_array_mut());
+            for p in params.into_iter().flatten() {
+                has_params = true;
+                if p["in"] == "path" {
+                    p["required"] = json!(true);
+                }
+                strip_null(&mut p["schema"]);
+            }
+            let has_body = op.get("requestBody").is_some();
+            if has_body {
+                op["requestBody"]["required"] = json!(true);
+            }
+            let secured = op
+                .get("security")
+                .and_then(|s| s.as_array())
+                .is_some_and(|s| !s.is_empty());
+            let takes_body = has_body || matches!(method.as_str(), "post" | "put" | "patch");
+            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else {
+                continue;
+            };
+            let mut add = |status: &str, description: &str| {
+                responses
+                    .entry(status.to_string())
+                    .or_insert_with(|| error_response(description));
+            };
+            add(
+                "429",
+                "too_many_requests: over capacity or over the client's rate; see Retry-After",
+            );
+            add(
+                "503",
+                "request_timeout (over --request-timeout-ms) or store_unavailable; see Retry-After",
+            );
+            if has_params {
+                add(
+                    "400",
+                    "invalid_path, invalid_query or a header that does not parse",
+                );
+            }
+            if secured {
+                add(
+                    "401",
+                    "missing_token or invalid_token: send Authorization: Bearer <token>",
+                );
+            }
+            if has_body {
+                add(
+                    "400",
+                    "malformed_json: the body is not JSON (or a parameter does not parse)",
+                );
+                add(
+                    "415",
+                    "unsupported_media_type: send Content-Type: application/json",
+                );
+                add(
+                    "422",
+                    "invalid_field: the body parsed but a field is missing, of the wrong type or out of range; the message names it",
+                );
+            }
+            if takes_body {
+                add(
+                    "408",
+                    "body_timeout: the body did not arrive within --body-timeout-ms",
+                );
+                add("413", "body_too_large: over --body-limit-bytes");
+            }
+            for (status, response) in responses.iter_mut() {
+                if status.starts_with('4') || status.starts_with('5') {
+                    // Every error answer is the envelope, whatever the service wrote.
+                    if response.get("content").is_none() {
+                        response["content"] = error_response("")["content"].clone();
+                    }
+                    if status == "429" || status == "503" {
+                        response["headers"] = retry_after();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `["integer", "null"]` -> `"integer"`: a parameter cannot be null.
+fn strip_null(schema: &mut Value) {
+    if let Some(types) = schema.get_mut("type").and_then(|t| t.as_array_mut()) {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types[0].clone();
+            schema["type"] = only;
+        }
+    }
+    if let Some(any) = schema.get_mut("oneOf").and_then(|t| t.as_array_mut()) {
+        any.retain(|s| s.get("type") != Some(&json!("null")));
+    }
+}

@@ -1,0 +1,231 @@
+//! `/openapi.json` says what the server does: the document's own rules, and
+//! corner cases answered as it documents them (status and envelope).
+
+use serde_json::{json, Value};
+use throng::platform::auth::Role;
+
+use crate::both_stores;
+use crate::helpers::{Reply, StoreKind, TestServer};
+
+both_stores!(
+    the_document_describes_every_answer,
+    corner_cases_answer_as_documented
+);
+
+const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "options", "head"];
+
+async fn the_document_describes_every_answer(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let doc = s.api.get("/openapi.json").await.json();
+    let envelope = json!("#/components/schemas/Error");
+    assert_eq!(
+        doc["components"]["schemas"]["Error"]["required"],
+        json!(["error"])
+    );
+    for p in ["/health", "/ready", "/metrics", "/openapi.json"] {
+        assert!(doc["paths"][p]["get"].is_object(), "{p} is described");
+    }
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if !METHODS.contains(&method.as_str()) {
+                continue;
+            }
+            operations += 1;
+            let at = format!("{method} {path}");
+            let responses = op["responses"].as_object().unwrap();
+            for status in ["429", "503"] {
+                let r = &responses[status];
+                assert_eq!(
+                    r["content"]["application/json"]["schema"]["$ref"], envelope,
+                    "{at} {status}"
+                );
+                assert!(
+                    r["headers"]["Retry-After"].is_object(),
+                    "{at} {status} names Retry-After"
+                );
+            }
+            for (status, r) in responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    assert_eq!(
+                        r["content"]["application/json"]["schema"]["$ref"], envelope,
+                        "{at} {status}"
+                    );
+                }
+            }
+            for param in op["parameters"].as_array().into_iter().flatten() {
+                let name = param["name"].as_str().unwrap();
+                if param["in"] == "path" {
+                    assert_eq!(
+                        param["required"], true,
+                        "{at}: path parameter {name} is required"
+                    );
+                    assert!(
+                        path.contains(&format!("{{{name}}}")),
+                        "{at}: {name} is in the path"
+                    );
+                }
+                let ty = &param["schema"]["type"];
+                assert!(
+                    !(ty == "null" || ty.as_array().is_some_and(|t| t.contains(&json!("null")))),
+                    "{at}: parameter {name} cannot be null"
+                );
+            }
+            if op
+                .get("parameters")
+                .is_some_and(|p| p.as_array().is_some_and(|p| !p.is_empty()))
+            {
+                assert!(
+                    responses.contains_key("400"),
+                    "{at}: a parameter that does not parse is 400"
+                );
+            }
+            if let Some(body) = op.get("requestBody") {
+                assert_eq!(body["required"], true, "{at}: the body is required");
+                let schema = &body["content"]["application/json"]["schema"];
+                assert!(
+                    schema.is_object() && !schema.as_object().unwrap().is_empty(),
+                    "{at}: the body has a schema"
+                );
+                for status in ["400", "408", "413", "415", "422"] {
+                    assert!(responses.contains_key(status), "{at} documents {status}");
+                }
+            }
+            if op
+                .get("security")
+                .is_some_and(|s| s.as_array().is_some_and(|s| !s.is_empty()))
+            {
+                assert!(responses.contains_key("401"), "{at} documents 401");
+            }
+        }
+    }
+    assert!(operations >= 40, "{operations} operations");
+    // Bounds come from the handlers' constants.
+    let slots = &doc["paths"]["/api/booking/places/{place_id}/slots"]["get"]["parameters"];
+    let from = slots
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "from")
+        .unwrap();
+    assert_eq!(
+        (&from["in"], &from["required"], &from["schema"]["format"]),
+        (&json!("query"), &json!(true), &json!("date"))
+    );
+    let places = &doc["paths"]["/api/booking/places"]["get"]["parameters"];
+    let size = places
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "size")
+        .unwrap();
+    assert_eq!(
+        size["schema"]["maximum"],
+        throng::services::booking::model::PLACES_PAGE_SIZE_MAX
+    );
+}
+
+/// `reply` has `status` and the envelope with `code`, and the document lists
+/// `status` for `method path`.
+#[track_caller]
+fn documented(doc: &Value, method: &str, path: &str, reply: &Reply, status: u16, code: &str) {
+    reply.assert_error(status, code);
+    assert!(
+        doc["paths"][path][method]["responses"][status.to_string()].is_object(),
+        "{method} {path} answered {status} but does not document it"
+    );
+}
+
+async fn corner_cases_answer_as_documented(kind: StoreKind) {
+    let Some(s) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let api = &s.api;
+    let doc = api.get("/openapi.json").await.json();
+    let reg = "/api/booking/registrations";
+    let r = api.raw_post(reg, "null", Some("application/json")).await;
+    documented(&doc, "post", reg, &r, 422, "invalid_field");
+    let r = api
+        .raw_post(reg, "\"a string\"", Some("application/json"))
+        .await;
+    documented(&doc, "post", reg, &r, 422, "invalid_field");
+    let r = api.raw_post(reg, "{", Some("application/json")).await;
+    documented(&doc, "post", reg, &r, 400, "malformed_json");
+    let r = api.raw_post(reg, "{}", None).await;
+    documented(&doc, "post", reg, &r, 415, "unsupported_media_type");
+
+    let slots = "/api/booking/places/{place_id}/slots";
+    let r = api.get("/api/booking/places/1/slots").await;
+    documented(&doc, "get", slots, &r, 400, "invalid_query");
+    let r = api
+        .get("/api/booking/places/9223372036854775808/slots?from=2030-01-01")
+        .await;
+    documented(&doc, "get", slots, &r, 400, "invalid_path");
+    let r = api
+        .get("/api/booking/places/1/slots?from=2030-01-01&days=15")
+        .await;
+    documented(&doc, "get", slots, &r, 422, "invalid_field");
+    let places = "/api/booking/places";
+    for q in ["size=101", "size=0", "skip=-1"] {
+        let r = api.get(&format!("{places}?{q}")).await;
+        documented(&doc, "get", places, &r, 422, "invalid_field");
+    }
+
+    let admin = s.token(Role::Admin);
+    let get = |path: String| {
+        let req = api.http.get(api.url(&path)).bearer_auth(&admin);
+        api.send(req)
+    };
+    let all = "/api/events/all";
+    for q in [
+        "limit=0",
+        "limit=1001",
+        "type=1starts-with-a-digit",
+        "typePrefix=a%20b",
+    ] {
+        let r = get(format!("{all}?{q}")).await;
+        documented(&doc, "get", all, &r, 400, "invalid_query");
+    }
+    let r = get(format!("{all}?typePrefix=Slots")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = api.send(api.http.get(api.url(all))).await;
+    documented(&doc, "get", all, &r, 401, "missing_token");
+    let stream = "/api/events/streams/{stream}";
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/api/events/streams/orders-1"))
+                .bearer_auth(&admin)
+                .header("content-type", "application/json")
+                .body("null"),
+        )
+        .await;
+    documented(&doc, "post", stream, &r, 422, "invalid_field");
+
+    let sites = "/api/invites/sites";
+    let site =
+        |origin: &str| json!({"surveyUrl": "https://survey.example/s", "allowedOrigins": [origin]});
+    let post = |body: Value| {
+        api.send(
+            api.http
+                .post(api.url(sites))
+                .bearer_auth(&admin)
+                .json(&body),
+        )
+    };
+    for bad in [
+        "https://[::1",
+        "https://a]b",
+        "https://[::1]x",
+        "https://[mj-53]",
+    ] {
+        let r = post(site(bad)).await;
+        documented(&doc, "post", sites, &r, 422, "invalid_field");
+    }
+    let r = post(site("https://[::1]:8443")).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = post(json!({"surveyUrl": "https://survey.example/s"})).await;
+    documented(&doc, "post", sites, &r, 422, "invalid_field");
+}
