@@ -1,0 +1,4 @@
+-- PostgreSQL's event positions moved to a sequence read up to a horizon
+-- (postgres/0060). SQLite has one writer: its positions stay the rowid,
+-- gapless and in commit order. Nothing changes here; the version exists in
+-- both dialects so a database keeps one ordered history.
