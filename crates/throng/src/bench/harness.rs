@@ -334,8 +334,9 @@ async fn measure_all(
     // How many nodes each workload runs on: the experiment's own workloads
     // again for every count above 1 (`--nodes`), as rows of their own.
     let mut nodes_of = vec![1usize; workloads.len()];
+    let single = workloads.len();
     for &k in args.nodes.iter().filter(|&&k| k > 1) {
-        let own: Vec<Workload> = workloads[1..]
+        let own: Vec<Workload> = workloads[1..single]
             .iter()
             .filter(|w| !w.comparison)
             .map(|w| Workload {

@@ -415,8 +415,35 @@ async fn run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> BatchOutcome {
     }
 }
 
+/// How long a writer connection keeps its prepared statements. PostgreSQL
+/// keeps a prepared statement's generic plan, chosen from the tables' sizes
+/// when it was made; a plan made while a table was empty (a new store: the
+/// event log, the registrations) scanned the whole table once it held
+/// hundreds of thousands of rows (try-register fell to 190 req/s in the
+/// first bench phase until autovacuum's first ANALYZE, up to a minute
+/// later). Preparing again now and then plans for the tables as they are.
+const STATEMENTS_KEPT_MAX: Duration = Duration::from_secs(5);
+
 async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreError> {
     let mut client = pool.get().await?;
+    {
+        static PREPARED_AT: Mutex<Vec<(usize, Instant)>> = Mutex::new(Vec::new());
+        let id = Arc::as_ptr(&client.statement_cache) as usize;
+        let mut at = PREPARED_AT.lock().unwrap();
+        match at.iter_mut().find(|(c, _)| *c == id) {
+            Some((_, since)) if since.elapsed() > STATEMENTS_KEPT_MAX => {
+                client.statement_cache.clear();
+                *since = Instant::now();
+            }
+            Some(_) => {}
+            None => {
+                if at.len() >= 256 {
+                    at.clear();
+                }
+                at.push((id, Instant::now()));
+            }
+        }
+    }
     let tx = client.transaction().await?;
     let ptx = PgTx {
         tx: &tx,

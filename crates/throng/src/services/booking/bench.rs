@@ -117,7 +117,7 @@ impl Experiment for BookingBench {
                 comparison: false,
             },
             Workload {
-                name: "naive: one UPDATE per request, autocommit (comparison)".into(),
+                name: "naive try-register: one UPDATE per request, autocommit (comparison)".into(),
                 factory: register_to("/api/booking/baseline/registrations"),
                 ok_statuses: vec![201, 409],
                 target_ratio_min: None,
