@@ -365,8 +365,13 @@ pub struct ProcessServer {
     _logs: TempDir,
 }
 
-pub fn throng_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_throng")
+/// The binary the tests run: the build's own, or `THRONG_TEST_BIN` (e.g.
+/// target/release/throng, to measure an optimised build).
+pub fn throng_bin() -> String {
+    std::env::var("THRONG_TEST_BIN")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_throng").to_string())
 }
 
 /// `--store` flags for `data_dir` (SQLite) or a PostgreSQL URL.
