@@ -155,6 +155,13 @@ pub struct ServeArgs {
     /// not make is refused.
     #[arg(long)]
     pub demo: bool,
+    /// Milliseconds a stopping node (SIGTERM, Ctrl-C) keeps serving while
+    /// `/ready` answers 503, so a balancer's health checks take it out
+    /// before it stops accepting; then requests in flight finish and it
+    /// exits. Keep it above the balancer's check interval x fall count
+    /// (deploy/haproxy.cfg: 1 s x 2). A second signal skips the rest.
+    #[arg(long, env = "THRONG_DRAIN_MS", default_value_t = 3_000)]
+    pub drain_ms: u64,
     /// Serve /metrics on this address only (e.g. 127.0.0.1:9100), not on
     /// --listen; absent, /metrics is on --listen with everything else.
     #[arg(long, env = "THRONG_METRICS_LISTEN")]
@@ -540,6 +547,13 @@ async fn health() -> impl IntoResponse {
 }
 
 async fn ready(State(st): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    if st.draining() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "draining",
+            "this node is stopping; send requests to another",
+        ));
+    }
     st.store.ping().await?;
     Ok((
         [(header::CONTENT_TYPE, "application/json")],

@@ -174,26 +174,44 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let drain = std::time::Duration::from_millis(args.drain_ms);
     let mut running = app::start(args).await?;
     println!("throng listening on http://{}", running.addr);
     if let Some(at) = running.metrics_addr {
         println!("throng metrics on http://{at}/metrics");
     }
     let stop = running.shutdown_handle();
+    let state = running.state.clone();
     tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("signal handler");
+        signalled(&mut term).await;
+        // Drain: fail /ready while serving, so a balancer's health checks
+        // take this node out before it stops accepting.
+        state.begin_drain();
+        tracing::info!(
+            drain_ms = drain.as_millis() as u64,
+            "draining: /ready answers 503"
+        );
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+            _ = tokio::time::sleep(drain) => {}
+            _ = signalled(&mut term) => tracing::info!("second signal: draining cut short"),
         }
-        tracing::info!("shutting down");
+        tracing::info!("shutting down: no new connections, finishing requests in flight");
         if let Some(tx) = stop {
             let _ = tx.send(());
         }
     });
     running.wait().await;
     Ok(())
+}
+
+/// SIGTERM or Ctrl-C.
+async fn signalled(term: &mut tokio::signal::unix::Signal) {
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
 
 async fn seed(args: SeedArgs) -> anyhow::Result<()> {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,12 @@ pub struct AdmissionLimits {
 
 pub struct Admission {
     in_flight: AtomicUsize,
+    /// Requests admitted and refused (in-flight bound) since the last tick.
+    admitted: AtomicU64,
+    refused: AtomicU64,
+    /// The Retry-After sent with an in-flight refusal: `--retry-after-s`,
+    /// or more while refusals outnumber admissions (`update_retry_after`).
+    retry_after_now: AtomicU64,
     limits: AdmissionLimits,
     rate_limit: Option<RateLimit>,
     proxies: Arc<TrustedProxies>,
@@ -59,6 +65,9 @@ impl Admission {
         limits.retry_after_s = limits.retry_after_s.max(1);
         Arc::new(Admission {
             in_flight: AtomicUsize::new(0),
+            admitted: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            retry_after_now: AtomicU64::new(limits.retry_after_s),
             limits,
             rate_limit,
             proxies,
@@ -75,11 +84,34 @@ impl Admission {
             loop {
                 tick.tick().await;
                 let Some(adm) = weak.upgrade() else { return };
+                adm.update_retry_after();
                 if let Some(rl) = &adm.rate_limit {
                     rl.prune();
                 }
             }
         }
+    }
+
+    /// Once a second: the Retry-After for the next second's refusals. When
+    /// R requests were refused and A admitted in the last second, the
+    /// refused need about R / A seconds of this node's current throughput,
+    /// so they are asked to come back after that long (at least
+    /// `--retry-after-s`, at most `RETRY_AFTER_MAX_S`) instead of all
+    /// returning after one second: under a crowd at several times capacity
+    /// every retry that comes back too early is refused again, and
+    /// refusing costs the node what it needs to serve.
+    fn update_retry_after(&self) {
+        let admitted = self.admitted.swap(0, Ordering::Relaxed);
+        let refused = self.refused.swap(0, Ordering::Relaxed);
+        self.retry_after_now.store(
+            retry_after_for(self.limits.retry_after_s, admitted, refused),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// The Retry-After in-flight refusals carry now.
+    pub fn retry_after_s(&self) -> u64 {
+        self.retry_after_now.load(Ordering::Relaxed)
     }
 
     /// Keys in the rate limiter's table (for tests and metrics).
@@ -97,6 +129,19 @@ impl Admission {
             .err()
             .map(|wait| wait.as_secs_f64().ceil().max(1.0) as u64)
     }
+}
+
+/// The longest Retry-After an in-flight refusal asks for.
+pub const RETRY_AFTER_MAX_S: u64 = 30;
+
+/// `ceil(refused / admitted)` seconds, within [base, RETRY_AFTER_MAX_S].
+fn retry_after_for(base: u64, admitted: u64, refused: u64) -> u64 {
+    if refused == 0 {
+        return base;
+    }
+    refused
+        .div_ceil(admitted.max(1))
+        .clamp(base, RETRY_AFTER_MAX_S.max(base))
 }
 
 /// How often idle keys leave the rate limiter's table.
@@ -215,7 +260,16 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
     let started = Instant::now();
     let route = req.extensions().get::<MatchedPath>().cloned();
     let method = method_label(req.method());
-    let response = if let Some(wait_s) = adm.rate_limited(&req) {
+    // A balancer's probes are answered whatever the load: refusing them
+    // would take a busy node out of the balancer (HAProxy then answers
+    // 503 for every node at once), not make it less busy.
+    let probe = matches!(req.uri().path(), "/health" | "/ready");
+    let response = if probe {
+        match tokio::time::timeout(adm.limits.request_timeout, next.run(req)).await {
+            Ok(response) => response,
+            Err(_) => request_timed_out(&adm.limits),
+        }
+    } else if let Some(wait_s) = adm.rate_limited(&req) {
         METRICS.http_rejected_429.inc();
         ApiError::too_many_requests(
             wait_s,
@@ -224,13 +278,15 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
         .into_response()
     } else if adm.in_flight.fetch_add(1, Ordering::AcqRel) >= adm.limits.in_flight_max {
         adm.in_flight.fetch_sub(1, Ordering::AcqRel);
+        adm.refused.fetch_add(1, Ordering::Relaxed);
         METRICS.http_rejected_429.inc();
         ApiError::too_many_requests(
-            adm.limits.retry_after_s,
+            adm.retry_after_s(),
             "the server is at capacity; retry after the given seconds",
         )
         .into_response()
     } else {
+        adm.admitted.fetch_add(1, Ordering::Relaxed);
         METRICS.http_in_flight.inc();
         let _guard = InFlight(&adm);
         match tokio::time::timeout(adm.limits.request_timeout, next.run(req)).await {
@@ -295,6 +351,17 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         rl.prune();
         assert_eq!(rl.len(), 0, "every key had its budget back");
+    }
+
+    #[test]
+    fn retry_after_grows_with_refusals_per_admission() {
+        assert_eq!(retry_after_for(1, 100, 0), 1, "no refusals: the flag's value");
+        assert_eq!(retry_after_for(1, 100, 50), 1);
+        assert_eq!(retry_after_for(1, 100, 101), 2);
+        assert_eq!(retry_after_for(1, 100, 400), 4, "a crowd at 5x capacity");
+        assert_eq!(retry_after_for(3, 100, 100), 3, "never below the flag");
+        assert_eq!(retry_after_for(1, 0, 10_000), RETRY_AFTER_MAX_S, "capped");
+        assert_eq!(retry_after_for(60, 1, 10_000), 60, "a flag above the cap wins");
     }
 
     #[test]

@@ -163,6 +163,9 @@ pub struct AppStateInner {
     pub pii: Arc<PiiCipher>,
     /// Started services' states by type; a handful, so a scan beats a hash.
     parts: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+    /// Set when the node is stopping: `/ready` answers 503 so a balancer
+    /// takes it out while it still serves (see `cli::serve`, `--drain-ms`).
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl std::ops::Deref for AppState {
@@ -179,7 +182,19 @@ impl AppState {
             keys: platform.keys.clone(),
             pii: platform.pii.clone(),
             parts: started.iter().map(|s| s.state.clone()).collect(),
+            draining: std::sync::atomic::AtomicBool::new(false),
         }))
+    }
+
+    /// From now on `/ready` fails; requests are still served.
+    pub fn begin_drain(&self) {
+        self.0
+            .draining
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn draining(&self) -> bool {
+        self.0.draining.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A started service's state.

@@ -383,8 +383,13 @@ pub struct ProcessServer {
     _logs: TempDir,
 }
 
-pub fn throng_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_throng")
+/// The binary the tests run: the build's own, or `THRONG_TEST_BIN` (e.g.
+/// target/release/throng, to measure an optimised build).
+pub fn throng_bin() -> String {
+    std::env::var("THRONG_TEST_BIN")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_throng").to_string())
 }
 
 /// `--store` flags for `data_dir` (SQLite) or a PostgreSQL URL.
@@ -448,10 +453,20 @@ impl ProcessServer {
         pg_url: Option<&str>,
         extra_args: &[&str],
     ) -> ProcessServer {
+        ProcessServer::start_at("127.0.0.1:0", data_dir, pg_url, extra_args).await
+    }
+
+    /// `start` listening on `listen` (a node restarted on its old port).
+    pub async fn start_at(
+        listen: &str,
+        data_dir: &Path,
+        pg_url: Option<&str>,
+        extra_args: &[&str],
+    ) -> ProcessServer {
         let logs = TempDir::new().expect("temp dir");
         let log_path = logs.path().join("server.log");
         let log = std::fs::File::create(&log_path).expect("log file");
-        let mut args: Vec<String> = vec!["serve".into(), "--listen".into(), "127.0.0.1:0".into()];
+        let mut args: Vec<String> = vec!["serve".into(), "--listen".into(), listen.into()];
         args.extend(store_flags(data_dir, pg_url));
         if !extra_args.contains(&"--with-notifier") {
             args.push("--no-notifier".into());
@@ -512,6 +527,21 @@ impl ProcessServer {
 
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
+    }
+
+    /// SIGTERM: the graceful stop (drain, then finish requests in flight).
+    pub fn terminate(&self) {
+        let pid = self.child.id().expect("the server is running") as libc::pid_t;
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM");
+    }
+
+    /// Waits up to `limit` for the process to exit; `None` if it did not.
+    pub async fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .ok()
+            .map(|r| r.expect("wait for the server"))
     }
 
     pub fn log_text(&self) -> String {
