@@ -89,6 +89,20 @@ pub trait PgGroup: Send + Sync + 'static {
 
 type JobFuture<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
+/// A command's answer once its batch ended: its own outcome if the batch
+/// committed, else the batch's error.
+fn answer<T>(
+    outcome: &Mutex<Option<Result<T, StoreError>>>,
+    commit: Result<(), StoreError>,
+) -> Result<T, StoreError> {
+    let outcome = outcome
+        .lock()
+        .unwrap()
+        .take()
+        .unwrap_or_else(|| Err(StoreError::Internal("command did not run".into())));
+    commit.and(outcome)
+}
+
 trait PgJob: Send + Sync {
     /// Runs the command; `false` when the database failed.
     fn run<'a>(&'a self, tx: &'a PgTx<'a>) -> JobFuture<'a>;
@@ -117,14 +131,8 @@ impl<G: PgGroup> PgJob for GroupJob<G> {
         self.run_group(tx, &[])
     }
     fn respond(self: Box<Self>, commit: Result<(), StoreError>) {
-        let outcome = self
-            .outcome
-            .lock()
-            .unwrap()
-            .take()
-            .unwrap_or_else(|| Err(StoreError::Internal("command did not run".into())));
         if let Some(reply) = self.reply.lock().unwrap().take() {
-            let _ = reply.send(commit.and(outcome));
+            let _ = reply.send(answer(&self.outcome, commit));
         }
     }
     fn group(&self) -> Option<std::any::TypeId> {
@@ -196,13 +204,7 @@ where
         })
     }
     fn respond(self: Box<Self>, commit: Result<(), StoreError>) {
-        let outcome = self
-            .outcome
-            .lock()
-            .unwrap()
-            .take()
-            .unwrap_or_else(|| Err(StoreError::Internal("command did not run".into())));
-        let _ = self.reply.send(commit.and(outcome));
+        let _ = self.reply.send(answer(&self.outcome, commit));
     }
 }
 
@@ -281,13 +283,18 @@ impl PgStore {
             outcome: Mutex::new(None),
             reply: Mutex::new(Some(reply)),
         });
-        self.writer
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?;
-        answer
-            .await
-            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
+        self.submit(job, answer).await
+    }
+
+    /// Queues `job` for the writers and waits for its answer.
+    async fn submit<T>(
+        &self,
+        job: Box<dyn PgJob>,
+        answer: oneshot::Receiver<Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let stopped = || StoreError::Unavailable("the writer has stopped".into());
+        self.writer.send(job).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// What every node's writes invalidate (see `invalidate.rs`).
@@ -316,13 +323,7 @@ impl PgStore {
             outcome: Mutex::new(None),
             reply,
         });
-        self.writer
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?;
-        answer
-            .await
-            .map_err(|_| StoreError::Unavailable("the writer has stopped".into()))?
+        self.submit(job, answer).await
     }
 }
 
