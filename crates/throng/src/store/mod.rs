@@ -183,11 +183,16 @@ impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         // A closed connection or a server-side error of the "connection" or
         // "operator intervention" classes means the database went away.
+        // A deadlock victim or a serialization failure (class 40) is work
+        // the database refused this time: 503 with Retry-After, not 500.
         let unavailable = e.is_closed()
             || e.code().is_none()
             || e.code().map(|c| {
                 let code = c.code();
-                code.starts_with("08") || code.starts_with("57") || code.starts_with("53")
+                code.starts_with("08")
+                    || code.starts_with("57")
+                    || code.starts_with("53")
+                    || code.starts_with("40")
             }) == Some(true);
         if unavailable {
             StoreError::Unavailable(e.to_string())

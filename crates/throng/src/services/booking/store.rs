@@ -259,21 +259,28 @@ impl PgGroup for PgTryRegister {
         items: Vec<&'a Self::Item>,
     ) -> PgFuture<'a, Vec<RegisterOutcome>> {
         Box::pin(async move {
-            let mut slots = std::collections::HashSet::with_capacity(items.len());
-            let mut persons = std::collections::HashSet::with_capacity(items.len());
+            // The first claim to each slot and each person runs in the
+            // group; a later one in the batch waits for the first's answer
+            // (`after`: index of the item, index of the first claim).
+            let slot_of = |i: usize| (items[i].0.place_id, items[i].0.day.0, items[i].0.time_slot);
+            let mut slots = std::collections::HashMap::with_capacity(items.len());
+            let mut persons = std::collections::HashMap::with_capacity(items.len());
             let (mut together, mut after) = (Vec::new(), Vec::new());
             for (i, (reg, _)) in items.iter().enumerate() {
-                let slot_first = slots.insert((reg.place_id, reg.day.0, reg.time_slot));
-                let person_first = reg
-                    .person_key
-                    .as_ref()
-                    .is_none_or(|k| persons.insert(k.as_slice()));
-                if slot_first && person_first {
+                let slot_first = *slots.entry(slot_of(i)).or_insert(i);
+                let person_first = match reg.person_key.as_ref() {
+                    Some(k) => *persons.entry(k.as_slice()).or_insert(i),
+                    None => i,
+                };
+                if slot_first == i && person_first == i {
                     together.push(i);
                 } else {
-                    after.push(i);
+                    after.push((i, slot_first, person_first));
                 }
             }
+            // Slot rows are locked in one order by every batch of every
+            // node, so two groups never wait on each other in a cycle.
+            together.sort_by_key(|&i| slot_of(i));
             let mut out = vec![RegisterOutcome::SlotTaken; items.len()];
             let regs: Vec<&SealedRegistration> = together.iter().map(|&i| &items[i].0).collect();
             let took = pg_take_slots(tx, &regs).await?;
@@ -295,9 +302,37 @@ impl PgGroup for PgTryRegister {
             for (&i, outcome) in missed.iter().zip(pg_why_missed_all(tx, &regs).await?) {
                 out[i] = outcome;
             }
-            for i in after {
-                let (reg, event) = items[i];
-                out[i] = pg_try_register_one(tx, reg, event).await?;
+            // A later claim whose first claim decided the same thing for it
+            // gets that answer without touching a row (no row lock held by
+            // this batch out of order); the rest run alone, in slot order.
+            after.sort_by_key(|&(i, _, _)| slot_of(i));
+            for (i, slot_first, person_first) in after {
+                let known = if slot_first != i {
+                    match out[slot_first] {
+                        // The batch's own registration holds the slot, or it
+                        // is gone or unknown for every claim alike.
+                        RegisterOutcome::Registered
+                        | RegisterOutcome::SlotTaken
+                        | RegisterOutcome::PlaceNotFound
+                        | RegisterOutcome::SlotNotFound => Some(out[slot_first]),
+                        _ => None,
+                    }
+                    .map(|o| match o {
+                        RegisterOutcome::Registered => RegisterOutcome::SlotTaken,
+                        o => o,
+                    })
+                } else if person_first != i && out[person_first] == RegisterOutcome::Registered {
+                    Some(RegisterOutcome::AlreadyRegistered)
+                } else {
+                    None
+                };
+                out[i] = match known {
+                    Some(o) => o,
+                    None => {
+                        let (reg, event) = items[i];
+                        pg_try_register_one(tx, reg, event).await?
+                    }
+                };
             }
             Ok(out)
         })
