@@ -12,6 +12,7 @@
 //! Services write their SQL per dialect next to their own code and call
 //! [`sqlite::SqliteStore::write`] / [`postgres::PgStore::write`].
 
+pub mod bulk;
 #[macro_use]
 pub mod eventlog;
 pub mod horizon;

@@ -31,6 +31,7 @@ both_stores!(
     etag_and_304,
     write_up_paths_answer_the_same,
     concurrent_writes_keep_one_reply_and_exact_aggregates,
+    reseeding_replaces_the_data_and_keeps_every_index,
 );
 
 crate::postgres_only!(two_nodes_see_each_others_writes_within_the_bound);
@@ -1265,8 +1266,16 @@ async fn two_nodes_see_each_others_writes_within_the_bound(_kind: StoreKind) {
     let mut args = vec!["seed".to_string()];
     args.extend(store_flags(dir.path(), Some(&db.url)));
     args.extend(
-        ["comments", "--users", "40", "--courses", "6", "--comments-per-course", "12"]
-            .map(String::from),
+        [
+            "comments",
+            "--users",
+            "40",
+            "--courses",
+            "6",
+            "--comments-per-course",
+            "12",
+        ]
+        .map(String::from),
     );
     let out = tokio::process::Command::new(throng_bin())
         .args(&args)
@@ -1274,13 +1283,18 @@ async fn two_nodes_see_each_others_writes_within_the_bound(_kind: StoreKind) {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (a, b) = tokio::join!(
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
     );
     let secrets = Secrets::load_or_create(dir.path()).unwrap();
-    let user = throng::platform::auth::TokenKeys::new(&secrets.token_secret).issue("25", Role::User, 600);
+    let user =
+        throng::platform::auth::TokenKeys::new(&secrets.token_secret).issue("25", Role::User, 600);
     let q = "courseId=3&size=5&sizeThread=5";
     let bound = throng::services::comments::cache::FRESH_BOUND;
     let mut slowest = std::time::Duration::ZERO;
@@ -1303,16 +1317,32 @@ async fn two_nodes_see_each_others_writes_within_the_bound(_kind: StoreKind) {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         assert!(hit, "round {i}: the reader's page cache never hit");
-        let posted = post_comment(&writer.api, Some(&user), 3, &comment(5, &format!("Node round {i}"), "Seen?")).await;
+        let posted = post_comment(
+            &writer.api,
+            Some(&user),
+            3,
+            &comment(5, &format!("Node round {i}"), "Seen?"),
+        )
+        .await;
         assert_eq!(posted.status, 201, "{}", posted.text());
         let id = posted.json()["commentId"].clone();
         let written = std::time::Instant::now();
         // The writing client's next read, on the other node.
         let fresh = reader
             .api
-            .send(reader.api.http.get(reader.api.url(&format!("{LIST}?{q}"))).header("cache-control", "no-cache"))
+            .send(
+                reader
+                    .api
+                    .http
+                    .get(reader.api.url(&format!("{LIST}?{q}")))
+                    .header("cache-control", "no-cache"),
+            )
             .await;
-        assert_eq!(fresh.json()[0]["lastCommentId"], id, "no-cache sees the write at once");
+        assert_eq!(
+            fresh.json()[0]["lastCommentId"],
+            id,
+            "no-cache sees the write at once"
+        );
         // Any read on the other node, within the bound.
         loop {
             let page = list_ok(&reader.api, q).await;
@@ -1335,8 +1365,94 @@ async fn two_nodes_see_each_others_writes_within_the_bound(_kind: StoreKind) {
 async fn cache_hits(api: &Api) -> u64 {
     let text = api.get("/metrics").await.text();
     text.lines()
-        .find(|l| l.starts_with("throng_cache_reads_total{") && l.contains("cache=\"comments_pages\"") && l.contains("outcome=\"hit\""))
+        .find(|l| {
+            l.starts_with("throng_cache_reads_total{")
+                && l.contains("cache=\"comments_pages\"")
+                && l.contains("outcome=\"hit\"")
+        })
         .and_then(|l| l.split_whitespace().last())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// One row of text values per row of `sql`, from either store.
+async fn store_rows(store: &throng::store::Store, sql: &'static str) -> Vec<String> {
+    use throng::store::Store;
+    match store {
+        Store::Sqlite(db) => db
+            .read(move |c| {
+                let mut stmt = c.prepare(sql)?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .await
+            .expect(sql),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .expect("a PostgreSQL connection")
+            .query(sql, &[])
+            .await
+            .expect(sql)
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect(),
+    }
+}
+
+/// `throng seed comments --force` on a store holding comments: everything
+/// is replaced, and the tables keep every index the migrations made (the
+/// PostgreSQL loader drops them for the load and builds them again).
+async fn reseeding_replaces_the_data_and_keeps_every_index(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let store = &s.state.store;
+    let indexes_sql = match kind {
+        StoreKind::Sqlite => {
+            "SELECT name || ': ' || COALESCE(sql, 'automatic') FROM sqlite_master
+             WHERE type = 'index' AND tbl_name LIKE 'comments%' ORDER BY name"
+        }
+        StoreKind::Postgres => {
+            "SELECT indexname || ': ' || indexdef FROM pg_indexes
+             WHERE tablename LIKE 'comments%' ORDER BY indexname"
+        }
+    };
+    let counts_sql = "SELECT (SELECT COUNT(*) FROM comments_users) || ' ' ||
+        (SELECT COUNT(*) FROM comments_courses) || ' ' || (SELECT COUNT(*) FROM comments) || ' ' ||
+        (SELECT COUNT(*) FROM comments_snapshots) || ' ' || (SELECT COUNT(*) FROM comments_ratings)";
+    let indexes = store_rows(store, indexes_sql).await;
+    assert!(indexes.len() >= 3, "the migrations' indexes: {indexes:?}");
+    let before = store_rows(store, counts_sql).await;
+
+    // Without --force the seed refuses and changes nothing.
+    let refused = seed::seed(store, &wide(), false).await.unwrap_err();
+    assert!(refused.to_string().contains("--force"), "{refused}");
+    assert_eq!(store_rows(store, counts_sql).await, before);
+
+    let mut again = wide();
+    again.force = true;
+    let report = seed::seed(store, &again, false)
+        .await
+        .expect("seed --force");
+    let expected = format!(
+        "2000 3 {} {} 3",
+        report.comments + report.replies,
+        report.snapshots
+    );
+    assert_eq!(store_rows(store, counts_sql).await, vec![expected]);
+    assert_eq!(
+        store_rows(store, indexes_sql).await,
+        indexes,
+        "the same indexes after the reseed"
+    );
+    // New comments still get ids after the seeded ones (the id sequence is
+    // moved past them on PostgreSQL).
+    let max_sql = "SELECT CAST(MAX(id) AS TEXT) FROM comments";
+    let max_seeded: i64 = store_rows(store, max_sql).await[0].parse().unwrap();
+    let t = token(&s, 1999, Role::User);
+    let posted = post_comment(&s.api, Some(&t), 2, &comment(4, "After a reseed", "ok")).await;
+    assert_eq!(posted.status, 201, "{}", posted.text());
+    let max_now: i64 = store_rows(store, max_sql).await[0].parse().unwrap();
+    assert!(max_now > max_seeded, "{max_now} after {max_seeded}");
 }

@@ -1,6 +1,6 @@
 //! The bulk loaders: the generator runs on its own thread a few chunks
 //! ahead while SQLite (one transaction per chunk on its own connection) or
-//! PostgreSQL (`unnest` arrays) inserts them, with a progress bar.
+//! PostgreSQL (binary `COPY` in one transaction) loads them, with a progress bar.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -8,14 +8,12 @@ use std::sync::mpsc;
 use indicatif::ProgressBar;
 
 use super::super::model::CommentType;
-use super::{course_title, display_name, Chunk, Generator, Population, Row, Snapshot};
+use super::{course_title, display_name, Chunk, Generator, Population, Snapshot};
 
 /// Courses per transaction / progress step / channel message.
 const COURSES_PER_CHUNK: i64 = 250;
 /// Users per transaction.
 const USERS_PER_CHUNK: i64 = 50_000;
-/// PostgreSQL connections inserting chunks at once.
-const PG_LOADERS: usize = 3;
 /// Chunks the generator may run ahead of the inserts (bounds memory).
 const CHUNKS_AHEAD_MAX: usize = 4;
 
@@ -176,162 +174,292 @@ fn sqlite_insert_chunk(
 
 // ---------------------------------------------------------------- PostgreSQL
 
+/// Loads the data set with three connections at once, each owning some of
+/// the tables and loading them in one transaction of its own: the tables
+/// are emptied (`TRUNCATE`), their indexes dropped, the rows sent by binary
+/// `COPY ... FREEZE` (one statement per table and chunk of 250 courses) and
+/// the indexes built again from sorted input before the commit.
+///
+/// - users: `comments_users`;
+/// - comments: `comments` (the largest: 3,000,000 rows with the defaults);
+/// - threads: `comments_courses`, `comments_snapshots`, `comments_ratings`.
+///
+/// A table is never seen without its indexes, and a seed that fails leaves
+/// each group either as it was or wholly loaded (seed again with --force).
+/// Measured on 2 cores (BENCHMARKS.md): `INSERT ... SELECT unnest(...)` took
+/// 33-48 s for the default data set, bound by PostgreSQL's CPU and WAL (a
+/// record per row and per index entry); one transaction doing all of it
+/// with `COPY` took 24-26 s, one backend busy and the other core idle.
 pub(super) async fn seed_pg(
     store: &crate::store::postgres::PgStore,
     gen: Generator,
-    wipe: bool,
+    _wipe: bool,
     progress: bool,
 ) -> anyhow::Result<i64> {
-    let client = store.client().await?;
-    if wipe {
-        client
-            .batch_execute(
-                "TRUNCATE comments, comments_snapshots, comments_ratings, comments_courses, comments_users",
-            )
-            .await?;
-    }
+    use std::sync::Arc;
     let bar = progress_bar(total_rows(&gen), progress);
-    let mut user = 1;
-    while user <= gen.args.users {
-        let last = (user + USERS_PER_CHUNK - 1).min(gen.args.users);
-        let ids: Vec<i64> = (user..=last).collect();
-        let names: Vec<String> = ids.iter().map(|u| display_name(*u)).collect();
-        client
-            .execute(
-                "INSERT INTO comments_users (id, display_name) SELECT * FROM unnest($1::BIGINT[], $2::TEXT[])",
-                &[&ids, &names],
-            )
-            .await?;
-        bar.inc(ids.len() as u64);
-        user = last + 1;
-    }
-    let pop = gen.pop;
+    let (users, pop) = (gen.args.users, gen.pop);
     let chunks = spawn_generator(gen);
-    // The blocking receiver runs on a blocking thread, handing chunks over.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Chunk>(PG_LOADERS);
+    // Every loader of chunks sees every chunk; the generator runs at most
+    // CHUNKS_AHEAD_MAX chunks ahead of the slower one.
+    let (to_comments, comments_rx) = tokio::sync::mpsc::channel::<Arc<Chunk>>(1);
+    let (to_threads, threads_rx) = tokio::sync::mpsc::channel::<Arc<Chunk>>(1);
     tokio::task::spawn_blocking(move || {
         for chunk in chunks {
-            if tx.blocking_send(chunk).is_err() {
+            let chunk = Arc::new(chunk);
+            if to_comments.blocking_send(chunk.clone()).is_err()
+                || to_threads.blocking_send(chunk).is_err()
+            {
                 return;
             }
         }
     });
-    // Several connections insert chunks at once: one PostgreSQL backend
-    // inserts about 100,000 rows/s on one core, so the load was bound by
-    // one backend (40-63 s for 3,000,000 rows). A chunk is one transaction
-    // holding its courses with their comments, snapshots and ratings, so
-    // the chunks need no order among themselves.
-    let rx = std::sync::Arc::new(tokio::sync::Mutex::new(rx));
-    let mut loaders = Vec::with_capacity(PG_LOADERS);
-    for _ in 0..PG_LOADERS {
-        let (rx, bar, mut client) = (rx.clone(), bar.clone(), store.client().await?);
-        loaders.push(tokio::spawn(async move {
-            let mut snapshots = 0i64;
-            loop {
-                let Some(chunk) = rx.lock().await.recv().await else {
-                    return Ok::<i64, anyhow::Error>(snapshots);
-                };
-                let t = client.transaction().await?;
-                pg_insert_chunk(&t, &chunk, &pop).await?;
-                t.commit().await?;
-                snapshots += chunk.snapshots.len() as i64;
-                bar.inc((chunk.rows.len() as i64 + chunk.last_course - chunk.first_course + 1) as u64);
-            }
-        }));
-    }
-    let mut snapshots = 0i64;
-    for loader in loaders {
-        snapshots += loader.await??;
-    }
+    let (users_done, comments_done, snapshots) = tokio::try_join!(
+        pg_load_users(store, users, &bar),
+        pg_load_comments(store, comments_rx, &bar),
+        pg_load_threads(store, threads_rx, &pop, &bar),
+    )?;
+    let ((), ()) = (users_done, comments_done);
     bar.finish();
-    client
-        .batch_execute(
-            "SELECT setval('comments_id_seq', (SELECT COALESCE(MAX(id), 0) + 1 FROM comments), false);
-             ANALYZE comments_users; ANALYZE comments_courses; ANALYZE comments;
-             ANALYZE comments_snapshots; ANALYZE comments_ratings;",
-        )
-        .await?;
     Ok(snapshots)
 }
 
-async fn pg_insert_chunk(
-    t: &tokio_postgres::Transaction<'_>,
+/// Memory for each index build (`maintenance_work_mem`, in the loading
+/// transaction only): the largest index, comments' thread index over
+/// 3,000,000 rows, sorts in memory with it.
+const PG_INDEX_BUILD_MEMORY_MB: u32 = 512;
+
+/// A loading transaction on `tables`: emptied, indexes set aside.
+async fn pg_begin_load<'c>(
+    client: &'c mut deadpool_postgres::Object,
+    tables: &[&str],
+) -> anyhow::Result<(
+    deadpool_postgres::Transaction<'c>,
+    crate::store::bulk::IndexesAside,
+)> {
+    let tx = client.transaction().await?;
+    // TRUNCATE in this transaction is also what lets COPY freeze the rows.
+    tx.batch_execute(&format!(
+        "SET LOCAL maintenance_work_mem = '{PG_INDEX_BUILD_MEMORY_MB}MB'; SET LOCAL max_parallel_maintenance_workers = 0; TRUNCATE {}",
+        tables.join(", ")
+    ))
+    .await?;
+    let aside = crate::store::bulk::IndexesAside::drop_all(&tx, tables).await?;
+    Ok((tx, aside))
+}
+
+/// Builds the indexes again, commits, and gathers the tables' statistics.
+async fn pg_finish_load(
+    tx: deadpool_postgres::Transaction<'_>,
+    aside: crate::store::bulk::IndexesAside,
+    tables: &[&str],
+) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    aside.rebuild(&tx).await?;
+    tx.commit().await?;
+    tracing::debug!(
+        ?tables,
+        index_build_s = started.elapsed().as_secs_f64(),
+        "comments seed: loaded"
+    );
+    Ok(())
+}
+
+async fn pg_analyze(client: &deadpool_postgres::Object, tables: &[&str]) -> anyhow::Result<()> {
+    for t in tables {
+        client.batch_execute(&format!("ANALYZE {t}")).await?;
+    }
+    Ok(())
+}
+
+async fn pg_load_users(
+    store: &crate::store::postgres::PgStore,
+    users: i64,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
+    use crate::store::bulk::CopyRows;
+    const TABLES: &[&str] = &["comments_users"];
+    let mut client = store.client().await?;
+    let (tx, aside) = pg_begin_load(&mut client, TABLES).await?;
+    let mut user = 1;
+    while user <= users {
+        let last = (user + USERS_PER_CHUNK - 1).min(users);
+        let mut rows = CopyRows::with_capacity((last - user + 1) as usize * 40);
+        for u in user..=last {
+            rows.row(2).int8(u).text(&display_name(u));
+        }
+        rows.send(&tx, "comments_users", &["id", "display_name"], true)
+            .await?;
+        bar.inc((last - user + 1) as u64);
+        user = last + 1;
+    }
+    pg_finish_load(tx, aside, TABLES).await?;
+    pg_analyze(&client, TABLES).await
+}
+
+async fn pg_load_comments(
+    store: &crate::store::postgres::PgStore,
+    mut chunks: tokio::sync::mpsc::Receiver<std::sync::Arc<Chunk>>,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
+    const TABLES: &[&str] = &["comments"];
+    let mut client = store.client().await?;
+    let (tx, aside) = pg_begin_load(&mut client, TABLES).await?;
+    while let Some(chunk) = chunks.recv().await {
+        pg_copy_comments(&tx, &chunk).await?;
+        bar.inc(chunk.rows.len() as u64);
+    }
+    tx.batch_execute(
+        "SELECT setval('comments_id_seq', (SELECT COALESCE(MAX(id), 0) + 1 FROM comments), false)",
+    )
+    .await?;
+    pg_finish_load(tx, aside, TABLES).await?;
+    pg_analyze(&client, TABLES).await
+}
+
+/// Courses, snapshots and ratings; returns the snapshots loaded.
+async fn pg_load_threads(
+    store: &crate::store::postgres::PgStore,
+    mut chunks: tokio::sync::mpsc::Receiver<std::sync::Arc<Chunk>>,
+    pop: &Population,
+    bar: &ProgressBar,
+) -> anyhow::Result<i64> {
+    const TABLES: &[&str] = &["comments_courses", "comments_snapshots", "comments_ratings"];
+    let mut client = store.client().await?;
+    let (tx, aside) = pg_begin_load(&mut client, TABLES).await?;
+    let mut snapshots = 0i64;
+    while let Some(chunk) = chunks.recv().await {
+        pg_copy_threads(&tx, &chunk, pop).await?;
+        snapshots += chunk.snapshots.len() as i64;
+        bar.inc((chunk.last_course - chunk.first_course + 1) as u64);
+    }
+    pg_finish_load(tx, aside, TABLES).await?;
+    pg_analyze(&client, TABLES).await?;
+    Ok(snapshots)
+}
+
+/// Bytes to reserve per comments row in a chunk's `COPY` buffer.
+const PG_COPY_BYTES_PER_ROW: usize = 400;
+
+async fn pg_copy_threads(
+    tx: &tokio_postgres::Transaction<'_>,
     chunk: &Chunk,
     pop: &Population,
 ) -> anyhow::Result<()> {
+    use crate::store::bulk::CopyRows;
     let kind = CommentType::Course.as_str();
-    let ids: Vec<i64> = (chunk.first_course..=chunk.last_course).collect();
-    let providers: Vec<i64> = ids.iter().map(|c| pop.provider_of(*c)).collect();
-    let titles: Vec<String> = ids.iter().map(|c| course_title(*c)).collect();
-    t.execute(
-        "INSERT INTO comments_courses (id, provider_id, title)
-         SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[])",
-        &[&ids, &providers, &titles],
+    let courses = (chunk.last_course - chunk.first_course + 1) as usize;
+    let mut rows = CopyRows::with_capacity(courses * 60);
+    for course in chunk.first_course..=chunk.last_course {
+        rows.row(3)
+            .int8(course)
+            .int8(pop.provider_of(course))
+            .text(&course_title(course));
+    }
+    rows.send(
+        tx,
+        "comments_courses",
+        &["id", "provider_id", "title"],
+        true,
     )
     .await?;
-    let rows = &chunk.rows;
-    let col = |f: fn(&Row) -> i64| rows.iter().map(f).collect::<Vec<i64>>();
-    let (id, course, user, created) = (
-        col(|r| r.id),
-        col(|r| r.course_id),
-        col(|r| r.user_id),
-        col(|r| r.created_ms),
-    );
-    let types: Vec<&str> = rows.iter().map(|r| r.comment_type).collect();
-    let parents: Vec<Option<i64>> = rows.iter().map(|r| r.parent_id).collect();
-    let ratings: Vec<Option<i32>> = rows.iter().map(|r| r.rating).collect();
-    let titles: Vec<&str> = rows.iter().map(|r| r.title.as_str()).collect();
-    let remarks: Vec<&str> = rows.iter().map(|r| r.remarks.as_str()).collect();
-    t.execute(
-        "INSERT INTO comments (id, course_id, user_id, comment_type, parent_id, rating, title, remarks, created_ms)
-         SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::INT[],
-                              $7::TEXT[], $8::TEXT[], $9::BIGINT[])",
-        &[&id, &course, &user, &types, &parents, &ratings, &titles, &remarks, &created],
+    let mut rows = CopyRows::with_capacity(chunk.snapshots.len() * PG_COPY_BYTES_PER_ROW);
+    for s in &chunk.snapshots {
+        let last = &chunk.rows[s.last];
+        rows.row(11)
+            .int8(s.course_id)
+            .text(kind)
+            .int8(s.user_id)
+            .int8(s.first_comment_id)
+            .int8(last.id)
+            .text(&last.title)
+            .int4(last.rating.unwrap_or(0))
+            .text(&last.remarks)
+            .int8(last.created_ms)
+            .text(&display_name(s.user_id))
+            .int4(s.comment_count as i32);
+    }
+    rows.send(
+        tx,
+        "comments_snapshots",
+        &[
+            "course_id",
+            "comment_type",
+            "user_id",
+            "first_comment_id",
+            "last_comment_id",
+            "last_title",
+            "last_rating",
+            "last_remarks",
+            "last_update_ms",
+            "display_name",
+            "comment_count",
+        ],
+        true,
     )
     .await?;
-    let snaps = &chunk.snapshots;
-    let s_course: Vec<i64> = snaps.iter().map(|s| s.course_id).collect();
-    let s_user: Vec<i64> = snaps.iter().map(|s| s.user_id).collect();
-    let s_first: Vec<i64> = snaps.iter().map(|s| s.first_comment_id).collect();
-    let s_last: Vec<i64> = snaps.iter().map(|s| rows[s.last].id).collect();
-    let s_title: Vec<&str> = snaps.iter().map(|s| rows[s.last].title.as_str()).collect();
-    let s_rating: Vec<i32> = snaps
-        .iter()
-        .map(|s| rows[s.last].rating.unwrap_or(0))
-        .collect();
-    let s_remarks: Vec<&str> = snaps
-        .iter()
-        .map(|s| rows[s.last].remarks.as_str())
-        .collect();
-    let s_time: Vec<i64> = snaps.iter().map(|s| rows[s.last].created_ms).collect();
-    let s_name: Vec<String> = snaps.iter().map(|s| display_name(s.user_id)).collect();
-    let s_count: Vec<i32> = snaps.iter().map(|s| s.comment_count as i32).collect();
-    t.execute(
-        "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id, last_comment_id,
-            last_title, last_rating, last_remarks, last_update_ms, display_name, comment_count)
-         SELECT c, $2::TEXT, u, f, l, ti, ra, re, tm, dn, n FROM unnest($1::BIGINT[], $3::BIGINT[], $4::BIGINT[],
-            $5::BIGINT[], $6::TEXT[], $7::INT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], $11::INT[])
-            AS x(c, u, f, l, ti, ra, re, tm, dn, n)",
-        &[&s_course, &kind, &s_user, &s_first, &s_last, &s_title, &s_rating, &s_remarks, &s_time, &s_name, &s_count],
+    let mut rows = CopyRows::with_capacity(chunk.ratings.len() * 100);
+    for (course, r) in &chunk.ratings {
+        rows.row(10).int8(*course).text(kind);
+        for v in r {
+            rows.int8(*v);
+        }
+        rows.int8(1);
+    }
+    rows.send(
+        tx,
+        "comments_ratings",
+        &[
+            "course_id",
+            "comment_type",
+            "count",
+            "sum",
+            "stars1",
+            "stars2",
+            "stars3",
+            "stars4",
+            "stars5",
+            "version",
+        ],
+        true,
     )
     .await?;
-    let r_course: Vec<i64> = chunk.ratings.iter().map(|r| r.0).collect();
-    let r_col = |i: usize| chunk.ratings.iter().map(|r| r.1[i]).collect::<Vec<i64>>();
-    let (c0, c1, c2, c3, c4, c5, c6) = (
-        r_col(0),
-        r_col(1),
-        r_col(2),
-        r_col(3),
-        r_col(4),
-        r_col(5),
-        r_col(6),
-    );
-    t.execute(
-        "INSERT INTO comments_ratings (course_id, comment_type, count, sum, stars1, stars2, stars3, stars4,
-            stars5, version)
-         SELECT c, $2::TEXT, n, s, s1, s2, s3, s4, s5, 1 FROM unnest($1::BIGINT[], $3::BIGINT[], $4::BIGINT[],
-            $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[]) AS x(c, n, s, s1, s2, s3, s4, s5)",
-        &[&r_course, &kind, &c0, &c1, &c2, &c3, &c4, &c5, &c6],
+    Ok(())
+}
+
+async fn pg_copy_comments(
+    tx: &tokio_postgres::Transaction<'_>,
+    chunk: &Chunk,
+) -> anyhow::Result<()> {
+    use crate::store::bulk::CopyRows;
+    let mut rows = CopyRows::with_capacity(chunk.rows.len() * PG_COPY_BYTES_PER_ROW);
+    for r in &chunk.rows {
+        rows.row(9)
+            .int8(r.id)
+            .int8(r.course_id)
+            .int8(r.user_id)
+            .text(r.comment_type)
+            .opt_int8(r.parent_id)
+            .opt_int4(r.rating)
+            .text(&r.title)
+            .text(&r.remarks)
+            .int8(r.created_ms);
+    }
+    rows.send(
+        tx,
+        "comments",
+        &[
+            "id",
+            "course_id",
+            "user_id",
+            "comment_type",
+            "parent_id",
+            "rating",
+            "title",
+            "remarks",
+            "created_ms",
+        ],
+        true,
     )
     .await?;
     Ok(())
