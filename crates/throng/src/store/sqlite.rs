@@ -273,7 +273,9 @@ impl Drop for ReturnToPool<'_> {
 /// are the kernel's page cache, counted once however many readers map them.
 /// Address space only (64-bit): large enough for the full data sets (the
 /// comments set is ~1 GB; pages past the map went through `pread` and the
-/// shared page cache, ~15% of a cache-off listing's CPU).
+/// shared page cache, ~15% of a cache-off listing's CPU). SQLite caps the
+/// pragma at its compile-time `SQLITE_MAX_MMAP_SIZE` (2 GiB unless raised),
+/// silently: `.cargo/config.toml` builds the bundled SQLite with 16 GiB.
 const READER_MMAP_BYTES_MAX: i64 = 16 * 1024 * 1024 * 1024;
 
 /// Turns off SQLite's memory statistics once per process, before its first
