@@ -635,6 +635,30 @@ async fn bad_input_writes_nothing(kind: StoreKind) {
     raw("a-1", Some("application/json"), b"[{".to_vec())
         .await
         .assert_error(400, "malformed_json");
+    // A syntax error inside data is still malformed JSON (data is
+    // transcoded while the body is parsed), a well-formed non-object is not.
+    let id = "6f1c2d3e-4b5a-4c7d-8e9f-0a1b2c3d4e5f";
+    raw(
+        "a-1",
+        Some("application/json"),
+        format!(r#"[{{"eventId":"{id}","type":"T","data":{{"a":[1,}}}}]"#).into_bytes(),
+    )
+    .await
+    .assert_error(400, "malformed_json");
+    raw(
+        "a-1",
+        Some("application/json"),
+        format!(r#"[{{"eventId":"{id}","type":"T","data":[1,2]}}]"#).into_bytes(),
+    )
+    .await
+    .assert_error(422, "invalid_field");
+    raw(
+        "a-1",
+        Some("application/json"),
+        format!(r#"[{{"eventId":"{id}","type":"T","data":{{}},"metadata":"x"}}]"#).into_bytes(),
+    )
+    .await
+    .assert_error(422, "invalid_field");
     raw(
         "a-1",
         Some("application/vnd.msgpack"),

@@ -87,9 +87,34 @@ struct EventIn {
     event_id: String,
     #[serde(rename = "type")]
     event_type: String,
-    data: Value,
+    /// Transcoded to MessagePack while the body is parsed (no `Value`
+    /// built, and the text is read once).
+    data: Transcoded,
     #[serde(default)]
-    metadata: Option<Value>,
+    metadata: Option<Transcoded>,
+}
+
+/// A JSON value as MessagePack, transcoded while the body is parsed
+/// ([`codec::transcode`]): map entries stay in the order sent.
+struct Transcoded(Vec<u8>);
+
+impl<'de> Deserialize<'de> for Transcoded {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        codec::transcode(d)
+            .map(Transcoded)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Transcoded {
+    /// Whether the value is a map (a JSON object).
+    fn is_object(&self) -> bool {
+        matches!(self.0.first(), Some(0x80..=0x8f | 0xde | 0xdf))
+    }
+
+    fn is_null(&self) -> bool {
+        self.0 == [0xc0]
+    }
 }
 
 fn field(i: usize, msg: impl std::fmt::Display) -> ApiError {
@@ -156,10 +181,9 @@ fn new_event(
 }
 
 /// A JSON object as stored.
-fn encode_json(v: &Value) -> Encoded {
-    let plain = codec::from_json(v);
-    let size = plain.len();
-    (codec::compress(plain), size)
+fn encode_json(value: Transcoded) -> Encoded {
+    let size = value.0.len();
+    (codec::compress(value.0), size)
 }
 
 fn events_from_json(
@@ -169,7 +193,12 @@ fn events_from_json(
 ) -> ApiResult<Vec<NewEvent>> {
     let list: Vec<EventIn> = match serde_json::from_slice(body) {
         Ok(list) => list,
-        Err(e) if e.is_data() || e.is_eof() && serde_json::from_slice::<Value>(body).is_ok() => {
+        // Syntax errors inside data or metadata reach here as data errors
+        // (through the transcoder): the body's syntax decides.
+        Err(e)
+            if (e.is_data() || e.is_eof())
+                && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() =>
+        {
             return Err(ApiError::invalid_field(format!(
                 "the body is a JSON array of {{eventId, type, data, metadata?}}: {e}"
             )))
@@ -184,8 +213,9 @@ fn events_from_json(
             if !e.data.is_object() {
                 return Err(field(i, "data: a JSON object"));
             }
-            let metadata = match &e.metadata {
-                None | Some(Value::Null) => None,
+            let metadata = match e.metadata {
+                None => None,
+                Some(m) if m.is_null() => None,
                 Some(m) if m.is_object() => Some(encode_json(m)),
                 Some(_) => return Err(field(i, "metadata: a JSON object")),
             };
@@ -195,7 +225,7 @@ fn events_from_json(
                 stream,
                 id,
                 &e.event_type,
-                encode_json(&e.data),
+                encode_json(e.data),
                 metadata,
             )
         })
