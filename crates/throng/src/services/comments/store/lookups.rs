@@ -37,32 +37,6 @@ pub async fn course(store: &Store, id: i64) -> Result<Option<Course>, StoreError
     }
 }
 
-/// The write version of a course and type (0 before its first comment);
-/// page caches compare it (PostgreSQL: shared by every node).
-pub async fn version(store: &Store, course_id: i64, kind: CommentType) -> Result<i64, StoreError> {
-    let kind = kind.as_str();
-    match store {
-        Store::Sqlite(s) => {
-            s.read(move |c| {
-                Ok(c.prepare_cached(
-                    "SELECT version FROM comments_ratings WHERE course_id = ?1 AND comment_type = ?2",
-                )?
-                .query_row(params![course_id, kind], |r| r.get(0))
-                .optional()?
-                .unwrap_or(0))
-            })
-            .await
-        }
-        Store::Postgres(p) => {
-            let client = p.client().await?;
-            let stmt = client
-                .prepare_cached("SELECT version FROM comments_ratings WHERE course_id = $1 AND comment_type = $2")
-                .await?;
-            Ok(client.query_opt(&stmt, &[&course_id, &kind]).await?.map(|r| r.get(0)).unwrap_or(0))
-        }
-    }
-}
-
 fn rating_out(course_id: i64, kind: CommentType, row: Option<[i64; 7]>) -> RatingOut {
     let r = row.unwrap_or([0; 7]);
     let average = if r[0] > 0 {

@@ -42,7 +42,7 @@ mod lookups;
 mod writes;
 
 pub use listing::list_page;
-pub use lookups::{course, rating, version};
+pub use lookups::{course, rating};
 pub use writes::{invalidation_key, post_comment, put_reply, INVALIDATION_PREFIX};
 
 use super::model::Cursor;
