@@ -19,9 +19,15 @@ pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self' 'unsafe-hashes
 
 /// `Cache-Control: no-store` (for `axum::middleware::map_response`).
 pub async fn no_store(mut res: Response) -> Response {
+    set_no_store(&mut res);
+    res
+}
+
+/// `Cache-Control: no-store` on one answer (a handler's, where a route
+/// layer would cover answers that may be cached).
+pub fn set_no_store(res: &mut Response) {
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    res
 }
 
 /// `no_store`, and `Vary: X-Access-Code`: the answer depends on that header.

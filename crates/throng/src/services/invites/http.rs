@@ -208,11 +208,6 @@ fn set_cookie(st: &InvitesState, res: &mut Response, site_id: i64, signed: &str)
     }
 }
 
-fn no_store(res: &mut Response) {
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-}
-
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/state", tag = "invites",
     params(("site_id" = i64, Path),
            ("X-Invites-Visitor" = Option<String>, Header, description = "The signed visitor id (27 characters) an earlier answer returned; missing, forged or altered: a new visitor"),
@@ -286,7 +281,7 @@ pub async fn visitor_state(
         body,
     )
         .into_response();
-    no_store(&mut res);
+    crate::platform::headers::set_no_store(&mut res);
     // A first-party cookie, set (and its lifetime renewed) on every check
     // from throng's own origin; a cross-origin page's browser would not
     // store it (the script sends no credentials there).
@@ -415,7 +410,7 @@ pub(super) fn answer_response(
         body["surveyUrl"] = json!(site.survey_url);
     }
     let mut res = Json(body).into_response();
-    no_store(&mut res);
+    crate::platform::headers::set_no_store(&mut res);
     Ok(with_cors(res, checked.origin.clone()))
 }
 
@@ -711,7 +706,7 @@ pub struct InvitesApi;
 pub fn document_limits(doc: &mut serde_json::Value) {
     use super::model::{
         BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, NAME_CHARS_MAX, ORIGINS_MAX, RETENTION_DAYS_MAX,
-        TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_BYTES_MAX,
+        TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
     use crate::platform::openapi::{body_schema, operation, param_range, param_required};
     use serde_json::json;
@@ -723,7 +718,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     let properties = json!({
         "name": nullable(json!({"type": "string", "maxLength": NAME_CHARS_MAX, "pattern": no_controls,
             "description": "\"\" is Survey"})),
-        "surveyUrl": nullable(json!({"type": "string", "maxLength": URL_BYTES_MAX,
+        "surveyUrl": nullable(json!({"type": "string", "maxLength": URL_CHARS_MAX,
             "pattern": "^(https?://[^\\x00-\\x20\\x7f]+|/[^/\\x00-\\x20\\x7f][^\\x00-\\x20\\x7f]*)$"})),
         "allowedOrigins": nullable(json!({"type": "array", "maxItems": ORIGINS_MAX, "items": {
             "type": "string", "maxLength": 259 + "https://".len(),
