@@ -155,12 +155,15 @@ impl Person {
                 "person.phone: {PHONE_DIGITS_MIN} to {PHONE_DIGITS_MAX} digits, optional leading '+', spaces allowed"
             )));
         }
-        let email_ok = self.email.len() <= EMAIL_CHARS_MAX
+        // The same rule as the OpenAPI pattern: characters (not bytes) up to
+        // the bound, one '@', a non-empty local part, and a domain of at
+        // least two non-empty labels.
+        let email_ok = self.email.chars().count() <= EMAIL_CHARS_MAX
             && self.email.split_once('@').is_some_and(|(local, domain)| {
                 !local.is_empty()
-                    && domain.contains('.')
-                    && !domain.starts_with('.')
-                    && !domain.ends_with('.')
+                    && !domain.contains('@')
+                    && domain.split('.').count() >= 2
+                    && domain.split('.').all(|label| !label.is_empty())
             })
             && !self
                 .email
@@ -359,6 +362,26 @@ mod tests {
         let mut p = ok.clone();
         p.email = "no-at-sign".into();
         assert!(p.validate().unwrap_err().message.contains("person.email"));
+        // The bound counts characters, as the OpenAPI maxLength does: 200
+        // two-byte characters are 400 bytes and still accepted.
+        let mut p = ok.clone();
+        p.email = format!("{}@example.sk", "é".repeat(200));
+        assert!(p.validate().is_ok());
+        let mut p = ok.clone();
+        p.email = format!("{}@example.sk", "é".repeat(EMAIL_CHARS_MAX));
+        assert!(p.validate().unwrap_err().message.contains("person.email"));
+        for bad in [
+            "a@b..sk",
+            "a@b@c.sk",
+            "a@.sk",
+            "a@sk.",
+            "@example.sk",
+            "a b@example.sk",
+        ] {
+            let mut p = ok.clone();
+            p.email = bad.into();
+            assert!(p.validate().is_err(), "{bad}");
+        }
         let mut p = ok;
         p.national_id = "1' OR '1'='1".into();
         assert!(p

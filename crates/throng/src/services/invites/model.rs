@@ -16,7 +16,7 @@ use crate::platform::error::ApiError;
 
 /// Limits of a site's settings, all explicit (and in `/openapi.json`).
 pub const NAME_CHARS_MAX: usize = 100;
-pub const URL_BYTES_MAX: usize = 2000;
+pub const URL_CHARS_MAX: usize = 2000;
 pub const ORIGINS_MAX: usize = 20;
 pub const CLOSES_MAX_LIMIT: i64 = 10;
 pub const RETENTION_DAYS_MAX: i64 = 3650;
@@ -143,17 +143,21 @@ pub fn normalize_origin(s: &str) -> Result<String, String> {
 
 fn check_url(s: &str) -> Result<(), ApiError> {
     // Absolute http(s), or a path on throng's own origin ("/survey").
-    let absolute =
-        (s.starts_with("https://") || s.starts_with("http://")) && s.len() > "https://".len();
+    // The same rule as the OpenAPI pattern and maxLength (which counts
+    // characters): a scheme and at least one character after it.
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"));
+    let absolute = rest.is_some_and(|r| !r.is_empty());
     let own_path = s.starts_with('/') && !s.starts_with("//") && s.len() > 1;
-    let ok = s.len() <= URL_BYTES_MAX
+    let ok = s.chars().count() <= URL_CHARS_MAX
         && (absolute || own_path)
         && !s.bytes().any(|b| b.is_ascii_control() || b == b' ');
     if ok {
         Ok(())
     } else {
         Err(invalid(format!(
-            "surveyUrl: an http or https URL (or a /path on this server) of at most {URL_BYTES_MAX} bytes, without spaces"
+            "surveyUrl: an http or https URL (or a /path on this server) of at most {URL_CHARS_MAX} characters, without spaces"
         )))
     }
 }
@@ -439,6 +443,28 @@ pub fn apply_answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn survey_url_rules_match_the_document() {
+        // The OpenAPI pattern accepts a scheme with one character after it,
+        // and maxLength counts characters, not bytes.
+        for ok in ["http://x", "https://x", "/s", "/survey?q=1"] {
+            assert!(check_url(ok).is_ok(), "{ok}");
+        }
+        assert!(check_url(&format!("https://{}", "é".repeat(URL_CHARS_MAX - 8))).is_ok());
+        let too_long = format!("https://{}", "é".repeat(URL_CHARS_MAX - 7));
+        for bad in [
+            "http://",
+            "https://",
+            "ftp://x",
+            "//x",
+            "/",
+            "https://a b",
+            &too_long,
+        ] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
+    }
 
     fn site() -> Site {
         SiteInput {
