@@ -46,6 +46,20 @@ pub struct RunArgs {
     /// Runtime worker threads (1 leaves the other core to a local server).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Length of the intermediate periods printed and kept in the JSON report (Artillery's
+    /// fixed 10 s unless set), from 1s to 1h.
+    #[arg(long, value_parser = period, default_value = "10s")]
+    pub period: Duration,
+}
+
+/// Periods from 1 s to 1 h.
+fn period(s: &str) -> Result<Duration, String> {
+    let d = duration::parse(s)?;
+    if (Duration::from_secs(1)..=Duration::from_secs(3_600)).contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!("{s:?}: a period from 1s to 1h"))
+    }
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -136,7 +150,11 @@ async fn run_script(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let outcome = runner::run(script, RunOptions::default()).await;
+    let run_options = RunOptions {
+        period: args.period,
+        ..RunOptions::default()
+    };
+    let outcome = runner::run(script, run_options).await;
     let title = format!("throng load run {}", args.script.display());
     if let Err(code) = write_outputs(&outcome.report, &title, &args.output, &args.report) {
         return code;

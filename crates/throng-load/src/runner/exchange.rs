@@ -40,11 +40,35 @@ impl Vu {
                 return Err(Failed);
             }
         };
+        let mut retries_left = self
+            .ctx
+            .script
+            .retry_after
+            .as_ref()
+            .map_or(0, |p| p.retries);
+        let resp = loop {
+            let (resp, us) = self.attempt(&rendered).await?;
+            self.endpoint_metrics(r, &rendered, &resp, us);
+            match self.retry_wait(&resp, retries_left) {
+                Some(wait) => {
+                    retries_left -= 1;
+                    tokio::time::sleep(wait).await;
+                }
+                None => break resp,
+            }
+        };
+        self.capture(r, &resp)?;
+        self.expect(r, &rendered, &resp)
+    }
+
+    /// Sends the request once and records the answer's metrics; returns it with its
+    /// response time in microseconds.
+    async fn attempt(&mut self, rendered: &Rendered) -> Result<(Response, u64), Failed> {
         let m = &self.ctx.metrics;
         m.counter("http.requests", 1);
         let timeout = self.ctx.script.timeout;
         let key = rendered.target.authority();
-        let outcome = tokio::time::timeout(timeout, self.exchange(&rendered)).await;
+        let outcome = tokio::time::timeout(timeout, self.exchange(rendered)).await;
         let resp = match outcome {
             Ok(Ok(resp)) => resp,
             Ok(Err(e)) => return Err(self.fail(&key, e)),
@@ -56,9 +80,26 @@ impl Vu {
         m.counter("http.downloaded_bytes", resp.body_bytes);
         let us = resp.first_byte.as_micros() as u64;
         m.histogram_us("http.response_time", us);
-        self.endpoint_metrics(r, &rendered, &resp, us);
-        self.capture(r, &resp)?;
-        self.expect(r, &rendered, &resp)
+        // As Artillery: response times by status class too.
+        m.histogram_us(&format!("http.response_time.{}xx", resp.status / 100), us);
+        Ok((resp, us))
+    }
+
+    /// With `config.http.retryAfter`, how long to wait before sending again after `resp`;
+    /// `None` when the answer is final (not a retried status, no retries left, or the
+    /// wait would outlast the last phase).
+    fn retry_wait(&self, resp: &Response, retries_left: u32) -> Option<std::time::Duration> {
+        let policy = self.ctx.script.retry_after.as_ref()?;
+        if retries_left == 0 || !policy.retries_status(resp.status) {
+            return None;
+        }
+        let wait = policy.wait(&resp.headers, rand::random());
+        if tokio::time::Instant::now() + wait > self.ctx.phases_end {
+            self.ctx.metrics.counter("http.retries_abandoned", 1);
+            return None;
+        }
+        self.ctx.metrics.counter("http.retries", 1);
+        Some(wait)
     }
 
     fn fail(&mut self, key: &str, e: HttpError) -> Failed {

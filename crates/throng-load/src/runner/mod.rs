@@ -78,6 +78,8 @@ pub(crate) struct Ctx {
     pub addrs: Mutex<HashMap<(String, u16), SocketAddr>>,
     pub regexes: Mutex<HashMap<String, regex::Regex>>,
     pub expect_details: AtomicU64,
+    /// When the last phase ends: no `retryAfter` wait starts that would end later.
+    pub phases_end: tokio::time::Instant,
 }
 
 /// Runs the script to completion (all phases, then all virtual users finish).
@@ -95,6 +97,8 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         addrs: Mutex::new(HashMap::new()),
         regexes: Mutex::new(HashMap::new()),
         expect_details: AtomicU64::new(0),
+        phases_end: tokio::time::Instant::now()
+            + script.phases.iter().map(Phase::duration).sum::<Duration>(),
     });
     let started = Instant::now();
     let ticker = tokio::spawn(print_periods(ctx.clone(), opts.clone()));

@@ -7,6 +7,7 @@
 pub mod duration;
 pub mod model;
 pub mod payload;
+pub mod retry;
 
 use std::{
     collections::BTreeMap,
@@ -166,6 +167,8 @@ pub struct Script {
     pub variables: BTreeMap<String, Value>,
     pub default_headers: Vec<(String, Value)>,
     pub timeout: Duration,
+    /// `config.http.retryAfter` (a throng-load extension), if set.
+    pub retry_after: Option<retry::RetryPolicy>,
     pub scenarios: Vec<Scenario>,
     pub ensure: Ensure,
     pub endpoints: EndpointNaming,
@@ -290,6 +293,11 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         variables: c.variables.clone().unwrap_or_default(),
         default_headers,
         timeout: http.timeout.map_or(TIMEOUT_DEFAULT, |s| s.0),
+        retry_after: http
+            .retry_after
+            .as_ref()
+            .map(retry::RetryPolicy::from_raw)
+            .transpose()?,
         scenarios,
         ensure,
         endpoints: endpoint_naming(c),

@@ -176,8 +176,21 @@ pub struct HttpConfig {
     pub pool: Option<Value>,
     pub max_sockets: Option<Value>,
     pub extended_metrics: Option<bool>,
+    /// throng-load extension: resend after 429/503 as `Retry-After` says (`super::retry`).
+    pub retry_after: Option<RetryAfterRaw>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
+}
+
+/// `config.http.retryAfter`, as written; checked by [`super::retry::RetryPolicy::from_raw`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RetryAfterRaw {
+    pub retries: Option<u32>,
+    pub jitter_ms: Option<u64>,
+    pub statuses: Option<Vec<u16>>,
+    pub default_s: Option<f64>,
+    pub wait_max_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

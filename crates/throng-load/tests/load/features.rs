@@ -1,7 +1,9 @@
 //! The 000 write-up's Artillery script, and one script that uses every supported key.
 
 use serde_json::{json, Value};
-use throng_load::script::LoadOptions;
+use std::time::Duration;
+
+use throng_load::{runner, script::LoadOptions};
 
 use super::{counter, run_yaml, server, stderr, throng_load, write};
 
@@ -399,4 +401,98 @@ async fn ensure_failure_exits_1() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("fail: http.response_time.p99 < 0.001"));
+}
+
+/// One virtual user's request under `config.http.retryAfter`, with a pause phase that
+/// leaves `pause_s` for its retries; returns the run and the server.
+async fn retried_once(
+    path: &str,
+    retry_after: &str,
+    pause_s: u64,
+) -> (runner::RunOutcome, server::TestServer) {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        r#"
+config:
+  target: "{}"
+  http:
+    retryAfter:
+      retries: 3
+      jitterMs: 0
+{retry_after}
+  phases:
+    - duration: 1
+      arrivalCount: 1
+    - pause: {pause_s}
+scenarios:
+  - flow:
+      - get:
+          url: "{path}"
+          expect:
+            - statusCode: 200
+"#,
+        srv.url()
+    );
+    (
+        run_yaml(dir.path(), &yaml, LoadOptions::default()).await,
+        srv,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_is_honoured_then_given_up() {
+    // Two 429s with Retry-After: 1, then 200: three attempts a second apart, one success.
+    let (outcome, srv) = retried_once("/crowded/2/1", "", 4).await;
+    let r = &outcome.report;
+    assert_eq!(counter(r, "http.codes.429"), 2);
+    assert_eq!(counter(r, "http.codes.200"), 1);
+    assert_eq!(counter(r, "http.retries"), 2);
+    assert_eq!(counter(r, "vusers.completed"), 1);
+    let at: Vec<_> = srv.seen().iter().map(|s| s.at).collect();
+    assert_eq!(at.len(), 3);
+    for pair in at.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= Duration::from_millis(990) && gap < Duration::from_millis(1_500),
+            "{gap:?}"
+        );
+    }
+    let s = &r.aggregate.summaries;
+    assert_eq!(s["http.response_time.2xx"].count, 1);
+    assert_eq!(s["http.response_time.4xx"].count, 2);
+
+    // Retries run out: four 429s, the last goes to the expectation and fails the user.
+    let (outcome, _) = retried_once("/crowded/9/0", "", 2).await;
+    let r = &outcome.report;
+    assert_eq!(counter(r, "http.codes.429"), 4);
+    assert_eq!(counter(r, "http.retries"), 3);
+    assert_eq!(counter(r, "vusers.failed"), 1);
+
+    // 503 without Retry-After waits defaultS.
+    let (outcome, srv) = retried_once("/crowded/1/none", "      defaultS: 0.3", 2).await;
+    let r = &outcome.report;
+    assert_eq!(
+        (counter(r, "http.codes.503"), counter(r, "http.codes.200")),
+        (1, 1)
+    );
+    let at: Vec<_> = srv.seen().iter().map(|s| s.at).collect();
+    let gap = at[1] - at[0];
+    assert!(
+        gap >= Duration::from_millis(290) && gap < Duration::from_millis(900),
+        "{gap:?}"
+    );
+
+    // A wait past the last phase is not started: the run ends on time.
+    let started = std::time::Instant::now();
+    let (outcome, _) = retried_once("/crowded/9/30", "", 1).await;
+    let r = &outcome.report;
+    assert_eq!(counter(r, "http.codes.429"), 1);
+    assert_eq!(counter(r, "http.retries_abandoned"), 1);
+    assert_eq!(counter(r, "http.retries"), 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -35,6 +35,8 @@ pub struct Log {
     pub stall: Mutex<StallState>,
     /// `/delay/{ms}`: when each request arrived and was answered (bounded like `seen`).
     pub spans: Mutex<Vec<Span>>,
+    /// `/crowded/...`: requests answered so far.
+    pub crowded: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Clone)]
@@ -135,6 +137,33 @@ async fn status(
     )
 }
 
+/// `/crowded/{refusals}/{retry_after}`: the server's first `refusals` requests are
+/// answered 429 with `Retry-After: {retry_after}` (or, for `none`, 503 without it), the
+/// rest 200.
+async fn crowded(
+    State(log): State<Arc<Log>>,
+    Path((refusals, retry_after)): Path<(u64, String)>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> axum::response::Response {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    let n = log
+        .crowded
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    if n >= refusals {
+        return "ok".into_response();
+    }
+    if retry_after == "none" {
+        return (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response();
+    }
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(axum::http::header::RETRY_AFTER, retry_after)],
+        "busy",
+    )
+        .into_response()
+}
+
 async fn slow(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
     remember(&log, "GET", &uri, &headers, Bytes::new());
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -192,6 +221,7 @@ pub async fn start() -> TestServer {
         .route("/items/{id}", get(get_item))
         .route("/status/{code}", get(status))
         .route("/slow", get(slow))
+        .route("/crowded/{refusals}/{retry_after}", get(crowded))
         .route("/stall", get(stall))
         .route("/delay/{ms}", get(delay))
         .route("/health", get(|| async { "ok" }))
