@@ -78,6 +78,8 @@ impl Vu {
         m.counter("http.responses", 1);
         m.counter(&format!("http.codes.{}", resp.status), 1);
         m.counter("http.downloaded_bytes", resp.body_bytes);
+        self.release_to_pool(&key);
+        let m = &self.ctx.metrics;
         let us = resp.first_byte.as_micros() as u64;
         m.histogram_us("http.response_time", us);
         // As Artillery: response times by status class too.
@@ -90,7 +92,13 @@ impl Vu {
     /// wait would outlast the last phase).
     fn retry_wait(&self, resp: &Response, retries_left: u32) -> Option<std::time::Duration> {
         let policy = self.ctx.script.retry_after.as_ref()?;
-        if retries_left == 0 || !policy.retries_status(resp.status) {
+        if !policy.retries_status(resp.status) {
+            return None;
+        }
+        if crate::script::retry::retry_after(&resp.headers).is_none() {
+            self.ctx.metrics.counter("http.retry_after_missing", 1);
+        }
+        if retries_left == 0 {
             return None;
         }
         let wait = policy.wait(&resp.headers, rand::random());
@@ -181,8 +189,35 @@ impl Vu {
         })
     }
 
+    /// With `config.http.pool`, hands the connection to `key` back to the shared pool (or
+    /// closes it when the pool holds enough idle ones).
+    fn release_to_pool(&mut self, key: &str) {
+        let Some(max) = self.ctx.script.pool else {
+            return;
+        };
+        if let Some(sender) = self.conns.remove(key) {
+            let mut idle = self.ctx.idle.lock().unwrap();
+            let list = idle.entry(key.to_string()).or_default();
+            if list.len() < max {
+                list.push(sender);
+            }
+        }
+    }
+
     async fn exchange(&mut self, rendered: &Rendered) -> Result<Response, HttpError> {
         let key = rendered.target.authority();
+        if self.ctx.script.pool.is_some() && !self.conns.contains_key(&key) {
+            let pooled = self
+                .ctx
+                .idle
+                .lock()
+                .unwrap()
+                .get_mut(&key)
+                .and_then(Vec::pop);
+            if let Some(sender) = pooled {
+                self.conns.insert(key.clone(), sender);
+            }
+        }
         let reusable = match self.conns.get_mut(&key) {
             Some(sender) => sender.ready().await.is_ok(),
             None => false,

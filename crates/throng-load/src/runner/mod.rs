@@ -78,6 +78,8 @@ pub(crate) struct Ctx {
     pub addrs: Mutex<HashMap<(String, u16), SocketAddr>>,
     pub regexes: Mutex<HashMap<String, regex::Regex>>,
     pub expect_details: AtomicU64,
+    /// `config.http.pool`: idle connections by `host:port`, shared by every virtual user.
+    pub idle: Mutex<HashMap<String, Vec<crate::http::Sender>>>,
     /// When the last phase ends: no `retryAfter` wait starts that would end later.
     pub phases_end: tokio::time::Instant,
 }
@@ -97,6 +99,7 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         addrs: Mutex::new(HashMap::new()),
         regexes: Mutex::new(HashMap::new()),
         expect_details: AtomicU64::new(0),
+        idle: Mutex::new(HashMap::new()),
         phases_end: tokio::time::Instant::now()
             + script.phases.iter().map(Phase::duration).sum::<Duration>(),
     });

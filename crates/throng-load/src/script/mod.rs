@@ -29,6 +29,8 @@ pub const LOOP_COUNT_MAX: u64 = 1_000_000;
 /// Most virtual users a closed-model phase (`vusers`) may hold; each is a task with its own
 /// connections, so this bounds sockets and memory.
 pub const VUSERS_MAX: u64 = 10_000;
+/// Most idle connections `config.http.pool` may keep per host.
+pub const POOL_MAX: usize = 20_000;
 
 /// A script that cannot run; the message names the key or line.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -167,6 +169,9 @@ pub struct Script {
     pub variables: BTreeMap<String, Value>,
     pub default_headers: Vec<(String, Value)>,
     pub timeout: Duration,
+    /// `config.http.pool`: idle keep-alive connections per host shared by every virtual user
+    /// (without it each virtual user has its own, as in Artillery).
+    pub pool: Option<usize>,
     /// `config.http.retryAfter` (a throng-load extension), if set.
     pub retry_after: Option<retry::RetryPolicy>,
     pub scenarios: Vec<Scenario>,
@@ -293,6 +298,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         variables: c.variables.clone().unwrap_or_default(),
         default_headers,
         timeout: http.timeout.map_or(TIMEOUT_DEFAULT, |s| s.0),
+        pool: http.pool.as_ref().map(pool_size).transpose()?,
         retry_after: http
             .retry_after
             .as_ref()
@@ -303,6 +309,21 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         endpoints: endpoint_naming(c),
         warnings,
     })
+}
+
+/// `config.http.pool`: a number (or a string holding one) from 1 to [`POOL_MAX`].
+fn pool_size(v: &Value) -> Result<usize, ScriptError> {
+    let n = match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n) if (1..=POOL_MAX as u64).contains(&n) => Ok(n as usize),
+        _ => err(format!(
+            "config.http.pool: a number of connections from 1 to {POOL_MAX}, got {v}"
+        )),
+    }
 }
 
 fn target(c: &Config) -> Result<Target, ScriptError> {

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Every attempt is counted as a response of its own (`http.codes.429`, `http.response_time`);
-//! `http.retries` counts resends. Retries end with the last phase: a wait that would end after
+//! `http.retries` counts resends, `http.retry_after_missing` the answers of a retried status
+//! without a `Retry-After` in delta-seconds. Retries end with the last phase: a wait that would end after
 //! it is not started (`http.retries_abandoned`), so the run ends on time whatever the server
 //! asks for; the last answer then goes through captures and expectations as usual.
 
@@ -82,17 +83,22 @@ impl RetryPolicy {
     /// How long to wait before resending after an answer with these headers: its
     /// `Retry-After` in delta-seconds (else `defaultS`), at most `waitMaxS`, plus jitter.
     pub fn wait(&self, headers: &HeaderMap, jitter_draw: u64) -> Duration {
-        let asked = headers
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map_or(self.default_wait, Duration::from_secs);
+        let asked = retry_after(headers).unwrap_or(self.default_wait);
         let jitter = match self.jitter_ms {
             0 => 0,
             j => jitter_draw % (j + 1),
         };
         asked.min(self.wait_max) + Duration::from_millis(jitter)
     }
+}
+
+/// An answer's `Retry-After` in delta-seconds; `None` when missing or another form.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
 }
 
 #[cfg(test)]

@@ -192,3 +192,42 @@ async fn tolerated_keys_warn_but_run() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn bad_http_extensions_name_the_key() {
+    let cases = [
+        (
+            "pool: 0",
+            "config.http.pool: a number of connections from 1 to",
+        ),
+        ("pool: lots", "config.http.pool"),
+        (
+            "retryAfter: {retries: 0}",
+            "config.http.retryAfter.retries: 1 to 100",
+        ),
+        (
+            "retryAfter: {statuses: [200]}",
+            "config.http.retryAfter.statuses",
+        ),
+        (
+            "retryAfter: {jitterMs: 70000}",
+            "config.http.retryAfter.jitterMs",
+        ),
+        ("retryAfter: {retriez: 3}", "retriez"),
+    ];
+    for (http, want) in cases {
+        let yaml = format!(
+            "config:\n  target: \"http://127.0.0.1:1\"\n  http:\n    {http}\n  phases:\n    - duration: 1\n      arrivalCount: 1\n{OK_TAIL}"
+        );
+        let (code, err) = run_bad(&yaml, &[]).await;
+        assert_eq!(code, Some(2), "{http}: {err}");
+        assert!(err.contains(want), "{http}: {err}");
+    }
+    let (code, err) = run_bad(
+        &format!("config:\n  target: \"http://127.0.0.1:1\"\n{OK_TAIL}"),
+        &["--period", "0s"],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("a period from 1s to 1h"), "{err}");
+}

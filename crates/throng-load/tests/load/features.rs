@@ -448,6 +448,7 @@ async fn retry_after_is_honoured_then_given_up() {
     assert_eq!(counter(r, "http.codes.429"), 2);
     assert_eq!(counter(r, "http.codes.200"), 1);
     assert_eq!(counter(r, "http.retries"), 2);
+    assert_eq!(counter(r, "http.retry_after_missing"), 0);
     assert_eq!(counter(r, "vusers.completed"), 1);
     let at: Vec<_> = srv.seen().iter().map(|s| s.at).collect();
     assert_eq!(at.len(), 3);
@@ -476,6 +477,7 @@ async fn retry_after_is_honoured_then_given_up() {
         (counter(r, "http.codes.503"), counter(r, "http.codes.200")),
         (1, 1)
     );
+    assert_eq!(counter(r, "http.retry_after_missing"), 1);
     let at: Vec<_> = srv.seen().iter().map(|s| s.at).collect();
     let gap = at[1] - at[0];
     assert!(
@@ -494,5 +496,43 @@ async fn retry_after_is_honoured_then_given_up() {
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_pool_reuses_connections_across_virtual_users() {
+    let run = |pool: &'static str| async move {
+        let srv = server::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = format!(
+            r#"
+config:
+  target: "{}"
+{pool}
+  phases:
+    - duration: 2
+      arrivalRate: 20
+scenarios:
+  - flow:
+      - get:
+          url: "/peer"
+      - get:
+          url: "/peer"
+"#,
+            srv.url()
+        );
+        let outcome = run_yaml(dir.path(), &yaml, LoadOptions::default()).await;
+        assert_eq!(counter(&outcome.report, "http.codes.200"), 80);
+        let peers: std::collections::HashSet<_> =
+            srv.log.peers.lock().unwrap().iter().copied().collect();
+        peers.len()
+    };
+    // Artillery's default: a connection per virtual user.
+    assert_eq!(run("").await, 40);
+    // Shared: 40 users one after another (each done in well under 50 ms) need a few.
+    let shared = run("  http:\n    pool: 4").await;
+    assert!(
+        shared <= 4,
+        "{shared} connections for 40 users with pool: 4"
     );
 }

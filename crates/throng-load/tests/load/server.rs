@@ -35,6 +35,8 @@ pub struct Log {
     pub stall: Mutex<StallState>,
     /// `/delay/{ms}`: when each request arrived and was answered (bounded like `seen`).
     pub spans: Mutex<Vec<Span>>,
+    /// `/peer`: the client address of each request (its port names its connection).
+    pub peers: Mutex<Vec<SocketAddr>>,
     /// `/crowded/...`: requests answered so far.
     pub crowded: std::sync::atomic::AtomicU64,
 }
@@ -164,6 +166,14 @@ async fn crowded(
         .into_response()
 }
 
+async fn peer(
+    State(log): State<Arc<Log>>,
+    axum::extract::ConnectInfo(addr): axum::extract::ConnectInfo<SocketAddr>,
+) -> &'static str {
+    log.peers.lock().unwrap().push(addr);
+    "ok"
+}
+
 async fn slow(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
     remember(&log, "GET", &uri, &headers, Bytes::new());
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -221,6 +231,7 @@ pub async fn start() -> TestServer {
         .route("/items/{id}", get(get_item))
         .route("/status/{code}", get(status))
         .route("/slow", get(slow))
+        .route("/peer", get(peer))
         .route("/crowded/{refusals}/{retry_after}", get(crowded))
         .route("/stall", get(stall))
         .route("/delay/{ms}", get(delay))
@@ -230,7 +241,12 @@ pub async fn start() -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
     });
     TestServer { addr, log }
 }
