@@ -46,7 +46,10 @@ pub fn observe_cache_read(cache: &'static str, outcome: CacheRead) {
         CacheRead::Miss => "miss",
         CacheRead::Bypass => "bypass",
     };
-    METRICS.cache_reads.with_label_values(&[cache, outcome]).inc();
+    METRICS
+        .cache_reads
+        .with_label_values(&[cache, outcome])
+        .inc();
 }
 
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {

@@ -82,8 +82,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.nodes.contains(&0) || nodes_max > NODES_MAX {
         anyhow::bail!("--nodes: counts from 1 to {NODES_MAX}, e.g. 1,2,3");
     }
-    if nodes_max > 1 && !args.store.as_deref().is_some_and(|s| s.starts_with("postgres")) {
-        anyhow::bail!("--nodes above 1 needs --store postgres://... (an SQLite store has one process)");
+    if nodes_max > 1
+        && !args
+            .store
+            .as_deref()
+            .is_some_and(|s| s.starts_with("postgres"))
+    {
+        anyhow::bail!(
+            "--nodes above 1 needs --store postgres://... (an SQLite store has one process)"
+        );
     }
     let temp;
     let data_dir = match &args.data_dir {
@@ -285,12 +292,13 @@ async fn measure_on(
             .await;
     }
     let per_node = (connections / addrs.len()).max(1);
-    let runs = addrs.iter().map(|addr| {
-        let (addr, factory) = (*addr, factory.clone());
-        async move {
-            measure::closed_loop(addr, &addr.to_string(), per_node, duration, factory).await
-        }
-    });
+    let runs =
+        addrs.iter().map(|addr| {
+            let (addr, factory) = (*addr, factory.clone());
+            async move {
+                measure::closed_loop(addr, &addr.to_string(), per_node, duration, factory).await
+            }
+        });
     let mut sum = measure::Summary::default();
     for s in futures::future::try_join_all(runs).await? {
         sum.requests += s.requests;

@@ -355,13 +355,21 @@ mod tests {
 
     #[test]
     fn retry_after_grows_with_refusals_per_admission() {
-        assert_eq!(retry_after_for(1, 100, 0), 1, "no refusals: the flag's value");
+        assert_eq!(
+            retry_after_for(1, 100, 0),
+            1,
+            "no refusals: the flag's value"
+        );
         assert_eq!(retry_after_for(1, 100, 50), 1);
         assert_eq!(retry_after_for(1, 100, 101), 2);
         assert_eq!(retry_after_for(1, 100, 400), 4, "a crowd at 5x capacity");
         assert_eq!(retry_after_for(3, 100, 100), 3, "never below the flag");
         assert_eq!(retry_after_for(1, 0, 10_000), RETRY_AFTER_MAX_S, "capped");
-        assert_eq!(retry_after_for(60, 1, 10_000), 60, "a flag above the cap wins");
+        assert_eq!(
+            retry_after_for(60, 1, 10_000),
+            60,
+            "a flag above the cap wins"
+        );
     }
 
     #[test]

@@ -132,8 +132,7 @@ async fn listen_once(
     let (client, mut conn) = config.connect(tokio_postgres::NoTls).await?;
     let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
-        let mut messages =
-            futures::stream::poll_fn(move |cx| conn.poll_message(cx)).boxed();
+        let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx)).boxed();
         while let Some(m) = messages.next().await {
             match m {
                 Ok(tokio_postgres::AsyncMessage::Notification(n)) => {

@@ -172,7 +172,9 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
     let mut from = 1i64;
     loop {
         let path = format!("/api/events/all?from={from}&limit=1000");
-        let r = api.send(api.http.get(api.url(&path)).bearer_auth(&token)).await;
+        let r = api
+            .send(api.http.get(api.url(&path)).bearer_auth(&token))
+            .await;
         assert_eq!(r.status, 200, "{}", r.text());
         let v = r.json();
         let page = v["events"].as_array().unwrap().len() as i64;

@@ -1130,9 +1130,13 @@ async fn two_nodes_append_while_readers_follow_all(_kind: StoreKind) {
     let mut all: Vec<i64> = Vec::new();
     let mut from = 1;
     loop {
-        let v = get(&a.api, &token, &format!("/api/events/all?from={from}&limit=1000"))
-            .await
-            .json();
+        let v = get(
+            &a.api,
+            &token,
+            &format!("/api/events/all?from={from}&limit=1000"),
+        )
+        .await
+        .json();
         let got = positions(v["events"].as_array().unwrap());
         if got.is_empty() && v["next"].as_i64().unwrap() > v["head"].as_i64().unwrap() {
             break;

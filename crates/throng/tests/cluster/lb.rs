@@ -389,7 +389,11 @@ impl BookingLoad {
                         let failed = o.status != 201;
                         outcomes.lock().unwrap().push(o);
                         // After a failure a client waits before trying again.
-                        let pause = if failed { pause.max(Duration::from_millis(100)) } else { pause };
+                        let pause = if failed {
+                            pause.max(Duration::from_millis(100))
+                        } else {
+                            pause
+                        };
                         if !pause.is_zero() {
                             tokio::time::sleep(pause).await;
                         }

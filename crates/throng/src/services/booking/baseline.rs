@@ -34,10 +34,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<BookingState>: FromRef<S>,
 {
-    Router::new().route(
-        "/api/booking/baseline/registrations",
-        post(naive_register),
-    )
+    Router::new().route("/api/booking/baseline/registrations", post(naive_register))
 }
 
 /// What the naive endpoint keeps between requests (opened on first use).
@@ -116,6 +113,9 @@ async fn naive_register(
     if updated == 1 {
         Ok((StatusCode::CREATED, Json(serde_json::json!({ "id": id }))).into_response())
     } else {
-        Err(ApiError::conflict("slot_taken", "the slot is taken (or does not exist)"))
+        Err(ApiError::conflict(
+            "slot_taken",
+            "the slot is taken (or does not exist)",
+        ))
     }
 }

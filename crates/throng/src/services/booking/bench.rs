@@ -64,21 +64,21 @@ impl Experiment for BookingBench {
         let register_to = move |path: &'static str| {
             let (counter, register_days) = (counter.clone(), register_days.clone());
             Arc::new(move |_seq: u64| {
-            let seq = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let body = format!(
-                r#"{{"placeId":{},"day":"{}","timeSlot":{},"person":{{"name":"Bench Person {seq}","nationalId":"B{seq}","phone":"+421 9{:08}","email":"b{seq}@example.org"}}}}"#,
-                pick(seq, 1, 1, places),
-                register_days[pick(seq, 2, 0, days - 1) as usize],
-                pick(seq, 3, 0, slots - 1),
-                seq % 100_000_000,
-            );
-            RequestSpec {
-                method: http::Method::POST,
-                path_and_query: path.into(),
-                headers: vec![("content-type".into(), "application/json".into())],
-                body: Bytes::from(body),
-            }
-        })
+                let seq = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let body = format!(
+                    r#"{{"placeId":{},"day":"{}","timeSlot":{},"person":{{"name":"Bench Person {seq}","nationalId":"B{seq}","phone":"+421 9{:08}","email":"b{seq}@example.org"}}}}"#,
+                    pick(seq, 1, 1, places),
+                    register_days[pick(seq, 2, 0, days - 1) as usize],
+                    pick(seq, 3, 0, slots - 1),
+                    seq % 100_000_000,
+                );
+                RequestSpec {
+                    method: http::Method::POST,
+                    path_and_query: path.into(),
+                    headers: vec![("content-type".into(), "application/json".into())],
+                    body: Bytes::from(body),
+                }
+            })
         };
         let slots_read = move |span: i64| {
             let day_texts = day_texts.clone();

@@ -254,10 +254,7 @@ impl PgGroup for PgTryRegister {
     type Item = (SealedRegistration, NewEvent);
     type Out = RegisterOutcome;
 
-    fn run<'a>(
-        tx: &'a PgTx<'a>,
-        items: Vec<&'a Self::Item>,
-    ) -> PgFuture<'a, Vec<RegisterOutcome>> {
+    fn run<'a>(tx: &'a PgTx<'a>, items: Vec<&'a Self::Item>) -> PgFuture<'a, Vec<RegisterOutcome>> {
         Box::pin(async move {
             // The first claim to each slot and each person runs in the
             // group; a later one in the batch waits for the first's answer
@@ -350,7 +347,10 @@ enum Took {
 
 /// Takes the slots of `regs` (no two of them the same slot or person) and
 /// inserts the registrations that got theirs, in one statement.
-async fn pg_take_slots(tx: &PgTx<'_>, regs: &[&SealedRegistration]) -> Result<Vec<Took>, StoreError> {
+async fn pg_take_slots(
+    tx: &PgTx<'_>,
+    regs: &[&SealedRegistration],
+) -> Result<Vec<Took>, StoreError> {
     if regs.is_empty() {
         return Ok(Vec::new());
     }
@@ -398,7 +398,9 @@ async fn pg_take_slots(tx: &PgTx<'_>, regs: &[&SealedRegistration]) -> Result<Ve
         .tx
         .query(
             &stmt,
-            &[&ids, &places, &days, &slots, &hashes, &sealed, &created, &keys],
+            &[
+                &ids, &places, &days, &slots, &hashes, &sealed, &created, &keys,
+            ],
         )
         .await?;
     let mut took: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
@@ -449,7 +451,8 @@ async fn pg_why_missed_all(
     let mut out = vec![RegisterOutcome::SlotTaken; regs.len()];
     for row in rows {
         let ord: i32 = row.get(0);
-        let (place, slot, person_holds_one): (bool, bool, bool) = (row.get(1), row.get(2), row.get(3));
+        let (place, slot, person_holds_one): (bool, bool, bool) =
+            (row.get(1), row.get(2), row.get(3));
         out[ord as usize] = if person_holds_one && place && slot {
             RegisterOutcome::AlreadyRegistered
         } else {
@@ -477,7 +480,10 @@ async fn pg_try_register_one(
 
 /// Why `reg` missed its slot; hands the slot back if it holds it (a person
 /// raced by another node).
-async fn pg_why_missed(tx: &PgTx<'_>, reg: &SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+async fn pg_why_missed(
+    tx: &PgTx<'_>,
+    reg: &SealedRegistration,
+) -> Result<RegisterOutcome, StoreError> {
     let why = tx
         .tx
         .prepare_cached(
@@ -498,7 +504,13 @@ async fn pg_why_missed(tx: &PgTx<'_>, reg: &SealedRegistration) -> Result<Regist
         .tx
         .query_opt(
             &why,
-            &[&reg.place_id, &reg.day.0, &reg.time_slot, &reg.person_key, &reg.id],
+            &[
+                &reg.place_id,
+                &reg.day.0,
+                &reg.time_slot,
+                &reg.person_key,
+                &reg.id,
+            ],
         )
         .await?;
     let (places, slots, person_holds_one): (i64, i64, bool) = row

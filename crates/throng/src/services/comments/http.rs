@@ -292,8 +292,10 @@ pub async fn read_page(
 fn no_cache(headers: &HeaderMap) -> bool {
     let says = |name| {
         headers.get_all(name).iter().any(|v| {
-            v.to_str()
-                .is_ok_and(|v| v.split(',').any(|d| d.trim().eq_ignore_ascii_case("no-cache")))
+            v.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .any(|d| d.trim().eq_ignore_ascii_case("no-cache"))
+            })
         })
     };
     says(header::CACHE_CONTROL) || says(header::PRAGMA)
