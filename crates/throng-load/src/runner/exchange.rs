@@ -95,13 +95,14 @@ impl Vu {
         if !policy.retries_status(resp.status) {
             return None;
         }
-        if crate::script::retry::retry_after(&resp.headers).is_none() {
+        let asked = crate::script::retry::retry_after(&resp.headers);
+        if asked.is_none() {
             self.ctx.metrics.counter("http.retry_after_missing", 1);
         }
         if retries_left == 0 {
             return None;
         }
-        let wait = policy.wait(&resp.headers, rand::random());
+        let wait = policy.wait(asked, rand::random());
         if tokio::time::Instant::now() + wait > self.ctx.phases_end {
             self.ctx.metrics.counter("http.retries_abandoned", 1);
             return None;

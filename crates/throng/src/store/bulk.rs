@@ -158,15 +158,6 @@ impl IndexesAside {
         Ok(aside)
     }
 
-    /// How many indexes were set aside.
-    pub fn len(&self) -> usize {
-        self.rebuild.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rebuild.is_empty()
-    }
-
     /// Builds them again, each from sorted input (one pass over its table,
     /// instead of an insert per row during the load).
     pub async fn rebuild(self, tx: &Transaction<'_>) -> Result<(), tokio_postgres::Error> {

@@ -416,11 +416,6 @@ pub fn transcode<'de, D: serde::Deserializer<'de>>(parser: D) -> Result<Vec<u8>,
     Ok(out)
 }
 
-/// [`transcode`] of JSON text.
-pub fn from_json_text(json: &str) -> Result<Vec<u8>, CodecError> {
-    transcode(&mut serde_json::Deserializer::from_str(json)).map_err(CodecError::MessagePack)
-}
-
 /// The stored bytes of `stored` decoded as JSON, within `max` bytes
 /// uncompressed.
 pub fn stored_to_json(stored: &[u8], max: usize) -> Result<Value, CodecError> {
@@ -431,6 +426,11 @@ pub fn stored_to_json(stored: &[u8], max: usize) -> Result<Value, CodecError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// [`transcode`] of JSON text.
+    fn from_json_text(json: &str) -> Result<Vec<u8>, String> {
+        transcode(&mut serde_json::Deserializer::from_str(json))
+    }
 
     #[test]
     fn json_text_transcodes_as_its_value_encodes() {

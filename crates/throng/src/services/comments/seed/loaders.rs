@@ -193,7 +193,6 @@ fn sqlite_insert_chunk(
 pub(super) async fn seed_pg(
     store: &crate::store::postgres::PgStore,
     gen: Generator,
-    _wipe: bool,
     progress: bool,
 ) -> anyhow::Result<i64> {
     use std::sync::Arc;
@@ -214,12 +213,11 @@ pub(super) async fn seed_pg(
             }
         }
     });
-    let (users_done, comments_done, snapshots) = tokio::try_join!(
+    let ((), (), snapshots) = tokio::try_join!(
         pg_load_users(store, users, &bar),
         pg_load_comments(store, comments_rx, &bar),
         pg_load_threads(store, threads_rx, &pop, &bar),
     )?;
-    let ((), ()) = (users_done, comments_done);
     bar.finish();
     Ok(snapshots)
 }

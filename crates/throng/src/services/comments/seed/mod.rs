@@ -141,7 +141,7 @@ pub async fn seed(
                 })
                 .await??
             }
-            Store::Postgres(p) => loaders::seed_pg(p, gen, existing > 0, progress).await?,
+            Store::Postgres(p) => loaders::seed_pg(p, gen, progress).await?,
         };
         let gen = Generator::new(args);
         report = SeedReport {
