@@ -860,8 +860,7 @@ async fn the_baseline_route_answers_only_when_mounted(kind: StoreKind) {
 }
 
 async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
-    use throng::services::invites::seed::{seeded_standing, site_of, visitor_id};
-    use throng::services::invites::signed::{Signer, Visitor, KEY_PURPOSE};
+    use throng::services::invites::signed::{Signer, KEY_PURPOSE};
     let pg = match kind {
         StoreKind::Sqlite => None,
         StoreKind::Postgres => match PgDb::create_or_skip().await {
@@ -871,9 +870,85 @@ async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
     };
     let dir = tempfile::TempDir::new().unwrap();
     let pg_url = pg.as_ref().map(|p| p.url.as_str());
+    seed_invites(dir.path(), pg_url, 5000, false).await;
+    let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
+    let secrets = throng::platform::secrets::Secrets::load_or_create(dir.path()).unwrap();
+    let signer = Signer::new(
+        throng::platform::auth::TokenKeys::new(&secrets.token_secret).derive(KEY_PURPOSE),
+    );
+    let cipher = store_cipher(dir.path(), pg_url).await;
+    let numbers: Vec<u64> = (1..=60).chain(4990..=5000).collect();
+    check_seeded(&server, &signer, &cipher, &numbers, 5000).await;
+    // Seeded again while serving, with more visitors: the server loads the
+    // new answers (on SQLite its in-memory standings) within seconds.
+    seed_invites(dir.path(), pg_url, 6000, true).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let later: Vec<u64> = (5990..=6000).collect();
+    while !seeded_match(&server, &signer, &cipher, &later).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server did not pick up the new seed's visitors"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    check_seeded(&server, &signer, &cipher, &numbers, 6000).await;
+    let admin = server.admin_token();
+    let mut visitors = 0;
+    for site in 1..=3 {
+        let s = server
+            .api
+            .send(
+                server
+                    .api
+                    .http
+                    .get(server.api.url(&format!("/api/invites/sites/{site}/stats")))
+                    .bearer_auth(&admin),
+            )
+            .await
+            .json();
+        visitors += s["visitors"].as_i64().unwrap();
+    }
+    assert_eq!(visitors, 6000);
+    // A first visit after the seed is numbered after the seeded visitors.
+    let site = 1;
+    let fresh = server
+        .api
+        .send(
+            server
+                .api
+                .http
+                .get(server.api.url(&format!("/api/invites/sites/{site}/state"))),
+        )
+        .await
+        .json();
+    let id = numeric_id(fresh["visitor"].as_str().unwrap());
+    if matches!(kind, StoreKind::Sqlite) {
+        assert!(
+            cipher.number_of(id) > 6000,
+            "visitor number {}",
+            cipher.number_of(id)
+        );
+    }
+    assert_eq!(fresh["state"], "asking");
+    drop(pg);
+}
+
+async fn seed_invites(dir: &std::path::Path, pg_url: Option<&str>, visitors: u64, force: bool) {
     let mut args: Vec<String> = vec!["seed".into()];
-    args.extend(crate::helpers::store_flags(dir.path(), pg_url));
-    args.extend(["invites", "--visitors", "5000", "--sites", "3"].map(String::from));
+    args.extend(crate::helpers::store_flags(dir, pg_url));
+    args.extend(
+        [
+            "invites",
+            "--visitors",
+            &visitors.to_string(),
+            "--sites",
+            "3",
+        ]
+        .map(String::from),
+    );
+    if force {
+        args.push("--force".into());
+    }
     let out = tokio::process::Command::new(crate::helpers::throng_bin())
         .args(&args)
         .env("RUST_LOG", "warn")
@@ -885,13 +960,38 @@ async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
-    let secrets = throng::platform::secrets::Secrets::load_or_create(dir.path()).unwrap();
-    let signer = Signer::new(
-        throng::platform::auth::TokenKeys::new(&secrets.token_secret).derive(KEY_PURPOSE),
-    );
-    for i in 1..=60u64 {
-        let v = visitor_id(i);
+}
+
+/// The store's visitor-id cipher (its key is in `meta`).
+async fn store_cipher(
+    dir: &std::path::Path,
+    pg_url: Option<&str>,
+) -> throng::services::invites::visitor_ids::IdCipher {
+    let url: throng::store::StoreUrl = match pg_url {
+        Some(u) => u.parse().unwrap(),
+        None => throng::store::StoreUrl::Sqlite(dir.join("throng.db")),
+    };
+    let store = throng::store::Store::open(&url, throng::store::StoreLimits::default())
+        .await
+        .unwrap();
+    throng::services::invites::visitor_ids::load_cipher(&store)
+        .await
+        .unwrap()
+}
+
+/// Whether seeded visitors `numbers` (of a seed over 3 sites) check in
+/// with their seeded standing; the replies that do not, as text.
+async fn seeded_mismatches(
+    server: &ProcessServer,
+    signer: &throng::services::invites::signed::Signer,
+    cipher: &throng::services::invites::visitor_ids::IdCipher,
+    numbers: &[u64],
+) -> Vec<String> {
+    use throng::services::invites::seed::{seeded_standing, site_of};
+    use throng::services::invites::signed::Visitor;
+    let mut wrong = Vec::new();
+    for &i in numbers {
+        let v = cipher.id_of(i);
         let site = site_of(v, 3);
         let signed = signer.sign_visitor(
             site,
@@ -912,29 +1012,38 @@ async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
             .await
             .json();
         let (state, closes) = seeded_standing(v);
-        assert_eq!(
-            (r["state"].as_str().unwrap(), r["closes"].as_i64().unwrap()),
-            (state.name(), closes),
-            "{r}"
+        let got = (
+            r["state"].as_str().unwrap_or(""),
+            r["closes"].as_i64().unwrap_or(-1),
         );
-        assert_eq!(r["visitor"], signed.as_str());
+        if got != (state.name(), closes) || r["visitor"] != signed.as_str() {
+            wrong.push(format!(
+                "visitor {i}: expected {} {closes}, got {r}",
+                state.name()
+            ));
+        }
     }
-    let admin = server.admin_token();
-    let mut visitors = 0;
-    for site in 1..=3 {
-        let s = server
-            .api
-            .send(
-                server
-                    .api
-                    .http
-                    .get(server.api.url(&format!("/api/invites/sites/{site}/stats")))
-                    .bearer_auth(&admin),
-            )
-            .await
-            .json();
-        visitors += s["visitors"].as_i64().unwrap();
-    }
-    assert_eq!(visitors, 5000);
-    drop(pg);
+    wrong
+}
+
+async fn seeded_match(
+    server: &ProcessServer,
+    signer: &throng::services::invites::signed::Signer,
+    cipher: &throng::services::invites::visitor_ids::IdCipher,
+    numbers: &[u64],
+) -> bool {
+    seeded_mismatches(server, signer, cipher, numbers)
+        .await
+        .is_empty()
+}
+
+async fn check_seeded(
+    server: &ProcessServer,
+    signer: &throng::services::invites::signed::Signer,
+    cipher: &throng::services::invites::visitor_ids::IdCipher,
+    numbers: &[u64],
+    seeded: u64,
+) {
+    let wrong = seeded_mismatches(server, signer, cipher, numbers).await;
+    assert!(wrong.is_empty(), "after a seed of {seeded}: {wrong:?}");
 }

@@ -55,6 +55,10 @@ async fn baseline_answer(
     }
     let checked = check_answer(&st, site_id, request).await?;
     let cmd = checked.cmd;
+    // Written outside the writer: this visitor's checks read the table.
+    if let Some(index) = st.index() {
+        index.ask_table(cmd.visitor_id);
+    }
     let outcome = match &st.store {
         Store::Sqlite(s) => {
             let (path, st2) = (s.path().to_path_buf(), st.clone());

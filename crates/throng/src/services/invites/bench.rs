@@ -20,11 +20,15 @@ use throng_load::measure::RequestSpec;
 
 use super::seed::{site_of, visitor_id};
 use super::signed::{Signer, Visitor, KEY_PURPOSE};
+use super::visitor_ids::IdCipher;
 use crate::platform::experiment::{mix64, Experiment, Scale, Workload};
 
 #[derive(Default)]
 pub struct InvitesBench {
     signer: OnceLock<Signer>,
+    /// The store's visitor-id cipher, read after seeding (`offline`): the
+    /// known visitors are the seeded numbers under it.
+    cipher: OnceLock<IdCipher>,
 }
 
 /// (visitors, sites).
@@ -101,6 +105,23 @@ impl Experiment for InvitesBench {
     fn serve_args(&self) -> Vec<String> {
         vec!["--invites-baseline-routes".into()]
     }
+    fn offline(
+        &self,
+        store: &crate::store::StoreUrl,
+        _scale: Scale,
+    ) -> anyhow::Result<Vec<String>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let cipher = rt.block_on(async {
+            let store =
+                crate::store::Store::open(store, crate::store::StoreLimits::default()).await?;
+            let cipher = super::visitor_ids::load_cipher(&store).await?;
+            anyhow::Ok(cipher)
+        })?;
+        let _ = self.cipher.set(cipher);
+        Ok(Vec::new())
+    }
     fn prepare(&self, data_dir: &std::path::Path) -> anyhow::Result<()> {
         let secrets = crate::platform::secrets::Secrets::load_or_create(data_dir)?;
         let keys = crate::platform::auth::TokenKeys::new(&secrets.token_secret);
@@ -114,11 +135,16 @@ impl Experiment for InvitesBench {
             .get()
             .expect("prepare() runs before workloads()")
             .clone();
+        let cipher = self
+            .cipher
+            .get()
+            .expect("offline() runs before workloads()")
+            .clone();
         let known = {
             let signer = signer.clone();
             Arc::new(move |seq: u64| {
                 let i = 1 + mix64(seq, 0x5EED) % visitors as u64;
-                state_request(&signer, visitor_id(i), sites)
+                state_request(&signer, cipher.id_of(i), sites)
             })
         };
         // Past the seeded ids, one visitor per answer; the counter is shared

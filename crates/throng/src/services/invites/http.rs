@@ -228,12 +228,19 @@ pub async fn visitor_state(
     let site = e.site();
     let now = now_ms();
     let (visitor, standing) = match claimed_visitor(&st.signer, site_id, &headers) {
-        Some(v) => (v, store::standing(&st.store, site_id, v.id).await?),
+        Some(v) => {
+            // From memory on the embedded store (index.rs), else the table.
+            let known = st.memory.as_ref().and_then(|m| m.index.get(v.id));
+            match known {
+                Some(standing) => (v, standing),
+                None => (v, store::standing(&st.store, site_id, v.id).await?),
+            }
+        }
         None => {
             // A first visit: sampled once, now, and kept in the signed id.
             let draw = (rand::random::<u64>() >> 32) as u32;
             let v = Visitor {
-                id: Signer::new_visitor_id(),
+                id: st.mint_visitor().await,
                 sampled: site.samples_in(draw),
             };
             e.seen.visitors.fetch_add(1, Ordering::Relaxed);
@@ -329,7 +336,7 @@ pub async fn post_answer(
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
     let checked = check_answer(&st, site_id, request).await?;
-    let outcome = store::answer(&st.store, checked.cmd).await?;
+    let outcome = store::answer(&st.store, checked.cmd, st.index()).await?;
     answer_response(&checked, outcome)
 }
 
@@ -430,7 +437,7 @@ pub async fn forget_me(
     let e = entry(&st, site_id)?;
     let origin = allowed_origin(&e, &headers)?;
     let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
-    store::forget_visitor(&st.store, visitor.id).await?;
+    store::forget_visitor(&st.store, visitor.id, st.index()).await?;
     let mut res = StatusCode::NO_CONTENT.into_response();
     if let Ok(v) = HeaderValue::from_str(&format!(
         "{}=; Path=/api/invites/sites/{site_id}; Max-Age=0; HttpOnly; SameSite=Lax",
@@ -461,7 +468,7 @@ pub async fn forget_visitor(
             "visitor_id: 1 to 9223372036854775807",
         ));
     }
-    let n = store::forget_visitor(&st.store, visitor_id).await?;
+    let n = store::forget_visitor(&st.store, visitor_id, st.index()).await?;
     Ok(Json(
         json!({ "visitorId": visitor_id, "answersDeleted": n }),
     ))

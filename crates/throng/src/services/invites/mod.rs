@@ -13,12 +13,14 @@
 pub mod baseline;
 pub mod bench;
 pub mod http;
+pub mod index;
 pub mod model;
 pub mod page;
 pub mod seed;
 pub mod signed;
 pub mod sites;
 pub mod store;
+pub mod visitor_ids;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +82,15 @@ pub struct InvitesArgs {
     /// Do not run the counts flusher and the retention purge on this node.
     #[arg(long = "invites-no-workers", env = "THRONG_INVITES_NO_WORKERS")]
     pub invites_no_workers: bool,
+    /// Visitors whose standings the embedded store keeps in memory, one
+    /// byte each (visitors numbered past it are looked up in the table).
+    #[arg(
+        long = "invites-memory-visitors-max",
+        env = "THRONG_INVITES_MEMORY_VISITORS_MAX",
+        default_value_t = 33_554_432,
+        value_parser = clap::value_parser!(u64).range(0..=1_073_741_824)
+    )]
+    pub invites_memory_visitors_max: u64,
 }
 
 impl Service for Invites {
@@ -137,6 +148,14 @@ impl Service for Invites {
             }
             let state = Arc::new(InvitesState::new(platform, &args).await?);
             let mut started = Started::new(state.clone()).with_worker(state.spawn_sites_watcher());
+            if let Some(memory) = &state.memory {
+                started = started
+                    .with_worker(index::spawn_loader(
+                        memory.index.clone(),
+                        state.store.clone(),
+                    ))
+                    .with_worker(state.spawn_answers_watcher(memory.index.clone()));
+            }
             if !args.invites_no_workers {
                 started = started
                     .with_worker(sites::spawn_flusher(
@@ -149,6 +168,7 @@ impl Service for Invites {
                         state.store.clone(),
                         state.sites.clone(),
                         Duration::from_secs(args.invites_purge_interval_s),
+                        state.index(),
                     ));
             }
             Ok(started)
@@ -194,7 +214,17 @@ pub struct InvitesState {
     /// `serve --invites-baseline-routes` (baseline.rs).
     pub baseline_routes: bool,
     pub baseline_conn: baseline::OwnConnection,
+    /// The embedded store's visitors in memory (`index.rs`); none on
+    /// PostgreSQL, whose nodes mint random ids and read the table.
+    pub memory: Option<Memory>,
     loaded_generation: Option<String>,
+    loaded_answers: Option<String>,
+}
+
+/// Visitors numbered under a cipher and their standings in memory.
+pub struct Memory {
+    pub index: Arc<index::StandingIndex>,
+    pub minter: index::Minter,
 }
 
 impl ServiceState for InvitesState {}
@@ -202,6 +232,32 @@ impl ServiceState for InvitesState {}
 impl InvitesState {
     pub async fn new(platform: &Platform, args: &InvitesArgs) -> anyhow::Result<InvitesState> {
         let generation = platform.store.meta_get(sites::SITES_GENERATION_KEY).await?;
+        let loaded_answers = platform
+            .store
+            .meta_get(index::ANSWERS_GENERATION_KEY)
+            .await?;
+        let memory = match platform.store {
+            Store::Sqlite(_) => {
+                let cipher = visitor_ids::load_cipher(&platform.store).await?;
+                let index = Arc::new(index::StandingIndex::new(
+                    cipher,
+                    args.invites_memory_visitors_max,
+                ));
+                let started = std::time::Instant::now();
+                let held = index.load(&platform.store).await?;
+                tracing::info!(
+                    visitors = held,
+                    bytes = index.bytes(),
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "loaded the visitors' standings into memory"
+                );
+                Some(Memory {
+                    index,
+                    minter: index::Minter::default(),
+                })
+            }
+            Store::Postgres(_) => None,
+        };
         let sites = sites::Sites::load(&platform.store, None).await?;
         tracing::info!(sites = sites.len(), "loaded the invitation sites");
         let counts_shard = match platform.store {
@@ -216,8 +272,52 @@ impl InvitesState {
             counts_shard,
             baseline_routes: args.invites_baseline_routes,
             baseline_conn: Default::default(),
+            memory,
             loaded_generation: generation,
+            loaded_answers,
         })
+    }
+
+    /// The in-memory standings, where kept.
+    pub fn index(&self) -> Option<Arc<index::StandingIndex>> {
+        self.memory.as_ref().map(|m| m.index.clone())
+    }
+
+    /// A new visitor's id: the next number under the cipher on the
+    /// embedded store, random on PostgreSQL.
+    pub async fn mint_visitor(&self) -> i64 {
+        match &self.memory {
+            Some(m) => m.minter.mint(&self.store, &m.index).await,
+            None => signed::Signer::new_visitor_id(),
+        }
+    }
+
+    /// Loads the standings again when a seed replaced the answers.
+    fn spawn_answers_watcher(
+        self: &Arc<Self>,
+        index: Arc<index::StandingIndex>,
+    ) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        crate::platform::seed_watch::spawn(
+            self.store.clone(),
+            index::ANSWERS_GENERATION_KEY,
+            self.loaded_answers.clone(),
+            "the visitors' standings",
+            move || {
+                let (this, index) = (this.clone(), index.clone());
+                async move {
+                    if let Some(m) = &this.memory {
+                        m.minter.drop_block();
+                    }
+                    let held = index.load(&this.store).await?;
+                    tracing::info!(
+                        visitors = held,
+                        "loaded the visitors' standings after a seed"
+                    );
+                    Ok(())
+                }
+            },
+        )
     }
 
     /// Reloads the sites when another node (or a seed) changed them.

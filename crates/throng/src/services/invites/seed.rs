@@ -2,9 +2,11 @@
 //! write-up's 6,000,000-row table), bulk-loaded with a progress bar, and the
 //! demo site of `serve --demo`.
 //!
-//! Visitor `i` (1..=N) has the id [`visitor_id`]`(i)`: a bijection of 63
-//! bits, so ids look random (as the service's random ids do), never
-//! collide, and the bench can name known visitors without reading them.
+//! Visitor `i` (1..=N) is visitor number `i` of the store's cipher
+//! (`visitor_ids.rs`), as the server mints them: ids look random, never
+//! collide, the server holds their standings in memory, and the bench (which
+//! reads the store's key) can name known visitors without reading them. The
+//! counter moves past them, so the server mints new visitors after them.
 //! Rows are inserted in key order (the ids sorted first), so every insert
 //! appends to the B-tree's rightmost page. Answers spread over the states
 //! as a busy site's would: 10% yes, 40% no, 35% one or two closes, 15%
@@ -15,6 +17,7 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 
 use super::model::{AnswerState, Site, SiteInput};
+use super::visitor_ids::{self, IdCipher};
 use crate::platform::experiment::mix64;
 use crate::store::Store;
 
@@ -43,8 +46,9 @@ const SEED_SITES_MAX: i64 = 1000;
 
 const MASK63: u64 = (1 << 63) - 1;
 
-/// The id of seeded visitor `i` (1-based): an invertible mix of 63 bits
-/// (odd multipliers and xor-shifts modulo 2^63), never 0 for `i >= 1`.
+/// An id the server never mints (the bench's answering visitors): an
+/// invertible mix of 63 bits (odd multipliers and xor-shifts modulo 2^63),
+/// never 0 for `i >= 1`.
 pub fn visitor_id(i: u64) -> i64 {
     let mut z = i & MASK63;
     z = z.wrapping_mul(0x9E37_79B9_7F4A_7C15) & MASK63;
@@ -111,9 +115,21 @@ fn check(args: &SeedInvitesArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The seeded ids in key order.
-fn sorted_ids(n: i64) -> Vec<i64> {
-    let mut ids: Vec<i64> = (1..=n as u64).map(visitor_id).collect();
+/// The seeded ids (visitor numbers 1..=n under the store's cipher) in key
+/// order, encrypted on two threads.
+fn sorted_ids(n: i64, cipher: &IdCipher) -> Vec<i64> {
+    let n = n.max(0) as u64;
+    let half = n / 2;
+    let (mut ids, upper) = std::thread::scope(|s| {
+        let upper = s.spawn(|| {
+            (half + 1..=n)
+                .map(|i| cipher.id_of(i))
+                .collect::<Vec<i64>>()
+        });
+        let lower: Vec<i64> = (1..=half).map(|i| cipher.id_of(i)).collect();
+        (lower, upper.join().expect("the id thread ran"))
+    });
+    ids.extend(upper);
     ids.sort_unstable();
     ids
 }
@@ -124,6 +140,7 @@ pub async fn seed(
     progress: bool,
 ) -> anyhow::Result<SeedReport> {
     check(args)?;
+    let cipher = visitor_ids::load_cipher(store).await?;
     let sites: Vec<Site> = (1..=args.sites)
         .map(|n| site_settings(n, &args.origin))
         .collect::<anyhow::Result<_>>()?;
@@ -137,11 +154,25 @@ pub async fn seed(
     match store {
         Store::Sqlite(s) => {
             let (path, args, bar2) = (s.path().to_path_buf(), args.clone(), bar.clone());
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, &sites, &bar2)).await??;
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, &sites, &bar2, &cipher))
+                .await??;
         }
-        Store::Postgres(p) => seed_pg(p, args, &sites, &bar).await?,
+        Store::Postgres(p) => seed_pg(p, args, &sites, &bar, &cipher).await?,
     }
     bar.finish();
+    // New visitors are numbered after the seeded ones.
+    let next = visitor_ids::reserved_end(store)
+        .await?
+        .max(args.visitors as u64 + 1);
+    store
+        .meta_set(visitor_ids::NEXT_META, &next.to_string())
+        .await?;
+    store
+        .meta_set(
+            super::index::ANSWERS_GENERATION_KEY,
+            &uuid::Uuid::new_v4().to_string(),
+        )
+        .await?;
     store
         .meta_set(
             super::sites::SITES_GENERATION_KEY,
@@ -161,6 +192,7 @@ fn seed_sqlite(
     args: &SeedInvitesArgs,
     sites: &[Site],
     bar: &ProgressBar,
+    cipher: &IdCipher,
 ) -> anyhow::Result<()> {
     let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
     let existing: i64 = conn.query_row("SELECT COUNT(*) FROM invites_sites", [], |r| r.get(0))?;
@@ -184,7 +216,7 @@ fn seed_sqlite(
         }
         tx.commit()?;
     }
-    let ids = sorted_ids(args.visitors);
+    let ids = sorted_ids(args.visitors, cipher);
     let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
     conn.execute_batch("PRAGMA synchronous = OFF")?;
     let many = format!(
@@ -240,6 +272,7 @@ async fn seed_pg(
     args: &SeedInvitesArgs,
     sites: &[Site],
     bar: &ProgressBar,
+    cipher: &IdCipher,
 ) -> anyhow::Result<()> {
     use futures::SinkExt;
     let mut client = store.client().await?;
@@ -269,7 +302,7 @@ async fn seed_pg(
     // partition) instead of row by row: both in this transaction.
     tx.batch_execute("ALTER TABLE invites_answers DROP CONSTRAINT invites_answers_pkey")
         .await?;
-    let ids = sorted_ids(args.visitors);
+    let ids = sorted_ids(args.visitors, cipher);
     let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
     for chunk in ids.chunks(ROWS_PER_CHUNK) {
         let mut text = String::with_capacity(chunk.len() * 40);

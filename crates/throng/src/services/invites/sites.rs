@@ -158,21 +158,26 @@ pub fn spawn_purger(
     store: Store,
     sites: Arc<ArcSwap<Sites>>,
     interval: Duration,
+    index: Option<Arc<super::index::StandingIndex>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         tokio::time::sleep((interval / 10).min(Duration::from_secs(60))).await;
         loop {
-            purge_once(&store, &sites).await;
+            purge_once(&store, &sites, &index).await;
             tokio::time::sleep(interval).await;
         }
     })
 }
 
-pub async fn purge_once(store: &Store, sites: &ArcSwap<Sites>) {
+pub async fn purge_once(
+    store: &Store,
+    sites: &ArcSwap<Sites>,
+    index: &Option<Arc<super::index::StandingIndex>>,
+) {
     let now = crate::base::clock::now_ms();
     for e in sites.load().list() {
         let before = now - e.site().retention_days * 86_400_000;
-        match store::purge_before(store, e.row.site_id, before).await {
+        match store::purge_before(store, e.row.site_id, before, index.clone()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(
                 site_id = e.row.site_id,

@@ -10,6 +10,9 @@
 
 use rusqlite::OptionalExtension;
 
+use std::sync::Arc;
+
+use super::index::StandingIndex;
 use super::model::{apply_answer, Answer, AnswerState, Outcome, Site, Standing};
 use crate::store::{Store, StoreError};
 
@@ -278,10 +281,41 @@ const ANSWER_PG: &str = "INSERT INTO invites_answers AS a
         last_outcome = CASE WHEN $5 = ANY(a.displays) THEN 1 WHEN a.state <> 0 THEN 2 ELSE 0 END
      RETURNING state, closes, last_outcome";
 
-/// Records an answer with the site's counts, in one transaction.
-pub async fn answer(store: &Store, cmd: AnswerCmd) -> Result<(Standing, Outcome), StoreError> {
+/// Takes the in-memory standings out of use when a write that may have set
+/// one of them failed (its batch may not have committed).
+fn invalidating<T>(
+    index: &Option<Arc<StandingIndex>>,
+    r: Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    if r.is_err() {
+        if let Some(index) = index {
+            index.invalidate();
+        }
+    }
+    r
+}
+
+/// Records an answer with the site's counts, in one transaction; on
+/// SQLite also the visitor's standing in memory (`index`), in the writer.
+pub async fn answer(
+    store: &Store,
+    cmd: AnswerCmd,
+    index: Option<Arc<StandingIndex>>,
+) -> Result<(Standing, Outcome), StoreError> {
     match store {
-        Store::Sqlite(s) => s.write(move |c| sqlite_answer(c, &cmd)).await,
+        Store::Sqlite(s) => {
+            let in_writer = index.clone();
+            let r = s
+                .write(move |c| {
+                    let (after, outcome) = sqlite_answer(c, &cmd)?;
+                    if let (Some(index), Outcome::Counted) = (&in_writer, outcome) {
+                        index.record(cmd.visitor_id, Some(after));
+                    }
+                    Ok((after, outcome))
+                })
+                .await;
+            invalidating(&index, r)
+        }
         Store::Postgres(p) => {
             p.write(move |tx| Box::pin(async move { pg_answer(tx.tx, &cmd).await }))
                 .await
@@ -398,16 +432,27 @@ pub fn sqlite_answer(
 }
 
 /// Deletes every answer of a visitor (all sites); the rows deleted.
-pub async fn forget_visitor(store: &Store, visitor_id: i64) -> Result<u64, StoreError> {
+pub async fn forget_visitor(
+    store: &Store,
+    visitor_id: i64,
+    index: Option<Arc<StandingIndex>>,
+) -> Result<u64, StoreError> {
     match store {
         Store::Sqlite(s) => {
-            s.write(move |c| {
-                Ok(c.execute(
-                    "DELETE FROM invites_answers WHERE visitor_id = ?1",
-                    [visitor_id],
-                )? as u64)
-            })
-            .await
+            let in_writer = index.clone();
+            let r = s
+                .write(move |c| {
+                    let n = c.execute(
+                        "DELETE FROM invites_answers WHERE visitor_id = ?1",
+                        [visitor_id],
+                    )? as u64;
+                    if let Some(index) = &in_writer {
+                        index.forget(visitor_id);
+                    }
+                    Ok(n)
+                })
+                .await;
+            invalidating(&index, r)
         }
         Store::Postgres(p) => {
             p.write(move |tx| {
@@ -471,7 +516,12 @@ async fn stale_visitors(
 /// Deletes `site_id`'s answers older than `before_ms`, range by range and
 /// at most `PURGE_CHUNK_ROWS` per write (the writer is never held for
 /// long); the rows deleted.
-pub async fn purge_before(store: &Store, site_id: i64, before_ms: i64) -> Result<u64, StoreError> {
+pub async fn purge_before(
+    store: &Store,
+    site_id: i64,
+    before_ms: i64,
+    index: Option<Arc<StandingIndex>>,
+) -> Result<u64, StoreError> {
     let width = i64::MAX / PURGE_RANGES + 1;
     let mut deleted = 0u64;
     for r in 0..PURGE_RANGES {
@@ -482,17 +532,23 @@ pub async fn purge_before(store: &Store, site_id: i64, before_ms: i64) -> Result
             let chunk = chunk.to_vec();
             deleted += match store {
                 Store::Sqlite(s) => {
-                    s.write(move |c| {
+                    let in_writer = index.clone();
+                    let r = s.write(move |c| {
                         let mut stmt = c.prepare_cached(
                             "DELETE FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2 AND updated_at_ms < ?3",
                         )?;
                         let mut d = 0u64;
                         for id in &chunk {
-                            d += stmt.execute([*id, site_id, before_ms])? as u64;
+                            let gone = stmt.execute([*id, site_id, before_ms])? as u64;
+                            if let (Some(index), 1) = (&in_writer, gone) {
+                                index.record(*id, None);
+                            }
+                            d += gone;
                         }
                         Ok(d)
                     })
-                    .await?
+                    .await;
+                    invalidating(&index, r)?
                 }
                 Store::Postgres(p) => {
                     p.write(move |tx| {
