@@ -168,12 +168,22 @@ fn cookie_name(site_id: i64) -> String {
 
 /// The visitor a request names (header first, then the cookie), if genuine.
 fn claimed_visitor(signer: &Signer, site_id: i64, headers: &HeaderMap) -> Option<Visitor> {
+    claimed_visitor_signed(signer, site_id, headers).map(|(v, _)| v)
+}
+
+/// The visitor a request names and the signed text that named it (the
+/// same text `sign_visitor` makes: the signature is deterministic).
+fn claimed_visitor_signed<'h>(
+    signer: &Signer,
+    site_id: i64,
+    headers: &'h HeaderMap,
+) -> Option<(Visitor, &'h str)> {
     let from_header = headers
         .get(VISITOR_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| v.len() == VISITOR_CHARS)
-        .and_then(|v| signer.verify_visitor(site_id, v));
+        .and_then(|v| Some((signer.verify_visitor(site_id, v)?, v)));
     if from_header.is_some() {
         return from_header;
     }
@@ -185,7 +195,7 @@ fn claimed_visitor(signer: &Signer, site_id: i64, headers: &HeaderMap) -> Option
         .flat_map(|v| v.split(';'))
         .filter_map(|kv| kv.trim().split_once('='))
         .filter(|(k, _)| *k == name)
-        .find_map(|(_, v)| signer.verify_visitor(site_id, v.trim()))
+        .find_map(|(_, v)| Some((signer.verify_visitor(site_id, v.trim())?, v.trim())))
 }
 
 fn visitor_required() -> ApiError {
@@ -227,7 +237,9 @@ pub async fn visitor_state(
     let origin = allowed_origin(&e, &headers)?;
     let site = e.site();
     let now = now_ms();
-    let (visitor, standing) = match claimed_visitor(&st.signer, site_id, &headers) {
+    let claimed = claimed_visitor_signed(&st.signer, site_id, &headers);
+    let known_text = claimed.map(|(_, text)| text);
+    let (visitor, standing) = match claimed.map(|(v, _)| v) {
         Some(v) => {
             // From memory on the embedded store (index.rs), else the table.
             let known = st.memory.as_ref().and_then(|m| m.index.get(v.id));
@@ -250,7 +262,12 @@ pub async fn visitor_state(
             (v, Standing::default())
         }
     };
-    let signed = st.signer.sign_visitor(site_id, visitor);
+    // A known visitor's signed id is the text it sent (signing is
+    // deterministic): not signed again.
+    let signed = match known_text {
+        Some(text) => text.to_string(),
+        None => st.signer.sign_visitor(site_id, visitor),
+    };
     // Built as text: the ids are base64url and the site's part is rendered
     // once (`SiteEntry::show_json`), so nothing here needs escaping.
     let mut body = String::with_capacity(160 + e.show_json.len());
