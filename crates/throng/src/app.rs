@@ -66,11 +66,6 @@ pub struct StoreArgs {
     /// with the pages it touches and keeps them: resident memory.
     #[arg(long, env = "THRONG_SQLITE_CACHE_MIB", default_value_t = StoreLimits::default().sqlite_cache_kib / 1024)]
     pub sqlite_cache_mib: i64,
-    /// SQLite write-ahead log frames (4 KiB pages) past which the writer
-    /// finishes a checkpoint between two batches so the log starts over;
-    /// under a steady write load the log otherwise grows without bound.
-    #[arg(long, env = "THRONG_SQLITE_WAL_FRAMES_MAX", default_value_t = StoreLimits::default().sqlite_wal_frames_max, value_parser = clap::value_parser!(i64).range(64..=1_048_576))]
-    pub sqlite_wal_frames_max: i64,
 }
 
 impl StoreArgs {
@@ -86,7 +81,6 @@ impl StoreArgs {
             pg_writers: self.pg_writers,
             commit_delay_us: self.commit_delay_us,
             sqlite_cache_kib: self.sqlite_cache_mib.saturating_mul(1024),
-            sqlite_wal_frames_max: self.sqlite_wal_frames_max,
             ..StoreLimits::default()
         }
     }

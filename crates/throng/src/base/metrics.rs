@@ -17,8 +17,6 @@ pub struct Metrics {
     pub http_rejected_429: IntCounter,
     pub store_write_batch_commands: Histogram,
     pub store_commit_seconds: Histogram,
-    /// Frames in the SQLite write-ahead log at the checkpointer's last pass.
-    pub store_wal_frames: IntGauge,
     pub notifier_delivered: IntCounter,
     pub notifier_failures: IntCounter,
     pub http_connections_refused: IntCounterVec,
@@ -102,11 +100,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         ]),
     )
     .unwrap();
-    let store_wal_frames = IntGauge::new(
-        "throng_store_wal_frames",
-        "Frames (pages) in the SQLite write-ahead log at the checkpointer's last pass",
-    )
-    .unwrap();
     let notifier_delivered = IntCounter::new(
         "throng_notifier_delivered_total",
         "Notifications handed to the notifier",
@@ -188,9 +181,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         .register(Box::new(store_commit_seconds.clone()))
         .unwrap();
     registry
-        .register(Box::new(store_wal_frames.clone()))
-        .unwrap();
-    registry
         .register(Box::new(notifier_delivered.clone()))
         .unwrap();
     registry
@@ -204,7 +194,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         http_rejected_429,
         store_write_batch_commands,
         store_commit_seconds,
-        store_wal_frames,
         notifier_delivered,
         notifier_failures,
         http_connections_refused,

@@ -126,11 +126,6 @@ pub struct StoreLimits {
     /// committing, so more of them share one fsync (as PostgreSQL's
     /// `commit_delay`). 0 turns it off.
     pub commit_delay_us: u64,
-    /// SQLite write-ahead log frames (pages) past which the writer finishes
-    /// the checkpoint itself between two batches, so the log starts over
-    /// (see `sqlite::writer_loop`). Bounds the WAL file at about this many
-    /// pages plus what the writer commits in one checkpointer interval.
-    pub sqlite_wal_frames_max: i64,
 }
 
 impl Default for StoreLimits {
@@ -149,9 +144,6 @@ impl Default for StoreLimits {
             pg_wait_ms: 3000,
             pg_writers: 4,
             commit_delay_us: 0,
-            // 16 MiB of 4 KiB pages (SQLite's own automatic checkpoint
-            // starts at 1,000 pages).
-            sqlite_wal_frames_max: 4096,
         }
     }
 }
