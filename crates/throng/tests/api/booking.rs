@@ -1390,14 +1390,20 @@ async fn reseeding_is_refused_unless_forced(kind: StoreKind) {
         0,
         "--force replaces the booking data, registrations included"
     );
-    // The running server serves the new data (SQLite reloads its index).
+    // The running server serves the new data (SQLite reloads its index;
+    // the old index serves until the new one is loaded, so wait for the old
+    // registration's slot to read free too, not only for the new place).
     let mut places = 0;
     for _ in 0..50 {
         places = s.api.places(0, 10).await.json()["total"]
             .as_i64()
             .unwrap_or(0);
         let slots = s.api.slots(3, FROM, 1).await;
-        if places == 3 && slots.status == 200 && slots.json()["days"][0]["slots"][0]["free"] == true
+        let old_slot = s.api.slots(1, FROM, 1).await;
+        if places == 3
+            && slots.status == 200
+            && slots.json()["days"][0]["slots"][0]["free"] == true
+            && old_slot.json()["days"][0]["slots"][0]["free"] == true
         {
             break;
         }
