@@ -884,7 +884,10 @@ async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
     seed_invites(dir.path(), pg_url, 6000, true).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let later: Vec<u64> = (5990..=6000).collect();
-    while !seeded_match(&server, &signer, &cipher, &later).await {
+    while !seeded_mismatches(&server, &signer, &cipher, &later)
+        .await
+        .is_empty()
+    {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the server did not pick up the new seed's visitors"
@@ -1024,17 +1027,6 @@ async fn seeded_mismatches(
         }
     }
     wrong
-}
-
-async fn seeded_match(
-    server: &ProcessServer,
-    signer: &throng::services::invites::signed::Signer,
-    cipher: &throng::services::invites::visitor_ids::IdCipher,
-    numbers: &[u64],
-) -> bool {
-    seeded_mismatches(server, signer, cipher, numbers)
-        .await
-        .is_empty()
 }
 
 async fn check_seeded(

@@ -34,7 +34,7 @@ use arc_swap::ArcSwap;
 use rusqlite::Connection;
 
 use super::model::{AnswerState, Standing};
-use super::visitor_ids::{IdCipher, NEXT_META};
+use super::visitor_ids::{parse_next, IdCipher, NEXT_META};
 use crate::store::{Store, StoreError};
 
 /// The `meta` key a seed changes when it replaced the answers: the servers
@@ -93,10 +93,6 @@ impl StandingIndex {
         }
     }
 
-    pub fn cipher(&self) -> &IdCipher {
-        &self.cipher
-    }
-
     fn slot<R>(&self, id: i64, f: impl FnOnce(&AtomicU8) -> R) -> Option<R> {
         if id < 1 {
             return None;
@@ -148,10 +144,6 @@ impl StandingIndex {
         self.reload.notify_one();
     }
 
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-    }
-
     /// Grows the array to hold numbers below `end` (within the bound);
     /// new chunks start empty: numbers not minted yet have no answers.
     pub fn cover(&self, end: u64) {
@@ -185,13 +177,12 @@ impl StandingIndex {
 
     fn load_in_writer(&self, c: &Connection) -> Result<u64, StoreError> {
         use rusqlite::OptionalExtension;
-        let end: u64 = c
-            .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_META], |r| {
+        let end = parse_next(
+            c.query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_META], |r| {
                 r.get::<_, String>(0)
             })
-            .optional()?
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(1);
+            .optional()?,
+        );
         let chunks_n = end.min(self.numbers_max).div_ceil(CHUNK) as usize;
         let chunks: Vec<Chunk> = (0..chunks_n).map(|_| new_chunk()).collect();
         let mut held = 0u64;

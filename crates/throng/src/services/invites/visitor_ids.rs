@@ -111,52 +111,40 @@ pub async fn load_cipher(store: &Store) -> Result<IdCipher, StoreError> {
 
 /// Reserves `count` visitor numbers durably: the first of them. Numbers
 /// reserved by a process that then stopped are never handed out again.
+/// Only the embedded store mints numbered visitors (PostgreSQL nodes mint
+/// random ids, see `index.rs`).
 pub async fn reserve(store: &Store, count: u64) -> Result<u64, StoreError> {
+    let Store::Sqlite(s) = store else {
+        return Err(StoreError::Internal(
+            "visitor numbers are reserved on the embedded store only".into(),
+        ));
+    };
     let count = count as i64;
-    match store {
-        Store::Sqlite(s) => {
-            s.write(move |c| {
-                let next: i64 = c.query_row(
-                    "INSERT INTO meta (key, value) VALUES (?1, CAST(1 + ?2 AS TEXT))
-                     ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)
-                     RETURNING CAST(value AS INTEGER)",
-                    rusqlite::params![NEXT_META, count],
-                    |r| r.get(0),
-                )?;
-                Ok((next - count) as u64)
-            })
-            .await
-        }
-        Store::Postgres(p) => {
-            p.write(move |tx| {
-                Box::pin(async move {
-                    let next: i64 = tx
-                        .tx
-                        .query_one(
-                            "INSERT INTO meta (key, value) VALUES ($1, (1 + $2::BIGINT)::TEXT)
-                             ON CONFLICT (key) DO UPDATE SET value = (meta.value::BIGINT + $2::BIGINT)::TEXT
-                             RETURNING value::BIGINT",
-                            &[&NEXT_META, &count],
-                        )
-                        .await?
-                        .get(0);
-                    Ok((next - count) as u64)
-                })
-            })
-            .await
-        }
-    }
+    s.write(move |c| {
+        let next: i64 = c.query_row(
+            "INSERT INTO meta (key, value) VALUES (?1, CAST(1 + ?2 AS TEXT))
+             ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)
+             RETURNING CAST(value AS INTEGER)",
+            rusqlite::params![NEXT_META, count],
+            |r| r.get(0),
+        )?;
+        Ok((next - count) as u64)
+    })
+    .await
 }
 
-/// The next visitor number not yet reserved (1 on a store that never
-/// reserved any).
-pub async fn reserved_end(store: &Store) -> Result<u64, StoreError> {
-    Ok(store
-        .meta_get(NEXT_META)
-        .await?
+/// The next visitor number not yet reserved, from `meta`'s text (1 when
+/// none was ever reserved).
+pub fn parse_next(value: Option<String>) -> u64 {
+    value
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(1)
-        .max(1))
+        .max(1)
+}
+
+/// The next visitor number not yet reserved on `store`.
+pub async fn reserved_end(store: &Store) -> Result<u64, StoreError> {
+    Ok(parse_next(store.meta_get(NEXT_META).await?))
 }
 
 #[cfg(test)]
