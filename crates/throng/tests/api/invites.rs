@@ -31,6 +31,49 @@ both_stores!(
     seeded_visitors_answer_as_seeded,
 );
 
+/// SQLite only: PostgreSQL keeps keying answers by visitor id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn answers_stored_under_ids_are_rekeyed_by_number_at_start() {
+    use throng::services::invites::signed::{Signer, KEY_PURPOSE};
+    let dir = tempfile::TempDir::new().unwrap();
+    seed_invites(dir.path(), None, 2000, false).await;
+    let cipher = store_cipher(dir.path(), None).await;
+    // Make the store look like one written before visitor numbers: rows
+    // keyed by id, no mark.
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("throng.db")).unwrap();
+        let c2 = cipher.clone();
+        conn.create_scalar_function(
+            "id_of",
+            1,
+            rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+            move |ctx| Ok(c2.id_of(ctx.get::<i64>(0)? as u64)),
+        )
+        .unwrap();
+        conn.execute_batch(
+            "UPDATE invites_answers SET visitor_id = -visitor_id;
+             UPDATE invites_answers SET visitor_id = id_of(-visitor_id);
+             DELETE FROM meta WHERE key = 'invites_answers_keys';",
+        )
+        .unwrap();
+        let keyed_by_id: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM invites_answers WHERE visitor_id = ?1",
+                [cipher.id_of(7)],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(keyed_by_id, 1);
+    }
+    let server = ProcessServer::start(dir.path(), None, &[]).await;
+    let secrets = throng::platform::secrets::Secrets::load_or_create(dir.path()).unwrap();
+    let signer = Signer::new(
+        throng::platform::auth::TokenKeys::new(&secrets.token_secret).derive(KEY_PURPOSE),
+    );
+    let numbers: Vec<u64> = (1..=40).chain(1990..=2000).collect();
+    check_seeded(&server, &signer, &cipher, &numbers, 2000).await;
+}
+
 const ORIGIN: &str = "https://shop.example";
 
 struct Inv {
@@ -687,6 +730,11 @@ async fn answers_past_the_retention_are_purged(kind: StoreKind) {
     let aged = throng::base::clock::now_ms() - 31 * 86_400_000;
     match &server.state.store {
         throng::store::Store::Sqlite(s) => {
+            // The embedded store keys answers by visitor number.
+            let old_id = throng::services::invites::visitor_ids::load_cipher(&server.state.store)
+                .await
+                .unwrap()
+                .number_of(old_id) as i64;
             s.write(move |c| {
                 c.execute(
                     "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",

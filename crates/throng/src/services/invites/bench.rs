@@ -10,8 +10,13 @@
 //! Requests carry visitor ids signed with the server's key, derived from the
 //! token secret in the data directory (`prepare`), as the script would send
 //! the ids the server gave it. Known visitors are drawn from the seeded
-//! ones ([`seed::visitor_id`]); answers come from visitors past the seeded
-//! range, one per request, so every answer is a first answer (200).
+//! ones (numbers 1..=N under the store's cipher, read in `offline`).
+//! Answers come from new visitors, one per request, so every answer is a
+//! first answer (200): on SQLite visitor numbers the bench reserves past the
+//! seeded ones before the server starts, as the server reserves them for
+//! the first visits it mints (a visitor answers a popup its first visit
+//! showed); on PostgreSQL, whose nodes mint random ids, random ids
+//! ([`seed::visitor_id`] past the seeded range).
 
 use std::sync::{Arc, OnceLock};
 
@@ -29,7 +34,14 @@ pub struct InvitesBench {
     /// The store's visitor-id cipher, read after seeding (`offline`): the
     /// known visitors are the seeded numbers under it.
     cipher: OnceLock<IdCipher>,
+    /// The first of `ANSWERING_VISITORS` visitor numbers reserved for the
+    /// answers (SQLite; none on PostgreSQL).
+    answering_from: OnceLock<Option<u64>>,
 }
+
+/// Visitor numbers reserved for the answer workloads: more than every
+/// answer of one bench at the defaults (~30,000/s x 33 s for ours).
+const ANSWERING_VISITORS: u64 = 4_000_000;
 
 /// (visitors, sites).
 fn size(scale: Scale) -> (i64, i64) {
@@ -117,9 +129,16 @@ impl Experiment for InvitesBench {
             let store =
                 crate::store::Store::open(store, crate::store::StoreLimits::default()).await?;
             let cipher = super::visitor_ids::load_cipher(&store).await?;
-            anyhow::Ok(cipher)
+            let answering_from = match store {
+                crate::store::Store::Sqlite(_) => {
+                    Some(super::visitor_ids::reserve(&store, ANSWERING_VISITORS).await?)
+                }
+                crate::store::Store::Postgres(_) => None,
+            };
+            anyhow::Ok((cipher, answering_from))
         })?;
-        let _ = self.cipher.set(cipher);
+        let _ = self.cipher.set(cipher.0);
+        let _ = self.answering_from.set(cipher.1);
         Ok(Vec::new())
     }
     fn prepare(&self, data_dir: &std::path::Path) -> anyhow::Result<()> {
@@ -141,20 +160,28 @@ impl Experiment for InvitesBench {
             .expect("offline() runs before workloads()")
             .clone();
         let known = {
-            let signer = signer.clone();
+            let (signer, cipher) = (signer.clone(), cipher.clone());
             Arc::new(move |seq: u64| {
                 let i = 1 + mix64(seq, 0x5EED) % visitors as u64;
                 state_request(&signer, cipher.id_of(i), sites)
             })
         };
-        // Past the seeded ids, one visitor per answer; the counter is shared
-        // by the warm-up and every run (the harness restarts seq).
-        let next = Arc::new(std::sync::atomic::AtomicU64::new(visitors as u64 + 1));
+        // One new visitor per answer; the counter is shared by the warm-up
+        // and every run (the harness restarts seq).
+        let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let answering_from = *self
+            .answering_from
+            .get()
+            .expect("offline() runs before workloads()");
         let answers_at = |prefix: &'static str| {
-            let (signer, next) = (signer.clone(), next.clone());
+            let (signer, next, cipher) = (signer.clone(), next.clone(), cipher.clone());
             Arc::new(move |seq: u64| {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                answer_request(&signer, prefix, visitor_id(i), sites, seq)
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let visitor = match answering_from {
+                    Some(from) => cipher.id_of(from + k),
+                    None => visitor_id(visitors as u64 + 1 + k),
+                };
+                answer_request(&signer, prefix, visitor, sites, seq)
             })
         };
         let answers = answers_at("/api/invites");

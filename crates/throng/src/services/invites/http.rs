@@ -242,10 +242,11 @@ pub async fn visitor_state(
     let (visitor, standing) = match claimed.map(|(v, _)| v) {
         Some(v) => {
             // From memory on the embedded store (index.rs), else the table.
-            let known = st.memory.as_ref().and_then(|m| m.index.get(v.id));
+            let key = st.visitor_key(v.id);
+            let known = st.memory.as_ref().and_then(|m| m.index.get(key));
             match known {
                 Some(standing) => (v, standing),
-                None => (v, store::standing(&st.store, site_id, v.id).await?),
+                None => (v, store::standing(&st.store, site_id, key).await?),
             }
         }
         None => {
@@ -397,7 +398,7 @@ pub(super) async fn check_answer(
     }
     let cmd = AnswerCmd {
         site_id,
-        visitor_id: visitor.id,
+        visitor_id: st.visitor_key(visitor.id),
         display,
         answer: req.answer,
         closes_max: site.closes_max,
@@ -454,7 +455,7 @@ pub async fn forget_me(
     let e = entry(&st, site_id)?;
     let origin = allowed_origin(&e, &headers)?;
     let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
-    store::forget_visitor(&st.store, visitor.id, st.index()).await?;
+    store::forget_visitor(&st.store, st.visitor_key(visitor.id), st.index()).await?;
     let mut res = StatusCode::NO_CONTENT.into_response();
     if let Ok(v) = HeaderValue::from_str(&format!(
         "{}=; Path=/api/invites/sites/{site_id}; Max-Age=0; HttpOnly; SameSite=Lax",
@@ -485,7 +486,7 @@ pub async fn forget_visitor(
             "visitor_id: 1 to 9223372036854775807",
         ));
     }
-    let n = store::forget_visitor(&st.store, visitor_id, st.index()).await?;
+    let n = store::forget_visitor(&st.store, st.visitor_key(visitor_id), st.index()).await?;
     Ok(Json(
         json!({ "visitorId": visitor_id, "answersDeleted": n }),
     ))

@@ -41,6 +41,21 @@ use crate::store::{Store, StoreError};
 /// on the store load their standings again.
 pub const ANSWERS_GENERATION_KEY: &str = "invites_answers_generation";
 
+/// The `meta` key saying how the embedded store keys `invites_answers`:
+/// `numbers` once its rows are keyed by visitor number.
+pub const KEYS_META: &str = "invites_answers_keys";
+const KEYS_NUMBERS: &str = "numbers";
+
+/// Records that the table's rows are keyed by visitor number (the seed
+/// writes them so; `rekey_legacy_rows` makes them so).
+pub fn mark_keys_numbered(c: &Connection) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [KEYS_META, KEYS_NUMBERS],
+    )
+    .map(|_| ())
+}
+
 /// Visitor numbers per chunk of the array (and per block reserved).
 pub const CHUNK: u64 = 1 << 16;
 const NO_ROW: u8 = 0;
@@ -93,31 +108,37 @@ impl StandingIndex {
         }
     }
 
-    fn slot<R>(&self, id: i64, f: impl FnOnce(&AtomicU8) -> R) -> Option<R> {
-        if id < 1 {
+    /// A visitor's key in the embedded store's table: its number.
+    pub fn key_of(&self, id: i64) -> i64 {
+        self.cipher.number_of(id) as i64
+    }
+
+    fn slot<R>(&self, key: i64, f: impl FnOnce(&AtomicU8) -> R) -> Option<R> {
+        if key < 1 {
             return None;
         }
-        let n = self.cipher.number_of(id);
+        let n = key as u64;
         let chunks = self.chunks.load();
         let chunk = chunks.get((n / CHUNK) as usize)?;
         Some(f(&chunk[(n % CHUNK) as usize]))
     }
 
-    /// The visitor's standing from memory; `None`: read the table.
-    pub fn get(&self, id: i64) -> Option<Standing> {
+    /// The standing of the visitor with this key from memory; `None`: read
+    /// the table.
+    pub fn get(&self, key: i64) -> Option<Standing> {
         if !self.ready.load(Ordering::Acquire) {
             return None;
         }
-        self.slot(id, |b| b.load(Ordering::Acquire))
+        self.slot(key, |b| b.load(Ordering::Acquire))
             .and_then(decode)
     }
 
     /// Inside a writer command: the visitor's standing is now `s` (`None`:
     /// no answers with its site). A visitor whose checks read the table
     /// (answers with two sites) keeps doing so until the next load.
-    pub fn record(&self, id: i64, s: Option<Standing>) {
+    pub fn record(&self, key: i64, s: Option<Standing>) {
         let new = s.map_or(NO_ROW, encode);
-        self.slot(id, |slot| {
+        self.slot(key, |slot| {
             let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
                 (b != ASK_TABLE).then_some(new)
             });
@@ -125,14 +146,14 @@ impl StandingIndex {
     }
 
     /// Inside a writer command: every answer of the visitor was deleted.
-    pub fn forget(&self, id: i64) {
-        self.slot(id, |slot| slot.store(NO_ROW, Ordering::Release));
+    pub fn forget(&self, key: i64) {
+        self.slot(key, |slot| slot.store(NO_ROW, Ordering::Release));
     }
 
     /// The visitor was written outside the writer: its checks read the
     /// table from now on.
-    pub fn ask_table(&self, id: i64) {
-        self.slot(id, |slot| slot.store(ASK_TABLE, Ordering::Release));
+    pub fn ask_table(&self, key: i64) {
+        self.slot(key, |slot| slot.store(ASK_TABLE, Ordering::Release));
     }
 
     /// A write may have failed after its byte was set: checks read the
@@ -175,6 +196,46 @@ impl StandingIndex {
         s.write(move |c| this.load_in_writer(c)).await
     }
 
+    /// Rekeys rows stored under visitor ids (before visitor numbers) by
+    /// their numbers, once per store (`meta.invites_answers_keys`); the
+    /// rows rekeyed. Two passes, so no intermediate key meets another
+    /// row's: all keys negated first (ids are positive), then each set to
+    /// its number (distinct, as the cipher is a permutation).
+    pub async fn rekey_legacy_rows(self: &Arc<Self>, store: &Store) -> Result<usize, StoreError> {
+        let Store::Sqlite(s) = store else {
+            return Ok(0);
+        };
+        let cipher = self.cipher.clone();
+        s.write(move |c| {
+            use rusqlite::functions::FunctionFlags;
+            use rusqlite::OptionalExtension;
+            let keys: Option<String> = c
+                .query_row("SELECT value FROM meta WHERE key = ?1", [KEYS_META], |r| r.get(0))
+                .optional()?;
+            if keys.as_deref() == Some(KEYS_NUMBERS) {
+                return Ok(0);
+            }
+            c.create_scalar_function(
+                "throng_invites_number",
+                1,
+                FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+                move |ctx| Ok(cipher.number_of(ctx.get::<i64>(0)?) as i64),
+            )?;
+            let rekeyed = (|| -> Result<usize, StoreError> {
+                c.execute("UPDATE invites_answers SET visitor_id = -visitor_id WHERE visitor_id > 0", [])?;
+                Ok(c.execute(
+                    "UPDATE invites_answers SET visitor_id = throng_invites_number(-visitor_id) WHERE visitor_id < 0",
+                    [],
+                )?)
+            })();
+            c.remove_function("throng_invites_number", 1)?;
+            let rekeyed = rekeyed?;
+            mark_keys_numbered(c)?;
+            Ok(rekeyed)
+        })
+        .await
+    }
+
     fn load_in_writer(&self, c: &Connection) -> Result<u64, StoreError> {
         use rusqlite::OptionalExtension;
         let end = parse_next(
@@ -189,11 +250,11 @@ impl StandingIndex {
         let mut stmt = c.prepare("SELECT visitor_id, state, closes FROM invites_answers")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let (id, state, closes): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
-            if id < 1 {
+            let (key, state, closes): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            if key < 1 {
                 continue;
             }
-            let n = self.cipher.number_of(id);
+            let n = key as u64;
             let Some(chunk) = chunks.get((n / CHUNK) as usize) else {
                 continue;
             };
@@ -322,7 +383,11 @@ mod tests {
         let cipher = IdCipher::new([3; 16]);
         let index = StandingIndex::new(cipher.clone(), 2 * CHUNK);
         index.cover(10);
-        let (inside, outside) = (cipher.id_of(5), cipher.id_of(CHUNK + 5));
+        let (inside, outside) = (
+            index.key_of(cipher.id_of(5)),
+            index.key_of(cipher.id_of(CHUNK + 5)),
+        );
+        assert_eq!((inside, outside), (5, CHUNK as i64 + 5));
         // Not loaded yet: nothing from memory.
         assert_eq!(index.get(inside), None);
         index.ready.store(true, Ordering::Release);

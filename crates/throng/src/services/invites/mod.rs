@@ -244,6 +244,10 @@ impl InvitesState {
                     args.invites_memory_visitors_max,
                 ));
                 let started = std::time::Instant::now();
+                let rekeyed = index.rekey_legacy_rows(&platform.store).await?;
+                if rekeyed > 0 {
+                    tracing::info!(rows = rekeyed, "rekeyed stored answers by visitor number");
+                }
                 let held = index.load(&platform.store).await?;
                 tracing::info!(
                     visitors = held,
@@ -281,6 +285,16 @@ impl InvitesState {
     /// The in-memory standings, where kept.
     pub fn index(&self) -> Option<Arc<index::StandingIndex>> {
         self.memory.as_ref().map(|m| m.index.clone())
+    }
+
+    /// A visitor's key in `invites_answers`: its number on the embedded
+    /// store (so a new visitor's answer appends to the table), its id on
+    /// PostgreSQL.
+    pub fn visitor_key(&self, id: i64) -> i64 {
+        match &self.memory {
+            Some(m) => m.index.key_of(id),
+            None => id,
+        }
     }
 
     /// A new visitor's id: the next number under the cipher on the

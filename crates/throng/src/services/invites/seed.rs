@@ -7,7 +7,8 @@
 //! collide, the server holds their standings in memory, and the bench (which
 //! reads the store's key) can name known visitors without reading them. The
 //! counter moves past them, so the server mints new visitors after them.
-//! Rows are inserted in key order (the ids sorted first), so every insert
+//! Rows are inserted in key order (SQLite keys rows by visitor number;
+//! PostgreSQL by id, sorted first), so every insert
 //! appends to the B-tree's rightmost page. Answers spread over the states
 //! as a busy site's would: 10% yes, 40% no, 35% one or two closes, 15%
 //! closed out.
@@ -115,21 +116,27 @@ fn check(args: &SeedInvitesArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The seeded ids (visitor numbers 1..=n under the store's cipher) in key
-/// order, encrypted on two threads.
-fn sorted_ids(n: i64, cipher: &IdCipher) -> Vec<i64> {
+/// The seeded visitors (numbers 1..=n) and their ids under the store's
+/// cipher, in number order, encrypted on two threads.
+fn numbered_ids(n: i64, cipher: &IdCipher) -> Vec<(i64, i64)> {
     let n = n.max(0) as u64;
     let half = n / 2;
-    let (mut ids, upper) = std::thread::scope(|s| {
-        let upper = s.spawn(|| {
-            (half + 1..=n)
-                .map(|i| cipher.id_of(i))
-                .collect::<Vec<i64>>()
-        });
-        let lower: Vec<i64> = (1..=half).map(|i| cipher.id_of(i)).collect();
+    let pair = |i: u64| (i as i64, cipher.id_of(i));
+    let (mut rows, upper) = std::thread::scope(|s| {
+        let upper = s.spawn(|| (half + 1..=n).map(pair).collect::<Vec<_>>());
+        let lower: Vec<(i64, i64)> = (1..=half).map(pair).collect();
         (lower, upper.join().expect("the id thread ran"))
     });
-    ids.extend(upper);
+    rows.extend(upper);
+    rows
+}
+
+/// The seeded ids in key order, for PostgreSQL (keyed by id).
+fn sorted_ids(n: i64, cipher: &IdCipher) -> Vec<i64> {
+    let mut ids: Vec<i64> = numbered_ids(n, cipher)
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
     ids.sort_unstable();
     ids
 }
@@ -207,6 +214,7 @@ fn seed_sqlite(
         for t in TABLES {
             tx.execute(&format!("DELETE FROM {t}"), [])?;
         }
+        super::index::mark_keys_numbered(&tx)?;
         for (i, s) in sites.iter().enumerate() {
             tx.execute(
                 "INSERT INTO invites_sites (site_id, config, retention_days, created_at_ms, updated_at_ms)
@@ -216,14 +224,15 @@ fn seed_sqlite(
         }
         tx.commit()?;
     }
-    let ids = sorted_ids(args.visitors, cipher);
+    // Keyed by visitor number (index.rs): already in key order.
+    let rows = numbered_ids(args.visitors, cipher);
     let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
     conn.execute_batch("PRAGMA synchronous = OFF")?;
     let many = format!(
         "INSERT INTO invites_answers (visitor_id, site_id, state, closes, displays, updated_at_ms) VALUES {}",
         vec!["(?, ?, ?, ?, x'', ?)"; ROWS_PER_INSERT].join(", ")
     );
-    for chunk in ids.chunks(ROWS_PER_CHUNK) {
+    for chunk in rows.chunks(ROWS_PER_CHUNK) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut stmt_many = tx.prepare_cached(&many)?;
@@ -234,11 +243,11 @@ fn seed_sqlite(
             let mut params: Vec<i64> = Vec::with_capacity(ROWS_PER_INSERT * 5);
             for group in chunk.chunks(ROWS_PER_INSERT) {
                 params.clear();
-                for &v in group {
+                for &(key, v) in group {
                     let site = site_of(v, args.sites);
                     let (state, closes) = seeded_standing(v);
                     count(&mut counts, site, state, closes);
-                    params.extend_from_slice(&[v, site, state as i64, closes, now]);
+                    params.extend_from_slice(&[key, site, state as i64, closes, now]);
                 }
                 if group.len() == ROWS_PER_INSERT {
                     stmt_many.execute(rusqlite::params_from_iter(params.iter()))?;

@@ -228,6 +228,8 @@ pub async fn standing(
 #[derive(Clone, Copy, Debug)]
 pub struct AnswerCmd {
     pub site_id: i64,
+    /// The visitor's key in `invites_answers` (`InvitesState::visitor_key`:
+    /// its number on SQLite, its id on PostgreSQL).
     pub visitor_id: i64,
     pub display: i64,
     pub answer: Answer,
@@ -471,10 +473,34 @@ pub async fn forget_visitor(
     }
 }
 
-/// Key ranges the retention purge scans one at a time: a read covers
-/// 2^63 / 4096 of the visitor ids (~1,500 rows of 6M), so no read holds a
-/// connection (or an async worker, on SQLite) for long.
+/// Key ranges the retention purge scans one at a time over random keys
+/// (ids): a read covers 2^63 / 4096 of them (~1,500 rows of 6M), so no read
+/// holds a connection (or an async worker, on SQLite) for long.
 pub const PURGE_RANGES: i64 = 4096;
+/// Keys per purge read over the dense keys (visitor numbers, SQLite).
+pub const PURGE_DENSE_KEYS: i64 = 4096;
+
+/// The key ranges a purge reads: the dense keys `1..dense_end` (visitor
+/// numbers handed out) in steps of `PURGE_DENSE_KEYS`, then the rest of
+/// the key space in `PURGE_RANGES` equal parts (random keys).
+pub fn purge_ranges(dense_end: i64) -> Vec<(i64, i64)> {
+    let mut ranges = Vec::new();
+    let mut lo = 1;
+    while lo < dense_end {
+        let hi = (lo + PURGE_DENSE_KEYS - 1).min(dense_end - 1);
+        ranges.push((lo, hi));
+        lo = hi + 1;
+    }
+    let width = i64::MAX / PURGE_RANGES + 1;
+    for r in 0..PURGE_RANGES {
+        let lo = (r * width).max(dense_end.max(0));
+        let hi = (r * width).saturating_add(width - 1);
+        if lo <= hi {
+            ranges.push((lo, hi));
+        }
+    }
+    ranges
+}
 
 /// Visitors of `site_id` in `lo..=hi` whose answers are older than `before_ms`.
 async fn stale_visitors(
@@ -522,11 +548,12 @@ pub async fn purge_before(
     before_ms: i64,
     index: Option<Arc<StandingIndex>>,
 ) -> Result<u64, StoreError> {
-    let width = i64::MAX / PURGE_RANGES + 1;
+    let dense_end = match store {
+        Store::Sqlite(_) => super::visitor_ids::reserved_end(store).await? as i64,
+        Store::Postgres(_) => 0,
+    };
     let mut deleted = 0u64;
-    for r in 0..PURGE_RANGES {
-        let lo = r * width;
-        let hi = lo.saturating_add(width - 1);
+    for (lo, hi) in purge_ranges(dense_end) {
         let ids = stale_visitors(store, site_id, before_ms, (lo, hi)).await?;
         for chunk in ids.chunks(PURGE_CHUNK_ROWS as usize) {
             let chunk = chunk.to_vec();
@@ -675,4 +702,31 @@ pub async fn counts(store: &Store, site_id: i64) -> Result<Counts, StoreError> {
         closes: v[5],
         closed_out: v[6],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn purge_ranges_cover_every_key_once() {
+        for dense_end in [0i64, 1, 2, 4097, 6_000_001] {
+            let ranges = purge_ranges(dense_end);
+            let first = if dense_end > 1 { 1 } else { 0.max(dense_end) };
+            assert_eq!(ranges[0].0, first, "dense_end {dense_end}");
+            for w in ranges.windows(2) {
+                assert_eq!(w[0].1 + 1, w[1].0, "dense_end {dense_end}: {w:?}");
+            }
+            assert_eq!(ranges.last().unwrap().1, i64::MAX);
+            let dense = ranges.iter().filter(|r| r.1 < dense_end).count() as i64;
+            assert_eq!(
+                dense,
+                ((dense_end - 1).max(0) + PURGE_DENSE_KEYS - 1) / PURGE_DENSE_KEYS
+            );
+            assert!(ranges
+                .iter()
+                .filter(|r| r.1 < dense_end)
+                .all(|r| r.1 - r.0 < PURGE_DENSE_KEYS));
+        }
+    }
 }
