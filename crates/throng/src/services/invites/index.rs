@@ -1,10 +1,14 @@
 //! Every visitor's standing in memory, one byte each, on the embedded store.
 //!
 //! A visitor minted here is a dense number under a cipher
-//! (`visitor_ids.rs`), so the standings of visitors `1..n` fit in an array
-//! of `n` bytes: 6,000,000 visitors in 6 MB, where the table holding them
-//! is ~170 MB. A known visitor's check then reads one byte instead of a
+//! (`visitor_ids.rs`), and the embedded store keys `invites_answers` by that
+//! number (`key_of`): a new visitor's answer appends to the table's B-tree
+//! instead of dirtying a random page of it, and the standings of visitors
+//! `1..n` fit in an array of `n` bytes: 6,000,000 visitors in 6 MB, where
+//! the table is ~170 MB. A known visitor's check reads one byte instead of a
 //! B-tree (the write-up's 4,300 point queries/s on 6M rows were its limit).
+//! Rows a store kept under visitor ids (before numbers) are rekeyed once,
+//! at start (`rekey_legacy_rows`).
 //!
 //! The table stays the truth; the array follows it exactly because it
 //! changes only inside the single writer's commands, in commit order: an
@@ -16,16 +20,17 @@
 //! to commit makes its answers fail, and each failure takes the array out
 //! of use until it is loaded again (`invalidate`), so it never keeps a
 //! write the table does not have. A seed into a live server does the same
-//! through the sites' generation.
+//! through `ANSWERS_GENERATION_KEY`.
 //!
 //! Not on PostgreSQL: there other nodes write too, and their answers would
-//! not reach this node's array; checks read the table.
+//! not reach this node's array; nodes mint random ids, rows are keyed by
+//! id, and checks read the table.
 //!
-//! A byte: 0 no answers; 0xFF ask the table (a visitor also answered
-//! through the bench's baseline routes, outside the writer); else
-//! `0x80 | state << 4 | closes`. Numbers past the array (visitors minted
-//! after `--invites-memory-visitors-max`, ids from before the cipher) read
-//! the table.
+//! A byte: 0 no answers; 0xFF ask the table (a visitor with answers for two
+//! sites, or one answered through the bench's baseline routes, outside the
+//! writer); else `0x80 | state << 4 | closes`. Numbers past the array
+//! (visitors minted after `--invites-memory-visitors-max`, random ids from
+//! before the cipher) read the table.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
