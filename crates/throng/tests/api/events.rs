@@ -1026,7 +1026,18 @@ async fn acknowledged_appends_survive_sigkill(kind: StoreKind) {
     let server = ProcessServer::start(dir.path(), pg_url, &[]).await;
     let all = all_events(&server.api, &server.admin_token()).await;
     let ps = positions(&all);
-    assert_eq!(ps, (1..=ps.len() as i64).collect::<Vec<_>>(), "gap-free");
+    match kind {
+        StoreKind::Sqlite => {
+            assert_eq!(ps, (1..=ps.len() as i64).collect::<Vec<_>>(), "gap-free")
+        }
+        // Positions come from a sequence there: appends in flight when the
+        // node was killed rolled back and left their numbers unused (README,
+        // "what event positions promise"). Still in order, never repeated.
+        StoreKind::Postgres => assert!(
+            ps.windows(2).all(|w| w[0] < w[1]),
+            "positions increase: {ps:?}"
+        ),
+    }
     let by_position: std::collections::HashMap<i64, &str> = all
         .iter()
         .map(|e| {
