@@ -17,9 +17,11 @@
 //! table inside a writer command too, so no write can slip between the scan
 //! and the swap. A byte is set before its batch's fsync: a check may see an
 //! answer a few milliseconds before it is acknowledged. A batch that fails
-//! to commit makes its answers fail, and each failure takes the array out
-//! of use until it is loaded again (`invalidate`), so it never keeps a
-//! write the table does not have. A seed into a live server does the same
+//! to commit makes its answers fail, and the failure of a command that had
+//! changed a byte takes the array out of use until it is loaded again
+//! (`invalidate`, via `store::Touching`), so it never keeps a write the
+//! table does not have; a write refused before its command ran costs no
+//! reload. A seed into a live server does the same
 //! through `ANSWERS_GENERATION_KEY`.
 //!
 //! Not on PostgreSQL: there other nodes write too, and their answers would

@@ -154,7 +154,7 @@ impl Service for Invites {
                         memory.index.clone(),
                         state.store.clone(),
                     ))
-                    .with_worker(state.spawn_answers_watcher(memory.index.clone()));
+                    .with_worker(state.spawn_answers_watcher());
             }
             if !args.invites_no_workers {
                 started = started
@@ -307,10 +307,7 @@ impl InvitesState {
     }
 
     /// Loads the standings again when a seed replaced the answers.
-    fn spawn_answers_watcher(
-        self: &Arc<Self>,
-        index: Arc<index::StandingIndex>,
-    ) -> tokio::task::JoinHandle<()> {
+    fn spawn_answers_watcher(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         crate::platform::seed_watch::spawn(
             self.store.clone(),
@@ -318,12 +315,13 @@ impl InvitesState {
             self.loaded_answers.clone(),
             "the visitors' standings",
             move || {
-                let (this, index) = (this.clone(), index.clone());
+                let this = this.clone();
                 async move {
-                    if let Some(m) = &this.memory {
-                        m.minter.drop_block();
-                    }
-                    let held = index.load(&this.store).await?;
+                    let Some(m) = &this.memory else {
+                        return Ok(());
+                    };
+                    m.minter.drop_block();
+                    let held = m.index.load(&this.store).await?;
                     tracing::info!(
                         visitors = held,
                         "loaded the visitors' standings after a seed"

@@ -283,18 +283,41 @@ const ANSWER_PG: &str = "INSERT INTO invites_answers AS a
         last_outcome = CASE WHEN $5 = ANY(a.displays) THEN 1 WHEN a.state <> 0 THEN 2 ELSE 0 END
      RETURNING state, closes, last_outcome";
 
-/// Takes the in-memory standings out of use when a write that may have set
-/// one of them failed (its batch may not have committed).
-fn invalidating<T>(
-    index: &Option<Arc<StandingIndex>>,
-    r: Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    if r.is_err() {
-        if let Some(index) = index {
-            index.invalidate();
+/// The in-memory standings a writer command may change, and whether it
+/// changed any: a write that fails after that (its batch did not commit)
+/// takes them out of use until reloaded. A write refused before its
+/// command ran (a full queue under overload) changed nothing and costs no
+/// reload.
+struct Touching {
+    index: Option<Arc<StandingIndex>>,
+    touched: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Touching {
+    fn new(index: Option<Arc<StandingIndex>>) -> Touching {
+        Touching {
+            index,
+            touched: Arc::default(),
         }
     }
-    r
+
+    /// For the writer command: the index, marked as touched.
+    fn in_writer(&self) -> impl Fn() -> Option<Arc<StandingIndex>> + Send + 'static {
+        let (index, touched) = (self.index.clone(), self.touched.clone());
+        move || {
+            touched.store(true, std::sync::atomic::Ordering::Release);
+            index.clone()
+        }
+    }
+
+    fn settle<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        if r.is_err() && self.touched.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(index) = &self.index {
+                index.invalidate();
+            }
+        }
+        r
+    }
 }
 
 /// Records an answer with the site's counts, in one transaction; on
@@ -306,17 +329,18 @@ pub async fn answer(
 ) -> Result<(Standing, Outcome), StoreError> {
     match store {
         Store::Sqlite(s) => {
-            let in_writer = index.clone();
+            let touching = Touching::new(index);
+            let index = touching.in_writer();
             let r = s
                 .write(move |c| {
                     let (after, outcome) = sqlite_answer(c, &cmd)?;
-                    if let (Some(index), Outcome::Counted) = (&in_writer, outcome) {
+                    if let (Some(index), Outcome::Counted) = (index(), outcome) {
                         index.record(cmd.visitor_id, Some(after));
                     }
                     Ok((after, outcome))
                 })
                 .await;
-            invalidating(&index, r)
+            touching.settle(r)
         }
         Store::Postgres(p) => {
             p.write(move |tx| Box::pin(async move { pg_answer(tx.tx, &cmd).await }))
@@ -441,20 +465,21 @@ pub async fn forget_visitor(
 ) -> Result<u64, StoreError> {
     match store {
         Store::Sqlite(s) => {
-            let in_writer = index.clone();
+            let touching = Touching::new(index);
+            let index = touching.in_writer();
             let r = s
                 .write(move |c| {
                     let n = c.execute(
                         "DELETE FROM invites_answers WHERE visitor_id = ?1",
                         [visitor_id],
                     )? as u64;
-                    if let Some(index) = &in_writer {
+                    if let Some(index) = index() {
                         index.forget(visitor_id);
                     }
                     Ok(n)
                 })
                 .await;
-            invalidating(&index, r)
+            touching.settle(r)
         }
         Store::Postgres(p) => {
             p.write(move |tx| {
@@ -559,7 +584,8 @@ pub async fn purge_before(
             let chunk = chunk.to_vec();
             deleted += match store {
                 Store::Sqlite(s) => {
-                    let in_writer = index.clone();
+                    let touching = Touching::new(index.clone());
+                    let index = touching.in_writer();
                     let r = s.write(move |c| {
                         let mut stmt = c.prepare_cached(
                             "DELETE FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2 AND updated_at_ms < ?3",
@@ -567,15 +593,17 @@ pub async fn purge_before(
                         let mut d = 0u64;
                         for id in &chunk {
                             let gone = stmt.execute([*id, site_id, before_ms])? as u64;
-                            if let (Some(index), 1) = (&in_writer, gone) {
-                                index.record(*id, None);
+                            if gone == 1 {
+                                if let Some(index) = index() {
+                                    index.record(*id, None);
+                                }
                             }
                             d += gone;
                         }
                         Ok(d)
                     })
                     .await;
-                    invalidating(&index, r)?
+                    touching.settle(r)?
                 }
                 Store::Postgres(p) => {
                     p.write(move |tx| {
