@@ -398,8 +398,9 @@ pub async fn pg_answer(
             closes: after.closes - (cmd.answer == Answer::Close) as i64,
         };
         let [yes, no, closes, closed_out] = count_deltas(before, after, outcome);
+        let add_counts = tx.prepare_cached(ADD_COUNTS_PG).await?;
         tx.execute(
-            ADD_COUNTS_PG,
+            &add_counts,
             &[&cmd.site_id, &cmd.shard, &yes, &no, &closes, &closed_out],
         )
         .await?;

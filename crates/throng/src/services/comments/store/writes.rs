@@ -124,6 +124,19 @@ pub fn invalidation_key(course_id: i64) -> String {
 /// The prefix of the comments' invalidation keys.
 pub const INVALIDATION_PREFIX: &str = "comments:course:";
 
+const POST_LOOKUP_PG: &str = "SELECT (SELECT 1 FROM comments_courses WHERE id = $1),
+        (SELECT display_name FROM comments_users WHERE id = $2)";
+
+const POST_INSERT_PG: &str = "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
+    remarks, created_ms) VALUES ($1, $2, $3, NULL, $4, $5, $6, $7) RETURNING id";
+
+const REPLY_INSERT_PG: &str = "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
+    remarks, created_ms) VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)
+ ON CONFLICT (parent_id) WHERE parent_id IS NOT NULL DO NOTHING RETURNING id";
+
+const REPLY_EDIT_PG: &str = "UPDATE comments SET title = $2, remarks = $3, edited_ms = $4
+ WHERE parent_id = $1 RETURNING id, created_ms";
+
 pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome, StoreError> {
     match store {
         Store::Sqlite(s) => s.write(move |c| sqlite_post(c, &new)).await,
@@ -134,13 +147,10 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                     let t = &tx.tx;
                     let kind = new.comment_type.as_str();
                     let rating = new.rating.get();
-                    let row = t
-                        .query_opt(
-                            "SELECT (SELECT 1 FROM comments_courses WHERE id = $1),
-                                    (SELECT display_name FROM comments_users WHERE id = $2)",
-                            &[&new.course_id, &new.user_id],
-                        )
-                        .await?;
+                    // Every statement prepared once per writer connection:
+                    // planning them on every post cost as much as running them.
+                    let lookup = t.prepare_cached(POST_LOOKUP_PG).await?;
+                    let row = t.query_opt(&lookup, &[&new.course_id, &new.user_id]).await?;
                     let (course, name): (Option<i32>, Option<String>) =
                         row.map(|r| (r.get(0), r.get(1))).unwrap_or((None, None));
                     if course.is_none() {
@@ -149,22 +159,24 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                     let Some(display_name) = name else {
                         return Ok(PostOutcome::UnknownUser);
                     };
+                    let insert = t.prepare_cached(POST_INSERT_PG).await?;
                     let id: i64 = t
                         .query_one(
-                            "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
-                                remarks, created_ms) VALUES ($1, $2, $3, NULL, $4, $5, $6, $7) RETURNING id",
+                            &insert,
                             &[&new.course_id, &new.user_id, &kind, &rating, &new.title, &new.remarks, &new.created_ms],
                         )
                         .await?
                         .get(0);
+                    let snapshot = t.prepare_cached(PG_SNAPSHOT_UPSERT.as_str()).await?;
                     t.execute(
-                        PG_SNAPSHOT_UPSERT.as_str(),
+                        &snapshot,
                         &[&new.course_id, &kind, &new.user_id, &id, &new.title, &rating, &new.remarks, &new.created_ms, &display_name],
                     )
                     .await?;
                     let st = stars(rating);
+                    let ratings = t.prepare_cached(PG_RATING_UPSERT).await?;
                     t.execute(
-                        PG_RATING_UPSERT,
+                        &ratings,
                         &[&new.course_id, &kind, &1i64, &(rating as i64), &st[0], &st[1], &st[2], &st[3], &st[4]],
                     )
                     .await?;
@@ -315,7 +327,9 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                 let r = reply.clone();
                 Box::pin(async move {
                     let t = &tx.tx;
-                    let target = t.query_opt(TARGET_PG, &[&r.comment_id]).await?.map(|row| Target {
+                    // Prepared once per writer connection, as a post's.
+                    let target_stmt = t.prepare_cached(TARGET_PG).await?;
+                    let target = t.query_opt(&target_stmt, &[&r.comment_id]).await?.map(|row| Target {
                         course_id: row.get(0),
                         comment_type: row.get(1),
                         parent_id: row.get(2),
@@ -326,11 +340,10 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                         Ok(v) => v,
                         Err(outcome) => return Ok(outcome),
                     };
+                    let insert = t.prepare_cached(REPLY_INSERT_PG).await?;
                     let inserted = t
                         .query_opt(
-                            "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
-                                remarks, created_ms) VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)
-                             ON CONFLICT (parent_id) WHERE parent_id IS NOT NULL DO NOTHING RETURNING id",
+                            &insert,
                             &[
                                 &target.course_id,
                                 &r.provider_id,
@@ -345,17 +358,18 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                     let out = match inserted {
                         Some(row) => reply_out(&r, &target, kind, row.get(0), r.at_ms, false),
                         None => {
+                            let edit = t.prepare_cached(REPLY_EDIT_PG).await?;
                             let row = t
                                 .query_one(
-                                    "UPDATE comments SET title = $2, remarks = $3, edited_ms = $4
-                                     WHERE parent_id = $1 RETURNING id, created_ms",
+                                    &edit,
                                     &[&r.comment_id, &r.title, &r.remarks, &r.at_ms],
                                 )
                                 .await?;
                             reply_out(&r, &target, kind, row.get(0), row.get(1), true)
                         }
                     };
-                    t.execute(PG_VERSION_BUMP, &[&target.course_id, &kind.as_str()]).await?;
+                    let bump = t.prepare_cached(PG_VERSION_BUMP).await?;
+                    t.execute(&bump, &[&target.course_id, &kind.as_str()]).await?;
                     tx.invalidate(invalidation_key(target.course_id));
                     let edited = out.edited_date.is_some();
                     tx.append(reply_event(&out, edited));
