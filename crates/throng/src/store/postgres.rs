@@ -577,12 +577,13 @@ async fn append_all(
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        tx.query(
-            "SELECT event_id, position, stream, stream_version FROM events
-             WHERE event_id = ANY($1)",
-            &[&wanted],
-        )
-        .await
+        let stmt = tx
+            .prepare_cached(
+                "SELECT event_id, position, stream, stream_version FROM events
+                 WHERE event_id = ANY($1)",
+            )
+            .await?;
+        tx.query(&stmt, &[&wanted]).await
     };
     let names_param: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&names];
     let (_, head_rows, id_rows) = futures::try_join!(

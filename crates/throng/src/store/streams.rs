@@ -375,13 +375,13 @@ pub async fn pg_stream_head(
     client: &deadpool_postgres::Client,
     stream: &str,
 ) -> Result<Option<StreamHead>, StoreError> {
-    let row = client
-        .query_opt(
+    let stmt = client
+        .prepare_cached(
             "SELECT stream_version, event_type FROM events WHERE stream = $1
              ORDER BY stream_version DESC LIMIT 1",
-            &[&stream],
         )
         .await?;
+    let row = client.query_opt(&stmt, &[&stream]).await?;
     Ok(row.map(|r| StreamHead {
         version: r.get(0),
         deleted: r.get::<_, &str>(1) == TOMBSTONE_TYPE,
@@ -448,7 +448,9 @@ pub async fn pg_scan(
         params.push(v);
     }
     params.push(&limit);
-    let rows = client.query(sql.as_str(), &params).await?;
+    // Prepared once per connection and filter shape (a handful of texts).
+    let stmt = client.prepare_cached(sql.as_str()).await?;
+    let rows = client.query(&stmt, &params).await?;
     let events: Vec<StoredEvent> = rows.iter().map(super::eventlog::pg_event).collect();
     let scanned = if filter.is_empty() {
         i64::MAX
