@@ -31,7 +31,7 @@ both_stores!(
     baseline_routes_only_with_the_flag,
     every_receipt_counted_after_sigkill,
 );
-crate::postgres_only!(one_vote_across_two_nodes);
+crate::postgres_only!(one_vote_across_two_nodes, a_full_box_is_published_in_bounded_rounds);
 
 const VOTERS: i64 = 600;
 const DISTRICTS: i64 = 3;
@@ -1453,4 +1453,58 @@ async fn open(dir: &std::path::Path, pg_url: Option<&str>) -> Store {
         None => throng::store::StoreUrl::Sqlite(dir.join("throng.db")),
     };
     Store::open(&url, Default::default()).await.unwrap()
+}
+
+/// A box far fuller than one PostgreSQL round may take (the mixer fell
+/// behind a crowd) is published over several rounds, one after the other,
+/// none larger than `PG_ROUND_BALLOTS_MAX`; every ballot is published once
+/// and counted.
+async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
+    use throng::services::voting::store::PG_ROUND_BALLOTS_MAX;
+    let flags = [
+        "--voting-identity",
+        "headers",
+        "--voting-mix-ballots-min",
+        "1",
+        "--voting-mix-interval-ms",
+        "20",
+    ];
+    let Some(s) = start(kind, &flags, seed_args()).await else {
+        return;
+    };
+    let Store::Postgres(p) = &s.state.store else {
+        unreachable!("PostgreSQL only");
+    };
+    let boxed = 2 * PG_ROUND_BALLOTS_MAX + PG_ROUND_BALLOTS_MAX / 2;
+    // One statement: the mixer sees none or all of them.
+    p.client()
+        .await
+        .unwrap()
+        .execute(
+            "INSERT INTO voting_ballot_box (ballot_id, election_id, district_id, party_id, candidate_ids)
+             SELECT decode(md5(g::text), 'hex'), 1, $1, 1, '[]' FROM generate_series(1, $2::BIGINT) AS g",
+            &[&district(1), &boxed],
+        )
+        .await
+        .unwrap();
+    wait_until_within(Duration::from_secs(60), || async {
+        count(&s.state.store, "SELECT COUNT(*) FROM voting_ballot_box").await == 0
+    })
+    .await;
+    let store = &s.state.store;
+    assert_eq!(count(store, "SELECT COUNT(*) FROM voting_ballots").await, boxed);
+    assert_eq!(
+        count(store, "SELECT COUNT(*) FROM events WHERE event_type = 'voting.BallotCast'").await,
+        boxed
+    );
+    assert!(
+        count(store, "SELECT COUNT(*) FROM voting_rounds").await >= 3,
+        "{boxed} ballots take at least three rounds"
+    );
+    assert!(count(store, "SELECT MAX(ballots) FROM voting_rounds").await <= PG_ROUND_BALLOTS_MAX);
+    wait_until_within(Duration::from_secs(60), || async {
+        let v = results(&s.api, "").await;
+        v["ballots"] == boxed && v["ballotsPending"] == 0
+    })
+    .await;
 }

@@ -6,6 +6,8 @@
 //! transaction as the voter's mark; nothing else about it is written. When
 //! an election's box holds at least `--voting-mix-ballots-min` ballots, or
 //! the election has closed (the final flush), one round moves the whole box
+//! (on PostgreSQL at most `store::PG_ROUND_BALLOTS_MAX` ballots, the box's
+//! lowest ids; a round that took that many is followed at once by the next)
 //! in random-id order into `voting_ballots` with one `voting.BallotCast`
 //! event each and deletes the box rows (see `store::publish_round`). One
 //! mixer runs at a time: a lease on its consumer row, as booking's
@@ -65,11 +67,15 @@ async fn mix(
             .iter()
             .map(|e| (e.election.id, now >= e.election.closes_at_ms))
             .collect();
+        // A round that took as many ballots as a round may hold left more
+        // in the box: the next one runs at once.
+        let mut box_left_full = false;
         for (id, closed) in elections {
             let min = if closed { 1 } else { config.ballots_min.max(1) };
             match super::store::publish_round(store, id, min).await {
                 Ok(0) => {}
                 Ok(n) => {
+                    box_left_full |= n as i64 >= super::store::PG_ROUND_BALLOTS_MAX.max(min);
                     tracing::info!(
                         election_id = id,
                         ballots = n,
@@ -82,7 +88,9 @@ async fn mix(
                 }
             }
         }
-        tokio::time::sleep(config.interval).await;
+        if !box_left_full {
+            tokio::time::sleep(config.interval).await;
+        }
         if renewed.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {
             match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
                 Ok(Some(_)) => renewed = Instant::now(),

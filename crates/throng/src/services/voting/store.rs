@@ -475,7 +475,8 @@ fn ballot_event(election_id: i64, round: i64, b: &Boxed) -> NewEvent {
     )
 }
 
-/// Publishes the election's whole ballot box as one round, if it holds at
+/// Publishes the election's whole ballot box as one round (on PostgreSQL at
+/// most [`PG_ROUND_BALLOTS_MAX`] of it), if it holds at
 /// least `min` ballots: in one transaction, every ballot moves (in the
 /// order of its random id) to `voting_ballots` with one `BallotCast` event
 /// each, and the box is emptied; on SQLite the round's pending marks move
@@ -571,8 +572,13 @@ fn sqlite_round(c: &rusqlite::Connection, election_id: i64, min: i64) -> Result<
     moved.map(|_| boxed.len())
 }
 
-/// Rows per multi-row INSERT in a PostgreSQL round (7 parameters each).
-const ROUND_ROWS_PER_INSERT_MAX: usize = 1000;
+/// Ballots one PostgreSQL round publishes at most. A fuller box (the mixer
+/// fell behind a crowd: a round of 133,856 ballots was seen, and the
+/// server's memory went from 75 to 179 MiB while it ran) is published over
+/// several rounds, one after the other (`mixer.rs`), each holding ~1 KB a
+/// ballot in memory. Each round's ballots are the box's lowest ballot ids,
+/// which are random: a round is a random sample of the box.
+pub const PG_ROUND_BALLOTS_MAX: i64 = 10_000;
 
 /// A PostgreSQL round runs in a transaction of its own, never in the
 /// writer's batches: a row's `xmin` is its transaction's id, and a round
@@ -594,13 +600,18 @@ async fn pg_round(
     if n_boxed == 0 || n_boxed < min {
         return Ok(0);
     }
+    let take = PG_ROUND_BALLOTS_MAX.max(min);
     let tx = client.transaction().await?;
-    let mut boxed: Vec<Boxed> = tx
-        .query(
-            "DELETE FROM voting_ballot_box WHERE election_id = $1
+    let take_stmt = tx
+        .prepare_cached(
+            "DELETE FROM voting_ballot_box WHERE election_id = $1 AND ballot_id IN (
+                SELECT ballot_id FROM voting_ballot_box WHERE election_id = $1
+                 ORDER BY ballot_id LIMIT $2)
              RETURNING ballot_id, district_id, party_id, candidate_ids",
-            &[&election_id],
         )
+        .await?;
+    let mut boxed: Vec<Boxed> = tx
+        .query(&take_stmt, &[&election_id, &take])
         .await?
         .iter()
         .map(|r| Boxed {
@@ -630,40 +641,27 @@ async fn pg_round(
         .map(|b| ballot_event(election_id, round, b))
         .collect();
     // Positions come from the store's one protocol (see store/postgres.rs).
-    let positions_all = crate::store::postgres::append_events(&tx, &events).await?;
-    for (chunk_no, chunk) in boxed.chunks(ROUND_ROWS_PER_INSERT_MAX).enumerate() {
-        let base = chunk_no * ROUND_ROWS_PER_INSERT_MAX;
-        let positions = &positions_all[base..base + chunk.len()];
-        let mut ballots_sql = String::from(
+    let positions = crate::store::postgres::append_events(&tx, &events).await?;
+    // One prepared statement whatever the round's size (arrays, as the
+    // event rows are inserted).
+    let insert = tx
+        .prepare_cached(
             "INSERT INTO voting_ballots
-                (ballot_id, election_id, district_id, party_id, candidate_ids, round, position) VALUES ",
-        );
-        let mut ballot_params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * 7);
-        for (i, b) in chunk.iter().enumerate() {
-            let sep = if i > 0 { "," } else { "" };
-            let k = i * 7;
-            ballots_sql.push_str(&format!(
-                "{sep}(${},${},${},${},${},${},${})",
-                k + 1,
-                k + 2,
-                k + 3,
-                k + 4,
-                k + 5,
-                k + 6,
-                k + 7
-            ));
-            ballot_params.extend([
-                &b.ballot_id as &(dyn ToSql + Sync),
-                &election_id,
-                &b.district_id,
-                &b.party_id,
-                &b.candidates_json,
-                &round,
-                &positions[i],
-            ]);
-        }
-        tx.execute(ballots_sql.as_str(), &ballot_params).await?;
-    }
+                (ballot_id, election_id, district_id, party_id, candidate_ids, round, position)
+             SELECT b, $2, d, pa, c, $3, po
+               FROM unnest($1::BYTEA[], $4::BIGINT[], $5::BIGINT[], $6::TEXT[], $7::BIGINT[])
+                 AS r(b, d, pa, c, po)",
+        )
+        .await?;
+    let ids: Vec<&[u8]> = boxed.iter().map(|b| b.ballot_id.as_slice()).collect();
+    let districts: Vec<i64> = boxed.iter().map(|b| b.district_id).collect();
+    let parties: Vec<i64> = boxed.iter().map(|b| b.party_id).collect();
+    let candidates: Vec<&str> = boxed.iter().map(|b| b.candidates_json.as_str()).collect();
+    tx.execute(
+        &insert,
+        &[&ids, &election_id, &round, &districts, &parties, &candidates, &positions],
+    )
+    .await?;
     tx.commit().await?;
     Ok(boxed.len())
 }
