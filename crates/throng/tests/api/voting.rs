@@ -1461,15 +1461,7 @@ async fn open(dir: &std::path::Path, pg_url: Option<&str>) -> Store {
 /// and counted.
 async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
     use throng::services::voting::store::PG_ROUND_BALLOTS_MAX;
-    let flags = [
-        "--voting-identity",
-        "headers",
-        "--voting-mix-ballots-min",
-        "1",
-        "--voting-mix-interval-ms",
-        "20",
-    ];
-    let Some(s) = start(kind, &flags, seed_args()).await else {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
         return;
     };
     let Store::Postgres(p) = &s.state.store else {
