@@ -1,0 +1,6 @@
+-- Nothing to do on SQLite. On PostgreSQL this version gives booking_slots a
+-- fillfactor of 70, so a booking (which grows its slot row) stays a HOT
+-- update (see postgres/0022_booking_slots_fillfactor.sql). Here the table is
+-- WITHOUT ROWID: the row lives in its primary key's B-tree and a grown row
+-- is rewritten in its leaf (splitting it when full); there is no second
+-- copy of the key to update and no such setting.
