@@ -32,6 +32,7 @@ both_stores!(
     a_dead_gateway_does_not_slow_registrations,
     a_seed_by_another_process_is_served_without_restart,
     reseeding_is_refused_unless_forced,
+    registrations_racing_a_live_reseed_take_each_slot_once,
 );
 postgres_only!(
     race_for_ten_slots_across_two_processes,
@@ -1414,5 +1415,114 @@ async fn reseeding_is_refused_unless_forced(kind: StoreKind) {
         s.api.register(1, FROM, 0, person(2)).await.status,
         201,
         "the old registration is gone"
+    );
+}
+
+/// Registrations keep coming while another process reseeds the store
+/// (`--force`, same shape) and the server loads its new availability index
+/// (SQLite: 200,000 slots take a while to load). A slot booked after the
+/// seed finished must stay booked: booking it again with another person
+/// answers 409. (Before the index was loaded and swapped inside one writer
+/// command, a registration committed during the load was missing from the
+/// new index, and its slot could be booked twice.)
+async fn registrations_racing_a_live_reseed_take_each_slot_once(kind: StoreKind) {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    const PLACES: i64 = 5_000;
+    const SLOTS: i64 = 40;
+    const CLIENTS: u64 = 8;
+    const PER_CLIENT_MAX: u64 = 3_000;
+    let Some(s) = TestServer::seeded(kind, PLACES, 1, SLOTS as i32).await else {
+        return;
+    };
+    let pg_url = s.pg.as_ref().map(|p| p.url.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let seeded = Arc::new(AtomicBool::new(false));
+    // Slots booked by requests sent after the reseed finished.
+    let booked_after: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
+    let sent = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (api, stop, seeded, booked_after, sent) = (
+                s.api.clone(),
+                stop.clone(),
+                seeded.clone(),
+                booked_after.clone(),
+                sent.clone(),
+            );
+            tokio::spawn(async move {
+                for n in 0..PER_CLIENT_MAX {
+                    if stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let k = c * PER_CLIENT_MAX + n;
+                    let (place, slot) = (1 + (k * 7919) as i64 % PLACES, (k * 31) as i64 % SLOTS);
+                    let after = seeded.load(Ordering::Acquire);
+                    let r = api.register(place, FROM, slot, person(1 + k)).await;
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    // 404: while the seed replaces the places (PostgreSQL
+                    // deletes, then inserts them in chunks).
+                    assert!(
+                        [201, 404, 409, 429, 503].contains(&r.status),
+                        "register: {} {}",
+                        r.status,
+                        r.text()
+                    );
+                    if r.status == 201 && after {
+                        booked_after.lock().unwrap().push((place, slot));
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let shape = [
+        "--places",
+        "5000",
+        "--days",
+        "1",
+        "--slots-per-day",
+        "40",
+        "--from",
+        FROM,
+        "--force",
+    ];
+    let (ok, text) = seed_cli(&s.data_dir, pg_url.as_deref(), &shape).await;
+    assert!(ok, "{text}");
+    seeded.store(true, Ordering::Release);
+    // The watcher looks every second; give it time to load and swap while
+    // the registrations go on, then stop them.
+    tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+    stop.store(true, Ordering::Release);
+    for c in clients {
+        c.await.unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let booked = booked_after.lock().unwrap().clone();
+    eprintln!(
+        "FIGURE reseed race: {} registrations sent, {} slots booked after the seed",
+        sent.load(Ordering::Relaxed),
+        booked.len()
+    );
+    assert!(
+        !booked.is_empty(),
+        "registrations went on after the reseed ({} sent)",
+        sent.load(Ordering::Relaxed)
+    );
+    let mut twice = Vec::new();
+    for (i, (place, slot)) in booked.iter().enumerate() {
+        let r = s.api.register(*place, FROM, *slot, person(1_000_000 + i as u64)).await;
+        if r.status == 201 {
+            twice.push((*place, *slot));
+        } else {
+            assert_eq!(r.status, 409, "{}", r.text());
+        }
+    }
+    assert!(
+        twice.is_empty(),
+        "{} of {} slots booked after the reseed were booked again: {:?}",
+        twice.len(),
+        booked.len(),
+        &twice[..twice.len().min(10)]
     );
 }

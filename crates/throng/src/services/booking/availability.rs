@@ -27,7 +27,10 @@
 //! would not see the others' writes. A seed made by another process while a
 //! server runs bumps `meta.booking_seed_generation`; the server's seed
 //! watcher (`BookingState::spawn_seed_watcher`) then loads a new index and
-//! swaps it in, the old one serving meanwhile.
+//! swaps it in, both inside one writer command: no registration commits
+//! between the load and the swap, and every later command decides on the
+//! new index (write commands read the index when they run). Reads use the
+//! old one meanwhile; writes wait for the load.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -201,7 +201,10 @@ pub struct BookingState {
     pub notify_worker: Arc<Notify>,
     /// The in-memory availability index (SQLite store only; see
     /// `availability.rs` for why PostgreSQL nodes read the database).
-    availability: Option<ArcSwap<availability::Availability>>,
+    /// Shared with the writer's commands, which read it when they run
+    /// (not when they were sent), so a reload swapped in by a writer
+    /// command is the one every later command decides on.
+    availability: Option<Arc<ArcSwap<availability::Availability>>>,
     /// The seed generation the index was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
     /// `serve --booking-baseline-routes`: the naive design answers.
@@ -215,7 +218,7 @@ impl BookingState {
     pub async fn new(store: &Store, pii: Arc<PiiCipher>) -> anyhow::Result<BookingState> {
         let generation = store.meta_get(seed::SEED_GENERATION_KEY).await?;
         let availability = match store {
-            Store::Sqlite(_) => Some(ArcSwap::from_pointee(load_index(store).await?)),
+            Store::Sqlite(_) => Some(Arc::new(ArcSwap::from_pointee(load_index(store).await?))),
             Store::Postgres(_) => None,
         };
         Ok(BookingState {
@@ -286,10 +289,11 @@ impl BookingState {
         sealed: SealedRegistration,
     ) -> Result<RegisterOutcome, StoreError> {
         let slot = (sealed.place_id, sealed.day, sealed.time_slot);
-        let index = self.index();
-        let outcome = store::try_register(&self.store, index.clone(), sealed).await?;
+        let outcome = store::try_register(&self.store, self.availability.clone(), sealed).await?;
+        // The index now (a reload may have replaced the one the command
+        // decided on; the new one was loaded after it, in the writer).
         if let (Some(index), RegisterOutcome::Registered | RegisterOutcome::SlotTaken) =
-            (index, outcome)
+            (self.index(), outcome)
         {
             index.set_taken(slot.0, slot.1, slot.2, true);
         }
@@ -326,7 +330,8 @@ impl BookingState {
     }
 
     /// Reloads the index when another process seeded the store (the seed
-    /// bumps a generation in `meta`); the old index serves meanwhile.
+    /// bumps a generation in `meta`), in the writer
+    /// (`reload_index_in_writer`); reads use the old index meanwhile.
     pub fn spawn_seed_watcher(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
         self.availability.as_ref()?;
         let this = self.clone();
@@ -337,16 +342,39 @@ impl BookingState {
             "the booking availability index",
             move || {
                 let this = this.clone();
-                async move {
-                    let index = load_index(&this.store).await?;
-                    if let Some(a) = &this.availability {
-                        a.store(Arc::new(index));
-                    }
-                    Ok(())
-                }
+                async move { reload_index_in_writer(&this.store, this.availability.clone()).await }
             },
         ))
     }
+}
+
+/// Loads the index again and swaps it in, both inside one writer command:
+/// no registration can commit between the read and the swap (it would be
+/// missing from the new index, its slot free to book twice), and every
+/// command after it decides on the new index. Writes wait for the load
+/// (seconds for millions of slots); it runs only after a new seed.
+async fn reload_index_in_writer(
+    store: &Store,
+    handle: Option<Arc<ArcSwap<availability::Availability>>>,
+) -> anyhow::Result<()> {
+    let (Store::Sqlite(s), Some(handle)) = (store, handle) else {
+        anyhow::bail!("the availability index is for SQLite stores")
+    };
+    let started = std::time::Instant::now();
+    let slots = s
+        .write(move |c| {
+            let index = availability::Availability::load(c)?;
+            let slots = index.slots();
+            handle.store(Arc::new(index));
+            Ok(slots)
+        })
+        .await?;
+    tracing::info!(
+        slots,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "reloaded the booking availability index after a new seed (in the writer)"
+    );
+    Ok(())
 }
 
 async fn load_index(store: &Store) -> anyhow::Result<availability::Availability> {

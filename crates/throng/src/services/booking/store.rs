@@ -197,7 +197,7 @@ pub async fn place_slots(
 /// same statement.
 pub async fn try_register(
     store: &Store,
-    index: Option<Arc<Availability>>,
+    index: Option<Arc<arc_swap::ArcSwap<Availability>>>,
     reg: SealedRegistration,
 ) -> Result<RegisterOutcome, StoreError> {
     // Built here, not in the write command: the writer thread is the
@@ -209,26 +209,29 @@ pub async fn try_register(
     );
     match store {
         Store::Sqlite(s) => {
-            let index = index.ok_or_else(|| {
+            let handle = index.ok_or_else(|| {
                 StoreError::Internal("the SQLite booking store needs its availability index".into())
             })?;
+            // The index the command decided on, read when it ran (a reload
+            // swaps the index inside a writer command of its own).
+            let used: Arc<std::sync::OnceLock<Arc<Availability>>> = Arc::default();
             let took = Arc::new(AtomicBool::new(false));
             let person = person_of_reg(&reg);
-            let (slot, in_writer, took_in_writer) = (
-                (reg.place_id, reg.day, reg.time_slot),
-                index.clone(),
-                took.clone(),
-            );
+            let (slot, used_in_writer, took_in_writer) =
+                ((reg.place_id, reg.day, reg.time_slot), used.clone(), took.clone());
             // Unguarded (no SAVEPOINT): the slot is decided by the index bit
             // before any SQL runs, and the two appends that follow can only
             // fail when the database does, which rolls back the batch; every
             // registration in it then frees its bit below.
             let outcome = s
                 .write_unguarded(move |c| {
-                    sqlite_try_register(c, &in_writer, &took_in_writer, &reg, &event)
+                    let index = used_in_writer.get_or_init(|| handle.load_full());
+                    sqlite_try_register(c, index, &took_in_writer, &reg, &event)
                 })
                 .await;
-            if outcome.is_err() && took.load(Ordering::Acquire) {
+            if let (Err(_), true, Some(index)) =
+                (&outcome, took.load(Ordering::Acquire), used.get())
+            {
                 // The batch did not commit: the slot (and the person) are
                 // free again.
                 index.set_taken(slot.0, slot.1, slot.2, false);
