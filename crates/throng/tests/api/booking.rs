@@ -1511,7 +1511,10 @@ async fn registrations_racing_a_live_reseed_take_each_slot_once(kind: StoreKind)
     );
     let mut twice = Vec::new();
     for (i, (place, slot)) in booked.iter().enumerate() {
-        let r = s.api.register(*place, FROM, *slot, person(1_000_000 + i as u64)).await;
+        let r = s
+            .api
+            .register(*place, FROM, *slot, person(1_000_000 + i as u64))
+            .await;
         if r.status == 201 {
             twice.push((*place, *slot));
         } else {

@@ -31,7 +31,10 @@ both_stores!(
     baseline_routes_only_with_the_flag,
     every_receipt_counted_after_sigkill,
 );
-crate::postgres_only!(one_vote_across_two_nodes, a_full_box_is_published_in_bounded_rounds);
+crate::postgres_only!(
+    one_vote_across_two_nodes,
+    a_full_box_is_published_in_bounded_rounds
+);
 
 const VOTERS: i64 = 600;
 const DISTRICTS: i64 = 3;
@@ -1484,9 +1487,16 @@ async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
     })
     .await;
     let store = &s.state.store;
-    assert_eq!(count(store, "SELECT COUNT(*) FROM voting_ballots").await, boxed);
     assert_eq!(
-        count(store, "SELECT COUNT(*) FROM events WHERE event_type = 'voting.BallotCast'").await,
+        count(store, "SELECT COUNT(*) FROM voting_ballots").await,
+        boxed
+    );
+    assert_eq!(
+        count(
+            store,
+            "SELECT COUNT(*) FROM events WHERE event_type = 'voting.BallotCast'"
+        )
+        .await,
         boxed
     );
     assert!(

@@ -217,8 +217,11 @@ pub async fn try_register(
             let used: Arc<std::sync::OnceLock<Arc<Availability>>> = Arc::default();
             let took = Arc::new(AtomicBool::new(false));
             let person = person_of_reg(&reg);
-            let (slot, used_in_writer, took_in_writer) =
-                ((reg.place_id, reg.day, reg.time_slot), used.clone(), took.clone());
+            let (slot, used_in_writer, took_in_writer) = (
+                (reg.place_id, reg.day, reg.time_slot),
+                used.clone(),
+                took.clone(),
+            );
             // Unguarded (no SAVEPOINT): the slot is decided by the index bit
             // before any SQL runs, and the two appends that follow can only
             // fail when the database does, which rolls back the batch; every

@@ -659,7 +659,15 @@ async fn pg_round(
     let candidates: Vec<&str> = boxed.iter().map(|b| b.candidates_json.as_str()).collect();
     tx.execute(
         &insert,
-        &[&ids, &election_id, &round, &districts, &parties, &candidates, &positions],
+        &[
+            &ids,
+            &election_id,
+            &round,
+            &districts,
+            &parties,
+            &candidates,
+            &positions,
+        ],
     )
     .await?;
     tx.commit().await?;

@@ -127,10 +127,12 @@ pub const INVALIDATION_PREFIX: &str = "comments:course:";
 const POST_LOOKUP_PG: &str = "SELECT (SELECT 1 FROM comments_courses WHERE id = $1),
         (SELECT display_name FROM comments_users WHERE id = $2)";
 
-const POST_INSERT_PG: &str = "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
+const POST_INSERT_PG: &str =
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
     remarks, created_ms) VALUES ($1, $2, $3, NULL, $4, $5, $6, $7) RETURNING id";
 
-const REPLY_INSERT_PG: &str = "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
+const REPLY_INSERT_PG: &str =
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
     remarks, created_ms) VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)
  ON CONFLICT (parent_id) WHERE parent_id IS NOT NULL DO NOTHING RETURNING id";
 
@@ -150,7 +152,9 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                     // Every statement prepared once per writer connection:
                     // planning them on every post cost as much as running them.
                     let lookup = t.prepare_cached(POST_LOOKUP_PG).await?;
-                    let row = t.query_opt(&lookup, &[&new.course_id, &new.user_id]).await?;
+                    let row = t
+                        .query_opt(&lookup, &[&new.course_id, &new.user_id])
+                        .await?;
                     let (course, name): (Option<i32>, Option<String>) =
                         row.map(|r| (r.get(0), r.get(1))).unwrap_or((None, None));
                     if course.is_none() {
@@ -163,21 +167,49 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                     let id: i64 = t
                         .query_one(
                             &insert,
-                            &[&new.course_id, &new.user_id, &kind, &rating, &new.title, &new.remarks, &new.created_ms],
+                            &[
+                                &new.course_id,
+                                &new.user_id,
+                                &kind,
+                                &rating,
+                                &new.title,
+                                &new.remarks,
+                                &new.created_ms,
+                            ],
                         )
                         .await?
                         .get(0);
                     let snapshot = t.prepare_cached(PG_SNAPSHOT_UPSERT.as_str()).await?;
                     t.execute(
                         &snapshot,
-                        &[&new.course_id, &kind, &new.user_id, &id, &new.title, &rating, &new.remarks, &new.created_ms, &display_name],
+                        &[
+                            &new.course_id,
+                            &kind,
+                            &new.user_id,
+                            &id,
+                            &new.title,
+                            &rating,
+                            &new.remarks,
+                            &new.created_ms,
+                            &display_name,
+                        ],
                     )
                     .await?;
                     let st = stars(rating);
                     let ratings = t.prepare_cached(PG_RATING_UPSERT).await?;
                     t.execute(
                         &ratings,
-                        &[&new.course_id, &kind, &1i64, &(rating as i64), &st[0], &st[1], &st[2], &st[3], &st[4]],
+                        &[
+                            &new.course_id,
+                            &kind,
+                            &1i64,
+                            &(rating as i64),
+                            &st[0],
+                            &st[1],
+                            &st[2],
+                            &st[3],
+                            &st[4],
+                        ],
                     )
                     .await?;
                     let out = comment_out(&new, id, display_name);
@@ -329,13 +361,16 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                     let t = &tx.tx;
                     // Prepared once per writer connection, as a post's.
                     let target_stmt = t.prepare_cached(TARGET_PG).await?;
-                    let target = t.query_opt(&target_stmt, &[&r.comment_id]).await?.map(|row| Target {
-                        course_id: row.get(0),
-                        comment_type: row.get(1),
-                        parent_id: row.get(2),
-                        provider_id: row.get(3),
-                        provider_name: row.get(4),
-                    });
+                    let target = t
+                        .query_opt(&target_stmt, &[&r.comment_id])
+                        .await?
+                        .map(|row| Target {
+                            course_id: row.get(0),
+                            comment_type: row.get(1),
+                            parent_id: row.get(2),
+                            provider_id: row.get(3),
+                            provider_name: row.get(4),
+                        });
                     let (target, kind) = match check_target(target, r.provider_id) {
                         Ok(v) => v,
                         Err(outcome) => return Ok(outcome),
@@ -360,20 +395,22 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                         None => {
                             let edit = t.prepare_cached(REPLY_EDIT_PG).await?;
                             let row = t
-                                .query_one(
-                                    &edit,
-                                    &[&r.comment_id, &r.title, &r.remarks, &r.at_ms],
-                                )
+                                .query_one(&edit, &[&r.comment_id, &r.title, &r.remarks, &r.at_ms])
                                 .await?;
                             reply_out(&r, &target, kind, row.get(0), row.get(1), true)
                         }
                     };
                     let bump = t.prepare_cached(PG_VERSION_BUMP).await?;
-                    t.execute(&bump, &[&target.course_id, &kind.as_str()]).await?;
+                    t.execute(&bump, &[&target.course_id, &kind.as_str()])
+                        .await?;
                     tx.invalidate(invalidation_key(target.course_id));
                     let edited = out.edited_date.is_some();
                     tx.append(reply_event(&out, edited));
-                    Ok(if edited { ReplyOutcome::Edited(out) } else { ReplyOutcome::Created(out) })
+                    Ok(if edited {
+                        ReplyOutcome::Edited(out)
+                    } else {
+                        ReplyOutcome::Created(out)
+                    })
                 })
             })
             .await
