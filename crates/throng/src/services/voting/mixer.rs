@@ -7,7 +7,7 @@
 //! an election's box holds at least `--voting-mix-ballots-min` ballots, or
 //! the election has closed (the final flush), one round moves the whole box
 //! (on PostgreSQL at most `store::PG_ROUND_BALLOTS_MAX` ballots, the box's
-//! lowest ids; a round that took that many is followed at once by the next)
+//! lowest ids; when the box held more, the next round follows at once)
 //! in random-id order into `voting_ballots` with one `voting.BallotCast`
 //! event each and deletes the box rows (see `store::publish_round`). One
 //! mixer runs at a time: a lease on its consumer row, as booking's
@@ -67,18 +67,18 @@ async fn mix(
             .iter()
             .map(|e| (e.election.id, now >= e.election.closes_at_ms))
             .collect();
-        // A round that took as many ballots as a round may hold left more
-        // in the box: the next one runs at once.
-        let mut box_left_full = false;
+        // A box that held more than one round takes: the next round runs
+        // at once.
+        let mut more_waiting = false;
         for (id, closed) in elections {
             let min = if closed { 1 } else { config.ballots_min.max(1) };
             match super::store::publish_round(store, id, min).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    box_left_full |= n as i64 >= super::store::PG_ROUND_BALLOTS_MAX.max(min);
+                Ok(round) if round.published == 0 => {}
+                Ok(round) => {
+                    more_waiting |= round.more_waiting;
                     tracing::info!(
                         election_id = id,
-                        ballots = n,
+                        ballots = round.published,
                         "published a round of ballots"
                     );
                     tally.wake.notify_one();
@@ -88,7 +88,7 @@ async fn mix(
                 }
             }
         }
-        if !box_left_full {
+        if !more_waiting {
             tokio::time::sleep(config.interval).await;
         }
         if renewed.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {

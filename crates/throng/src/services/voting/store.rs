@@ -475,20 +475,35 @@ fn ballot_event(election_id: i64, round: i64, b: &Boxed) -> NewEvent {
     )
 }
 
+/// What one round did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Ballots published (0: none, or fewer than `min` in the box).
+    pub published: usize,
+    /// The box held more than one round may take (PostgreSQL,
+    /// [`PG_ROUND_BALLOTS_MAX`]): the next round should run at once.
+    pub more_waiting: bool,
+}
+
 /// Publishes the election's whole ballot box as one round (on PostgreSQL at
 /// most [`PG_ROUND_BALLOTS_MAX`] of it), if it holds at
 /// least `min` ballots: in one transaction, every ballot moves (in the
 /// order of its random id) to `voting_ballots` with one `BallotCast` event
 /// each, and the box is emptied; on SQLite the round's pending marks move
 /// to `voting_marks` in voter order and the deleted rows are overwritten
-/// (`secure_delete`). Returns the ballots published (0: none, or fewer
-/// than `min`).
-pub async fn publish_round(store: &Store, election_id: i64, min: i64) -> Result<usize, StoreError> {
+/// (`secure_delete`).
+pub async fn publish_round(store: &Store, election_id: i64, min: i64) -> Result<Round, StoreError> {
     match store {
-        Store::Sqlite(s) => s.write(move |c| sqlite_round(c, election_id, min)).await,
+        Store::Sqlite(s) => {
+            let published = s.write(move |c| sqlite_round(c, election_id, min)).await?;
+            Ok(Round {
+                published,
+                more_waiting: false,
+            })
+        }
         Store::Postgres(p) => {
-            let published = pg_round(p, election_id, min).await?;
-            if published > 0 {
+            let round = pg_round(p, election_id, min).await?;
+            if round.published > 0 {
                 // Dead box rows keep their data (and the xmin of the vote's
                 // transaction, shared with its mark) until vacuumed.
                 let client = p.client().await?;
@@ -496,7 +511,7 @@ pub async fn publish_round(store: &Store, election_id: i64, min: i64) -> Result<
                     tracing::warn!(error = %e, "VACUUM voting_ballot_box failed");
                 }
             }
-            Ok(published)
+            Ok(round)
         }
     }
 }
@@ -588,7 +603,7 @@ async fn pg_round(
     p: &crate::store::postgres::PgStore,
     election_id: i64,
     min: i64,
-) -> Result<usize, StoreError> {
+) -> Result<Round, StoreError> {
     let mut client = p.client().await?;
     let n_boxed: i64 = client
         .query_one(
@@ -598,7 +613,7 @@ async fn pg_round(
         .await?
         .get(0);
     if n_boxed == 0 || n_boxed < min {
-        return Ok(0);
+        return Ok(Round::default());
     }
     let take = PG_ROUND_BALLOTS_MAX.max(min);
     let tx = client.transaction().await?;
@@ -623,7 +638,7 @@ async fn pg_round(
         .collect();
     if boxed.is_empty() {
         tx.rollback().await?;
-        return Ok(0);
+        return Ok(Round::default());
     }
     boxed.sort_by(|a, b| a.ballot_id.cmp(&b.ballot_id));
     let n = boxed.len() as i64;
@@ -671,7 +686,10 @@ async fn pg_round(
     )
     .await?;
     tx.commit().await?;
-    Ok(boxed.len())
+    Ok(Round {
+        published: boxed.len(),
+        more_waiting: n_boxed > n,
+    })
 }
 
 // ---------------------------------------------------------------- tallies
