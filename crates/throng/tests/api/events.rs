@@ -882,6 +882,30 @@ async fn sse_resumes_with_last_event_id(kind: StoreKind) {
         )
         .await;
     r.assert_error(400, "invalid_last_event_id");
+    // Past the documented maximum (the next position would not exist).
+    let r = api
+        .send(
+            api.http
+                .get(api.url("/api/events/subscribe"))
+                .bearer_auth(t)
+                .header("last-event-id", i64::MAX.to_string()),
+        )
+        .await;
+    r.assert_error(400, "invalid_last_event_id");
+    assert!(
+        r.text().contains("0 to 9223372036854775806"),
+        "{}",
+        r.text()
+    );
+    let doc = api.get("/openapi.json").await.json();
+    let param = doc["paths"]["/api/events/subscribe"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "Last-Event-ID")
+        .unwrap()
+        .clone();
+    assert_eq!(param["schema"]["maximum"], i64::MAX - 1, "{param}");
     api.get("/api/events/subscribe")
         .await
         .assert_error(401, "missing_token");

@@ -903,7 +903,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "/api/events/subscribe",
         "Last-Event-ID",
         0,
-        i64::MAX,
+        super::subscribe::LAST_EVENT_ID_MAX,
     );
     param_range(
         doc,

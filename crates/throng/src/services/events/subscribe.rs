@@ -86,6 +86,10 @@ pub struct SubscribeQuery {
     category: Option<String>,
 }
 
+/// The largest `Last-Event-ID`: the stream resumes at the next position,
+/// which must still be a position (`/openapi.json` states this bound).
+pub const LAST_EVENT_ID_MAX: i64 = i64::MAX - 1;
+
 /// `Last-Event-ID` as the next position to send.
 fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     let Some(v) = headers.get("last-event-id") else {
@@ -94,12 +98,14 @@ fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     v.to_str()
         .ok()
         .and_then(|s| s.trim().parse::<i64>().ok())
-        .filter(|p| *p >= 0 && *p < i64::MAX)
+        .filter(|p| (0..=LAST_EVENT_ID_MAX).contains(p))
         .map(|p| Some(p + 1))
         .ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_last_event_id",
-                "Last-Event-ID is the position of the last event received (0 or more)",
+                format!(
+                    "Last-Event-ID is the position of the last event received: 0 to {LAST_EVENT_ID_MAX}"
+                ),
             )
         })
 }
