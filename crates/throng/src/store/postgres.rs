@@ -568,9 +568,15 @@ async fn append_all(
         "SELECT COUNT(pg_advisory_xact_lock(k)) FROM
            (SELECT DISTINCT hashtextextended(s, 0) AS k FROM unnest($1::TEXT[]) AS s ORDER BY 1) AS l",
     );
+    // Each head is the last entry of its stream in `(stream,
+    // stream_version)`: one backward index probe per stream. (`DISTINCT
+    // ON (stream) ... WHERE stream = ANY($1)` read and sorted every event
+    // of each stream: 367 ms per append to voting's ballot stream at
+    // 423,861 events, EXPLAIN ANALYZE.)
     let heads = tx.prepare_cached(
-        "SELECT DISTINCT ON (stream) stream, stream_version, event_type FROM events
-         WHERE stream = ANY($1) ORDER BY stream, stream_version DESC",
+        "SELECT s.stream, h.stream_version, h.event_type FROM unnest($1::TEXT[]) AS s(stream)
+         CROSS JOIN LATERAL (SELECT stream_version, event_type FROM events
+                              WHERE stream = s.stream ORDER BY stream_version DESC LIMIT 1) AS h",
     );
     let (lock, heads) = futures::try_join!(lock, heads)?;
     let ids_query = async {

@@ -587,13 +587,15 @@ fn sqlite_round(c: &rusqlite::Connection, election_id: i64, min: i64) -> Result<
     moved.map(|_| boxed.len())
 }
 
-/// Ballots one PostgreSQL round publishes at most. A fuller box (the mixer
-/// fell behind a crowd: a round of 133,856 ballots was seen, and the
-/// server's memory went from 75 to 179 MiB while it ran) is published over
-/// several rounds, one after the other (`mixer.rs`), each holding ~1 KB a
-/// ballot in memory. Each round's ballots are the box's lowest ballot ids,
-/// which are random: a round is a random sample of the box.
-pub const PG_ROUND_BALLOTS_MAX: i64 = 10_000;
+/// Ballots one PostgreSQL round publishes at most. A fuller box is
+/// published over several rounds, one after the other (`mixer.rs`), each
+/// holding ~1 KB a ballot in memory. Each round's ballots are the box's
+/// lowest ballot ids, which are random: a round is a random sample of the
+/// box. Unbounded, one round of 133,856 ballots took the server from 75 to
+/// 179 MiB; the server's peak under `throng bench voting --store
+/// postgres://... --only "fresh voter"` was 72-82 MiB at 10,000, 61-66 at
+/// 5,000 and 50-53 at 2,000, the mixer keeping up at each (BENCHMARKS.md).
+pub const PG_ROUND_BALLOTS_MAX: i64 = 2_000;
 
 /// A PostgreSQL round runs in a transaction of its own, never in the
 /// writer's batches: a row's `xmin` is its transaction's id, and a round
@@ -605,23 +607,37 @@ async fn pg_round(
     min: i64,
 ) -> Result<Round, StoreError> {
     let mut client = p.client().await?;
-    let n_boxed: i64 = client
-        .query_one(
-            "SELECT COUNT(*) FROM voting_ballot_box WHERE election_id = $1",
-            &[&election_id],
+    let take = PG_ROUND_BALLOTS_MAX.max(min);
+    // Counted up to one more than a round takes: all a round needs to know
+    // (enough for `min`? more waiting?), without reading a box that fell
+    // far behind a crowd whole on every round.
+    let count = client
+        .prepare_cached(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM voting_ballot_box WHERE election_id = $1
+              LIMIT $2) AS b",
         )
+        .await?;
+    let n_boxed: i64 = client
+        .query_one(&count, &[&election_id, &(take + 1)])
         .await?
         .get(0);
     if n_boxed == 0 || n_boxed < min {
         return Ok(Round::default());
     }
-    let take = PG_ROUND_BALLOTS_MAX.max(min);
     let tx = client.transaction().await?;
     let take_stmt = tx
         .prepare_cached(
-            "DELETE FROM voting_ballot_box WHERE election_id = $1 AND ballot_id IN (
-                SELECT ballot_id FROM voting_ballot_box WHERE election_id = $1
-                 ORDER BY ballot_id LIMIT $2)
+            // A range of the primary key, below the first id the round
+            // leaves (computed once, an InitPlan; none left: every id is
+            // below 17 bytes of 0xff). The earlier `ballot_id IN (SELECT
+            // ... LIMIT $2)` was planned from the box's statistics, taken
+            // while it was nearly empty: a nested loop that ran the
+            // subquery once per boxed ballot, 11 minutes for a round of
+            // 10,000 out of a box of 174,043 (EXPLAIN ANALYZE).
+            "DELETE FROM voting_ballot_box WHERE election_id = $1 AND ballot_id < COALESCE(
+                (SELECT ballot_id FROM voting_ballot_box WHERE election_id = $1
+                  ORDER BY ballot_id OFFSET $2 LIMIT 1),
+                '\\xffffffffffffffffffffffffffffffffff'::BYTEA)
              RETURNING ballot_id, district_id, party_id, candidate_ids",
         )
         .await?;
