@@ -17,28 +17,14 @@ fn main() -> std::process::ExitCode {
         .init();
     let cli = throng::cli::Cli::parse();
     if matches!(cli.command, throng::cli::Command::Serve(_)) {
+        no_transparent_huge_pages();
         purge_freed_memory_promptly();
     }
     throng::cli::run(cli)
 }
 
-/// Runs [`no_transparent_huge_pages`] from the ELF constructors, before
-/// `main` and before mimalloc's first allocations, for every command (a
-/// bench's servers are its children). Called from `main` instead, the
-/// server's first 6 MiB of arena had already been faulted in as huge pages
-/// (`AnonHugePages` in `/proc/PID/smaps`): idle, 5,000,000 voters loaded,
-/// anonymous memory 30.1 -> 25.6 MiB.
-#[used]
-#[link_section = ".init_array.00099"]
-static NO_THP_BEFORE_MAIN: extern "C" fn() = {
-    extern "C" fn no_thp() {
-        no_transparent_huge_pages();
-    }
-    no_thp
-};
-
-/// Turns transparent huge pages off for this process and its children
-/// (`prctl`; the machine's setting is untouched).
+/// Turns transparent huge pages off for the server process (`prctl`, this
+/// process and its children only; the machine's setting is untouched).
 ///
 /// Why: mimalloc (v3) reserves its arena with `madvise(MADV_HUGEPAGE)`, so
 /// where the kernel allows THP (`madvise` or `always`) every 2 MiB of the
