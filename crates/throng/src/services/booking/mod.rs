@@ -281,25 +281,21 @@ impl BookingState {
         self.index().map(|i| i.state(place_id, day, slot))
     }
 
-    /// Takes the slot and stores the registration; after a registration,
-    /// marks the slot taken in the current index and wakes the confirmation
-    /// worker. Not after `SlotTaken`: the writer found the bit set, and
-    /// setting it again here, after the answer, could undo a cancel of the
-    /// winner that committed and cleared it meanwhile (a slot left taken by
-    /// no registration until a restart: seen once as a failure of
+    /// Takes the slot and stores the registration, and wakes the
+    /// confirmation worker after a registration. The slot's bit is the
+    /// writer's to set (`store::try_register`, inside the transaction; a
+    /// reload after a seed loads the index in the writer too, after it):
+    /// nothing here sets it again after the answer. Setting it after a
+    /// `SlotTaken` once undid a cancel of the winner that had committed
+    /// meanwhile (a slot left taken by no registration until a restart:
+    /// seen as a failure of
     /// `booking::mixed_register_and_cancel_stay_consistent::sqlite` under
     /// load).
     pub async fn try_register(
         &self,
         sealed: SealedRegistration,
     ) -> Result<RegisterOutcome, StoreError> {
-        let slot = (sealed.place_id, sealed.day, sealed.time_slot);
         let outcome = store::try_register(&self.store, self.availability.clone(), sealed).await?;
-        // The index now (a reload may have replaced the one the command
-        // decided on; the new one was loaded after it, in the writer).
-        if let (Some(index), RegisterOutcome::Registered) = (self.index(), outcome) {
-            index.set_taken(slot.0, slot.1, slot.2, true);
-        }
         if outcome == RegisterOutcome::Registered {
             self.notify_worker.notify_one();
         }
