@@ -142,7 +142,13 @@ impl Default for StoreLimits {
             // than at 16: misses are `pread`s from the OS page cache.
             sqlite_cache_kib: 4 * 1024,
             pg_wait_ms: 3000,
-            pg_writers: 4,
+            // 2, was 4: every node's writers share one PostgreSQL, and more
+            // writers than its cores make smaller batches that wait on each
+            // other's row locks and commits. Booking try-register on 2
+            // cores (BENCHMARKS.md, "Writers per node"): one node the same
+            // with 2 or 4; 2 and 3 nodes slower than one with 4 writers
+            // each, not with 2.
+            pg_writers: 2,
             commit_delay_us: 0,
         }
     }
