@@ -55,7 +55,9 @@ pub struct BenchArgs {
     /// Node counts to measure the experiment's own workloads with, e.g.
     /// `1,2,3` (PostgreSQL stores only: SQLite has one process). Each count
     /// above 1 adds rows "... (N nodes)": that many servers share the store
-    /// and the connections are split evenly over them.
+    /// and the connections are split evenly over them. Their PostgreSQL
+    /// writers are sized as README says: `--pg-writers` max(1, 2 / N) each
+    /// (unless THRONG_PG_WRITERS is set, which applies to every node).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub nodes: Vec<usize>,
 }
@@ -116,15 +118,49 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         println!("{line}");
     }
     // Every node shares the data directory (its secrets) and the store.
-    let mut servers = Vec::with_capacity(nodes_max);
-    for _ in 0..nodes_max {
-        servers.push(ChildServer::start(&exe, &store_flags, &exp.serve_args())?);
+    // One node runs with the default writers; the rows of k > 1 nodes run on
+    // nodes sized as README says (`writers_per_node`), started beside it.
+    let mut servers = vec![ChildServer::start(&exe, &store_flags, &exp.serve_args())?];
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for &k in args.nodes.iter().filter(|&&k| k > 1) {
+        let w = writers_per_node(k);
+        let group = groups.entry(w).or_default();
+        while group.len() < k {
+            let mut extra = exp.serve_args();
+            if pg_writers_env().is_none() {
+                extra.extend(["--pg-writers".to_string(), w.to_string()]);
+            }
+            group.push(servers.len());
+            servers.push(ChildServer::start(&exe, &store_flags, &extra)?);
+        }
     }
+    let node_sets: std::collections::HashMap<usize, Vec<SocketAddr>> = args
+        .nodes
+        .iter()
+        .map(|&k| {
+            let set = if k == 1 {
+                vec![servers[0].addr]
+            } else {
+                groups[&writers_per_node(k)][..k]
+                    .iter()
+                    .map(|&i| servers[i].addr)
+                    .collect()
+            };
+            (k, set)
+        })
+        .chain(std::iter::once((1, vec![servers[0].addr])))
+        .collect();
     exp.prepare(&data_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut report = rt.block_on(measure_all(exp.as_ref(), &args, &servers, seed_s))?;
+    let mut report = rt.block_on(measure_all(
+        exp.as_ref(),
+        &args,
+        &servers[0],
+        &node_sets,
+        seed_s,
+    ))?;
     report.notes.extend(offline);
     for server in &mut servers {
         server.stop();
@@ -133,6 +169,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let (json, md) = report.write(&args.out_dir)?;
     println!("\nwrote {} and {}", json.display(), md.display());
     Ok(())
+}
+
+/// `THRONG_PG_WRITERS` as set for this process (its children inherit it).
+fn pg_writers_env() -> Option<String> {
+    std::env::var("THRONG_PG_WRITERS")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+/// PostgreSQL writers per node when `nodes` nodes share one database, as
+/// README sizes them: the writers of all nodes together about as many as
+/// one node's default (PostgreSQL's cores), at least 1 each (BENCHMARKS.md,
+/// "Writers per node"). `THRONG_PG_WRITERS`, when set, applies to every node.
+fn writers_per_node(nodes: usize) -> usize {
+    match pg_writers_env().and_then(|v| v.parse::<usize>().ok()) {
+        Some(w) => w,
+        None => (crate::store::StoreLimits::default().pg_writers / nodes.max(1)).max(1),
+    }
 }
 
 fn store_flags(args: &BenchArgs, data_dir: &Path) -> Vec<String> {
@@ -329,10 +383,10 @@ async fn scrape_all(addrs: &[SocketAddr]) -> WriterStats {
 async fn measure_all(
     exp: &dyn Experiment,
     args: &BenchArgs,
-    servers: &[ChildServer],
+    server: &ChildServer,
+    node_sets: &std::collections::HashMap<usize, Vec<SocketAddr>>,
     seed_s: Option<f64>,
 ) -> anyhow::Result<BenchReport> {
-    let server = &servers[0];
     let mut workloads = vec![ceiling()];
     workloads.extend(
         exp.workloads(args.scale)
@@ -359,7 +413,6 @@ async fn measure_all(
         nodes_of.extend(std::iter::repeat_n(k, own.len()));
         workloads.extend(own);
     }
-    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
     if workloads.len() == 1 {
         anyhow::bail!(
             "--only {:?} matches none of {}'s workloads",
@@ -395,7 +448,7 @@ async fn measure_all(
             let w = &workloads[i];
             eprintln!("warm-up: {}", w.name);
             measure_on(
-                &addrs[..nodes_of[i]],
+                &node_sets[&nodes_of[i]],
                 connections,
                 Duration::from_secs(args.warmup_s),
                 w.factory.clone(),
@@ -406,7 +459,7 @@ async fn measure_all(
             for &i in &indices {
                 let w = &workloads[i];
                 peaks_reset &= server.reset_rss_peak();
-                let on = &addrs[..nodes_of[i]];
+                let on = &node_sets[&nodes_of[i]][..];
                 let before = scrape_all(on).await;
                 let s = measure_on(on, connections, duration, w.factory.clone()).await?;
                 let writer = scrape_all(on).await.since(&before);
