@@ -121,35 +121,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     // One node runs with the default writers; the rows of k > 1 nodes run on
     // nodes sized as README says (`writers_per_node`), started beside it.
     let mut servers = vec![ChildServer::start(&exe, &store_flags, &exp.serve_args())?];
-    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    // The addresses each count of nodes runs on; counts with the same
+    // writers per node share their servers (the first k of them).
+    let mut node_sets = std::collections::HashMap::from([(1, vec![servers[0].addr])]);
+    let mut sized: std::collections::HashMap<usize, Vec<SocketAddr>> = Default::default();
     for &k in args.nodes.iter().filter(|&&k| k > 1) {
         let w = writers_per_node(k);
-        let group = groups.entry(w).or_default();
+        let group = sized.entry(w).or_default();
         while group.len() < k {
             let mut extra = exp.serve_args();
             if pg_writers_env().is_none() {
                 extra.extend(["--pg-writers".to_string(), w.to_string()]);
             }
-            group.push(servers.len());
-            servers.push(ChildServer::start(&exe, &store_flags, &extra)?);
+            let server = ChildServer::start(&exe, &store_flags, &extra)?;
+            group.push(server.addr);
+            servers.push(server);
         }
+        node_sets.insert(k, group[..k].to_vec());
     }
-    let node_sets: std::collections::HashMap<usize, Vec<SocketAddr>> = args
-        .nodes
-        .iter()
-        .map(|&k| {
-            let set = if k == 1 {
-                vec![servers[0].addr]
-            } else {
-                groups[&writers_per_node(k)][..k]
-                    .iter()
-                    .map(|&i| servers[i].addr)
-                    .collect()
-            };
-            (k, set)
-        })
-        .chain(std::iter::once((1, vec![servers[0].addr])))
-        .collect();
     exp.prepare(&data_dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
