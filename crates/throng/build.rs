@@ -1,15 +1,57 @@
-//! Decides at build time whether the PostgreSQL variants of the API tests
-//! run (`cfg(throng_pg_tests)`) or are reported by libtest as ignored, with
-//! the reason: they run when `THRONG_TEST_PG_URL` is set, and always under CI
-//! (`CI` set), where a missing URL then fails them instead of hiding them.
+//! Decides at build time which tests that need a service outside the
+//! workspace run, and which libtest reports as ignored with the reason:
+//!
+//! - `cfg(throng_pg_tests)`: the PostgreSQL variants of the API tests, when
+//!   `THRONG_TEST_PG_URL` is set;
+//! - `cfg(throng_cluster_tests)`: the cluster tests that put HAProxy in front
+//!   of nodes sharing that PostgreSQL, when the URL is set and `haproxy` is
+//!   installed;
+//! - `cfg(throng_own_pg_tests)`: the cluster test that runs a PostgreSQL of
+//!   its own, when `haproxy` and PostgreSQL's server binaries are installed.
+//!
+//! Under CI (`CI` set) all of them always run, so a missing dependency fails
+//! the run instead of hiding the tests.
+
+use std::path::Path;
+
+fn haproxy_installed() -> bool {
+    ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
+        .iter()
+        .any(|dir| Path::new(dir).join("haproxy").exists())
+}
+
+fn postgres_server_installed() -> bool {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("bin/initdb").exists())
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=THRONG_TEST_PG_URL");
     println!("cargo:rerun-if-env-changed=CI");
-    println!("cargo::rustc-check-cfg=cfg(throng_pg_tests)");
-    let url = std::env::var("THRONG_TEST_PG_URL").unwrap_or_default();
-    if !url.trim().is_empty() || std::env::var_os("CI").is_some() {
+    for cfg in [
+        "throng_pg_tests",
+        "throng_cluster_tests",
+        "throng_own_pg_tests",
+    ] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    let ci = std::env::var_os("CI").is_some();
+    let pg_url = !std::env::var("THRONG_TEST_PG_URL")
+        .unwrap_or_default()
+        .trim()
+        .is_empty();
+    let haproxy = haproxy_installed();
+    if pg_url || ci {
         println!("cargo:rustc-cfg=throng_pg_tests");
+    }
+    if (pg_url && haproxy) || ci {
+        println!("cargo:rustc-cfg=throng_cluster_tests");
+    }
+    if (haproxy && postgres_server_installed()) || ci {
+        println!("cargo:rustc-cfg=throng_own_pg_tests");
     }
 }

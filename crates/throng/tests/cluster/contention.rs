@@ -49,6 +49,10 @@ async fn seed_voting(data_dir: &std::path::Path, pg_url: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(throng_cluster_tests),
+    ignore = "needs haproxy and THRONG_TEST_PG_URL when the tests were built (apt-get install haproxy; scripts/test finds a local PostgreSQL)"
+)]
 async fn racing_clients_through_the_balancer() {
     let _serial = crate::lb::one_at_a_time().await;
     let admin = pg_admin_url_or_fail();

@@ -37,6 +37,10 @@ async fn acknowledged_are_stored(outcomes: &[Outcome], pg_url: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(throng_cluster_tests),
+    ignore = "needs haproxy and THRONG_TEST_PG_URL when the tests were built (apt-get install haproxy; scripts/test finds a local PostgreSQL)"
+)]
 async fn nodes_stopped_and_killed_under_write_load() {
     let _serial = crate::lb::one_at_a_time().await;
     let admin = pg_admin_url_or_fail();
@@ -146,6 +150,10 @@ async fn nodes_stopped_and_killed_under_write_load() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(throng_own_pg_tests),
+    ignore = "needs haproxy and PostgreSQL's server binaries (apt-get install haproxy postgresql); .ci/run installs them"
+)]
 async fn postgres_restarted_under_load() {
     let _serial = crate::lb::one_at_a_time().await;
     let pg = OwnPostgres::create().await;

