@@ -723,6 +723,31 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         422,
         "invalid_field: from is not a date, days out of range, or the range ends after 9999-12-31",
     );
+    let calendar = "/api/booking/places/{place_id}/calendar";
+    param_required(doc, "get", calendar, "month");
+    param_schema(doc, "get", calendar, "month")["pattern"] = json!("^[0-9]{4}-(0[1-9]|1[0-2])$");
+    response(
+        doc,
+        "get",
+        calendar,
+        422,
+        "invalid_field: month is not YYYY-MM",
+    );
+    body_schema(
+        doc,
+        "post",
+        "/api/booking/registrations/{registration_id}/move",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["placeId", "day", "timeSlot"],
+            "properties": {
+                "placeId": {"type": "integer", "format": "int64", "minimum": 1, "maximum": i64::MAX},
+                "day": {"type": "string", "format": "date"},
+                "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1}
+            }
+        }),
+    );
     let person = json!({
         "type": "object",
         "additionalProperties": false,

@@ -185,6 +185,12 @@ impl Service for Booking {
                 about: "choose a place, a day and a time slot.",
             },
             Link {
+                kind: LinkKind::Page,
+                href: "/booking/manage",
+                title: "Your registration",
+                about: "see, move or cancel a registration with its access code.",
+            },
+            Link {
                 kind: LinkKind::Endpoint,
                 href: "/api/booking/places",
                 title: "/api/booking/places",
