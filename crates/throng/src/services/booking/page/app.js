@@ -179,8 +179,10 @@ $("day").addEventListener("change", async () => {
   loadSlots();
 });
 for (const f of ["name", "nationalId", "phone", "email"]) {
-  // A field's message goes once it is right; it is not shown while typing.
-  $(f).addEventListener("blur", () => { if (!$(`${f}-error`).hidden && PERSON_RULES[f].ok($(f).value)) setFieldError(f, ""); });
+  // A field's message goes as soon as it is right (while typing: going on
+  // blur would shift the page under a click on Register); none is shown
+  // while typing.
+  $(f).addEventListener("input", () => { if (!$(`${f}-error`).hidden && PERSON_RULES[f].ok($(f).value)) setFieldError(f, ""); });
 }
 $("booking").addEventListener("submit", register);
 $("conf-ics").addEventListener("click", () => registered && Booking.downloadIcs(registered.registrationId, registered.accessCode));
