@@ -462,24 +462,21 @@ pub async fn move_registration(
     }
     let to = req.parse()?;
     refuse_passed(&st, to.place_id, to.day, to.time_slot).await?;
-    if let Some(SlotState::Taken) = st.known_state(to.place_id, to.day, to.time_slot) {
-        // Its own slot is answered by the writer (moved: false).
-        let reg = store::registration(&st.store, &id).await?;
-        if !reg.is_some_and(|r| {
-            (r.place_id, r.day, r.time_slot) == (to.place_id, to.day, to.time_slot)
-        }) {
-            return Err(slot_taken_for_move());
-        }
+    // The code is checked first (a wrong one answers 404 whatever the
+    // slot), and again in the write that moves.
+    let reg = store::registration(&st.store, &id)
+        .await?
+        .filter(|r| crypto::code_matches(code, &r.access_hash))
+        .ok_or_else(registration_not_found)?;
+    let own = (reg.place_id, reg.day, reg.time_slot) == (to.place_id, to.day, to.time_slot);
+    if !own && st.known_state(to.place_id, to.day, to.time_slot) == Some(SlotState::Taken) {
+        return Err(slot_taken_for_move());
     }
-    // The person key for the new day (the rule may scope it by day): the
-    // national id is read from the sealed data, after the code matched.
+    // The person key for the new day (the rule may scope it by day), from
+    // the national id in the sealed data.
     let to_person_key = match st.one_registration.scope(to.day) {
         None => None,
         Some(scope) => {
-            let reg = store::registration(&st.store, &id)
-                .await?
-                .filter(|r| crypto::code_matches(code, &r.access_hash))
-                .ok_or_else(registration_not_found)?;
             let person = open_person(&st, &reg)?;
             let national_id = person["nationalId"].as_str().unwrap_or_default();
             Some(
