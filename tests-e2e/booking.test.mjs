@@ -1,12 +1,16 @@
-// The booking page at /booking/ in headless Chromium against a real throng
-// server (demo data: 20 places, 14 days from the server's UTC today, 25 slots
-// a day). Each test uses its own place, so the tests do not take each
-// other's slots.
+// The booking pages (/booking/ and /booking/manage) in headless Chromium
+// against a real throng server (demo data: 20 places, 14 days from the
+// server's UTC today, 25 slots a day from 08:00; slot times at UTC). Each
+// test uses its own place, so the tests do not take each other's slots.
+// Tests book tomorrow: today's slots may all have started. A failing test
+// leaves a screenshot in target/e2e-screenshots/.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 
-import { fetchWithin, sharedSession, todayUtc } from "./lib/server.mjs";
+import { REPO_ROOT, fetchWithin, sharedSession, todayUtc } from "./lib/server.mjs";
 
 const SLOTS_PER_DAY = 25;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -15,15 +19,42 @@ const TEST_MS_MAX = 60_000;
 const session = sharedSession();
 const newPage = session.newPage;
 
-/** Opens /booking/, picks today and the place at `placeIndex`, waits for its slots. */
+const SHOTS = join(REPO_ROOT, "target", "e2e-screenshots");
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1000, height: 900 };
+
+function tomorrowUtc() {
+  return new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+}
+
+/** Runs `body`; on failure saves a full-page screenshot named after the test, then fails. */
+async function withScreenshot(t, page, body) {
+  try {
+    await body();
+  } catch (e) {
+    mkdirSync(SHOTS, { recursive: true });
+    const shot = join(SHOTS, `${t.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 80)}.png`);
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+    t.diagnostic(`screenshot: ${shot}`);
+    throw e;
+  }
+}
+
+/** The page scrolls sideways when its content is wider than the viewport. */
+async function assertNoSidewaysScroll(page, what) {
+  const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+  assert.ok(scroll <= inner, `${what}: the page is ${scroll} px wide in a ${inner} px viewport`);
+}
+
+/** Opens /booking/, picks tomorrow and the place at `placeIndex`, waits for its slots. */
 async function openBooking(page, placeIndex) {
   await page.goto(`${session.server.url}/booking/`);
   await page.locator("#place option").nth(placeIndex).waitFor({ state: "attached" });
-  // The page loads the first place's slots by itself; wait for that first so
-  // the choices below do not race it.
+  // The page loads the first place's calendar and slots by itself; wait for
+  // that first so the choices below do not race it.
   await page.locator("#slots button").first().waitFor({ state: "attached" });
-  const today = todayUtc();
-  assert.equal(await page.inputValue("#day"), today, "the day starts at today");
+  assert.equal(await page.getAttribute("#day", "min"), todayUtc(), "no day before today can be picked");
+  const today = tomorrowUtc();
   await page.fill("#day", today);
   const placeId = await page.locator("#place option").nth(placeIndex).getAttribute("value");
   const slotsAnswer = page.waitForResponse((r) => r.url().includes(`/api/booking/places/${placeId}/slots?`));
@@ -128,25 +159,50 @@ test("429 with Retry-After: the page says it waits, retries after >= 1 s, then c
   assert.deepEqual(errors.filter((e) => !/status of 429/.test(e)), []);
 });
 
-test("bad input: no slot chosen, then a bad phone shows the 422 message", { timeout: TEST_MS_MAX }, async (t) => {
-  const { page } = await newPage(t);
-  await openBooking(page, 3);
-  await fillPerson(page, { ...ALICE, phone: "call me maybe" });
-  await page.click("#submit");
-  await page.locator("#status.error").waitFor();
-  assert.equal(await page.textContent("#status"), "Choose a time first.");
+for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+  test(`field errors (${label}): every one at once beside its field, in plain words; a server 422 lands beside the field it names`, { timeout: TEST_MS_MAX }, async (t) => {
+    const { page } = await newPage(t);
+    await page.setViewportSize(viewport);
+    await withScreenshot(t, page, async () => {
+      await openBooking(page, 3);
+      const posts = [];
+      page.on("request", (r) => { if (r.method() === "POST") posts.push(r.url()); });
+      await fillPerson(page, { name: "", nationalId: "12 34", phone: "call me maybe", email: "no-at-sign" });
+      await page.click("#submit");
+      for (const [field, words] of [["slots", /choose a time/i], ["name", /name/i], ["nationalId", /national id/i], ["phone", /6 to 15 digits/], ["email", /name@example\.org/]]) {
+        const box = page.locator(`#${field}-error`);
+        assert.equal(await box.isVisible(), true, `${field}: its message is shown`);
+        const text = await box.textContent();
+        assert.match(text, words, field);
+        assert.doesNotMatch(text, /person\.|nationalId:/, `${field}: plain words, not API wording: ${text}`);
+      }
+      assert.equal(await page.getAttribute("#phone", "aria-invalid"), "true");
+      // Each message sits right below its own field.
+      const input = await page.locator("#phone").boundingBox();
+      const msg = await page.locator("#phone-error").boundingBox();
+      assert.ok(msg.y >= input.y + input.height - 1 && msg.y - (input.y + input.height) < 40, "the phone message is beside the phone field");
+      assert.deepEqual(posts, [], "nothing is sent while a field is wrong");
+      if (viewport === PHONE) await assertNoSidewaysScroll(page, "the form with its errors");
 
-  await pickFirstFreeSlot(page);
-  const answer = page.waitForResponse((r) => r.url().endsWith("/api/booking/registrations"));
-  await page.click("#submit");
-  assert.equal((await answer).status(), 422);
-  await page.locator("#status.error", { hasText: "person.phone" }).waitFor();
-  const message = await page.textContent("#status");
-  assert.match(message, /^person\.phone: 6 to 15 digits/);
-  assert.ok(!message.includes("call me maybe"), "the error does not echo personal data");
-  assert.equal(await page.locator("#confirmation").isHidden(), true);
-  assert.equal(await page.locator("#submit").isEnabled(), true, "the person can correct and resend");
-});
+      // Corrected fields lose their message; a 422 the server gives is mapped to its field.
+      await pickFirstFreeSlot(page);
+      await fillPerson(page, { ...ALICE, nationalId: "850101-6001" });
+      await page.route("**/api/booking/registrations", (route) => route.fulfill({
+        status: 422,
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ error: { code: "invalid_field", message: "person.phone: 6 to 15 digits, optional leading '+', spaces allowed" } }),
+      }));
+      await page.click("#submit");
+      await page.locator("#phone-error:not([hidden])").waitFor();
+      assert.match(await page.textContent("#phone-error"), /^Enter a phone number of 6 to 15 digits/);
+      for (const field of ["slots", "name", "nationalId", "email"]) {
+        assert.equal(await page.locator(`#${field}-error`).isHidden(), true, `${field}: no message once right`);
+      }
+      assert.equal(await page.locator("#confirmation").isHidden(), true);
+      assert.equal(await page.locator("#submit").isEnabled(), true, "the person can correct and resend");
+    });
+  });
+}
 
 test("a slot taken meanwhile: 409 message stays visible and the slot turns disabled", { timeout: TEST_MS_MAX }, async (t) => {
   const { page } = await newPage(t);
@@ -189,7 +245,8 @@ test("one registration per person: a second one shows why and keeps the form", {
   const answer = page.waitForResponse((r) => r.url().endsWith("/api/booking/registrations"));
   await page.click("#submit");
   assert.equal((await answer).status(), 409);
-  await page.locator("#status.error", { hasText: "already holds a registration" }).waitFor();
+  await page.locator("#status.error", { hasText: "already hold a registration" }).waitFor();
+  assert.equal(await page.getAttribute("#status a", "href"), "/booking/manage", "it says where to move or cancel it");
   assert.equal(await page.locator("#confirmation").isHidden(), true);
 });
 
@@ -214,3 +271,145 @@ test("a slow answer for an earlier choice does not mix into the later one", { ti
   assert.equal(await page.inputValue("#place"), fastPlace);
   assert.deepEqual(errors, []);
 });
+
+/** Books through the page at place `placeIndex` tomorrow; returns the confirmation's facts. */
+async function bookThroughPage(page, placeIndex, person) {
+  const { placeId, day } = await openBooking(page, placeIndex);
+  const slot = await pickFirstFreeSlot(page);
+  await fillPerson(page, person);
+  await page.click("#submit");
+  await page.locator("#confirmation").waitFor({ state: "visible" });
+  const id = (await page.textContent("#conf-id")).trim();
+  const code = (await page.textContent("#conf-code")).trim();
+  return { placeId, day, slot, id, code };
+}
+
+async function freeOf(placeId, day) {
+  const res = await fetchWithin(`${session.server.url}/api/booking/places/${placeId}/slots?from=${day}&days=1`);
+  return new Map((await res.json()).days[0].slots.map((s) => [s.timeSlot, s.free]));
+}
+
+for (const [label, viewport, placeIndex] of [["desktop", DESKTOP, 7], ["390 px", PHONE, 8]]) {
+  test(`book, then find, move and cancel from the pages alone (${label})`, { timeout: TEST_MS_MAX }, async (t) => {
+    const { page, errors } = await newPage(t);
+    await page.setViewportSize(viewport);
+    await withScreenshot(t, page, async () => {
+      const erin = { ...ALICE, name: `Erin ${label}`, nationalId: `850101-70${placeIndex}` };
+      const { placeId, day, slot, id, code } = await bookThroughPage(page, placeIndex, erin);
+      if (viewport === PHONE) await assertNoSidewaysScroll(page, "the confirmation");
+
+      // The calendar file, from the confirmation.
+      const download = page.waitForEvent("download");
+      await page.click("#conf-ics");
+      const ics = readFileSync(await (await download).path(), "utf8");
+      assert.match(ics, /^BEGIN:VCALENDAR\r\n/);
+      assert.match(ics, new RegExp(`\r\nUID:${id}@`));
+      assert.match(ics, new RegExp(`\r\nDTSTART:${day.replaceAll("-", "")}T\\d{6}Z\r\n`));
+
+      // The link opens the registration; the id and code ride in the fragment only.
+      const href = await page.getAttribute("#conf-manage", "href");
+      assert.ok(href.startsWith("/booking/manage#") && href.includes(encodeURIComponent(code)), href);
+      const served = [];
+      page.on("request", (r) => served.push(r.url()));
+      await page.click("#conf-manage");
+      await page.locator("#registration").waitFor({ state: "visible" });
+      assert.ok(served.every((u) => !u.includes(code)), "the code is never in a requested URL");
+      assert.equal((await page.textContent("#r-day")).trim(), day);
+      assert.match((await page.textContent("#r-time")).trim(), /^\d\d:\d\d$/);
+      assert.equal((await page.textContent("#r-name")).trim(), erin.name);
+      await page.reload();
+      await page.locator("#registration").waitFor({ state: "visible" });
+      if (viewport === PHONE) await assertNoSidewaysScroll(page, "the registration");
+
+      // Move to another free time of the same day.
+      await page.click("#r-move-open");
+      await page.locator("#m-slots button").first().waitFor({ state: "attached" });
+      assert.equal(await page.getAttribute("#m-day", "min"), todayUtc());
+      assert.equal(await page.locator(`#m-slots button[data-slot="${slot}"]`).isDisabled(), true, "its own time is taken");
+      const target = page.locator("#m-slots button:not([disabled])").nth(2);
+      const newSlot = Number(await target.getAttribute("data-slot"));
+      const newTime = (await target.textContent()).trim();
+      await target.click();
+      if (viewport === PHONE) await assertNoSidewaysScroll(page, "the move form");
+      await page.click("#m-move");
+      await page.locator("#status", { hasText: "Moved" }).waitFor();
+      assert.equal((await page.textContent("#r-time")).trim(), newTime);
+      const reg = await (await readRegistration(id, code)).json();
+      assert.equal(reg.timeSlot, newSlot);
+      const free = await freeOf(placeId, day);
+      assert.equal(free.get(slot), true, "the old time is free again");
+      assert.equal(free.get(newSlot), false);
+
+      // Cancel.
+      await page.click("#r-cancel");
+      await page.click("#r-cancel-yes");
+      await page.locator("#cancelled").waitFor({ state: "visible" });
+      assert.equal((await readRegistration(id, code)).status, 404);
+      assert.equal((await freeOf(placeId, day)).get(newSlot), true);
+      assert.deepEqual(errors, []);
+    });
+  });
+}
+
+test("the manage page finds a registration with the id and code typed in; a wrong code says so", { timeout: TEST_MS_MAX }, async (t) => {
+  const { page } = await newPage(t);
+  await withScreenshot(t, page, async () => {
+    const day = tomorrowUtc();
+    const res = await fetchWithin(`${session.server.url}/api/booking/registrations`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ placeId: 10, day, timeSlot: 3, person: { ...ALICE, name: "Frank Typed", nationalId: "850101-8001" } }),
+    });
+    assert.equal(res.status, 201);
+    const { registrationId, accessCode } = await res.json();
+    await page.goto(`${session.server.url}/booking/manage`);
+    await page.fill("#m-id", registrationId);
+    await page.fill("#m-code", "not-the-code-0000");
+    await page.click("#m-open");
+    await page.locator("#status.error", { hasText: "No registration matches" }).waitFor();
+    assert.equal(await page.locator("#registration").isHidden(), true);
+    await page.fill("#m-code", accessCode);
+    await page.click("#m-open");
+    await page.locator("#registration").waitFor({ state: "visible" });
+    assert.equal((await page.textContent("#r-day")).trim(), day);
+    assert.equal((await page.textContent("#r-time")).trim(), "09:00");
+    assert.ok(page.url().includes("#id="), "a reload keeps it open");
+  });
+});
+
+for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+  test(`past days cannot be picked; days with free times are marked (${label})`, { timeout: TEST_MS_MAX }, async (t) => {
+    const { page } = await newPage(t);
+    await page.setViewportSize(viewport);
+    await withScreenshot(t, page, async () => {
+      await openBooking(page, 11);
+      const today = todayUtc();
+      const days = await page.locator("#calendar button[data-day]").evaluateAll((bs) => bs.map((b) => ({ day: b.dataset.day, disabled: b.disabled, free: b.classList.contains("has-free") })));
+      assert.ok(days.length >= 28, "a whole month");
+      for (const d of days.filter((d) => d.day < today)) assert.ok(d.disabled && !d.free, `${d.day} is past`);
+      const tomorrow = days.find((d) => d.day === tomorrowUtc());
+      if (tomorrow) assert.ok(tomorrow.free && !tomorrow.disabled, "tomorrow has free times");
+      for (const d of days.filter((d) => d.day > new Date(Date.now() + 14 * 86_400_000).toISOString().slice(0, 10))) {
+        assert.ok(!d.free, `${d.day} has no slots in the demo`);
+      }
+      if (tomorrowUtc().slice(0, 7) === today.slice(0, 7)) {
+        assert.equal(await page.locator("#calendar .cal-prev").isDisabled(), true, "no month before this one");
+      }
+      // Typing a past day into the picker is refused beside it.
+      const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+      await page.fill("#day", yesterday);
+      await page.locator("#day-error:not([hidden])").waitFor();
+      assert.match(await page.textContent("#day-error"), /passed/);
+      assert.equal(await page.locator("#slots button").count(), 0, "no times offered for a past day");
+      // The server refuses it too, whatever a page sends.
+      const res = await fetchWithin(`${session.server.url}/api/booking/registrations`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ placeId: 12, day: yesterday, timeSlot: 0, person: { ...ALICE, nationalId: "850101-9001" } }),
+      });
+      assert.equal(res.status, 422);
+      assert.equal((await res.json()).error.code, "day_passed");
+      if (viewport === PHONE) await assertNoSidewaysScroll(page, "the booking page");
+    });
+  });
+}

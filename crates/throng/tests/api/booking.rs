@@ -33,6 +33,10 @@ both_stores!(
     a_seed_by_another_process_is_served_without_restart,
     reseeding_is_refused_unless_forced,
     registrations_racing_a_live_reseed_take_each_slot_once,
+    past_days_and_started_slots_are_refused_and_not_offered,
+    move_takes_the_new_slot_and_frees_the_old,
+    moves_racing_for_one_slot_have_one_winner,
+    registration_calendar_file_is_rfc5545,
 );
 postgres_only!(
     race_for_ten_slots_across_two_processes,
@@ -764,7 +768,12 @@ fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
             json_ct,
             422,
         ),
-        ("day year 0", with("day", "\"0000-01-01\""), json_ct, 404),
+        (
+            "day year 0 (passed)",
+            with("day", "\"0000-01-01\""),
+            json_ct,
+            422,
+        ),
         (
             "day far future",
             with("day", "\"9999-12-31\""),
@@ -1528,4 +1537,409 @@ async fn registrations_racing_a_live_reseed_take_each_slot_once(kind: StoreKind)
         booked.len(),
         &twice[..twice.len().min(10)]
     );
+}
+
+// ---------------------------------------------------------------- time, moves, calendar files
+
+/// A `--booking-utc-offset` at which it is now between 12:00 and 13:00, so
+/// today has slots that have started (08:00) and slots that have not
+/// (19:40) whatever the hour the test runs at.
+fn noon_offset() -> String {
+    let hour = time::OffsetDateTime::now_utc().hour() as i32;
+    format!("{:+03}:00", 12 - hour)
+}
+
+fn hdr(r: &crate::helpers::Reply, name: &str) -> Option<String> {
+    r.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn move_request(
+    api: &Api,
+    id: &str,
+    code: Option<&str>,
+    place: i64,
+    day: &str,
+    slot: i64,
+) -> reqwest::RequestBuilder {
+    let mut req = api
+        .http
+        .post(api.url(&format!("{REGISTRATIONS}/{id}/move")))
+        .json(&json!({"placeId": place, "day": day, "timeSlot": slot}));
+    if let Some(code) = code {
+        req = req.header("x-access-code", code);
+    }
+    req
+}
+
+async fn move_to(
+    api: &Api,
+    id: &str,
+    code: Option<&str>,
+    place: i64,
+    day: &str,
+    slot: i64,
+) -> crate::helpers::Reply {
+    api.send(move_request(api, id, code, place, day, slot))
+        .await
+}
+
+async fn past_days_and_started_slots_are_refused_and_not_offered(kind: StoreKind) {
+    use throng::services::booking::model::BookingClock;
+    let offset = noon_offset();
+    let today = BookingClock::parse(&offset).unwrap().now().today;
+    let (yesterday, tomorrow) = (today.plus(-1).to_text(), today.plus(1).to_text());
+    let today = today.to_text();
+    // 36 slots of 20 minutes from 08:00: slot 0 at 08:00 has started, slot
+    // 35 at 19:40 has not.
+    let Some(s) = TestServer::start_seeded_from(
+        kind,
+        &["--booking-utc-offset", &offset],
+        &yesterday,
+        Some((2, 3, 36)),
+    )
+    .await
+    else {
+        return;
+    };
+    let api = &s.api;
+
+    let msg = api
+        .register(1, &yesterday, 35, person(1))
+        .await
+        .assert_error(422, "day_passed");
+    assert!(msg.starts_with("day:") && msg.contains(&today), "{msg}");
+    let msg = api
+        .register(1, &today, 0, person(1))
+        .await
+        .assert_error(422, "slot_passed");
+    assert!(
+        msg.starts_with("timeSlot:") && msg.contains("08:00"),
+        "{msg}"
+    );
+    let r = api.register(1, &today, 35, person(1)).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (id, code) = ids(&r);
+    assert_eq!(s.registrations().await, 1, "the refused ones wrote nothing");
+
+    // The slot answers offer no slot that has started.
+    let v = api.slots(1, &yesterday, 3).await.json();
+    let free = |d: usize, slot: usize| v["days"][d]["slots"][slot]["free"].as_bool().unwrap();
+    assert!((0..36).all(|slot| !free(0, slot)), "yesterday: {v}");
+    assert!(!free(1, 0) && !free(1, 35) && free(1, 34), "today: {v}");
+    assert!((0..36).all(|slot| free(2, slot)), "tomorrow: {v}");
+
+    // The month view counts the same.
+    let r = api
+        .get(&format!(
+            "/api/booking/places/1/calendar?month={}",
+            &today[..7]
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let c = r.json();
+    assert_eq!(c["today"], today.as_str());
+    assert_eq!(c["month"], &today[..7]);
+    let count = |day: &str| {
+        c["days"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["day"] == day)
+            .map(|d| d["free"].as_i64().unwrap())
+    };
+    let started = 36
+        - v["days"][1]["slots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["free"] == true)
+            .count() as i64;
+    assert_eq!(count(&today), Some(36 - started), "{c}");
+    assert!(started >= 13, "08:00 to 12:00 have started: {started}");
+    if let Some(n) = count(&yesterday) {
+        assert_eq!(n, 0, "{c}");
+    }
+    if let Some(n) = count(&tomorrow) {
+        assert_eq!(n, 36, "{c}");
+    }
+    for bad in ["2026-13", "2026-1", "x", "2026-01-01"] {
+        let r = api
+            .get(&format!("/api/booking/places/1/calendar?month={bad}"))
+            .await;
+        assert!(
+            r.assert_error(422, "invalid_field").contains("month"),
+            "{bad}"
+        );
+    }
+    api.get(&format!(
+        "/api/booking/places/9/calendar?month={}",
+        &today[..7]
+    ))
+    .await
+    .assert_error(404, "place_not_found");
+
+    // A move is refused the same way, and the registration keeps its slot.
+    move_to(api, &id, Some(&code), 1, &yesterday, 35)
+        .await
+        .assert_error(422, "day_passed");
+    move_to(api, &id, Some(&code), 2, &today, 0)
+        .await
+        .assert_error(422, "slot_passed");
+    let g = api.get_registration(&id, Some(&code)).await.json();
+    assert_eq!(
+        (g["day"].as_str(), g["timeSlot"].as_i64()),
+        (Some(today.as_str()), Some(35))
+    );
+    let r = move_to(api, &id, Some(&code), 2, &tomorrow, 0).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+async fn move_takes_the_new_slot_and_frees_the_old(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
+        return;
+    };
+    let api = &s.api;
+    let (a, a_code) = ids(&api.register(1, FROM, 0, person(1)).await);
+    let (b, b_code) = ids(&api.register(1, FROM, 1, person(2)).await);
+
+    let r = move_to(api, &a, Some(&a_code), 1, FROM, 2).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({"registrationId": a, "placeId": 1, "day": FROM, "timeSlot": 2, "start": "08:40", "moved": true})
+    );
+    assert_eq!(hdr(&r, "cache-control").as_deref(), Some("no-store"));
+    assert_eq!(
+        api.get_registration(&a, Some(&a_code)).await.json()["timeSlot"],
+        2
+    );
+    let taken: HashSet<_> = api
+        .taken_slots(1, FROM, 1)
+        .await
+        .into_iter()
+        .map(|t| t.1)
+        .collect();
+    assert_eq!(taken, HashSet::from([1, 2]));
+    // The old slot is free for anyone at once.
+    assert_eq!(api.register(1, FROM, 0, person(3)).await.status, 201);
+
+    // A taken slot: 409, and both registrations keep theirs.
+    let msg = move_to(api, &a, Some(&a_code), 1, FROM, 1)
+        .await
+        .assert_error(409, "slot_taken");
+    assert!(msg.contains("keeps"), "{msg}");
+    assert_eq!(
+        api.get_registration(&a, Some(&a_code)).await.json()["timeSlot"],
+        2
+    );
+    assert_eq!(
+        api.get_registration(&b, Some(&b_code)).await.json()["timeSlot"],
+        1
+    );
+
+    // A wrong or missing code moves nothing and looks like no registration.
+    for code in [Some("wrong-code-wrong-code"), Some(b_code.as_str()), None] {
+        move_to(api, &a, code, 2, FROM, 0)
+            .await
+            .assert_error(404, "registration_not_found");
+    }
+    move_to(api, "not-a-uuid", Some(&a_code), 2, FROM, 0)
+        .await
+        .assert_error(404, "registration_not_found");
+    move_to(api, &a, Some(&a_code), 1, FROM, 3)
+        .await
+        .assert_error(404, "slot_not_found");
+    move_to(api, &a, Some(&a_code), 7, FROM, 0)
+        .await
+        .assert_error(404, "place_not_found");
+    for (body, field) in [
+        (
+            json!({"placeId": 1, "day": FROM, "timeSlot": -1}),
+            "timeSlot",
+        ),
+        (json!({"placeId": 0, "day": FROM, "timeSlot": 0}), "placeId"),
+        (
+            json!({"placeId": 1, "day": "2030-02-30", "timeSlot": 0}),
+            "day",
+        ),
+    ] {
+        let r = api
+            .send(
+                api.http
+                    .post(api.url(&format!("{REGISTRATIONS}/{a}/move")))
+                    .header("x-access-code", &a_code)
+                    .json(&body),
+            )
+            .await;
+        assert!(
+            r.assert_error(422, "invalid_field").contains(field),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        api.get_registration(&a, Some(&a_code)).await.json()["timeSlot"],
+        2
+    );
+
+    // Its own slot: nothing changes.
+    let r = move_to(api, &a, Some(&a_code), 1, FROM, 2).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["moved"], false);
+
+    // Another place and day; then a cancel frees the slot it moved to.
+    let r = move_to(api, &a, Some(&a_code), 2, "2030-01-02", 0).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        api.taken_slots(2, FROM, 2).await,
+        vec![("2030-01-02".to_string(), 0)]
+    );
+    assert!(!api
+        .taken_slots(1, FROM, 1)
+        .await
+        .contains(&(FROM.to_string(), 2)));
+    assert_eq!(api.cancel(&a, Some(&a_code)).await.status, 204);
+    assert!(api.taken_slots(2, FROM, 2).await.is_empty());
+
+    // Each move is one event, with the slots and no personal data.
+    let events = s.state.store.events_after(0, 100).await.unwrap();
+    let moved: Vec<_> = events
+        .iter()
+        .filter(|e| e.event_type == "RegistrationMoved")
+        .collect();
+    assert_eq!(moved.len(), 2, "{events:?}");
+    let payload: Value = serde_json::from_slice(&moved[0].payload).unwrap();
+    assert_eq!(
+        payload,
+        json!({"registrationId": a, "placeId": 1, "day": FROM, "timeSlot": 2,
+               "fromPlaceId": 1, "fromDay": FROM, "fromTimeSlot": 0})
+    );
+}
+
+async fn moves_racing_for_one_slot_have_one_winner(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 1, 1, 30).await else {
+        return;
+    };
+    let api = &s.api;
+    const MOVERS: i64 = 20;
+    const TARGET: i64 = 25;
+    let mut held = Vec::new();
+    for i in 0..MOVERS {
+        let r = api.register(1, FROM, i, person(i as u64)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        held.push((i, ids(&r)));
+    }
+    let barrier = Arc::new(Barrier::new(MOVERS as usize));
+    let mut tasks = Vec::new();
+    for (slot, (id, code)) in held.clone() {
+        let (api, barrier) = (api.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            let req = move_request(&api, &id, Some(&code), 1, FROM, TARGET);
+            barrier.wait().await;
+            (slot, api.send(req).await)
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (slot, r) = t.await.unwrap();
+        match r.status {
+            200 => winners.push(slot),
+            _ => {
+                r.assert_error(409, "slot_taken");
+            }
+        }
+    }
+    assert_eq!(winners.len(), 1, "one winner: {winners:?}");
+    let winner = winners[0];
+    for (slot, (id, code)) in &held {
+        let want = if *slot == winner { TARGET } else { *slot };
+        assert_eq!(
+            api.get_registration(id, Some(code)).await.json()["timeSlot"],
+            want
+        );
+    }
+    let taken: HashSet<i64> = api
+        .taken_slots(1, FROM, 1)
+        .await
+        .into_iter()
+        .map(|t| t.1)
+        .collect();
+    let mut want: HashSet<i64> = (0..MOVERS).filter(|s| *s != winner).collect();
+    want.insert(TARGET);
+    assert_eq!(taken, want);
+    let events = s.state.store.events_after(0, 1000).await.unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.event_type == "RegistrationMoved")
+            .count(),
+        1
+    );
+}
+
+async fn registration_calendar_file_is_rfc5545(kind: StoreKind) {
+    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else {
+        return;
+    };
+    let api = &s.api;
+    let (id, code) = ids(&api.register(1, FROM, 1, person(1)).await);
+    let url = format!("{REGISTRATIONS}/{id}/calendar.ics");
+    let r = api
+        .send(api.http.get(api.url(&url)).header("x-access-code", &code))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        hdr(&r, "content-type").as_deref(),
+        Some("text/calendar; charset=utf-8")
+    );
+    assert!(hdr(&r, "content-disposition")
+        .is_some_and(|d| d.starts_with("attachment") && d.contains(".ics")));
+    assert_eq!(hdr(&r, "cache-control").as_deref(), Some("no-store"));
+    let body = r.text();
+    assert!(
+        body.ends_with("\r\n") && !body.replace("\r\n", "").contains('\n'),
+        "CRLF lines"
+    );
+    let lines: Vec<&str> = body.trim_end().split("\r\n").collect();
+    assert!(
+        lines.iter().all(|l| l.len() <= 75),
+        "folded at 75 octets: {lines:?}"
+    );
+    let unfolded = body.replace("\r\n ", "");
+    let lines: Vec<&str> = unfolded.trim_end().split("\r\n").collect();
+    assert_eq!(lines.first(), Some(&"BEGIN:VCALENDAR"));
+    assert_eq!(lines.last(), Some(&"END:VCALENDAR"));
+    for want in [
+        "VERSION:2.0",
+        "BEGIN:VEVENT",
+        "END:VEVENT",
+        &format!("UID:{id}@booking.throng"),
+        "DTSTART:20300101T082000Z",
+        "DTEND:20300101T084000Z",
+    ] {
+        assert!(lines.contains(&want), "{want} in {lines:?}");
+    }
+    assert!(lines.iter().any(|l| l.starts_with("PRODID:")));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.len() == 24 && l.starts_with("DTSTAMP:") && l.ends_with('Z')),
+        "{lines:?}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("SUMMARY:")));
+    assert!(
+        !body.contains(person(1)["name"].as_str().unwrap()),
+        "no personal data"
+    );
+    for code in [Some("wrong-code-wrong-code"), None] {
+        let mut req = api.http.get(api.url(&url));
+        if let Some(c) = code {
+            req = req.header("x-access-code", c);
+        }
+        api.send(req)
+            .await
+            .assert_error(404, "registration_not_found");
+    }
 }

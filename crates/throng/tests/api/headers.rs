@@ -73,6 +73,7 @@ async fn every_page_forbids_framing_and_sniffing() {
     for path in [
         "/",
         "/booking/",
+        "/booking/manage",
         "/comments/",
         "/voting/",
         "/voting/results",

@@ -264,6 +264,16 @@ impl TestServer {
         extra_args: &[&str],
         seed: Option<(i64, i32, i32)>,
     ) -> Option<TestServer> {
+        TestServer::start_seeded_from(kind, extra_args, FROM, seed).await
+    }
+
+    /// `start_seeded` with the seed's first day `from` (YYYY-MM-DD).
+    pub async fn start_seeded_from(
+        kind: StoreKind,
+        extra_args: &[&str],
+        from: &str,
+        seed: Option<(i64, i32, i32)>,
+    ) -> Option<TestServer> {
         let pg = match kind {
             StoreKind::Sqlite => None,
             StoreKind::Postgres => Some(PgDb::create_or_skip().await?),
@@ -301,7 +311,7 @@ impl TestServer {
             let (store, _) = throng::app::open_store(&args.store)
                 .await
                 .expect("open the store to seed");
-            seed_store(&store, places, days, slots_per_day).await;
+            seed_store_from(&store, from, places, days, slots_per_day).await;
         }
         let running = throng::app::start(args).await.expect("server starts");
         Some(TestServer {
@@ -356,11 +366,21 @@ impl TestServer {
 }
 
 async fn seed_store(store: &throng::store::Store, places: i64, days: i32, slots_per_day: i32) {
+    seed_store_from(store, FROM, places, days, slots_per_day).await
+}
+
+async fn seed_store_from(
+    store: &throng::store::Store,
+    from: &str,
+    places: i64,
+    days: i32,
+    slots_per_day: i32,
+) {
     let args = SeedBookingArgs {
         places,
         days,
         slots_per_day,
-        from: Some(FROM.into()),
+        from: Some(from.into()),
         force: false,
         first_slot_minute: 8 * 60,
         slot_minutes: 20,

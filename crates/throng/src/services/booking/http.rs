@@ -13,9 +13,9 @@ use serde::Deserialize;
 
 use super::availability::SlotState;
 use super::model::{
-    national_id_key, Day, NewRegistration, OneRegistration, PlaceId, RegisterOutcome,
-    RegistrationRequest, SealedRegistration, PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX,
-    SLOT_QUERY_DAYS_MAX,
+    national_id_key, Day, MoveOutcome, MoveRequest, NewRegistration, Now, OneRegistration, Place,
+    PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration, SlotRef,
+    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
 };
 use super::store::{self, CancelOutcome};
 use super::BookingState;
@@ -45,6 +45,18 @@ where
             get(get_registration)
                 .delete(cancel_registration)
                 .layer(map_response(headers::no_store_vary_access_code)),
+        )
+        .route(
+            "/api/booking/registrations/{registration_id}/move",
+            post(move_registration).layer(map_response(headers::no_store_vary_access_code)),
+        )
+        .route(
+            "/api/booking/registrations/{registration_id}/calendar.ics",
+            get(registration_ics).layer(map_response(headers::no_store_vary_access_code)),
+        )
+        .route(
+            "/api/booking/places/{place_id}/calendar",
+            get(place_calendar),
         )
         .route("/api/booking/admin/stats", get(stats))
         .route(
@@ -98,7 +110,7 @@ pub struct SlotsQuery {
 
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, ("place_id" = i64, Path)),
     tag = "booking",
-    responses((status = 200, description = "Per day, each time slot with its start and whether it is free"),
+    responses((status = 200, description = "Per day, each time slot with its start (at --booking-utc-offset) and whether it is free; a slot that has started, or of a day before today, is never free"),
               (status = 404, description = "Unknown place")))]
 pub async fn place_slots(
     State(st): State<Arc<BookingState>>,
@@ -121,8 +133,9 @@ pub async fn place_slots(
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
+    let now = st.clock.now();
     st.with_place_slots(place_id, from, days as i32, |place, slots| {
-        render_slots(place, from, days as i32, slots)
+        render_slots(place, from, days as i32, slots, now)
     })
     .await?
     .ok_or_else(|| place_not_found(place_id))
@@ -135,6 +148,7 @@ fn render_slots(
     from: Day,
     days: i32,
     slots: &[store::SlotRow],
+    now: Now,
 ) -> Response {
     // Integers through itoa and days through `Day::write_text`: no
     // `core::fmt` machinery and no allocation per slot.
@@ -162,6 +176,8 @@ fn render_slots(
             }
             first = false;
             let m = place.first_slot_minute + s.time_slot * place.slot_minutes;
+            // A slot that has started is not offered.
+            let free = s.free && !now.has_passed(day, m);
             let (h, m) = (((m / 60) % 24) as u8, (m % 60) as u8);
             out.push_str("{\"timeSlot\":");
             out.push_str(int.format(s.time_slot));
@@ -173,7 +189,7 @@ fn render_slots(
             for digit in [m / 10, m % 10] {
                 out.push((b'0' + digit) as char);
             }
-            out.push_str(if s.free {
+            out.push_str(if free {
                 "\",\"free\":true}"
             } else {
                 "\",\"free\":false}"
@@ -198,12 +214,13 @@ fn place_not_found(id: i64) -> ApiError {
     request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}"),
     responses((status = 201, description = "{registrationId, accessCode, placeId, day, timeSlot}"),
               (status = 409, description = "slot_taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
-              (status = 422, description = "invalid_field, naming the field"), (status = 429, description = "over capacity; see Retry-After")))]
+              (status = 422, description = "invalid_field, naming the field; day_passed: the day is before today; slot_passed: today's slot has already started (slot times are at --booking-utc-offset)"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
     State(st): State<Arc<BookingState>>,
     ApiJson(req): ApiJson<RegistrationRequest>,
 ) -> ApiResult<Response> {
     let new = req.parse()?;
+    refuse_passed(&st, new.place_id, new.day, new.time_slot).await?;
     match st.known_state(new.place_id, new.day, new.time_slot) {
         Some(SlotState::Taken) => return Err(slot_taken()),
         Some(SlotState::UnknownPlace) => return Err(place_not_found(new.place_id)),
@@ -242,6 +259,47 @@ struct Registered<'a> {
     time_slot: i32,
 }
 
+/// A day before today, or today's slot whose start has passed (at the
+/// booking's offset), cannot be booked or moved to: 422 naming the field.
+async fn refuse_passed(
+    st: &BookingState,
+    place_id: i64,
+    day: Day,
+    time_slot: i32,
+) -> Result<(), ApiError> {
+    let now = st.clock.now();
+    if day < now.today {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "day_passed",
+            format!(
+                "day: {} has passed; choose today ({}) or a later day",
+                day.to_text(),
+                now.today.to_text()
+            ),
+        ));
+    }
+    if day > now.today {
+        return Ok(());
+    }
+    // Today: the slot's start decides (an unknown place answers 404 later).
+    let Some(place) = st.place(place_id).await? else {
+        return Ok(());
+    };
+    let start = place.first_slot_minute + time_slot * place.slot_minutes;
+    if now.has_passed(day, start) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "slot_passed",
+            format!(
+                "timeSlot: the {} slot today has already started; choose a later time or another day",
+                place.slot_start(time_slot)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn slot_taken() -> ApiError {
     ApiError::conflict(
         "slot_taken",
@@ -254,12 +312,12 @@ fn already_registered(rule: OneRegistration) -> ApiError {
         "already_registered",
         match rule {
             OneRegistration::PersonDay => {
-                "this person already holds a registration on this day; cancel it (DELETE with \
-                 its access code) to book another"
+                "this person already holds a registration on this day; open it with its \
+                 registration id and access code (the page /booking/manage) to move or cancel it"
             }
             _ => {
-                "this person already holds a registration; cancel it (DELETE with its access \
-                 code) to book another"
+                "this person already holds a registration; open it with its registration id \
+                 and access code (the page /booking/manage) to move or cancel it"
             }
         },
     )
@@ -338,12 +396,7 @@ pub async fn get_registration(
     if !crypto::code_matches(code, &reg.access_hash) {
         return Err(registration_not_found());
     }
-    let person_json = st.pii.open(&reg.id, &reg.person_sealed).ok_or_else(|| {
-        tracing::error!(registration_id = %reg.id, "sealed personal data does not open with this key");
-        ApiError::internal()
-    })?;
-    let person: serde_json::Value =
-        serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())?;
+    let person = open_person(&st, &reg)?;
     let place = st.place(reg.place_id).await?;
     Ok(Json(serde_json::json!({
         "registrationId": reg.id,
@@ -352,6 +405,7 @@ pub async fn get_registration(
         "day": reg.day.to_text(),
         "timeSlot": reg.time_slot,
         "start": place.as_ref().map(|p| p.slot_start(reg.time_slot)),
+        "address": place.as_ref().map(|p| p.address.clone()),
         "createdAt": crate::base::clock::rfc3339_ms(reg.created_at_ms),
         "person": person,
     })))
@@ -374,6 +428,217 @@ pub async fn cancel_registration(
         CancelOutcome::Cancelled { .. } => Ok(StatusCode::NO_CONTENT),
         CancelOutcome::NotFound => Err(registration_not_found()),
     }
+}
+
+/// The answer of a move: where the registration is now.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Moved {
+    registration_id: String,
+    place_id: i64,
+    day: String,
+    time_slot: i32,
+    start: Option<String>,
+    moved: bool,
+}
+
+#[utoipa::path(post, path = "/api/booking/registrations/{registration_id}/move", tag = "booking",
+    params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
+    request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot}: the slot to move to"),
+    responses((status = 200, description = "{registrationId, placeId, day, timeSlot, start, moved}: the registration holds the new slot and the old one is free (one write, RegistrationMoved appended); moved is false when it already held that slot"),
+              (status = 404, description = "registration_not_found (unknown id or wrong access code), place_not_found or slot_not_found"),
+              (status = 409, description = "slot_taken: the new slot is taken, the registration keeps its slot; already_registered: the person holds another registration that day (--booking-one-registration person-day)"),
+              (status = 422, description = "invalid_field, naming the field; day_passed or slot_passed: the new slot has started (at --booking-utc-offset)"),
+              (status = 429, description = "over capacity; see Retry-After")))]
+pub async fn move_registration(
+    State(st): State<Arc<BookingState>>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<MoveRequest>,
+) -> ApiResult<Json<Moved>> {
+    let code = access_code(&headers).ok_or_else(registration_not_found)?;
+    if !plausible_id(&id) {
+        return Err(registration_not_found());
+    }
+    let to = req.parse()?;
+    refuse_passed(&st, to.place_id, to.day, to.time_slot).await?;
+    // The code is checked first (a wrong one answers 404 whatever the
+    // slot), and again in the write that moves.
+    let reg = store::registration(&st.store, &id)
+        .await?
+        .filter(|r| crypto::code_matches(code, &r.access_hash))
+        .ok_or_else(registration_not_found)?;
+    let own = (reg.place_id, reg.day, reg.time_slot) == (to.place_id, to.day, to.time_slot);
+    if !own && st.known_state(to.place_id, to.day, to.time_slot) == Some(SlotState::Taken) {
+        return Err(slot_taken_for_move());
+    }
+    // The person key for the new day (the rule may scope it by day), from
+    // the national id in the sealed data.
+    let to_person_key = match st.one_registration.scope(to.day) {
+        None => None,
+        Some(scope) => {
+            let person = open_person(&st, &reg)?;
+            let national_id = person["nationalId"].as_str().unwrap_or_default();
+            Some(
+                st.blind_index
+                    .of(&scope, &national_id_key(national_id))
+                    .to_vec(),
+            )
+        }
+    };
+    let moved = match st.move_registration(&id, code, to, to_person_key).await? {
+        MoveOutcome::Moved { .. } => true,
+        MoveOutcome::Unchanged => false,
+        MoveOutcome::NotFound => return Err(registration_not_found()),
+        MoveOutcome::SlotTaken => return Err(slot_taken_for_move()),
+        MoveOutcome::AlreadyRegistered => return Err(already_registered(st.one_registration)),
+        MoveOutcome::PlaceNotFound => return Err(place_not_found(to.place_id)),
+        MoveOutcome::SlotNotFound => return Err(slot_ref_not_found(to)),
+    };
+    let place = st.place(to.place_id).await?;
+    Ok(Json(Moved {
+        registration_id: id,
+        place_id: to.place_id,
+        day: to.day.to_text(),
+        time_slot: to.time_slot,
+        start: place.as_ref().map(|p| p.slot_start(to.time_slot)),
+        moved,
+    }))
+}
+
+fn slot_taken_for_move() -> ApiError {
+    ApiError::conflict(
+        "slot_taken",
+        "this time slot is already taken; your registration keeps its time; choose another",
+    )
+}
+
+fn slot_ref_not_found(to: SlotRef) -> ApiError {
+    ApiError::not_found(
+        "slot_not_found",
+        format!(
+            "place {} has no time slot {} on {}",
+            to.place_id,
+            to.time_slot,
+            to.day.to_text()
+        ),
+    )
+}
+
+fn open_person(st: &BookingState, reg: &SealedRegistration) -> ApiResult<serde_json::Value> {
+    let person_json = st.pii.open(&reg.id, &reg.person_sealed).ok_or_else(|| {
+        tracing::error!(registration_id = %reg.id, "sealed personal data does not open with this key");
+        ApiError::internal()
+    })?;
+    serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())
+}
+
+#[utoipa::path(get, path = "/api/booking/registrations/{registration_id}/calendar.ics", tag = "booking",
+    params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
+    responses((status = 200, description = "The appointment as an iCalendar file (RFC 5545, text/calendar): one VEVENT with UID, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY and LOCATION; no personal data", content_type = "text/calendar"),
+              (status = 404, description = "Unknown id or wrong access code")))]
+pub async fn registration_ics(
+    State(st): State<Arc<BookingState>>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let code = access_code(&headers).ok_or_else(registration_not_found)?;
+    if !plausible_id(&id) {
+        return Err(registration_not_found());
+    }
+    let reg = store::registration(&st.store, &id)
+        .await?
+        .filter(|r| crypto::code_matches(code, &r.access_hash))
+        .ok_or_else(registration_not_found)?;
+    let place = st.place(reg.place_id).await?.ok_or_else(|| {
+        tracing::error!(registration_id = %reg.id, "a registration's place is missing");
+        ApiError::internal()
+    })?;
+    let body = super::ics::registration(&reg, &place, st.clock, crate::base::clock::now_ms());
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/calendar; charset=utf-8",
+            ),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                "attachment; filename=\"appointment.ics\"",
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct CalendarQuery {
+    /// The month, YYYY-MM.
+    month: String,
+}
+
+#[utoipa::path(get, path = "/api/booking/places/{place_id}/calendar", params(CalendarQuery, ("place_id" = i64, Path)),
+    tag = "booking",
+    responses((status = 200, description = "{placeId, month, today, days:[{day, free}]}: every day of the month with its count of free slots that have not started (today is at --booking-utc-offset)"),
+              (status = 404, description = "Unknown place")))]
+pub async fn place_calendar(
+    State(st): State<Arc<BookingState>>,
+    ApiPath(place_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<CalendarQuery>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let first = Day::parse("month", &format!("{}-01", q.month.get(..7).unwrap_or("x")))
+        .ok()
+        .filter(|_| q.month.len() == 7)
+        .ok_or_else(|| {
+            ApiError::invalid_field(format!(
+                "month: '{}' is not a month; expected YYYY-MM",
+                q.month.chars().take(20).collect::<String>()
+            ))
+        })?;
+    let date = first.date();
+    let days = i32::from(date.month().length(date.year()));
+    if !PlaceId::exists_in_range(place_id) {
+        return Err(place_not_found(place_id));
+    }
+    let now = st.clock.now();
+    let counts = st
+        .with_place_slots(place_id, first, days, |place, slots| {
+            free_per_day(place, first, days, slots, now)
+        })
+        .await?
+        .ok_or_else(|| place_not_found(place_id))?;
+    let days: Vec<serde_json::Value> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, n)| serde_json::json!({"day": first.plus(i as i32).to_text(), "free": n}))
+        .collect();
+    Ok(Json(serde_json::json!({
+        "placeId": place_id,
+        "month": q.month,
+        "today": now.today.to_text(),
+        "days": days,
+    })))
+}
+
+/// Free slots that have not started, per day from `first`.
+fn free_per_day(
+    place: &Place,
+    first: Day,
+    days: i32,
+    slots: &[store::SlotRow],
+    now: Now,
+) -> Vec<u32> {
+    let mut out = vec![0u32; days.max(0) as usize];
+    for s in slots {
+        let i = (s.day.0 - first.0) as usize;
+        let start = place.first_slot_minute + s.time_slot * place.slot_minutes;
+        if s.free && i < out.len() && !now.has_passed(s.day, start) {
+            out[i] += 1;
+        }
+    }
+    out
 }
 
 #[utoipa::path(get, path = "/api/booking/admin/stats", tag = "booking",
@@ -415,6 +680,9 @@ pub async fn parked_notifications(
     register,
     get_registration,
     cancel_registration,
+    move_registration,
+    registration_ics,
+    place_calendar,
     stats,
     parked_notifications
 ))]
@@ -451,6 +719,31 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         slots,
         422,
         "invalid_field: from is not a date, days out of range, or the range ends after 9999-12-31",
+    );
+    let calendar = "/api/booking/places/{place_id}/calendar";
+    param_required(doc, "get", calendar, "month");
+    param_schema(doc, "get", calendar, "month")["pattern"] = json!("^[0-9]{4}-(0[1-9]|1[0-2])$");
+    response(
+        doc,
+        "get",
+        calendar,
+        422,
+        "invalid_field: month is not YYYY-MM",
+    );
+    body_schema(
+        doc,
+        "post",
+        "/api/booking/registrations/{registration_id}/move",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["placeId", "day", "timeSlot"],
+            "properties": {
+                "placeId": {"type": "integer", "format": "int64", "minimum": 1, "maximum": i64::MAX},
+                "day": {"type": "string", "format": "date"},
+                "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1}
+            }
+        }),
     );
     let person = json!({
         "type": "object",

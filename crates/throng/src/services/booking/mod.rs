@@ -11,6 +11,7 @@ pub mod availability;
 pub mod baseline;
 pub mod bench;
 pub mod http;
+pub mod ics;
 pub mod model;
 pub mod notifier;
 pub mod page;
@@ -70,6 +71,12 @@ pub struct BookingArgs {
     /// attempts: ~51 s). A gateway's refusal (4xx, a redirect) parks at once.
     #[arg(long, env = "THRONG_NOTIFY_ATTEMPTS_MAX", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub notify_attempts_max: u32,
+    /// The time zone of slot times, as a fixed offset from UTC (+HH:MM or
+    /// -HH:MM, e.g. +01:00 for Central European winter time; no daylight
+    /// saving): a slot whose start at this offset has passed, and every
+    /// slot of an earlier day, can no longer be booked or moved to.
+    #[arg(long, env = "THRONG_BOOKING_UTC_OFFSET", default_value = "+00:00", value_parser = model::BookingClock::parse)]
+    pub booking_utc_offset: model::BookingClock,
     /// Mounts the naive design of try-register beside ours (see
     /// `baseline.rs`), for `throng bench booking`; not part of the API.
     #[arg(long, env = "THRONG_BOOKING_BASELINE_ROUTES")]
@@ -134,6 +141,7 @@ impl Service for Booking {
             let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
             state.blind_index = platform.blind_index.clone();
             state.one_registration = args.booking_one_registration;
+            state.clock = args.booking_utc_offset;
             state.baseline_routes = args.booking_baseline_routes;
             let state = Arc::new(state);
             let mut started = Started::new(state.clone());
@@ -177,6 +185,12 @@ impl Service for Booking {
                 about: "choose a place, a day and a time slot.",
             },
             Link {
+                kind: LinkKind::Page,
+                href: "/booking/manage",
+                title: "Your registration",
+                about: "see, move or cancel a registration with its access code.",
+            },
+            Link {
                 kind: LinkKind::Endpoint,
                 href: "/api/booking/places",
                 title: "/api/booking/places",
@@ -197,6 +211,8 @@ pub struct BookingState {
     /// Keys the national id's blind index (one registration per person).
     pub blind_index: Arc<BlindIndex>,
     pub one_registration: model::OneRegistration,
+    /// The time zone slot times are in (`--booking-utc-offset`).
+    pub clock: model::BookingClock,
     /// Wakes the confirmation worker when a registration commits.
     pub notify_worker: Arc<Notify>,
     /// The in-memory availability index (SQLite store only; see
@@ -228,6 +244,7 @@ impl BookingState {
             // and tools that build a state by hand see this one.
             blind_index: Arc::new(BlindIndex::new(&rand::random())),
             one_registration: model::OneRegistration::Person,
+            clock: model::BookingClock::UTC,
             notify_worker: Arc::new(Notify::new()),
             availability,
             loaded_generation: generation,
@@ -326,6 +343,29 @@ impl BookingState {
             }
         }
         Ok(outcome)
+    }
+
+    /// Moves a registration to `to` if the access code matches: the new
+    /// slot is taken and the old one freed in one write (with its event),
+    /// and the index follows before returning. `to_person_key` is the
+    /// registration's blind-index key under the one-registration rule for
+    /// the new day.
+    pub async fn move_registration(
+        &self,
+        id: &str,
+        access_code: &str,
+        to: model::SlotRef,
+        to_person_key: Option<Vec<u8>>,
+    ) -> Result<model::MoveOutcome, StoreError> {
+        store::move_registration(
+            &self.store,
+            self.availability.clone(),
+            id,
+            access_code,
+            to,
+            to_person_key,
+        )
+        .await
     }
 
     /// Reloads the index when another process seeded the store (the seed

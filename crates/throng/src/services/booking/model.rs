@@ -199,19 +199,11 @@ pub struct NewRegistration {
 impl RegistrationRequest {
     pub fn parse(self) -> Result<NewRegistration, ApiError> {
         let day = Day::parse("day", &self.day)?;
-        if self.place_id < 1 {
-            return Err(ApiError::invalid_field("placeId: a positive integer"));
-        }
-        if !(0..SLOTS_PER_DAY_MAX as i64).contains(&self.time_slot) {
-            return Err(ApiError::invalid_field(format!(
-                "timeSlot: an integer from 0 to {}",
-                SLOTS_PER_DAY_MAX - 1
-            )));
-        }
+        let (place_id, time_slot) = parse_place_and_slot(self.place_id, self.time_slot)?;
         Ok(NewRegistration {
-            place_id: self.place_id,
+            place_id,
             day,
-            time_slot: self.time_slot as i32,
+            time_slot,
             person: self.person.validate()?,
         })
     }
@@ -301,6 +293,159 @@ pub struct SlotEvent<'a> {
 pub const EVENT_CONFIRMED: &str = "RegistrationConfirmed";
 pub const EVENT_CANCELLED: &str = "RegistrationCancelled";
 pub const EVENT_SLOTS_OPENED: &str = "SlotsOpened";
+pub const EVENT_MOVED: &str = "RegistrationMoved";
+
+/// The payload of `RegistrationMoved`: the slot it holds now and the one it
+/// left; ids and slots only, never personal data.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MovedEvent {
+    pub registration_id: String,
+    pub place_id: i64,
+    pub day: String,
+    pub time_slot: i32,
+    pub from_place_id: i64,
+    pub from_day: String,
+    pub from_time_slot: i32,
+}
+
+/// A move request: the slot to move to.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MoveRequest {
+    pub place_id: i64,
+    pub day: String,
+    pub time_slot: i64,
+}
+
+/// A slot a registration asks for, after its rules were checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRef {
+    pub place_id: i64,
+    pub day: Day,
+    pub time_slot: i32,
+}
+
+impl MoveRequest {
+    pub fn parse(self) -> Result<SlotRef, ApiError> {
+        let day = Day::parse("day", &self.day)?;
+        let (place_id, time_slot) = parse_place_and_slot(self.place_id, self.time_slot)?;
+        Ok(SlotRef {
+            place_id,
+            day,
+            time_slot,
+        })
+    }
+}
+
+fn parse_place_and_slot(place_id: i64, time_slot: i64) -> Result<(i64, i32), ApiError> {
+    if place_id < 1 {
+        return Err(ApiError::invalid_field("placeId: a positive integer"));
+    }
+    if !(0..SLOTS_PER_DAY_MAX as i64).contains(&time_slot) {
+        return Err(ApiError::invalid_field(format!(
+            "timeSlot: an integer from 0 to {}",
+            SLOTS_PER_DAY_MAX - 1
+        )));
+    }
+    Ok((place_id, time_slot as i32))
+}
+
+/// What a move did; the new slot is decided by the same conditional write
+/// as a registration, and the old one freed in the same transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoveOutcome {
+    /// Moved from this slot (now free) to the requested one.
+    Moved {
+        from: SlotRef,
+    },
+    /// The registration already holds the requested slot: nothing changed.
+    Unchanged,
+    /// No registration with this id and code.
+    NotFound,
+    SlotTaken,
+    AlreadyRegistered,
+    PlaceNotFound,
+    SlotNotFound,
+}
+
+/// The time zone slot times are in: a fixed offset from UTC
+/// (`--booking-utc-offset`), and "now" in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BookingClock {
+    pub offset: time::UtcOffset,
+}
+
+/// Today and the second of the day, at the booking's offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Now {
+    pub today: Day,
+    pub second_of_day: i32,
+}
+
+impl Now {
+    /// A slot starting at `start_minute` (from midnight) on `day` has
+    /// started or is over: it cannot be booked any more.
+    pub fn has_passed(self, day: Day, start_minute: i32) -> bool {
+        day < self.today || (day == self.today && start_minute * 60 <= self.second_of_day)
+    }
+}
+
+impl BookingClock {
+    pub const UTC: BookingClock = BookingClock {
+        offset: time::UtcOffset::UTC,
+    };
+
+    /// Parses `+HH:MM` or `-HH:MM` (or `Z`), from -12:00 to +14:00.
+    pub fn parse(text: &str) -> Result<BookingClock, String> {
+        let bad = || {
+            format!("'{text}': expected an offset from UTC like +01:00, -05:00 or Z (from -12:00 to +14:00)")
+        };
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("z") || t == "UTC" {
+            return Ok(BookingClock::UTC);
+        }
+        let b = t.as_bytes();
+        if b.len() != 6 || !(b[0] == b'+' || b[0] == b'-') || b[3] != b':' {
+            return Err(bad());
+        }
+        let h: i32 = t[1..3].parse().map_err(|_| bad())?;
+        let m: i32 = t[4..6].parse().map_err(|_| bad())?;
+        if m > 59 {
+            return Err(bad());
+        }
+        let total = (h * 60 + m) * if b[0] == b'-' { -1 } else { 1 };
+        if !(-12 * 60..=14 * 60).contains(&total) {
+            return Err(bad());
+        }
+        let offset = time::UtcOffset::from_whole_seconds(total * 60).map_err(|_| bad())?;
+        Ok(BookingClock { offset })
+    }
+
+    /// Now at this offset, from the wall clock (`base::clock`).
+    pub fn now(self) -> Now {
+        self.at_ms(crate::base::clock::now_ms())
+    }
+
+    pub fn at_ms(self, ms: i64) -> Now {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+            .to_offset(self.offset);
+        let (h, m, s) = t.to_hms();
+        Now {
+            today: Day::from_date(t.date()),
+            second_of_day: i32::from(h) * 3600 + i32::from(m) * 60 + i32::from(s),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch of `minute` (from midnight) on
+    /// `day` at this offset.
+    pub fn epoch_ms(self, day: Day, minute: i32) -> i64 {
+        (i64::from(day.0) * 86_400 + i64::from(minute) * 60
+            - i64::from(self.offset.whole_seconds()))
+            * 1000
+    }
+}
 
 pub fn stream_of(registration_id: &str) -> String {
     const PREFIX: &str = "booking-registration-";
@@ -345,6 +490,39 @@ mod tests {
         ] {
             assert!(Day::parse("day", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn booking_clock_offsets_and_passed_slots() {
+        assert_eq!(BookingClock::parse("Z").unwrap(), BookingClock::UTC);
+        let cet = BookingClock::parse("+01:00").unwrap();
+        assert_eq!(cet.offset.whole_seconds(), 3600);
+        assert_eq!(
+            BookingClock::parse("-05:30")
+                .unwrap()
+                .offset
+                .whole_seconds(),
+            -(5 * 3600 + 1800)
+        );
+        for bad in ["+1", "01:00", "+15:00", "-13:00", "+01:60", "+aa:00", ""] {
+            assert!(BookingClock::parse(bad).is_err(), "{bad}");
+        }
+        // 2026-11-25T23:30Z is 00:30 on the 26th at +01:00.
+        let day = Day::parse("day", "2026-11-26").unwrap();
+        let ms = cet.epoch_ms(day, 30);
+        assert_eq!(crate::base::clock::rfc3339_ms(ms), "2026-11-25T23:30:00Z");
+        let now = cet.at_ms(ms);
+        assert_eq!(
+            now,
+            Now {
+                today: day,
+                second_of_day: 30 * 60
+            }
+        );
+        assert!(now.has_passed(day.plus(-1), 23 * 60));
+        assert!(now.has_passed(day, 30), "a slot starting now has passed");
+        assert!(!now.has_passed(day, 31));
+        assert!(!now.has_passed(day.plus(1), 0));
     }
 
     #[test]

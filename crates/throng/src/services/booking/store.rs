@@ -727,6 +727,257 @@ pub async fn cancel(
     }
 }
 
+/// What a move's writer command changed in the index, so the caller can
+/// undo it if the batch does not commit, or finish it if it does.
+#[derive(Default)]
+struct MoveMarks {
+    /// The new slot's bit, set by this command.
+    took: Option<model::SlotRef>,
+    /// A person key taken for the new day (`--booking-one-registration
+    /// person-day`).
+    took_person: Option<u64>,
+    /// The old person key, released once the move commits.
+    release_person: Option<u64>,
+}
+
+/// Moves registration `id` to `to` if `access_code` matches: in one
+/// transaction the new slot is taken by the same conditional write as a
+/// registration (one winner per slot), the old slot freed, the
+/// registration updated and `RegistrationMoved` appended. A move that
+/// misses its slot changes nothing.
+pub async fn move_registration(
+    store: &Store,
+    index: Option<Arc<arc_swap::ArcSwap<Availability>>>,
+    id: &str,
+    access_code: &str,
+    to: model::SlotRef,
+    to_person_key: Option<Vec<u8>>,
+) -> Result<model::MoveOutcome, StoreError> {
+    use model::MoveOutcome;
+    let (id, code) = (id.to_string(), access_code.to_string());
+    match store {
+        Store::Sqlite(s) => {
+            let handle = index.ok_or_else(|| {
+                StoreError::Internal("the SQLite booking store needs its availability index".into())
+            })?;
+            let used: Arc<std::sync::OnceLock<Arc<Availability>>> = Arc::default();
+            let marks: Arc<std::sync::Mutex<MoveMarks>> = Arc::default();
+            let (used_w, marks_w) = (used.clone(), marks.clone());
+            let outcome = s
+                .write(move |c| {
+                    let index = used_w.get_or_init(|| handle.load_full());
+                    let mut marks = marks_w.lock().unwrap_or_else(|e| e.into_inner());
+                    sqlite_move(c, index, &mut marks, &id, &code, to, to_person_key)
+                })
+                .await;
+            let marks = std::mem::take(&mut *marks.lock().unwrap_or_else(|e| e.into_inner()));
+            if let Some(index) = used.get() {
+                match &outcome {
+                    Ok(MoveOutcome::Moved { from }) => {
+                        index.set_taken(from.place_id, from.day, from.time_slot, false);
+                        if let Some(p) = marks.release_person {
+                            index.release_person(p);
+                        }
+                    }
+                    Err(_) => {
+                        // The command or its batch did not commit: what it
+                        // took is free again.
+                        if let Some(t) = marks.took {
+                            index.set_taken(t.place_id, t.day, t.time_slot, false);
+                        }
+                        if let Some(p) = marks.took_person {
+                            index.release_person(p);
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
+            outcome
+        }
+        Store::Postgres(p) => {
+            p.write(move |tx| {
+                let (id, code, key) = (id.clone(), code.clone(), to_person_key.clone());
+                Box::pin(async move { pg_move(tx, &id, &code, to, key).await })
+            })
+            .await
+        }
+    }
+}
+
+fn moved_event(reg: &SealedRegistration, to: model::SlotRef) -> NewEvent {
+    NewEvent::json(
+        model::stream_of(&reg.id),
+        model::EVENT_MOVED,
+        &model::MovedEvent {
+            registration_id: reg.id.clone(),
+            place_id: to.place_id,
+            day: to.day.to_text(),
+            time_slot: to.time_slot,
+            from_place_id: reg.place_id,
+            from_day: reg.day.to_text(),
+            from_time_slot: reg.time_slot,
+        },
+    )
+}
+
+fn sqlite_move(
+    c: &Connection,
+    index: &Availability,
+    marks: &mut MoveMarks,
+    id: &str,
+    code: &str,
+    to: model::SlotRef,
+    to_person_key: Option<Vec<u8>>,
+) -> Result<model::MoveOutcome, StoreError> {
+    use model::MoveOutcome;
+    let Some(reg) = c
+        .prepare_cached(SELECT_REGISTRATION_SQLITE)?
+        .query_row([id], registration_from_row)
+        .optional()?
+    else {
+        return Ok(MoveOutcome::NotFound);
+    };
+    if !crate::platform::crypto::code_matches(code, &reg.access_hash) {
+        return Ok(MoveOutcome::NotFound);
+    }
+    let from = model::SlotRef {
+        place_id: reg.place_id,
+        day: reg.day,
+        time_slot: reg.time_slot,
+    };
+    if from == to {
+        return Ok(MoveOutcome::Unchanged);
+    }
+    // The same test-and-set that decides a registration's slot.
+    match index.take(to.place_id, to.day, to.time_slot) {
+        SlotState::Free => marks.took = Some(to),
+        SlotState::Taken => return Ok(MoveOutcome::SlotTaken),
+        SlotState::UnknownPlace => return Ok(MoveOutcome::PlaceNotFound),
+        SlotState::UnknownSlot => return Ok(MoveOutcome::SlotNotFound),
+    }
+    let old_person = person_of_reg(&reg);
+    let new_person = to_person_key
+        .as_deref()
+        .filter(|k| k.len() >= 8)
+        .map(super::availability::person_of);
+    if new_person != old_person {
+        if let Some(p) = new_person {
+            if !index.take_person(p) {
+                index.set_taken(to.place_id, to.day, to.time_slot, false);
+                marks.took = None;
+                return Ok(MoveOutcome::AlreadyRegistered);
+            }
+            marks.took_person = Some(p);
+        }
+        marks.release_person = old_person;
+    }
+    c.prepare_cached(
+        "UPDATE booking_registrations SET place_id = ?2, day = ?3, time_slot = ?4, person_key = ?5
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        reg.id,
+        to.place_id,
+        to.day.0,
+        to.time_slot,
+        to_person_key
+    ])?;
+    eventlog::sqlite_append(c, &moved_event(&reg, to))?;
+    Ok(MoveOutcome::Moved { from })
+}
+
+async fn pg_move(
+    tx: &PgTx<'_>,
+    id: &str,
+    code: &str,
+    to: model::SlotRef,
+    to_person_key: Option<Vec<u8>>,
+) -> Result<model::MoveOutcome, StoreError> {
+    use model::MoveOutcome;
+    // The row lock serialises moves and cancels of one registration.
+    let Some(reg) = tx
+        .tx
+        .query_opt(
+            "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms
+             FROM booking_registrations WHERE id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .await?
+        .as_ref()
+        .map(registration_from_pg)
+    else {
+        return Ok(MoveOutcome::NotFound);
+    };
+    if !crate::platform::crypto::code_matches(code, &reg.access_hash) {
+        return Ok(MoveOutcome::NotFound);
+    }
+    let from = model::SlotRef {
+        place_id: reg.place_id,
+        day: reg.day,
+        time_slot: reg.time_slot,
+    };
+    if from == to {
+        return Ok(MoveOutcome::Unchanged);
+    }
+    // Another registration of the person under the new day's key (the
+    // unique index on person_key still decides a race between nodes).
+    if let Some(key) = &to_person_key {
+        let held: bool = tx
+            .tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM booking_registrations
+                                 WHERE person_key = $1 AND id <> $2)",
+                &[key, &id],
+            )
+            .await?
+            .get(0);
+        if held {
+            return Ok(MoveOutcome::AlreadyRegistered);
+        }
+    }
+    // The conditional write that decides the slot, as for a registration.
+    let took = tx
+        .tx
+        .execute(
+            "UPDATE booking_slots SET registration_id = $4
+             WHERE place_id = $1 AND day = $2 AND time_slot = $3 AND registration_id IS NULL",
+            &[&to.place_id, &to.day.0, &to.time_slot, &id],
+        )
+        .await?;
+    if took == 0 {
+        let row = tx
+            .tx
+            .query_one(
+                "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = $1),
+                        (SELECT COUNT(*) FROM booking_slots
+                          WHERE place_id = $1 AND day = $2 AND time_slot = $3)",
+                &[&to.place_id, &to.day.0, &to.time_slot],
+            )
+            .await?;
+        return Ok(match miss_outcome(row.get(0), row.get(1)) {
+            RegisterOutcome::PlaceNotFound => MoveOutcome::PlaceNotFound,
+            RegisterOutcome::SlotNotFound => MoveOutcome::SlotNotFound,
+            _ => MoveOutcome::SlotTaken,
+        });
+    }
+    tx.tx
+        .execute(
+            "UPDATE booking_slots SET registration_id = NULL
+             WHERE place_id = $1 AND day = $2 AND time_slot = $3 AND registration_id = $4",
+            &[&from.place_id, &from.day.0, &from.time_slot, &id],
+        )
+        .await?;
+    tx.tx
+        .execute(
+            "UPDATE booking_registrations SET place_id = $2, day = $3, time_slot = $4, person_key = $5
+             WHERE id = $1",
+            &[&id, &to.place_id, &to.day.0, &to.time_slot, &to_person_key],
+        )
+        .await?;
+    tx.append(moved_event(&reg, to));
+    Ok(MoveOutcome::Moved { from })
+}
+
 fn cancelled_event(reg: &SealedRegistration) -> NewEvent {
     NewEvent::json(
         model::stream_of(&reg.id),

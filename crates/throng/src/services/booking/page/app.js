@@ -1,51 +1,25 @@
 // The booking page. Under a crowd the server answers 429 with Retry-After;
 // the page then waits that long plus random jitter (so a crowd does not come
-// back in one wave), tells the person it is waiting, and retries.
+// back in one wave), tells the person it is waiting, and retries
+// (`Booking.politeFetch`, common.js).
 "use strict";
 
-const RETRIES_MAX = 20;
-const JITTER_MS_MAX = 1000;
-const $ = (id) => document.getElementById(id);
+const { $, setStatus, politeFetch, errorOf, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors } = Booking;
+const FIELDS = ["place", "day", "slots", "name", "nationalId", "phone", "email"];
 let chosenSlot = null;
 let slotStarts = {};
 // Counts loadSlots calls: an answer for an earlier choice of place or day can
 // arrive after the answer for the latest one and must then be dropped.
 let slotsRequest = 0;
+let registered = null;
 
-function setStatus(text, kind) {
-  const s = $("status");
-  s.textContent = text;
-  s.className = kind || "";
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// fetch that honours 429 + Retry-After (and 503) with jitter.
-async function politeFetch(url, options) {
-  for (let attempt = 0; ; attempt++) {
-    const res = await fetch(url, options);
-    if ((res.status !== 429 && res.status !== 503) || attempt >= RETRIES_MAX) {
-      return res;
-    }
-    const retryAfterS = Number(res.headers.get("Retry-After")) || 1;
-    const waitMs = retryAfterS * 1000 + Math.floor(Math.random() * JITTER_MS_MAX);
-    setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt + 2})…`, "waiting");
-    await sleep(waitMs);
-  }
-}
-
-async function errorMessage(res) {
-  try {
-    const body = await res.json();
-    return body.error ? body.error.message : `HTTP ${res.status}`;
-  } catch (_) {
-    return `HTTP ${res.status}`;
-  }
-}
+const cal = Booking.calendar($("calendar"), {
+  onPick: (day) => { $("day").value = day; setFieldError("day", ""); loadSlots(); },
+});
 
 async function loadPlaces() {
   const res = await politeFetch("/api/booking/places?size=100");
-  if (!res.ok) { setStatus(await errorMessage(res), "error"); return; }
+  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
   const body = await res.json();
   const sel = $("place");
   sel.innerHTML = "";
@@ -58,6 +32,23 @@ async function loadPlaces() {
   setStatus("");
 }
 
+// The month of the chosen day (or of today), with its free days marked; the
+// server's today (slot times are the server's) is the picker's minimum.
+async function loadCalendar() {
+  const place = $("place").value;
+  if (!place) return;
+  const month = ($("day").value || cal.today || new Date().toISOString()).slice(0, 7);
+  const body = await cal.show(place, month);
+  if (!body) return;
+  $("day").min = body.today;
+  if (!$("day").value || $("day").value < body.today) {
+    const first = body.days.find((d) => d.day >= body.today && d.free > 0);
+    $("day").value = first ? first.day : body.today;
+    if (first && first.day.slice(0, 7) !== body.month) await cal.show(place, first.day.slice(0, 7));
+  }
+  cal.select($("day").value);
+}
+
 async function loadSlots() {
   const request = ++slotsRequest;
   const place = $("place").value, day = $("day").value;
@@ -67,7 +58,7 @@ async function loadSlots() {
   if (!place || !day) return;
   const res = await politeFetch(`/api/booking/places/${encodeURIComponent(place)}/slots?from=${encodeURIComponent(day)}&days=1`);
   if (request !== slotsRequest) return;
-  if (!res.ok) { setStatus(await errorMessage(res), "error"); return; }
+  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
   setStatus("");
   const body = await res.json();
   if (request !== slotsRequest) return;
@@ -86,14 +77,35 @@ async function loadSlots() {
       for (const other of box.querySelectorAll("button")) other.setAttribute("aria-pressed", "false");
       b.setAttribute("aria-pressed", "true");
       chosenSlot = s.timeSlot;
+      setFieldError("slots", "");
     });
     box.appendChild(b);
   }
 }
 
+// Every rule at once, each message beside its field; true when all pass.
+function checkForm() {
+  clearFieldErrors(FIELDS);
+  let ok = true;
+  const fail = (field, text) => { setFieldError(field, text); ok = false; };
+  const day = $("day").value;
+  if (!day) fail("day", "Choose a day.");
+  else if ($("day").min && day < $("day").min) fail("day", "This day has passed; choose today or a later day.");
+  if (chosenSlot === null) fail("slots", "Choose a time.");
+  for (const f of ["name", "nationalId", "phone", "email"]) {
+    if (!PERSON_RULES[f].ok($(f).value)) fail(f, PERSON_RULES[f].text);
+  }
+  return ok;
+}
+
 async function register(ev) {
   ev.preventDefault();
-  if (chosenSlot === null) { setStatus("Choose a time first.", "error"); return; }
+  if (!checkForm()) {
+    setStatus("Please correct the fields marked below.", "error");
+    const first = FIELDS.find((f) => !$(`${f}-error`).hidden);
+    if (first && $(first)) $(first).focus();
+    return;
+  }
   const submit = $("submit");
   submit.disabled = true;
   setStatus("Registering…");
@@ -111,21 +123,40 @@ async function register(ev) {
     });
     if (res.status === 201) {
       const r = await res.json();
+      registered = r;
       $("conf-place").textContent = $("place").selectedOptions[0].textContent;
       $("conf-day").textContent = r.day;
       $("conf-time").textContent = slotStarts[r.timeSlot] || `slot ${r.timeSlot}`;
       $("conf-id").textContent = r.registrationId;
       $("conf-code").textContent = r.accessCode;
+      $("conf-manage").href = Booking.manageLink(r.registrationId, r.accessCode);
       $("confirmation").hidden = false;
       $("booking").hidden = true;
       setStatus("");
       return;
     }
-    const message = await errorMessage(res);
+    const error = await errorOf(res);
+    if (res.status === 422) {
+      const field = fieldOfMessage(error.message);
+      if (field) {
+        setFieldError(field, plainMessage(field, error.message));
+        setStatus("Please correct the fields marked below.", "error");
+        if (error.code === "slot_passed" || error.code === "day_passed") { await loadCalendar(); await loadSlots(); setFieldError(field, plainMessage(field, error.message)); setStatus("Please correct the fields marked below.", "error"); }
+        return;
+      }
+    }
     // Reload first: loadSlots clears the status, and the person must still
     // read why the slot they chose is gone.
-    if (res.status === 409) await loadSlots();
-    setStatus(message, "error");
+    if (res.status === 409) { await loadSlots(); loadCalendar(); }
+    if (error.code === "already_registered") {
+      setStatus("You already hold a registration. Open it with its registration id and access code to move or cancel it: ", "error");
+      const a = document.createElement("a");
+      a.href = "/booking/manage";
+      a.textContent = "manage your registration";
+      $("status").appendChild(a);
+      return;
+    }
+    setStatus(error.message, "error");
   } catch (e) {
     setStatus("Cannot reach the server; check your connection and try again.", "error");
   } finally {
@@ -133,10 +164,26 @@ async function register(ev) {
   }
 }
 
-$("place").addEventListener("change", loadSlots);
-$("day").addEventListener("change", loadSlots);
+$("place").addEventListener("change", async () => { await loadCalendar(); loadSlots(); });
+$("day").addEventListener("change", async () => {
+  setFieldError("day", "");
+  if ($("day").min && $("day").value && $("day").value < $("day").min) {
+    setFieldError("day", "This day has passed; choose today or a later day.");
+    slotsRequest++;
+    $("slots").innerHTML = "";
+    chosenSlot = null;
+    return;
+  }
+  if ($("day").value && $("day").value.slice(0, 7) !== cal.month) await cal.show($("place").value, $("day").value.slice(0, 7));
+  cal.select($("day").value);
+  loadSlots();
+});
+for (const f of ["name", "nationalId", "phone", "email"]) {
+  // A field's message goes as soon as it is right (while typing: going on
+  // blur would shift the page under a click on Register); none is shown
+  // while typing.
+  $(f).addEventListener("input", () => { if (!$(`${f}-error`).hidden && PERSON_RULES[f].ok($(f).value)) setFieldError(f, ""); });
+}
 $("booking").addEventListener("submit", register);
-// Today in the person's own time zone (toISOString alone would give the UTC date).
-const now = new Date();
-$("day").value = new Date(now.getTime() - now.getTimezoneOffset() * 60000).toISOString().slice(0, 10);
-loadPlaces().then(loadSlots);
+$("conf-ics").addEventListener("click", () => registered && Booking.downloadIcs(registered.registrationId, registered.accessCode));
+loadPlaces().then(loadCalendar).then(loadSlots);

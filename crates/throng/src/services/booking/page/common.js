@@ -1,0 +1,184 @@
+// Shared by the booking pages (/booking/ and /booking/manage): polite fetch
+// (429 + Retry-After), the person's field rules (the same as the server's),
+// field errors beside their fields, the month calendar of free days, and
+// the .ics download.
+"use strict";
+
+const Booking = (() => {
+  const RETRIES_MAX = 20;
+  const JITTER_MS_MAX = 1000;
+  const $ = (id) => document.getElementById(id);
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  function setStatus(text, kind) {
+    const s = $("status");
+    s.textContent = text;
+    s.className = kind || "";
+  }
+
+  // fetch that honours 429 + Retry-After (and 503) with jitter.
+  async function politeFetch(url, options) {
+    for (let attempt = 0; ; attempt++) {
+      const res = await fetch(url, options);
+      if ((res.status !== 429 && res.status !== 503) || attempt >= RETRIES_MAX) {
+        return res;
+      }
+      const retryAfterS = Number(res.headers.get("Retry-After")) || 1;
+      const waitMs = retryAfterS * 1000 + Math.floor(Math.random() * JITTER_MS_MAX);
+      setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt + 2})…`, "waiting");
+      await sleep(waitMs);
+    }
+  }
+
+  async function errorOf(res) {
+    try {
+      const body = await res.json();
+      if (body.error) return body.error;
+    } catch (_) { /* not JSON */ }
+    return { code: `http_${res.status}`, message: `The server answered ${res.status}; try again in a moment.` };
+  }
+
+  // The person's rules, as the server checks them (model.rs), in plain words.
+  const PERSON_RULES = {
+    name: {
+      ok: (v) => { const n = [...v.trim()].length; return n >= 1 && n <= 200 && !/[\u0000-\u001f\u007f-\u009f]/.test(v); },
+      text: "Enter your full name (up to 200 characters).",
+    },
+    nationalId: {
+      ok: (v) => /^[A-Za-z0-9/-]{1,32}$/.test(v.trim()),
+      text: "Enter your national id number: up to 32 letters, digits, '/' or '-' (e.g. 905123/1234).",
+    },
+    phone: {
+      ok: (v) => { const t = v.trim(); const d = (t.match(/[0-9]/g) || []).length; return /^\+?[0-9 ]*$/.test(t) && d >= 6 && d <= 15; },
+      text: "Enter a phone number of 6 to 15 digits; it may start with + and contain spaces (e.g. +421 900 123 456).",
+    },
+    email: {
+      ok: (v) => { const t = v.trim(); return [...t].length <= 254 && /^[^@\s]+@[^@.\s]+(\.[^@.\s]+)+$/.test(t); },
+      text: "Enter an email address like name@example.org.",
+    },
+  };
+
+  // Which field a server 422 names ("person.phone: ..." -> "phone").
+  const SERVER_FIELDS = { "person.name": "name", "person.nationalId": "nationalId", "person.phone": "phone", "person.email": "email", day: "day", timeSlot: "slots", placeId: "place" };
+
+  function fieldOfMessage(message) {
+    const i = message.indexOf(":");
+    return i > 0 ? SERVER_FIELDS[message.slice(0, i)] : undefined;
+  }
+
+  // The words to show beside a field for a server 422: the field's own plain
+  // rule for personal data, else the server's sentence without its prefix.
+  function plainMessage(field, message) {
+    if (PERSON_RULES[field]) return PERSON_RULES[field].text;
+    const rest = message.slice(message.indexOf(":") + 1).trim();
+    return rest.charAt(0).toUpperCase() + rest.slice(1) + (rest.endsWith(".") ? "" : ".");
+  }
+
+  // Shows `text` beside the field `field` (an element #<field>-error).
+  function setFieldError(field, text) {
+    const box = $(`${field}-error`);
+    const input = $(field);
+    if (box) { box.textContent = text || ""; box.hidden = !text; }
+    if (input) {
+      if (text) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
+    }
+  }
+
+  function clearFieldErrors(fields) {
+    for (const f of fields) setFieldError(f, "");
+  }
+
+  // Month calendar: one request per month shown, the days with free slots
+  // marked, the days before today not selectable.
+  const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+
+  function calendar(box, { onPick }) {
+    const cal = { place: null, month: null, today: null, selected: null, request: 0 };
+    cal.show = async (place, month) => {
+      const request = ++cal.request;
+      cal.place = place; cal.month = month;
+      const res = await politeFetch(`/api/booking/places/${encodeURIComponent(place)}/calendar?month=${encodeURIComponent(month)}`);
+      if (request !== cal.request) return null;
+      if (!res.ok) { box.textContent = (await errorOf(res)).message; return null; }
+      const body = await res.json();
+      if (request !== cal.request) return null;
+      cal.today = body.today;
+      render(body);
+      return body;
+    };
+    cal.select = (day) => {
+      cal.selected = day;
+      for (const b of box.querySelectorAll("button[data-day]")) b.setAttribute("aria-pressed", String(b.dataset.day === day));
+    };
+    function shift(month, by) {
+      const [y, m] = month.split("-").map(Number);
+      const d = new Date(Date.UTC(y, m - 1 + by, 1));
+      return d.toISOString().slice(0, 7);
+    }
+    function render(body) {
+      box.innerHTML = "";
+      const [y, m] = body.month.split("-").map(Number);
+      const head = document.createElement("div");
+      head.className = "cal-head";
+      const prev = document.createElement("button");
+      prev.type = "button"; prev.textContent = "‹"; prev.className = "cal-prev";
+      prev.setAttribute("aria-label", "Previous month");
+      prev.disabled = body.month <= body.today.slice(0, 7);
+      prev.addEventListener("click", () => cal.show(cal.place, shift(cal.month, -1)));
+      const next = document.createElement("button");
+      next.type = "button"; next.textContent = "›"; next.className = "cal-next";
+      next.setAttribute("aria-label", "Next month");
+      next.addEventListener("click", () => cal.show(cal.place, shift(cal.month, 1)));
+      const title = document.createElement("span");
+      title.className = "cal-title";
+      title.textContent = `${MONTHS[m - 1]} ${y}`;
+      head.append(prev, title, next);
+      box.appendChild(head);
+      const grid = document.createElement("div");
+      grid.className = "cal-grid";
+      for (const w of ["Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"]) {
+        const h = document.createElement("span");
+        h.className = "cal-dow"; h.textContent = w;
+        grid.appendChild(h);
+      }
+      const firstDow = (new Date(Date.UTC(y, m - 1, 1)).getUTCDay() + 6) % 7;
+      for (let i = 0; i < firstDow; i++) grid.appendChild(document.createElement("span"));
+      for (const d of body.days) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.dataset.day = d.day;
+        b.textContent = String(Number(d.day.slice(8)));
+        const past = d.day < body.today;
+        b.disabled = past || d.free === 0;
+        if (d.free > 0 && !past) b.classList.add("has-free");
+        b.setAttribute("aria-label", `${Number(d.day.slice(8))} ${MONTHS[m - 1]}: ${past ? "past" : d.free > 0 ? `${d.free} free times` : "no free times"}`);
+        b.setAttribute("aria-pressed", String(d.day === cal.selected));
+        b.addEventListener("click", () => { cal.select(d.day); onPick(d.day); });
+        grid.appendChild(b);
+      }
+      box.appendChild(grid);
+    }
+    return cal;
+  }
+
+  // Saves the registration's calendar file (the code goes in a header, so
+  // the download is fetched and handed to the browser as a file).
+  async function downloadIcs(id, code) {
+    const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(id)}/calendar.ics`, { headers: { "X-Access-Code": code } });
+    if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+    const url = URL.createObjectURL(await res.blob());
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = "appointment.ics";
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
+
+  // The manage page's link for a registration; the id and code ride in the
+  // fragment, which browsers never send to a server.
+  const manageLink = (id, code) => `/booking/manage#id=${encodeURIComponent(id)}&code=${encodeURIComponent(code)}`;
+
+  return { $, setStatus, politeFetch, errorOf, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink };
+})();

@@ -1,0 +1,171 @@
+// The manage page: a registration opened with its id and access code (typed,
+// or from the link the booking page gives: /booking/manage#id=..&code=..,
+// the fragment never reaches a server), then viewed, moved or cancelled.
+"use strict";
+
+const { $, setStatus, politeFetch, errorOf, fieldOfMessage, plainMessage, setFieldError } = Booking;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+let current = null; // { id, code, reg }
+let chosenSlot = null;
+let slotsRequest = 0;
+
+const cal = Booking.calendar($("m-calendar"), {
+  onPick: (day) => { $("m-day").value = day; setFieldError("m-day", ""); loadSlots(); },
+});
+
+function fromFragment() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  return { id: p.get("id") || "", code: p.get("code") || "" };
+}
+
+async function open(id, code) {
+  setFieldError("m-id", ""); setFieldError("m-code", "");
+  let ok = true;
+  if (!UUID.test(id)) { setFieldError("m-id", "Enter the registration id as shown when you registered (36 characters, like 0190a1b2-…)."); ok = false; }
+  if (!code) { setFieldError("m-code", "Enter the access code you were given when you registered."); ok = false; }
+  if (!ok) return;
+  setStatus("Opening…");
+  const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(id)}`, { headers: { "X-Access-Code": code } });
+  if (res.status === 404) {
+    $("registration").hidden = true;
+    setStatus("No registration matches this id and access code. Check both and try again.", "error");
+    return;
+  }
+  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+  const reg = await res.json();
+  current = { id, code, reg };
+  // Keeps the registration open across a reload, in the fragment only.
+  history.replaceState(null, "", Booking.manageLink(id, code));
+  show(reg);
+  setStatus("");
+}
+
+function show(reg) {
+  $("r-place").textContent = reg.placeName || `Place ${reg.placeId}`;
+  $("r-address").textContent = reg.address || "";
+  $("r-day").textContent = reg.day;
+  $("r-time").textContent = reg.start || `slot ${reg.timeSlot}`;
+  $("r-name").textContent = reg.person ? reg.person.name : "";
+  $("registration").hidden = false;
+  $("cancelled").hidden = true;
+  $("find").hidden = true;
+}
+
+async function openMove() {
+  $("move").hidden = false;
+  $("cancel-confirm").hidden = true;
+  const body = await cal.show(current.reg.placeId, current.reg.day.slice(0, 7));
+  if (!body) return;
+  $("m-day").min = body.today;
+  $("m-day").value = current.reg.day >= body.today ? current.reg.day : body.today;
+  cal.select($("m-day").value);
+  loadSlots();
+}
+
+async function loadSlots() {
+  const request = ++slotsRequest;
+  const box = $("m-slots");
+  box.innerHTML = "";
+  chosenSlot = null;
+  const day = $("m-day").value;
+  if (!day) return;
+  const res = await politeFetch(`/api/booking/places/${current.reg.placeId}/slots?from=${encodeURIComponent(day)}&days=1`);
+  if (request !== slotsRequest) return;
+  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+  const body = await res.json();
+  if (request !== slotsRequest) return;
+  const slots = body.days.length ? body.days[0].slots : [];
+  if (!slots.length) { box.textContent = "No time slots on this day."; return; }
+  for (const s of slots) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = s.start;
+    b.dataset.slot = s.timeSlot;
+    b.disabled = !s.free;
+    b.setAttribute("aria-pressed", "false");
+    b.addEventListener("click", () => {
+      for (const o of box.querySelectorAll("button")) o.setAttribute("aria-pressed", "false");
+      b.setAttribute("aria-pressed", "true");
+      chosenSlot = s.timeSlot;
+      setFieldError("m-slots", "");
+    });
+    box.appendChild(b);
+  }
+}
+
+async function move() {
+  setFieldError("m-day", ""); setFieldError("m-slots", "");
+  const day = $("m-day").value;
+  let ok = true;
+  if (!day) { setFieldError("m-day", "Choose a day."); ok = false; }
+  else if ($("m-day").min && day < $("m-day").min) { setFieldError("m-day", "This day has passed; choose today or a later day."); ok = false; }
+  if (chosenSlot === null) { setFieldError("m-slots", "Choose a time."); ok = false; }
+  if (!ok) return;
+  $("m-move").disabled = true;
+  setStatus("Moving…");
+  try {
+    const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(current.id)}/move`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Access-Code": current.code },
+      body: JSON.stringify({ placeId: current.reg.placeId, day, timeSlot: chosenSlot }),
+    });
+    if (res.ok) {
+      const m = await res.json();
+      await open(current.id, current.code);
+      $("move").hidden = true;
+      setStatus(`Moved: your appointment is now on ${m.day} at ${m.start}.`);
+      return;
+    }
+    const error = await errorOf(res);
+    const field = res.status === 422 ? fieldOfMessage(error.message) : undefined;
+    if (res.status === 409) await loadSlots();
+    if (field === "day" || field === "slots") {
+      setFieldError(field === "day" ? "m-day" : "m-slots", plainMessage(field, error.message));
+      setStatus("");
+    } else if (error.code === "slot_taken") {
+      setFieldError("m-slots", "Someone has just taken this time; your appointment keeps its time. Choose another.");
+      setStatus("");
+    } else {
+      setStatus(error.message, "error");
+    }
+  } catch (_) {
+    setStatus("Cannot reach the server; check your connection and try again.", "error");
+  } finally {
+    $("m-move").disabled = false;
+  }
+}
+
+async function cancel() {
+  const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(current.id)}`, { method: "DELETE", headers: { "X-Access-Code": current.code } });
+  if (res.status === 204) {
+    current = null;
+    history.replaceState(null, "", "/booking/manage");
+    $("registration").hidden = true;
+    $("cancelled").hidden = false;
+    setStatus("");
+    return;
+  }
+  setStatus(res.status === 404 ? "This registration no longer exists; it may have been cancelled already." : (await errorOf(res)).message, "error");
+}
+
+$("find").addEventListener("submit", (ev) => { ev.preventDefault(); open($("m-id").value.trim(), $("m-code").value.trim()); });
+$("r-ics").addEventListener("click", () => Booking.downloadIcs(current.id, current.code));
+$("r-move-open").addEventListener("click", openMove);
+$("m-day").addEventListener("change", async () => {
+  setFieldError("m-day", "");
+  if ($("m-day").min && $("m-day").value < $("m-day").min) {
+    setFieldError("m-day", "This day has passed; choose today or a later day.");
+    $("m-slots").innerHTML = ""; chosenSlot = null;
+    return;
+  }
+  if ($("m-day").value.slice(0, 7) !== cal.month) await cal.show(current.reg.placeId, $("m-day").value.slice(0, 7));
+  cal.select($("m-day").value);
+  loadSlots();
+});
+$("m-move").addEventListener("click", move);
+$("r-cancel").addEventListener("click", () => { $("cancel-confirm").hidden = false; $("move").hidden = true; });
+$("r-cancel-no").addEventListener("click", () => { $("cancel-confirm").hidden = true; });
+$("r-cancel-yes").addEventListener("click", cancel);
+window.addEventListener("hashchange", () => { const f = fromFragment(); if (f.id) open(f.id, f.code); });
+const initial = fromFragment();
+if (initial.id) { $("m-id").value = initial.id; $("m-code").value = initial.code; open(initial.id, initial.code); }
