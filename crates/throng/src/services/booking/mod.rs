@@ -8,7 +8,6 @@
 //! `store` directly for slots, so no write path can forget the index.
 
 pub mod availability;
-pub mod baseline;
 pub mod bench;
 pub mod http;
 pub mod model;
@@ -70,10 +69,6 @@ pub struct BookingArgs {
     /// attempts: ~51 s). A gateway's refusal (4xx, a redirect) parks at once.
     #[arg(long, env = "THRONG_NOTIFY_ATTEMPTS_MAX", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub notify_attempts_max: u32,
-    /// Mounts the naive design of try-register beside ours (see
-    /// `baseline.rs`), for `throng bench booking`; not part of the API.
-    #[arg(long, env = "THRONG_BOOKING_BASELINE_ROUTES")]
-    pub booking_baseline_routes: bool,
 }
 
 impl Service for Booking {
@@ -82,7 +77,7 @@ impl Service for Booking {
     }
 
     fn event_categories(&self) -> &'static [&'static str] {
-        &["booking"]
+        &[model::STREAM_CATEGORY]
     }
 
     fn migrations(&self) -> Option<&'static MigrationSet> {
@@ -134,7 +129,6 @@ impl Service for Booking {
             let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
             state.blind_index = platform.blind_index.clone();
             state.one_registration = args.booking_one_registration;
-            state.baseline_routes = args.booking_baseline_routes;
             let state = Arc::new(state);
             let mut started = Started::new(state.clone());
             if let Some(watcher) = state.spawn_seed_watcher() {
@@ -156,7 +150,7 @@ impl Service for Booking {
     }
 
     fn router(&self) -> axum::Router<AppState> {
-        http::router().merge(baseline::router())
+        http::router()
     }
 
     fn openapi(&self) -> utoipa::openapi::OpenApi {
@@ -207,9 +201,6 @@ pub struct BookingState {
     availability: Option<Arc<ArcSwap<availability::Availability>>>,
     /// The seed generation the index was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
-    /// `serve --booking-baseline-routes`: the naive design answers.
-    pub baseline_routes: bool,
-    pub naive: baseline::Naive,
 }
 
 impl ServiceState for BookingState {}
@@ -231,8 +222,6 @@ impl BookingState {
             notify_worker: Arc::new(Notify::new()),
             availability,
             loaded_generation: generation,
-            baseline_routes: false,
-            naive: baseline::Naive::default(),
         })
     }
 

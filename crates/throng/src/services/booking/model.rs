@@ -302,6 +302,9 @@ pub const EVENT_CONFIRMED: &str = "RegistrationConfirmed";
 pub const EVENT_CANCELLED: &str = "RegistrationCancelled";
 pub const EVENT_SLOTS_OPENED: &str = "SlotsOpened";
 
+/// The category of the service's event streams (`booking-...`).
+pub const STREAM_CATEGORY: &str = "booking";
+
 pub fn stream_of(registration_id: &str) -> String {
     const PREFIX: &str = "booking-registration-";
     let mut out = String::with_capacity(PREFIX.len() + registration_id.len());

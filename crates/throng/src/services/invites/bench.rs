@@ -18,6 +18,8 @@
 //! showed); on PostgreSQL, whose nodes mint random ids, random ids
 //! ([`seed::visitor_id`] past the seeded range).
 
+pub mod baseline;
+
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -114,8 +116,8 @@ impl Experiment for InvitesBench {
             sites.to_string(),
         ]
     }
-    fn serve_args(&self) -> Vec<String> {
-        vec!["--invites-baseline-routes".into()]
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+        Some(&baseline::InvitesBaseline)
     }
     fn offline(
         &self,
