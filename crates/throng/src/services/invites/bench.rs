@@ -241,7 +241,7 @@ impl Experiment for InvitesBench {
              check and one point lookup in the 6M-row table; an answer is one durable write (group \
              commit, fsync before the answer) with the site's counts in the same transaction"
                 .into(),
-            "write-up's design (baseline.rs, same server and data, `--invites-baseline-routes`): the \
+            "write-up's design (bench/baseline.rs, same server and data, on the bench's child servers only): the \
              same checks and SQL, but each answer commits alone on a connection of its own (SQLite: \
              one connection behind a mutex, an fsync per answer; PostgreSQL: its own transaction)"
                 .into(),
