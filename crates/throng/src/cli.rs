@@ -37,6 +37,18 @@ pub enum Command {
     },
     /// Reproduce a write-up's experiment against a child server.
     Bench(crate::bench::harness::BenchArgs),
+    /// `throng bench`'s child server: `serve` plus an experiment's
+    /// comparison designs. Internal (hidden); the product never runs it.
+    #[command(name = "bench-server", hide = true)]
+    BenchServer(BenchServerArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchServerArgs {
+    /// The experiment whose comparison designs run beside the services.
+    pub experiment: String,
+    #[command(flatten)]
+    pub serve: ServeArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -149,7 +161,9 @@ fn parse_claim(s: &str) -> Result<(String, serde_json::Value), String> {
 
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve(args) => runtime().block_on(serve(args)),
+        Command::Serve(args) => runtime().block_on(serve(args, services::all())),
+        Command::BenchServer(args) => crate::bench::child_services(&args.experiment)
+            .and_then(|list| runtime().block_on(serve(args.serve, list))),
         Command::Seed(args) => runtime().block_on(seed(args)),
         Command::Token(args) => token(args),
         Command::Load { command } => {
@@ -173,9 +187,9 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(args: ServeArgs, list: &'static [&'static dyn Service]) -> anyhow::Result<()> {
     let drain = std::time::Duration::from_millis(args.drain_ms);
-    let mut running = app::start(args).await?;
+    let mut running = app::start_for(args, list).await?;
     println!("throng listening on http://{}", running.addr);
     if let Some(at) = running.metrics_addr {
         println!("throng metrics on http://{at}/metrics");

@@ -120,7 +120,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     // Every node shares the data directory (its secrets) and the store.
     // One node runs with the default writers; the rows of k > 1 nodes run on
     // nodes sized as README says (`writers_per_node`), started beside it.
-    let mut servers = vec![ChildServer::start(&exe, &store_flags, &exp.serve_args())?];
+    let mut servers = vec![ChildServer::start(
+        &exe,
+        exp.name(),
+        &store_flags,
+        &exp.serve_args(),
+    )?];
     // The addresses each count of nodes runs on; counts with the same
     // writers per node share their servers (the first k of them).
     let mut node_sets = std::collections::HashMap::from([(1, vec![servers[0].addr])]);
@@ -133,7 +138,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             if pg_writers_env().is_none() {
                 extra.extend(["--pg-writers".to_string(), w.to_string()]);
             }
-            let server = ChildServer::start(&exe, &store_flags, &extra)?;
+            let server = ChildServer::start(&exe, exp.name(), &store_flags, &extra)?;
             group.push(server.addr);
             servers.push(server);
         }
@@ -209,7 +214,8 @@ fn seed(
     Ok(started.elapsed().as_secs_f64())
 }
 
-/// A `throng serve` child process.
+/// A `throng bench-server EXPERIMENT` child process: `throng serve` plus the
+/// experiment's comparison designs.
 pub struct ChildServer {
     child: Child,
     pub addr: SocketAddr,
@@ -218,11 +224,12 @@ pub struct ChildServer {
 impl ChildServer {
     pub fn start(
         exe: &Path,
+        experiment: &str,
         store_flags: &[String],
         extra: &[String],
     ) -> anyhow::Result<ChildServer> {
         let mut child = Command::new(exe)
-            .arg("serve")
+            .args(["bench-server", experiment])
             .args(["--listen", "127.0.0.1:0", "--in-flight-max", "100000"])
             .args(store_flags)
             .args(extra)

@@ -35,9 +35,16 @@ pub trait Experiment: Send + Sync {
     fn about(&self) -> &'static str;
     /// Arguments after `throng seed` (the harness adds the store flags).
     fn seed_args(&self, scale: Scale) -> Vec<String>;
-    /// Extra arguments for `throng serve`.
+    /// Extra `serve` arguments for the bench's child servers.
     fn serve_args(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The comparison designs the bench's child servers run beside the
+    /// services (routes, and tables made at their start): a service of
+    /// their own that only `throng bench` plugs in, so `throng serve`
+    /// neither creates nor mounts anything of theirs.
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+        None
     }
     /// Called once before `workloads`, with the server's data directory
     /// (where its generated secrets are), for experiments whose requests

@@ -170,14 +170,17 @@ const SCAN_RANGE_PG: &str = "SELECT COUNT(*), COALESCE(MAX(position), $1) FROM
        (SELECT position FROM events WHERE position > $1 AND position <= $3
         ORDER BY position LIMIT $2) AS scanned";
 
-/// The events of `event_type` among the next `limit` events after
-/// `position`. The range read first holds every event the second statement
+/// The events of `event_type` in the streams of `category` (`{category}-...`
+/// and the stream named `category`) among the next `limit` events after
+/// `position`: an event of that type in another stream (a client's, through
+/// the events API) is never returned. The range read first holds every event the second statement
 /// can find in it (SQLite: positions commit in order; PostgreSQL: the range
 /// stops at the horizon), and the other types' payloads are never read out.
 pub fn sqlite_events_of_type_after(
     conn: &Connection,
     position: i64,
     limit: i64,
+    category: &str,
     event_type: &str,
 ) -> Result<TypeScan, StoreError> {
     let (scanned, scanned_to): (i64, i64) = conn
@@ -186,11 +189,12 @@ pub fn sqlite_events_of_type_after(
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
         columns!(),
-        " FROM events WHERE position > ?1 AND position <= ?2 AND event_type = ?3 ORDER BY position"
+        " FROM events WHERE position > ?1 AND position <= ?2 AND event_type = ?3 \
+          AND (stream = ?4 OR substr(stream, 1, length(?4) + 1) = ?4 || '-') ORDER BY position"
     ))?;
     let events = stmt
         .query_map(
-            rusqlite::params![position, scanned_to, event_type],
+            rusqlite::params![position, scanned_to, event_type, category],
             sqlite_event,
         )?
         .collect::<Result<Vec<_>, _>>()?;
@@ -205,6 +209,7 @@ pub async fn pg_events_of_type_after(
     store: &PgStore,
     position: i64,
     limit: i64,
+    category: &str,
     event_type: &str,
 ) -> Result<TypeScan, StoreError> {
     let client = store.client().await?;
@@ -221,16 +226,15 @@ pub async fn pg_events_of_type_after(
         .await?;
     let (scanned, scanned_to): (i64, i64) = (row.get(0), row.get(1));
     let stmt = client
-        .prepare_cached(
-            concat!(
-                "SELECT ",
-                columns!(),
-                " FROM events WHERE position > $1 AND position <= $2 AND event_type = $3 ORDER BY position"
-            ),
-        )
+        .prepare_cached(concat!(
+            "SELECT ",
+            columns!(),
+            " FROM events WHERE position > $1 AND position <= $2 AND event_type = $3 \
+                  AND (stream = $4 OR left(stream, length($4) + 1) = $4 || '-') ORDER BY position"
+        ))
         .await?;
     let rows = client
-        .query(&stmt, &[&position, &scanned_to, &event_type])
+        .query(&stmt, &[&position, &scanned_to, &event_type, &category])
         .await?;
     Ok(TypeScan {
         events: rows.into_iter().map(|r| pg_event(&r)).collect(),
@@ -275,11 +279,13 @@ mod tests {
         .unwrap();
         for i in 1..=10 {
             let t = if i % 3 == 0 { "Wanted" } else { "Other" };
-            sqlite_append(
-                &c,
-                &NewEvent::json_bytes(format!("s-{i}"), t, vec![i as u8]),
-            )
-            .unwrap();
+            // The 9th is of the wanted type in another category's stream.
+            let stream = if i == 9 {
+                "S-9".to_string()
+            } else {
+                format!("s-{i}")
+            };
+            sqlite_append(&c, &NewEvent::json_bytes(stream, t, vec![i as u8])).unwrap();
         }
         c
     }
@@ -287,19 +293,17 @@ mod tests {
     #[test]
     fn a_type_scan_returns_that_type_and_how_far_it_read() {
         let c = log();
-        let s = sqlite_events_of_type_after(&c, 0, 4, "Wanted").unwrap();
+        let s = sqlite_events_of_type_after(&c, 0, 4, "s", "Wanted").unwrap();
         assert_eq!((s.scanned, s.scanned_to), (4, 4));
         assert_eq!(s.events.iter().map(|e| e.position).collect::<Vec<_>>(), [3]);
-        let s = sqlite_events_of_type_after(&c, 4, 100, "Wanted").unwrap();
+        let s = sqlite_events_of_type_after(&c, 4, 100, "s", "Wanted").unwrap();
         assert_eq!((s.scanned, s.scanned_to), (6, 10));
-        assert_eq!(
-            s.events.iter().map(|e| e.position).collect::<Vec<_>>(),
-            [6, 9]
-        );
-        assert_eq!(s.events[1].payload, [9]);
-        let s = sqlite_events_of_type_after(&c, 10, 100, "Wanted").unwrap();
+        // 9 is of the type, but in the stream `S-9`, not of category `s`.
+        assert_eq!(s.events.iter().map(|e| e.position).collect::<Vec<_>>(), [6]);
+        assert_eq!(s.events[0].payload, [6]);
+        let s = sqlite_events_of_type_after(&c, 10, 100, "s", "Wanted").unwrap();
         assert_eq!((s.scanned, s.scanned_to, s.events.len()), (0, 10, 0));
-        let s = sqlite_events_of_type_after(&c, 0, 2, "Wanted").unwrap();
+        let s = sqlite_events_of_type_after(&c, 0, 2, "s", "Wanted").unwrap();
         assert_eq!((s.scanned, s.scanned_to, s.events.len()), (2, 2, 0));
     }
 }

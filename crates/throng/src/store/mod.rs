@@ -264,24 +264,27 @@ impl Store {
         }
     }
 
-    /// The events of one type among the next `limit` events after
-    /// `position`, and how far that scan reached: a consumer of one type
-    /// (booking's notifier) never reads the other services' payloads.
+    /// The events of one type in the streams of one category (`{category}-...`)
+    /// among the next `limit` events after `position`, and how far that scan
+    /// reached: a service's worker (booking's notifier) reads its own
+    /// streams only, never another stream's event of a matching type nor the
+    /// other services' payloads.
     pub async fn events_of_type_after(
         &self,
         position: i64,
         limit: i64,
+        category: &'static str,
         event_type: &'static str,
     ) -> Result<eventlog::TypeScan, StoreError> {
         match self {
             Store::Sqlite(s) => {
                 s.read(move |c| {
-                    eventlog::sqlite_events_of_type_after(c, position, limit, event_type)
+                    eventlog::sqlite_events_of_type_after(c, position, limit, category, event_type)
                 })
                 .await
             }
             Store::Postgres(p) => {
-                eventlog::pg_events_of_type_after(p, position, limit, event_type).await
+                eventlog::pg_events_of_type_after(p, position, limit, category, event_type).await
             }
         }
     }
@@ -491,6 +494,86 @@ impl Store {
                             )
                             .await?;
                         Ok(row.map(|r| r.get(0)))
+                    })
+                })
+                .await
+            }
+        }
+    }
+
+    /// Renews the lease `owner` holds on a log consumer (even one that
+    /// lapsed, while no other owner took it); returns the consumer's durable
+    /// position, `None` when `owner` does not hold it.
+    pub async fn renew_consumer(
+        &self,
+        consumer: &str,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let (consumer, owner) = (consumer.to_string(), owner.to_string());
+        let until = crate::base::clock::now_ms() + lease_ms;
+        match self {
+            Store::Sqlite(s) => {
+                s.write(move |c| {
+                    use rusqlite::OptionalExtension;
+                    Ok(c.prepare_cached(
+                        "UPDATE consumer_positions SET lease_until_ms = ?3
+                         WHERE consumer = ?1 AND lease_owner = ?2 RETURNING position",
+                    )?
+                    .query_row(rusqlite::params![consumer, owner, until], |r| r.get(0))
+                    .optional()?)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    let (consumer, owner) = (consumer.clone(), owner.clone());
+                    Box::pin(async move {
+                        let row = tx
+                            .tx
+                            .query_opt(
+                                "UPDATE consumer_positions SET lease_until_ms = $3
+                                 WHERE consumer = $1 AND lease_owner = $2 RETURNING position",
+                                &[&consumer, &owner, &until],
+                            )
+                            .await?;
+                        Ok(row.map(|r| r.get(0)))
+                    })
+                })
+                .await
+            }
+        }
+    }
+
+    /// Ends `owner`'s lease on a log consumer at once; `false` when `owner`
+    /// does not hold it.
+    pub async fn release_consumer(&self, consumer: &str, owner: &str) -> Result<bool, StoreError> {
+        let (consumer, owner) = (consumer.to_string(), owner.to_string());
+        match self {
+            Store::Sqlite(s) => {
+                s.write(move |c| {
+                    Ok(c.prepare_cached(
+                        "UPDATE consumer_positions SET lease_owner = NULL, lease_until_ms = 0
+                         WHERE consumer = ?1 AND lease_owner = ?2",
+                    )?
+                    .execute(rusqlite::params![consumer, owner])?
+                        == 1)
+                })
+                .await
+            }
+            Store::Postgres(p) => {
+                p.write(move |tx| {
+                    let (consumer, owner) = (consumer.clone(), owner.clone());
+                    Box::pin(async move {
+                        Ok(tx
+                            .tx
+                            .execute(
+                                "UPDATE consumer_positions SET lease_owner = NULL, lease_until_ms = 0
+                                 WHERE consumer = $1 AND lease_owner = $2",
+                                &[&consumer, &owner],
+                            )
+                            .await?
+                            == 1)
                     })
                 })
                 .await

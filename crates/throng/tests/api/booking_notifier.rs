@@ -14,7 +14,8 @@ use throng::platform::auth::Role;
 
 both_stores!(
     a_redirecting_gateway_receives_nothing_more,
-    a_failing_event_no_longer_blocks_the_next
+    a_failing_event_no_longer_blocks_the_next,
+    confirmations_in_other_streams_are_not_sent
 );
 
 type Calls = Arc<Mutex<Vec<Value>>>;
@@ -206,4 +207,67 @@ async fn https_gateways_are_spoken_to_over_tls() {
     assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
     wait_for_one_parked(&s).await;
     assert_eq!(calls.lock().unwrap().len(), 0, "no request in the clear");
+}
+
+/// The worker reads booking's own streams only: a `RegistrationConfirmed`
+/// naming a real registration in any other stream sends nothing.
+async fn confirmations_in_other_streams_are_not_sent(kind: StoreKind) {
+    use throng::store::eventlog::NewEvent;
+    let (url, calls) = gateway(|_| (StatusCode::OK, HeaderMap::new())).await;
+    let flags = ["--with-notifier", "--notify-webhook", &url];
+    let Some(s) = TestServer::start_seeded(kind, &flags, Some((1, 1, 5))).await else {
+        return;
+    };
+    let r = s.api.register(1, FROM, 0, person(1)).await;
+    assert_eq!(r.status, 201);
+    let first = r.json()["registrationId"].as_str().unwrap().to_string();
+    assert!(eventually(|| calls.lock().unwrap().len() == 1).await);
+    let forged = serde_json::json!({
+        "registrationId": first, "placeId": 1, "day": FROM, "timeSlot": 0,
+    });
+    for stream in ["forged-1", "bookings-registration-1", "bookingx"] {
+        s.state
+            .store
+            .append_event(NewEvent::json(stream, "RegistrationConfirmed", &forged))
+            .await
+            .unwrap();
+    }
+    // Through the API a look-alike of booking's streams is refused.
+    let r = s
+        .api
+        .send(
+            s.api
+                .http
+                .post(s.api.url("/api/events/streams/Booking-registration-1"))
+                .bearer_auth(s.token(Role::Admin))
+                .json(&serde_json::json!([{
+                    "eventId": uuid::Uuid::new_v4().to_string(),
+                    "type": "RegistrationConfirmed",
+                    "data": forged,
+                }])),
+        )
+        .await;
+    r.assert_error(403, "stream_owned_by_service");
+    // A real one after them: once it is sent, the worker has passed them.
+    let r = s.api.register(1, FROM, 1, person(2)).await;
+    assert_eq!(r.status, 201);
+    let next = r.json()["registrationId"].as_str().unwrap().to_string();
+    assert!(
+        eventually(|| calls
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|b| b["registrationId"] == next.as_str()))
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sent: Vec<Value> = calls.lock().unwrap().clone();
+    assert_eq!(sent.len(), 2, "one message per registration: {sent:?}");
+    assert_eq!(
+        sent.iter()
+            .filter(|b| b["registrationId"] == first.as_str())
+            .count(),
+        1
+    );
+    assert_eq!(parked(&s).await["count"], 0);
 }

@@ -556,6 +556,11 @@ async fn access_needs_an_admin_token_and_services_own_their_streams(kind: StoreK
         "ballots-1",
         "comments-course-1",
         "booking",
+        // A category is a service's whatever its case.
+        "Ballots-1",
+        "BALLOTS-1",
+        "Booking-registration-1",
+        "COMMENTS-course-1",
     ] {
         append(api, t, stream, None, &body)
             .await
@@ -764,6 +769,7 @@ both_stores!(
     sse_resumes_with_last_event_id,
     long_poll_answers_when_an_event_commits,
     consumers_hold_a_lease_and_a_checkpoint,
+    the_tally_counts_ballots_of_the_ballot_streams_only,
 );
 
 /// Server-sent events as (id, event, data), read from a response.
@@ -941,10 +947,13 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
         return;
     };
     let (api, t) = (&s.api, &s.token(Role::Admin));
-    let lease = |owner: &str, position: Option<i64>| {
-        let mut body = json!({"owner": owner, "leaseMs": 60000});
+    let lease = |owner: &str, lease_ms: i64, token: Option<&str>, position: Option<i64>| {
+        let mut body = json!({"owner": owner, "leaseMs": lease_ms});
         if let Some(p) = position {
             body["position"] = json!(p);
+        }
+        if let Some(token) = token {
+            body["leaseToken"] = json!(token);
         }
         api.send(
             api.http
@@ -953,17 +962,71 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
                 .json(&body),
         )
     };
-    let r = lease("node-a", None).await;
+    let release = |token: &str| {
+        api.send(
+            api.http
+                .delete(api.url("/api/events/consumers/projector/lease"))
+                .bearer_auth(t)
+                .header("lease-token", token),
+        )
+    };
+    let r = lease("node-a", 60000, None, None).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["position"], 0);
-    lease("node-b", None).await.assert_error(409, "lease_held");
-    let r = lease("node-a", Some(42)).await;
-    assert_eq!(r.json()["position"], 42);
-    lease("node-b", Some(50))
+    assert_eq!(
+        (&r.json()["position"], &r.json()["owner"]),
+        (&json!(0), &json!("node-a"))
+    );
+    let token = r.json()["leaseToken"].as_str().unwrap().to_string();
+    assert_eq!(token.len(), 32, "{token}");
+    // Held: neither another owner nor one naming the holder takes it.
+    lease("node-b", 60000, None, None)
         .await
         .assert_error(409, "lease_held");
+    lease("node-a", 60000, None, None)
+        .await
+        .assert_error(409, "lease_held");
+    lease("node-a", 60000, None, Some(50))
+        .await
+        .assert_error(409, "lease_held");
+    // A token that never held it renews nothing and saves nothing.
+    let forged = "0".repeat(32);
+    lease("node-a", 60000, Some(&forged), Some(50))
+        .await
+        .assert_error(409, "lease_not_held");
+    release(&forged).await.assert_error(409, "lease_not_held");
+    lease("node-a", 60000, Some("not-a-token"), None)
+        .await
+        .assert_error(422, "invalid_field");
+    // The token renews and saves the checkpoint.
+    let r = lease("node-a", 60000, Some(&token), Some(42)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        (&r.json()["position"], &r.json()["leaseToken"]),
+        (&json!(42), &json!(token))
+    );
     let v = get(api, t, "/api/events/consumers/projector").await.json();
     assert_eq!(v["position"], 42);
+    // Released with its token: the next claim is granted at once, and the
+    // old token holds nothing.
+    let r = release(&token).await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    release(&token).await.assert_error(409, "lease_not_held");
+    let r = lease("node-b", 1000, None, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["position"], 42);
+    let b_token = r.json()["leaseToken"].as_str().unwrap().to_string();
+    assert_ne!(b_token, token);
+    lease("node-a", 60000, Some(&token), None)
+        .await
+        .assert_error(409, "lease_not_held");
+    // Expiry frees it: after node-b's 1 s lapse, a new claim takes it and
+    // node-b's token no longer renews.
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let r = lease("node-c", 60000, None, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    lease("node-b", 60000, Some(&b_token), None)
+        .await
+        .assert_error(409, "lease_not_held");
     // Booking's confirmation worker is a consumer too: readable, not leased here.
     let v = get(api, t, "/api/events/consumers/booking-notifier")
         .await
@@ -975,6 +1038,15 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
                 .post(api.url("/api/events/consumers/booking-notifier/lease"))
                 .bearer_auth(t)
                 .json(&json!({"owner": "x", "leaseMs": 60000})),
+        )
+        .await;
+    r.assert_error(403, "consumer_owned_by_service");
+    let r = api
+        .send(
+            api.http
+                .delete(api.url("/api/events/consumers/booking-notifier/lease"))
+                .bearer_auth(t)
+                .header("lease-token", "0".repeat(32)),
         )
         .await;
     r.assert_error(403, "consumer_owned_by_service");
@@ -1328,4 +1400,98 @@ async fn a_slow_subscriber_does_not_grow_the_server() {
     for want in 1..=3 {
         assert_eq!(sse.next().await.0, want);
     }
+}
+
+/// The voting tally counts `voting.BallotCast` from `ballots-{election}`
+/// only: the same type in any other stream is not a ballot.
+async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
+    use throng::services::voting::seed::{candidate_id, district_of, seed, SeedVotingArgs};
+    use throng::store::eventlog::NewEvent;
+    let flags = [
+        "--voting-identity",
+        "headers",
+        "--voting-mix-ballots-min",
+        "1",
+        "--voting-mix-interval-ms",
+        "20",
+    ];
+    let Some(s) = TestServer::start(kind, &flags).await else {
+        return;
+    };
+    let args = SeedVotingArgs {
+        voters: 20,
+        districts: 2,
+        parties: 2,
+        candidates_per_party: 2,
+        candidates_per_vote_max: 2,
+        election: 1,
+        name: Some("Test election".into()),
+        opens_at: None,
+        closes_at: None,
+        force: false,
+        voters_csv: None,
+    };
+    seed(&s.state.store, &args, false).await.unwrap();
+    let (api, t) = (&s.api, &s.token(Role::Admin));
+    for _ in 0..200 {
+        if api.get("/api/voting/elections/1").await.status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let d = district_of(1, 1, 2);
+    let forged = json!({
+        "electionId": 1, "districtId": d, "partyId": 1,
+        "candidateIds": [candidate_id(&args, d, 1, 1)],
+    });
+    // Forged ballots: JSON in a stream of another category, and through
+    // the API (MessagePack) in an admin's stream.
+    for stream in ["forged-1", "ballots", "ballotsx-1", "ballots-1x"] {
+        s.state
+            .store
+            .append_event(NewEvent::json(stream, "voting.BallotCast", &forged))
+            .await
+            .unwrap();
+    }
+    let r = append(
+        api,
+        t,
+        "x-1",
+        None,
+        &json!([event("voting.BallotCast", forged.clone())]),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    append(
+        api,
+        t,
+        "Ballots-1",
+        None,
+        &json!([event("voting.BallotCast", forged)]),
+    )
+    .await
+    .assert_error(403, "stream_owned_by_service");
+    // One real vote after them.
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/api/voting/elections/1/votes"))
+                .header("voter-id", "1")
+                .header("election-district-id", d.to_string())
+                .json(&json!({"partyId": 1, "candidateIds": [candidate_id(&args, d, 1, 1)]})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut results = json!(null);
+    for _ in 0..400 {
+        results = api.get("/api/voting/elections/1/results").await.json();
+        if results["ballots"].as_i64().unwrap_or(0) >= 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Past every event: a forged ballot would have been counted by now.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let results = api.get("/api/voting/elections/1/results").await.json();
+    assert_eq!(results["ballots"], 1, "{results}");
 }

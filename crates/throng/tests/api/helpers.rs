@@ -274,6 +274,27 @@ impl TestServer {
         from: &str,
         seed: Option<(i64, i32, i32)>,
     ) -> Option<TestServer> {
+        TestServer::start_services(kind, extra_args, from, seed, throng::services::all()).await
+    }
+
+    /// A child server of `throng bench EXPERIMENT`: the services plus the
+    /// experiment's comparison designs (as `throng bench-server` runs them).
+    pub async fn start_bench_child(
+        kind: StoreKind,
+        experiment: &str,
+        extra_args: &[&str],
+    ) -> Option<TestServer> {
+        let list = throng::bench::child_services(experiment).expect("a known experiment");
+        TestServer::start_services(kind, extra_args, FROM, None, list).await
+    }
+
+    async fn start_services(
+        kind: StoreKind,
+        extra_args: &[&str],
+        from: &str,
+        seed: Option<(i64, i32, i32)>,
+        list: &'static [&'static dyn throng::platform::service::Service],
+    ) -> Option<TestServer> {
         let pg = match kind {
             StoreKind::Sqlite => None,
             StoreKind::Postgres => Some(PgDb::create_or_skip().await?),
@@ -313,7 +334,9 @@ impl TestServer {
                 .expect("open the store to seed");
             seed_store_from(&store, from, places, days, slots_per_day).await;
         }
-        let running = throng::app::start(args).await.expect("server starts");
+        let running = throng::app::start_for(args, list)
+            .await
+            .expect("server starts");
         Some(TestServer {
             api: Api::new(running.addr),
             addr: running.addr,

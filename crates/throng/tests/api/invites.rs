@@ -27,7 +27,7 @@ both_stores!(
     a_visitor_can_be_forgotten,
     answers_past_the_retention_are_purged,
     acknowledged_answers_survive_sigkill,
-    the_baseline_route_answers_only_when_mounted,
+    the_baseline_route_answers_only_on_the_bench_child,
     seeded_visitors_answer_as_seeded,
 );
 
@@ -867,14 +867,14 @@ async fn acknowledged_answers_survive_sigkill(kind: StoreKind) {
     drop(pg);
 }
 
-async fn the_baseline_route_answers_only_when_mounted(kind: StoreKind) {
+async fn the_baseline_route_answers_only_on_the_bench_child(kind: StoreKind) {
     for mounted in [false, true] {
-        let flags: &[&str] = if mounted {
-            &["--invites-baseline-routes"]
+        let server = if mounted {
+            TestServer::start_bench_child(kind, "invites", &[]).await
         } else {
-            &[]
+            TestServer::start(kind, &[]).await
         };
-        let Some(server) = TestServer::start(kind, flags).await else {
+        let Some(server) = server else {
             return;
         };
         let inv = Inv::new(&server, json!({})).await;

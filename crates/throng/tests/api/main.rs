@@ -13,6 +13,7 @@ mod seam;
 mod security;
 
 // service test modules: one line each
+mod bench_baselines;
 mod booking;
 mod booking_durability;
 mod booking_notifier;

@@ -28,7 +28,7 @@ both_stores!(
     closed_elections_refuse_votes,
     ballots_are_secret,
     demo_voter_only_with_demo,
-    baseline_routes_only_with_the_flag,
+    baseline_routes_only_on_the_bench_child,
     every_receipt_counted_after_sigkill,
 );
 crate::postgres_only!(
@@ -1212,7 +1212,7 @@ async fn demo_voter_only_with_demo(kind: StoreKind) {
     assert_eq!(r.status, 201, "{}", r.text());
 }
 
-/// A vote through the write-up's design (baseline.rs).
+/// A vote through the write-up's design (bench/baseline.rs).
 async fn baseline_vote(api: &Api, election: i64, voter: i64, district: i64, body: &Value) -> Reply {
     api.send(
         api.http
@@ -1224,7 +1224,7 @@ async fn baseline_vote(api: &Api, election: i64, voter: i64, district: i64, body
     .await
 }
 
-async fn baseline_routes_only_with_the_flag(kind: StoreKind) {
+async fn baseline_routes_only_on_the_bench_child(kind: StoreKind) {
     let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
         return;
     };
@@ -1235,20 +1235,15 @@ async fn baseline_routes_only_with_the_flag(kind: StoreKind) {
     baseline_vote(&s.api, 1, 1, district(1), &body(district(1), 1, &[1]))
         .await
         .assert_error(404, "route_not_found");
-    assert_eq!(
-        count(&s.state.store, "SELECT COUNT(*) FROM voting_baseline_votes").await,
-        0
-    );
     drop(s);
 
-    let flags: Vec<&str> = HEADERS_MODE
-        .iter()
-        .copied()
-        .chain(["--voting-baseline-routes"])
-        .collect();
-    let Some(s) = start(kind, &flags, seed_args()).await else {
+    let Some(s) = TestServer::start_bench_child(kind, "voting", HEADERS_MODE).await else {
         return;
     };
+    throng::services::voting::seed::seed(&s.state.store, &seed_args(), false)
+        .await
+        .expect("seed voting");
+    wait_until(|| async { s.api.get("/api/voting/elections/1").await.status == 200 }).await;
     let (api, store) = (&s.api, &s.state.store);
     // The same ballot JSON as the real endpoint's, read from the database.
     for d in 1..=DISTRICTS {

@@ -1,6 +1,8 @@
 //! `throng bench booking`: the write-up's experiment (Netling against random
 //! try-registers on 5,000,000 slots), plus the free-slot reads the page makes.
 
+pub mod baseline;
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -126,8 +128,8 @@ impl Experiment for BookingBench {
             },
         ]
     }
-    fn serve_args(&self) -> Vec<String> {
-        vec!["--booking-baseline-routes".into()]
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+        Some(&baseline::NaiveBooking)
     }
     fn connections(&self) -> usize {
         // A crowd: 256 people pressing "register" at once. With 64, durable
@@ -144,7 +146,7 @@ impl Experiment for BookingBench {
              5M slots took about 1 GB of RAM"
                 .into(),
             "try-register answers 201 or 409 (slot already taken); both are correct answers".into(),
-            "naive (baseline.rs, `--booking-baseline-routes`): the endpoint as a user might first \
+            "naive (bench/baseline.rs, on the bench's child servers only): the endpoint as a user might first \
              write it: one conditional UPDATE of the slot per request in autocommit (PostgreSQL: \
              a pool of 32 connections; SQLite: one connection), no registration row, no event, \
              no sealing, no one-per-person rule"

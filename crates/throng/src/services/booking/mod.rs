@@ -8,7 +8,6 @@
 //! `store` directly for slots, so no write path can forget the index.
 
 pub mod availability;
-pub mod baseline;
 pub mod bench;
 pub mod http;
 pub mod ics;
@@ -77,10 +76,6 @@ pub struct BookingArgs {
     /// slot of an earlier day, can no longer be booked or moved to.
     #[arg(long, env = "THRONG_BOOKING_UTC_OFFSET", default_value = "+00:00", value_parser = model::BookingClock::parse)]
     pub booking_utc_offset: model::BookingClock,
-    /// Mounts the naive design of try-register beside ours (see
-    /// `baseline.rs`), for `throng bench booking`; not part of the API.
-    #[arg(long, env = "THRONG_BOOKING_BASELINE_ROUTES")]
-    pub booking_baseline_routes: bool,
 }
 
 impl Service for Booking {
@@ -89,7 +84,7 @@ impl Service for Booking {
     }
 
     fn event_categories(&self) -> &'static [&'static str] {
-        &["booking"]
+        &[model::STREAM_CATEGORY]
     }
 
     fn migrations(&self) -> Option<&'static MigrationSet> {
@@ -142,7 +137,6 @@ impl Service for Booking {
             state.blind_index = platform.blind_index.clone();
             state.one_registration = args.booking_one_registration;
             state.clock = args.booking_utc_offset;
-            state.baseline_routes = args.booking_baseline_routes;
             let state = Arc::new(state);
             let mut started = Started::new(state.clone());
             if let Some(watcher) = state.spawn_seed_watcher() {
@@ -164,7 +158,7 @@ impl Service for Booking {
     }
 
     fn router(&self) -> axum::Router<AppState> {
-        http::router().merge(baseline::router())
+        http::router()
     }
 
     fn openapi(&self) -> utoipa::openapi::OpenApi {
@@ -223,9 +217,6 @@ pub struct BookingState {
     availability: Option<Arc<ArcSwap<availability::Availability>>>,
     /// The seed generation the index was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
-    /// `serve --booking-baseline-routes`: the naive design answers.
-    pub baseline_routes: bool,
-    pub naive: baseline::Naive,
 }
 
 impl ServiceState for BookingState {}
@@ -248,8 +239,6 @@ impl BookingState {
             notify_worker: Arc::new(Notify::new()),
             availability,
             loaded_generation: generation,
-            baseline_routes: false,
-            naive: baseline::Naive::default(),
         })
     }
 

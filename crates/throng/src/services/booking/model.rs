@@ -447,6 +447,9 @@ impl BookingClock {
     }
 }
 
+/// The category of the service's event streams (`booking-...`).
+pub const STREAM_CATEGORY: &str = "booking";
+
 pub fn stream_of(registration_id: &str) -> String {
     const PREFIX: &str = "booking-registration-";
     let mut out = String::with_capacity(PREFIX.len() + registration_id.len());

@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::Notify;
 
-use super::model::{SlotEvent, EVENT_CONFIRMED};
+use super::model::{SlotEvent, EVENT_CONFIRMED, STREAM_CATEGORY};
 use super::store;
 use crate::base::metrics::METRICS;
 use crate::platform::crypto::PiiCipher;
@@ -140,7 +140,12 @@ async fn follow(
     let mut idle_since = std::time::Instant::now();
     loop {
         let scan = match store
-            .events_of_type_after(position, EVENTS_PER_ROUND_MAX, EVENT_CONFIRMED)
+            .events_of_type_after(
+                position,
+                EVENTS_PER_ROUND_MAX,
+                STREAM_CATEGORY,
+                EVENT_CONFIRMED,
+            )
             .await
         {
             Ok(s) => s,

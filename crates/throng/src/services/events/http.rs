@@ -55,7 +55,7 @@ where
         )
         .route(
             "/api/events/consumers/{name}/lease",
-            axum::routing::post(super::subscribe::lease),
+            axum::routing::post(super::subscribe::lease).delete(super::subscribe::release),
         )
 }
 
@@ -852,7 +852,8 @@ pub async fn read_category(
         super::subscribe::subscribe,
         super::subscribe::poll,
         super::subscribe::get_consumer,
-        super::subscribe::lease
+        super::subscribe::lease,
+        super::subscribe::release
     ),
     components(schemas(super::subscribe::ClaimIn))
 )]
@@ -929,7 +930,11 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "pattern": format!("^[A-Za-z0-9_.-]{{1,{CONSUMER_BYTES_MAX}}}$")});
     *param_schema(doc, "get", "/api/events/consumers/{name}", "name") = consumer.clone();
     let lease = "/api/events/consumers/{name}/lease";
-    *param_schema(doc, "post", lease, "name") = consumer;
+    *param_schema(doc, "post", lease, "name") = consumer.clone();
+    *param_schema(doc, "delete", lease, "name") = consumer;
+    let token = json!({"type": "string",
+        "pattern": format!("^[0-9a-f]{{{}}}$", 2 * super::subscribe::LEASE_TOKEN_BYTES)});
+    *param_schema(doc, "delete", lease, "Lease-Token") = token.clone();
     // The append: JSON's shape here; MessagePack (same fields, maps for data
     // and metadata) is described in the operation's text.
     let append = operation(doc, "post", s);
@@ -962,6 +967,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "properties": {
             "owner": {"type": "string", "minLength": 1, "maxLength": OWNER_CHARS_MAX},
             "leaseMs": {"type": "integer", "minimum": LEASE_MS_MIN, "maximum": LEASE_MS_MAX},
+            "leaseToken": {"anyOf": [token, {"type": "null"}]},
             "position": {"type": ["integer", "null"], "minimum": 0, "maximum": i64::MAX}
         }
     });

@@ -134,11 +134,13 @@ impl EventsState {
             .find(|name| *name == first && *name != "events")
     }
 
-    /// The service that writes streams of `category`, if one does.
+    /// The service that writes streams of `category`, if one does; the
+    /// category is compared whatever its case (`Ballots` and `BALLOTS` are
+    /// the voting service's as `ballots` is).
     pub fn owner_of(&self, category: &str) -> Option<&'static str> {
         self.owned
             .iter()
-            .find(|(c, _)| *c == category)
+            .find(|(c, _)| c.eq_ignore_ascii_case(category))
             .map(|(_, s)| *s)
     }
 }

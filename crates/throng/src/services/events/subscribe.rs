@@ -301,13 +301,41 @@ fn consumer_name(name: &str) -> ApiResult<String> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimIn {
-    /// Who delivers (a node or worker id, 1 to 100 characters).
+    /// Who delivers (a node or worker id, 1 to 100 characters): a label
+    /// echoed back, not what holds the lease.
     owner: String,
     /// How long the lease lasts unless renewed, 1,000 to 300,000 ms.
     lease_ms: i64,
-    /// With a claim: the position delivered so far, saved (only while the
-    /// owner holds the lease).
+    /// The token a claim answered: renews the lease it holds. Absent: a
+    /// new claim, granted only while no lease is running.
+    lease_token: Option<String>,
+    /// The position delivered so far, saved while the lease is held.
     position: Option<i64>,
+}
+
+/// A lease token: [`LEASE_TOKEN_BYTES`] random bytes, hex.
+pub(super) const LEASE_TOKEN_BYTES: usize = 16;
+
+fn lease_token_of(token: &str) -> ApiResult<&str> {
+    let ok = token.len() == 2 * LEASE_TOKEN_BYTES
+        && token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if ok {
+        Ok(token)
+    } else {
+        Err(ApiError::invalid_field(format!(
+            "leaseToken: the {} lowercase hex characters a claim answered",
+            2 * LEASE_TOKEN_BYTES
+        )))
+    }
+}
+
+/// What the store keeps as the lease's holder: a digest of the token, so
+/// the token itself is never at rest and no client-chosen name holds it.
+fn lease_holder(token: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("lease:{}", hex::encode(Sha256::digest(token.as_bytes())))
 }
 
 #[utoipa::path(get, path = "/api/events/consumers/{name}", tag = "events",
@@ -331,12 +359,12 @@ pub async fn get_consumer(
 #[utoipa::path(post, path = "/api/events/consumers/{name}/lease", tag = "events",
     params(("name" = String, Path)),
     security(("bearer" = [])),
-    request_body(content = ClaimIn, description = "{owner, leaseMs, position?}: takes or renews the consumer's lease; with position, saves the checkpoint too"),
-    responses((status = 200, description = "{consumer, owner, position, leaseMs}: the owner holds the lease; deliver events after position"),
+    request_body(content = ClaimIn, description = "{owner, leaseMs, leaseToken?, position?}: without leaseToken, claims the lease (granted only while none is running, whoever asks); with the token a claim answered, renews it; with position, saves the checkpoint too"),
+    responses((status = 200, description = "{consumer, owner, leaseToken, position, leaseMs}: the lease is held, by the holder of leaseToken, for leaseMs; deliver events after position. Renew, save positions and release with leaseToken"),
               (status = 400, description = "invalid_consumer, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, consumer_owned_by_service (a service's own worker, e.g. booking-notifier: readable, not leased here)"),
-              (status = 409, description = "lease_held: another owner's lease is running"),
+              (status = 409, description = "lease_held: a lease is running (claim again after it lapses); lease_not_held: leaseToken no longer holds the lease (it lapsed and was taken, or was released): claim again without it"),
               (status = 415, description = "unsupported_media_type"),
               (status = 422, description = "invalid_field")))]
 pub async fn lease(
@@ -347,13 +375,7 @@ pub async fn lease(
 ) -> ApiResult<Response> {
     caller.require(Role::Admin)?;
     let name = consumer_name(&name)?;
-    if let Some(service) = st.consumer_owner(&name) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "consumer_owned_by_service",
-            format!("'{name}' is the {service} service's worker; its lease is not taken through the API"),
-        ));
-    }
+    not_a_service_worker(&st, &name)?;
     if !(1..=OWNER_CHARS_MAX).contains(&body.owner.chars().count()) {
         return Err(ApiError::invalid_field(format!(
             "owner: 1 to {OWNER_CHARS_MAX} characters"
@@ -367,31 +389,104 @@ pub async fn lease(
     if body.position.is_some_and(|p| p < 0) {
         return Err(ApiError::invalid_field("position: 0 or more"));
     }
-    let held = || {
-        ApiError::conflict(
-            "lease_held",
-            format!("another owner holds the lease of '{name}'; retry after it lapses"),
-        )
+    let (token, claimed) = match &body.lease_token {
+        Some(t) => {
+            let token = lease_token_of(t)?.to_string();
+            let renewed = st
+                .store
+                .renew_consumer(&name, &lease_holder(&token), body.lease_ms)
+                .await?;
+            (token, renewed.ok_or_else(|| not_held(&name))?)
+        }
+        None => {
+            let token = hex::encode(rand::random::<[u8; LEASE_TOKEN_BYTES]>());
+            let claimed = st
+                .store
+                .claim_consumer(&name, &lease_holder(&token), body.lease_ms)
+                .await?;
+            let held = || {
+                ApiError::conflict(
+                    "lease_held",
+                    format!("a lease of '{name}' is running; claim again after it lapses"),
+                )
+            };
+            (token, claimed.ok_or_else(held)?)
+        }
     };
-    let Some(mut position) = st
-        .store
-        .claim_consumer(&name, &body.owner, body.lease_ms)
-        .await?
-    else {
-        return Err(held());
-    };
+    let mut position = claimed;
     if let Some(p) = body.position {
         if !st
             .store
-            .save_leased_position(&name, &body.owner, p, body.lease_ms)
+            .save_leased_position(&name, &lease_holder(&token), p, body.lease_ms)
             .await?
         {
-            return Err(held());
+            return Err(not_held(&name));
         }
         position = p;
     }
     Ok(axum::Json(json!({
-        "consumer": name, "owner": body.owner, "position": position, "leaseMs": body.lease_ms,
+        "consumer": name, "owner": body.owner, "leaseToken": token, "position": position,
+        "leaseMs": body.lease_ms,
     }))
     .into_response())
+}
+
+/// The header carrying a lease token to release.
+pub const LEASE_TOKEN_HEADER: &str = "lease-token";
+
+#[utoipa::path(delete, path = "/api/events/consumers/{name}/lease", tag = "events",
+    params(("name" = String, Path),
+           ("Lease-Token" = String, Header, description = "the leaseToken a claim answered")),
+    security(("bearer" = [])),
+    responses((status = 204, description = "released: the next claim is granted at once"),
+              (status = 400, description = "invalid_consumer"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden, consumer_owned_by_service"),
+              (status = 409, description = "lease_not_held: the token no longer holds the lease"),
+              (status = 422, description = "invalid_field (Lease-Token missing or malformed)")))]
+pub async fn release(
+    caller: Caller,
+    State(st): State<Arc<EventsState>>,
+    ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let name = consumer_name(&name)?;
+    not_a_service_worker(&st, &name)?;
+    let token = headers
+        .get(LEASE_TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::invalid_field("Lease-Token: the leaseToken a claim answered (a header)")
+        })?;
+    let token = lease_token_of(token)?;
+    if !st
+        .store
+        .release_consumer(&name, &lease_holder(token))
+        .await?
+    {
+        return Err(not_held(&name));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn not_a_service_worker(st: &EventsState, name: &str) -> ApiResult<()> {
+    match st.consumer_owner(name) {
+        Some(service) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "consumer_owned_by_service",
+            format!("'{name}' is the {service} service's worker; its lease is not taken through the API"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn not_held(name: &str) -> ApiError {
+    ApiError::conflict(
+        "lease_not_held",
+        format!(
+            "this leaseToken no longer holds the lease of '{name}' (it lapsed and was taken, or \
+             was released); claim it again without leaseToken"
+        ),
+    )
 }

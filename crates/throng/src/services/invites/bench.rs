@@ -18,6 +18,8 @@
 //! showed); on PostgreSQL, whose nodes mint random ids, random ids
 //! ([`seed::visitor_id`] past the seeded range).
 
+pub mod baseline;
+
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -114,8 +116,8 @@ impl Experiment for InvitesBench {
             sites.to_string(),
         ]
     }
-    fn serve_args(&self) -> Vec<String> {
-        vec!["--invites-baseline-routes".into()]
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+        Some(&baseline::InvitesBaseline)
     }
     fn offline(
         &self,
@@ -239,7 +241,7 @@ impl Experiment for InvitesBench {
              check and one point lookup in the 6M-row table; an answer is one durable write (group \
              commit, fsync before the answer) with the site's counts in the same transaction"
                 .into(),
-            "write-up's design (baseline.rs, same server and data, `--invites-baseline-routes`): the \
+            "write-up's design (bench/baseline.rs, same server and data, on the bench's child servers only): the \
              same checks and SQL, but each answer commits alone on a connection of its own (SQLite: \
              one connection behind a mutex, an fsync per answer; PostgreSQL: its own transaction)"
                 .into(),

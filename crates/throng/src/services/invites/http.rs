@@ -72,7 +72,6 @@ where
             "/api/invites/visitors/{visitor_id}",
             axum::routing::delete(forget_visitor),
         )
-        .merge(super::baseline::router())
         .merge(super::page::router())
 }
 

@@ -10,7 +10,6 @@
 //! lookup of the visitor's answers (none for a first visit), an answer one
 //! command of the group commit (`store.rs`), decided by `model.rs`.
 
-pub mod baseline;
 pub mod bench;
 pub mod http;
 pub mod index;
@@ -71,14 +70,6 @@ pub struct InvitesArgs {
         default_value_t = 3600
     )]
     pub invites_purge_interval_s: u64,
-    /// For `throng bench invites` only: the write-up's one transaction per
-    /// answer side by side (`/api/invites/baseline/...`, see baseline.rs;
-    /// not part of the API).
-    #[arg(
-        long = "invites-baseline-routes",
-        env = "THRONG_INVITES_BASELINE_ROUTES"
-    )]
-    pub invites_baseline_routes: bool,
     /// Do not run the counts flusher and the retention purge on this node.
     #[arg(long = "invites-no-workers", env = "THRONG_INVITES_NO_WORKERS")]
     pub invites_no_workers: bool,
@@ -211,9 +202,6 @@ pub struct InvitesState {
     pub cookie_secure: bool,
     /// The `invites_counts` row this node adds to.
     pub counts_shard: i32,
-    /// `serve --invites-baseline-routes` (baseline.rs).
-    pub baseline_routes: bool,
-    pub baseline_conn: baseline::OwnConnection,
     /// The embedded store's visitors in memory (`index.rs`); none on
     /// PostgreSQL, whose nodes mint random ids and read the table.
     pub memory: Option<Memory>,
@@ -274,8 +262,6 @@ impl InvitesState {
             sites: Arc::new(ArcSwap::from_pointee(sites)),
             cookie_secure: args.invites_cookie_secure,
             counts_shard,
-            baseline_routes: args.invites_baseline_routes,
-            baseline_conn: Default::default(),
             memory,
             loaded_generation: generation,
             loaded_answers,

@@ -19,12 +19,15 @@
 //! The server runs with `--voting-identity headers`, as the write-up's did
 //! behind its gateway, and the mixer at its default round size.
 //!
-//! The write-up's own design (`baseline.rs`: the database read on every
+//! The write-up's own design (`bench/baseline.rs`: the database read on every
 //! GET ballot, the vote validated by database reads then inserted, with the
 //! voter, into a table keyed by the voter) runs beside ours on the same
-//! server and data (`--voting-baseline-routes`): the same mix and POST alone,
+//! server and data (plugged into the bench's child servers only, see
+//! [`Experiment::comparison_service`]): the same mix and POST alone,
 //! drawing voters from the same counter, so every POST of the bench is a
 //! different voter and a 201.
+
+pub mod baseline;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -204,11 +207,13 @@ impl Experiment for VotingBench {
         ]
         .into()
     }
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+        Some(&baseline::VotingBaseline)
+    }
     fn serve_args(&self) -> Vec<String> {
         vec![
             "--voting-identity".into(),
             "headers".into(),
-            "--voting-baseline-routes".into(),
             // Election night writes on every other request: under load the
             // writer waits up to 1 ms for more votes before it commits, so a
             // batch carries ~25-30 votes instead of ~10 (BENCHMARKS.md,
@@ -313,7 +318,7 @@ impl Experiment for VotingBench {
              fresh voter (201), durable before the answer; the GETs are 200s (no If-None-Match) with \
              a browser's Accept-Encoding (gzip, ~2 KB of the ~14 KB ballot), and once more without it"
                 .into(),
-            "write-up's design (baseline.rs, same server, data and voters): every GET ballot reads \
+            "write-up's design (bench/baseline.rs, same server, data and voters): every GET ballot reads \
              the election, district, parties and candidates from the database; every POST reads the \
              election, the voter and the party's list, then inserts (voter, choice) keyed by the voter \
              through the same group-committing writer"

@@ -76,7 +76,6 @@ where
                 crate::platform::headers::no_store,
             )),
         )
-        .merge(super::baseline::router())
         .merge(super::page::router())
 }
 

@@ -11,7 +11,6 @@
 //! (`store::cast`); the mixer publishes the box in rounds (`mixer.rs`), and
 //! the projector counts published ballots (`tally.rs`).
 
-pub mod baseline;
 pub mod bench;
 pub mod http;
 pub mod mixer;
@@ -95,10 +94,6 @@ pub struct VotingArgs {
     /// Do not run the mixer and the tally projector on this node.
     #[arg(long = "voting-no-workers", env = "THRONG_VOTING_NO_WORKERS")]
     pub no_workers: bool,
-    /// For `throng bench voting` only: the write-up's design side by side
-    /// (`/api/voting/baseline/...`, see baseline.rs; not part of the API).
-    #[arg(long = "voting-baseline-routes", env = "THRONG_VOTING_BASELINE_ROUTES")]
-    pub baseline_routes: bool,
 }
 
 impl Service for Voting {
@@ -351,9 +346,6 @@ pub struct VotingState {
     pub streams_max: usize,
     /// Mints and checks receipt ids (= ballot ids).
     pub receipts: receipt::ReceiptKey,
-    /// `serve --voting-baseline-routes`: the write-up's design answers
-    /// (baseline.rs); 404 otherwise.
-    pub baseline_routes: bool,
     /// The seed generation the catalog was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
 }
@@ -374,7 +366,6 @@ impl VotingState {
             streams: Arc::new(tokio::sync::Semaphore::new(args.streams_max)),
             streams_max: args.streams_max,
             receipts: receipt::ReceiptKey::load_or_create(&platform.store).await?,
-            baseline_routes: args.baseline_routes,
             loaded_generation: generation,
         })
     }

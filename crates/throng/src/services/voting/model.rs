@@ -26,6 +26,15 @@ pub fn ballot_stream(election_id: i64) -> String {
     format!("ballots-{election_id}")
 }
 
+/// Whether `stream` is an election's ballot stream (`ballots-{id}`), the
+/// only place the tally counts a ballot from.
+pub fn is_ballot_stream(stream: &str) -> bool {
+    stream.strip_prefix("ballots-").is_some_and(|id| {
+        id.parse::<i64>()
+            .is_ok_and(|id| ballot_stream(id) == stream)
+    })
+}
+
 /// A positive id from a header: `1` to `9223372036854775807`, decimal.
 pub fn header_id(headers: &HeaderMap, name: &'static str) -> Result<i64, ApiError> {
     let bad = || {

@@ -188,7 +188,6 @@ pub struct SeedReport {
 
 /// Every voting table, with the column naming the election.
 const ELECTION_TABLES: &[(&str, &str)] = &[
-    ("voting_baseline_votes", "election_id"),
     ("voting_tallies", "election_id"),
     ("voting_rounds", "election_id"),
     ("voting_ballots", "election_id"),

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use tokio::sync::{watch, Notify};
 
-use super::model::EVENT_BALLOT_CAST;
+use super::model::{ballot_stream, is_ballot_stream, EVENT_BALLOT_CAST};
 use super::store::{self, TallyKey};
 use crate::store::Store;
 
@@ -278,7 +278,13 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
         };
         if let Some(last) = events.last().map(|e| e.position) {
             let mut deltas: HashMap<TallyKey, i64> = HashMap::new();
-            for e in events.iter().filter(|e| e.event_type == EVENT_BALLOT_CAST) {
+            // Ballots from the election's own stream only: an event of the
+            // same type in another stream (appended through the events API)
+            // is not a ballot.
+            for e in events
+                .iter()
+                .filter(|e| e.event_type == EVENT_BALLOT_CAST && is_ballot_stream(&e.stream))
+            {
                 let Ok(b) = serde_json::from_slice::<BallotCast>(&e.payload) else {
                     tracing::error!(
                         position = e.position,
@@ -286,6 +292,9 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
                     );
                     continue;
                 };
+                if e.stream != ballot_stream(b.election_id) {
+                    continue;
+                }
                 *deltas
                     .entry((b.election_id, b.district_id, b.party_id, 0))
                     .or_insert(0) += 1;

@@ -1,5 +1,5 @@
--- The write-up's own design (baseline.rs), for `throng bench voting` only:
--- written only with `serve --voting-baseline-routes`. Not secret: each row
+-- The write-up's own design (services/voting/bench/baseline.rs), for `throng bench`:
+-- dropped by 0019 (the bench child makes it in its own store). Not secret: each row
 -- keeps the voter beside their choice, as the write-up's table does. Keyed
 -- by the voter, like the write-up's clustered primary key.
 CREATE TABLE voting_baseline_votes (

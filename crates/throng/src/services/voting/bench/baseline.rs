@@ -1,8 +1,10 @@
-//! The write-up's own design (001, "Scalection", parts 2 and 3: ASP.NET
+//! The write-up's own design (the election write-up, parts 2 and 3: ASP.NET
 //! Core + EF Core on Azure SQL), run beside ours by `throng bench voting`
-//! on the same server and data. For the bench only: mounted by `serve
-//! --voting-baseline-routes` (404 `route_not_found` without it), not part of
-//! the public API (not in the OpenAPI document nor the index's links).
+//! on the same server and data. For the bench only: a service of its own
+//! ([`VotingBaseline`]) that `throng bench`'s child servers plug in
+//! (`Experiment::comparison_service`); `throng serve` neither mounts its
+//! routes nor creates its table, and it is not in the OpenAPI document nor
+//! the index's links.
 //!
 //! - `GET /api/voting/baseline/elections/{electionId}/districts/{districtId}/ballot`
 //!   reads the election, the district, the parties and the district's
@@ -22,13 +24,14 @@
 //! Reads go through the store's read path, the insert through its writer,
 //! so the writer's group commit serves this design as it serves ours (more
 //! than EF Core's one transaction per request would get). The index
-//! `voting_candidates_by_list` (migration 0008) serves the candidates' reads
-//! by district and party, as EF Core's foreign-key indexes serve the
-//! write-up's (covering, so SQLite uses it without statistics); our own
-//! design never reads it per request.
+//! `voting_candidates_by_list` serves the candidates' reads by district and
+//! party, as EF Core's foreign-key indexes serve the write-up's (covering,
+//! so SQLite uses it without statistics); our own design never reads it per
+//! request.
 //!
 //! Not secret: `voting_baseline_votes` keeps each voter beside their choice,
-//! as the write-up's table does. It is written only by these routes.
+//! as the write-up's table does. Both are made by the bench child at start
+//! ([`DDL_SQLITE`], [`DDL_PG`]), only in the bench's store.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,18 +44,92 @@ use axum::{Json, Router};
 use rusqlite::OptionalExtension;
 use serde_json::json;
 
-use super::model::{
-    header_id, Candidate, District, Election, ElectionRows, PartyList, VoteRequest,
-    DISTRICT_HEADER, VOTER_HEADER,
-};
-use super::{Identity, VotingState};
+use futures::future::BoxFuture;
+
 use crate::base::clock::now_ms;
 use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath};
+use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
+use crate::services::voting::model::{
+    header_id, Candidate, District, Election, ElectionRows, PartyList, VoteRequest,
+    DISTRICT_HEADER, VOTER_HEADER,
+};
+use crate::services::voting::{http, Identity, VotingState};
 use crate::store::{Store, StoreError};
 
-/// The baseline's routes (answering 404 unless `--voting-baseline-routes`).
+/// The write-up's design as a service of the bench's child servers.
+pub struct VotingBaseline;
+
+/// What its start made (nothing to keep: it answers from `VotingState`).
+struct Made;
+
+impl ServiceState for Made {}
+
+/// Its table (emptied: the bench seeds a fresh election before its child
+/// servers start), and the candidates' index its reads need.
+pub const DDL_SQLITE: &str = "
+CREATE TABLE IF NOT EXISTS voting_baseline_votes (
+    election_id INTEGER NOT NULL,
+    voter_id INTEGER NOT NULL,
+    district_id INTEGER NOT NULL,
+    party_id INTEGER NOT NULL,
+    candidate_ids TEXT NOT NULL,
+    PRIMARY KEY (election_id, voter_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS voting_candidates_by_list
+    ON voting_candidates (election_id, district_id, party_id, list_position, name);
+DELETE FROM voting_baseline_votes;";
+
+/// [`DDL_SQLITE`] for PostgreSQL.
+pub const DDL_PG: &str = "
+CREATE TABLE IF NOT EXISTS voting_baseline_votes (
+    election_id BIGINT NOT NULL,
+    voter_id BIGINT NOT NULL,
+    district_id BIGINT NOT NULL,
+    party_id BIGINT NOT NULL,
+    candidate_ids TEXT NOT NULL,
+    PRIMARY KEY (election_id, voter_id)
+);
+CREATE INDEX IF NOT EXISTS voting_candidates_by_list
+    ON voting_candidates (election_id, district_id, party_id, list_position, name);
+DELETE FROM voting_baseline_votes;";
+
+impl Service for VotingBaseline {
+    fn name(&self) -> &'static str {
+        "voting-baseline"
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        _args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            match &platform.store {
+                Store::Sqlite(s) => {
+                    s.write(|c| {
+                        c.execute_batch(DDL_SQLITE)?;
+                        Ok(())
+                    })
+                    .await?
+                }
+                Store::Postgres(p) => p.client().await?.batch_execute(DDL_PG).await?,
+            }
+            Ok(Started::new(Arc::new(Made)))
+        })
+    }
+
+    fn router(&self) -> Router<AppState> {
+        router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        utoipa::openapi::OpenApi::default()
+    }
+}
+
+/// The baseline's routes.
 pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -68,17 +145,6 @@ where
             "/api/voting/baseline/elections/{election_id}/votes",
             post(vote),
         )
-}
-
-fn mounted(st: &VotingState, what: &str) -> ApiResult<()> {
-    if st.baseline_routes {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::NOT_FOUND,
-        "route_not_found",
-        format!("no route for {what}; see /openapi.json"),
-    ))
 }
 
 // ---------------------------------------------------------------- SQL
@@ -231,23 +297,20 @@ async fn get_ballot(
     State(st): State<Arc<VotingState>>,
     ApiPath((election_id, district_id)): ApiPath<(i64, i64)>,
 ) -> ApiResult<Response> {
-    mounted(&st, "GET /api/voting/baseline/.../ballot")?;
     let rows = match ballot_rows(&st.store, election_id, district_id).await? {
-        BallotRows::NoElection => return Err(super::http::election_not_found(election_id)),
-        BallotRows::NoDistrict => {
-            return Err(super::http::district_not_found(election_id, district_id))
-        }
+        BallotRows::NoElection => return Err(http::election_not_found(election_id)),
+        BallotRows::NoDistrict => return Err(http::district_not_found(election_id, district_id)),
         BallotRows::Found(rows) => rows,
     };
     let elections = rows.assemble(&HashMap::new());
     let e = elections
         .first()
-        .ok_or_else(|| super::http::election_not_found(election_id))?;
+        .ok_or_else(|| http::election_not_found(election_id))?;
     let d = e
         .districts
         .first()
-        .ok_or_else(|| super::http::district_not_found(election_id, district_id))?;
-    let body = super::http::render_ballot(e, d);
+        .ok_or_else(|| http::district_not_found(election_id, district_id))?;
+    let body = http::render_ballot(e, d);
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
@@ -400,19 +463,18 @@ async fn vote(
     ApiPath(election_id): ApiPath<i64>,
     req: Request,
 ) -> ApiResult<Response> {
-    mounted(&st, "POST /api/voting/baseline/.../votes")?;
     let voter_id = header_id(req.headers(), VOTER_HEADER)?;
     let district_id = header_id(req.headers(), DISTRICT_HEADER)?;
     if st.identity == Identity::Token {
-        super::http::check_token(&st.keys, req.headers(), voter_id, district_id, election_id)?;
+        http::check_token(&st.keys, req.headers(), voter_id, district_id, election_id)?;
     }
     let ApiJson(body) = ApiJson::<VoteRequest>::from_request(req, &()).await?;
     let rows = vote_rows(&st.store, election_id, voter_id, district_id, body.party_id).await?;
     let Some((opens_at_ms, closes_at_ms, candidates_per_vote_max)) = rows.election else {
-        return Err(super::http::election_not_found(election_id));
+        return Err(http::election_not_found(election_id));
     };
     if !rows.district_exists {
-        return Err(super::http::district_not_found(election_id, district_id));
+        return Err(http::district_not_found(election_id, district_id));
     }
     match rows.voter_district {
         None => {
@@ -474,7 +536,7 @@ async fn vote(
     )
     .await?;
     if !inserted {
-        return Err(super::http::already_voted());
+        return Err(http::already_voted());
     }
     let receipt_id = uuid::Uuid::new_v4().to_string();
     Ok((

@@ -7,9 +7,9 @@
 //! what a user who wrote the endpoint in an afternoon would run, and what
 //! ours must beat while doing everything the naive one leaves out.
 //!
-//! For the bench only: mounted by `serve --booking-baseline-routes` (404
-//! `route_not_found` without it), not part of the API (not in the OpenAPI
-//! document).
+//! For the bench only: a service of its own ([`NaiveBooking`]) that `throng
+//! bench`'s child servers plug in (`Experiment::comparison_service`);
+//! `throng serve` never mounts it, and it is not in the OpenAPI document.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,29 +20,65 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::model::Day;
-use super::BookingState;
+use futures::future::BoxFuture;
+
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::ApiJson;
+use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
+use crate::services::booking::model::Day;
 use crate::store::{Store, StoreError};
 
 /// The naive design's PostgreSQL pool (the figure it was measured with).
 pub const NAIVE_PG_CONNECTIONS: usize = 32;
 
+/// The naive design as a service of the bench's child servers.
+pub struct NaiveBooking;
+
+impl Service for NaiveBooking {
+    fn name(&self) -> &'static str {
+        "booking-naive"
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        _args: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<Started>> {
+        Box::pin(async move {
+            Ok(Started::new(Arc::new(Naive {
+                store: platform.store.clone(),
+                sqlite: Mutex::default(),
+                pg: Default::default(),
+            })))
+        })
+    }
+
+    fn router(&self) -> Router<AppState> {
+        router()
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        utoipa::openapi::OpenApi::default()
+    }
+}
+
 pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
-    Arc<BookingState>: FromRef<S>,
+    Arc<Naive>: FromRef<S>,
 {
     Router::new().route("/api/booking/baseline/registrations", post(naive_register))
 }
 
-/// What the naive endpoint keeps between requests (opened on first use).
-#[derive(Default)]
+/// What the naive endpoint keeps between requests (its connections,
+/// opened on first use).
 pub struct Naive {
+    store: Store,
     sqlite: Mutex<Option<rusqlite::Connection>>,
     pg: tokio::sync::OnceCell<deadpool_postgres::Pool>,
 }
+
+impl ServiceState for Naive {}
 
 /// The same body as the real endpoint; only the slot is read.
 #[derive(Deserialize)]
@@ -54,22 +90,16 @@ struct NaiveRequest {
 }
 
 async fn naive_register(
-    State(st): State<Arc<BookingState>>,
+    State(st): State<Arc<Naive>>,
     ApiJson(req): ApiJson<NaiveRequest>,
 ) -> ApiResult<Response> {
-    if !st.baseline_routes {
-        return Err(ApiError::not_found(
-            "route_not_found",
-            "the baseline routes answer only with serve --booking-baseline-routes",
-        ));
-    }
     let day = Day::parse("day", &req.day)?;
     let id = format!("naive-{}", uuid::Uuid::new_v4().simple());
     let updated = match &st.store {
         Store::Sqlite(s) => {
             let (path, st2, id) = (s.path().to_path_buf(), st.clone(), id.clone());
             tokio::task::spawn_blocking(move || {
-                let mut guard = st2.naive.sqlite.lock().unwrap();
+                let mut guard = st2.sqlite.lock().unwrap();
                 if guard.is_none() {
                     let c = crate::store::sqlite::open_connection(&path, 4 * 1024, false)
                         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
@@ -90,7 +120,6 @@ async fn naive_register(
         }
         Store::Postgres(p) => {
             let pool = st
-                .naive
                 .pg
                 .get_or_try_init(|| async { p.pool_of(NAIVE_PG_CONNECTIONS) })
                 .await
