@@ -130,7 +130,7 @@ const TEMPLATE: &str = r##"<!doctype html>
   td:first-child, th:first-child { text-align: left; }
   .legend span { margin-right: 1rem; } .muted { color: #777; }
   .pass { color: #2b8a3e; font-weight: 600; } .fail { color: #c92a2a; font-weight: 600; } .warn { color: #e67700; font-weight: 600; }
-  td { overflow-wrap: anywhere; }
+  td { overflow-wrap: anywhere; } #setup td:last-child { text-align: left; }
 </style>
 </head>
 <body>
