@@ -88,7 +88,7 @@ pub enum Engine {
     /// A minimal client of its own: wrk-like CPU per request (the default).
     #[default]
     Wire,
-    /// hyper's low-level `client::conn::http1`, the client scripts use.
+    /// hyper's HTTP/1.1 client, the one scripts use.
     Hyper,
 }
 
