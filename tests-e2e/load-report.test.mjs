@@ -28,6 +28,23 @@ async function loadCommand() {
 let server;
 let dir;
 
+/** Every value axis ticks on multiples of 1, 2 or 5 x 10^n from 0; the time axis has ticks between its ends. */
+async function assertNiceAxes(page) {
+  for (const id of ["chart-rate", "chart-latency", "chart-codes"]) {
+    const ticks = (await page.locator(`#${id} text.tick-y`).allTextContents()).map(Number);
+    assert.ok(ticks.length >= 2 && ticks[0] === 0, `#${id} ticks from 0: ${ticks}`);
+    const step = ticks[1];
+    const mantissa = step / 10 ** Math.floor(Math.log10(step));
+    assert.ok([1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-6), `#${id}: step ${step} of ${ticks}`);
+    ticks.forEach((v, i) => assert.ok(Math.abs(v - i * step) < step * 1e-6, `#${id}: ${ticks}`));
+  }
+  for (const id of ["chart-rate", "chart-latency"]) {
+    const times = await page.locator(`#${id} text.tick-x`).allTextContents();
+    assert.ok(times.length >= 3, `#${id}: intermediate time ticks, not only both ends: ${times}`);
+    assert.ok(times.every((t) => /^\d+(\.\d+)? s$/.test(t)), `#${id}: ${times}`);
+  }
+}
+
 before(async () => {
   dir = tempDir("load-report");
 });
@@ -55,6 +72,12 @@ test("the HTML report of `load run --report` draws rate, latency and status-code
       "  phases:",
       `    - duration: ${DURATION_S}`,
       `      arrivalRate: ${ARRIVAL_RATE}`,
+      "  ensure:",
+      "    thresholds:",
+      "      - http.response_time.p99: 60000",
+      "    conditions:",
+      '      - expression: "http.codes.200 > 1000000"',
+      "        strict: false",
       "scenarios:",
       "  - name: health",
       "    flow:",
@@ -97,9 +120,49 @@ test("the HTML report of `load run --report` draws rate, latency and status-code
   const barText = await page.locator("#chart-codes svg text", { hasText: new RegExp(`^${ok}$`) }).count();
   assert.ok(barText >= 1, `the 200 bar is labelled ${ok}`);
 
+  // What was asked: target, model, duration and the phase as written.
+  const setup = await page.locator("#setup").innerText();
+  assert.match(setup, new RegExp(`target\\s+${server.url.replace(/[.]/g, "\\.")}`));
+  assert.match(setup, /model\s+script phases/);
+  assert.match(setup, new RegExp(`duration\\s+${DURATION_S} s`));
+  assert.match(await page.locator("#plan tbody tr").first().innerText(), new RegExp(`arrivals\\s+${DURATION_S}\\s+${ARRIVAL_RATE} arrivals/s`));
+  // Each threshold with its measured value and verdict.
+  const rows = await page.locator("#thresholds tbody tr").allInnerTexts();
+  assert.equal(rows.length, 2, rows.join("\n"));
+  assert.match(rows[0], /http\.response_time\.p99 < 60000\s+http\.response_time\.p99 = [\d.]+\s+pass/);
+  assert.match(rows[1], new RegExp(`http\\.codes\\.200 > 1000000\\s+http\\.codes\\.200 = ${ok}\\s+warn`));
+  assert.match(await page.locator("#thresholds-verdict").innerText(), /all passed/);
+  await assertNiceAxes(page);
+
   const shot = join(dir, "report.png");
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(statSync(shot).size > 1000, "a screenshot was taken");
   t.diagnostic(`screenshot: ${shot}`);
+  assert.deepEqual(errors, []);
+});
+
+test("the HTML report of `load url --report` shows the rate, connections and duration", { timeout: 120_000 }, async (t) => {
+  const cmd = await loadCommand();
+  if (!cmd) {
+    t.skip("throng-load not built yet (neither target/debug/throng-load nor `throng load --help`)");
+    return;
+  }
+  server ??= await startThrong();
+  const html = join(dir, "url.html");
+  const [bin, ...pre] = cmd;
+  const res = await run(bin, [...pre, "url", `${server.url}/health`, "--rate", "40", "--connections", "4", "--duration", "3s", "--report", html], { cwd: dir, timeoutMs: RUN_MS_MAX });
+  assert.equal(res.code, 0, `load url failed (exit ${res.code}):\n${res.stdout}\n${res.stderr}`);
+  const browser = await launchBrowser();
+  t.after(() => browser.close());
+  const { page, errors } = browser;
+  await page.goto(pathToFileURL(html).href);
+  const setup = await page.locator("#setup").innerText();
+  assert.match(setup, /target\s+GET http:\/\/127\.0\.0\.1:\d+\/health/);
+  assert.match(setup, /model\s+open/);
+  assert.match(setup, /rate\s+40 req\/s/);
+  assert.match(setup, /connections \(at most\)\s+4/);
+  assert.match(setup, /duration\s+3 s/);
+  assert.ok(await page.locator("#thresholds-section").isHidden(), "no thresholds without a script");
+  await assertNiceAxes(page);
   assert.deepEqual(errors, []);
 });

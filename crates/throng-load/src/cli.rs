@@ -9,8 +9,9 @@ use http::Method;
 use crate::{
     http::{resolve, Prepared},
     measure::{self, Engine, Model, Plan, Summary},
-    report::{html, Report},
+    report::{html, PlannedPhase, Report, RunSetup},
     runner::{self, RunOptions},
+    schedule::{Arrivals, Phase},
     script::{self, duration, LoadOptions, Target},
 };
 
@@ -154,12 +155,87 @@ async fn run_script(args: RunArgs) -> i32 {
         period: args.period,
         ..RunOptions::default()
     };
-    let outcome = runner::run(script, run_options).await;
+    let setup = script_setup(&script);
+    let mut outcome = runner::run(script, run_options).await;
+    outcome.report.setup = Some(setup);
     let title = format!("throng load run {}", args.script.display());
     if let Err(code) = write_outputs(&outcome.report, &title, &args.output, &args.report) {
         return code;
     }
     outcome.exit_code()
+}
+
+/// A script's target and phases as written, for the reports.
+fn script_setup(script: &script::Script) -> RunSetup {
+    let phases: Vec<PlannedPhase> = script
+        .phases
+        .iter()
+        .map(|p| {
+            let mut planned = PlannedPhase {
+                name: p.name().to_string(),
+                duration_s: p.duration().as_secs_f64(),
+                ..PlannedPhase::default()
+            };
+            match p {
+                Phase::Arrivals {
+                    arrivals,
+                    max_vusers,
+                    ..
+                } => {
+                    planned.kind = "arrivals".into();
+                    planned.max_vusers = *max_vusers;
+                    match arrivals {
+                        Arrivals::Count(n) => planned.arrival_count = Some(*n),
+                        Arrivals::Rate {
+                            from_per_s,
+                            to_per_s,
+                        } => {
+                            planned.arrival_rate = Some(*from_per_s);
+                            planned.ramp_to = Some(*to_per_s);
+                        }
+                    }
+                }
+                Phase::Pause { .. } => planned.kind = "pause".into(),
+                Phase::Closed {
+                    vusers, ramp_up, ..
+                } => {
+                    planned.kind = "closed".into();
+                    planned.vusers = Some(*vusers);
+                    planned.ramp_up_s = Some(ramp_up.as_secs_f64());
+                }
+            }
+            planned
+        })
+        .collect();
+    RunSetup {
+        command: "run".into(),
+        target: script.target.url.clone(),
+        model: "script".into(),
+        duration_s: phases.iter().map(|p| p.duration_s).sum(),
+        phases,
+        ..RunSetup::default()
+    }
+}
+
+/// `url`'s arguments, for the reports.
+fn url_setup(args: &UrlArgs, model: &Model) -> RunSetup {
+    let (name, rate_per_s, connections) = match *model {
+        Model::Open {
+            rate_per_s,
+            connections_max,
+        } => ("open", Some(rate_per_s), connections_max),
+        Model::Closed { connections } => ("closed", None, connections),
+    };
+    RunSetup {
+        command: "url".into(),
+        target: args.url.clone(),
+        model: name.into(),
+        duration_s: args.duration.as_secs_f64(),
+        rate_per_s,
+        connections: Some(connections),
+        method: Some(args.method.to_ascii_uppercase()),
+        phases: Vec::new(),
+    }
 }
 
 fn write_outputs(
@@ -257,7 +333,8 @@ async fn run_url(args: UrlArgs) -> i32 {
         Model::Closed { connections } => println!("  closed model: {connections} connections"),
     }
     let open = matches!(plan.model, Model::Open { .. });
-    let summary = match measure::run(plan, measure::fixed(prepared)).await {
+    let setup = url_setup(&args, &plan.model);
+    let mut summary = match measure::run(plan, measure::fixed(prepared)).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -265,6 +342,7 @@ async fn run_url(args: UrlArgs) -> i32 {
         }
     };
     print!("{}", format_summary(&summary, open));
+    summary.report.setup = Some(setup);
     let title = format!("throng load url {}", args.url);
     if let Err(code) = write_outputs(&summary.report, &title, &args.output, &args.report) {
         return code;

@@ -13,6 +13,8 @@ use crate::{report::Period, script::model::Ensure};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub description: String,
+    /// Each metric the check reads, with its value (absent: not measured in the run).
+    pub measured: Vec<(String, Option<f64>)>,
     pub ok: bool,
     /// Whether a failure changes the exit code.
     pub strict: bool,
@@ -23,21 +25,35 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     let mut checks = Vec::new();
     for map in &ensure.thresholds {
         for (metric, limit) in map {
-            let ok = value(metric, agg).is_some_and(|v| v < *limit);
+            let v = value(metric, agg);
+            let ok = v.is_some_and(|v| v < *limit);
             checks.push(Check {
                 description: format!("{metric} < {limit}"),
+                measured: vec![(metric.clone(), v)],
                 ok,
                 strict: true,
             });
         }
     }
     for c in &ensure.conditions {
-        let ok = match parse(&c.expression) {
-            Ok(e) => e.eval(agg) != 0.0,
-            Err(_) => false,
+        let (ok, measured) = match parse(&c.expression) {
+            Ok(e) => {
+                let mut names = Vec::new();
+                e.metrics(&mut names);
+                let measured = names
+                    .into_iter()
+                    .map(|n| {
+                        let v = value(&n, agg);
+                        (n, v)
+                    })
+                    .collect();
+                (e.eval(agg) != 0.0, measured)
+            }
+            Err(_) => (false, Vec::new()),
         };
         checks.push(Check {
             description: c.expression.clone(),
+            measured,
             ok,
             strict: c.strict.unwrap_or(true),
         });
@@ -52,9 +68,11 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     for (field, limit) in legacy {
         if let Some(limit) = limit {
             let metric = format!("http.response_time.{field}");
-            let ok = value(&metric, agg).is_some_and(|v| v <= limit);
+            let v = value(&metric, agg);
+            let ok = v.is_some_and(|v| v <= limit);
             checks.push(Check {
                 description: format!("{metric} <= {limit}"),
+                measured: vec![(metric, v)],
                 ok,
                 strict: true,
             });
@@ -70,6 +88,7 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
         };
         checks.push(Check {
             description: format!("maxErrorRate {rate:.2}% <= {max}%"),
+            measured: vec![("vusers.failed / vusers.created (%)".to_string(), Some(rate))],
             ok: rate <= max,
             strict: true,
         });
@@ -132,6 +151,23 @@ pub enum Op {
 }
 
 impl Expr {
+    /// The metric names the expression reads, each once, in order of appearance.
+    pub fn metrics(&self, out: &mut Vec<String>) {
+        match self {
+            Expr::Num(_) => {}
+            Expr::Metric(m) => {
+                if !out.contains(m) {
+                    out.push(m.clone());
+                }
+            }
+            Expr::Not(e) | Expr::Neg(e) => e.metrics(out),
+            Expr::Bin(a, _, b) => {
+                a.metrics(out);
+                b.metrics(out);
+            }
+        }
+    }
+
     pub fn eval(&self, p: &Period) -> f64 {
         let b = |x: bool| if x { 1.0 } else { 0.0 };
         match self {

@@ -223,6 +223,7 @@ impl Metrics {
             aggregate,
             intermediate: s.intermediate.clone(),
             phases: Vec::new(),
+            ..Report::default()
         }
     }
 }

@@ -328,6 +328,7 @@ pub fn router_for(
                 async move { Html(page) }
             }),
         )
+        .merge(crate::platform::docs::router())
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route(

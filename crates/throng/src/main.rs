@@ -14,6 +14,7 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(log_colours())
         .init();
     let cli = throng::cli::Cli::parse();
     if matches!(cli.command, throng::cli::Command::Serve(_)) {
@@ -21,6 +22,15 @@ fn main() -> std::process::ExitCode {
         purge_freed_memory_promptly();
     }
     throng::cli::run(cli)
+}
+
+/// Colours in the log only on a terminal: a log written to a file or a pipe
+/// stays plain text (no escape sequences), and `NO_COLOR` (set, not empty)
+/// turns them off everywhere (no-color.org).
+fn log_colours() -> bool {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    std::io::stderr().is_terminal() && !no_color
 }
 
 /// Turns transparent huge pages off for the server process (`prctl`, this

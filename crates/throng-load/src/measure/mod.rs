@@ -85,10 +85,10 @@ pub enum Model {
 /// Which HTTP/1.1 client the loops use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Engine {
-    /// [`crate::wire`]: minimal, wrk-like CPU per request (the default).
+    /// A minimal client of its own: wrk-like CPU per request (the default).
     #[default]
     Wire,
-    /// hyper's low-level `client::conn::http1`, the client scripts use.
+    /// hyper's HTTP/1.1 client, the one scripts use.
     Hyper,
 }
 

@@ -181,6 +181,7 @@ impl Recorder {
                 aggregate,
                 intermediate: self.intermediate.clone(),
                 phases: Vec::new(),
+                ..Report::default()
             },
         }
     }

@@ -3,20 +3,102 @@
 //!
 //! Charts carry stable ids for browser tests: `#chart-rate` (request rate over time),
 //! `#chart-latency` (p50/p95/p99 over time), `#chart-codes` (status codes), and the table
-//! `#phases` (per-phase virtual users held; shown only when the report lists phases).
+//! `#phases` (per-phase virtual users held; shown only when the report lists phases), `#setup`
+//! and `#plan` (target, model, rate, connections, duration; a script's phases as written),
+//! `#thresholds` (each `ensure` check, what it measured, pass / fail / warn). Axis ticks
+//! (`tick-x`, `tick-y`) fall on round numbers (`nice_ticks`).
 
 use std::path::Path;
 
 use super::Report;
 
+/// Ticks a value axis aims for; `nice_ticks` gives 4 to 10 of them.
+const VALUE_TICKS: usize = 5;
+/// Ticks the time axis aims for.
+const TIME_TICKS: usize = 8;
+
 /// Renders the report page.
 pub fn render(report: &Report, title: &str) -> String {
     let data = serde_json::to_string(report).unwrap_or_else(|_| "{}".into());
+    let axes = serde_json::to_string(&axes(report)).unwrap_or_else(|_| "{}".into());
     // Keep the JSON from closing the <script> element early.
-    let data = data.replace("</", "<\\/").replace("<!--", "<\\!--");
+    let safe = |json: String| json.replace("</", "<\\/").replace("<!--", "<\\!--");
     TEMPLATE
         .replace("__TITLE__", &escape(title))
-        .replace("__DATA__", &data)
+        .replace("__AXES__", &safe(axes))
+        .replace("__DATA__", &safe(data))
+}
+
+/// Axis ticks on round numbers, from 0 to at least `max`: a step of 1, 2 or 5 times a power
+/// of ten giving about `target` intervals (so 0, 10, 20, 30, 40, 50 for 42.1, never
+/// 14.0 / 28.1 / 42.1). The last tick is the axis end. An empty axis (`max` 0 or not a
+/// number) gets 0 and 1.
+pub fn nice_ticks(max: f64, target: usize) -> Vec<f64> {
+    if !(max.is_finite() && max > 0.0) {
+        return vec![0.0, 1.0];
+    }
+    let raw = max / target.max(1) as f64;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|s| *s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * power);
+    // Decimals the step needs, so 0.1 * 3 prints as 0.3.
+    let decimals = (-step.log10().floor()).max(0.0) as i32;
+    let round = |v: f64| {
+        let f = 10f64.powi(decimals);
+        (v * f).round() / f
+    };
+    let mut ticks = vec![0.0];
+    let mut i = 1.0;
+    while ticks.last().copied().unwrap_or(0.0) < max * (1.0 - 1e-9) {
+        ticks.push(round(step * i));
+        i += 1.0;
+    }
+    ticks
+}
+
+/// The charts' axes, computed from the report's data: each a list of ticks.
+#[derive(serde::Serialize)]
+struct Axes {
+    time: Vec<f64>,
+    rate: Vec<f64>,
+    latency: Vec<f64>,
+    codes: Vec<f64>,
+}
+
+fn axes(report: &Report) -> Axes {
+    let periods = &report.intermediate;
+    let t0 = periods
+        .first()
+        .map_or(report.aggregate.period, |p| p.period);
+    let end_s = periods
+        .iter()
+        .map(|p| (p.period + p.width_ms).saturating_sub(t0) as f64 / 1000.0)
+        .fold(0.0, f64::max);
+    let rate = periods
+        .iter()
+        .filter_map(|p| p.rates.get("http.request_rate").copied())
+        .fold(0.0, f64::max);
+    let latency = periods
+        .iter()
+        .filter_map(|p| p.summaries.get("http.response_time"))
+        .flat_map(|s| [s.p50, s.p95, s.p99])
+        .fold(0.0, f64::max);
+    let codes = report
+        .aggregate
+        .counters
+        .iter()
+        .filter(|(k, _)| k.starts_with("http.codes.") || k.starts_with("errors."))
+        .map(|(_, v)| *v as f64)
+        .fold(0.0, f64::max);
+    Axes {
+        time: nice_ticks(end_s, TIME_TICKS),
+        rate: nice_ticks(rate, VALUE_TICKS),
+        latency: nice_ticks(latency, VALUE_TICKS),
+        codes: nice_ticks(codes, VALUE_TICKS),
+    }
 }
 
 /// Writes the report page to `path`.
@@ -47,11 +129,22 @@ const TEMPLATE: &str = r##"<!doctype html>
   td, th { border-bottom: 1px solid #eee; padding: .2rem .8rem; text-align: right; }
   td:first-child, th:first-child { text-align: left; }
   .legend span { margin-right: 1rem; } .muted { color: #777; }
+  .pass { color: #2b8a3e; font-weight: 600; } .fail { color: #c92a2a; font-weight: 600; } .warn { color: #e67700; font-weight: 600; }
+  td { overflow-wrap: anywhere; } #setup td:last-child { text-align: left; }
 </style>
 </head>
 <body>
 <h1>__TITLE__</h1>
 <p class="muted" id="meta"></p>
+<section id="setup-section" hidden>
+<h2>Setup</h2>
+<table id="setup"><tbody></tbody></table>
+<table id="plan" hidden><thead><tr><th>phase</th><th>kind</th><th>seconds</th><th>load</th></tr></thead><tbody></tbody></table>
+</section>
+<section id="thresholds-section" hidden>
+<h2>Thresholds <span id="thresholds-verdict"></span></h2>
+<table id="thresholds"><thead><tr><th>check</th><th>measured</th><th>result</th></tr></thead><tbody></tbody></table>
+</section>
 <h2>Request rate (req/s)</h2>
 <div class="chart" id="chart-rate"></div>
 <h2>Latency (ms)</h2>
@@ -66,10 +159,13 @@ const TEMPLATE: &str = r##"<!doctype html>
 <h2>Summary</h2>
 <table id="summary"><thead><tr><th>metric</th><th>value</th></tr></thead><tbody></tbody></table>
 <script type="application/json" id="report-data">__DATA__</script>
+<script type="application/json" id="report-axes">__AXES__</script>
 <script>
 (function () {
   "use strict";
   var report = JSON.parse(document.getElementById("report-data").textContent);
+  // Ticks on round numbers, computed with the report (`nice_ticks`): the last is the axis end.
+  var AXES = JSON.parse(document.getElementById("report-axes").textContent);
   var periods = report.intermediate || [];
   var agg = report.aggregate || { counters: {}, rates: {}, summaries: {} };
   var W = 900, H = 260, L = 60, R = 20, T = 15, B = 35;
@@ -80,28 +176,29 @@ const TEMPLATE: &str = r##"<!doctype html>
       return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c];
     });
   }
-  function fmt(v) { return Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1); }
-  function axes(maxX, maxY, xLabel) {
-    var s = "";
-    for (var i = 0; i <= 4; i++) {
-      var y = T + (H - T - B) * (1 - i / 4);
+  function last(ticks) { return ticks[ticks.length - 1] || 1; }
+  // Horizontal grid lines and labels at `yTicks`; with `xTicks`, vertical ones and a time
+  // label under each (the tick values are already round).
+  function axes(xTicks, yTicks) {
+    var s = "", maxY = last(yTicks);
+    yTicks.forEach(function (v) {
+      var y = T + (H - T - B) * (1 - v / maxY);
       s += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y + '" y2="' + y + '" stroke="#eee"/>';
-      s += '<text x="' + (L - 6) + '" y="' + (y + 4) + '" font-size="11" text-anchor="end">' + fmt(maxY * i / 4) + "</text>";
-    }
-    if (xLabel) {
-      s += '<text x="' + (W - R) + '" y="' + (H - 8) + '" font-size="11" text-anchor="end">' + esc(xLabel) + "</text>";
-      s += '<text x="' + L + '" y="' + (H - 8) + '" font-size="11">0 s</text>';
+      s += '<text class="tick-y" x="' + (L - 6) + '" y="' + (y + 4) + '" font-size="11" text-anchor="end">' + v + "</text>";
+    });
+    if (xTicks) {
+      var maxX = last(xTicks);
+      xTicks.forEach(function (v) {
+        var x = L + (W - L - R) * (v / maxX);
+        s += '<line x1="' + x + '" x2="' + x + '" y1="' + T + '" y2="' + (H - B) + '" stroke="#f3f3f3"/>';
+        s += '<text class="tick-x" x="' + x + '" y="' + (H - 8) + '" font-size="11" text-anchor="middle">' + v + " s</text>";
+      });
     }
     return s;
   }
-  function lineChart(id, series, maxY) {
-    var n = 0;
-    series.forEach(function (s) { n = Math.max(n, s.points.length); });
-    var last = 0;
-    series.forEach(function (s) { s.points.forEach(function (p) { last = Math.max(last, p[0]); }); });
-    maxY = maxY > 0 ? maxY * 1.1 : 1;
-    var maxX = last > 0 ? last : 1;
-    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">' + axes(maxX, maxY, fmt(maxX) + " s");
+  function lineChart(id, series, yTicks) {
+    var maxY = last(yTicks), maxX = last(AXES.time);
+    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">' + axes(AXES.time, yTicks);
     series.forEach(function (s) {
       var d = "";
       s.points.forEach(function (p, i) {
@@ -115,11 +212,9 @@ const TEMPLATE: &str = r##"<!doctype html>
     });
     document.getElementById(id).innerHTML = svg + "</svg>";
   }
-  function barChart(id, bars) {
-    var max = 0;
-    bars.forEach(function (b) { max = Math.max(max, b.value); });
-    max = max > 0 ? max * 1.1 : 1;
-    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">' + axes(1, max, "");
+  function barChart(id, bars, yTicks) {
+    var max = last(yTicks);
+    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">' + axes(null, yTicks);
     var slot = (W - L - R) / Math.max(bars.length, 1);
     bars.forEach(function (b, i) {
       var h = (H - T - B) * (b.value / max);
@@ -139,9 +234,7 @@ const TEMPLATE: &str = r##"<!doctype html>
   var t0 = periods.length ? periods[0].period : (agg.period || 0);
   function at(p) { return (p.period + (p.widthMs || 0) - t0) / 1000; }
   var rate = periods.map(function (p) { return [at(p), (p.rates || {})["http.request_rate"] || 0]; });
-  var maxRate = 0;
-  rate.forEach(function (p) { maxRate = Math.max(maxRate, p[1]); });
-  lineChart("chart-rate", [{ name: "http.request_rate", color: COLORS.rate, points: rate, dots: true }], maxRate);
+  lineChart("chart-rate", [{ name: "http.request_rate", color: COLORS.rate, points: rate, dots: true }], AXES.rate);
 
   var latency = ["p50", "p95", "p99"].map(function (q) {
     var pts = [];
@@ -151,9 +244,7 @@ const TEMPLATE: &str = r##"<!doctype html>
     });
     return { name: q, color: COLORS[q], points: pts, dots: true };
   });
-  var maxLat = 0;
-  latency.forEach(function (s) { s.points.forEach(function (p) { maxLat = Math.max(maxLat, p[1]); }); });
-  lineChart("chart-latency", latency, maxLat);
+  lineChart("chart-latency", latency, AXES.latency);
   document.getElementById("latency-legend").innerHTML = latency.map(function (s) {
     return '<span style="color:' + s.color + '">&#9632; ' + s.name + "</span>";
   }).join("");
@@ -168,7 +259,7 @@ const TEMPLATE: &str = r##"<!doctype html>
       bars.push({ label: k.slice(7), value: agg.counters[k], color: "#862e9c" });
     }
   });
-  barChart("chart-codes", bars);
+  barChart("chart-codes", bars, AXES.codes);
 
   var body = document.querySelector("#summary tbody");
   function row(name, value) {
@@ -196,6 +287,67 @@ const TEMPLATE: &str = r##"<!doctype html>
     });
     document.getElementById("phases-section").hidden = false;
   }
+  function cells(tbody, values, classes) {
+    var tr = document.createElement("tr");
+    values.forEach(function (v, i) {
+      var td = document.createElement("td");
+      td.textContent = v;
+      if (classes && classes[i]) td.className = classes[i];
+      tr.appendChild(td);
+    });
+    tbody.appendChild(tr);
+  }
+  var setup = report.setup;
+  if (setup) {
+    var sbody = document.querySelector("#setup tbody");
+    var models = { open: "open (requests started at a constant rate)", closed: "closed (each connection sends when answered)", script: "script phases" };
+    cells(sbody, ["command", "throng load " + setup.command]);
+    cells(sbody, ["target", (setup.method ? setup.method + " " : "") + setup.target]);
+    cells(sbody, ["model", models[setup.model] || setup.model]);
+    if (setup.ratePerS != null) cells(sbody, ["rate", setup.ratePerS + " req/s"]);
+    if (setup.connections != null) {
+      cells(sbody, [setup.model === "open" ? "connections (at most)" : "connections", String(setup.connections)]);
+    }
+    cells(sbody, ["duration", setup.durationS + " s"]);
+    var plan = setup.phases || [];
+    if (plan.length) {
+      var planBody = document.querySelector("#plan tbody");
+      plan.forEach(function (p, i) {
+        var load = "";
+        if (p.kind === "arrivals") {
+          load = p.arrivalCount != null ? p.arrivalCount + " arrivals"
+            : p.arrivalRate === p.rampTo ? p.arrivalRate + " arrivals/s"
+            : p.arrivalRate + " to " + p.rampTo + " arrivals/s";
+          if (p.maxVusers != null) load += ", at most " + p.maxVusers + " vusers";
+        } else if (p.kind === "closed") {
+          load = p.vusers + " vusers" + (p.rampUpS ? " (ramp-up " + p.rampUpS + " s)" : "");
+        } else {
+          load = "none";
+        }
+        cells(planBody, [p.name || "#" + i, p.kind, p.durationS, load]);
+      });
+      document.getElementById("plan").hidden = false;
+    }
+    document.getElementById("setup-section").hidden = false;
+  }
+  var thresholds = report.thresholds || [];
+  if (thresholds.length) {
+    var tbody = document.querySelector("#thresholds tbody");
+    var failed = 0;
+    thresholds.forEach(function (c) {
+      var measured = Object.keys(c.measured || {}).map(function (k) {
+        var v = c.measured[k];
+        return k + " = " + (v == null ? "not measured" : +v.toFixed(3));
+      }).join("; ");
+      var result = c.ok ? "pass" : c.strict ? "fail" : "warn";
+      if (!c.ok && c.strict) failed++;
+      cells(tbody, [c.check, measured, result], ["", "", result]);
+    });
+    var verdict = document.getElementById("thresholds-verdict");
+    verdict.textContent = failed ? "(" + failed + " failed)" : "(all passed)";
+    verdict.className = failed ? "fail" : "pass";
+    document.getElementById("thresholds-section").hidden = false;
+  }
   document.getElementById("meta").textContent = periods.length + " periods" +
     (agg.firstMetricAt ? ", from " + new Date(agg.firstMetricAt).toISOString() : "");
 })();
@@ -203,3 +355,75 @@ const TEMPLATE: &str = r##"<!doctype html>
 </body>
 </html>
 "##;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_fall_on_round_numbers() {
+        assert_eq!(nice_ticks(42.1, 5), vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
+        assert_eq!(nice_ticks(50.0, 5), vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
+        assert_eq!(
+            nice_ticks(30.0, 8),
+            vec![0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+        );
+        assert_eq!(
+            nice_ticks(2400.0, 5),
+            vec![0.0, 500.0, 1000.0, 1500.0, 2000.0, 2500.0]
+        );
+        assert_eq!(nice_ticks(0.7, 5), vec![0.0, 0.2, 0.4, 0.6, 0.8]);
+        assert_eq!(nice_ticks(0.0, 5), vec![0.0, 1.0]);
+        assert_eq!(nice_ticks(f64::NAN, 5), vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn every_step_is_one_two_or_five_times_a_power_of_ten() {
+        for max in [
+            0.013, 0.9, 1.0, 3.3, 14.0, 28.1, 42.1, 99.9, 101.0, 777.0, 12_345.0, 1e7,
+        ] {
+            for target in [3, 5, 8] {
+                let t = nice_ticks(max, target);
+                assert_eq!(t[0], 0.0);
+                assert!(
+                    *t.last().unwrap() >= max,
+                    "{max}: {t:?} reaches the maximum"
+                );
+                assert!(
+                    (3..=2 * target + 2).contains(&t.len()),
+                    "{max}/{target}: {t:?}"
+                );
+                let step = t[1];
+                let mantissa = step / 10f64.powf(step.log10().floor());
+                assert!(
+                    [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-6),
+                    "{max}: step {step}"
+                );
+                for (i, v) in t.iter().enumerate() {
+                    assert!((v - step * i as f64).abs() <= step * 1e-9, "{max}: {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_page_carries_the_setup_thresholds_and_axes() {
+        let mut report = Report::default();
+        report.setup = Some(crate::report::RunSetup {
+            command: "url".into(),
+            target: "http://127.0.0.1:1/x".into(),
+            model: "open".into(),
+            duration_s: 30.0,
+            rate_per_s: Some(250.0),
+            connections: Some(64),
+            ..Default::default()
+        });
+        let page = render(&report, "t");
+        assert!(page.contains("\"ratePerS\":250.0"), "{page}");
+        assert!(
+            page.contains("id=\"report-axes\">{\"time\":[0.0,1.0]"),
+            "{page}"
+        );
+        assert!(!page.contains("__AXES__") && !page.contains("__DATA__"));
+    }
+}

@@ -121,6 +121,76 @@ pub struct Report {
     /// One entry per script phase, in order (not in Artillery's report; absent for `url`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseReport>,
+    /// How the run was asked for (not in Artillery's report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<RunSetup>,
+    /// The script's `ensure` checks with what was measured (not in Artillery's report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Threshold>,
+}
+
+/// What a run was asked to do: its target, load model, rate, connections, length and, for a
+/// script, its phases as written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSetup {
+    /// `url` or `run`.
+    pub command: String,
+    pub target: String,
+    /// `open` (requests started at a constant rate), `closed` (connections each sending as
+    /// fast as answered) or `script` (the phases below).
+    pub model: String,
+    /// Planned length in seconds (a script's: the sum of its phases).
+    pub duration_s: f64,
+    /// Open model: requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Closed model: the connections; open model: the most it may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PlannedPhase>,
+}
+
+/// One script phase as written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedPhase {
+    pub name: String,
+    /// `arrivals`, `pause` or `closed`.
+    pub kind: String,
+    pub duration_s: f64,
+    /// Arrivals per second at the phase's start (`arrivalRate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate: Option<f64>,
+    /// ... and at its end (`rampTo`; the same without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_to: Option<f64>,
+    /// `arrivalCount`: arrivals spread over the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vusers: Option<u64>,
+    /// A closed phase's looping virtual users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vusers: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_up_s: Option<f64>,
+}
+
+/// One `ensure` check after the run: the rule, the values it read, and whether it passed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Threshold {
+    pub check: String,
+    /// Each metric the check reads, with its value over the whole run (`null`: not
+    /// measured).
+    pub measured: BTreeMap<String, Option<f64>>,
+    pub ok: bool,
+    /// Whether a failure fails the run (exit code 1); a non-strict one only warns.
+    pub strict: bool,
 }
 
 /// What one phase of a script run actually did, so the pool size a closed-model phase
@@ -145,6 +215,17 @@ pub struct PhaseReport {
     /// Scenario runs (`vusers.created`: arrivals, or iterations in a closed phase) started
     /// during the phase.
     pub vusers_created: u64,
+}
+
+impl From<&crate::ensure::Check> for Threshold {
+    fn from(c: &crate::ensure::Check) -> Self {
+        Threshold {
+            check: c.description.clone(),
+            measured: c.measured.iter().cloned().collect(),
+            ok: c.ok,
+            strict: c.strict,
+        }
+    }
 }
 
 impl Report {

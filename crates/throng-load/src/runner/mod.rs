@@ -162,6 +162,7 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
             .or_insert(0);
     }
     let checks = ensure::evaluate(&script.ensure, &report.aggregate);
+    report.thresholds = checks.iter().map(Into::into).collect();
     if opts.print {
         console::print_summary(&report.aggregate, elapsed);
         console::print_checks(&checks);

@@ -82,8 +82,8 @@ fn html_escapes_script_breakers() {
     let page = html::render(&report, "t <b>");
     assert_eq!(
         page.matches("</script>").count(),
-        2,
-        "only our own two script elements close"
+        3,
+        "only our own three script elements (data, axes, code) close"
     );
     assert!(page.contains("t &lt;b&gt;"));
     assert_self_contained(&page);

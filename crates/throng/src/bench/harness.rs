@@ -62,13 +62,21 @@ pub struct BenchArgs {
     pub nodes: Vec<usize>,
 }
 
+/// `bench --list`: one line per experiment, its description in a column as
+/// wide as the longest name needs.
+fn list_text<'a>(rows: impl Iterator<Item = (&'a str, &'a str)> + Clone) -> String {
+    let width = rows.clone().map(|(name, _)| name.len()).max().unwrap_or(0);
+    let mut out = String::from("experiments:\n");
+    for (name, about) in rows {
+        out.push_str(&format!("  {name:<width$}  {about}\n"));
+    }
+    out
+}
+
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = experiments();
     if args.list || args.experiment.is_none() {
-        println!("experiments:");
-        for e in &all {
-            println!("  {:<12} {}", e.name(), e.about());
-        }
+        print!("{}", list_text(all.iter().map(|e| (e.name(), e.about()))));
         return Ok(());
     }
     let name = args.experiment.clone().unwrap();
@@ -631,5 +639,32 @@ impl WriterStats {
             self.commands_per_batch(),
             self.commit_ms_mean()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every description starts in the same column, whatever the longest
+    /// experiment name (e.g. `comments-nocache`).
+    #[test]
+    fn list_aligns_descriptions_after_the_longest_name() {
+        let all = experiments();
+        let text = list_text(all.iter().map(|e| (e.name(), e.about())));
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines.len(), all.len());
+        let columns: Vec<usize> = all
+            .iter()
+            .zip(&lines)
+            .map(|(e, line)| line.find(e.about()).expect("description on its line"))
+            .collect();
+        assert!(
+            columns.windows(2).all(|w| w[0] == w[1]),
+            "descriptions start at columns {columns:?}:\n{text}"
+        );
+        let longest = all.iter().map(|e| e.name().len()).max().unwrap();
+        assert!(longest > 12, "a name longer than the old fixed width");
+        assert_eq!(columns[0], 2 + longest + 2);
     }
 }

@@ -1,5 +1,5 @@
 //! Shared machinery every service uses: errors and the JSON envelope,
-//! extractors, auth (JWT), personal-data crypto, secrets, admission control,
+//! extractors, auth (JWT), the API reference page (`docs`), personal-data crypto, secrets, admission control,
 //! the service seam (`service`: what a service describes of itself and the
 //! application state it is given) and the bench experiments' interface
 //! (`experiment`). Sits below the services and above the store; the clock and
@@ -11,6 +11,7 @@ pub mod auth;
 pub mod body_limit;
 pub mod client_addr;
 pub mod crypto;
+pub mod docs;
 pub mod error;
 pub mod experiment;
 pub mod extract;

@@ -442,6 +442,24 @@ impl Store {
         }
     }
 
+    /// Whether a worker that holds `lease_ms` on a consumer, last written
+    /// `since`, renews it now while it idles (nothing to save).
+    ///
+    /// PostgreSQL: at a third of the lease, so a live node keeps it and a
+    /// dead node's lapses for another to take. SQLite: never; one process
+    /// serves the store (`sqlite::lock_for_serving`) and a service's own
+    /// consumers are not leased through the API, so nobody else can take a
+    /// lapsed lease while the owner lives, and the claim after a restart
+    /// finds it lapsed. An idle SQLite server thus commits nothing.
+    pub fn idle_lease_renewal_due(&self, since: std::time::Instant, lease_ms: i64) -> bool {
+        match self {
+            Store::Sqlite(_) => false,
+            Store::Postgres(_) => {
+                since.elapsed() >= std::time::Duration::from_millis(lease_ms.max(0) as u64 / 3)
+            }
+        }
+    }
+
     /// Takes or renews `owner`'s lease on a log consumer; returns the
     /// consumer's durable position when `owner` holds the lease, `None` when
     /// another owner's lease is still running.

@@ -5,6 +5,7 @@
 
 mod helpers;
 
+mod cli;
 mod headers;
 mod limits;
 mod openapi;

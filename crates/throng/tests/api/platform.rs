@@ -292,3 +292,36 @@ async fn a_database_that_goes_away_answers_503(kind: StoreKind) {
     s.stop().await;
     drop(pg);
 }
+
+/// Batches the store's writer committed, from `/metrics`.
+async fn commits(api: &crate::helpers::Api) -> u64 {
+    let text = api.get("/metrics").await.text();
+    text.lines()
+        .find_map(|l| l.strip_prefix("throng_store_write_batch_commands_count "))
+        .unwrap_or_else(|| panic!("no batch count in /metrics:\n{text}"))
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// An idle demo server (every service's workers running: the mixer looking
+/// at the box every 100 ms, the tally projector, the confirmation worker)
+/// commits nothing while nothing happens. Its own process, so that no other
+/// test's writes reach the counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_does_not_commit() {
+    let data = tempfile::TempDir::new().unwrap();
+    let server =
+        crate::helpers::ProcessServer::start(data.path(), None, &["--demo", "--with-notifier"])
+            .await;
+    // Start-up work (the projector catching up with the demo's events).
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let before = commits(&server.api).await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let after = commits(&server.api).await;
+    assert!(
+        after - before <= 2,
+        "{} commits in 5 s of idling ({before} -> {after})",
+        after - before
+    );
+}

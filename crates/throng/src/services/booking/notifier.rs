@@ -161,8 +161,8 @@ async fn follow(
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
             }
-            // Renew the lease while idle, well before it lapses.
-            if idle_since.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {
+            // Renew the lease while idle, when the store needs it.
+            if store.idle_lease_renewal_due(idle_since, LEASE_MS) {
                 match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
                     Ok(Some(_)) => idle_since = std::time::Instant::now(),
                     Ok(None) => return,

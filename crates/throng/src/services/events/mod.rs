@@ -217,9 +217,10 @@ impl Service for Events {
     fn links(&self) -> Vec<Link> {
         vec![Link {
             kind: LinkKind::Endpoint,
-            href: "/api/events/all",
-            title: "/api/events/all",
-            about: "every event in commit order (admin token).",
+            href: "/docs/#op-get-api-events-all",
+            title: "GET /api/events/all",
+            about:
+                "every event in commit order; needs an admin token (the link opens its reference).",
         }]
     }
 

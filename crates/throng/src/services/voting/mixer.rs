@@ -91,7 +91,7 @@ async fn mix(
         if !more_waiting {
             tokio::time::sleep(config.interval).await;
         }
-        if renewed.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {
+        if store.idle_lease_renewal_due(renewed, LEASE_MS) {
             match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
                 Ok(Some(_)) => renewed = Instant::now(),
                 Ok(None) => return,

@@ -343,7 +343,7 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
         if let Ok(p) = store::box_counts(store).await {
             tally.set_pending(p);
         }
-        if renewed.elapsed() >= Duration::from_millis(LEASE_MS as u64 / 3) {
+        if store.idle_lease_renewal_due(renewed, LEASE_MS) {
             match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
                 Ok(Some(_)) => renewed = Instant::now(),
                 Ok(None) => return,

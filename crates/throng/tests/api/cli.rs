@@ -1,0 +1,74 @@
+//! The command line as a person meets it: help text, lists, the log file.
+
+use std::time::Duration;
+
+use crate::helpers::{throng_bin, ProcessServer};
+
+async fn output(args: &[&str]) -> std::process::Output {
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(throng_bin())
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .output(),
+    )
+    .await
+    .expect("the command finishes in time")
+    .expect("the command runs")
+}
+
+/// Help is prose: no rustdoc links (`[crate::...]`, ``[`Name`]``) leak from
+/// the doc comments clap turns into help.
+#[tokio::test]
+async fn load_help_has_no_code_links() {
+    for args in [
+        &["load", "url", "--help"][..],
+        &["load", "run", "--help"],
+        &["load", "--help"],
+    ] {
+        let out = output(args).await;
+        assert!(out.status.success(), "throng {args:?} exits 0");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("Usage"), "throng {args:?}:\n{help}");
+        for link in ["[crate::", "[`", "`]"] {
+            assert!(
+                !help.contains(link),
+                "throng {args:?} prints a code link {link:?}:\n{help}"
+            );
+        }
+    }
+}
+
+/// `bench --list`: every description starts in the same column.
+#[tokio::test]
+async fn bench_list_is_aligned() {
+    let out = output(&["bench", "--list"]).await;
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let columns: Vec<usize> = text
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let name_end = 2 + line[2..].find(' ').expect("name then description");
+            name_end + line[name_end..].find(|c: char| c != ' ').unwrap()
+        })
+        .collect();
+    assert!(columns.len() > 1, "{text}");
+    assert!(
+        columns.windows(2).all(|w| w[0] == w[1]),
+        "descriptions start at columns {columns:?}:\n{text}"
+    );
+}
+
+/// A log written to a file has no ANSI escape sequences.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_file_is_plain_text() {
+    let data = tempfile::TempDir::new().unwrap();
+    let server = ProcessServer::start(data.path(), None, &[]).await;
+    let log = server.log_text();
+    assert!(log.contains("INFO"), "the log has lines:\n{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "escape sequences in the log:\n{log:?}"
+    );
+}
