@@ -165,7 +165,8 @@ pub enum OnOff {
 }
 
 /// What the comments routes share. The one owner of the page cache's
-/// versions: every write goes through [`CommentsState::post_comment`] or
+/// versions: every write goes through [`CommentsState::post_comment`],
+/// [`CommentsState::edit_comment`], [`CommentsState::delete_comment`] or
 /// [`CommentsState::put_reply`], which bump the course's version after the
 /// commit and before the answer, so no write path can forget it.
 pub struct CommentsState {
@@ -232,6 +233,31 @@ impl CommentsState {
         let outcome = store::post_comment(&self.store, new).await?;
         if matches!(outcome, store::PostOutcome::Posted(_)) {
             self.cache.bump(course_id);
+        }
+        Ok(outcome)
+    }
+
+    /// Edits a user's own review; on success, bumps the course's version.
+    pub async fn edit_comment(
+        &self,
+        edit: model::CommentEdit,
+    ) -> Result<store::EditOutcome, StoreError> {
+        let outcome = store::edit_comment(&self.store, edit).await?;
+        if let store::EditOutcome::Edited(out) = &outcome {
+            self.cache.bump(out.course_id);
+        }
+        Ok(outcome)
+    }
+
+    /// Deletes a user's own review or a provider's own reply; on success,
+    /// bumps the course's version.
+    pub async fn delete_comment(
+        &self,
+        d: model::Deleter,
+    ) -> Result<store::DeleteOutcome, StoreError> {
+        let outcome = store::delete_comment(&self.store, d).await?;
+        if let store::DeleteOutcome::Deleted { course_id } = &outcome {
+            self.cache.bump(*course_id);
         }
         Ok(outcome)
     }
