@@ -122,12 +122,6 @@ async fn pg_apply_delta(
 /// thread's comment count grows with every comment, in or out of order (every
 /// SET expression reads the row as it was before this update).
 fn snapshot_upsert_sql(p: fn(usize) -> String) -> String {
-    snapshot_write_sql(p, true)
-}
-
-/// The snapshot's insert alone (`upsert` false: `DO NOTHING` on conflict,
-/// `RETURNING 1` when inserted).
-fn snapshot_write_sql(p: fn(usize) -> String, upsert: bool) -> String {
     let newer = "(excluded.last_update_ms, excluded.last_comment_id) \
                  > (comments_snapshots.last_update_ms, comments_snapshots.last_comment_id)";
     let last: Vec<String> = [
@@ -142,16 +136,6 @@ fn snapshot_write_sql(p: fn(usize) -> String, upsert: bool) -> String {
     .collect();
     // The first comment is also the last until another one arrives.
     let values: Vec<String> = [1, 2, 3, 4, 4, 5, 6, 7, 8, 9].map(p).into();
-    if !upsert {
-        return format!(
-            "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id,
-                last_comment_id, last_title, last_rating, last_remarks, last_update_ms, display_name,
-                comment_count)
-             VALUES ({}, 1)
-             ON CONFLICT (course_id, comment_type, user_id) DO NOTHING RETURNING 1",
-            values.join(", ")
-        );
-    }
     format!(
         "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id,
             last_comment_id, last_title, last_rating, last_remarks, last_update_ms, display_name,
@@ -167,20 +151,51 @@ fn snapshot_write_sql(p: fn(usize) -> String, upsert: bool) -> String {
 
 static SQLITE_SNAPSHOT_UPSERT: LazyLock<String> =
     LazyLock::new(|| snapshot_upsert_sql(|i| format!("?{i}")));
-static PG_SNAPSHOT_UPSERT: LazyLock<String> =
-    LazyLock::new(|| snapshot_upsert_sql(|i| format!("${i}")));
-static PG_SNAPSHOT_INSERT: LazyLock<String> =
-    LazyLock::new(|| snapshot_write_sql(|i| format!("${i}"), false));
+/// PostgreSQL: the snapshot upsert with the user's last rating before it
+/// and after it, in one statement. A batch's commands run pipelined in one
+/// transaction (`store/postgres.rs`), so a read and a write of the same
+/// snapshot in two statements could let another command of the batch change
+/// it in between; one statement cannot be split so. Other writers'
+/// transactions cannot change the course's snapshots meanwhile: every write
+/// that changes them first locks the course's aggregates row
+/// (`PG_VERSION_BUMP`) and holds it to its commit, so this statement, which
+/// starts after that lock, reads what they committed.
+/// Answers (old last rating, new last rating).
+static PG_SNAPSHOT_UPSERT_DELTA: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH old AS (SELECT last_rating FROM comments_snapshots
+            WHERE course_id = $1 AND comment_type = $2 AND user_id = $3),
+         up AS ({} RETURNING last_rating)
+         SELECT (SELECT last_rating FROM old), up.last_rating FROM up",
+        snapshot_upsert_sql(|i| format!("${i}"))
+    )
+});
 
 /// Rebuilds a user's snapshot on a course from their comments (after an
 /// edit or a delete), answering its new last rating; no row when the user
 /// has no comment left there (then the caller deletes the snapshot).
 /// Parameters: course, type, user.
-fn snapshot_rebuild_sql(p: fn(usize) -> String) -> String {
+fn snapshot_rebuild_sql(p: fn(usize) -> String, pg: bool) -> String {
+    // PostgreSQL also answers the last rating before, read in the same
+    // statement (see `PG_SNAPSHOT_UPSERT_DELTA`).
+    let (with, returning) = if pg {
+        (
+            format!(
+                "WITH old AS (SELECT last_rating FROM comments_snapshots
+                    WHERE course_id = {} AND comment_type = {} AND user_id = {}) ",
+                p(1),
+                p(2),
+                p(3)
+            ),
+            "RETURNING last_rating, (SELECT last_rating FROM old)",
+        )
+    } else {
+        (String::new(), "RETURNING last_rating")
+    };
     let same =
         "f.course_id = c.course_id AND f.user_id = c.user_id AND f.comment_type = c.comment_type";
     format!(
-        "UPDATE comments_snapshots SET first_comment_id = t.first_id, last_comment_id = t.id,
+        "{with}UPDATE comments_snapshots SET first_comment_id = t.first_id, last_comment_id = t.id,
             last_title = t.title, last_rating = t.rating, last_remarks = t.remarks,
             last_update_ms = t.created_ms, comment_count = t.n
          FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms,
@@ -190,7 +205,7 @@ fn snapshot_rebuild_sql(p: fn(usize) -> String) -> String {
                ORDER BY c.created_ms DESC, c.id DESC LIMIT 1) AS t
          WHERE comments_snapshots.course_id = {c} AND comments_snapshots.comment_type = {k}
            AND comments_snapshots.user_id = {u}
-         RETURNING last_rating",
+         {returning}",
         c = p(1),
         k = p(2),
         u = p(3),
@@ -198,18 +213,14 @@ fn snapshot_rebuild_sql(p: fn(usize) -> String) -> String {
 }
 
 static SQLITE_SNAPSHOT_REBUILD: LazyLock<String> =
-    LazyLock::new(|| snapshot_rebuild_sql(|i| format!("?{i}")));
+    LazyLock::new(|| snapshot_rebuild_sql(|i| format!("?{i}"), false));
 static PG_SNAPSHOT_REBUILD: LazyLock<String> =
-    LazyLock::new(|| snapshot_rebuild_sql(|i| format!("${i}")));
+    LazyLock::new(|| snapshot_rebuild_sql(|i| format!("${i}"), true));
 const SQLITE_SNAPSHOT_DELETE: &str =
     "DELETE FROM comments_snapshots WHERE course_id = ?1 AND comment_type = ?2 AND user_id = ?3";
 const PG_SNAPSHOT_DELETE: &str =
-    "DELETE FROM comments_snapshots WHERE course_id = $1 AND comment_type = $2 AND user_id = $3";
-/// The user's last rating on a course, locked until the transaction ends
-/// (every change of a user's snapshot takes this lock first).
-const PG_SNAPSHOT_LOCK: &str =
-    "SELECT last_rating, last_update_ms, last_comment_id FROM comments_snapshots
-     WHERE course_id = $1 AND comment_type = $2 AND user_id = $3 FOR UPDATE";
+    "DELETE FROM comments_snapshots WHERE course_id = $1 AND comment_type = $2 AND user_id = $3
+     RETURNING last_rating";
 const SQLITE_SNAPSHOT_LAST: &str =
     "SELECT last_rating, last_update_ms, last_comment_id FROM comments_snapshots
      WHERE course_id = ?1 AND comment_type = ?2 AND user_id = ?3";
@@ -253,14 +264,8 @@ pub fn invalidation_key(course_id: i64) -> String {
 /// The prefix of the comments' invalidation keys.
 pub const INVALIDATION_PREFIX: &str = "comments:course:";
 
-/// The course, the user's name and their last rating on the course (its
-/// snapshot row locked, as `PG_SNAPSHOT_LOCK`), in one round trip.
 const POST_LOOKUP_PG: &str = "SELECT (SELECT 1 FROM comments_courses WHERE id = $1),
-        (SELECT display_name FROM comments_users WHERE id = $2),
-        s.last_rating, s.last_update_ms, s.last_comment_id
-     FROM (SELECT 1) AS one LEFT JOIN (SELECT last_rating, last_update_ms, last_comment_id
-        FROM comments_snapshots WHERE course_id = $1 AND comment_type = $3 AND user_id = $2
-        FOR UPDATE) AS s ON true";
+        (SELECT display_name FROM comments_users WHERE id = $2)";
 
 const POST_INSERT_PG: &str =
     "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title,
@@ -288,18 +293,20 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                     // planning them on every post cost as much as running them.
                     let lookup = t.prepare_cached(POST_LOOKUP_PG).await?;
                     let row = t
-                        .query_one(&lookup, &[&new.course_id, &new.user_id, &kind])
+                        .query_opt(&lookup, &[&new.course_id, &new.user_id])
                         .await?;
-                    let course: Option<i32> = row.get(0);
-                    let name: Option<String> = row.get(1);
-                    let old_rating: Option<i32> = row.get(2);
-                    let mut old: Option<LastSeen> = old_rating.map(|r| (r, row.get(3), row.get(4)));
+                    let (course, name): (Option<i32>, Option<String>) =
+                        row.map(|r| (r.get(0), r.get(1))).unwrap_or((None, None));
                     if course.is_none() {
                         return Ok(PostOutcome::CourseNotFound);
                     }
                     let Some(display_name) = name else {
                         return Ok(PostOutcome::UnknownUser);
                     };
+                    // The course's aggregates row, locked to the commit: see
+                    // `PG_SNAPSHOT_UPSERT_DELTA`.
+                    let bump = t.prepare_cached(PG_VERSION_BUMP).await?;
+                    t.execute(&bump, &[&new.course_id, &kind]).await?;
                     let insert = t.prepare_cached(POST_INSERT_PG).await?;
                     let id: i64 = t
                         .query_one(
@@ -316,39 +323,25 @@ pub async fn post_comment(store: &Store, new: NewComment) -> Result<PostOutcome,
                         )
                         .await?
                         .get(0);
-                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
-                        &new.course_id,
-                        &kind,
-                        &new.user_id,
-                        &id,
-                        &new.title,
-                        &rating,
-                        &new.remarks,
-                        &new.created_ms,
-                        &display_name,
-                    ];
-                    let mut first = false;
-                    if old.is_none() {
-                        // The user's first comment here, unless another
-                        // writer's commit just made the snapshot: then
-                        // read (and lock) it, and update it as any other.
-                        let ins = t.prepare_cached(PG_SNAPSHOT_INSERT.as_str()).await?;
-                        first = t.query_opt(&ins, &params).await?.is_some();
-                        if !first {
-                            let lock = t.prepare_cached(PG_SNAPSHOT_LOCK).await?;
-                            old = t
-                                .query_opt(&lock, &[&new.course_id, &kind, &new.user_id])
-                                .await?
-                                .map(|r| (r.get(0), r.get(1), r.get(2)));
-                        }
-                    }
-                    if !first {
-                        let snapshot = t.prepare_cached(PG_SNAPSHOT_UPSERT.as_str()).await?;
-                        t.execute(&snapshot, &params).await?;
-                    }
-                    let last = last_after_post(old, new.created_ms, id, rating);
-                    let d = delta(old.map(|o| o.0), Some(last));
-                    pg_apply_delta(t, new.course_id, kind, d).await?;
+                    let snapshot = t.prepare_cached(PG_SNAPSHOT_UPSERT_DELTA.as_str()).await?;
+                    let row = t
+                        .query_one(
+                            &snapshot,
+                            &[
+                                &new.course_id,
+                                &kind,
+                                &new.user_id,
+                                &id,
+                                &new.title,
+                                &rating,
+                                &new.remarks,
+                                &new.created_ms,
+                                &display_name,
+                            ],
+                        )
+                        .await?;
+                    let (old, last): (Option<i32>, i32) = (row.get(0), row.get(1));
+                    pg_apply_delta(t, new.course_id, kind, delta(old, Some(last))).await?;
                     let out = comment_out(&new, id, display_name);
                     tx.invalidate(invalidation_key(new.course_id));
                     tx.append(posted_event(&out));
@@ -728,11 +721,10 @@ pub async fn edit_comment(store: &Store, e: CommentEdit) -> Result<EditOutcome, 
                         Err(outcome) => return Ok(outcome),
                     };
                     let k = kind.as_str();
-                    let lock = t.prepare_cached(PG_SNAPSHOT_LOCK).await?;
-                    let old: Option<i32> = t
-                        .query_opt(&lock, &[&f.course_id, &k, &f.user_id])
-                        .await?
-                        .map(|r| r.get(0));
+                    // The course's aggregates row, locked to the commit: see
+                    // `PG_SNAPSHOT_UPSERT_DELTA`.
+                    let bump = t.prepare_cached(PG_VERSION_BUMP).await?;
+                    t.execute(&bump, &[&f.course_id, &k]).await?;
                     let rating = e.rating.map(|r| r.get());
                     let update = t
                         .prepare_cached(
@@ -747,7 +739,7 @@ pub async fn edit_comment(store: &Store, e: CommentEdit) -> Result<EditOutcome, 
                         // Deleted by another writer since it was found.
                         return Ok(EditOutcome::CommentNotFound);
                     }
-                    let new = pg_rebuild_snapshot(t, f.course_id, k, f.user_id).await?;
+                    let (old, new) = pg_rebuild_snapshot(t, f.course_id, k, f.user_id).await?;
                     pg_apply_delta(t, f.course_id, k, delta(old, new)).await?;
                     let out = edited_out(&f, &e, kind);
                     tx.invalidate(invalidation_key(f.course_id));
@@ -761,23 +753,28 @@ pub async fn edit_comment(store: &Store, e: CommentEdit) -> Result<EditOutcome, 
 }
 
 /// Rebuilds the user's snapshot from their comments; their last rating
-/// after it (`None`: no comment left, snapshot deleted).
+/// before and after it, each read by the statement that changes the
+/// snapshot (after: `None` when no comment is left and the snapshot is
+/// deleted).
 async fn pg_rebuild_snapshot(
     t: &deadpool_postgres::Transaction<'_>,
     course_id: i64,
     kind: &str,
     user_id: i64,
-) -> Result<Option<i32>, StoreError> {
+) -> Result<(Option<i32>, Option<i32>), StoreError> {
     let rebuild = t.prepare_cached(PG_SNAPSHOT_REBUILD.as_str()).await?;
     let row = t
         .query_opt(&rebuild, &[&course_id, &kind, &user_id])
         .await?;
     match row {
-        Some(r) => Ok(Some(r.get(0))),
+        Some(r) => Ok((r.get(1), Some(r.get(0)))),
         None => {
             let del = t.prepare_cached(PG_SNAPSHOT_DELETE).await?;
-            t.execute(&del, &[&course_id, &kind, &user_id]).await?;
-            Ok(None)
+            let old = t
+                .query_opt(&del, &[&course_id, &kind, &user_id])
+                .await?
+                .map(|r| r.get(0));
+            Ok((old, None))
         }
     }
 }
@@ -908,6 +905,10 @@ pub async fn delete_comment(store: &Store, d: Deleter) -> Result<DeleteOutcome, 
                         Err(outcome) => return Ok(outcome),
                     };
                     let k = kind.as_str();
+                    // The course's aggregates row, locked to the commit: see
+                    // `PG_SNAPSHOT_UPSERT_DELTA`.
+                    let bump = t.prepare_cached(PG_VERSION_BUMP).await?;
+                    t.execute(&bump, &[&f.course_id, &k]).await?;
                     if is_reply {
                         let del = t
                             .prepare_cached("DELETE FROM comments WHERE id = $1")
@@ -915,19 +916,12 @@ pub async fn delete_comment(store: &Store, d: Deleter) -> Result<DeleteOutcome, 
                         if t.execute(&del, &[&d.comment_id]).await? == 0 {
                             return Ok(DeleteOutcome::CommentNotFound);
                         }
-                        let bump = t.prepare_cached(PG_VERSION_BUMP).await?;
-                        t.execute(&bump, &[&f.course_id, &k]).await?;
                         tx.invalidate(invalidation_key(f.course_id));
                         tx.append(deleted_event(&d, &f, kind, true, 0));
                         return Ok(DeleteOutcome::Deleted {
                             course_id: f.course_id,
                         });
                     }
-                    let lock = t.prepare_cached(PG_SNAPSHOT_LOCK).await?;
-                    let old: Option<i32> = t
-                        .query_opt(&lock, &[&f.course_id, &k, &f.user_id])
-                        .await?
-                        .map(|r| r.get(0));
                     let del = t
                         .prepare_cached("DELETE FROM comments WHERE id = $1")
                         .await?;
@@ -938,7 +932,7 @@ pub async fn delete_comment(store: &Store, d: Deleter) -> Result<DeleteOutcome, 
                         .prepare_cached("DELETE FROM comments WHERE parent_id = $1")
                         .await?;
                     let replies = t.execute(&del_replies, &[&d.comment_id]).await?;
-                    let new = pg_rebuild_snapshot(t, f.course_id, k, f.user_id).await?;
+                    let (old, new) = pg_rebuild_snapshot(t, f.course_id, k, f.user_id).await?;
                     pg_apply_delta(t, f.course_id, k, delta(old, new)).await?;
                     tx.invalidate(invalidation_key(f.course_id));
                     tx.append(deleted_event(&d, &f, kind, false, replies));
