@@ -7,6 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -32,12 +33,12 @@ function pageTest(name, fn, viewports = [DESKTOP, PHONE]) {
       const { page, errors } = await newPage(t);
       await page.setViewportSize({ width: vp.width, height: vp.height });
       try {
-        await fn({ page, errors, vp });
+        await fn({ page, errors, vp, t });
       } catch (e) {
         mkdirSync(SHOTS_DIR, { recursive: true });
         const shot = join(SHOTS_DIR, `comments-${name}-${vp.name}`.replace(/[^a-z0-9-]+/gi, "_") + ".png");
         await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
-        e.message += `\nscreenshot: ${shot}`;
+        e.message += `\nscreenshot: ${shot}` + (errors.length ? `\npage errors: ${errors.join("\n")}` : "");
         throw e;
       }
     });
@@ -242,15 +243,20 @@ pageTest("a user posts, edits and deletes their own review from the page", async
   assert.deepEqual(errors, []);
 });
 
-/** A page of another origin that embeds the widget, served by the test. */
-async function hostPage(page, course, body) {
-  const host = "http://course-site.test";
-  await page.route(`${host}/**`, (route) => route.fulfill({
-    contentType: "text/html; charset=utf-8",
-    body: `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"></head>
-      <body><h1>A course site</h1>${body}</body></html>`,
-  }));
-  await page.goto(`${host}/course/${course}`);
+/**
+ * A page of another origin (a second server on loopback, another port)
+ * that embeds the widget with `body`. Resolves its URL; the server closes
+ * when the test ends.
+ */
+async function hostPage(t, page, course, body) {
+  const host = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(`<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"></head>
+      <body><h1>A course site</h1>${body}</body></html>`);
+  });
+  await new Promise((ok) => host.listen(0, "127.0.0.1", ok));
+  t.after(() => new Promise((ok) => { host.closeAllConnections(); host.close(ok); }));
+  await page.goto(`http://127.0.0.1:${host.address().port}/course/${course}`);
 }
 
 async function demoUserToken() {
@@ -258,11 +264,11 @@ async function demoUserToken() {
   return (await r.json()).token;
 }
 
-pageTest("a host page hands the widget its user's token; the user posts", async ({ page, errors, vp }) => {
+pageTest("a host page hands the widget its user's token; the user posts", async ({ page, errors, vp, t }) => {
   const course = vp === PHONE ? 11 : 10;
   const token = await demoUserToken();
   // data-token in the tag.
-  await hostPage(page, course,
+  await hostPage(t, page, course,
     `<script src="${session.server.url}/widget/comments.js" data-course="${course}" data-token="${token}"></script>`);
   await page.locator("[data-testid=form]").waitFor();
   assert.equal(await page.locator("[data-testid=signed-out]").count(), 0);
@@ -274,7 +280,7 @@ pageTest("a host page hands the widget its user's token; the user posts", async 
   await assertNoHorizontalScroll(page);
 
   // setToken from the host's own script, after the widget loaded.
-  await hostPage(page, course,
+  await hostPage(t, page, course,
     `<script src="${session.server.url}/widget/comments.js" data-course="${course}"></script>`);
   await page.locator("[data-testid=signed-out]").waitFor();
   await page.evaluate((t) => window.throngComments.setToken(t), token);
