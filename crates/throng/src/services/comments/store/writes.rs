@@ -1015,4 +1015,53 @@ mod tests {
         assert_eq!(upsert(11, "late", 100), (2, 10, 10, "first".into(), 200));
         assert_eq!(upsert(12, "newest", 300), (3, 10, 12, "newest".into(), 300));
     }
+
+    /// A user's rating moves from old to new: counted once.
+    #[test]
+    fn a_delta_moves_one_users_rating() {
+        let d = delta(None, Some(4));
+        assert_eq!((d.count, d.sum, d.stars), (1, 4, [0, 0, 0, 1, 0]));
+        let d = delta(Some(2), Some(5));
+        assert_eq!((d.count, d.sum, d.stars), (0, 3, [0, -1, 0, 0, 1]));
+        let d = delta(Some(3), None);
+        assert_eq!((d.count, d.sum, d.stars), (-1, -3, [0, 0, -1, 0, 0]));
+        assert_eq!(delta(Some(3), Some(3)), Delta::default());
+        // A comment stamped before the user's last one does not replace it.
+        assert_eq!(last_after_post(Some((2, 500, 9)), 400, 10, 5), 2);
+        assert_eq!(last_after_post(Some((2, 500, 9)), 600, 10, 5), 5);
+        assert_eq!(last_after_post(None, 1, 1, 4), 4);
+    }
+
+    /// Migration 0030 rebuilds aggregates that counted every comment from
+    /// the snapshots' last ratings (each user once).
+    #[test]
+    fn the_migration_rebuilds_aggregates_per_user() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::apply_sqlite(&mut conn, &crate::services::migrations()).unwrap();
+        for (user, last) in [(5, 4), (6, 2)] {
+            conn.execute(
+                &SQLITE_SNAPSHOT_UPSERT,
+                params![1, "Course", user, user, "t", last, "r", 100, "N"],
+            )
+            .unwrap();
+        }
+        // As an older store kept it: user 5 posted twice (5 stars, then 4).
+        conn.execute(
+            "INSERT INTO comments_ratings VALUES (1, 'Course', 3, 11, 0, 1, 0, 1, 1, 7)",
+            [],
+        )
+        .unwrap();
+        conn.execute_batch(include_str!(
+            "../migrations/sqlite/0030_comments_rating_per_user.sql"
+        ))
+        .unwrap();
+        let row: [i64; 8] = conn
+            .query_row(
+                "SELECT count, sum, stars1, stars2, stars3, stars4, stars5, version FROM comments_ratings",
+                [],
+                |r| Ok(std::array::from_fn(|i| r.get(i).unwrap())),
+            )
+            .unwrap();
+        assert_eq!(row, [2, 6, 0, 1, 0, 1, 0, 8]);
+    }
 }
