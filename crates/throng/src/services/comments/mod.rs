@@ -2,7 +2,9 @@
 //! once to each comment (and may edit the reply). Snapshots (first and last
 //! comment per user, course and type) and rating aggregates are maintained
 //! on write; the listing's JSON is built by the database and served through a
-//! bounded page cache with ETags. See `000_f49fe3b09f9da7b1.txt`.
+//! bounded page cache with ETags. See the comments write-up. A course counts
+//! each user once, with their last rating; users edit and delete their own
+//! reviews, providers their own replies.
 
 pub mod bench;
 pub mod cache;
