@@ -32,6 +32,11 @@ both_stores!(
     write_up_paths_answer_the_same,
     concurrent_writes_keep_one_reply_and_exact_aggregates,
     reseeding_replaces_the_data_and_keeps_every_index,
+    one_rating_per_user_the_last_one_counts,
+    edit_and_delete_follow_the_users_last_rating,
+    editing_or_deleting_someone_elses_comment_is_refused,
+    bad_edits_get_the_envelope_and_write_nothing,
+    deleting_a_review_takes_its_reply_a_provider_deletes_their_own_reply,
 );
 
 crate::postgres_only!(two_nodes_see_each_others_writes_within_the_bound);
@@ -92,6 +97,74 @@ async fn put_reply(api: &Api, bearer: Option<&str>, comment: i64, body: &Value) 
         req = req.bearer_auth(t);
     }
     api.send(req).await
+}
+
+async fn patch_comment(api: &Api, bearer: Option<&str>, comment: i64, body: &Value) -> Reply {
+    let mut req = api
+        .http
+        .patch(api.url(&format!("/api/comments/{comment}")))
+        .json(body);
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    api.send(req).await
+}
+
+async fn delete_comment(api: &Api, bearer: Option<&str>, comment: i64) -> Reply {
+    let mut req = api
+        .http
+        .delete(api.url(&format!("/api/comments/{comment}")));
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    api.send(req).await
+}
+
+/// The aggregates as the listing implies them: each user block once, with
+/// its `lastRating` (count, stars 1..5). Reads past every cache.
+async fn aggregates_of_listing(api: &Api, course: i64) -> (i64, [i64; 5]) {
+    let mut stars = [0i64; 5];
+    let mut count = 0;
+    let mut cursor = String::new();
+    for _ in 0..1000 {
+        let r = list(
+            api,
+            &format!("courseId={course}&size=20&sizeThread=0&cursor={cursor}"),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        for b in r.json().as_array().unwrap() {
+            let last = b["lastRating"].as_i64().unwrap();
+            stars[(last - 1) as usize] += 1;
+            count += 1;
+        }
+        match r.headers.get("x-next-cursor") {
+            Some(c) => cursor = c.to_str().unwrap().to_string(),
+            None => return (count, stars),
+        }
+    }
+    panic!("more than 1000 pages");
+}
+
+/// The course's rating agrees with its users' last ratings.
+async fn assert_rating_is_per_user(api: &Api, course: i64) -> Value {
+    let r = rating(api, course).await;
+    let (count, stars) = aggregates_of_listing(api, course).await;
+    assert_eq!(r["count"].as_i64().unwrap(), count, "{r}");
+    let got: Vec<i64> = (0..5).map(|i| r["stars"][i].as_i64().unwrap()).collect();
+    assert_eq!(got, stars, "{r}");
+    let sum: i64 = (0..5).map(|i| stars[i] * (i as i64 + 1)).sum();
+    let avg = if count > 0 {
+        sum as f64 / count as f64
+    } else {
+        0.0
+    };
+    assert!((r["average"].as_f64().unwrap() - avg).abs() < 0.006, "{r}");
+    r
+}
+
+fn stars_of(r: &Value) -> [i64; 5] {
+    std::array::from_fn(|i| r["stars"][i].as_i64().unwrap())
 }
 
 async fn rating(api: &Api, course: i64) -> Value {
@@ -438,25 +511,17 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
     // ... and the newest block is first in the course listing.
     assert_eq!(list_ok(api, "courseId=4&size=1").await[0], *block);
 
-    // Rule 4: aggregates.
-    let after = rating(api, 4).await;
+    // Rule 4: aggregates, each user once with their last rating.
+    let after = assert_rating_is_per_user(api, 4).await;
+    let new_user = (thread_before == 0) as i64;
     assert_eq!(
         after["count"].as_i64().unwrap(),
-        before["count"].as_i64().unwrap() + 2
+        before["count"].as_i64().unwrap() + new_user
     );
-    for (i, bump) in [(1, 1), (4, 1), (0, 0)] {
-        assert_eq!(
-            after["stars"][i].as_i64().unwrap(),
-            before["stars"][i].as_i64().unwrap() + bump
-        );
-    }
-    let sum: i64 = (0..5)
-        .map(|i| after["stars"][i].as_i64().unwrap() * (i as i64 + 1))
-        .sum();
-    let avg = sum as f64 / after["count"].as_f64().unwrap();
-    assert!(
-        (after["average"].as_f64().unwrap() - avg).abs() < 0.006,
-        "{after}"
+    assert_eq!(
+        after["stars"][4].as_i64().unwrap(),
+        before["stars"][4].as_i64().unwrap() + 1
+            - (thread_before > 0 && had[0]["lastRating"] == 5) as i64
     );
     api.get("/api/courses/999/rating")
         .await
@@ -1124,17 +1189,10 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
     for t in tasks {
         assert_eq!(t.await.unwrap(), 201);
     }
-    let after = rating(api, 6).await;
-    assert_eq!(
-        after["count"].as_i64().unwrap(),
-        before["count"].as_i64().unwrap() + 40
-    );
-    for star in 0..5 {
-        assert_eq!(
-            after["stars"][star].as_i64().unwrap(),
-            before["stars"][star].as_i64().unwrap() + 8
-        );
-    }
+    // Twenty users, each counted once (with their last rating), whether
+    // they had a rating here before or not.
+    let after = assert_rating_is_per_user(api, 6).await;
+    assert!(after["count"].as_i64().unwrap() >= 20, "{before} {after}");
     let blocks = list_ok(api, "courseId=6&size=20&sizeThread=20").await;
     let crowd: usize = blocks
         .iter()
@@ -1455,4 +1513,371 @@ async fn reseeding_replaces_the_data_and_keeps_every_index(kind: StoreKind) {
     assert_eq!(posted.status, 201, "{}", posted.text());
     let max_now: i64 = store_rows(store, max_sql).await[0].parse().unwrap();
     assert!(max_now > max_seeded, "{max_now} after {max_seeded}");
+}
+
+// ------------------------------------------------ one rating per user, edits
+
+async fn one_rating_per_user_the_last_one_counts(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let api = &s.api;
+    // Users 3..=19 have no comment in the seed.
+    let (u10, u11) = (token(&s, 10, Role::User), token(&s, 11, Role::User));
+    let before = assert_rating_is_per_user(api, 5).await;
+    let (n0, st0) = (before["count"].as_i64().unwrap(), stars_of(&before));
+
+    assert_eq!(
+        post_comment(api, Some(&u10), 5, &comment(2, "Slow", "Too slow."))
+            .await
+            .status,
+        201
+    );
+    let r = rating(api, 5).await;
+    assert_eq!(r["count"].as_i64().unwrap(), n0 + 1);
+    assert_eq!(r["stars"][1].as_i64().unwrap(), st0[1] + 1);
+
+    // The same user again: still one rating, now their last (5 stars).
+    assert_eq!(
+        post_comment(
+            api,
+            Some(&u10),
+            5,
+            &comment(5, "Second look", "Much better.")
+        )
+        .await
+        .status,
+        201
+    );
+    let r = assert_rating_is_per_user(api, 5).await;
+    assert_eq!(
+        r["count"].as_i64().unwrap(),
+        n0 + 1,
+        "one user, one rating: {r}"
+    );
+    assert_eq!(
+        r["stars"][1].as_i64().unwrap(),
+        st0[1],
+        "the earlier 2 stars no longer count"
+    );
+    assert_eq!(r["stars"][4].as_i64().unwrap(), st0[4] + 1);
+    let sum0: i64 = (0..5).map(|i| st0[i] * (i as i64 + 1)).sum();
+    let want = ((sum0 + 5) as f64 / (n0 + 1) as f64 * 100.0).round() / 100.0;
+    assert_eq!(
+        r["average"].as_f64().unwrap(),
+        want,
+        "the average uses the last rating"
+    );
+
+    // Another user counts too.
+    assert_eq!(
+        post_comment(api, Some(&u11), 5, &comment(3, "Fine", "Fine."))
+            .await
+            .status,
+        201
+    );
+    let r = assert_rating_is_per_user(api, 5).await;
+    assert_eq!(r["count"].as_i64().unwrap(), n0 + 2);
+    // Other courses are untouched by these.
+    assert_rating_is_per_user(api, 4).await;
+    // The seed counts each user once too (users repeat within a course).
+    for course in 1..=6 {
+        assert_rating_is_per_user(api, course).await;
+    }
+}
+
+async fn edit_and_delete_follow_the_users_last_rating(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let api = &s.api;
+    let u = token(&s, 12, Role::User);
+    let before = rating(api, 3).await;
+    let (n0, st0) = (before["count"].as_i64().unwrap(), stars_of(&before));
+    let older = post_comment(api, Some(&u), 3, &comment(2, "First", "First try."))
+        .await
+        .json();
+    let newer = post_comment(api, Some(&u), 3, &comment(4, "Later", "Later."))
+        .await
+        .json();
+    let (older, newer) = (
+        older["commentId"].as_i64().unwrap(),
+        newer["commentId"].as_i64().unwrap(),
+    );
+
+    // Editing the last review changes the user's rating.
+    let e = patch_comment(
+        api,
+        Some(&u),
+        newer,
+        &json!({"rating": 1, "title": " Changed my mind "}),
+    )
+    .await;
+    assert_eq!(e.status, 200, "{}", e.text());
+    let e = e.json();
+    assert_eq!(
+        (e["rating"].as_i64(), e["title"].as_str()),
+        (Some(1), Some("Changed my mind"))
+    );
+    assert_eq!(e["remarks"], "Later.", "fields not given stay");
+    assert!(e["editedDate"].as_str().unwrap().ends_with('Z'));
+    let r = assert_rating_is_per_user(api, 3).await;
+    assert_eq!(r["count"].as_i64().unwrap(), n0 + 1);
+    assert_eq!(r["stars"][0].as_i64().unwrap(), st0[0] + 1);
+    assert_eq!(r["stars"][3].as_i64().unwrap(), st0[3]);
+    let block = &list_ok(api, "courseId=3&userId=12&sizeThread=20").await[0];
+    assert_eq!(block["lastTitle"], "Changed my mind");
+    assert_eq!(block["lastRating"], 1);
+    assert_eq!(
+        block["thread"][0]["rating"], 1,
+        "the listing shows the edit at once"
+    );
+
+    // Editing an earlier review leaves the user's rating as it is.
+    assert_eq!(
+        patch_comment(api, Some(&u), older, &json!({"rating": 5}))
+            .await
+            .status,
+        200
+    );
+    let r2 = assert_rating_is_per_user(api, 3).await;
+    assert_eq!(stars_of(&r2), stars_of(&r));
+
+    // Deleting the last review: the earlier one's rating (5) counts.
+    assert_eq!(delete_comment(api, Some(&u), newer).await.status, 204);
+    let r = assert_rating_is_per_user(api, 3).await;
+    assert_eq!(r["count"].as_i64().unwrap(), n0 + 1);
+    assert_eq!(r["stars"][4].as_i64().unwrap(), st0[4] + 1);
+    assert_eq!(r["stars"][0].as_i64().unwrap(), st0[0]);
+    let block = &list_ok(api, "courseId=3&userId=12&sizeThread=20").await[0];
+    assert_eq!(block["lastCommentId"], older);
+    assert_eq!(block["thread"].as_array().unwrap().len(), 1);
+
+    // Deleting the only one left removes the user's rating and block.
+    assert_eq!(delete_comment(api, Some(&u), older).await.status, 204);
+    let r = assert_rating_is_per_user(api, 3).await;
+    assert_eq!(r["count"].as_i64().unwrap(), n0);
+    assert_eq!(stars_of(&r), st0);
+    assert!(list_ok(api, "courseId=3&userId=12").await.is_empty());
+    delete_comment(api, Some(&u), older)
+        .await
+        .assert_error(404, "comment_not_found");
+    patch_comment(api, Some(&u), older, &json!({"rating": 3}))
+        .await
+        .assert_error(404, "comment_not_found");
+
+    let events = event_types(&s).await;
+    assert_eq!(
+        events.iter().filter(|e| *e == "CommentEdited").count(),
+        2,
+        "{events:?}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| *e == "CommentDeleted").count(),
+        2,
+        "{events:?}"
+    );
+}
+
+async fn editing_or_deleting_someone_elses_comment_is_refused(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let api = &s.api;
+    let (owner, other) = (token(&s, 13, Role::User), token(&s, 14, Role::User));
+    let id = post_comment(api, Some(&owner), 2, &comment(4, "Mine", "Mine."))
+        .await
+        .json()["commentId"]
+        .as_i64()
+        .unwrap();
+    let state = |api: Api| async move {
+        (
+            rating(&api, 2).await,
+            list(&api, "courseId=2&size=20&sizeThread=20").await.body,
+        )
+    };
+    let before = state(api.clone()).await;
+    let events_before = event_types(&s).await.len();
+
+    let msg = patch_comment(api, Some(&other), id, &json!({"rating": 1}))
+        .await
+        .assert_error(403, "not_the_author");
+    assert!(msg.contains("only its author"), "{msg}");
+    delete_comment(api, Some(&other), id)
+        .await
+        .assert_error(403, "not_the_author");
+    // A provider (even the course's) cannot delete a user's review.
+    let provider = token(&s, 2, Role::Provider);
+    delete_comment(api, Some(&provider), id)
+        .await
+        .assert_error(403, "not_the_author");
+    patch_comment(api, Some(&provider), id, &json!({"rating": 1}))
+        .await
+        .assert_error(403, "forbidden");
+    // Nor can another provider delete a provider's reply, or a user.
+    let replied = a_comment(api, 2, true).await;
+    let reply_id = list_ok(api, "courseId=2&size=20&sizeThread=20")
+        .await
+        .iter()
+        .flat_map(|b| b["thread"].as_array().unwrap().clone())
+        .find(|c| c["commentId"] == replied)
+        .unwrap()["reply"][0]["commentId"]
+        .as_i64()
+        .unwrap();
+    let msg = delete_comment(api, Some(&token(&s, 1, Role::Provider)), reply_id)
+        .await
+        .assert_error(403, "not_the_author");
+    assert!(msg.contains("provider who wrote it"), "{msg}");
+    delete_comment(api, Some(&other), reply_id)
+        .await
+        .assert_error(403, "not_the_author");
+    let msg = patch_comment(api, Some(&other), reply_id, &json!({"remarks": "x"}))
+        .await
+        .assert_error(422, "edit_reply");
+    assert!(msg.contains("PUT"), "{msg}");
+    // Tokens: none, forged, expired; an admin token is not a user's.
+    patch_comment(api, None, id, &json!({"rating": 1}))
+        .await
+        .assert_error(401, "missing_token");
+    delete_comment(api, None, id)
+        .await
+        .assert_error(401, "missing_token");
+    for (bad, code) in bad_tokens(&s) {
+        delete_comment(api, Some(&bad), id)
+            .await
+            .assert_error(401, code);
+        patch_comment(api, Some(&bad), id, &json!({"rating": 1}))
+            .await
+            .assert_error(401, code);
+    }
+    delete_comment(api, Some(&token(&s, 13, Role::Admin)), id)
+        .await
+        .assert_error(403, "forbidden");
+
+    assert_eq!(state(api.clone()).await, before, "nothing changed");
+    assert_eq!(event_types(&s).await.len(), events_before, "no event");
+}
+
+async fn bad_edits_get_the_envelope_and_write_nothing(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let api = &s.api;
+    let u = token(&s, 15, Role::User);
+    let id = post_comment(api, Some(&u), 2, &comment(4, "Mine", "Mine."))
+        .await
+        .json()["commentId"]
+        .as_i64()
+        .unwrap();
+    let before = (
+        rating(api, 2).await,
+        list(api, "courseId=2&size=20&sizeThread=20").await.body,
+    );
+    let msg = patch_comment(api, Some(&u), id, &json!({}))
+        .await
+        .assert_error(422, "invalid_field");
+    assert!(msg.contains("at least one of rating"), "{msg}");
+    for r in [0, 6, -1] {
+        let msg = patch_comment(api, Some(&u), id, &json!({"rating": r}))
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(msg.starts_with("rating: an integer from 1 to 5"), "{msg}");
+    }
+    for (body, field) in [
+        (json!({"title": ""}), "title"),
+        (json!({"title": "x".repeat(201)}), "title"),
+        (json!({"title": "a\nb"}), "title"),
+        (json!({"remarks": "  "}), "remarks"),
+        (json!({"remarks": "y".repeat(4001)}), "remarks"),
+        (json!({"remarks": "a\u{202E}b"}), "remarks"),
+    ] {
+        let msg = patch_comment(api, Some(&u), id, &body)
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(msg.starts_with(field), "{msg}");
+    }
+    patch_comment(api, Some(&u), id, &json!({"rating": 3, "extra": 1}))
+        .await
+        .assert_error(422, "invalid_field");
+    patch_comment(api, Some(&u), 0, &json!({"rating": 3}))
+        .await
+        .assert_error(404, "comment_not_found");
+    delete_comment(api, Some(&u), -4)
+        .await
+        .assert_error(404, "comment_not_found");
+    assert_eq!(
+        (
+            rating(api, 2).await,
+            list(api, "courseId=2&size=20&sizeThread=20").await.body
+        ),
+        before
+    );
+}
+
+async fn deleting_a_review_takes_its_reply_a_provider_deletes_their_own_reply(kind: StoreKind) {
+    let Some(s) = seeded(kind, small(), &[]).await else {
+        return;
+    };
+    let api = &s.api;
+    // Course 1's provider is user 1.
+    let (u, provider) = (token(&s, 16, Role::User), token(&s, 1, Role::Provider));
+    let review = |title: &'static str| {
+        let (api, u) = (api.clone(), u.clone());
+        async move {
+            post_comment(&api, Some(&u), 1, &comment(3, title, "Text."))
+                .await
+                .json()["commentId"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let (a, b) = (review("A").await, review("B").await);
+    let reply_a = put_reply(api, Some(&provider), a, &json!({"remarks": "Thanks A"}))
+        .await
+        .json()["commentId"]
+        .as_i64()
+        .unwrap();
+    let reply_b = put_reply(api, Some(&provider), b, &json!({"remarks": "Thanks B"}))
+        .await
+        .json()["commentId"]
+        .as_i64()
+        .unwrap();
+
+    // The provider deletes their own reply: the review stays.
+    assert_eq!(
+        delete_comment(api, Some(&provider), reply_b).await.status,
+        204
+    );
+    let block = &list_ok(api, "courseId=1&userId=16&sizeThread=20").await[0];
+    let thread = block["thread"].as_array().unwrap();
+    assert_eq!(thread.len(), 2);
+    assert!(thread
+        .iter()
+        .all(|c| c["commentId"] != a || c["reply"][0]["commentId"] == reply_a));
+    assert!(thread
+        .iter()
+        .any(|c| c["commentId"] == b && c["reply"] == json!([])));
+
+    // The user deletes a review that has a reply: the reply goes with it.
+    assert_eq!(delete_comment(api, Some(&u), a).await.status, 204);
+    let block = &list_ok(api, "courseId=1&userId=16&sizeThread=20").await[0];
+    assert_eq!(block["thread"].as_array().unwrap().len(), 1);
+    delete_comment(api, Some(&provider), reply_a)
+        .await
+        .assert_error(404, "comment_not_found");
+    put_reply(api, Some(&provider), a, &json!({"remarks": "again"}))
+        .await
+        .assert_error(404, "comment_not_found");
+    assert_rating_is_per_user(api, 1).await;
+    let events = event_types(&s).await;
+    assert_eq!(
+        events.iter().filter(|e| *e == "ReplyDeleted").count(),
+        1,
+        "{events:?}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| *e == "CommentDeleted").count(),
+        1,
+        "{events:?}"
+    );
 }

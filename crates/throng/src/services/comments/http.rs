@@ -11,7 +11,9 @@
 //! Error codes: 400 `invalid_query`/`invalid_path`/`malformed_json`;
 //! 401 `missing_token`/`invalid_token`/`token_expired`; 403 `forbidden`
 //! (wrong role), `unknown_user` (no such user), `not_the_provider`;
-//! 404 `course_not_found`/`comment_not_found`; 422 `invalid_field` and
+//! `not_the_author` (editing or deleting someone else's comment);
+//! 404 `course_not_found`/`comment_not_found`; 422 `invalid_field`,
+//! `edit_reply` (PATCH names a reply: replies change through PUT) and
 //! `reply_to_reply` (replies cannot be replied to: the request is well formed
 //! but names a reply, so 422 rather than 409, which would suggest retrying
 //! after some other change).
@@ -22,16 +24,16 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, patch, post, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::cache::Page;
 use super::model::{
-    caller_id, parse_id, CommentRequest, CommentType, Cursor, ListQuery, ReplyRequest,
-    PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
+    caller_id, parse_id, CommentRequest, CommentType, Cursor, Deleter, EditRequest, ListQuery,
+    ReplyRequest, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
 };
-use super::store::{self, PostOutcome, ReplyOutcome};
+use super::store::{self, DeleteOutcome, EditOutcome, PostOutcome, ReplyOutcome};
 use super::CommentsState;
 use crate::base::clock::now_ms;
 use crate::platform::auth::{Caller, Role, TokenKeys};
@@ -59,6 +61,12 @@ where
         .route(
             "/api/comments/method/jsonfromlinq",
             get(list_comments).options(preflight),
+        )
+        .route(
+            "/api/comments/{comment_id}",
+            patch(edit_comment)
+                .delete(delete_comment)
+                .options(preflight),
         )
         .route(
             "/api/comments/{comment_id}/reply",
@@ -104,7 +112,7 @@ async fn cors(req: Request, next: Next) -> Response {
     if preflight {
         h.insert(
             header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, POST, PUT, OPTIONS"),
+            HeaderValue::from_static("GET, POST, PUT, PATCH, DELETE, OPTIONS"),
         );
         h.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,
@@ -445,6 +453,93 @@ pub async fn put_reply(
     Ok((status, Json(out)).into_response())
 }
 
+fn comment_not_found(id: i64) -> ApiError {
+    ApiError::not_found("comment_not_found", format!("no comment with id {id}"))
+}
+
+#[utoipa::path(patch, path = "/api/comments/{comment_id}", tag = "comments",
+    params(("comment_id" = i64, Path)), security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{rating?: 1..5, title?: 1..200 chars, remarks?: 1..4000 chars}, at least one"),
+    responses((status = 200, description = "The review as edited: {commentId, courseId, userId, displayName, commentType, rating, title, remarks, createdDate, editedDate}; \
+                the course's rating counts the user's last review's rating"),
+              (status = 401, description = "missing_token, invalid_token or token_expired"),
+              (status = 403, description = "forbidden (not a user token) or not_the_author (another user's review)"),
+              (status = 404, description = "comment_not_found"),
+              (status = 422, description = "invalid_field, or edit_reply (the comment is a provider's reply: PUT /api/comments/{comment_id}/reply on its review edits it)")))]
+pub async fn edit_comment(
+    State(st): State<Arc<CommentsState>>,
+    ApiPath(comment_id): ApiPath<i64>,
+    caller: Caller,
+    ApiJson(req): ApiJson<EditRequest>,
+) -> ApiResult<Response> {
+    let user_id = caller_id(&caller.0, Role::User)?;
+    let edit = req.parse(comment_id, user_id, now_ms())?;
+    if comment_id < 1 {
+        return Err(comment_not_found(comment_id));
+    }
+    match st.edit_comment(edit).await? {
+        EditOutcome::Edited(out) => Ok((StatusCode::OK, Json(out)).into_response()),
+        EditOutcome::CommentNotFound => Err(comment_not_found(comment_id)),
+        EditOutcome::IsReply => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "edit_reply",
+            "this is a provider's reply; its provider edits it with PUT /api/comments/{review id}/reply",
+        )),
+        EditOutcome::NotTheAuthor => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_the_author",
+            "this review is another user's; only its author may edit it",
+        )),
+    }
+}
+
+#[utoipa::path(delete, path = "/api/comments/{comment_id}", tag = "comments",
+    params(("comment_id" = i64, Path)), security(("bearer" = [])),
+    responses((status = 204, description = "Deleted. A review goes with the provider's reply to it, and the user's rating \
+                becomes their last remaining review's (none when it was their only one). A reply goes alone."),
+              (status = 401, description = "missing_token, invalid_token or token_expired"),
+              (status = 403, description = "forbidden (neither a user nor a provider token) or not_the_author \
+                (a user deletes their own reviews, a provider their own replies)"),
+              (status = 404, description = "comment_not_found")))]
+pub async fn delete_comment(
+    State(st): State<Arc<CommentsState>>,
+    ApiPath(comment_id): ApiPath<i64>,
+    caller: Caller,
+) -> ApiResult<Response> {
+    let provider = match caller.0.role {
+        Role::User => false,
+        Role::Provider => true,
+        _ => {
+            return Err(ApiError::forbidden(
+                "deleting needs a token with the role 'user' (for one's reviews) or 'provider' (for one's replies)",
+            ))
+        }
+    };
+    let caller_id = caller_id(&caller.0, caller.0.role)?;
+    if comment_id < 1 {
+        return Err(comment_not_found(comment_id));
+    }
+    let d = Deleter {
+        comment_id,
+        caller_id,
+        provider,
+        at_ms: now_ms(),
+    };
+    match st.delete_comment(d).await? {
+        DeleteOutcome::Deleted { .. } => Ok(StatusCode::NO_CONTENT.into_response()),
+        DeleteOutcome::CommentNotFound => Err(comment_not_found(comment_id)),
+        DeleteOutcome::NotTheAuthor { is_reply } => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_the_author",
+            if is_reply {
+                "this is a provider's reply; only the provider who wrote it may delete it"
+            } else {
+                "this review is another user's; only its author may delete it"
+            },
+        )),
+    }
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -455,7 +550,7 @@ pub struct RatingParams {
 
 #[utoipa::path(get, path = "/api/courses/{course_id}/rating", tag = "comments",
     params(("course_id" = i64, Path), RatingParams),
-    responses((status = 200, description = "{courseId, ratingType, count, average, stars:[1-star count, .., 5-star count]}"),
+    responses((status = 200, description = "{courseId, courseTitle, ratingType, count, average, stars:[1-star count, .., 5-star count]}: each user counts once, with the rating of their last review"),
               (status = 404, description = "course_not_found")))]
 pub async fn rating(
     State(st): State<Arc<CommentsState>>,
@@ -522,7 +617,14 @@ async fn demo_token(
 }
 
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(list_comments, post_comment, put_reply, rating))]
+#[openapi(paths(
+    list_comments,
+    post_comment,
+    edit_comment,
+    delete_comment,
+    put_reply,
+    rating
+))]
 pub struct CommentsApi;
 
 #[cfg(test)]
@@ -608,6 +710,21 @@ pub fn document_limits(doc: &mut serde_json::Value) {
                 "title": text_schema(1, TITLE_CHARS_MAX, false),
                 "remarks": text_schema(1, REMARKS_CHARS_MAX, true),
                 "commentType": {"enum": ["Course", "Service", null], "description": "default Course"}
+            }
+        }),
+    );
+    body_schema(
+        doc,
+        "patch",
+        "/api/comments/{comment_id}",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "minProperties": 1,
+            "properties": {
+                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+                "title": text_schema(1, TITLE_CHARS_MAX, false),
+                "remarks": text_schema(1, REMARKS_CHARS_MAX, true)
             }
         }),
     );

@@ -2,7 +2,9 @@
 //! once to each comment (and may edit the reply). Snapshots (first and last
 //! comment per user, course and type) and rating aggregates are maintained
 //! on write; the listing's JSON is built by the database and served through a
-//! bounded page cache with ETags. See `000_f49fe3b09f9da7b1.txt`.
+//! bounded page cache with ETags. See the comments write-up. A course counts
+//! each user once, with their last rating; users edit and delete their own
+//! reviews, providers their own replies.
 
 pub mod bench;
 pub mod cache;
@@ -165,7 +167,8 @@ pub enum OnOff {
 }
 
 /// What the comments routes share. The one owner of the page cache's
-/// versions: every write goes through [`CommentsState::post_comment`] or
+/// versions: every write goes through [`CommentsState::post_comment`],
+/// [`CommentsState::edit_comment`], [`CommentsState::delete_comment`] or
 /// [`CommentsState::put_reply`], which bump the course's version after the
 /// commit and before the answer, so no write path can forget it.
 pub struct CommentsState {
@@ -232,6 +235,31 @@ impl CommentsState {
         let outcome = store::post_comment(&self.store, new).await?;
         if matches!(outcome, store::PostOutcome::Posted(_)) {
             self.cache.bump(course_id);
+        }
+        Ok(outcome)
+    }
+
+    /// Edits a user's own review; on success, bumps the course's version.
+    pub async fn edit_comment(
+        &self,
+        edit: model::CommentEdit,
+    ) -> Result<store::EditOutcome, StoreError> {
+        let outcome = store::edit_comment(&self.store, edit).await?;
+        if let store::EditOutcome::Edited(out) = &outcome {
+            self.cache.bump(out.course_id);
+        }
+        Ok(outcome)
+    }
+
+    /// Deletes a user's own review or a provider's own reply; on success,
+    /// bumps the course's version.
+    pub async fn delete_comment(
+        &self,
+        d: model::Deleter,
+    ) -> Result<store::DeleteOutcome, StoreError> {
+        let outcome = store::delete_comment(&self.store, d).await?;
+        if let store::DeleteOutcome::Deleted { course_id } = &outcome {
+            self.cache.bump(*course_id);
         }
         Ok(outcome)
     }

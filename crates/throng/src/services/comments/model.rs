@@ -193,6 +193,61 @@ impl CommentRequest {
     }
 }
 
+/// `PATCH /api/comments/{id}`: the fields given replace the review's own;
+/// at least one.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditRequest {
+    pub rating: Option<i64>,
+    pub title: Option<String>,
+    pub remarks: Option<String>,
+}
+
+/// A review's edit by its author, checked.
+#[derive(Clone, Debug)]
+pub struct CommentEdit {
+    pub comment_id: i64,
+    pub user_id: i64,
+    pub rating: Option<Rating>,
+    pub title: Option<String>,
+    pub remarks: Option<String>,
+    pub at_ms: i64,
+}
+
+impl EditRequest {
+    pub fn parse(self, comment_id: i64, user_id: i64, at_ms: i64) -> Result<CommentEdit, ApiError> {
+        if self.rating.is_none() && self.title.is_none() && self.remarks.is_none() {
+            return Err(ApiError::invalid_field(
+                "body: give at least one of rating (1 to 5), title, remarks",
+            ));
+        }
+        Ok(CommentEdit {
+            comment_id,
+            user_id,
+            rating: self.rating.map(Rating::parse).transpose()?,
+            title: self
+                .title
+                .map(|t| text("title", &t, 1, TITLE_CHARS_MAX, false))
+                .transpose()?,
+            remarks: self
+                .remarks
+                .map(|t| text("remarks", &t, 1, REMARKS_CHARS_MAX, true))
+                .transpose()?,
+            at_ms,
+        })
+    }
+}
+
+/// Who asks to delete a comment: a user (their review) or a provider (their
+/// reply).
+#[derive(Clone, Copy, Debug)]
+pub struct Deleter {
+    pub comment_id: i64,
+    pub caller_id: i64,
+    pub provider: bool,
+    pub at_ms: i64,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplyRequest {
@@ -295,6 +350,9 @@ impl Cursor {
 pub const EVENT_COMMENT_POSTED: &str = "CommentPosted";
 pub const EVENT_REPLY_POSTED: &str = "ReplyPosted";
 pub const EVENT_REPLY_EDITED: &str = "ReplyEdited";
+pub const EVENT_COMMENT_EDITED: &str = "CommentEdited";
+pub const EVENT_COMMENT_DELETED: &str = "CommentDeleted";
+pub const EVENT_REPLY_DELETED: &str = "ReplyDeleted";
 
 /// RFC 3339 UTC with exactly three fraction digits, as both dialects print
 /// times in the listing (`2025-01-01T10:00:00.000Z`).

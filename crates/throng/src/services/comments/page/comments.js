@@ -1,10 +1,20 @@
 // throng comments widget: a course's rating and its comments with the
-// provider's replies, paging, and a form for a signed-in user.
+// provider's replies, paging, and a form for a signed-in user, who can edit
+// and delete their own reviews (a provider: reply, edit and delete replies).
 //
 //   <script src="https://HOST/widget/comments.js" data-course="123"
 //           data-token="(optional bearer token)" data-page-size="5"></script>
 //
-// window.throngComments.setToken(t) signs in later (null signs out);
+// Signing in is the host page's job: the widget has no login of its own.
+// The host hands it its signed-in user's bearer token (a `user` token whose
+// `sub` is the user's id, or a `provider` token for the course's provider),
+// made by the host's server with the same keys as throng (`throng token` shows
+// the format):
+//   - in the tag: data-token="eyJ...", or
+//   - later, from the host's own script:
+//       window.throngComments.setToken("eyJ...")   // null signs out
+//     (the widget's script defines window.throngComments when it runs, and
+//     dispatches a "throng-comments:ready" event on document).
 // setCourse(id) shows another course. Text is always set with textContent.
 (() => {
   "use strict";
@@ -38,7 +48,11 @@
     .tc-nav { display: flex; gap: .5rem; align-items: center; margin-top: .6rem; }
     .tc-form { border-top: 1px solid #eee; margin-top: .8rem; padding-top: .6rem; display: grid; gap: .4rem; }
     .tc-form input, .tc-form textarea, .tc-form select { font: inherit; padding: .3rem; }
-    .tc-error { color: #b00020; } .tc-note { color: #555; font-size: .85rem; }`;
+    .tc-error { color: #b00020; } .tc-note { color: #555; font-size: .85rem; }
+    .tc-actions { margin: .2rem 0; font-size: .85rem; }
+    .throng-comments { box-sizing: border-box; overflow-wrap: anywhere; }
+    .throng-comments textarea, .throng-comments input { box-sizing: border-box; max-width: 100%; }
+    .tc-reply textarea { width: 100%; }`;
   root.before(style);
 
   const el = (tag, props = {}, ...kids) => {
@@ -87,17 +101,26 @@
   async function render(message, afterWrite) {
     const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
       `&skip=${skip}&size=${opts.size}&skipThread=0&sizeThread=${opts.sizeThread}`;
-    const [rating, list] = await Promise.all([
+    const me = claims();
+    // A signed-in user's own reviews on this course (listing blocks carry no
+    // user id): their comments get Edit and Delete.
+    const mine = me && me.role === "user" && /^[0-9]+$/.test(String(me.sub))
+      ? call("GET", `/api/comments?ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
+        `&userId=${me.sub}&size=1&sizeThread=20`, undefined, afterWrite)
+      : Promise.resolve(null);
+    const [rating, list, own] = await Promise.all([
       call("GET", `/api/courses/${opts.course}/rating?ratingType=${encodeURIComponent(opts.type)}`, undefined, afterWrite),
       call("GET", `/api/comments?${q}`, undefined, afterWrite),
+      mine,
     ]);
+    const myIds = new Set(own && own.ok ? own.json.flatMap((b) => b.thread.map((c) => c.commentId)) : []);
     root.replaceChildren();
     if (!rating.ok) {
       root.append(el("p", { class: "tc-error", text: errorText(rating) }));
       return;
     }
     const r = rating.json;
-    root.append(el("h3", { text: `Reviews · course ${opts.course}` }));
+    root.append(el("h3", { "data-testid": "course-title", text: `Reviews · ${r.courseTitle || `course ${opts.course}`}` }));
     root.append(el("div", {},
       el("span", { class: "tc-stars", text: stars(r.average), "data-testid": "average-stars" }),
       el("span", { text: ` ${r.average.toFixed(2)} from ${r.count} rating${r.count === 1 ? "" : "s"}`, "data-testid": "rating-summary" })));
@@ -114,9 +137,8 @@
       root.append(el("p", { class: "tc-error", text: errorText(list) }));
       return;
     }
-    const me = claims();
     const list_el = el("div", { "data-testid": "blocks" });
-    for (const block of list.json) list_el.append(renderBlock(block, me));
+    for (const block of list.json) list_el.append(renderBlock(block, me, myIds));
     if (list.json.length === 0) list_el.append(el("p", { class: "tc-note", text: skip ? "No more comments." : "No comments yet." }));
     root.append(list_el);
     const more = list.headers.get("x-next-cursor") !== null;
@@ -129,52 +151,119 @@
     root.append(renderForm(me));
   }
 
-  function renderBlock(b, me) {
+  // The block's header names the user; each comment carries its own stars
+  // and date (shown once).
+  function renderBlock(b, me, myIds) {
     const block = el("div", { class: "tc-block", "data-testid": "block" },
-      el("div", {}, el("span", { class: "tc-name", text: b.displayName }),
-        el("span", { class: "tc-stars", text: ` ${stars(b.lastRating)}` }),
-        el("span", { class: "tc-date", text: when(b.lastUpdate) })));
+      el("div", {}, el("span", { class: "tc-name", text: b.displayName })));
     for (const c of b.thread) {
-      const item = el("div", { class: "tc-comment", "data-testid": "comment", "data-comment-id": String(c.commentId) },
-        el("div", {}, el("span", { class: "tc-stars", text: stars(c.rating) }), " ",
+      const item = el("div", { class: "tc-comment", "data-testid": "comment", "data-comment-id": String(c.commentId) });
+      const view = el("div", {},
+        el("div", {}, el("span", { class: "tc-stars", text: stars(c.rating), "data-testid": "comment-stars",
+          "aria-label": `${c.rating} of 5 stars` }), " ",
           el("span", { class: "tc-title", text: c.title }), el("span", { class: "tc-date", text: when(c.createdDate) })),
         el("div", { class: "tc-remarks", text: c.remarks }));
+      item.append(view);
+      if (myIds.has(c.commentId)) item.append(ownControls(c, item, view));
       for (const rp of c.reply) {
-        item.append(el("div", { class: "tc-reply", "data-testid": "reply" },
+        const reply = el("div", { class: "tc-reply", "data-testid": "reply" },
           el("div", {}, el("span", { class: "tc-name", text: rp.displayName }),
             el("span", { class: "tc-date", text: `replied ${when(rp.createdDate)}` })),
           rp.title ? el("div", { class: "tc-title", text: rp.title }) : null,
-          el("div", { class: "tc-remarks", text: rp.remarks })));
+          el("div", { class: "tc-remarks", text: rp.remarks }));
+        item.append(reply);
       }
-      if (me && me.role === "provider") item.append(replyForm(c));
+      if (me && me.role === "provider") item.append(replyControls(c));
       block.append(item);
     }
     return block;
   }
 
-  function replyForm(c) {
-    const remarks = el("textarea", { rows: "2", placeholder: "Your reply", maxlength: "4000", "data-testid": "reply-remarks" });
-    const status = el("span", { class: "tc-note" });
+  // Edit and Delete of the signed-in user's own review.
+  function ownControls(c, item, view) {
+    const status = el("span", { class: "tc-error", "data-testid": "own-error" });
+    const bar = el("div", { class: "tc-actions" },
+      el("button", { type: "button", text: "Edit", "data-testid": "own-edit", onclick: () => {
+        const rating = el("select", { "data-testid": "edit-rating", "aria-label": "Rating" },
+          ...[5, 4, 3, 2, 1].map((n) => el("option", { value: String(n), text: `${n} ★` })));
+        rating.value = String(c.rating);
+        const title = el("input", { maxlength: "200", "data-testid": "edit-title", "aria-label": "Title" });
+        title.value = c.title;
+        const remarks = el("textarea", { rows: "3", maxlength: "4000", "data-testid": "edit-remarks", "aria-label": "Review" });
+        remarks.value = c.remarks;
+        const err = el("span", { class: "tc-error", "data-testid": "edit-error" });
+        const form = el("form", { class: "tc-form", "data-testid": "edit-form" }, rating, title, remarks,
+          el("div", {}, el("button", { type: "submit", text: "Save", "data-testid": "edit-save" }), " ",
+            el("button", { type: "button", text: "Cancel", onclick: () => { form.replaceWith(view); bar.hidden = false; } }),
+            " ", err));
+        form.addEventListener("submit", async (ev) => {
+          ev.preventDefault();
+          const res = await call("PATCH", `/api/comments/${c.commentId}`,
+            { rating: Number(rating.value), title: title.value, remarks: remarks.value });
+          if (res.ok) render("Your review is updated.", true);
+          else err.textContent = errorText(res);
+        });
+        view.replaceWith(form);
+        bar.hidden = true;
+      } }), " ",
+      el("button", { type: "button", text: "Delete", "data-testid": "own-delete", onclick: () => {
+        const ask = el("span", { "data-testid": "own-delete-ask" }, el("span", { text: "Delete this review? " }),
+          el("button", { type: "button", text: "Yes, delete", "data-testid": "own-delete-confirm", onclick: async () => {
+            const res = await call("DELETE", `/api/comments/${c.commentId}`);
+            if (res.ok) render("Your review is deleted.", true);
+            else status.textContent = errorText(res);
+          } }), " ",
+          el("button", { type: "button", text: "Keep", onclick: () => ask.remove() }));
+        bar.append(ask);
+      } }), " ", status);
+    return bar;
+  }
+
+  // The provider's reply: a form to write one when there is none; Edit
+  // (the form prefilled) and Delete when there is.
+  function replyControls(c) {
     const existing = c.reply[0];
-    if (existing) remarks.value = existing.remarks;
-    return el("div", { class: "tc-reply" }, remarks,
-      el("button", { type: "button", text: existing ? "Edit reply" : "Reply", "data-testid": "reply-send", onclick: async () => {
-        const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: remarks.value });
-        if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.", true);
+    const status = el("span", { class: "tc-note", "data-testid": "reply-status" });
+    const box = el("div", { class: "tc-reply" });
+    const editor = (value, label) => {
+      const remarks = el("textarea", { rows: "2", placeholder: "Your reply", maxlength: "4000",
+        "data-testid": "reply-remarks", "aria-label": "Your reply" });
+      remarks.value = value;
+      box.replaceChildren(remarks,
+        el("button", { type: "button", text: label, "data-testid": "reply-send", onclick: async () => {
+          const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: remarks.value });
+          if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.", true);
+          else status.textContent = errorText(res);
+        } }), " ", status);
+    };
+    if (!existing) {
+      editor("", "Reply");
+      return box;
+    }
+    box.append(
+      el("button", { type: "button", text: "Edit reply", "data-testid": "reply-edit",
+        onclick: () => editor(existing.remarks, "Save reply") }), " ",
+      el("button", { type: "button", text: "Delete reply", "data-testid": "reply-delete", onclick: async () => {
+        const res = await call("DELETE", `/api/comments/${existing.commentId}`);
+        if (res.ok) render("Reply deleted.", true);
         else status.textContent = errorText(res);
-      } }), status);
+      } }), " ", status);
+    return box;
   }
 
   function renderForm(me) {
     if (!me) return el("p", { class: "tc-note", text: "Sign in to write a review.", "data-testid": "signed-out" });
+    // (The host page signs its user in: data-token or throngComments.setToken.)
     if (me.role !== "user") return el("p", { class: "tc-note", text: `Signed in as ${me.role} ${me.sub}.` });
-    const rating = el("select", { "data-testid": "form-rating" },
+    const rating = el("select", { "data-testid": "form-rating", "aria-label": "Rating" },
       ...[5, 4, 3, 2, 1].map((n) => el("option", { value: String(n), text: `${n} ★` })));
-    const title = el("input", { placeholder: "Title", maxlength: "200", "data-testid": "form-title" });
-    const remarks = el("textarea", { rows: "3", placeholder: "Your review", maxlength: "4000", "data-testid": "form-remarks" });
+    const title = el("input", { placeholder: "Title", maxlength: "200", "data-testid": "form-title", "aria-label": "Title" });
+    const remarks = el("textarea", { rows: "3", placeholder: "Your review", maxlength: "4000", "data-testid": "form-remarks", "aria-label": "Review" });
     const status = el("span", { class: "tc-error", "data-testid": "form-error" });
     const form = el("form", { class: "tc-form", "data-testid": "form" },
-      el("strong", { text: "Write a review" }), rating, title, remarks,
+      el("strong", { text: "Write a review" }),
+      el("span", { class: "tc-note", text: "Your latest review's stars are your rating of this course." }),
+      rating, title, remarks,
       el("div", {}, el("button", { type: "submit", text: "Post", "data-testid": "form-send" }), " ", status));
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
@@ -192,5 +281,6 @@
     setCourse(id) { opts.course = Number(id) || 1; skip = 0; render(); },
     reload() { return render(); },
   };
+  document.dispatchEvent(new CustomEvent("throng-comments:ready"));
   render();
 })();

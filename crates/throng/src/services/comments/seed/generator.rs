@@ -77,19 +77,14 @@ const LEVELS: &[&str] = &[
     "Bootcamp",
     "Masterclass",
 ];
-const ADJ: &[&str] = &[
-    "Great",
-    "Solid",
-    "Disappointing",
-    "Excellent",
-    "Decent",
-    "Outstanding",
-    "Okay",
-    "Useful",
-    "Confusing",
-    "Inspiring",
-    "Practical",
-    "Well-paced",
+/// Title adjectives by star rating (index 0 = 1 star), so a title agrees
+/// with its stars.
+const ADJ: [&[&str]; 5] = [
+    &["Disappointing", "Confusing", "Frustrating"],
+    &["Uneven", "Mediocre", "Dry"],
+    &["Okay", "Decent", "Mixed"],
+    &["Solid", "Useful", "Practical", "Well-paced"],
+    &["Great", "Excellent", "Outstanding", "Inspiring"],
 ];
 const NOUN: &[&str] = &[
     "course",
@@ -265,7 +260,7 @@ impl Generator {
                 }
                 remarks.push_str(r.pick(SENTENCES));
             }
-            let title = format!("{} {}", r.pick(ADJ), r.pick(NOUN));
+            let title = format!("{} {}", r.pick(ADJ[(stars - 1) as usize]), r.pick(NOUN));
             let idx = out.rows.len();
             snaps
                 .entry(user)
@@ -274,9 +269,6 @@ impl Generator {
                     e.2 += 1;
                 })
                 .or_insert((id, idx, 1));
-            rating[0] += 1;
-            rating[1] += stars as i64;
-            rating[1 + stars as usize] += 1;
             out.rows.push(Row {
                 id,
                 course_id,
@@ -311,6 +303,15 @@ impl Generator {
         }
         let mut users: Vec<_> = snaps.into_iter().collect();
         users.sort_unstable_by_key(|(u, _)| *u);
+        // Each user counts once, with their last rating (`LastRating`).
+        for (_, (_, last, _)) in &users {
+            let stars = out.rows[*last].rating.unwrap_or(0);
+            if (1..=5).contains(&stars) {
+                rating[0] += 1;
+                rating[1] += stars as i64;
+                rating[1 + stars as usize] += 1;
+            }
+        }
         out.snapshots.extend(
             users
                 .into_iter()
@@ -358,7 +359,21 @@ mod tests {
             }
         }
         let total: i64 = a.ratings.iter().map(|r| r.1[0]).sum();
-        assert_eq!(total, 40);
+        assert_eq!(
+            total,
+            a.snapshots.len() as i64,
+            "each user counts once per course"
+        );
+        for s in &a.snapshots {
+            let last = &a.rows[s.last];
+            let later = a.rows.iter().any(|r| {
+                r.parent_id.is_none()
+                    && r.course_id == s.course_id
+                    && r.user_id == s.user_id
+                    && (r.created_ms, r.id) > (last.created_ms, last.id)
+            });
+            assert!(!later, "the snapshot's last comment is the user's newest");
+        }
     }
 
     #[test]

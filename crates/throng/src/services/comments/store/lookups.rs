@@ -37,7 +37,12 @@ pub async fn course(store: &Store, id: i64) -> Result<Option<Course>, StoreError
     }
 }
 
-fn rating_out(course_id: i64, kind: CommentType, row: Option<[i64; 7]>) -> RatingOut {
+fn rating_out(
+    course_id: i64,
+    title: String,
+    kind: CommentType,
+    row: Option<[i64; 7]>,
+) -> RatingOut {
     let r = row.unwrap_or([0; 7]);
     let average = if r[0] > 0 {
         (r[1] as f64 / r[0] as f64 * 100.0).round() / 100.0
@@ -46,6 +51,7 @@ fn rating_out(course_id: i64, kind: CommentType, row: Option<[i64; 7]>) -> Ratin
     };
     RatingOut {
         course_id,
+        course_title: title,
         rating_type: kind.as_str().to_string(),
         count: r[0],
         average,
@@ -63,11 +69,10 @@ pub async fn rating(
     let (exists, row) = match store {
         Store::Sqlite(s) => {
             s.read(move |c| {
-                let exists = c
-                    .prepare_cached("SELECT 1 FROM comments_courses WHERE id = ?1")?
-                    .query_row([course_id], |_| Ok(()))
-                    .optional()?
-                    .is_some();
+                let exists: Option<String> = c
+                    .prepare_cached("SELECT title FROM comments_courses WHERE id = ?1")?
+                    .query_row([course_id], |r| r.get(0))
+                    .optional()?;
                 let row = c
                     .prepare_cached(
                         "SELECT count, sum, stars1, stars2, stars3, stars4, stars5 FROM comments_ratings
@@ -85,7 +90,7 @@ pub async fn rating(
             let client = p.client().await?;
             let row = client
                 .query_opt(
-                    "SELECT r.count, r.sum, r.stars1, r.stars2, r.stars3, r.stars4, r.stars5
+                    "SELECT r.count, r.sum, r.stars1, r.stars2, r.stars3, r.stars4, r.stars5, co.title
                      FROM comments_courses co LEFT JOIN comments_ratings r
                        ON r.course_id = co.id AND r.comment_type = $2
                      WHERE co.id = $1",
@@ -93,11 +98,11 @@ pub async fn rating(
                 )
                 .await?;
             match row {
-                None => (false, None),
+                None => (None, None),
                 Some(r) => {
                     let count: Option<i64> = r.get(0);
                     (
-                        true,
+                        Some(r.get::<_, String>(7)),
                         count.map(|_| {
                             [r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)]
                         }),
@@ -106,5 +111,5 @@ pub async fn rating(
             }
         }
     };
-    Ok(exists.then(|| rating_out(course_id, kind, row)))
+    Ok(exists.map(|title| rating_out(course_id, title, kind, row)))
 }

@@ -43,7 +43,9 @@ mod writes;
 
 pub use listing::list_page;
 pub use lookups::{course, rating};
-pub use writes::{invalidation_key, post_comment, put_reply, INVALIDATION_PREFIX};
+pub use writes::{
+    delete_comment, edit_comment, invalidation_key, post_comment, put_reply, INVALIDATION_PREFIX,
+};
 
 use super::model::Cursor;
 
@@ -100,11 +102,38 @@ pub enum ReplyOutcome {
     NotTheProvider,
 }
 
-/// Rating aggregates of one course and type.
+#[derive(Clone, Debug)]
+pub enum EditOutcome {
+    Edited(CommentOut),
+    CommentNotFound,
+    /// The target is a provider's reply (edited with `PUT .../reply`).
+    IsReply,
+    /// The review is another user's.
+    NotTheAuthor,
+}
+
+#[derive(Clone, Debug)]
+pub enum DeleteOutcome {
+    Deleted {
+        course_id: i64,
+    },
+    CommentNotFound,
+    /// The comment is another user's review, or another provider's reply,
+    /// or the token's role does not match (a user deletes reviews, a
+    /// provider replies).
+    NotTheAuthor {
+        is_reply: bool,
+    },
+}
+
+/// Rating aggregates of one course and type: each user counts once, with
+/// their last rating (the write-up's `LastRating`).
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RatingOut {
     pub course_id: i64,
+    /// The course's name, for a widget's header.
+    pub course_title: String,
     pub rating_type: String,
     pub count: i64,
     /// Mean rating rounded to 2 decimals; 0 without ratings.
