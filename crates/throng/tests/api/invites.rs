@@ -4,7 +4,10 @@
 //! input (forged, truncated and oversized visitor ids, unknown sites,
 //! disallowed origins, bad answers: the envelope or a fresh visitor, never a
 //! 5xx, nothing written), admin access, forgetting a visitor, the retention
-//! purge, and SIGKILL under answer load.
+//! purge, and SIGKILL under answer load; the site settings' rules (survey
+//! URLs that would lead elsewhere, origins normalised), absolute snippets
+//! (with and without --public-url), readable errors for refused pages, the
+//! trigger settings, and deleted answers gone from the SQLite file.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -37,6 +40,30 @@ both_stores!(
     trigger_settings_round_trip_and_are_checked,
     deleted_and_purged_answers_leave_no_bytes_in_the_file,
 );
+
+/// Every `--invites-*` and the `--public-url` flag of `serve` says what it does.
+#[test]
+fn every_invites_serve_flag_has_help_text() {
+    let out = std::process::Command::new(crate::helpers::throng_bin())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = help.lines().collect();
+    let mut flags = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("--invites-") || t.starts_with("--public-url") {
+            flags += 1;
+            let text = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            assert!(
+                text.len() > 20 && !text.starts_with('-') && !text.starts_with('['),
+                "{t}: no help text ({text:?})"
+            );
+        }
+    }
+    assert!(flags >= 5, "{help}");
+}
 
 /// SQLite only: PostgreSQL keeps keying answers by visitor id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
