@@ -2,8 +2,12 @@
 // throng server: on the demo host page (/invites/demo, site 1, same origin)
 // and on a customer's page served from another site (a small server of the
 // test's own on http://localhost:PORT while throng is http://127.0.0.1:PORT)
-// in a browser that blocks third-party cookies. Each test has a browser of
-// its own, so each starts as a new visitor.
+// in a browser that blocks third-party cookies: the snippet an admin is
+// given pasted verbatim there, each trigger (delay, scroll, exit intent) and
+// style (modal, slide-in), the console warning of a page whose origin is not
+// allowed, and a 390 px phone. Each test has a browser of its own, so each
+// starts as a new visitor; a failing test saves a screenshot
+// ($THRONG_E2E_SHOTS, default the temp folder's throng-e2e-shots).
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -404,4 +408,25 @@ test("on a 390 px phone the modal and the slide-in fit the screen", async (t) =>
       assert.deepEqual(errors, []);
     });
   }
+});
+
+test("exit intent: the demo's slide-in waits for the mouse to leave through the top", async (t) => {
+  const { page, errors } = await withBrowser(t);
+  await shotOnFailure(t, page, async () => {
+    const state = await visit(page, `${demo()}?site=4`);
+    assert.deepEqual([state.trigger, state.style], ["exit_intent", "slide_in"]);
+    await page.mouse.move(400, 400);
+    await page.mouse.move(400, 200);
+    await page.waitForTimeout(500);
+    assert.equal(await page.locator("[data-throng-invite]").count(), 0, "not while the mouse is on the page");
+    // The mouse leaving the page through its top edge (towards the tabs).
+    await page.evaluate(() =>
+      document.documentElement.dispatchEvent(new MouseEvent("mouseout", { bubbles: true, clientX: 400, clientY: -2, relatedTarget: null })),
+    );
+    await dialogShown(page);
+    assert.equal(await page.locator(DIALOG).getAttribute("aria-modal"), "false");
+    const a = await answerSent(page, () => page.locator("[data-throng-invite] >> button.no").click());
+    assert.equal(a.state, "no");
+    assert.deepEqual(errors, []);
+  });
 });
