@@ -2,12 +2,19 @@
 // throng server: on the demo host page (/invites/demo, site 1, same origin)
 // and on a customer's page served from another site (a small server of the
 // test's own on http://localhost:PORT while throng is http://127.0.0.1:PORT)
-// in a browser that blocks third-party cookies. Each test has a browser of
-// its own, so each starts as a new visitor.
+// in a browser that blocks third-party cookies: the snippet an admin is
+// given pasted verbatim there, each trigger (delay, scroll, exit intent) and
+// style (modal, slide-in), the console warning of a page whose origin is not
+// allowed, and a 390 px phone. Each test has a browser of its own, so each
+// starts as a new visitor; a failing test saves a screenshot
+// ($THRONG_E2E_SHOTS, default the temp folder's throng-e2e-shots).
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import { binPath, launchBrowser, run, startThrong, fetchWithin } from "./lib/server.mjs";
 
@@ -229,4 +236,197 @@ test("a slow API shows nothing: the script gives up after data-timeout-ms", asyn
   // Given 5 s, the same answer shows the popup (the check above can fail).
   await page.goto(await customerSite(t, { site: 1, api, timeoutMs: 5000 }));
   await dialogShown(page);
+});
+
+// ---- the snippet an admin is given, on another site -----------------------
+
+const SHOTS = process.env.THRONG_E2E_SHOTS || join(tmpdir(), "throng-e2e-shots");
+
+/** Runs `body`; on failure saves a screenshot of `page` (path in the test's diagnostics). */
+async function shotOnFailure(t, page, body) {
+  try {
+    await body();
+  } catch (e) {
+    mkdirSync(SHOTS, { recursive: true });
+    const path = join(SHOTS, `invites-${t.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 80)}.png`);
+    await page.screenshot({ path, fullPage: true }).catch(() => {});
+    t.diagnostic(`screenshot: ${path}`);
+    throw e;
+  }
+}
+
+/** Makes a site through the API as an admin would; returns its JSON (snippet included). */
+async function adminSite(settings) {
+  const res = await fetchWithin(`${server.url}/api/invites/sites`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${await adminToken()}` },
+    body: JSON.stringify({ surveyUrl: "/invites/demo/survey", ...settings }),
+  });
+  assert.equal(res.status, 201, await res.clone().text());
+  return res.json();
+}
+
+/**
+ * A customer's page on another site (http://localhost:PORT, throng being
+ * http://127.0.0.1:PORT) with `snippet()` pasted verbatim, long enough to
+ * scroll. Returns its URL.
+ */
+async function pageWithSnippet(t, snippet) {
+  const html = () => `<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>Customer</title></head>
+<body style="margin:0;font:16px system-ui"><h1>Customer shop</h1><button id="b" type="button">Page button</button><output id="o"></output>
+<div style="height:3000px">A long page.</div><p>End.</p>
+<script>document.getElementById("b").onclick = () => { document.getElementById("o").textContent = "works"; };</script>
+${snippet()}
+</body></html>`;
+  const http = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(html());
+  });
+  await new Promise((r) => http.listen(0, "127.0.0.1", r));
+  t.after(() => {
+    http.closeAllConnections();
+    return new Promise((r) => http.close(r));
+  });
+  return `http://localhost:${http.address().port}/`;
+}
+
+/** The popup's box (dialog) position and the viewport. */
+async function dialogBox(page) {
+  return page.evaluate(() => {
+    const root = document.querySelector("[data-throng-invite]").shadowRoot;
+    const r = root.querySelector("[role=dialog]").getBoundingClientRect();
+    return {
+      left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+      vw: window.innerWidth, vh: window.innerHeight,
+      dimmed: !!root.querySelector(".back"),
+      pageWidth: document.documentElement.scrollWidth,
+    };
+  });
+}
+
+const blockThirdPartyCookies = { extraArgs: ["--test-third-party-cookie-phaseout"] };
+
+test("the admin's snippet pasted on another site shows a slide-in after the site's delay", async (t) => {
+  let site;
+  const url = await pageWithSnippet(t, () => site.snippet);
+  site = await adminSite({ allowedOrigins: [new URL(url).origin], trigger: "delay", delaySeconds: 2, style: "slide_in" });
+  assert.match(site.snippet, /^<script src="http:\/\/127\.0\.0\.1:\d+\/invite\.js" data-site="\d+" async><\/script>$/);
+  const { context, page, errors } = await withBrowser(t, blockThirdPartyCookies);
+  await shotOnFailure(t, page, async () => {
+    const loaded = Date.now();
+    const state = await visit(page, url);
+    assert.deepEqual([state.show, state.trigger, state.style], [true, "delay", "slide_in"]);
+    // Not before the delay...
+    await page.waitForTimeout(800);
+    assert.equal(await page.locator("[data-throng-invite]").count(), 0, "no popup before 2 s");
+    // ...then a slide-in: not modal, the page still usable.
+    await dialogShown(page);
+    assert.ok(Date.now() - loaded >= 1900, "shown after the delay");
+    assert.equal(await page.locator(DIALOG).getAttribute("aria-modal"), "false");
+    const box = await dialogBox(page);
+    assert.equal(box.dimmed, false, "no dimmed backdrop");
+    assert.ok(box.bottom <= box.vh && box.bottom > box.vh - 100 && box.right <= box.vw, JSON.stringify(box));
+    await page.click("#b");
+    assert.equal(await page.textContent("#o"), "works");
+    // Yes opens the survey on throng (an absolute URL), not on the shop.
+    const tab = context.waitForEvent("page");
+    const a = await answerSent(page, () => page.locator("[data-throng-invite] >> button.yes").click());
+    assert.equal(a.state, "yes");
+    const survey = await tab;
+    await survey.waitForLoadState();
+    assert.equal(new URL(survey.url()).origin, server.url);
+    assert.match(await survey.textContent("h1"), /Demo survey/);
+    assert.deepEqual(await context.cookies(server.url), [], "no third-party cookie");
+    assert.deepEqual(errors, []);
+  });
+});
+
+test("a scroll trigger shows the modal once the share of the page is scrolled; Escape closes", async (t) => {
+  let site;
+  const url = await pageWithSnippet(t, () => site.snippet);
+  site = await adminSite({ allowedOrigins: [new URL(url).origin], trigger: "scroll", scrollPercent: 50 });
+  const { page, errors } = await withBrowser(t, blockThirdPartyCookies);
+  await shotOnFailure(t, page, async () => {
+    const state = await visit(page, url);
+    assert.deepEqual([state.trigger, state.style], ["scroll", "modal"]);
+    await page.evaluate(() => window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) * 0.3));
+    await page.waitForTimeout(500);
+    assert.equal(await page.locator("[data-throng-invite]").count(), 0, "not at 30 %");
+    await page.evaluate(() => window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) * 0.6));
+    await dialogShown(page);
+    assert.equal(await page.locator(DIALOG).getAttribute("aria-modal"), "true");
+    assert.equal((await dialogBox(page)).dimmed, true, "a modal dims the page");
+    const a = await answerSent(page, () => page.keyboard.press("Escape"));
+    assert.deepEqual([a.state, a.closes], ["asking", 1]);
+    await noDialog(page);
+    assert.deepEqual(errors, []);
+  });
+});
+
+test("a page whose origin the site does not allow logs a readable console warning", async (t) => {
+  let site;
+  const url = await pageWithSnippet(t, () => site.snippet);
+  site = await adminSite({ allowedOrigins: ["https://shop.example"] });
+  const { page } = await withBrowser(t, blockThirdPartyCookies);
+  const warnings = [];
+  page.on("console", (m) => {
+    if (m.type() === "warning") warnings.push(m.text());
+  });
+  await shotOnFailure(t, page, async () => {
+    const refused = page.waitForResponse((r) => r.url().endsWith("/state"));
+    await page.goto(url);
+    assert.equal((await refused).status(), 403);
+    const deadline = Date.now() + 5000;
+    while (!warnings.some((w) => w.includes("is not in the allowedOrigins")) && Date.now() < deadline) {
+      await page.waitForTimeout(100);
+    }
+    const w = warnings.find((x) => x.includes("is not in the allowedOrigins"));
+    assert.ok(w, `a readable warning; got ${JSON.stringify(warnings)}`);
+    assert.ok(w.startsWith("throng invites: this page's origin (" + new URL(url).origin + ")"), w);
+    assert.ok(w.includes(`site ${site.siteId}`), w);
+    assert.equal(await page.locator("[data-throng-invite]").count(), 0);
+  });
+});
+
+test("on a 390 px phone the modal and the slide-in fit the screen", async (t) => {
+  for (const [demoSite, dimmed] of [["1", true], ["2", false]]) {
+    const { page, errors } = await withBrowser(t, { viewport: { width: 390, height: 844 } });
+    await shotOnFailure(t, page, async () => {
+      await visit(page, `${demo()}?site=${demoSite}`);
+      await dialogShown(page);
+      const box = await dialogBox(page);
+      assert.equal(box.dimmed, dimmed, `site ${demoSite}`);
+      assert.ok(box.left >= 0 && box.right <= 390 && box.top >= 0 && box.bottom <= 844, `site ${demoSite}: ${JSON.stringify(box)}`);
+      assert.ok(box.pageWidth <= 390, `the page does not scroll sideways: ${box.pageWidth}`);
+      for (const b of ["yes", "no", "x"]) {
+        const r = await page.locator(`[data-throng-invite] >> button.${b}`).boundingBox();
+        assert.ok(r.x >= 0 && r.x + r.width <= 390, `${b} on screen: ${JSON.stringify(r)}`);
+      }
+      const a = await answerSent(page, () => page.keyboard.press("Escape"));
+      assert.equal(a.closes, 1);
+      assert.deepEqual(errors, []);
+    });
+  }
+});
+
+test("exit intent: the demo's slide-in waits for the mouse to leave through the top", async (t) => {
+  const { page, errors } = await withBrowser(t);
+  await shotOnFailure(t, page, async () => {
+    const state = await visit(page, `${demo()}?site=4`);
+    assert.deepEqual([state.trigger, state.style], ["exit_intent", "slide_in"]);
+    await page.mouse.move(400, 400);
+    await page.mouse.move(400, 200);
+    await page.waitForTimeout(500);
+    assert.equal(await page.locator("[data-throng-invite]").count(), 0, "not while the mouse is on the page");
+    // The mouse leaving the page through its top edge (towards the tabs).
+    await page.evaluate(() =>
+      document.documentElement.dispatchEvent(new MouseEvent("mouseout", { bubbles: true, clientX: 400, clientY: -2, relatedTarget: null })),
+    );
+    await dialogShown(page);
+    assert.equal(await page.locator(DIALOG).getAttribute("aria-modal"), "false");
+    const a = await answerSent(page, () => page.locator("[data-throng-invite] >> button.no").click());
+    assert.equal(a.state, "no");
+    assert.deepEqual(errors, []);
+  });
 });

@@ -91,6 +91,12 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "THRONG_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// The URL browsers reach this server at, e.g. https://throng.example.com
+    /// behind a proxy or TLS terminator (a path prefix is kept): the base of
+    /// absolute URLs handed out for other sites (the invitation snippet).
+    /// Unset: http:// and the request's Host header (or --listen).
+    #[arg(long, env = "THRONG_PUBLIC_URL", value_parser = crate::platform::public_url::parse)]
+    pub public_url: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Requests in flight at most; past it, 429 with Retry-After at once.
@@ -419,6 +425,10 @@ pub async fn start_for(
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         blind_index: Arc::new(BlindIndex::new(&secrets.blind_index_key)),
         demo: args.demo,
+        public_url: crate::platform::public_url::PublicUrl::new(
+            args.public_url.clone(),
+            args.listen,
+        ),
     };
     if args.demo {
         claim_for_demo(&store, &args.store).await?;

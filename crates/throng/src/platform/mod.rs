@@ -18,6 +18,7 @@ pub mod extract;
 pub mod headers;
 pub mod openapi;
 pub mod progress;
+pub mod public_url;
 pub mod secrets;
 pub mod seed_watch;
 pub mod server;

@@ -35,6 +35,8 @@ pub struct Platform {
     pub blind_index: Arc<BlindIndex>,
     /// `serve --demo`: demo conveniences (such as demo tokens) may answer.
     pub demo: bool,
+    /// Where browsers reach this server (`serve --public-url`).
+    pub public_url: crate::platform::public_url::PublicUrl,
 }
 
 /// A service's own state, found in [`AppState`] by its type.

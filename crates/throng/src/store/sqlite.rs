@@ -294,6 +294,10 @@ fn disable_memstatus() {
 }
 
 /// Opens a connection with the pragmas every connection needs.
+/// `secure_delete`: a deleted or replaced row's bytes are overwritten with
+/// zeros in the database file (and freed pages zeroed), so a privacy delete
+/// or a purge leaves no copy of the row in a later copy of the file (the WAL
+/// keeps earlier page images until a checkpoint's restart overwrites them).
 pub fn open_connection(path: &Path, cache_kib: i64, read_only: bool) -> anyhow::Result<Connection> {
     disable_memstatus();
     let conn = Connection::open(path)
@@ -305,6 +309,7 @@ pub fn open_connection(path: &Path, cache_kib: i64, read_only: bool) -> anyhow::
          PRAGMA foreign_keys = OFF;
          PRAGMA temp_store = MEMORY;
          PRAGMA mmap_size = 0;
+         PRAGMA secure_delete = ON;
          PRAGMA cache_size = -{};",
         cache_kib.max(512)
     ))?;

@@ -4,7 +4,10 @@
 //! input (forged, truncated and oversized visitor ids, unknown sites,
 //! disallowed origins, bad answers: the envelope or a fresh visitor, never a
 //! 5xx, nothing written), admin access, forgetting a visitor, the retention
-//! purge, and SIGKILL under answer load.
+//! purge, and SIGKILL under answer load; the site settings' rules (survey
+//! URLs that would lead elsewhere, origins normalised), absolute snippets
+//! (with and without --public-url), readable errors for refused pages, the
+//! trigger settings, and deleted answers gone from the SQLite file.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,7 +32,38 @@ both_stores!(
     acknowledged_answers_survive_sigkill,
     the_baseline_route_answers_only_on_the_bench_child,
     seeded_visitors_answer_as_seeded,
+    survey_urls_a_browser_would_send_elsewhere_are_refused,
+    origins_are_normalised_or_refused_with_a_reason,
+    the_snippet_and_survey_url_are_absolute,
+    the_snippet_follows_the_public_url,
+    a_refused_origin_can_read_its_403,
+    trigger_settings_round_trip_and_are_checked,
+    deleted_and_purged_answers_leave_no_bytes_in_the_file,
 );
+
+/// Every `--invites-*` and the `--public-url` flag of `serve` says what it does.
+#[test]
+fn every_invites_serve_flag_has_help_text() {
+    let out = std::process::Command::new(crate::helpers::throng_bin())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = help.lines().collect();
+    let mut flags = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("--invites-") || t.starts_with("--public-url") {
+            flags += 1;
+            let text = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            assert!(
+                text.len() > 20 && !text.starts_with('-') && !text.starts_with('['),
+                "{t}: no help text ({text:?})"
+            );
+        }
+    }
+    assert!(flags >= 5, "{help}");
+}
 
 /// SQLite only: PostgreSQL keeps keying answers by visitor id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -555,7 +589,11 @@ async fn bad_input_gets_the_envelope_or_a_fresh_visitor_and_writes_nothing(kind:
     ] {
         let r = with_origin(method, tail, "https://evil.example").await;
         r.assert_error(403, "origin_not_allowed");
-        assert!(r.headers.get("access-control-allow-origin").is_none());
+        // Readable by the refused page's script (it logs why).
+        assert_eq!(
+            r.headers["access-control-allow-origin"],
+            "https://evil.example"
+        );
     }
 
     // Nothing was written by any of it.
@@ -1086,4 +1124,472 @@ async fn check_seeded(
 ) {
     let wrong = seeded_mismatches(server, signer, cipher, numbers).await;
     assert!(wrong.is_empty(), "after a seed of {seeded}: {wrong:?}");
+}
+
+async fn post_site(api: &Api, admin: &str, body: &Value) -> Reply {
+    api.send(
+        api.http
+            .post(api.url("/api/invites/sites"))
+            .bearer_auth(admin)
+            .json(body),
+    )
+    .await
+}
+
+async fn site_count(api: &Api, admin: &str) -> usize {
+    let r = api
+        .send(
+            api.http
+                .get(api.url("/api/invites/sites"))
+                .bearer_auth(admin),
+        )
+        .await;
+    r.json()["sites"].as_array().unwrap().len()
+}
+
+async fn survey_urls_a_browser_would_send_elsewhere_are_refused(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    let before = site_count(&inv.api, &inv.admin).await;
+    for bad in [
+        "/\\evil.example/x",
+        "\\\\evil.example",
+        "//evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "https://survey.example\\@evil.example/",
+        "https://survey.example@evil.example/",
+        "https://sur\tvey.example/",
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        "data:text/html,x",
+        "https:evil.example",
+        "https:/evil.example",
+        " https://survey.example/",
+        "https://survey.example:99999/",
+        "https://exämple.com/",
+    ] {
+        let r = post_site(
+            &inv.api,
+            &inv.admin,
+            &json!({ "surveyUrl": bad, "allowedOrigins": [ORIGIN] }),
+        )
+        .await;
+        let msg = r.assert_error(422, "invalid_field");
+        assert!(
+            msg.contains("surveyUrl") && msg.contains("absolute http:// or https:// URL"),
+            "{bad:?}: {msg}"
+        );
+        inv.patch(json!({ "surveyUrl": bad }))
+            .await
+            .assert_error(422, "invalid_field");
+    }
+    assert_eq!(
+        site_count(&inv.api, &inv.admin).await,
+        before,
+        "nothing made"
+    );
+    for good in [
+        "https://survey.example/s?x=1#top",
+        "http://survey.example:8080/",
+        "/invites/demo/survey",
+    ] {
+        let r = inv.patch(json!({ "surveyUrl": good })).await;
+        assert_eq!(r.status, 200, "{good}: {}", r.text());
+    }
+}
+
+async fn origins_are_normalised_or_refused_with_a_reason(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let admin = server.token(Role::Admin);
+    let api = &server.api;
+    let r = post_site(
+        api,
+        &admin,
+        &json!({ "surveyUrl": "https://s.example/1", "allowedOrigins": [
+            "HTTPS://Shop.Example:443/", "https://shop.example", "http://shop.example:80",
+            "https://shop.example:8443/"] }),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let site = r.json();
+    assert_eq!(
+        site["allowedOrigins"],
+        json!([
+            "https://shop.example",
+            "http://shop.example",
+            "https://shop.example:8443"
+        ])
+    );
+    // The origin a browser sends is the stored form: allowed.
+    let id = site["siteId"].as_i64().unwrap();
+    let state = api
+        .send(
+            api.http
+                .get(api.url(&format!("/api/invites/sites/{id}/state")))
+                .header("origin", "https://shop.example"),
+        )
+        .await;
+    assert_eq!(state.status, 200, "{}", state.text());
+    assert_eq!(
+        state.headers["access-control-allow-origin"],
+        "https://shop.example"
+    );
+    for (bad, why) in [
+        ("https://shop.example/path", "no path"),
+        ("https://shop.example?x", "no path, query"),
+        ("https://user@shop.example", "no user"),
+        ("https://shop.example:99999", "1 to 65535"),
+        ("https://shop..example", "host"),
+        ("shop.example", "http:// or https://"),
+        ("null", "http:// or https://"),
+    ] {
+        let r = post_site(
+            api,
+            &admin,
+            &json!({ "surveyUrl": "https://s.example/1", "allowedOrigins": [bad] }),
+        )
+        .await;
+        let msg = r.assert_error(422, "invalid_field");
+        assert!(
+            msg.contains("allowedOrigins") && msg.contains(why),
+            "{bad}: {msg}"
+        );
+    }
+}
+
+/// The `src` of a snippet.
+fn snippet_src(site: &Value) -> String {
+    let snippet = site["snippet"].as_str().unwrap();
+    let start = snippet.find("src=\"").unwrap() + 5;
+    let end = start + snippet[start..].find('"').unwrap();
+    snippet[start..end].to_string()
+}
+
+async fn the_snippet_and_survey_url_are_absolute(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({ "surveyUrl": "/invites/demo/survey" })).await;
+    let own = format!("http://{}", server.addr);
+    let site = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .get(inv.api.url(&inv.path("")))
+                .bearer_auth(&inv.admin),
+        )
+        .await
+        .json();
+    // No --public-url: the request's Host (what the caller reached).
+    assert_eq!(snippet_src(&site), format!("{own}/invite.js"), "{site}");
+    assert_eq!(site["surveyUrl"], format!("{own}/invites/demo/survey"));
+    let script = inv.api.get("/invite.js").await;
+    assert_eq!(script.status, 200);
+    let state = inv.state(None).await.json();
+    assert_eq!(state["surveyUrl"], format!("{own}/invites/demo/survey"));
+    let visitor = state["visitor"].as_str().unwrap();
+    let yes = inv
+        .answer(visitor, "yes", state["displayId"].as_str().unwrap())
+        .await;
+    assert_eq!(
+        yes.json()["surveyUrl"],
+        format!("{own}/invites/demo/survey")
+    );
+    // Another Host (a proxy passing the browser's): followed.
+    let r = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .get(inv.api.url(&inv.path("")))
+                .header("host", "Shop-Throng.example:8443")
+                .bearer_auth(&inv.admin),
+        )
+        .await;
+    assert_eq!(
+        snippet_src(&r.json()),
+        "http://shop-throng.example:8443/invite.js"
+    );
+}
+
+async fn the_snippet_follows_the_public_url(kind: StoreKind) {
+    let Some(server) =
+        TestServer::start(kind, &["--public-url", "https://throng.example/surveys/"]).await
+    else {
+        return;
+    };
+    let admin = server.token(Role::Admin);
+    let r = post_site(
+        &server.api,
+        &admin,
+        &json!({ "surveyUrl": "/invites/demo/survey", "allowedOrigins": [ORIGIN] }),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let site = r.json();
+    assert_eq!(
+        snippet_src(&site),
+        "https://throng.example/surveys/invite.js"
+    );
+    assert_eq!(
+        site["surveyUrl"],
+        "https://throng.example/surveys/invites/demo/survey"
+    );
+    // An absolute survey URL is kept as given.
+    let r = post_site(
+        &server.api,
+        &admin,
+        &json!({ "surveyUrl": "https://survey.example/s/1", "allowedOrigins": [ORIGIN] }),
+    )
+    .await;
+    assert_eq!(r.json()["surveyUrl"], "https://survey.example/s/1");
+}
+
+async fn a_refused_origin_can_read_its_403(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({})).await;
+    // A first visit from a page the site does not allow: the browser's
+    // simple GET, no visitor header.
+    let r = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .get(inv.api.url(&inv.path("/state")))
+                .header("origin", "https://other.example"),
+        )
+        .await;
+    let msg = r.assert_error(403, "origin_not_allowed");
+    assert!(msg.contains("https://other.example"), "{msg}");
+    assert_eq!(
+        r.headers["access-control-allow-origin"],
+        "https://other.example"
+    );
+    assert!(r.headers["vary"].to_str().unwrap().contains("origin"));
+    // The same for an unknown site (the snippet's data-site mistyped).
+    let r = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .get(inv.api.url("/api/invites/sites/987654/state"))
+                .header("origin", "https://other.example"),
+        )
+        .await;
+    r.assert_error(404, "site_not_found");
+    assert_eq!(
+        r.headers["access-control-allow-origin"],
+        "https://other.example"
+    );
+}
+
+async fn trigger_settings_round_trip_and_are_checked(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &[]).await else {
+        return;
+    };
+    // Defaults: at once, as a modal.
+    let plain = Inv::new(&server, json!({})).await;
+    let s = plain.state(None).await.json();
+    assert_eq!(
+        (
+            &s["trigger"],
+            &s["style"],
+            &s["delaySeconds"],
+            &s["scrollPercent"]
+        ),
+        (&json!("load"), &json!("modal"), &json!(10), &json!(50))
+    );
+    let inv = Inv::new(
+        &server,
+        json!({ "trigger": "delay", "delaySeconds": 5, "scrollPercent": 30, "style": "slide_in" }),
+    )
+    .await;
+    let get = || async {
+        inv.api
+            .send(
+                inv.api
+                    .http
+                    .get(inv.api.url(&inv.path("")))
+                    .bearer_auth(&inv.admin),
+            )
+            .await
+            .json()
+    };
+    let site = get().await;
+    assert_eq!(
+        (
+            &site["trigger"],
+            &site["delaySeconds"],
+            &site["scrollPercent"],
+            &site["style"]
+        ),
+        (&json!("delay"), &json!(5), &json!(30), &json!("slide_in"))
+    );
+    // Delivered to the script with the popup.
+    let s = inv.state(None).await.json();
+    assert_eq!(
+        (
+            &s["trigger"],
+            &s["delaySeconds"],
+            &s["scrollPercent"],
+            &s["style"]
+        ),
+        (&json!("delay"), &json!(5), &json!(30), &json!("slide_in"))
+    );
+    // PATCH changes only what it names.
+    let r = inv.patch(json!({ "trigger": "exit_intent" })).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let s = inv.state(None).await.json();
+    assert_eq!(
+        (&s["trigger"], &s["delaySeconds"], &s["style"]),
+        (&json!("exit_intent"), &json!(5), &json!("slide_in"))
+    );
+    for (bad, field) in [
+        (json!({ "trigger": "hover" }), "trigger"),
+        (json!({ "style": "popup" }), "style"),
+        (json!({ "delaySeconds": 601 }), "delaySeconds"),
+        (json!({ "delaySeconds": -1 }), "delaySeconds"),
+        (json!({ "scrollPercent": 0 }), "scrollPercent"),
+        (json!({ "scrollPercent": 101 }), "scrollPercent"),
+        (json!({ "delaySeconds": 2.5 }), "delaySeconds"),
+    ] {
+        let r = inv.patch(bad.clone()).await;
+        let msg = r.assert_error(422, "invalid_field");
+        assert!(msg.contains(field), "{bad}: {msg}");
+    }
+    let site = get().await;
+    assert_eq!(
+        (
+            &site["trigger"],
+            &site["delaySeconds"],
+            &site["scrollPercent"]
+        ),
+        (&json!("exit_intent"), &json!(5), &json!(30)),
+        "nothing changed by a refused PATCH"
+    );
+}
+
+/// The display nonce inside a signed displayId (its first 8 bytes).
+fn display_nonce(display: &str) -> [u8; 8] {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(display)
+        .unwrap();
+    raw[..8].try_into().unwrap()
+}
+
+/// The SQLite file's bytes after every committed page reached it.
+async fn checkpointed_file(path: &std::path::Path) -> Vec<u8> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    for _ in 0..100 {
+        let (busy, log, done): (i64, i64, i64) = conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        if busy == 0 && log == done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::read(path).unwrap()
+}
+
+fn holds(file: &[u8], bytes: &[u8]) -> bool {
+    file.windows(bytes.len()).any(|w| w == bytes)
+}
+
+async fn deleted_and_purged_answers_leave_no_bytes_in_the_file(kind: StoreKind) {
+    let Some(server) = TestServer::start(kind, &["--invites-purge-interval-s", "1"]).await else {
+        return;
+    };
+    let inv = Inv::new(&server, json!({ "retentionDays": 30 })).await;
+    // Visitor A: two closes then no (the row rewritten twice), then
+    // forgotten by an admin. Visitor B: no, then purged by retention.
+    let (a, d1) = inv.first_display().await;
+    assert_eq!(inv.answer(&a, "close", &d1).await.status, 200);
+    let d2 = inv.display(&a).await;
+    assert_eq!(inv.answer(&a, "close", &d2).await.status, 200);
+    let d3 = inv.display(&a).await;
+    assert_eq!(inv.answer(&a, "no", &d3).await.status, 200);
+    let (b, db) = inv.first_display().await;
+    assert_eq!(inv.answer(&b, "no", &db).await.status, 200);
+    let marks: Vec<[u8; 8]> = [&d1, &d2, &d3, &db]
+        .iter()
+        .map(|d| display_nonce(d))
+        .collect();
+    let db_path = server.data_dir.join("throng.db");
+    if kind == StoreKind::Sqlite {
+        // The check can see the answers: each display's nonce is stored.
+        let file = checkpointed_file(&db_path).await;
+        for m in &marks[2..] {
+            assert!(holds(&file, m), "the stored answer is in the file");
+        }
+    }
+    let r = inv
+        .api
+        .send(
+            inv.api
+                .http
+                .delete(
+                    inv.api
+                        .url(&format!("/api/invites/visitors/{}", numeric_id(&a))),
+                )
+                .bearer_auth(&inv.admin),
+        )
+        .await;
+    assert_eq!(r.json()["answersDeleted"], 1, "{}", r.text());
+    // Age B's answer past the retention; the purge (every second) takes it.
+    let aged = throng::base::clock::now_ms() - 31 * 86_400_000;
+    match &server.state.store {
+        throng::store::Store::Sqlite(s) => {
+            let key = throng::services::invites::visitor_ids::load_cipher(&server.state.store)
+                .await
+                .unwrap()
+                .number_of(numeric_id(&b)) as i64;
+            s.write(move |c| {
+                c.execute(
+                    "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",
+                    [aged, key],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        }
+        throng::store::Store::Postgres(p) => {
+            p.client()
+                .await
+                .unwrap()
+                .execute(
+                    "UPDATE invites_answers SET updated_at_ms = $1 WHERE visitor_id = $2",
+                    &[&aged, &numeric_id(&b)],
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while inv.state(Some(&b)).await.json()["show"] != true {
+        assert!(tokio::time::Instant::now() < deadline, "B was not purged");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(inv.state(Some(&a)).await.json()["closes"], 0, "A forgotten");
+    if kind == StoreKind::Sqlite {
+        let file = checkpointed_file(&db_path).await;
+        for (i, m) in marks.iter().enumerate() {
+            assert!(
+                !holds(&file, m),
+                "display {i}'s answer is still readable in the database file"
+            );
+        }
+    }
 }

@@ -56,17 +56,21 @@ where
         .route("/api/invites/sites/{site_id}/pause", post(pause_site))
         .route("/api/invites/sites/{site_id}/resume", post(resume_site))
         .route("/api/invites/sites/{site_id}/stats", get(site_stats))
-        .route(
-            "/api/invites/sites/{site_id}/state",
-            get(visitor_state).options(preflight),
-        )
-        .route(
-            "/api/invites/sites/{site_id}/answers",
-            post(post_answer).options(preflight),
-        )
-        .route(
-            "/api/invites/sites/{site_id}/visitor",
-            axum::routing::delete(forget_me).options(preflight),
+        .merge(
+            Router::new()
+                .route(
+                    "/api/invites/sites/{site_id}/state",
+                    get(visitor_state).options(preflight),
+                )
+                .route(
+                    "/api/invites/sites/{site_id}/answers",
+                    post(post_answer).options(preflight),
+                )
+                .route(
+                    "/api/invites/sites/{site_id}/visitor",
+                    axum::routing::delete(forget_me).options(preflight),
+                )
+                .route_layer(axum::middleware::from_fn(readable_errors)),
         )
         .route(
             "/api/invites/visitors/{visitor_id}",
@@ -121,6 +125,28 @@ fn allowed_origin(site: &SiteEntry, headers: &HeaderMap) -> ApiResult<Option<Hea
     ))
 }
 
+/// A page's calls answer errors with `Access-Control-Allow-Origin` set to
+/// the page's origin, whatever it is: the page's script can then read the
+/// envelope (`origin_not_allowed` says which origin to add) instead of a
+/// browser's generic CORS failure. An error writes nothing and tells the
+/// page nothing about any visitor, so no origin learns anything from it.
+async fn readable_errors(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    let mut res = next.run(request).await;
+    let is_error = res.status().is_client_error() || res.status().is_server_error();
+    if let Some(o) = origin.filter(|_| is_error) {
+        let h = res.headers_mut();
+        if !h.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
+            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+            h.append(header::VARY, HeaderValue::from_static("origin"));
+        }
+    }
+    res
+}
+
 fn with_cors(mut res: Response, origin: Option<HeaderValue>) -> Response {
     let h = res.headers_mut();
     h.append(header::VARY, HeaderValue::from_static("origin"));
@@ -133,7 +159,7 @@ fn with_cors(mut res: Response, origin: Option<HeaderValue>) -> Response {
 #[utoipa::path(options, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
     params(("site_id" = i64, Path), ("Origin" = String, Header, description = "One of the site's allowedOrigins")),
     responses((status = 204, description = "CORS preflight: Access-Control-Allow-Origin (the origin), -Methods GET, POST, DELETE, -Headers content-type, x-invites-visitor, -Max-Age 600. The same for .../state and .../visitor."),
-              (status = 403, description = "origin_not_allowed"),
+              (status = 403, description = "origin_not_allowed (with Access-Control-Allow-Origin: the origin, so a page's script can read the envelope; every error of .../state, .../answers and .../visitor carries it)"),
               (status = 404, description = "site_not_found")))]
 pub async fn preflight(
     State(st): State<Arc<InvitesState>>,
@@ -221,7 +247,7 @@ fn set_cookie(st: &InvitesState, res: &mut Response, site_id: i64, signed: &str)
     params(("site_id" = i64, Path),
            ("X-Invites-Visitor" = Option<String>, Header, description = "The signed visitor id (27 characters) an earlier answer returned; missing, forged or altered: a new visitor"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
-    responses((status = 200, description = "{siteId, visitor (signed id to keep), show, reason (site_paused, not_yet_active, ended, not_sampled, answered_yes, answered_no, closed_out; null when show), state (asking, yes, no, closed_out), closes, closesMax; when show: displayId, surveyUrl, popup {title, body, yes, no, close}}. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store."),
+    responses((status = 200, description = "{siteId, visitor (signed id to keep), show, reason (site_paused, not_yet_active, ended, not_sampled, answered_yes, answered_no, closed_out; null when show), state (asking, yes, no, closed_out), closes, closesMax; when show: displayId, surveyUrl (absolute), popup {title, body, yes, no, close}, trigger (load, delay, scroll, exit_intent), delaySeconds, scrollPercent, style (modal, slide_in)}. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store."),
               (status = 400, description = "invalid_path"),
               (status = 403, description = "origin_not_allowed"),
               (status = 404, description = "site_not_found"),
@@ -287,7 +313,10 @@ pub async fn visitor_state(
             let (_, display) = st.signer.new_display(site_id, visitor.id);
             body.push_str(",\"show\":true,\"reason\":null,\"displayId\":\"");
             body.push_str(&display);
-            body.push('"');
+            body.push_str("\",\"surveyUrl\":");
+            body.push_str(
+                &serde_json::Value::from(e.survey_url(&st.public_url.base(&headers))).to_string(),
+            );
             body.push_str(&e.show_json);
         }
         Err(why) => {
@@ -337,7 +366,7 @@ fn answered_message(state: AnswerState) -> String {
            ("X-Invites-Visitor" = String, Header, description = "The signed visitor id (or its cookie)"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
     request_body(content = AnswerRequest, description = "{answer: yes | no | close, displayId}"),
-    responses((status = 200, description = "{siteId, state (asking, yes, no, closed_out), closes, closesMax, counted (false: this display was answered before, nothing changed); surveyUrl on yes}. Cache-Control: no-store."),
+    responses((status = 200, description = "{siteId, state (asking, yes, no, closed_out), closes, closesMax, counted (false: this display was answered before, nothing changed); surveyUrl (absolute) on yes}. Cache-Control: no-store."),
               (status = 400, description = "visitor_required, malformed_json, invalid_path"),
               (status = 403, description = "origin_not_allowed"),
               (status = 404, description = "site_not_found"),
@@ -361,6 +390,8 @@ pub async fn post_answer(
 pub(super) struct CheckedAnswer {
     entry: Arc<SiteEntry>,
     origin: Option<HeaderValue>,
+    /// The site's survey URL, absolute.
+    survey_url: String,
     pub(super) cmd: AnswerCmd,
 }
 
@@ -374,6 +405,7 @@ pub(super) async fn check_answer(
 ) -> ApiResult<CheckedAnswer> {
     let e = entry(st, site_id)?;
     let origin = allowed_origin(&e, request.headers())?;
+    let survey_url = e.survey_url(&st.public_url.base(request.headers()));
     let visitor =
         claimed_visitor(&st.signer, site_id, request.headers()).ok_or_else(visitor_required)?;
     let ApiJson(req) = ApiJson::<AnswerRequest>::from_request(request, &()).await?;
@@ -407,6 +439,7 @@ pub(super) async fn check_answer(
     Ok(CheckedAnswer {
         entry: e,
         origin,
+        survey_url,
         cmd,
     })
 }
@@ -431,7 +464,7 @@ pub(super) fn answer_response(
         "counted": outcome == Outcome::Counted,
     });
     if after.state == AnswerState::Yes {
-        body["surveyUrl"] = json!(site.survey_url);
+        body["surveyUrl"] = json!(checked.survey_url);
     }
     let mut res = Json(body).into_response();
     crate::platform::headers::set_no_store(&mut res);
@@ -493,12 +526,15 @@ pub async fn forget_visitor(
 
 // ---- sites (admin) ----------------------------------------------------
 
-fn site_json(e: &SiteEntry) -> Value {
+/// A site as the admin answers give it; `base` is the public URL, so the
+/// survey URL and the snippet are absolute (the snippet is pasted on
+/// another site, where a relative `src` would load from that site).
+fn site_json(e: &SiteEntry, base: &str) -> Value {
     let s = e.site();
     json!({
         "siteId": e.row.site_id,
         "name": s.name,
-        "surveyUrl": s.survey_url,
+        "surveyUrl": e.survey_url(base),
         "allowedOrigins": s.allowed_origins,
         "inviteShare": s.invite_share,
         "closesMax": s.closes_max,
@@ -507,9 +543,16 @@ fn site_json(e: &SiteEntry) -> Value {
         "paused": s.paused,
         "retentionDays": s.retention_days,
         "texts": s.texts,
+        "trigger": s.trigger,
+        "delaySeconds": s.delay_seconds,
+        "scrollPercent": s.scroll_percent,
+        "style": s.style,
         "createdAt": rfc3339_ms(e.row.created_at_ms),
         "updatedAt": rfc3339_ms(e.row.updated_at_ms),
-        "snippet": format!("<script src=\"/invite.js\" data-site=\"{}\" async></script>", e.row.site_id),
+        "snippet": format!(
+            "<script src=\"{base}/invite.js\" data-site=\"{}\" async></script>",
+            e.row.site_id
+        ),
     })
 }
 
@@ -524,8 +567,8 @@ async fn reload(st: &InvitesState) -> ApiResult<()> {
 
 #[utoipa::path(post, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
-    request_body(content = SiteInput, description = "surveyUrl and allowedOrigins required; name (1-100 chars), inviteShare (0-1, default 1), closesMax (1-10, default 3), activeFrom/activeUntil (RFC 3339), paused, retentionDays (1-3650, default 365), texts"),
-    responses((status = 201, description = "The site: {siteId, name, surveyUrl, allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts, createdAt, updatedAt, snippet}; Location"),
+    request_body(content = SiteInput, description = "surveyUrl (absolute http(s) URL, or a /path on this server) and allowedOrigins (scheme://host[:port], stored normalised: lowercase, default port and trailing / dropped) required; name (1-100 chars), inviteShare (0-1, default 1), closesMax (1-10, default 3), activeFrom/activeUntil (RFC 3339), paused, retentionDays (1-3650, default 365), texts, trigger (load, delay, scroll, exit_intent; default load), delaySeconds (0-600, default 10), scrollPercent (1-100, default 50), style (modal, slide_in; default modal)"),
+    responses((status = 201, description = "The site: {siteId, name, surveyUrl (absolute), allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts, trigger, delaySeconds, scrollPercent, style, createdAt, updatedAt, snippet (a script tag with an absolute src: --public-url, else http:// and the request's Host)}; Location"),
               (status = 400, description = "malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -536,6 +579,7 @@ async fn reload(st: &InvitesState) -> ApiResult<()> {
 pub async fn create_site(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(input): ApiJson<SiteInput>,
 ) -> ApiResult<Response> {
     caller.require(Role::Admin)?;
@@ -550,7 +594,8 @@ pub async fn create_site(
         })?;
     reload(&st).await?;
     let e = entry(&st, id)?;
-    let mut res = (StatusCode::CREATED, Json(site_json(&e))).into_response();
+    let base = st.public_url.base(&headers);
+    let mut res = (StatusCode::CREATED, Json(site_json(&e, &base))).into_response();
     if let Ok(v) = HeaderValue::from_str(&format!("/api/invites/sites/{id}")) {
         res.headers_mut().insert(header::LOCATION, v);
     }
@@ -565,14 +610,16 @@ pub async fn create_site(
 pub async fn list_sites(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
+    headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
     caller.require(Role::Admin)?;
+    let base = st.public_url.base(&headers);
     let list: Vec<Value> = st
         .sites
         .load()
         .list()
         .iter()
-        .map(|e| site_json(e))
+        .map(|e| site_json(e, &base))
         .collect();
     Ok(Json(json!({ "sites": list })))
 }
@@ -580,7 +627,7 @@ pub async fn list_sites(
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, description = "{siteId, name, surveyUrl, allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts {title, body, yes, no, close}, createdAt, updatedAt, snippet}"),
+    responses((status = 200, description = "{siteId, name, surveyUrl (absolute), allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts {title, body, yes, no, close}, trigger, delaySeconds, scrollPercent, style, createdAt, updatedAt, snippet (absolute src)}"),
               (status = 400, description = "invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -588,25 +635,34 @@ pub async fn list_sites(
 pub async fn get_site(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
+    headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Role::Admin)?;
-    Ok(Json(site_json(&*entry(&st, site_id)?)))
+    let base = st.public_url.base(&headers);
+    Ok(Json(site_json(&*entry(&st, site_id)?, &base)))
 }
 
-async fn change_site(st: &InvitesState, site_id: i64, input: SiteInput) -> ApiResult<Json<Value>> {
+async fn change_site(
+    st: &InvitesState,
+    headers: &HeaderMap,
+    site_id: i64,
+    input: SiteInput,
+) -> ApiResult<Json<Value>> {
     let e = entry(st, site_id)?;
     let site = input.apply(Some(e.site()))?;
     if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
         return Err(site_not_found(site_id));
     }
     reload(st).await?;
-    Ok(Json(site_json(&*entry(st, site_id)?)))
+    let base = st.public_url.base(headers);
+    Ok(Json(site_json(&*entry(st, site_id)?, &base)))
 }
 
 async fn set_paused(
     st: &InvitesState,
     caller: &Caller,
+    headers: &HeaderMap,
     site_id: i64,
     paused: bool,
 ) -> ApiResult<Json<Value>> {
@@ -615,7 +671,7 @@ async fn set_paused(
         paused: Some(paused),
         ..Default::default()
     };
-    change_site(st, site_id, input).await
+    change_site(st, headers, site_id, input).await
 }
 
 #[utoipa::path(patch, path = "/api/invites/sites/{site_id}", tag = "invites",
@@ -633,11 +689,12 @@ async fn set_paused(
 pub async fn update_site(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
+    headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
     ApiJson(input): ApiJson<SiteInput>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Role::Admin)?;
-    change_site(&st, site_id, input).await
+    change_site(&st, &headers, site_id, input).await
 }
 
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/pause", tag = "invites",
@@ -651,9 +708,10 @@ pub async fn update_site(
 pub async fn pause_site(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
+    headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<Value>> {
-    set_paused(&st, &caller, site_id, true).await
+    set_paused(&st, &caller, &headers, site_id, true).await
 }
 
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/resume", tag = "invites",
@@ -667,9 +725,10 @@ pub async fn pause_site(
 pub async fn resume_site(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
+    headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<Value>> {
-    set_paused(&st, &caller, site_id, false).await
+    set_paused(&st, &caller, &headers, site_id, false).await
 }
 
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/stats", tag = "invites",
@@ -719,7 +778,14 @@ pub async fn site_stats(
         resume_site,
         site_stats
     ),
-    components(schemas(AnswerRequest, Answer, SiteInput, super::model::Texts))
+    components(schemas(
+        AnswerRequest,
+        Answer,
+        SiteInput,
+        super::model::Texts,
+        super::model::Trigger,
+        super::model::Style
+    ))
 )]
 pub struct InvitesApi;
 
@@ -729,7 +795,8 @@ pub struct InvitesApi;
 /// PATCH, the stored settings.
 pub fn document_limits(doc: &mut serde_json::Value) {
     use super::model::{
-        BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, NAME_CHARS_MAX, ORIGINS_MAX, RETENTION_DAYS_MAX,
+        BAD_URL_CHARS_CLASS, BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, DELAY_SECONDS_MAX, HOST_PATTERN,
+        NAME_CHARS_MAX, ORIGINS_MAX, ORIGIN_CHARS_MAX, PORT_PATTERN, RETENTION_DAYS_MAX,
         TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
     use crate::platform::openapi::{body_schema, operation, param_range, param_required};
@@ -743,16 +810,20 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "name": nullable(json!({"type": "string", "maxLength": NAME_CHARS_MAX, "pattern": no_controls,
             "description": "\"\" is Survey"})),
         "surveyUrl": nullable(json!({"type": "string", "maxLength": URL_CHARS_MAX,
-            "pattern": "^(https?://[^\\x00-\\x20\\x7f]+|/[^/\\x00-\\x20\\x7f][^\\x00-\\x20\\x7f]*)$"})),
+            "pattern": format!("^(https?://{HOST_PATTERN}(:{PORT_PATTERN})?([/?#][^{BAD_URL_CHARS_CLASS}]*)?|/[^/{BAD_URL_CHARS_CLASS}][^{BAD_URL_CHARS_CLASS}]*)$")})),
         "allowedOrigins": nullable(json!({"type": "array", "maxItems": ORIGINS_MAX, "items": {
-            "type": "string", "maxLength": 259 + "https://".len(),
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.:-]+|\\[[0-9A-Fa-f:.]+\\](:[A-Za-z0-9.:-]*)?)$"}})),
+            "type": "string", "maxLength": ORIGIN_CHARS_MAX,
+            "pattern": format!("^[Hh][Tt][Tt][Pp][Ss]?://{HOST_PATTERN}(:{PORT_PATTERN})?/?$")}})),
         "inviteShare": nullable(json!({"type": "number", "minimum": 0, "maximum": 1})),
         "closesMax": nullable(json!({"type": "integer", "minimum": 1, "maximum": CLOSES_MAX_LIMIT})),
         "activeFrom": time.clone(),
         "activeUntil": time,
         "paused": nullable(json!({"type": "boolean"})),
         "retentionDays": nullable(json!({"type": "integer", "minimum": 1, "maximum": RETENTION_DAYS_MAX})),
+        "trigger": nullable(json!({"type": "string", "enum": ["load", "delay", "scroll", "exit_intent"]})),
+        "delaySeconds": nullable(json!({"type": "integer", "minimum": 0, "maximum": DELAY_SECONDS_MAX})),
+        "scrollPercent": nullable(json!({"type": "integer", "minimum": 1, "maximum": 100})),
+        "style": nullable(json!({"type": "string", "enum": ["modal", "slide_in"]})),
         "texts": nullable(json!({"type": "object", "additionalProperties": false,
             "required": ["title", "body", "yes", "no", "close"],
             "properties": {"title": text(TITLE_CHARS_MAX), "body": text(TEXT_CHARS_MAX),

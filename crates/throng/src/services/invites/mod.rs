@@ -200,6 +200,9 @@ pub struct InvitesState {
     pub signer: signed::Signer,
     pub sites: Arc<ArcSwap<sites::Sites>>,
     pub cookie_secure: bool,
+    /// Where browsers reach this server: the base of the snippet's and the
+    /// survey's absolute URLs.
+    pub public_url: crate::platform::public_url::PublicUrl,
     /// The `invites_counts` row this node adds to.
     pub counts_shard: i32,
     /// The embedded store's visitors in memory (`index.rs`); none on
@@ -261,6 +264,7 @@ impl InvitesState {
             signer: signed::Signer::new(platform.keys.derive(signed::KEY_PURPOSE)),
             sites: Arc::new(ArcSwap::from_pointee(sites)),
             cookie_secure: args.invites_cookie_secure,
+            public_url: platform.public_url.clone(),
             counts_shard,
             memory,
             loaded_generation: generation,

@@ -18,11 +18,18 @@ use crate::platform::error::ApiError;
 pub const NAME_CHARS_MAX: usize = 100;
 pub const URL_CHARS_MAX: usize = 2000;
 pub const ORIGINS_MAX: usize = 20;
+/// An origin as sent, at most (`https://`, a 253-character host, `:65535`, `/`).
+pub const ORIGIN_CHARS_MAX: usize = 8 + 253 + 6 + 1;
 pub const CLOSES_MAX_LIMIT: i64 = 10;
 pub const RETENTION_DAYS_MAX: i64 = 3650;
 pub const TITLE_CHARS_MAX: usize = 120;
 pub const TEXT_CHARS_MAX: usize = 500;
 pub const BUTTON_CHARS_MAX: usize = 40;
+/// Longest delay before the popup (`delaySeconds`), s.
+pub const DELAY_SECONDS_MAX: i64 = 600;
+/// `delaySeconds` and `scrollPercent` when not set.
+pub const DELAY_SECONDS_DEFAULT: i64 = 10;
+pub const SCROLL_PERCENT_DEFAULT: i64 = 50;
 /// Sites a store holds at most (each is kept in memory by every node).
 pub const SITES_MAX: usize = 10_000;
 
@@ -55,6 +62,56 @@ impl Default for Texts {
     }
 }
 
+/// When the script shows the popup on a page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// As soon as the state answer arrives.
+    #[default]
+    Load,
+    /// `delaySeconds` after the page loaded.
+    Delay,
+    /// Once the visitor scrolled `scrollPercent` of the page (at once on a
+    /// page too short to scroll).
+    Scroll,
+    /// When the mouse leaves the page through its top edge (towards the tabs
+    /// or the address bar); on a touch screen, which has no such move,
+    /// `delaySeconds` after the page loaded.
+    ExitIntent,
+}
+
+impl Trigger {
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Load => "load",
+            Trigger::Delay => "delay",
+            Trigger::Scroll => "scroll",
+            Trigger::ExitIntent => "exit_intent",
+        }
+    }
+}
+
+/// How the popup is shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Style {
+    /// Centred over a dimmed page, which it keeps focus from until answered.
+    #[default]
+    Modal,
+    /// A panel in the bottom corner (the full width of a phone); the page
+    /// stays usable.
+    SlideIn,
+}
+
+impl Style {
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::Modal => "modal",
+            Style::SlideIn => "slide_in",
+        }
+    }
+}
+
 /// A site's settings as an admin sends them (create: every field but
 /// `surveyUrl` and `allowedOrigins` has a default; update: the fields sent
 /// replace the stored ones).
@@ -83,6 +140,15 @@ pub struct SiteInput {
     /// Answers older than this many days are purged, 1 to 3650. Default 365.
     pub retention_days: Option<i64>,
     pub texts: Option<Texts>,
+    /// When to show the popup: load (default), delay, scroll, exit_intent.
+    pub trigger: Option<Trigger>,
+    /// Seconds after the page loaded for `delay` (and `exit_intent` on a
+    /// touch screen), 0 to 600. Default 10.
+    pub delay_seconds: Option<i64>,
+    /// Share of the page scrolled for `scroll`, 1 to 100 (%). Default 50.
+    pub scroll_percent: Option<i64>,
+    /// modal (default) or slide_in.
+    pub style: Option<Style>,
 }
 
 /// A site's settings, checked; stored as JSON (`invites_sites.config`).
@@ -100,6 +166,22 @@ pub struct Site {
     pub paused: bool,
     pub retention_days: i64,
     pub texts: Texts,
+    #[serde(default)]
+    pub trigger: Trigger,
+    #[serde(default = "default_delay_seconds")]
+    pub delay_seconds: i64,
+    #[serde(default = "default_scroll_percent")]
+    pub scroll_percent: i64,
+    #[serde(default)]
+    pub style: Style,
+}
+
+fn default_delay_seconds() -> i64 {
+    DELAY_SECONDS_DEFAULT
+}
+
+fn default_scroll_percent() -> i64 {
+    SCROLL_PERCENT_DEFAULT
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {
@@ -116,50 +198,142 @@ fn parse_time(field: &str, s: &str) -> Result<i64, ApiError> {
     Ok((t.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
-/// `scheme://host[:port]` of an http(s) origin, lowercased, or why not.
-pub fn normalize_origin(s: &str) -> Result<String, String> {
-    let lower = s.trim().to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"))
-        .ok_or("an origin starts with http:// or https://")?;
-    let plain = |s: &str| {
-        s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b))
-    };
-    // An IPv6 host is an IPv6 address in brackets, then nothing or `:port`.
-    let host_ok = match rest.strip_prefix('[') {
-        Some(v6) => v6.split_once(']').is_some_and(|(addr, after)| {
-            addr.parse::<std::net::Ipv6Addr>().is_ok()
-                && (after.is_empty() || after.starts_with(':') && plain(after))
-        }),
-        None => plain(rest),
-    };
-    if rest.is_empty() || rest.len() > 253 + 6 || !host_ok {
-        return Err("an origin is scheme://host[:port], with no path, query or user".into());
+/// A port as written after `:` (1 to 65535, no leading zero), or why not.
+fn parse_port(p: &str) -> Result<u16, String> {
+    let ok = !p.is_empty()
+        && p.len() <= 5
+        && !p.starts_with('0')
+        && p.bytes().all(|b| b.is_ascii_digit());
+    match p.parse::<u16>() {
+        Ok(n) if ok && n >= 1 => Ok(n),
+        _ => Err(format!("port {p:?}: 1 to 65535")),
     }
-    Ok(lower)
 }
 
-fn check_url(s: &str) -> Result<(), ApiError> {
-    // Absolute http(s), or a path on throng's own origin ("/survey").
-    // The same rule as the OpenAPI pattern and maxLength (which counts
-    // characters): a scheme and at least one character after it.
-    let rest = s
-        .strip_prefix("https://")
-        .or_else(|| s.strip_prefix("http://"));
-    let absolute = rest.is_some_and(|r| !r.is_empty());
-    let own_path = s.starts_with('/') && !s.starts_with("//") && s.len() > 1;
-    let ok = s.chars().count() <= URL_CHARS_MAX
-        && (absolute || own_path)
-        && !s.bytes().any(|b| b.is_ascii_control() || b == b' ');
+/// A host as a browser's URL parser keeps it unchanged: a DNS name of
+/// ASCII letters, digits, `-` and `.` (an internationalised name in its
+/// `xn--` form), or an IPv6 address in brackets. Lowercase.
+fn check_host(host: &str) -> Result<(), String> {
+    if let Some(v6) = host.strip_prefix('[') {
+        return match v6.strip_suffix(']') {
+            Some(addr) if addr.parse::<std::net::Ipv6Addr>().is_ok() => Ok(()),
+            _ => Err("an IPv6 host is an IPv6 address in brackets".into()),
+        };
+    }
+    let ok = !host.is_empty()
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
     if ok {
         Ok(())
     } else {
-        Err(invalid(format!(
-            "surveyUrl: an http or https URL (or a /path on this server) of at most {URL_CHARS_MAX} characters, without spaces"
-        )))
+        Err(format!(
+            "host {host:?}: letters, digits, '-' and '.' (an internationalised name in its xn-- form), or [IPv6]"
+        ))
     }
+}
+
+/// `(scheme, host, port)` of `scheme://host[:port]` (an authority with no
+/// user), lowercased, the port `None` when absent or the scheme's default.
+fn parse_authority(scheme: &str, authority: &str) -> Result<(String, Option<u16>), String> {
+    if authority.contains('@') {
+        return Err("no user or password before the host (user@host)".into());
+    }
+    let authority = authority.to_ascii_lowercase();
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => {
+            (&authority[..i], Some(parse_port(&authority[i + 1..])?))
+        }
+        _ => (authority.as_str(), None),
+    };
+    check_host(host)?;
+    let default = if scheme == "https" { 443 } else { 80 };
+    Ok((host.to_string(), port.filter(|p| *p != default)))
+}
+
+/// `scheme://host[:port]` of an http(s) origin as a browser sends it in
+/// `Origin`: scheme and host lowercased, the scheme's default port dropped,
+/// one trailing `/` dropped; or why it is not one.
+pub fn normalize_origin(s: &str) -> Result<String, String> {
+    let t = s;
+    if t.chars().count() > ORIGIN_CHARS_MAX {
+        return Err(format!("at most {ORIGIN_CHARS_MAX} characters"));
+    }
+    let lower_scheme = t.get(..8).map(str::to_ascii_lowercase).unwrap_or_default();
+    let (scheme, rest) = if lower_scheme.starts_with("https://") {
+        ("https", &t[8..])
+    } else if lower_scheme.starts_with("http://") {
+        ("http", &t[7..])
+    } else {
+        return Err("an origin starts with http:// or https://".into());
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.contains(['/', '?', '#', '\\']) {
+        return Err("an origin is scheme://host[:port], with no path, query or fragment".into());
+    }
+    let (host, port) = parse_authority(scheme, rest)?;
+    Ok(match port {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
+    })
+}
+
+/// Characters no URL here may hold: a browser drops tabs and newlines
+/// inside a URL and reads `\` as `/`, so `/\evil.example` or
+/// `/\t/evil.example` would lead to another host.
+fn bad_url_char(c: char) -> bool {
+    c.is_control() || c.is_whitespace() || c == '\\'
+}
+
+/// The characters [`bad_url_char`] refuses, as a regular expression class
+/// body (for `/openapi.json`): controls, Unicode white space, backslash.
+pub const BAD_URL_CHARS_CLASS: &str =
+    "\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\\\";
+/// A host as `check_host` takes it and a port as `parse_port` does, as
+/// regular expressions (for `/openapi.json`).
+pub const HOST_PATTERN: &str =
+    "([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\\[[0-9A-Fa-f:.]+\\])";
+pub const PORT_PATTERN: &str =
+    "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})";
+
+/// The survey URL rule: an absolute `http(s)://host[:port][/...]` URL (no
+/// user, ASCII host), or a path on throng's own server (`/survey`; never
+/// `//host`), which answers give resolved against the public URL. Returns
+/// the host part when absolute.
+pub fn check_survey_url(s: &str) -> Result<(), String> {
+    let what = format!(
+        "an absolute http:// or https:// URL with a host (no user@, no spaces, tabs, newlines or backslashes), or a /path on this server, at most {URL_CHARS_MAX} characters"
+    );
+    if s.chars().count() > URL_CHARS_MAX || s.chars().any(bad_url_char) {
+        return Err(what);
+    }
+    if let Some(path) = s.strip_prefix('/') {
+        return if !path.is_empty() && !path.starts_with('/') {
+            Ok(())
+        } else {
+            Err(what)
+        };
+    }
+    let (scheme, rest) = if let Some(r) = s.strip_prefix("https://") {
+        ("https", r)
+    } else if let Some(r) = s.strip_prefix("http://") {
+        ("http", r)
+    } else {
+        return Err(what);
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    parse_authority(scheme, &rest[..end]).map_err(|why| format!("{why}; {what}"))?;
+    Ok(())
+}
+
+fn check_url(s: &str) -> Result<(), ApiError> {
+    check_survey_url(s).map_err(|why| invalid(format!("surveyUrl: {why}")))
 }
 
 fn check_chars(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
@@ -189,6 +363,10 @@ impl SiteInput {
                 paused: false,
                 retention_days: 365,
                 texts: Texts::default(),
+                trigger: Trigger::Load,
+                delay_seconds: DELAY_SECONDS_DEFAULT,
+                scroll_percent: SCROLL_PERCENT_DEFAULT,
+                style: Style::Modal,
             },
         };
         if base.is_none() && (self.survey_url.is_none() || self.allowed_origins.is_none()) {
@@ -270,6 +448,24 @@ impl SiteInput {
             check_chars("texts.no", &t.no, BUTTON_CHARS_MAX)?;
             check_chars("texts.close", &t.close, BUTTON_CHARS_MAX)?;
             s.texts = t;
+        }
+        if let Some(t) = self.trigger {
+            s.trigger = t;
+        }
+        if let Some(d) = self.delay_seconds {
+            if !(0..=DELAY_SECONDS_MAX).contains(&d) {
+                return Err(invalid(format!("delaySeconds: 0 to {DELAY_SECONDS_MAX}")));
+            }
+            s.delay_seconds = d;
+        }
+        if let Some(p) = self.scroll_percent {
+            if !(1..=100).contains(&p) {
+                return Err(invalid("scrollPercent: 1 to 100"));
+            }
+            s.scroll_percent = p;
+        }
+        if let Some(style) = self.style {
+            s.style = style;
         }
         Ok(s)
     }
@@ -448,11 +644,18 @@ mod tests {
     fn survey_url_rules_match_the_document() {
         // The OpenAPI pattern accepts a scheme with one character after it,
         // and maxLength counts characters, not bytes.
-        for ok in ["http://x", "https://x", "/s", "/survey?q=1"] {
+        for ok in [
+            "http://x",
+            "https://x",
+            "/s",
+            "/survey?q=1",
+            "https://survey.example:8443/s?q=1#a",
+            "https://[::1]/s",
+        ] {
             assert!(check_url(ok).is_ok(), "{ok}");
         }
-        assert!(check_url(&format!("https://{}", "é".repeat(URL_CHARS_MAX - 8))).is_ok());
-        let too_long = format!("https://{}", "é".repeat(URL_CHARS_MAX - 7));
+        assert!(check_url(&format!("https://x/{}", "é".repeat(URL_CHARS_MAX - 10))).is_ok());
+        let too_long = format!("https://x/{}", "é".repeat(URL_CHARS_MAX - 9));
         for bad in [
             "http://",
             "https://",
@@ -460,6 +663,18 @@ mod tests {
             "//x",
             "/",
             "https://a b",
+            "/\\evil.example/x",
+            "\\\\evil",
+            "/\t/evil.example",
+            "https://shop.example\\@evil.example",
+            "https://shop.example@evil.example/",
+            "https://ex\nample.com",
+            "javascript:alert(1)",
+            "JAVASCRIPT:alert(1)",
+            " https://x",
+            "https://x:0/",
+            "https://x:65536/",
+            "https://exämple.com/",
             &too_long,
         ] {
             assert!(check_url(bad).is_err(), "{bad}");
@@ -518,6 +733,33 @@ mod tests {
             apply_answer(yes, &[5, 6], 6, Answer::No, 3).1,
             Outcome::Repeated
         );
+    }
+
+    #[test]
+    fn origins_are_normalised_or_refused() {
+        for (given, kept) in [
+            ("https://Shop.Example", "https://shop.example"),
+            ("HTTPS://shop.example:443", "https://shop.example"),
+            ("http://shop.example:80/", "http://shop.example"),
+            ("https://shop.example:8443", "https://shop.example:8443"),
+            ("http://[::1]:8080", "http://[::1]:8080"),
+            ("http://localhost:3000/", "http://localhost:3000"),
+        ] {
+            assert_eq!(normalize_origin(given).as_deref(), Ok(kept), "{given}");
+        }
+        for bad in [
+            "shop.example",
+            "https://shop.example/path",
+            "https://shop.example?q",
+            "https://user@shop.example",
+            "https://shop.example:99999",
+            "https://shop.example:0",
+            "https://shop..example",
+            "https://",
+            "null",
+        ] {
+            assert!(normalize_origin(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

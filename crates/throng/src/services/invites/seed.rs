@@ -350,22 +350,49 @@ async fn seed_pg(
     Ok(())
 }
 
-/// The demo site (id 1): same-origin, every visitor invited, the survey a
-/// page of throng's own.
+/// The demo sites: same-origin, every visitor invited, the survey a page of
+/// throng's own; one per way of asking (`/invites/demo?site=N` picks one):
+/// 1 a modal at once, 2 a slide-in after 3 s, 3 a modal once half the page
+/// is scrolled, 4 a slide-in on exit intent.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
+    use super::model::{Style, Trigger};
     if !super::store::load_sites(store).await?.is_empty() {
         return Ok(());
     }
-    let site = SiteInput {
-        name: Some("Demo survey".into()),
-        survey_url: Some("/invites/demo/survey".into()),
-        allowed_origins: Some(Vec::new()),
-        ..Default::default()
+    let demos = [
+        ("Demo survey", Trigger::Load, Style::Modal),
+        (
+            "Demo survey: slide-in after 3 s",
+            Trigger::Delay,
+            Style::SlideIn,
+        ),
+        (
+            "Demo survey: modal after half the page",
+            Trigger::Scroll,
+            Style::Modal,
+        ),
+        (
+            "Demo survey: slide-in on exit intent",
+            Trigger::ExitIntent,
+            Style::SlideIn,
+        ),
+    ];
+    for (n, (name, trigger, style)) in demos.into_iter().enumerate() {
+        let site = SiteInput {
+            name: Some(name.into()),
+            survey_url: Some("/invites/demo/survey".into()),
+            allowed_origins: Some(Vec::new()),
+            trigger: Some(trigger),
+            delay_seconds: Some(3),
+            scroll_percent: Some(50),
+            style: Some(style),
+            ..Default::default()
+        }
+        .apply(None)
+        .map_err(|e| anyhow::anyhow!("the demo site: {}", e.message))?;
+        super::store::create_site(store, &site, crate::base::clock::now_ms(), n as i64 + 1).await?;
     }
-    .apply(None)
-    .map_err(|e| anyhow::anyhow!("the demo site: {}", e.message))?;
-    super::store::create_site(store, &site, crate::base::clock::now_ms(), 1).await?;
-    tracing::info!("seeded the invites demo site (id 1)");
+    tracing::info!("seeded the invites demo sites (ids 1 to 4)");
     Ok(())
 }
 

@@ -31,14 +31,27 @@ pub struct Seen {
 pub struct SiteEntry {
     pub row: SiteRow,
     pub seen: Arc<Seen>,
-    /// `,"surveyUrl":..,"popup":{..}`, rendered once: the part of a state
-    /// answer that shows the popup, the same for every visitor.
+    /// `,"popup":{..},"trigger":..,"delaySeconds":..,"scrollPercent":..,
+    /// "style":..`, rendered once: the part of a state answer that shows
+    /// the popup, the same for every visitor (the survey URL aside: a path
+    /// is made absolute per request, see `survey_url`).
     pub show_json: String,
 }
 
 impl SiteEntry {
     pub fn site(&self) -> &Site {
         &self.row.site
+    }
+
+    /// The survey URL as answers give it: absolute, a `/path` on this
+    /// server resolved against `base` (the public URL).
+    pub fn survey_url(&self, base: &str) -> String {
+        let u = &self.row.site.survey_url;
+        if u.starts_with('/') {
+            format!("{base}{u}")
+        } else {
+            u.clone()
+        }
     }
 }
 
@@ -77,10 +90,14 @@ impl Sites {
                     .and_then(|o| o.by_id.get(&row.site_id))
                     .map(|e| e.seen.clone())
                     .unwrap_or_default();
+                let site = &row.site;
                 let show_json = format!(
-                    ",\"surveyUrl\":{},\"popup\":{}",
-                    serde_json::Value::from(row.site.survey_url.as_str()),
-                    serde_json::to_string(&row.site.texts).expect("texts serialize")
+                    ",\"popup\":{},\"trigger\":\"{}\",\"delaySeconds\":{},\"scrollPercent\":{},\"style\":\"{}\"",
+                    serde_json::to_string(&site.texts).expect("texts serialize"),
+                    site.trigger.name(),
+                    site.delay_seconds,
+                    site.scroll_percent,
+                    site.style.name()
                 );
                 (
                     row.site_id,

@@ -3,17 +3,23 @@
 // accessible dialog (Yes opens the survey in a new tab, No never asks
 // again, close asks again next time). Small, dependency-free, and fails
 // closed: if throng is slow or down, nothing is shown and nothing breaks.
-// Optional attributes: data-api (throng's origin; default: this script's),
-// data-timeout-ms (default 2000).
+// When and how it shows is the site's setting (trigger: load, delay,
+// scroll, exit_intent; style: modal or slide_in). A page whose origin the
+// site does not allow gets a console warning saying so.
+// Optional attributes: data-api (throng's URL; default: where this script
+// was loaded from), data-timeout-ms (default 2000).
 (function () {
   "use strict";
   var script = document.currentScript;
   if (!script || !window.fetch || !document.body || !script.dataset) return;
   var site = script.dataset.site;
   if (!site || !/^[0-9]{1,18}$/.test(site)) return;
-  var api;
+  var api, apiOrigin;
   try {
-    api = new URL(script.dataset.api || script.src, location.href).origin;
+    // throng's URL, a path prefix behind a proxy included.
+    var u = new URL(script.dataset.api || script.src.replace(/\/invite\.js([?#].*)?$/, "") || location.href, location.href);
+    apiOrigin = u.origin;
+    api = (u.origin + u.pathname).replace(/\/+$/, "");
   } catch (e) {
     return;
   }
@@ -29,7 +35,7 @@
   function save(v) {
     try { if (v) localStorage.setItem(key, v); } catch (e) { /* storage blocked: the cookie may still work */ }
   }
-  var sameOrigin = api === location.origin;
+  var sameOrigin = apiOrigin === location.origin;
   function call(method, path, body) {
     var headers = {};
     var visitor = load();
@@ -47,7 +53,16 @@
       cache: "no-store",
     }).then(function (res) {
       if (timer) clearTimeout(timer);
-      if (!res.ok) throw new Error("throng invites: " + res.status);
+      if (!res.ok) {
+        return res.json().catch(function () { return {}; }).then(function (body) {
+          var err = (body && body.error) || {};
+          if (err.code === "origin_not_allowed") {
+            console.warn("throng invites: this page's origin (" + location.origin + ") is not in the allowedOrigins of site " +
+              site + ", so no invitation is shown; an admin adds it (PATCH /api/invites/sites/" + site + "). " + (err.message || ""));
+          }
+          throw new Error("throng invites: " + res.status);
+        });
+      }
       return res.json();
     });
   }
@@ -55,7 +70,11 @@
   var CSS =
     ":host{all:initial}" +
     ".back{position:fixed;inset:0;background:rgba(0,0,0,.35);display:flex;align-items:center;justify-content:center;z-index:2147483647;font:16px/1.4 system-ui,sans-serif}" +
-    ".box{position:relative;background:#fff;color:#111;max-width:26rem;margin:1rem;padding:1.5rem;border-radius:.5rem;box-shadow:0 .5rem 2rem rgba(0,0,0,.3)}" +
+    ".box{position:relative;box-sizing:border-box;background:#fff;color:#111;max-width:26rem;max-height:calc(100vh - 2rem);overflow:auto;margin:1rem;padding:1.5rem;border-radius:.5rem;box-shadow:0 .5rem 2rem rgba(0,0,0,.3)}" +
+    ".slide{position:fixed;right:1rem;bottom:1rem;z-index:2147483647;font:16px/1.4 system-ui,sans-serif;animation:in .3s ease-out}" +
+    ".slide .box{margin:0;width:22rem;max-width:calc(100vw - 2rem)}" +
+    "@keyframes in{from{transform:translateY(2rem);opacity:0}to{transform:none;opacity:1}}" +
+    "@media (prefers-reduced-motion:reduce){.slide{animation:none}}" +
     "h2{font-size:1.2rem;margin:0 2rem .5rem 0}p{margin:0 0 1rem}" +
     "button{font:inherit;padding:.5rem 1rem;margin:.25rem .5rem 0 0;border-radius:.3rem;border:1px solid #555;background:#f4f4f4;color:#111;cursor:pointer}" +
     "button.yes{background:#1a5fb4;border-color:#1a5fb4;color:#fff}" +
@@ -69,12 +88,14 @@
     var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
     var style = document.createElement("style");
     style.textContent = CSS;
+    var modal = state.style !== "slide_in";
     var back = document.createElement("div");
-    back.className = "back";
+    back.className = modal ? "back" : "slide";
     var box = document.createElement("div");
     box.className = "box";
     box.setAttribute("role", "dialog");
-    box.setAttribute("aria-modal", "true");
+    // A slide-in leaves the page usable: not modal, focus not held.
+    box.setAttribute("aria-modal", modal ? "true" : "false");
     box.setAttribute("aria-labelledby", "throng-invite-title");
     box.setAttribute("aria-describedby", "throng-invite-body");
     var h = document.createElement("h2");
@@ -113,7 +134,7 @@
       if (e.key === "Escape") {
         e.preventDefault();
         finish("close");
-      } else if (e.key === "Tab") {
+      } else if (e.key === "Tab" && modal) {
         // Keep focus inside the dialog while it is open.
         var order = [x, yes, no];
         var i = order.indexOf(root.activeElement);
@@ -131,13 +152,59 @@
     back.addEventListener("click", function (e) { if (e.target === back) finish("close"); });
     document.addEventListener("keydown", onKey, true);
     document.body.append(host);
-    yes.focus();
+    yes.focus({ preventScroll: true });
+  }
+
+  // Shows the popup when the site's trigger fires (once).
+  function when(state, go) {
+    var fired = false;
+    var undo = [];
+    function fire() {
+      if (fired) return;
+      fired = true;
+      undo.forEach(function (f) { f(); });
+      go();
+    }
+    function on(target, type, f, opts) {
+      target.addEventListener(type, f, opts);
+      undo.push(function () { target.removeEventListener(type, f, opts); });
+    }
+    function after(seconds) {
+      var t = setTimeout(fire, Math.max(0, Number(seconds) || 0) * 1000);
+      undo.push(function () { clearTimeout(t); });
+    }
+    var trigger = state.trigger || "load";
+    if (trigger === "delay") {
+      after(state.delaySeconds);
+    } else if (trigger === "scroll") {
+      var share = Math.min(100, Math.max(1, Number(state.scrollPercent) || 50)) / 100;
+      var check = function () {
+        var doc = document.documentElement;
+        var room = doc.scrollHeight - window.innerHeight;
+        if (room <= 0 || (window.scrollY || doc.scrollTop) >= room * share) fire();
+      };
+      on(window, "scroll", check, { passive: true });
+      check();
+    } else if (trigger === "exit_intent") {
+      // The mouse leaving through the top edge (towards the tabs or the
+      // address bar). A touch screen has no such move: the delay instead.
+      var touch = window.matchMedia && window.matchMedia("(hover: none)").matches;
+      if (touch) {
+        after(state.delaySeconds);
+      } else {
+        on(document, "mouseout", function (e) {
+          if (!e.relatedTarget && e.clientY <= 0) fire();
+        });
+      }
+    } else {
+      fire();
+    }
   }
 
   call("GET", "/state")
     .then(function (state) {
       save(state.visitor);
-      if (state.show && state.popup && state.displayId) show(state);
+      if (state.show && state.popup && state.displayId) when(state, function () { show(state); });
     })
     .catch(function () { /* fail closed: no popup */ });
 })();
