@@ -26,6 +26,7 @@ use crate::platform::headers;
 use crate::platform::secrets::Secrets;
 use crate::platform::server::{serve, ConnLimits};
 use crate::platform::service::{LinkKind, Platform, Service};
+use crate::platform::streams::LiveStreams;
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
 
@@ -136,7 +137,8 @@ pub struct ServeArgs {
     #[arg(long, env = "THRONG_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
     pub idle_timeout_ms: u64,
     /// Milliseconds a request may take from its head to its answer (body
-    /// included); past it the answer is 503 request_timeout.
+    /// included); past it the answer is 503 request_timeout. A live stream
+    /// (SSE) ends after this long and its client reconnects.
     #[arg(long, env = "THRONG_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
     pub request_timeout_ms: u64,
     /// Open connections at most; past it new ones are closed at once.
@@ -160,6 +162,8 @@ pub struct ServeArgs {
     /// before it stops accepting; then requests in flight finish and it
     /// exits. Keep it above the balancer's check interval x fall count
     /// (deploy/haproxy.cfg: 1 s x 2). A second signal skips the rest.
+    /// Live streams (SSE) end when the drain begins, so clients reconnect
+    /// to another node; no new one opens on this node.
     #[arg(long, env = "THRONG_DRAIN_MS", default_value_t = 3_000)]
     pub drain_ms: u64,
     /// Serve /metrics on this address only (e.g. 127.0.0.1:9100), not on
@@ -375,8 +379,10 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops accepting, lets requests in flight finish, stops workers.
+    /// Ends every SSE stream, stops accepting, lets requests in flight
+    /// finish, stops workers.
     pub async fn stop(mut self) {
+        self.state.streams.stop();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -418,6 +424,11 @@ pub async fn start_for(
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         blind_index: Arc::new(BlindIndex::new(&secrets.blind_index_key)),
         demo: args.demo,
+        streams: LiveStreams::new(
+            Duration::from_millis(args.request_timeout_ms),
+            Duration::from_millis(args.idle_timeout_ms),
+            args.proxies(),
+        ),
     };
     if args.demo {
         claim_for_demo(&store, &args.store).await?;
