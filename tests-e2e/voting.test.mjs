@@ -445,6 +445,28 @@ test("the results page polls /results when its stream is refused, and says it is
   });
 });
 
+test("the results page polls /results when its stream keeps dropping", { timeout: TEST_MS_MAX }, async (t) => {
+  const { page, errors } = await newPage(t);
+  await withShot(t, page, async () => {
+    let streams = 0;
+    const real = await (await api(`/elections/${ELECTION}/results`)).json();
+    // Each stream delivers the results, then the connection drops; EventSource retries after 100 ms.
+    await page.route("**/results/stream*", (route) => {
+      streams++;
+      return route.fulfill({
+        status: 200,
+        headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" },
+        body: `retry: 100\nevent: results\ndata: ${JSON.stringify(real)}\n\n`,
+      });
+    });
+    await page.goto(`${session.server.url}/voting/results?electionId=${ELECTION}`);
+    await page.waitForFunction(() => document.getElementById("conn").dataset.state === "polling", null, { timeout: 30_000 });
+    assert.match(await page.textContent("#conn"), /Not live \(the live connection keeps dropping\)/);
+    assert.ok(streams >= 3, `opened ${streams} streams`);
+    assert.deepEqual(errors, []);
+  });
+});
+
 test("the results page says it is not live once the server stops, and the server stops within the drain", { timeout: TEST_MS_MAX }, async (t) => {
   const own = await startThrong({ extraArgs: ["--voting-mix-ballots-min", "1", "--drain-ms", "1000"] });
   const browser = await launchBrowser();

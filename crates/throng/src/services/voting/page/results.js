@@ -6,7 +6,8 @@
 // the results at once and on every change, and ends itself after a while
 // (`event: end`, reason "lifetime": the page opens a new one at once) or
 // when the server stops (reason "stopping"). When a stream is refused (429
-// per client, 503) or drops DROPS_MAX times in a row, the page polls
+// per client, 503) or drops DROPS_MAX times within DROPS_WINDOW_MS (even if
+// it delivers between drops), the page polls
 // /results every POLL_MS and tries a stream again after a pause growing to
 // STREAM_RETRY_MS_MAX; when polls fail too, it says it is offline. The
 // line #conn always tells which (data-state: live, polling, offline).
@@ -18,6 +19,7 @@ const OFFLINE_POLL_MS_MAX = 30_000;
 const STREAM_RETRY_MS_MIN = 2_000;
 const STREAM_RETRY_MS_MAX = 60_000;
 const DROPS_MAX = 3;
+const DROPS_WINDOW_MS = 60_000;
 const $ = (id) => document.getElementById(id);
 
 let source = null;
@@ -25,7 +27,8 @@ let streamRetryMs = STREAM_RETRY_MS_MIN;
 let streamTimer = null;
 let pollTimer = null;
 let pollMs = POLL_MS;
-let drops = 0;
+// When the recent streams dropped (ms timestamps).
+let drops = [];
 // Counts streams opened and polls started; answers for a replaced view are ignored.
 let generation = 0;
 let updates = 0;
@@ -231,7 +234,6 @@ function connect(retrying = false) {
       clearTimeout(pollTimer);
       retrying = false;
     }
-    drops = 0;
     streamRetryMs = STREAM_RETRY_MS_MIN;
     render(r);
     setError("");
@@ -270,9 +272,10 @@ function connect(retrying = false) {
       startPolling("live updates are refused for now");
       return;
     }
-    drops++;
-    if (drops >= DROPS_MAX) {
-      drops = 0;
+    const now = Date.now();
+    drops = [...drops.filter((at) => now - at < DROPS_WINDOW_MS), now];
+    if (drops.length >= DROPS_MAX) {
+      drops = [];
       startPolling("the live connection keeps dropping");
     } else {
       setConn("connecting", "Connection lost; reconnecting…");
@@ -299,7 +302,7 @@ async function loadElection() {
 
 function restart() {
   stopAll();
-  drops = 0;
+  drops = [];
   streamRetryMs = STREAM_RETRY_MS_MIN;
   syncUrl();
   connect();
