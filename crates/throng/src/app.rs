@@ -310,6 +310,7 @@ impl ServeArgs {
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             connections_max: self.connections_max,
             connections_per_client_max: self.connections_per_client_max,
+            shutdown_grace: Duration::from_millis(self.request_timeout_ms),
         }
     }
 }

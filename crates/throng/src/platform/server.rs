@@ -47,10 +47,15 @@ pub struct ConnLimits {
     /// Per client key (an IPv4 address, an IPv6 /64); trusted proxies are
     /// exempt, since every client behind them shares their address.
     pub connections_per_client_max: usize,
+    /// How long a stop waits for open connections at most (the request
+    /// timeout: every request ends within it, streams at the stop): a
+    /// connection still open then is dropped rather than hold the exit.
+    pub shutdown_grace: Duration,
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops
-/// accepting, lets every connection finish its requests, and returns.
+/// accepting, lets every connection finish its requests (within
+/// `shutdown_grace`), and returns.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -112,9 +117,16 @@ pub async fn serve(
     drop(listener);
     let _ = stop_tx.send(true);
     // Every connection holds a permit until it ends.
-    let _ = connections
-        .acquire_many(limits.connections_max as u32)
-        .await;
+    let all = connections.acquire_many(limits.connections_max as u32);
+    if tokio::time::timeout(limits.shutdown_grace, all)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_ms = limits.shutdown_grace.as_millis() as u64,
+            "connections still open after the shutdown grace; stopping without them"
+        );
+    }
 }
 
 async fn serve_connection(
