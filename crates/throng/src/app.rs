@@ -26,6 +26,7 @@ use crate::platform::headers;
 use crate::platform::secrets::Secrets;
 use crate::platform::server::{serve, ConnLimits};
 use crate::platform::service::{LinkKind, Platform, Service};
+use crate::platform::streams::LiveStreams;
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
 
@@ -142,7 +143,8 @@ pub struct ServeArgs {
     #[arg(long, env = "THRONG_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
     pub idle_timeout_ms: u64,
     /// Milliseconds a request may take from its head to its answer (body
-    /// included); past it the answer is 503 request_timeout.
+    /// included); past it the answer is 503 request_timeout. A live stream
+    /// (SSE) ends after this long and its client reconnects.
     #[arg(long, env = "THRONG_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
     pub request_timeout_ms: u64,
     /// Open connections at most; past it new ones are closed at once.
@@ -166,6 +168,8 @@ pub struct ServeArgs {
     /// before it stops accepting; then requests in flight finish and it
     /// exits. Keep it above the balancer's check interval x fall count
     /// (deploy/haproxy.cfg: 1 s x 2). A second signal skips the rest.
+    /// Live streams (SSE) end when the drain begins, so clients reconnect
+    /// to another node; no new one opens on this node.
     #[arg(long, env = "THRONG_DRAIN_MS", default_value_t = 3_000)]
     pub drain_ms: u64,
     /// Serve /metrics on this address only (e.g. 127.0.0.1:9100), not on
@@ -312,6 +316,7 @@ impl ServeArgs {
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             connections_max: self.connections_max,
             connections_per_client_max: self.connections_per_client_max,
+            shutdown_grace: Duration::from_millis(self.request_timeout_ms),
         }
     }
 }
@@ -382,8 +387,10 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops accepting, lets requests in flight finish, stops workers.
+    /// Ends every SSE stream, stops accepting, lets requests in flight
+    /// finish, stops workers.
     pub async fn stop(mut self) {
+        self.state.streams.stop();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -428,6 +435,11 @@ pub async fn start_for(
         public_url: crate::platform::public_url::PublicUrl::new(
             args.public_url.clone(),
             args.listen,
+        ),
+        streams: LiveStreams::new(
+            Duration::from_millis(args.request_timeout_ms),
+            Duration::from_millis(args.idle_timeout_ms),
+            args.proxies(),
         ),
     };
     if args.demo {

@@ -8,7 +8,9 @@
 //! the left of it and is never used. A client is keyed by its IPv4 address
 //! or its IPv6 /64 (one subscriber usually gets a whole /64).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
 use axum::http::HeaderMap;
 use ipnet::IpNet;
@@ -29,6 +31,56 @@ impl ClientKey {
                 None => ClientKey::V6Prefix64((u128::from(v6) >> 64) as u64),
             },
         }
+    }
+}
+
+/// Counts per client key (the server's connections per client, a service's
+/// streams per client); an entry lives while its count is above 0, so the
+/// map holds at most as many keys as there are slots taken.
+#[derive(Default)]
+pub struct ClientCounts(Mutex<HashMap<ClientKey, usize>>);
+
+impl ClientCounts {
+    /// A slot for `key` if it holds fewer than `max`; given back on drop.
+    pub fn enter(self: &Arc<Self>, key: ClientKey, max: usize) -> Option<ClientSlot> {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(key).or_insert(0);
+        if *n >= max {
+            if *n == 0 {
+                map.remove(&key);
+            }
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot(self.clone(), key))
+    }
+
+    fn leave(&self, key: ClientKey) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = map.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&key);
+            }
+        }
+    }
+
+    /// Keys holding a slot (for tests).
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One slot of a [`ClientCounts`], given back when dropped.
+pub struct ClientSlot(Arc<ClientCounts>, ClientKey);
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
     }
 }
 
@@ -160,6 +212,24 @@ mod tests {
         assert_ne!(k("2001:db8:1:2::1"), k("2001:db8:1:3::1"));
         assert_eq!(k("::ffff:192.0.2.1"), k("192.0.2.1"));
         assert_ne!(k("192.0.2.1"), k("192.0.2.2"));
+    }
+
+    #[test]
+    fn client_counts_cap_each_key_and_forget_empty_ones() {
+        let counts = Arc::new(ClientCounts::default());
+        let (a, b) = (ClientKey::V4(1), ClientKey::V4(2));
+        let first = counts.enter(a, 2).unwrap();
+        let second = counts.enter(a, 2).unwrap();
+        assert!(
+            counts.enter(a, 2).is_none(),
+            "a third slot for the same client"
+        );
+        assert!(counts.enter(b, 2).is_some(), "another client");
+        drop(first);
+        assert!(counts.enter(a, 2).is_some(), "a slot given back");
+        assert!(counts.enter(b, 0).is_none());
+        drop(second);
+        assert!(counts.is_empty(), "every slot was dropped");
     }
 
     #[test]

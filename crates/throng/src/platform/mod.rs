@@ -23,5 +23,6 @@ pub mod secrets;
 pub mod seed_watch;
 pub mod server;
 pub mod service;
+pub mod streams;
 
 pub use crate::base::{clock, metrics};

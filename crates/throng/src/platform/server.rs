@@ -14,12 +14,11 @@
 //! (a request holds a slot only once its head is complete, and then at most
 //! until the body deadline while its body arrives).
 
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,7 +32,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
-use super::client_addr::{ClientKey, TrustedProxies};
+use super::client_addr::{ClientCounts, ClientKey, TrustedProxies};
 use crate::base::metrics::METRICS;
 
 /// The connection-level limits (see `serve --help`).
@@ -48,10 +47,15 @@ pub struct ConnLimits {
     /// Per client key (an IPv4 address, an IPv6 /64); trusted proxies are
     /// exempt, since every client behind them shares their address.
     pub connections_per_client_max: usize,
+    /// How long a stop waits for open connections at most (the request
+    /// timeout: every request ends within it, streams at the stop): a
+    /// connection still open then is dropped rather than hold the exit.
+    pub shutdown_grace: Duration,
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops
-/// accepting, lets every connection finish its requests, and returns.
+/// accepting, lets every connection finish its requests (within
+/// `shutdown_grace`), and returns.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -61,7 +65,7 @@ pub async fn serve(
 ) {
     let limits = Arc::new(limits);
     let connections = Arc::new(Semaphore::new(limits.connections_max));
-    let per_client = Arc::new(PerClient::default());
+    let per_client = Arc::new(ClientCounts::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
@@ -89,15 +93,17 @@ pub async fn serve(
             true => None,
             false => {
                 let key = ClientKey::of(peer.ip());
-                if !per_client.enter(key, limits.connections_per_client_max) {
-                    METRICS
-                        .http_connections_refused
-                        .with_label_values(&["client"])
-                        .inc();
-                    drop(stream);
-                    continue;
+                match per_client.enter(key, limits.connections_per_client_max) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        METRICS
+                            .http_connections_refused
+                            .with_label_values(&["client"])
+                            .inc();
+                        drop(stream);
+                        continue;
+                    }
                 }
-                Some(ClientSlot(per_client.clone(), key))
             }
         };
         let _ = stream.set_nodelay(true);
@@ -111,9 +117,16 @@ pub async fn serve(
     drop(listener);
     let _ = stop_tx.send(true);
     // Every connection holds a permit until it ends.
-    let _ = connections
-        .acquire_many(limits.connections_max as u32)
-        .await;
+    let all = connections.acquire_many(limits.connections_max as u32);
+    if tokio::time::timeout(limits.shutdown_grace, all)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_ms = limits.shutdown_grace.as_millis() as u64,
+            "connections still open after the shutdown grace; stopping without them"
+        );
+    }
 }
 
 async fn serve_connection(
@@ -321,43 +334,5 @@ impl AsyncWrite for Watched {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-/// Open connections per client key; an entry lives while its count is
-/// above 0, so the map holds at most `connections_max` keys.
-#[derive(Default)]
-struct PerClient(Mutex<HashMap<ClientKey, usize>>);
-
-impl PerClient {
-    fn enter(&self, key: ClientKey, max: usize) -> bool {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let n = map.entry(key).or_insert(0);
-        if *n >= max {
-            if *n == 0 {
-                map.remove(&key);
-            }
-            return false;
-        }
-        *n += 1;
-        true
-    }
-
-    fn leave(&self, key: ClientKey) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = map.get_mut(&key) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&key);
-            }
-        }
-    }
-}
-
-struct ClientSlot(Arc<PerClient>, ClientKey);
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        self.0.leave(self.1);
     }
 }

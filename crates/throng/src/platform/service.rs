@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use super::auth::TokenKeys;
 use super::crypto::{BlindIndex, PiiCipher};
 use super::experiment::Experiment;
+use super::streams::LiveStreams;
 use crate::store::{MigrationSet, Store};
 
 /// What the platform gives every service when it starts.
@@ -37,6 +38,8 @@ pub struct Platform {
     pub demo: bool,
     /// Where browsers reach this server (`serve --public-url`).
     pub public_url: crate::platform::public_url::PublicUrl,
+    /// Bounds and the stop signal of every SSE stream (`platform::streams`).
+    pub streams: Arc<LiveStreams>,
 }
 
 /// A service's own state, found in [`AppState`] by its type.
@@ -163,6 +166,7 @@ pub struct AppStateInner {
     pub store: Store,
     pub keys: Arc<TokenKeys>,
     pub pii: Arc<PiiCipher>,
+    pub streams: Arc<LiveStreams>,
     /// Started services' states by type; a handful, so a scan beats a hash.
     parts: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     /// Set when the node is stopping: `/ready` answers 503 so a balancer
@@ -183,16 +187,19 @@ impl AppState {
             store: platform.store.clone(),
             keys: platform.keys.clone(),
             pii: platform.pii.clone(),
+            streams: platform.streams.clone(),
             parts: started.iter().map(|s| s.state.clone()).collect(),
             draining: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
-    /// From now on `/ready` fails; requests are still served.
+    /// From now on `/ready` fails; requests are still served, but every
+    /// SSE stream ends and no new one opens (a stop never waits on them).
     pub fn begin_drain(&self) {
         self.0
             .draining
             .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0.streams.stop();
     }
 
     pub fn draining(&self) -> bool {
@@ -221,6 +228,12 @@ impl<T: ServiceState> FromRef<AppState> for Arc<T> {
 impl FromRef<AppState> for Arc<TokenKeys> {
     fn from_ref(s: &AppState) -> Self {
         s.keys.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<LiveStreams> {
+    fn from_ref(s: &AppState) -> Self {
+        s.streams.clone()
     }
 }
 

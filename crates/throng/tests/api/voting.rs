@@ -30,6 +30,9 @@ both_stores!(
     demo_voter_only_with_demo,
     baseline_routes_only_on_the_bench_child,
     every_receipt_counted_after_sigkill,
+    results_carry_turnout_update_time_and_colors,
+    streams_are_capped_per_client_and_end_at_their_lifetime,
+    sigterm_ends_every_stream_within_the_drain,
 );
 crate::postgres_only!(
     one_vote_across_two_nodes,
@@ -1504,4 +1507,203 @@ async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
         v["ballots"] == boxed && v["ballotsPending"] == 0
     })
     .await;
+}
+
+// ---------------------------------------------------------------- live streams
+
+/// Reads an SSE response until its text holds `needle` (true) or the
+/// stream ends (false), within `limit`.
+async fn read_until(res: &mut reqwest::Response, needle: &str, limit: Duration) -> (bool, String) {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if text.contains(needle) {
+            return (true, text);
+        }
+        match tokio::time::timeout_at(deadline, res.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            Ok(Ok(None)) | Ok(Err(_)) => return (false, text),
+            Err(_) => panic!("no {needle:?} within {limit:?}; read so far:\n{text}"),
+        }
+    }
+}
+
+async fn open_stream(api: &Api, query: &str) -> reqwest::Response {
+    api.http
+        .get(api.url(&format!("/api/voting/elections/1/results/stream{query}")))
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn results_carry_turnout_update_time_and_colors(kind: StoreKind) {
+    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
+        return;
+    };
+    let api = &s.api;
+    let all = results(api, "").await;
+    assert_eq!(all["votersOnRoll"], VOTERS, "{all}");
+    assert!(all["updatedAt"].is_null(), "nothing counted yet: {all}");
+    let mut roll = 0;
+    for d in 1..=DISTRICTS {
+        roll += results(api, &format!("?districtId={d}")).await["votersOnRoll"]
+            .as_i64()
+            .unwrap();
+    }
+    assert_eq!(
+        roll, VOTERS,
+        "the districts' rolls add up to the election's"
+    );
+    let colors: Vec<String> = all["parties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["color"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(colors.len() as i64, PARTIES);
+    assert_eq!(
+        colors.iter().collect::<HashSet<_>>().len(),
+        colors.len(),
+        "one colour per party: {colors:?}"
+    );
+    assert!(colors.iter().all(|c| c.len() == 7 && c.starts_with('#')));
+
+    let before = throng::base::clock::now_ms();
+    assert_eq!(
+        vote(api, 1, district(1), &body(district(1), 1, &[1]))
+            .await
+            .status,
+        201
+    );
+    wait_counted(api, 1).await;
+    let d = results(api, &format!("?districtId={}", district(1))).await;
+    assert_eq!(d["ballots"], 1);
+    let at = d["updatedAt"].as_str().expect("updatedAt once counted");
+    let at_ms = time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .unwrap()
+        .unix_timestamp_nanos()
+        / 1_000_000;
+    assert!(at_ms as i64 >= before - 1000, "{at} is the count's time");
+    // Each party keeps its colour in every view.
+    for p in d["parties"].as_array().unwrap() {
+        let same = all["parties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["partyId"] == p["partyId"])
+            .unwrap();
+        assert_eq!(p["color"], same["color"]);
+    }
+}
+
+async fn streams_are_capped_per_client_and_end_at_their_lifetime(kind: StoreKind) {
+    let mut flags = HEADERS_MODE.to_vec();
+    flags.extend([
+        "--voting-streams-per-client-max",
+        "2",
+        "--request-timeout-ms",
+        "2000",
+        "--body-timeout-ms",
+        "1000",
+    ]);
+    let Some(s) = start(kind, &flags, seed_args()).await else {
+        return;
+    };
+    let api = &s.api;
+    let mut a = open_stream(api, "").await;
+    let b = open_stream(api, "?districtId=1").await;
+    assert_eq!((a.status().as_u16(), b.status().as_u16()), (200, 200));
+    let refused = api.get("/api/voting/elections/1/results/stream").await;
+    let message = refused.assert_error(429, "too_many_client_streams");
+    assert!(
+        message.contains("/results"),
+        "names the fallback: {message}"
+    );
+    assert_eq!(refused.headers["retry-after"], "10");
+    // The refusal holds no slot; a stream closed gives its slot back.
+    drop(b);
+    let started = Instant::now();
+    let _again = loop {
+        let r = open_stream(api, "").await;
+        if r.status() == 200 {
+            break r;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the closed stream's slot came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // /results is not a stream and is never capped.
+    for _ in 0..5 {
+        results(api, "").await;
+    }
+    // A stream ends by itself after the request timeout, naming why.
+    let started = Instant::now();
+    let (ended, text) = read_until(&mut a, "event: end", Duration::from_secs(10)).await;
+    assert!(ended, "{text}");
+    assert!(text.contains("event: results"), "{text}");
+    assert!(text.contains(r#"data: {"reason":"lifetime"}"#), "{text}");
+    let (more, rest) = read_until(&mut a, "event:", Duration::from_secs(5)).await;
+    assert!(!more, "nothing after the end: {rest}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+async fn sigterm_ends_every_stream_within_the_drain(kind: StoreKind) {
+    const DRAIN_MS: u64 = 1_500;
+    let db = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(db) => Some(db),
+            None => return,
+        },
+    };
+    let pg_url = db.as_ref().map(|d| d.url.as_str());
+    let dir = tempfile::TempDir::new().unwrap();
+    seed_with_cli(dir.path(), pg_url, 300).await;
+    let drain = DRAIN_MS.to_string();
+    let mut server = ProcessServer::start(dir.path(), pg_url, &["--drain-ms", &drain]).await;
+    let api = server.api.clone();
+    let mut results_stream = open_stream(&api, "").await;
+    assert_eq!(results_stream.status(), 200);
+    let (first, text) = read_until(&mut results_stream, "event: results", WAIT).await;
+    assert!(first, "{text}");
+    let mut events_stream = api
+        .http
+        .get(api.url("/api/events/subscribe"))
+        .bearer_auth(server.admin_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events_stream.status(), 200);
+    // Both streams stay open while the server runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let stopped_at = Instant::now();
+    server.terminate();
+    let (ended, text) = read_until(&mut results_stream, "event: end", Duration::from_secs(5)).await;
+    assert!(ended, "{text}");
+    assert!(text.contains(r#"data: {"reason":"stopping"}"#), "{text}");
+    let (ended, text) =
+        read_until(&mut events_stream, ": end stopping", Duration::from_secs(5)).await;
+    assert!(ended, "{text}");
+    // No new stream while draining: the page polls /results instead.
+    let refused = api.get("/api/voting/elections/1/results/stream").await;
+    refused.assert_error(503, "draining");
+    assert_eq!(
+        results(&api, "").await["electionId"],
+        1,
+        "results still answer"
+    );
+    let limit = Duration::from_millis(DRAIN_MS) + Duration::from_secs(3);
+    let status = server.wait_exit(limit).await;
+    assert!(
+        status.is_some(),
+        "the server did not exit within {limit:?} of SIGTERM with streams open; log:\n{}",
+        server.log_text()
+    );
+    assert!(status.unwrap().success(), "{:?}", status);
+    assert!(stopped_at.elapsed() < limit);
+    // The clients held their connections to the end.
+    drop((results_stream, events_stream));
 }

@@ -39,6 +39,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<EventsState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::streams::LiveStreams>: FromRef<S>,
 {
     Router::new()
         .route(

@@ -10,13 +10,12 @@
 //! an append through this node's API and otherwise looks again every
 //! [`LIVE_POLL_MS`] (other nodes, the services' own appends).
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
@@ -26,6 +25,7 @@ use super::EventsState;
 use crate::platform::auth::{Caller, Role};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::streams::LiveStreams;
 use crate::store::streams::Filter;
 
 /// A live subscription looks for new events at least this often.
@@ -47,8 +47,6 @@ fn nap_ms(appended: i64, head: i64) -> u64 {
 }
 /// Events read per page by a subscription.
 const SUBSCRIBE_PAGE: i64 = 256;
-/// A comment line keeps idle streams open through proxies.
-const KEEP_ALIVE_S: u64 = 15;
 /// A long poll waits this long at most.
 pub(super) const POLL_WAIT_MS_MAX: u64 = 30_000;
 /// Consumer leases last this long at least and at most.
@@ -114,14 +112,15 @@ fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     params(SubscribeQuery,
            ("Last-Event-ID" = Option<i64>, Header, description = "the last position received: the stream resumes after it")),
     security(("bearer" = [])),
-    responses((status = 200, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s. A filtered stream scans at most --events-scan-max positions per read."),
+    responses((status = 200, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID."),
               (status = 400, description = "invalid_query, invalid_last_event_id"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
-              (status = 503, description = "too_many_subscribers (--events-subscribers-max); Retry-After")))]
+              (status = 503, description = "too_many_subscribers (--events-subscribers-max), draining (the node is stopping); Retry-After")))]
 pub async fn subscribe(
     caller: Caller,
     State(st): State<Arc<EventsState>>,
+    State(live): State<Arc<LiveStreams>>,
     ApiQuery(q): ApiQuery<SubscribeQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -131,6 +130,7 @@ pub async fn subscribe(
         Some(p) => p,
         None => position_of(q.from, 1)?.max(1),
     };
+    live.admit()?;
     let permit = st
         .subscribers
         .clone()
@@ -152,11 +152,9 @@ pub async fn subscribe(
             .id(e.position.to_string())
             .event(e.event_type.clone())
             .data(data);
-        Some((Ok::<_, Infallible>(event), f))
+        Some((event, f))
     });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(KEEP_ALIVE_S)))
-        .into_response())
+    Ok(live.respond(stream, None))
 }
 
 /// A subscription's place in the log and its one page.
@@ -227,7 +225,7 @@ pub struct PollQuery {
 #[utoipa::path(get, path = "/api/events/poll", tag = "events",
     params(PollQuery),
     security(("bearer" = [])),
-    responses((status = 200, description = "{events, next, head} as /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none)"),
+    responses((status = 200, description = "{events, next, head} as /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none, or at once when the node stops)"),
               (status = 400, description = "invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -235,6 +233,7 @@ pub struct PollQuery {
 pub async fn poll(
     caller: Caller,
     State(st): State<Arc<EventsState>>,
+    State(live): State<Arc<LiveStreams>>,
     ApiQuery(q): ApiQuery<PollQuery>,
 ) -> ApiResult<Response> {
     caller.require(Role::Admin)?;
@@ -264,7 +263,8 @@ pub async fn poll(
         // A filtered page may hold nothing while more was scanned: go on
         // from where it stopped rather than waiting.
         let caught_up = page.next > page.head;
-        if !page.events.is_empty() || tokio::time::Instant::now() >= deadline {
+        // A stopping node answers what it has rather than hold the stop.
+        if !page.events.is_empty() || tokio::time::Instant::now() >= deadline || live.stopping() {
             let list: Vec<_> = page.events.iter().map(|e| event_json(&st, e)).collect();
             return Ok(
                 axum::Json(json!({ "events": list, "next": page.next, "head": page.head }))
@@ -275,7 +275,10 @@ pub async fn poll(
         if caught_up {
             let nap_ms = nap_ms(*wake.borrow(), page.head);
             let nap = deadline.min(tokio::time::Instant::now() + Duration::from_millis(nap_ms));
-            let _ = tokio::time::timeout_at(nap, wake.changed()).await;
+            tokio::select! {
+                _ = tokio::time::timeout_at(nap, wake.changed()) => {}
+                _ = live.stopped() => {}
+            }
         }
     }
 }

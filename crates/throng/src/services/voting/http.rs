@@ -12,19 +12,20 @@
 //! `voter_not_found`, `receipt_not_found`; 409 `already_voted`,
 //! `election_closed`; 415 `unsupported_media_type`; 422 `invalid_field`
 //! (body shape), `party_not_on_ballot`, `candidate_not_on_list`,
-//! `too_many_candidates`, `repeated_candidate`; 503 `too_many_streams`.
+//! `too_many_candidates`, `repeated_candidate`; 429
+//! `too_many_client_streams`; 503 `too_many_streams`, `draining`.
 //! Nothing is written on any error.
 
-use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{FromRef, FromRequest, Request, State};
+use axum::extract::{ConnectInfo, FromRef, FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -37,11 +38,12 @@ use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::{Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::streams::LiveStreams;
 
 /// Results streams send at most one update per this many ms.
 const STREAM_UPDATE_MS_MIN: u64 = 250;
-/// A comment line keeps idle streams open through proxies.
-const STREAM_KEEP_ALIVE_S: u64 = 15;
+/// Retry-After of a stream refused for its client's count.
+const CLIENT_STREAMS_RETRY_AFTER_S: u64 = 10;
 /// Demo voter tokens live this long.
 const DEMO_TOKEN_TTL_S: u64 = 3600;
 
@@ -52,6 +54,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<VotingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<LiveStreams>: FromRef<S>,
 {
     Router::new()
         .route("/api/voting/elections", get(list_elections))
@@ -453,6 +456,12 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
         Some(d) => s.votes((e.id, d.id, p, c)),
         None => 0,
     };
+    // Turnout's roll: a fixed figure, so counted / roll moves only with
+    // the published counts.
+    let voters_on_roll: i64 = match district {
+        Some(d) => d.voters,
+        None => e.districts.iter().map(|d| d.voters).sum(),
+    };
     let (ballots, pending) = match district {
         Some(d) => (
             s.ballots.get(&(e.id, d.id)).copied().unwrap_or(0),
@@ -490,7 +499,7 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
                 let votes = key(p.id, 0);
                 Some((votes, p.id, json!({
                     "partyId": p.id, "name": p.name, "shortName": p.short_name,
-                    "votes": votes, "candidates": candidates,
+                    "color": p.color(), "votes": votes, "candidates": candidates,
                 })))
             })
             .collect(),
@@ -499,7 +508,7 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
             .iter()
             .map(|p| {
                 let votes = s.party_totals.get(&(e.id, p.id)).copied().unwrap_or(0);
-                (votes, p.id, json!({ "partyId": p.id, "name": p.name, "shortName": p.short_name, "votes": votes }))
+                (votes, p.id, json!({ "partyId": p.id, "name": p.name, "shortName": p.short_name, "color": p.color(), "votes": votes }))
             })
             .collect(),
     };
@@ -509,6 +518,8 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
         "districtId": district.map(|d| d.id),
         "ballots": ballots,
         "ballotsPending": pending,
+        "votersOnRoll": voters_on_roll,
+        "updatedAt": (s.updated_at_ms > 0).then(|| rfc3339_ms(s.updated_at_ms)),
         "position": s.position,
         "parties": parties.into_iter().map(|p| p.2).collect::<Vec<_>>(),
     })
@@ -530,7 +541,7 @@ fn results_target(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, description = "{electionId, districtId|null, ballots (counted), ballotsPending (in the box, not yet published), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
+    responses((status = 200, description = "{electionId, districtId|null, ballots (counted), ballotsPending (in the box, not yet published), votersOnRoll (of the district or the election: turnout is ballots / votersOnRoll), updatedAt (RFC 3339: when the counted votes last changed on this node; null before the first), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, color (#rrggbb, fixed per party), votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
               (status = 404, description = "election_not_found, district_not_found")))]
 pub async fn results(
     State(st): State<Arc<VotingState>>,
@@ -552,15 +563,44 @@ pub async fn results(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results/stream", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s"),
+    responses((status = 200, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)"),
               (status = 404, description = "election_not_found, district_not_found"),
-              (status = 503, description = "too_many_streams (see --voting-streams-max); Retry-After")))]
+              (status = 429, description = "too_many_client_streams: this client (IPv4 address or IPv6 /64) has --voting-streams-per-client-max streams open; poll /results; Retry-After"),
+              (status = 503, description = "too_many_streams (see --voting-streams-max), draining (the node is stopping); Retry-After")))]
 pub async fn results_stream(
     State(st): State<Arc<VotingState>>,
+    State(live): State<Arc<LiveStreams>>,
     ApiPath(election_id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<ResultsQuery>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let (entry, i) = results_target(&st, election_id, q.district_id)?;
+    live.admit()?;
+    // Without a peer (a router called in-process) no client is counted.
+    let client_slot = match peer {
+        Some(Extension(ConnectInfo(peer))) => {
+            let key = live.client(peer, &headers);
+            let slot = st
+                .stream_clients
+                .enter(key, st.streams_per_client_max)
+                .ok_or_else(|| ApiError {
+                    retry_after_s: Some(CLIENT_STREAMS_RETRY_AFTER_S),
+                    ..ApiError::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "too_many_client_streams",
+                        format!(
+                            "this client already has {} live results streams open (the most per \
+                             address, --voting-streams-per-client-max); close one, or poll \
+                             /api/voting/elections/{election_id}/results",
+                            st.streams_per_client_max
+                        ),
+                    )
+                })?;
+            Some(slot)
+        }
+        None => None,
+    };
     let permit = st
         .streams
         .clone()
@@ -581,9 +621,10 @@ pub async fn results_stream(
     let tally = st.tally.clone();
     let first = true;
     let last_sent: Option<Instant> = None;
+    let held = (permit, client_slot);
     let stream = futures::stream::unfold(
-        (changes, permit, first, last_sent),
-        move |(mut changes, permit, first, last_sent)| {
+        (changes, held, first, last_sent),
+        move |(mut changes, held, first, last_sent)| {
             let (tally, entry) = (tally.clone(), entry.clone());
             async move {
                 if !first {
@@ -599,20 +640,11 @@ pub async fn results_stream(
                 let e = &entry.election;
                 let body = render_results(e, i.map(|i| &e.districts[i]), &tally.snapshot());
                 let event = Event::default().event("results").data(body);
-                Some((
-                    Ok::<Event, Infallible>(event),
-                    (changes, permit, false, Some(Instant::now())),
-                ))
+                Some((event, (changes, held, false, Some(Instant::now()))))
             }
         },
     );
-    let keep_alive = KeepAlive::new()
-        .interval(Duration::from_secs(STREAM_KEEP_ALIVE_S))
-        .text("keep-alive");
-    let mut res = Sse::new(stream).keep_alive(keep_alive).into_response();
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Ok(res)
+    Ok(live.respond(stream, Some("end")))
 }
 
 #[derive(Deserialize)]

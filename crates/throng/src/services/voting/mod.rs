@@ -33,6 +33,7 @@ use futures::future::BoxFuture;
 use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
+use crate::platform::client_addr::ClientCounts;
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
@@ -91,6 +92,15 @@ pub struct VotingArgs {
         default_value_t = 1000
     )]
     pub streams_max: usize,
+    /// Live results streams per client (an IPv4 address or an IPv6 /64,
+    /// behind --trusted-proxies as for the rate limit) at most; past it,
+    /// 429 with Retry-After (the page then polls /results).
+    #[arg(
+        long = "voting-streams-per-client-max",
+        env = "THRONG_VOTING_STREAMS_PER_CLIENT_MAX",
+        default_value_t = 4
+    )]
+    pub streams_per_client_max: usize,
     /// Do not run the mixer and the tally projector on this node.
     #[arg(long = "voting-no-workers", env = "THRONG_VOTING_NO_WORKERS")]
     pub no_workers: bool,
@@ -344,6 +354,9 @@ pub struct VotingState {
     /// Permits for live results streams.
     pub streams: Arc<tokio::sync::Semaphore>,
     pub streams_max: usize,
+    /// Live results streams per client key, at most `streams_per_client_max`.
+    pub stream_clients: Arc<ClientCounts>,
+    pub streams_per_client_max: usize,
     /// Mints and checks receipt ids (= ballot ids).
     pub receipts: receipt::ReceiptKey,
     /// The seed generation the catalog was loaded at (for the seed watcher).
@@ -365,6 +378,8 @@ impl VotingState {
             tally: Arc::new(tally::Tally::default()),
             streams: Arc::new(tokio::sync::Semaphore::new(args.streams_max)),
             streams_max: args.streams_max,
+            stream_clients: Arc::default(),
+            streams_per_client_max: args.streams_per_client_max,
             receipts: receipt::ReceiptKey::load_or_create(&platform.store).await?,
             loaded_generation: generation,
         })

@@ -137,6 +137,44 @@ pub struct Party {
     pub short_name: String,
 }
 
+/// Party colours: Tableau 10, told apart by most colour-blind readers too.
+const PARTY_COLORS: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+
+impl Party {
+    /// The party's colour on results pages, `#rrggbb`: derived from its id
+    /// alone, so it is the same on every page, node and day. Ids 1 to 10
+    /// take the palette; others a hue 137.5 degrees (the golden angle)
+    /// from the previous id's, so neighbours differ.
+    pub fn color(&self) -> String {
+        party_color(self.id)
+    }
+}
+
+pub fn party_color(id: i64) -> String {
+    if (1..=PARTY_COLORS.len() as i64).contains(&id) {
+        return PARTY_COLORS[id as usize - 1].to_string();
+    }
+    let hue = (id.rem_euclid(360 * 8) as f64 * 137.508).rem_euclid(360.0);
+    let (s, l) = (0.55, 0.45);
+    let c = (1.0 - (2.0 * l - 1.0f64).abs()) * s;
+    let h = hue / 60.0;
+    let x = c * (1.0 - (h.rem_euclid(2.0) - 1.0).abs());
+    let (r, g, b) = match h as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = l - c / 2.0;
+    let byte = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    format!("#{:02x}{:02x}{:02x}", byte(r), byte(g), byte(b))
+}
+
 #[derive(Clone, Debug)]
 pub struct Candidate {
     pub id: i64,
@@ -423,5 +461,25 @@ mod tests {
             ..v
         };
         assert_eq!(v.candidates_json(), "[]");
+    }
+}
+
+#[cfg(test)]
+mod color_tests {
+    use super::party_color;
+
+    #[test]
+    fn party_colors_are_stable_hex_and_differ_between_neighbours() {
+        assert_eq!(party_color(1), "#4e79a7");
+        assert_eq!(party_color(10), "#bab0ac");
+        for id in [0, 11, 12, 99, 1_000_000, -5, i64::MAX] {
+            let c = party_color(id);
+            assert!(c.len() == 7 && c.starts_with('#'), "{id}: {c}");
+            assert!(c[1..].bytes().all(|b| b.is_ascii_hexdigit()), "{id}: {c}");
+            assert_eq!(c, party_color(id), "stable");
+        }
+        for id in 1..40 {
+            assert_ne!(party_color(id), party_color(id + 1), "{id}");
+        }
     }
 }

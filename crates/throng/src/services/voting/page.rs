@@ -1,7 +1,9 @@
 //! The voting pages, plain HTML, JS and CSS served from the binary:
 //! `/voting/` (pick the district's ballot, choose a party and up to N of its
 //! candidates, vote, see the receipt) and `/voting/results` (live tallies as
-//! bars, updated over Server-Sent Events). `/voting` redirects to `/voting/`.
+//! bars with turnout, updated over Server-Sent Events, polling when no stream
+//! is to be had) and `/voting/receipt` (a receipt's answer in words).
+//! `/voting` redirects to `/voting/`.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -12,6 +14,8 @@ const INDEX_HTML: &str = include_str!("page/index.html");
 const RESULTS_HTML: &str = include_str!("page/results.html");
 const VOTE_JS: &str = include_str!("page/vote.js");
 const RESULTS_JS: &str = include_str!("page/results.js");
+const RECEIPT_HTML: &str = include_str!("page/receipt.html");
+const RECEIPT_JS: &str = include_str!("page/receipt.js");
 const VOTING_CSS: &str = include_str!("page/voting.css");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -30,7 +34,15 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
             "/voting/results",
             get(|| async { asset(HTML, RESULTS_HTML) }),
         )
+        .route(
+            "/voting/receipt",
+            get(|| async { asset(HTML, RECEIPT_HTML) }),
+        )
         .route("/voting/vote.js", get(|| async { asset(JS, VOTE_JS) }))
+        .route(
+            "/voting/receipt.js",
+            get(|| async { asset(JS, RECEIPT_JS) }),
+        )
         .route(
             "/voting/results.js",
             get(|| async { asset(JS, RESULTS_JS) }),
@@ -71,7 +83,9 @@ mod tests {
         for (path, ct) in [
             ("/voting/", HTML),
             ("/voting/results", HTML),
+            ("/voting/receipt", HTML),
             ("/voting/vote.js", JS),
+            ("/voting/receipt.js", JS),
             ("/voting/results.js", JS),
             ("/voting/voting.css", CSS),
         ] {
@@ -87,11 +101,12 @@ mod tests {
 
     #[test]
     fn pages_load_only_their_own_assets() {
-        for html in [INDEX_HTML, RESULTS_HTML] {
+        for html in [INDEX_HTML, RESULTS_HTML, RECEIPT_HTML] {
             assert!(!html.contains("http://") && !html.contains("https://"));
             assert!(html.contains(r#"href="/voting/voting.css""#));
         }
         assert!(INDEX_HTML.contains(r#"src="/voting/vote.js""#));
         assert!(RESULTS_HTML.contains(r#"src="/voting/results.js""#));
+        assert!(RECEIPT_HTML.contains(r#"src="/voting/receipt.js""#));
     }
 }

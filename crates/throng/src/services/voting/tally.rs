@@ -54,6 +54,9 @@ pub struct Snapshot {
     pub party_totals: HashMap<(i64, i64), i64>,
     /// Derived: counted ballots per (election, district).
     pub ballots: HashMap<(i64, i64), i64>,
+    /// When this node last saw the counted votes change (Unix ms; 0:
+    /// never). Published counts only: the box does not move it.
+    pub updated_at_ms: i64,
 }
 
 impl Snapshot {
@@ -76,6 +79,7 @@ impl Snapshot {
             pending,
             party_totals,
             ballots,
+            updated_at_ms: 0,
         }
     }
 
@@ -93,6 +97,8 @@ struct Live {
     pending: HashMap<(i64, i64), i64>,
     /// Bumped on every change; the cached snapshot names the one it copied.
     version: u64,
+    /// When `votes` last changed (Unix ms).
+    counted_at_ms: i64,
 }
 
 /// The live tallies of every election on this node.
@@ -133,11 +139,9 @@ impl Tally {
         if cached.0 == live.version {
             return cached.1.clone();
         }
-        let s = Arc::new(Snapshot::new(
-            live.position,
-            live.votes.clone(),
-            live.pending.clone(),
-        ));
+        let mut s = Snapshot::new(live.position, live.votes.clone(), live.pending.clone());
+        s.updated_at_ms = live.counted_at_ms;
+        let s = Arc::new(s);
         self.cached.store(Arc::new((live.version, s.clone())));
         s
     }
@@ -177,12 +181,18 @@ impl Tally {
         pending: HashMap<(i64, i64), i64>,
     ) {
         self.update(|live| {
-            let same = live.position == position && live.votes == votes && live.pending == pending;
+            let same_votes = live.votes == votes;
+            let same = live.position == position && same_votes && live.pending == pending;
+            let counted_at_ms = match same_votes {
+                true => live.counted_at_ms,
+                false => crate::base::clock::now_ms(),
+            };
             *live = Live {
                 position,
                 votes,
                 pending,
                 version: live.version,
+                counted_at_ms,
             };
             !same
         });
@@ -193,6 +203,9 @@ impl Tally {
         self.update(|live| {
             for (k, n) in deltas {
                 *live.votes.entry(*k).or_insert(0) += n;
+            }
+            if !deltas.is_empty() {
+                live.counted_at_ms = crate::base::clock::now_ms();
             }
             live.position = position;
             true

@@ -1,26 +1,42 @@
-// The live results at /voting/results: tallies as bars, per party with its
-// candidates, for the whole election or one district, updated over
-// Server-Sent Events without reloading. The stream sends the results at once
-// and on every change; if it drops, EventSource reconnects by itself, and if
-// it gives up (an error answer), the page opens a new stream after a pause
-// growing to 10 s.
+// The results at /voting/results: tallies as bars in each party's colour,
+// per party with its candidates, for the whole election or one district,
+// with turnout and the time the counts last changed.
+//
+// Live over Server-Sent Events while a stream is to be had: the stream sends
+// the results at once and on every change, and ends itself after a while
+// (`event: end`, reason "lifetime": the page opens a new one at once) or
+// when the server stops (reason "stopping"). When a stream is refused (429
+// per client, 503) or drops DROPS_MAX times within DROPS_WINDOW_MS (even if
+// it delivers between drops), the page polls
+// /results every POLL_MS and tries a stream again after a pause growing to
+// STREAM_RETRY_MS_MAX; when polls fail too, it says it is offline. The
+// line #conn always tells which (data-state: live, polling, offline).
 "use strict";
 
 const API = "/api/voting";
-const RETRY_MS_MIN = 500;
-const RETRY_MS_MAX = 10_000;
+const POLL_MS = 5_000;
+const OFFLINE_POLL_MS_MAX = 30_000;
+const STREAM_RETRY_MS_MIN = 2_000;
+const STREAM_RETRY_MS_MAX = 60_000;
+const DROPS_MAX = 3;
+const DROPS_WINDOW_MS = 60_000;
 const $ = (id) => document.getElementById(id);
 
 let source = null;
-let retryMs = RETRY_MS_MIN;
-let retryTimer = null;
-// Counts streams opened; events of a replaced stream are ignored.
+let streamRetryMs = STREAM_RETRY_MS_MIN;
+let streamTimer = null;
+let pollTimer = null;
+let pollMs = POLL_MS;
+// When the recent streams dropped (ms timestamps).
+let drops = [];
+// Counts streams opened and polls started; answers for a replaced view are ignored.
 let generation = 0;
 let updates = 0;
 
-function setConn(text, down) {
+function setConn(state, text) {
   $("conn").textContent = text;
-  $("conn").className = down ? "down" : "";
+  $("conn").dataset.state = state;
+  $("conn").className = state === "live" ? "" : "down";
 }
 
 function setError(text) {
@@ -52,22 +68,36 @@ async function getJson(url) {
 
 const fmt = (n) => Number(n).toLocaleString("en-US");
 const pct = (part, whole) => (whole > 0 ? (100 * part) / whole : 0);
+const plural = (n, one, many) => `${fmt(n)} ${Number(n) === 1 ? one : many}`;
+const COLOR = /^#[0-9a-f]{6}$/i;
 
-function bar(share) {
+function bar(share, color, light) {
   const outer = document.createElement("div");
   outer.className = "bar";
   outer.setAttribute("aria-hidden", "true"); // the numbers are in the text beside it
   const inner = document.createElement("span");
   inner.style.width = `${Math.min(100, share).toFixed(2)}%`;
+  if (color && COLOR.test(color)) {
+    inner.style.background = color;
+    if (light) inner.style.opacity = "0.6";
+  }
   outer.appendChild(inner);
   return outer;
 }
 
-function labelRow(name, votes, share, testId) {
+function labelRow(name, votes, share, testId, color) {
   const row = document.createElement("div");
   row.className = "bar-label";
   const n = document.createElement("span");
-  n.textContent = name;
+  n.className = "name";
+  if (color && COLOR.test(color)) {
+    const swatch = document.createElement("span");
+    swatch.className = "swatch";
+    swatch.style.background = color;
+    swatch.setAttribute("aria-hidden", "true");
+    n.appendChild(swatch);
+  }
+  n.append(name);
   const v = document.createElement("span");
   v.className = "votes";
   v.dataset.votes = String(votes);
@@ -80,18 +110,33 @@ function labelRow(name, votes, share, testId) {
 function render(r) {
   updates++;
   const where = r.districtId == null ? "all districts" : $("district").selectedOptions[0]?.textContent || `district ${r.districtId}`;
-  $("summary").textContent = `${fmt(r.ballots)} ballots counted in ${where}; ${fmt(r.ballotsPending)} cast and not yet published.`;
+  let summary = `${plural(r.ballots, "ballot", "ballots")} counted in ${where}`;
+  if (r.ballotsPending != null) summary += `; ${plural(r.ballotsPending, "ballot", "ballots")} cast and not yet published`;
+  $("summary").textContent = `${summary}.`;
   $("summary").dataset.ballots = String(r.ballots);
-  $("summary").dataset.pending = String(r.ballotsPending);
   $("summary").dataset.updates = String(updates);
+  if (r.votersOnRoll != null) {
+    const turnout = pct(r.ballots, r.votersOnRoll);
+    $("turnout").textContent = `Turnout: ${turnout.toFixed(1)}% (${fmt(r.ballots)} of ${plural(r.votersOnRoll, "voter", "voters")} on the roll).`;
+    $("turnout").dataset.turnout = turnout.toFixed(1);
+  }
+  if (r.updatedAt) {
+    const at = new Date(r.updatedAt);
+    $("updated").textContent = `Last update: ${at.toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "medium" })}.`;
+    $("updated").dataset.updatedAt = r.updatedAt;
+  } else {
+    $("updated").textContent = "No ballot counted yet.";
+    delete $("updated").dataset.updatedAt;
+  }
   const list = $("tally");
   const items = [];
   const parties = [...r.parties].sort((a, b) => b.votes - a.votes || a.partyId - b.partyId);
   for (const p of parties) {
     const li = document.createElement("li");
     li.dataset.partyId = p.partyId;
+    if (p.color) li.dataset.color = p.color;
     const share = pct(p.votes, r.ballots);
-    li.append(labelRow(`${p.name} (${p.shortName})`, p.votes, share, `party-${p.partyId}-votes`), bar(share));
+    li.append(labelRow(`${p.name} (${p.shortName})`, p.votes, share, `party-${p.partyId}-votes`, p.color), bar(share, p.color));
     // Candidates stand in one district: the whole election's results list parties only.
     const candidates = p.candidates || [];
     const cands = document.createElement("ol");
@@ -100,7 +145,7 @@ function render(r) {
     for (const c of candidates) {
       const ci = document.createElement("li");
       ci.dataset.candidateId = c.candidateId;
-      ci.append(labelRow(c.name, c.votes, pct(c.votes, p.votes), `candidate-${c.candidateId}-votes`), bar(pct(c.votes, p.votes)));
+      ci.append(labelRow(c.name, c.votes, pct(c.votes, p.votes), `candidate-${c.candidateId}-votes`), bar(pct(c.votes, p.votes), p.color, true));
       cands.appendChild(ci);
     }
     if (candidates.length) li.appendChild(cands);
@@ -110,44 +155,130 @@ function render(r) {
   $("candidates-hint").hidden = r.districtId != null;
 }
 
-function streamUrl() {
+function query() {
   const q = new URLSearchParams();
   if ($("district").value) q.set("districtId", $("district").value);
   const qs = q.toString();
-  return `${API}/elections/${encodeURIComponent($("election").value)}/results/stream${qs ? "?" + qs : ""}`;
+  return qs ? "?" + qs : "";
 }
 
-function connect() {
-  clearTimeout(retryTimer);
+const electionPath = () => `${API}/elections/${encodeURIComponent($("election").value)}`;
+
+function stopAll() {
+  clearTimeout(streamTimer);
+  clearTimeout(pollTimer);
   if (source) source.close();
-  const mine = ++generation;
-  setConn("Connecting…");
-  const es = new EventSource(streamUrl());
-  source = es;
-  es.onopen = () => {
-    if (mine !== generation) return;
-    retryMs = RETRY_MS_MIN;
-    setConn("Live: updates as ballots are counted.");
-  };
-  es.addEventListener("results", (ev) => {
+  source = null;
+}
+
+// ------------------------------------------------------------------ polling
+
+function startPolling(why) {
+  if (source) source.close();
+  source = null;
+  const mine = generation;
+  setConn("polling", `Not live (${why}): checking for updates every ${POLL_MS / 1000} s.`);
+  clearTimeout(pollTimer);
+  pollMs = POLL_MS;
+  const poll = async () => {
     if (mine !== generation) return;
     try {
-      render(JSON.parse(ev.data));
+      const r = await getJson(`${electionPath()}/results${query()}`);
+      if (mine !== generation) return;
+      render(r);
       setError("");
+      pollMs = POLL_MS;
+      if ($("conn").dataset.state !== "polling") {
+        setConn("polling", `Not live (${why}): checking for updates every ${POLL_MS / 1000} s.`);
+      }
+    } catch (e) {
+      if (mine !== generation) return;
+      setConn("offline", "Offline: the server cannot be reached; the figures shown may be out of date. Retrying…");
+      pollMs = Math.min(OFFLINE_POLL_MS_MAX, pollMs * 2);
+    }
+    pollTimer = setTimeout(poll, pollMs);
+  };
+  poll();
+  // Try a stream again later; it replaces the polling once it delivers.
+  clearTimeout(streamTimer);
+  streamTimer = setTimeout(() => {
+    if (mine === generation) connect(true);
+  }, streamRetryMs);
+  streamRetryMs = Math.min(STREAM_RETRY_MS_MAX, streamRetryMs * 2);
+}
+
+// ------------------------------------------------------------------ streams
+
+// `retrying`: a stream tried while polling; polling goes on until it delivers.
+function connect(retrying = false) {
+  clearTimeout(streamTimer);
+  if (source) source.close();
+  const mine = retrying ? generation : ++generation;
+  if (!retrying) {
+    clearTimeout(pollTimer);
+    setConn("connecting", "Connecting…");
+  }
+  const es = new EventSource(`${electionPath()}/results/stream${query()}`);
+  source = es;
+  es.addEventListener("results", (ev) => {
+    if (mine !== generation || source !== es) return;
+    let r;
+    try {
+      r = JSON.parse(ev.data);
     } catch (_) {
       setError("An update could not be read; waiting for the next one.");
+      return;
+    }
+    if (retrying) {
+      // The stream is back: polling stops.
+      clearTimeout(pollTimer);
+      retrying = false;
+    }
+    streamRetryMs = STREAM_RETRY_MS_MIN;
+    render(r);
+    setError("");
+    setConn("live", "Live: updates as ballots are counted.");
+  });
+  es.addEventListener("end", (ev) => {
+    if (mine !== generation || source !== es) return;
+    let reason = "";
+    try {
+      reason = JSON.parse(ev.data).reason;
+    } catch (_) {
+      // an unknown end: treat as stopping
+    }
+    es.close();
+    if (reason === "lifetime") {
+      connect();
+    } else {
+      startPolling("the server is stopping");
     }
   });
   es.onerror = () => {
-    if (mine !== generation) return;
-    if (es.readyState === EventSource.CLOSED) {
-      // EventSource gave up (an error answer): open a new stream ourselves.
+    if (mine !== generation || source !== es) return;
+    if (retrying) {
+      // Still no stream: polling goes on, the next try comes later.
       es.close();
-      setConn(`Connection lost; reconnecting in ${Math.ceil(retryMs / 1000)} s…`, true);
-      retryTimer = setTimeout(connect, retryMs);
-      retryMs = Math.min(RETRY_MS_MAX, retryMs * 2);
+      source = null;
+      clearTimeout(streamTimer);
+      streamTimer = setTimeout(() => {
+        if (mine === generation) connect(true);
+      }, streamRetryMs);
+      streamRetryMs = Math.min(STREAM_RETRY_MS_MAX, streamRetryMs * 2);
+      return;
+    }
+    if (es.readyState === EventSource.CLOSED) {
+      // Refused (429 for this address, 503 while busy or stopping): poll instead.
+      startPolling("live updates are refused for now");
+      return;
+    }
+    const now = Date.now();
+    drops = [...drops.filter((at) => now - at < DROPS_WINDOW_MS), now];
+    if (drops.length >= DROPS_MAX) {
+      drops = [];
+      startPolling("the live connection keeps dropping");
     } else {
-      setConn("Connection lost; reconnecting…", true);
+      setConn("connecting", "Connection lost; reconnecting…");
     }
   };
 }
@@ -160,13 +291,21 @@ function syncUrl() {
 }
 
 async function loadElection() {
-  const e = await getJson(`${API}/elections/${encodeURIComponent($("election").value)}`);
-  $("title").textContent = `Live results: ${e.name}`;
+  const e = await getJson(electionPath());
+  $("title").textContent = `Results: ${e.name}`;
   const sel = $("district");
   const wanted = sel.value || new URLSearchParams(location.search).get("districtId") || "";
   sel.replaceChildren(option("", "All districts"));
   for (const d of e.districts) sel.appendChild(option(d.districtId, d.name));
   sel.value = e.districts.some((d) => String(d.districtId) === wanted) ? wanted : "";
+}
+
+function restart() {
+  stopAll();
+  drops = [];
+  streamRetryMs = STREAM_RETRY_MS_MIN;
+  syncUrl();
+  connect();
 }
 
 async function start() {
@@ -175,19 +314,18 @@ async function start() {
     const sel = $("election");
     for (const e of body.elections) sel.appendChild(option(e.electionId, e.name));
     if (!body.elections.length) {
-      setConn("There is no election yet.", true);
+      setConn("offline", "There is no election yet.");
       return;
     }
     const wanted = new URLSearchParams(location.search).get("electionId");
     if (wanted && body.elections.some((e) => String(e.electionId) === wanted)) sel.value = wanted;
     await loadElection();
   } catch (e) {
-    setConn("", true);
-    setError(e instanceof TypeError ? "Cannot reach the server; reload to try again." : e.message);
+    setConn("offline", "Offline: the server cannot be reached; reload to try again.");
+    setError(e instanceof TypeError ? "" : e.message);
     return;
   }
-  syncUrl();
-  connect();
+  restart();
 }
 
 $("election").addEventListener("change", async () => {
@@ -197,11 +335,7 @@ $("election").addEventListener("change", async () => {
   } catch (e) {
     setError(e.message);
   }
-  syncUrl();
-  connect();
+  restart();
 });
-$("district").addEventListener("change", () => {
-  syncUrl();
-  connect();
-});
+$("district").addEventListener("change", restart);
 start();

@@ -243,7 +243,7 @@ async function demoVoter() {
       if (res.status === 404 || res.status === 403) {
         // Not a demo server: enter a real voter id instead.
         $("demo-box").hidden = true;
-        showError("Demo voters exist only when the server runs with --demo; enter your voter id and token.", e.code);
+        showError("This server offers no demo voters; enter your voter id and token.", e.code);
       } else {
         showError(e.text, e.code);
       }
@@ -314,7 +314,7 @@ async function castVote(ev) {
 function showReceipt(r) {
   clearStatus();
   $("receipt-id").textContent = r.receiptId;
-  $("receipt-link").href = `${API}/elections/${encodeURIComponent(r.electionId)}/receipts/${encodeURIComponent(r.receiptId)}`;
+  $("receipt-link").href = `/voting/receipt?${new URLSearchParams({ electionId: r.electionId, receiptId: r.receiptId })}`;
   const q = new URLSearchParams({ electionId: r.electionId, districtId: r.districtId });
   $("results-link").href = `/voting/results?${q}`;
   $("vote-form").hidden = true;
