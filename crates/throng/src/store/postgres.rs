@@ -120,10 +120,13 @@ trait PgJob: Send + Sync {
     }
 }
 
+/// What one item of a group came to, and where its caller waits for it.
+type GroupOutcome<G> = Result<<G as PgGroup>::Out, StoreError>;
+
 struct GroupJob<G: PgGroup> {
     item: G::Item,
-    outcome: Mutex<Option<Result<G::Out, StoreError>>>,
-    reply: Mutex<Option<oneshot::Sender<Result<G::Out, StoreError>>>>,
+    outcome: Mutex<Option<GroupOutcome<G>>>,
+    reply: Mutex<Option<oneshot::Sender<GroupOutcome<G>>>>,
 }
 
 impl<G: PgGroup> PgJob for GroupJob<G> {

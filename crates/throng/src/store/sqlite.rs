@@ -457,11 +457,8 @@ const CHECKPOINT_INTERVAL_MS: u64 = 200;
 /// still needs old frames and finishes on a later round. The WAL is reused
 /// from its start once a checkpoint completes, which bounds its size.
 fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
-    loop {
-        match stop.recv_timeout(std::time::Duration::from_millis(CHECKPOINT_INTERVAL_MS)) {
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            _ => break,
-        }
+    let interval = std::time::Duration::from_millis(CHECKPOINT_INTERVAL_MS);
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!(error = %e, "wal checkpoint failed; retrying next round");
         }

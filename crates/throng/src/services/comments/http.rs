@@ -627,45 +627,6 @@ async fn demo_token(
 ))]
 pub struct CommentsApi;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn serde_path(q: &str) -> Option<ListQuery> {
-        let uri: Uri = format!("/api/comments?{q}").parse().unwrap();
-        axum::extract::Query::<ListParams>::try_from_uri(&uri)
-            .ok()
-            .and_then(|p| p.0.parse().ok())
-    }
-
-    #[test]
-    fn the_simple_parse_agrees_with_serde_or_defers() {
-        for q in [
-            "ratingType=Course&courseId=7&skip=1&size=4&skipThread=0&sizeThread=3",
-            "courseid=7&ratingtype=Service&userid=9",
-            "courseId=7&cursor=abc",
-            "courseId=7&size=99",
-            "courseId=+7",
-            "courseId=7&courseid=8",
-            "courseId=7&other=1",
-            "courseId=x",
-            "courseId=7&&size=2",
-            "skip=1",
-            "courseId=7&size",
-            "courseId=%37",
-        ] {
-            match ListParams::parse_simple(q) {
-                Some(p) => assert_eq!(p.parse().ok(), serde_path(q), "{q}"),
-                None => {} // the serde path answers, as before
-            }
-        }
-        assert!(ListParams::parse_simple("courseId=7&courseid=8").is_none());
-        assert!(ListParams::parse_simple("courseId=7&other=1").is_none());
-        assert!(ListParams::parse_simple("courseId=%37").is_none());
-        assert!(ListParams::parse_simple("courseId=7&skip=1&size=4").is_some());
-    }
-}
-
 /// The bounds the handlers check, stated in the document from the same
 /// constants (`platform::openapi`).
 pub fn document_limits(doc: &mut serde_json::Value) {
@@ -743,4 +704,43 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             }
         }),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serde_path(q: &str) -> Option<ListQuery> {
+        let uri: Uri = format!("/api/comments?{q}").parse().unwrap();
+        axum::extract::Query::<ListParams>::try_from_uri(&uri)
+            .ok()
+            .and_then(|p| p.0.parse().ok())
+    }
+
+    #[test]
+    fn the_simple_parse_agrees_with_serde_or_defers() {
+        for q in [
+            "ratingType=Course&courseId=7&skip=1&size=4&skipThread=0&sizeThread=3",
+            "courseid=7&ratingtype=Service&userid=9",
+            "courseId=7&cursor=abc",
+            "courseId=7&size=99",
+            "courseId=+7",
+            "courseId=7&courseid=8",
+            "courseId=7&other=1",
+            "courseId=x",
+            "courseId=7&&size=2",
+            "skip=1",
+            "courseId=7&size",
+            "courseId=%37",
+        ] {
+            // None: the serde path answers, as before.
+            if let Some(p) = ListParams::parse_simple(q) {
+                assert_eq!(p.parse().ok(), serde_path(q), "{q}");
+            }
+        }
+        assert!(ListParams::parse_simple("courseId=7&courseid=8").is_none());
+        assert!(ListParams::parse_simple("courseId=7&other=1").is_none());
+        assert!(ListParams::parse_simple("courseId=%37").is_none());
+        assert!(ListParams::parse_simple("courseId=7&skip=1&size=4").is_some());
+    }
 }

@@ -20,10 +20,10 @@ pub struct Rng(u64);
 impl Rng {
     pub fn new(seed: u64, stream: u64) -> Rng {
         let mut r = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        r.next();
+        r.next_u64();
         r
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -33,10 +33,10 @@ impl Rng {
     /// Uniform in `lo..=hi`.
     pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
         debug_assert!(lo <= hi);
-        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
+        lo + (self.next_u64() % ((hi - lo + 1) as u64)) as i64
     }
     pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
+        items[(self.next_u64() % items.len() as u64) as usize]
     }
 }
 
@@ -124,7 +124,7 @@ const REPLIES: &[&str] = &[
 ];
 
 pub fn display_name(user_id: i64) -> String {
-    let h = Rng::new(0x5EED, user_id as u64).next();
+    let h = Rng::new(0x5EED, user_id as u64).next_u64();
     let first = FIRST[(h % FIRST.len() as u64) as usize];
     let last = LAST[((h >> 16) % LAST.len() as u64) as usize];
     format!("{first} {last}")

@@ -431,18 +431,18 @@ struct Target {
 fn check_target(
     target: Option<Target>,
     provider_id: i64,
-) -> Result<(Target, CommentType), ReplyOutcome> {
+) -> Result<(Target, CommentType), Box<ReplyOutcome>> {
     let Some(t) = target else {
-        return Err(ReplyOutcome::CommentNotFound);
+        return Err(Box::new(ReplyOutcome::CommentNotFound));
     };
     if t.parent_id.is_some() {
-        return Err(ReplyOutcome::IsReply);
+        return Err(Box::new(ReplyOutcome::IsReply));
     }
     let Some((kind, false)) = CommentType::of_stored(&t.comment_type) else {
-        return Err(ReplyOutcome::IsReply);
+        return Err(Box::new(ReplyOutcome::IsReply));
     };
     if t.provider_id != Some(provider_id) {
-        return Err(ReplyOutcome::NotTheProvider);
+        return Err(Box::new(ReplyOutcome::NotTheProvider));
     }
     Ok((t, kind))
 }
@@ -502,7 +502,7 @@ pub async fn put_reply(store: &Store, reply: NewReply) -> Result<ReplyOutcome, S
                         });
                     let (target, kind) = match check_target(target, r.provider_id) {
                         Ok(v) => v,
-                        Err(outcome) => return Ok(outcome),
+                        Err(outcome) => return Ok(*outcome),
                     };
                     let insert = t.prepare_cached(REPLY_INSERT_PG).await?;
                     let inserted = t
@@ -562,7 +562,7 @@ fn sqlite_put_reply(c: &Connection, r: &NewReply) -> Result<ReplyOutcome, StoreE
         .optional()?;
     let (target, kind) = match check_target(target, r.provider_id) {
         Ok(v) => v,
-        Err(outcome) => return Ok(outcome),
+        Err(outcome) => return Ok(*outcome),
     };
     // The single writer makes this check-then-write atomic.
     let existing: Option<(i64, i64)> = c
@@ -659,18 +659,18 @@ fn found_of_pg(r: &tokio_postgres::Row) -> Found {
 
 /// The review an edit applies to, checked: it exists, is a review (not a
 /// reply) and is the caller's.
-fn check_edit(found: Option<Found>, e: &CommentEdit) -> Result<(Found, CommentType), EditOutcome> {
+fn check_edit(found: Option<Found>, e: &CommentEdit) -> Result<(Found, CommentType), Box<EditOutcome>> {
     let Some(f) = found else {
-        return Err(EditOutcome::CommentNotFound);
+        return Err(Box::new(EditOutcome::CommentNotFound));
     };
     let Some((kind, false)) = CommentType::of_stored(&f.comment_type) else {
-        return Err(EditOutcome::IsReply);
+        return Err(Box::new(EditOutcome::IsReply));
     };
     if f.parent_id.is_some() {
-        return Err(EditOutcome::IsReply);
+        return Err(Box::new(EditOutcome::IsReply));
     }
     if f.user_id != e.user_id {
-        return Err(EditOutcome::NotTheAuthor);
+        return Err(Box::new(EditOutcome::NotTheAuthor));
     }
     Ok((f, kind))
 }
@@ -718,7 +718,7 @@ pub async fn edit_comment(store: &Store, e: CommentEdit) -> Result<EditOutcome, 
                     let found = t.query_opt(&find, &[&e.comment_id]).await?.map(|r| found_of_pg(&r));
                     let (f, kind) = match check_edit(found, &e) {
                         Ok(v) => v,
-                        Err(outcome) => return Ok(outcome),
+                        Err(outcome) => return Ok(*outcome),
                     };
                     let k = kind.as_str();
                     // The course's aggregates row, locked to the commit: see
@@ -814,7 +814,7 @@ fn sqlite_edit(c: &Connection, e: &CommentEdit) -> Result<EditOutcome, StoreErro
         .optional()?;
     let (f, kind) = match check_edit(found, e) {
         Ok(v) => v,
-        Err(outcome) => return Ok(outcome),
+        Err(outcome) => return Ok(*outcome),
     };
     let k = kind.as_str();
     let old = sqlite_last_rating(c, f.course_id, k, f.user_id)?;
