@@ -234,6 +234,18 @@ pub async fn open_store_for(
             args.data_dir.join("blind-index.key").display()
         );
     }
+    let receipts = crate::services::voting::receipt::ReceiptKey::new(&secrets.voting_receipt_key);
+    let stored = store
+        .meta_set_once("voting_receipt_key_fingerprint", receipts.fingerprint())
+        .await?;
+    if stored != receipts.fingerprint() {
+        anyhow::bail!(
+            "the voting receipts and ballot box in {} were keyed with another key than {}; start \
+             with the data directory (or THRONG_VOTING_RECEIPT_KEY) that this store was created with",
+            args.url(),
+            args.data_dir.join("voting-receipt.key").display()
+        );
+    }
     Ok((store, secrets))
 }
 
@@ -417,6 +429,7 @@ pub async fn start_for(
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         blind_index: Arc::new(BlindIndex::new(&secrets.blind_index_key)),
+        voting_receipt_key: secrets.voting_receipt_key,
         demo: args.demo,
     };
     if args.demo {
