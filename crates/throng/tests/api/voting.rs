@@ -1361,8 +1361,19 @@ async fn a_district_is_published_only_with_k_ballots(kind: StoreKind) {
         after[0]["ballots"], 5,
         "the election counts district 1 only"
     );
+    // Only the log position the tallies reflect (one for the election)
+    // moved in the other districts' answers.
+    let without_position = |v: &Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("position");
+        v
+    };
     for d in 2..=DISTRICTS_5 as usize {
-        assert_eq!(after[d], before[d], "district {d} did not move");
+        assert_eq!(
+            without_position(&after[d]),
+            without_position(&before[d]),
+            "district {d} did not move"
+        );
     }
     assert_eq!(ballot_events(store).await.len(), 5);
     assert_eq!(next_results_event(&mut streams[1]).await["ballots"], 5);
