@@ -234,18 +234,6 @@ pub async fn open_store_for(
             args.data_dir.join("blind-index.key").display()
         );
     }
-    let receipts = crate::services::voting::receipt::ReceiptKey::new(&secrets.voting_receipt_key);
-    let stored = store
-        .meta_set_once("voting_receipt_key_fingerprint", receipts.fingerprint())
-        .await?;
-    if stored != receipts.fingerprint() {
-        anyhow::bail!(
-            "the voting receipts and ballot box in {} were keyed with another key than {}; start \
-             with the data directory (or THRONG_VOTING_RECEIPT_KEY) that this store was created with",
-            args.url(),
-            args.data_dir.join("voting-receipt.key").display()
-        );
-    }
     Ok((store, secrets))
 }
 

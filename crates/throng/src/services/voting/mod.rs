@@ -382,6 +382,17 @@ impl VotingState {
     pub async fn new(platform: &Platform, args: &VotingArgs) -> anyhow::Result<VotingState> {
         let generation = platform.store.meta_get(seed::SEED_GENERATION_KEY).await?;
         let receipts = Arc::new(receipt::ReceiptKey::new(&platform.voting_receipt_key));
+        let stored = platform
+            .store
+            .meta_set_once("voting_receipt_key_fingerprint", receipts.fingerprint())
+            .await?;
+        if stored != receipts.fingerprint() {
+            anyhow::bail!(
+                "the voting receipts and ballot box of this store were keyed with another key \
+                 than this node's; start with the data directory (its voting-receipt.key) or the \
+                 THRONG_VOTING_RECEIPT_KEY that this store was created with"
+            );
+        }
         let adopted = store::adopt_legacy(&platform.store, &receipts).await?;
         if adopted > 0 {
             tracing::info!(
