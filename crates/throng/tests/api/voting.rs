@@ -1637,6 +1637,23 @@ async fn demo_voter_only_with_demo(kind: StoreKind) {
         ))
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
+    // The demo's district is published once it holds 3 ballots, not at
+    // each vote; its results start with published ballots.
+    assert_eq!(e["mixBallotsMin"], 3);
+    let seeded = 3 * throng::services::voting::seed::DEMO_BALLOTS_PER_DISTRICT as i64;
+    wait_until(|| async { results(api, "").await["ballots"] == seeded }).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        results(api, "").await["ballots"],
+        seeded,
+        "one vote is not published"
+    );
+    let receipt = r.json()["receiptId"].as_str().unwrap().to_string();
+    let v = api
+        .get(&format!("/api/voting/elections/1/receipts/{receipt}"))
+        .await
+        .json();
+    assert_eq!(v["status"], "received");
 }
 
 /// A vote through the write-up's design (baseline.rs).
