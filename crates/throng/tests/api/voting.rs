@@ -1892,6 +1892,12 @@ async fn every_receipt_counted_after_sigkill(kind: StoreKind) {
         );
     }
     assert!(!log.contains("voter_id"), "voter ids are never logged");
+    // Headers mode says at start what it trusts.
+    assert!(
+        log.contains("--voting-identity headers")
+            && log.contains("voter-id and election-district-id headers"),
+        "a warning names what headers mode trusts"
+    );
 }
 
 async fn open(dir: &std::path::Path, pg_url: Option<&str>) -> Store {
