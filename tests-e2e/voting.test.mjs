@@ -148,7 +148,7 @@ test("vote through the page: demo voter, one party, at most N candidates, receip
   assert.equal(receipt.status, 200);
   const r = await receipt.json();
   assert.equal(r.receiptId, receiptId);
-  assert.equal(String(r.districtId), district);
+  assert.ok(["received", "counted"].includes(r.status), `receipt status ${r.status}`);
   assert.match(await page.getAttribute("#results-link", "href"), /^\/voting\/results\?/);
   assert.deepEqual(errors, []);
 });

@@ -431,6 +431,7 @@ pub async fn start_for(
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         blind_index: Arc::new(BlindIndex::new(&secrets.blind_index_key)),
+        voting_receipt_key: secrets.voting_receipt_key,
         demo: args.demo,
         public_url: crate::platform::public_url::PublicUrl::new(
             args.public_url.clone(),

@@ -234,9 +234,10 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
+    check_voter_claims(args.role, &extra)?;
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let keys = TokenKeys::new(&secrets.token_secret);
-    let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
     println!(
         "{}",
         keys.issue_with(&args.sub, args.role, args.ttl_s, extra)
@@ -244,8 +245,50 @@ fn token(args: TokenArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A voter token names its election and district (the vote refuses one
+/// without them): refused here rather than at the first vote.
+fn check_voter_claims(
+    role: Role,
+    claims: &serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<()> {
+    if role != Role::Voter {
+        return Ok(());
+    }
+    for key in ["election", "district"] {
+        if !claims.get(key).is_some_and(|v| v.is_i64()) {
+            anyhow::bail!(
+                "a voter token needs --claim {key}=<id> (an integer), e.g. --role voter \
+                 --claim district=7 --claim election=1"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn voter_tokens_need_election_and_district() {
+        use crate::platform::auth::Role;
+        let claims = |pairs: &[(&str, i64)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let err = super::check_voter_claims(Role::Voter, &claims(&[("district", 7)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--claim election="), "{err}");
+        assert!(super::check_voter_claims(Role::Voter, &claims(&[("election", 1)])).is_err());
+        assert!(super::check_voter_claims(
+            Role::Voter,
+            &claims(&[("district", 7), ("election", 1)])
+        )
+        .is_ok());
+        assert!(super::check_voter_claims(Role::Admin, &claims(&[])).is_ok());
+    }
+
     #[test]
     fn the_command_line_is_consistent() {
         // clap's own checks: no two flags of the services share an id or a

@@ -2,8 +2,8 @@
 //! 0600 (the directory 0700), read on every later run; an existing secret
 //! that other users may read, or that another user owns, is refused. Nodes sharing one PostgreSQL must share
 //! them: point them at the same `--data-dir`, or pass `THRONG_PII_KEY`,
-//! `THRONG_TOKEN_SECRET` and `THRONG_BLIND_INDEX_KEY` (base64) in the
-//! environment.
+//! `THRONG_TOKEN_SECRET`, `THRONG_BLIND_INDEX_KEY` and
+//! `THRONG_VOTING_RECEIPT_KEY` (base64) in the environment.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -22,6 +22,9 @@ pub struct Secrets {
     pub token_secret: [u8; SECRET_BYTES],
     /// Keys the blind index of national ids (one registration per person).
     pub blind_index_key: [u8; SECRET_BYTES],
+    /// Keys voting's receipt tags and seals the ballot box (kept out of the
+    /// database: a copy of it cannot turn a receipt into a ballot).
+    pub voting_receipt_key: [u8; SECRET_BYTES],
 }
 
 impl Secrets {
@@ -41,6 +44,10 @@ impl Secrets {
             blind_index_key: from_env_or_file(
                 "THRONG_BLIND_INDEX_KEY",
                 &data_dir.join("blind-index.key"),
+            )?,
+            voting_receipt_key: from_env_or_file(
+                "THRONG_VOTING_RECEIPT_KEY",
+                &data_dir.join("voting-receipt.key"),
             )?,
         })
     }

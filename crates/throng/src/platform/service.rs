@@ -34,6 +34,8 @@ pub struct Platform {
     pub pii: Arc<PiiCipher>,
     /// Keyed lookups of personal values (see `crypto::BlindIndex`).
     pub blind_index: Arc<BlindIndex>,
+    /// Voting's receipt key (`secrets::Secrets::voting_receipt_key`).
+    pub voting_receipt_key: [u8; 32],
     /// `serve --demo`: demo conveniences (such as demo tokens) may answer.
     pub demo: bool,
     /// Where browsers reach this server (`serve --public-url`).

@@ -1,8 +1,8 @@
 //! Voting routes. Reading (elections, ballots, results, receipts) is public;
 //! a vote names its voter in the write-up's headers `voter-id` and
 //! `election-district-id` and, unless `serve --voting-identity headers`,
-//! proves it with a voter token whose `sub` and `district` (and `election`,
-//! when present) match them.
+//! proves it with a voter token whose `sub`, `district` and `election` claims
+//! match them and the path.
 //!
 //! Error codes: 400 `invalid_header` / `invalid_path` / `invalid_query` /
 //! `malformed_json`; 401 `missing_token` / `invalid_token` /
@@ -132,7 +132,7 @@ pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Value> {
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}", tag = "voting",
     params(("election_id" = i64, Path)),
-    responses((status = 200, description = "The election's summary and districts:[{districtId, name, voters}] (at most 1,000 districts per election)"),
+    responses((status = 200, description = "The election's summary, mixBallotsMin (a district's ballots are published, and counted, once its box holds this many, or at the close) and districts:[{districtId, name, voters}] (at most 1,000 districts per election)"),
               (status = 404, description = "election_not_found")))]
 pub async fn get_election(
     State(st): State<Arc<VotingState>>,
@@ -146,6 +146,7 @@ pub async fn get_election(
         .iter()
         .map(|d| json!({ "districtId": d.id, "name": d.name, "voters": d.voters }))
         .collect();
+    m.insert("mixBallotsMin".into(), st.mix_ballots_min.into());
     m.insert("districts".into(), Value::Array(districts));
     Ok(Json(Value::Object(m)))
 }
@@ -263,6 +264,7 @@ struct VoterClaims {
     sub: String,
     role: Role,
     district: i64,
+    /// Required: a token that named no election would vote in every one.
     #[serde(default)]
     election: Option<i64>,
 }
@@ -297,8 +299,17 @@ pub(super) fn check_token(
             "the token is for another voter or district than the voter-id and election-district-id headers",
         ));
     }
-    if claims.election.is_some_and(|e| e != election_id) {
-        return Err(identity_mismatch("the token is for another election"));
+    match claims.election {
+        None => {
+            return Err(identity_mismatch(
+                "the voter token names no election; issue one with the claim election=<id> \
+                 (throng token --role voter --claim district=<id> --claim election=<id>)",
+            ))
+        }
+        Some(e) if e != election_id => {
+            return Err(identity_mismatch("the token is for another election"))
+        }
+        Some(_) => {}
     }
     Ok(())
 }
@@ -369,14 +380,20 @@ pub async fn vote(
     if entry.roll.has_voted(voter_id) {
         return Err(already_voted());
     }
+    // The receipt goes to the voter only; the box keeps its tag and the
+    // choice sealed under a key outside the database (receipt.rs).
+    let receipt = st.receipts.mint();
+    let tag = st.receipts.tag(election_id, &receipt);
+    let choice = store::choice(vote.party_id, &vote.candidates_json());
     let ballot = BoxedBallot {
-        // The district's index fits: an election has at most
-        // DISTRICTS_PER_ELECTION_MAX (1,000) districts.
-        ballot_id: st.receipts.mint(election_id, di as u16),
-        candidates_json: vote.candidates_json(),
-        vote,
+        election_id,
+        district_id,
+        sealed: st
+            .receipts
+            .seal(election_id, district_id, &tag, choice.as_bytes()),
+        tag,
     };
-    let receipt_id = uuid::Uuid::from_bytes(ballot.ballot_id).to_string();
+    let receipt_id = uuid::Uuid::from_bytes(receipt).to_string();
     match store::cast(&st.store, &entry.roll, voter_id, ballot).await? {
         VoteOutcome::Cast => {
             let location = format!("/api/voting/elections/{election_id}/receipts/{receipt_id}");
@@ -404,38 +421,29 @@ fn receipt_not_found() -> ApiError {
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/receipts/{receipt_id}", tag = "voting",
     params(("election_id" = i64, Path), ("receipt_id" = String, Path)),
-    responses((status = 200, description = "{receiptId, electionId, districtId, counted}: counted once the ballot is in the tallies. No choice and no voter: a receipt cannot prove a vote to a buyer."),
+    responses((status = 200, description = "{receiptId, electionId, status, counted}: status `received` (in the ballot box: published once its district's box holds --voting-mix-ballots-min ballots, or at the close) or `counted` (in the tallies; counted: true). Nothing else: no choice, no district, no voter, so a receipt cannot prove a vote to a buyer."),
               (status = 404, description = "election_not_found, receipt_not_found")))]
 pub async fn get_receipt(
     State(st): State<Arc<VotingState>>,
     ApiPath((election_id, receipt_id)): ApiPath<(i64, String)>,
 ) -> ApiResult<Json<Value>> {
-    let entry = election_entry(&st, election_id)?;
+    election_entry(&st, election_id)?;
     let id = match uuid::Uuid::parse_str(&receipt_id) {
         Ok(id) if receipt_id.len() == 36 => id,
         _ => return Err(receipt_not_found()),
     };
-    let bytes = id.into_bytes();
-    // Only receipts this store minted exist; the MAC also names the district.
-    let district = st
-        .receipts
-        .verify(election_id, &bytes)
-        .and_then(|i| entry.election.districts.get(i as usize))
-        .ok_or_else(receipt_not_found)?;
-    let state = store::receipt(&st.store, election_id, district.id, bytes)
+    let tag = st.receipts.tag(election_id, &id.into_bytes());
+    let state = store::receipt(&st.store, election_id, tag)
         .await?
         .ok_or_else(receipt_not_found)?;
-    let (district_id, counted) = match state {
-        ReceiptState::Boxed { district_id } => (district_id, false),
-        ReceiptState::Published {
-            district_id,
-            position,
-        } => (district_id, position <= st.tally.position()),
+    let counted = match state {
+        ReceiptState::Boxed => false,
+        ReceiptState::Published { position } => position <= st.tally.position(),
     };
     Ok(Json(json!({
         "receiptId": id.to_string(),
         "electionId": election_id,
-        "districtId": district_id,
+        "status": if counted { "counted" } else { "received" },
         "counted": counted,
     })))
 }
@@ -462,23 +470,18 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
         Some(d) => d.voters,
         None => e.districts.iter().map(|d| d.voters).sum(),
     };
-    let (ballots, pending) = match district {
-        Some(d) => (
-            s.ballots.get(&(e.id, d.id)).copied().unwrap_or(0),
-            s.pending.get(&(e.id, d.id)).copied().unwrap_or(0),
-        ),
-        None => (
-            s.ballots
-                .iter()
-                .filter(|(k, _)| k.0 == e.id)
-                .map(|(_, n)| n)
-                .sum(),
-            s.pending
-                .iter()
-                .filter(|(k, _)| k.0 == e.id)
-                .map(|(_, n)| n)
-                .sum(),
-        ),
+    // Counted ballots only: what waits in the box is not shown, per
+    // district or in total (a count that moved with each vote would tell
+    // who voted when, and a district's tally change in a round of fewer
+    // than the mix minimum would tell how).
+    let ballots: i64 = match district {
+        Some(d) => s.ballots.get(&(e.id, d.id)).copied().unwrap_or(0),
+        None => s
+            .ballots
+            .iter()
+            .filter(|(k, _)| k.0 == e.id)
+            .map(|(_, n)| n)
+            .sum(),
     };
     let mut parties: Vec<(i64, i64, Value)> = match district {
         Some(d) => d
@@ -517,7 +520,6 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
         "electionId": e.id,
         "districtId": district.map(|d| d.id),
         "ballots": ballots,
-        "ballotsPending": pending,
         "votersOnRoll": voters_on_roll,
         "updatedAt": (s.updated_at_ms > 0).then(|| rfc3339_ms(s.updated_at_ms)),
         "position": s.position,
@@ -541,7 +543,7 @@ fn results_target(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, description = "{electionId, districtId|null, ballots (counted), ballotsPending (in the box, not yet published), votersOnRoll (of the district or the election: turnout is ballots / votersOnRoll), updatedAt (RFC 3339: when the counted votes last changed on this node; null before the first), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, color (#rrggbb, fixed per party), votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
+    responses((status = 200, description = "{electionId, districtId|null, ballots (counted; ballots waiting in the box are not shown), votersOnRoll (of the district or the election: turnout is ballots / votersOnRoll), updatedAt (RFC 3339: when the counted votes last changed on this node; null before the first), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, color (#rrggbb, fixed per party), votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
               (status = 404, description = "election_not_found, district_not_found")))]
 pub async fn results(
     State(st): State<Arc<VotingState>>,

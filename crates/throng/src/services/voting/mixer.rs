@@ -1,21 +1,22 @@
-//! The mixer: publishes ballots from the ballot box in rounds, so that a
-//! ballot can be linked at most to the set of voters who voted during its
-//! round.
+//! The mixer: publishes ballots from the ballot box in rounds, a district
+//! at a time, so that a published ballot can be linked at most to the set
+//! of its district's voters who voted since the district's last round: at
+//! least `--voting-mix-ballots-min` of them.
 //!
-//! A vote puts its ballot into the box (random 128-bit key) in the same
-//! transaction as the voter's mark; nothing else about it is written. When
-//! an election's box holds at least `--voting-mix-ballots-min` ballots, or
-//! the election has closed (the final flush), one round moves the whole box
-//! (on PostgreSQL at most `store::PG_ROUND_BALLOTS_MAX` ballots, the box's
-//! lowest ids; when the box held more, the next round follows at once)
-//! in random-id order into `voting_ballots` with one `voting.BallotCast`
-//! event each and deletes the box rows (see `store::publish_round`). One
-//! mixer runs at a time: a lease on its consumer row, as booking's
-//! confirmation worker.
+//! A vote puts its sealed ballot into the box (keyed by its receipt's tag)
+//! in the same transaction as the voter's mark; nothing else about it is
+//! written. A round publishes every district whose box holds at least the
+//! minimum, or, once the election has closed, every district (the final
+//! flush): its ballots move in random-tag order into `voting_ballots` with
+//! one `voting.BallotCast` event each (on PostgreSQL whole districts up to
+//! `store::PG_ROUND_BALLOTS_MAX` ballots; the next round follows at once),
+//! and its box rows are deleted (see `store::publish_round`). One mixer runs
+//! at a time: a lease on its consumer row, as booking's confirmation worker.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::receipt::ReceiptKey;
 use super::tally::Tally;
 use super::Catalog;
 use crate::store::Store;
@@ -25,8 +26,10 @@ const CONSUMER: &str = "voting-mixer";
 const LEASE_MS: i64 = 15_000;
 
 pub struct MixerConfig {
-    /// Ballots a round needs while the election is open.
+    /// Ballots a district's box needs for a round while the election is open.
     pub ballots_min: i64,
+    /// Opens the box's sealed choices.
+    pub keys: Arc<ReceiptKey>,
     /// How often the box is looked at.
     pub interval: Duration,
 }
@@ -72,13 +75,14 @@ async fn mix(
         let mut more_waiting = false;
         for (id, closed) in elections {
             let min = if closed { 1 } else { config.ballots_min.max(1) };
-            match super::store::publish_round(store, id, min).await {
+            match super::store::publish_round(store, &config.keys, id, min).await {
                 Ok(round) if round.published == 0 => {}
                 Ok(round) => {
                     more_waiting |= round.more_waiting;
                     tracing::info!(
                         election_id = id,
                         ballots = round.published,
+                        districts = round.districts,
                         "published a round of ballots"
                     );
                     tally.wake.notify_one();

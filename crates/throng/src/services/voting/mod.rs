@@ -51,11 +51,15 @@ static MIGRATIONS: MigrationSet = MigrationSet {
     postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/voting/migrations/postgres"),
 };
 
+/// `--voting-mix-ballots-min` with `--demo` when the flag is not given.
+pub const DEMO_MIX_BALLOTS_MIN: i64 = 3;
+
 /// Who may vote as whom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Identity {
     /// A voter token (`Authorization: Bearer`, role voter, `sub` = the voter
-    /// id, claims `district` and `election`) that must match the headers.
+    /// id, claims `district` and `election`, both required) that must match
+    /// the headers and the path.
     Token,
     /// The headers alone: a gateway in front already authenticated the
     /// voter (the write-up's deployment and its load test).
@@ -68,10 +72,10 @@ pub struct VotingArgs {
     /// How a vote proves who casts it: token (default) or headers.
     #[arg(long = "voting-identity", env = "THRONG_VOTING_IDENTITY", value_enum, default_value_t = Identity::Token)]
     pub identity: Identity,
-    /// Ballots the box must hold before the mixer publishes them (the
-    /// smallest set of voters a ballot can be linked to); a closed
+    /// Ballots a district's box must hold before the mixer publishes them
+    /// (the smallest set of voters a ballot can be linked to); a closed
     /// election's box is published whatever it holds. With --demo and no
-    /// value given: 1.
+    /// value given: 3.
     #[arg(
         long = "voting-mix-ballots-min",
         env = "THRONG_VOTING_MIX_BALLOTS_MIN",
@@ -166,14 +170,25 @@ impl Service for Voting {
         Box::pin(async move {
             let mut args = VotingArgs::from_arg_matches(matches)?;
             // The demo's few votes would wait in the box for 100 others: with
-            // --demo, unless the flag is given, each vote is its own round
-            // (a demo's ballots are not secret from its operator anyway).
+            // --demo, unless the flag is given, a district is published once
+            // it holds DEMO_MIX_BALLOTS_MIN ballots.
             if platform.demo
                 && matches.value_source("mix_ballots_min")
                     == Some(clap::parser::ValueSource::DefaultValue)
             {
-                args.mix_ballots_min = 1;
-                tracing::info!("--demo: voting rounds publish every ballot at once (--voting-mix-ballots-min 1)");
+                args.mix_ballots_min = DEMO_MIX_BALLOTS_MIN;
+                tracing::info!(
+                    ballots_min = DEMO_MIX_BALLOTS_MIN,
+                    "--demo: a district's ballots are published once its box holds this many"
+                );
+            }
+            if args.identity == Identity::Headers {
+                tracing::warn!(
+                    "--voting-identity headers: a vote is accepted for whichever voter the \
+                     voter-id and election-district-id headers name, with no token; only a \
+                     gateway in front that authenticates voters and sets these headers may reach \
+                     this server"
+                );
             }
             if args.mix_ballots_min < 1 {
                 anyhow::bail!("--voting-mix-ballots-min: 1 or more");
@@ -190,6 +205,7 @@ impl Service for Voting {
                         state.tally.clone(),
                         mixer::MixerConfig {
                             ballots_min: args.mix_ballots_min,
+                            keys: state.receipts.clone(),
                             interval: std::time::Duration::from_millis(args.mix_interval_ms.max(1)),
                         },
                     ));
@@ -357,8 +373,10 @@ pub struct VotingState {
     /// Live results streams per client key, at most `streams_per_client_max`.
     pub stream_clients: Arc<ClientCounts>,
     pub streams_per_client_max: usize,
-    /// Mints and checks receipt ids (= ballot ids).
-    pub receipts: receipt::ReceiptKey,
+    /// Mints receipts, tags them, seals the box.
+    pub receipts: Arc<receipt::ReceiptKey>,
+    /// `--voting-mix-ballots-min`.
+    pub mix_ballots_min: i64,
     /// The seed generation the catalog was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
 }
@@ -368,6 +386,25 @@ impl ServiceState for VotingState {}
 impl VotingState {
     pub async fn new(platform: &Platform, args: &VotingArgs) -> anyhow::Result<VotingState> {
         let generation = platform.store.meta_get(seed::SEED_GENERATION_KEY).await?;
+        let receipts = Arc::new(receipt::ReceiptKey::new(&platform.voting_receipt_key));
+        let stored = platform
+            .store
+            .meta_set_once("voting_receipt_key_fingerprint", receipts.fingerprint())
+            .await?;
+        if stored != receipts.fingerprint() {
+            anyhow::bail!(
+                "the voting receipts and ballot box of this store were keyed with another key \
+                 than this node's; start with the data directory (its voting-receipt.key) or the \
+                 THRONG_VOTING_RECEIPT_KEY that this store was created with"
+            );
+        }
+        let adopted = store::adopt_legacy(&platform.store, &receipts).await?;
+        if adopted > 0 {
+            tracing::info!(
+                ballots = adopted,
+                "sealed the ballot box under receipt tags"
+            );
+        }
         let catalog = Catalog::load(&platform.store).await?;
         Ok(VotingState {
             store: platform.store.clone(),
@@ -380,7 +417,8 @@ impl VotingState {
             streams_max: args.streams_max,
             stream_clients: Arc::default(),
             streams_per_client_max: args.streams_per_client_max,
-            receipts: receipt::ReceiptKey::load_or_create(&platform.store).await?,
+            receipts,
+            mix_ballots_min: args.mix_ballots_min,
             loaded_generation: generation,
         })
     }

@@ -1,80 +1,103 @@
-//! Receipt ids: what a voter gets for a cast ballot, and the ballot's id.
+//! Receipts: what a voter gets for a cast ballot, and the seal of the box.
 //!
-//! 16 bytes, printed as a UUID: the district's index in its election (2
-//! bytes, big-endian), 6 random bytes, and 8 bytes of HMAC-SHA256 over the
-//! election id and those 8 bytes, keyed by a secret the nodes share
-//! (`meta.voting_receipt_key`, made once per store). A receipt is checked by
-//! its MAC, so a published ballot needs no index by id: on SQLite the
-//! published ballots and the marks are appended (no random page written per
-//! ballot), and a receipt is found either in the small box (not counted
-//! yet) or, MAC-valid and gone from the box, in a published round.
+//! A receipt is 16 random bytes, printed as a UUID. The server never stores
+//! it: what it stores is the receipt's tag, HMAC-SHA256 over the election id
+//! and the receipt (first 16 bytes), keyed by a secret kept outside the
+//! database (`voting-receipt.key` in the data directory, or
+//! `THRONG_VOTING_RECEIPT_KEY`; nodes sharing a store share it). While the
+//! ballot waits, the tag keys its box row; a round moves the tag into
+//! `voting_receipts_counted`, which holds tags only (no ballot, no district),
+//! and publishes the ballot without it. So a receipt answers "received" or
+//! "counted" and nothing more, and a copy of the database, the event log or
+//! the log cannot turn a receipt into a choice.
 //!
-//! The random part is 48 bits per district: two ballots of one district in
-//! one election share it with a chance of ~n²/2^49 (5e-6 for 50,000 voters);
-//! they would then share a receipt, never a count (ballots are rows, not
-//! keys).
+//! The box row's choice is sealed (AES-256-GCM, a key derived from the same
+//! secret, the row's election, district and tag as associated data): a
+//! database copy or a WAL frame taken while ballots wait shows which rows
+//! exist, not what they hold.
 
 use hmac::{Hmac, Mac};
 use rand::RngCore;
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
-use crate::store::{Store, StoreError};
+use crate::platform::crypto::PiiCipher;
 
-const META_KEY: &str = "voting_receipt_key";
+/// Bytes of a receipt and of its stored tag.
+pub const RECEIPT_BYTES: usize = 16;
 
-#[derive(Clone)]
-pub struct ReceiptKey([u8; 32]);
+pub struct ReceiptKey {
+    tag_key: [u8; 32],
+    seal: PiiCipher,
+    fingerprint: String,
+}
+
+fn derive(secret: &[u8; 32], purpose: &[u8]) -> [u8; 32] {
+    let mut m = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
+    m.update(purpose);
+    m.finalize().into_bytes().into()
+}
 
 impl ReceiptKey {
-    /// The store's key, made on first use (every node reads the same one).
-    pub async fn load_or_create(store: &Store) -> Result<ReceiptKey, StoreError> {
-        let mut fresh = [0u8; 32];
-        rand::thread_rng().fill_bytes(&mut fresh);
-        let stored = store.meta_set_once(META_KEY, &hex::encode(fresh)).await?;
-        let bytes = hex::decode(stored.trim())
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .ok_or_else(|| StoreError::Internal(format!("meta.{META_KEY} is not 32 hex bytes")))?;
-        Ok(ReceiptKey(bytes))
-    }
-
-    #[cfg(test)]
-    pub fn for_tests(bytes: [u8; 32]) -> ReceiptKey {
-        ReceiptKey(bytes)
-    }
-
-    fn mac(&self, election_id: i64, head: &[u8; 8]) -> [u8; 8] {
-        let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
-        m.update(&election_id.to_be_bytes());
-        m.update(head);
-        let tag = m.finalize().into_bytes();
-        tag[..8].try_into().expect("a SHA-256 tag has 32 bytes")
-    }
-
-    /// A new receipt (= ballot id) for a ballot of the district at
-    /// `district_index` in the election's list.
-    pub fn mint(&self, election_id: i64, district_index: u16) -> [u8; 16] {
-        let mut head = [0u8; 8];
-        head[..2].copy_from_slice(&district_index.to_be_bytes());
-        rand::thread_rng().fill_bytes(&mut head[2..]);
-        let mut id = [0u8; 16];
-        id[..8].copy_from_slice(&head);
-        id[8..].copy_from_slice(&self.mac(election_id, &head));
-        id
-    }
-
-    /// The district index of a receipt this store minted for `election_id`;
-    /// `None` for any other 16 bytes.
-    pub fn verify(&self, election_id: i64, id: &[u8; 16]) -> Option<u16> {
-        let head: [u8; 8] = id[..8].try_into().expect("16 bytes");
-        let want = self.mac(election_id, &head);
-        // Constant time: a receipt's MAC is a secret until it is right.
-        use subtle::ConstantTimeEq;
-        if bool::from(want.ct_eq(&id[8..])) {
-            Some(u16::from_be_bytes([id[0], id[1]]))
-        } else {
-            None
+    pub fn new(secret: &[u8; 32]) -> ReceiptKey {
+        let mut h = Sha256::new();
+        h.update(b"throng voting receipt key fingerprint v1");
+        h.update(secret);
+        ReceiptKey {
+            tag_key: derive(secret, b"throng voting receipt tag v1"),
+            seal: PiiCipher::new(&derive(secret, b"throng voting ballot box seal v1")),
+            fingerprint: hex::encode(&h.finalize()[..16]),
         }
+    }
+
+    /// A one-way fingerprint of the key, kept in `meta` so that a node
+    /// started with another key refuses to start (its receipts would be
+    /// unknown and the box unreadable).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// A new receipt.
+    pub fn mint(&self) -> [u8; RECEIPT_BYTES] {
+        let mut r = [0u8; RECEIPT_BYTES];
+        rand::thread_rng().fill_bytes(&mut r);
+        r
+    }
+
+    /// What is stored for a receipt of `election_id`.
+    pub fn tag(&self, election_id: i64, receipt: &[u8; RECEIPT_BYTES]) -> [u8; RECEIPT_BYTES] {
+        let mut m = Hmac::<Sha256>::new_from_slice(&self.tag_key).expect("any key length");
+        m.update(&election_id.to_be_bytes());
+        m.update(receipt);
+        let t = m.finalize().into_bytes();
+        t[..RECEIPT_BYTES]
+            .try_into()
+            .expect("a SHA-256 tag has 32 bytes")
+    }
+
+    fn row(election_id: i64, district_id: i64, tag: &[u8]) -> String {
+        format!(
+            "voting box {election_id} {district_id} {}",
+            hex::encode(tag)
+        )
+    }
+
+    /// Seals a ballot's choice for its box row.
+    pub fn seal(&self, election_id: i64, district_id: i64, tag: &[u8], choice: &[u8]) -> Vec<u8> {
+        self.seal
+            .seal(&Self::row(election_id, district_id, tag), choice)
+    }
+
+    /// Opens a box row's choice; `None` when the row was sealed by another
+    /// key, altered or moved.
+    pub fn open(
+        &self,
+        election_id: i64,
+        district_id: i64,
+        tag: &[u8],
+        sealed: &[u8],
+    ) -> Option<Vec<u8>> {
+        self.seal
+            .open(&Self::row(election_id, district_id, tag), sealed)
     }
 }
 
@@ -83,21 +106,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_minted_receipt_verifies_and_names_its_district() {
-        let k = ReceiptKey::for_tests([7; 32]);
-        let id = k.mint(1, 42);
-        assert_eq!(k.verify(1, &id), Some(42));
-        assert_eq!(k.verify(2, &id), None, "another election");
-        assert_eq!(
-            ReceiptKey::for_tests([8; 32]).verify(1, &id),
-            None,
+    fn tags_depend_on_key_election_and_receipt() {
+        let k = ReceiptKey::new(&[7; 32]);
+        let r = k.mint();
+        assert_eq!(k.tag(1, &r), k.tag(1, &r));
+        assert_ne!(k.tag(1, &r), k.tag(2, &r), "another election");
+        assert_ne!(
+            k.tag(1, &r),
+            ReceiptKey::new(&[8; 32]).tag(1, &r),
             "another key"
         );
-        for i in 0..16 {
-            let mut bent = id;
-            bent[i] ^= 1;
-            assert_eq!(k.verify(1, &bent), None, "byte {i} altered");
-        }
-        assert_ne!(k.mint(1, 42), id, "random");
+        assert_ne!(&k.tag(1, &r)[..], &r[..], "not the receipt");
+        assert_ne!(k.mint(), r, "random");
+    }
+
+    #[test]
+    fn a_sealed_choice_opens_only_in_its_row_with_its_key() {
+        let k = ReceiptKey::new(&[7; 32]);
+        let tag = k.tag(1, &k.mint());
+        let sealed = k.seal(1, 3, &tag, b"2|[5,6]");
+        assert!(!sealed.windows(7).any(|w| w == b"2|[5,6]"));
+        assert_eq!(
+            k.open(1, 3, &tag, &sealed).as_deref(),
+            Some(&b"2|[5,6]"[..])
+        );
+        assert_eq!(k.open(1, 4, &tag, &sealed), None, "another district");
+        assert_eq!(ReceiptKey::new(&[8; 32]).open(1, 3, &tag, &sealed), None);
     }
 }

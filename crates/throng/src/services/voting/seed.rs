@@ -192,7 +192,7 @@ const ELECTION_TABLES: &[(&str, &str)] = &[
     ("voting_rounds", "election_id"),
     ("voting_ballots", "election_id"),
     ("voting_ballot_box", "election_id"),
-    ("voting_marks_pending", "election_id"),
+    ("voting_receipts_counted", "election_id"),
     ("voting_marks", "election_id"),
     ("voting_voters", "election_id"),
     ("voting_candidates", "election_id"),
@@ -352,11 +352,7 @@ async fn seed_pg(
         .get(0);
     refuse_reseed(exists > 0, args)?;
     let tx = client.transaction().await?;
-    // PostgreSQL records marks directly (no pending table).
-    for (table, column) in ELECTION_TABLES
-        .iter()
-        .filter(|t| t.0 != "voting_marks_pending")
-    {
+    for (table, column) in ELECTION_TABLES {
         tx.execute(&format!("DELETE FROM {table} WHERE {column} = $1"), &[&e])
             .await?;
     }
@@ -493,7 +489,55 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    let report = seed(store, &demo_args(), false).await?;
+    let args = demo_args();
+    let report = seed(store, &args, false).await?;
+    seed_demo_ballots(store, args.election).await?;
     tracing::info!(voters = report.voters, "seeded the voting demo election");
+    Ok(())
+}
+
+/// Ballots the demo election starts with, per district, already published
+/// (so its results page is not empty): several rounds' worth of the demo's
+/// mix minimum.
+pub const DEMO_BALLOTS_PER_DISTRICT: usize = 4 * super::DEMO_MIX_BALLOTS_MIN as usize;
+
+/// Publishes [`DEMO_BALLOTS_PER_DISTRICT`] ballots of the first voters of
+/// each district, spread over the parties and their first candidates.
+async fn seed_demo_ballots(store: &Store, election_id: i64) -> anyhow::Result<()> {
+    let rows = super::store::election_rows(store).await?;
+    let Some(e) = rows
+        .assemble(&Default::default())
+        .into_iter()
+        .find(|e| e.id == election_id)
+    else {
+        return Ok(());
+    };
+    let mut ids: Vec<i64> = e.districts.iter().map(|d| d.id).collect();
+    ids.sort_unstable();
+    let roll = super::store::load_roll(store, election_id, ids.clone()).await?;
+    let mut ballots = Vec::new();
+    for (i, d) in e.districts.iter().enumerate() {
+        let Some(di) = ids.iter().position(|x| *x == d.id) else {
+            continue;
+        };
+        let voters = roll.not_voted_in(di, 0, DEMO_BALLOTS_PER_DISTRICT);
+        for (n, voter) in voters.into_iter().enumerate() {
+            let lists = &d.lists;
+            if lists.is_empty() {
+                break;
+            }
+            // A lead for the first party, then the others (reads as a race).
+            let list = &lists[(n * n + i) % lists.len()];
+            let picks: Vec<i64> = list
+                .candidates
+                .iter()
+                .skip(n % 2)
+                .take(1 + n % 2)
+                .map(|c| c.id)
+                .collect();
+            ballots.push((voter, d.id, list.party_id, serde_json::to_string(&picks)?));
+        }
+    }
+    super::store::seed_published(store, election_id, ballots).await?;
     Ok(())
 }

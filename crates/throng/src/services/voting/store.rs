@@ -1,22 +1,22 @@
 //! Voting SQL for both dialects, side by side.
 //!
-//! A vote is one write: the voter's mark and the ballot in the ballot box
-//! (random 128-bit key, no voter). On PostgreSQL the mark's primary key
-//! decides one vote per voter across nodes (`INSERT .. ON CONFLICT DO
-//! NOTHING`, the box insert fed by its `RETURNING`); on SQLite the roll's
-//! voted bit decides in the writer and the mark is appended to a pending
-//! table. Ballots leave the box only in the mixer's rounds
-//! ([`publish_round`]), which is what keeps them apart from the roll.
+//! A vote is one write: the voter's mark (keyed by voter) and the ballot in
+//! the ballot box (keyed by its receipt's tag, the choice sealed; no voter).
+//! On PostgreSQL the mark's primary key decides one vote per voter across
+//! nodes (`INSERT .. ON CONFLICT DO NOTHING`, the box insert fed by its
+//! `RETURNING`); on SQLite the roll's voted bit decides in the writer.
+//! Ballots leave the box only in the mixer's rounds ([`publish_round`]), a
+//! district at a time once it holds the mix minimum, which is what keeps
+//! them apart from the roll.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use rusqlite::OptionalExtension;
 use tokio_postgres::types::ToSql;
 
-use super::model::{ballot_stream, ElectionRows, Vote, EVENT_BALLOT_CAST};
+use super::model::{ballot_stream, ElectionRows, EVENT_BALLOT_CAST};
+use super::receipt::{ReceiptKey, RECEIPT_BYTES};
 use super::roll::Roll;
 use crate::store::{eventlog, NewEvent, Store, StoreError};
 
@@ -27,21 +27,23 @@ pub enum VoteOutcome {
     AlreadyVoted,
 }
 
-/// A ballot for the box.
+/// A ballot for the box: its receipt's tag and its sealed choice.
 #[derive(Clone, Debug)]
 pub struct BoxedBallot {
-    pub ballot_id: [u8; 16],
-    pub vote: Vote,
-    pub candidates_json: String,
+    pub election_id: i64,
+    pub district_id: i64,
+    pub tag: [u8; RECEIPT_BYTES],
+    pub sealed: Vec<u8>,
 }
 
 /// Where a receipt's ballot is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiptState {
     /// In the box, not yet published.
-    Boxed { district_id: i64 },
-    /// Published at this event position.
-    Published { district_id: i64, position: i64 },
+    Boxed,
+    /// Published by a round no later than the one ending at this event
+    /// position.
+    Published { position: i64 },
 }
 
 // ---------------------------------------------------------------- loading
@@ -212,15 +214,12 @@ pub async fn mark_voted(
         Store::Sqlite(s) => {
             s.write(move |c| {
                 let mut n = 0;
-                for table in ["voting_marks", "voting_marks_pending"] {
-                    let mut stmt = c.prepare(&format!(
-                        "SELECT voter_id FROM {table} WHERE election_id = ?1"
-                    ))?;
-                    let mut rows = stmt.query([election_id])?;
-                    while let Some(r) = rows.next()? {
-                        roll.test_and_set(r.get(0)?);
-                        n += 1;
-                    }
+                let mut stmt =
+                    c.prepare("SELECT voter_id FROM voting_marks WHERE election_id = ?1")?;
+                let mut rows = stmt.query([election_id])?;
+                while let Some(r) = rows.next()? {
+                    roll.test_and_set(r.get(0)?);
+                    n += 1;
                 }
                 Ok(n)
             })
@@ -247,8 +246,8 @@ pub async fn mark_voted(
 
 // ---------------------------------------------------------------- voting
 
-/// Records that `voter_id` voted and puts the ballot into the box, in one
-/// transaction; nothing joins the two rows but that transaction.
+/// Records that `voter_id` voted and puts the sealed ballot into the box, in
+/// one transaction; nothing joins the two rows but that transaction.
 pub async fn cast(
     store: &Store,
     roll: &Arc<Roll>,
@@ -288,8 +287,8 @@ pub async fn cast(
                                     INSERT INTO voting_marks (election_id, voter_id) VALUES ($1, $2)
                                     ON CONFLICT DO NOTHING RETURNING voter_id)
                                  INSERT INTO voting_ballot_box
-                                    (ballot_id, election_id, district_id, party_id, candidate_ids)
-                                 SELECT $3, $1, $4, $5, $6 FROM m",
+                                    (receipt_tag, election_id, district_id, sealed)
+                                 SELECT $3, $1, $4, $5 FROM m",
                             )
                             .await?;
                         let n = tx
@@ -297,12 +296,11 @@ pub async fn cast(
                             .execute(
                                 &stmt,
                                 &[
-                                    &b.vote.election_id,
+                                    &b.election_id,
                                     &voter_id,
-                                    &&b.ballot_id[..],
-                                    &b.vote.district_id,
-                                    &b.vote.party_id,
-                                    &b.candidates_json,
+                                    &&b.tag[..],
+                                    &b.district_id,
+                                    &b.sealed,
                                 ],
                             )
                             .await?;
@@ -333,22 +331,18 @@ fn sqlite_cast(
     }
     took.store(true, Ordering::Release);
     let written = (|| -> Result<(), StoreError> {
-        // Appended (rowid order is arrival order until the next round moves
-        // the marks, sorted by voter, into `voting_marks`).
+        // Both keyed (no rowid): neither table's order is arrival order.
+        c.prepare_cached("INSERT INTO voting_marks (election_id, voter_id) VALUES (?1, ?2)")?
+            .execute([b.election_id, voter_id])?;
         c.prepare_cached(
-            "INSERT INTO voting_marks_pending (election_id, voter_id) VALUES (?1, ?2)",
-        )?
-        .execute([b.vote.election_id, voter_id])?;
-        c.prepare_cached(
-            "INSERT INTO voting_ballot_box (ballot_id, election_id, district_id, party_id, candidate_ids)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO voting_ballot_box (election_id, district_id, receipt_tag, sealed)
+             VALUES (?1, ?2, ?3, ?4)",
         )?
         .execute(rusqlite::params![
-            &b.ballot_id[..],
-            b.vote.election_id,
-            b.vote.district_id,
-            b.vote.party_id,
-            b.candidates_json
+            b.election_id,
+            b.district_id,
+            &b.tag[..],
+            b.sealed
         ])?;
         Ok(())
     })();
@@ -360,112 +354,225 @@ fn sqlite_cast(
     Ok(VoteOutcome::Cast)
 }
 
-/// Where the ballot with this (MAC-checked) id is, if it exists in
-/// `election_id`; `district_id` is the one its receipt names.
-///
-/// SQLite keeps no index of ballots by id (published ballots are appended,
-/// see `sqlite_round`): a ballot still in the box (a few thousand rows at
-/// most, scanned) is not counted yet; one gone from the box was published
-/// by a round, at the latest at the election's last round's last position.
-/// PostgreSQL looks the id up in the box and the published ballots.
+/// Where the ballot of the receipt with this tag is, if it exists in
+/// `election_id`: in the box, or published (its tag in
+/// `voting_receipts_counted`) by a round no later than the election's last,
+/// whose last event position is given.
 pub async fn receipt(
     store: &Store,
     election_id: i64,
-    district_id: i64,
-    ballot_id: [u8; 16],
+    tag: [u8; RECEIPT_BYTES],
 ) -> Result<Option<ReceiptState>, StoreError> {
-    let found: Option<(i64, i64, Option<i64>)> = match store {
+    // The box: scanned on SQLite (keyed by district first; it holds the
+    // ballots of rounds not yet due), a key lookup on PostgreSQL.
+    const BOXED: &str =
+        "SELECT COUNT(*) FROM voting_ballot_box WHERE election_id = ?1 AND receipt_tag = ?2";
+    const COUNTED: &str = "SELECT COUNT(*) FROM voting_receipts_counted
+                           WHERE election_id = ?1 AND receipt_tag = ?2";
+    const LAST: &str =
+        "SELECT COALESCE(MAX(last_position), 0) FROM voting_rounds WHERE election_id = ?1";
+    let (boxed, counted, last): (i64, i64, i64) = match store {
         Store::Sqlite(s) => {
             s.read(move |c| {
-                let boxed = c
-                    .prepare_cached(
-                        "SELECT election_id, district_id FROM voting_ballot_box WHERE ballot_id = ?1",
-                    )?
-                    .query_row([&ballot_id[..]], |r| Ok((r.get(0)?, r.get(1)?, None)))
-                    .optional()?;
-                if boxed.is_some() {
-                    return Ok(boxed);
-                }
-                let last: Option<i64> = c
-                    .prepare_cached(
-                        "SELECT last_position FROM voting_rounds WHERE election_id = ?1
-                         ORDER BY round DESC LIMIT 1",
-                    )?
-                    .query_row([election_id], |r| r.get(0))
-                    .optional()?;
-                Ok(last.map(|position| (election_id, district_id, Some(position))))
+                let q = |sql: &str| -> Result<i64, StoreError> {
+                    Ok(c.prepare_cached(sql)?
+                        .query_row(rusqlite::params![election_id, &tag[..]], |r| r.get(0))?)
+                };
+                let last: i64 = c
+                    .prepare_cached(LAST)?
+                    .query_row([election_id], |r| r.get(0))?;
+                Ok((q(BOXED)?, q(COUNTED)?, last))
             })
             .await?
         }
         Store::Postgres(p) => {
             let client = p.client().await?;
+            let pg = |s: &str| s.replace("?1", "$1").replace("?2", "$2");
             let stmt = client
-                .prepare_cached(
-                    "SELECT election_id, district_id, position FROM voting_ballots WHERE ballot_id = $1
-                     UNION ALL
-                     SELECT election_id, district_id, NULL FROM voting_ballot_box WHERE ballot_id = $1",
-                )
+                .prepare_cached(&format!(
+                    "SELECT ({}), ({}), ({})",
+                    pg(BOXED),
+                    pg(COUNTED),
+                    pg(LAST).replace(
+                        "COALESCE(MAX(last_position), 0)",
+                        "COALESCE(MAX(last_position), 0)::BIGINT"
+                    )
+                ))
                 .await?;
-            let rows = client.query(&stmt, &[&&ballot_id[..]]).await?;
-            // A ballot moved by a round between the two halves shows up in
-            // both or (never) neither: published wins.
-            rows.iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2)))
-                .max_by_key(|x: &(i64, i64, Option<i64>)| x.2.is_some())
+            let r = client.query_one(&stmt, &[&election_id, &&tag[..]]).await?;
+            (r.get(0), r.get(1), r.get(2))
         }
     };
-    Ok(found
-        .filter(|f| f.0 == election_id)
-        .map(|(_, district_id, position)| match position {
-            Some(position) => ReceiptState::Published {
-                district_id,
-                position,
-            },
-            None => ReceiptState::Boxed { district_id },
-        }))
+    Ok(if counted > 0 {
+        Some(ReceiptState::Published { position: last })
+    } else if boxed > 0 {
+        Some(ReceiptState::Boxed)
+    } else {
+        None
+    })
 }
 
-/// Ballots in the box per (election, district).
-pub async fn box_counts(store: &Store) -> Result<HashMap<(i64, i64), i64>, StoreError> {
-    const SQL: &str = "SELECT election_id, district_id, COUNT(*) FROM voting_ballot_box
-                       GROUP BY election_id, district_id";
-    let rows: Vec<(i64, i64, i64)> = match store {
+/// Re-keys what the schema before receipt tags left (see the migration
+/// `0012_voting_secrecy.sql`): boxed ballots are sealed under their
+/// receipt's tag, published ballots' receipts become counted tags, and the
+/// old tables are dropped (their pages zeroed on SQLite).
+pub async fn adopt_legacy(store: &Store, keys: &Arc<ReceiptKey>) -> Result<usize, StoreError> {
+    const BOX: &str = "SELECT ballot_id, election_id, district_id, party_id, candidate_ids
+                       FROM voting_ballot_box_legacy";
+    const IDS: &str = "SELECT election_id, ballot_id FROM voting_receipts_legacy";
+    fn tag_of(keys: &ReceiptKey, e: i64, id: &[u8]) -> Option<[u8; RECEIPT_BYTES]> {
+        Some(keys.tag(e, &<[u8; RECEIPT_BYTES]>::try_from(id).ok()?))
+    }
+    match store {
         Store::Sqlite(s) => {
-            s.read(|c| {
-                Ok(c.prepare_cached(SQL)?
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<Result<_, _>>()?)
+            let keys = keys.clone();
+            s.write(move |c| {
+                let legacy: i64 = c.query_row(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE name = 'voting_ballot_box_legacy'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                if legacy == 0 {
+                    return Ok(0);
+                }
+                let rows: Vec<(Vec<u8>, i64, i64, i64, String)> = c
+                    .prepare(BOX)?
+                    .query_map([], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                for (id, e, d, p, cands) in &rows {
+                    let Some(tag) = tag_of(&keys, *e, id) else { continue };
+                    let sealed = keys.seal(*e, *d, &tag, choice(*p, cands).as_bytes());
+                    c.execute(
+                        "INSERT OR IGNORE INTO voting_ballot_box
+                            (election_id, district_id, receipt_tag, sealed) VALUES (?1, ?2, ?3, ?4)",
+                        rusqlite::params![e, d, &tag[..], sealed],
+                    )?;
+                }
+                let ids: Vec<(i64, Vec<u8>)> = c
+                    .prepare(IDS)?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?;
+                for (e, id) in &ids {
+                    let Some(tag) = tag_of(&keys, *e, id) else { continue };
+                    c.execute(
+                        "INSERT OR IGNORE INTO voting_receipts_counted (election_id, receipt_tag)
+                         VALUES (?1, ?2)",
+                        rusqlite::params![e, &tag[..]],
+                    )?;
+                }
+                c.execute_batch("PRAGMA secure_delete = ON")?;
+                let dropped = c.execute_batch(
+                    "DELETE FROM voting_ballot_box_legacy; DELETE FROM voting_receipts_legacy;
+                     DROP TABLE voting_ballot_box_legacy; DROP TABLE voting_receipts_legacy;",
+                );
+                c.execute_batch("PRAGMA secure_delete = OFF")?;
+                dropped?;
+                Ok(rows.len())
             })
-            .await?
+            .await
         }
         Store::Postgres(p) => {
-            let client = p.client().await?;
-            client
-                .query(SQL, &[])
+            let mut client = p.client().await?;
+            let legacy: bool = client
+                .query_one(
+                    "SELECT to_regclass('voting_ballot_box_legacy') IS NOT NULL",
+                    &[],
+                )
                 .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2)))
-                .collect()
+                .get(0);
+            if !legacy {
+                return Ok(0);
+            }
+            let tx = client.transaction().await?;
+            tx.batch_execute("LOCK TABLE voting_ballot_box_legacy IN ACCESS EXCLUSIVE MODE")
+                .await?;
+            let rows = tx.query(BOX, &[]).await?;
+            for r in &rows {
+                let (id, e, d, pa, cands): (Vec<u8>, i64, i64, i64, String) =
+                    (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+                let Some(tag) = tag_of(keys, e, &id) else {
+                    continue;
+                };
+                let sealed = keys.seal(e, d, &tag, choice(pa, &cands).as_bytes());
+                tx.execute(
+                    "INSERT INTO voting_ballot_box (receipt_tag, election_id, district_id, sealed)
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    &[&&tag[..], &e, &d, &sealed],
+                )
+                .await?;
+            }
+            for r in tx.query(IDS, &[]).await? {
+                let (e, id): (i64, Vec<u8>) = (r.get(0), r.get(1));
+                let Some(tag) = tag_of(keys, e, &id) else {
+                    continue;
+                };
+                tx.execute(
+                    "INSERT INTO voting_receipts_counted (election_id, receipt_tag) VALUES ($1, $2)
+                     ON CONFLICT DO NOTHING",
+                    &[&e, &&tag[..]],
+                )
+                .await?;
+            }
+            tx.batch_execute(
+                "DROP TABLE voting_ballot_box_legacy; DROP TABLE voting_receipts_legacy",
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(rows.len())
         }
-    };
-    Ok(rows.into_iter().map(|(e, d, n)| ((e, d), n)).collect())
+    }
 }
 
 // ---------------------------------------------------------------- rounds
 
-/// One ballot taken out of the box.
+/// A ballot's choice as sealed in the box: `party|[candidates]`.
+pub fn choice(party_id: i64, candidates_json: &str) -> String {
+    format!("{party_id}|{candidates_json}")
+}
+
+/// One ballot taken out of the box and opened.
 struct Boxed {
-    ballot_id: Vec<u8>,
+    tag: Vec<u8>,
     district_id: i64,
     party_id: i64,
     candidates_json: String,
 }
 
+impl Boxed {
+    fn open(
+        keys: &ReceiptKey,
+        election_id: i64,
+        district_id: i64,
+        tag: Vec<u8>,
+        sealed: &[u8],
+    ) -> Result<Boxed, StoreError> {
+        let unreadable = || {
+            StoreError::Internal(format!(
+                "a ballot in the box of election {election_id} does not open with this node's \
+                 voting receipt key"
+            ))
+        };
+        let plain = keys
+            .open(election_id, district_id, &tag, sealed)
+            .ok_or_else(unreadable)?;
+        let text = String::from_utf8(plain).map_err(|_| unreadable())?;
+        let (party, candidates) = text.split_once('|').ok_or_else(unreadable)?;
+        Ok(Boxed {
+            party_id: party.parse().map_err(|_| unreadable())?,
+            candidates_json: candidates.to_string(),
+            tag,
+            district_id,
+        })
+    }
+}
+
 fn ballot_event(election_id: i64, round: i64, b: &Boxed) -> NewEvent {
-    let id = uuid::Uuid::from_slice(&b.ballot_id).unwrap_or_default();
-    // `candidates_json` is this service's own array of integers.
+    // `candidates_json` is this service's own array of integers. No
+    // receipt-derived value: a published ballot links to no receipt.
     let payload = format!(
-        r#"{{"electionId":{election_id},"districtId":{},"partyId":{},"candidateIds":{},"ballotId":"{id}","round":{round}}}"#,
+        r#"{{"electionId":{election_id},"districtId":{},"partyId":{},"candidateIds":{},"round":{round}}}"#,
         b.district_id, b.party_id, b.candidates_json
     );
     NewEvent::json_bytes(
@@ -478,45 +585,77 @@ fn ballot_event(election_id: i64, round: i64, b: &Boxed) -> NewEvent {
 /// What one round did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Round {
-    /// Ballots published (0: none, or fewer than `min` in the box).
+    /// Ballots published (0: no district's box held `min`).
     pub published: usize,
-    /// The box held more than one round may take (PostgreSQL,
+    /// Districts published.
+    pub districts: usize,
+    /// More districts were due than one round may take (PostgreSQL,
     /// [`PG_ROUND_BALLOTS_MAX`]): the next round should run at once.
     pub more_waiting: bool,
 }
 
-/// Publishes the election's whole ballot box as one round (on PostgreSQL at
-/// most [`PG_ROUND_BALLOTS_MAX`] of it), if it holds at
-/// least `min` ballots: in one transaction, every ballot moves (in the
-/// order of its random id) to `voting_ballots` with one `BallotCast` event
-/// each, and the box is emptied; on SQLite the round's pending marks move
-/// to `voting_marks` in voter order and the deleted rows are overwritten
-/// (`secure_delete`).
-pub async fn publish_round(store: &Store, election_id: i64, min: i64) -> Result<Round, StoreError> {
+/// Publishes, as one round, every district of the election whose box holds
+/// at least `min` ballots (on PostgreSQL whole districts up to
+/// [`PG_ROUND_BALLOTS_MAX`] ballots): in one transaction, their ballots move
+/// (opened, in the order of their random tags) to `voting_ballots` with one
+/// `BallotCast` event each, their tags to `voting_receipts_counted`, and
+/// their box rows are deleted (zeroed on SQLite: `secure_delete`). A
+/// district with fewer than `min` stays in the box: nothing about it moves.
+pub async fn publish_round(
+    store: &Store,
+    keys: &Arc<ReceiptKey>,
+    election_id: i64,
+    min: i64,
+) -> Result<Round, StoreError> {
+    // Which districts are due, read apart from the writer (counts only grow
+    // between this read and the round: the mixer alone takes ballots out).
+    const DUE: &str = "SELECT district_id, COUNT(*) FROM voting_ballot_box WHERE election_id = ?1
+                       GROUP BY district_id HAVING COUNT(*) >= ?2 ORDER BY district_id";
     match store {
         Store::Sqlite(s) => {
-            // Counted on a reader first: a box below `min` (an idle election)
-            // costs no write transaction, so an idle server does not commit
-            // every interval.
-            let boxed: i64 = s
+            let due: Vec<i64> = s
                 .read(move |c| {
-                    Ok(c.prepare_cached(
-                        "SELECT COUNT(*) FROM voting_ballot_box WHERE election_id = ?1",
-                    )?
-                    .query_row([election_id], |r| r.get(0))?)
+                    Ok(c.prepare_cached(DUE)?
+                        .query_map([election_id, min], |r| r.get(0))?
+                        .collect::<Result<_, _>>()?)
                 })
                 .await?;
-            if boxed == 0 || boxed < min {
+            if due.is_empty() {
                 return Ok(Round::default());
             }
-            let published = s.write(move |c| sqlite_round(c, election_id, min)).await?;
-            Ok(Round {
-                published,
-                more_waiting: false,
-            })
+            let keys = keys.clone();
+            let published = s
+                .write(move |c| sqlite_round(c, &keys, election_id, &due))
+                .await?;
+            Ok(published)
         }
         Store::Postgres(p) => {
-            let round = pg_round(p, election_id, min).await?;
+            let client = p.client().await?;
+            let stmt = client
+                .prepare_cached(&DUE.replace("?1", "$1").replace("?2", "$2"))
+                .await?;
+            let due: Vec<(i64, i64)> = client
+                .query(&stmt, &[&election_id, &min])
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            drop(client);
+            if due.is_empty() {
+                return Ok(Round::default());
+            }
+            // Whole districts, up to a round's size (at least one).
+            let mut take = Vec::new();
+            let mut n = 0;
+            for (d, count) in &due {
+                if !take.is_empty() && n + count > PG_ROUND_BALLOTS_MAX {
+                    break;
+                }
+                take.push(*d);
+                n += count;
+            }
+            let mut round = pg_round(p, keys, election_id, &take).await?;
+            round.more_waiting = take.len() < due.len();
             if round.published > 0 {
                 // Dead box rows keep their data (and the xmin of the vote's
                 // transaction, shared with its mark) until vacuumed.
@@ -530,85 +669,109 @@ pub async fn publish_round(store: &Store, election_id: i64, min: i64) -> Result<
     }
 }
 
-fn sqlite_round(c: &rusqlite::Connection, election_id: i64, min: i64) -> Result<usize, StoreError> {
-    let boxed: Vec<Boxed> = c
-        .prepare_cached(
-            "SELECT ballot_id, district_id, party_id, candidate_ids FROM voting_ballot_box
-             WHERE election_id = ?1 ORDER BY ballot_id",
-        )?
-        .query_map([election_id], |r| {
-            Ok(Boxed {
-                ballot_id: r.get(0)?,
-                district_id: r.get(1)?,
-                party_id: r.get(2)?,
-                candidates_json: r.get(3)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    if boxed.is_empty() || (boxed.len() as i64) < min {
-        return Ok(0);
+fn sqlite_round(
+    c: &rusqlite::Connection,
+    keys: &ReceiptKey,
+    election_id: i64,
+    due: &[i64],
+) -> Result<Round, StoreError> {
+    let mut boxed: Vec<Boxed> = Vec::new();
+    {
+        let mut select = c.prepare_cached(
+            "SELECT receipt_tag, sealed FROM voting_ballot_box
+             WHERE election_id = ?1 AND district_id = ?2",
+        )?;
+        for &d in due {
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = select
+                .query_map([election_id, d], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            for (tag, sealed) in rows {
+                boxed.push(Boxed::open(keys, election_id, d, tag, &sealed)?);
+            }
+        }
     }
+    if boxed.is_empty() {
+        return Ok(Round::default());
+    }
+    boxed.sort_by(|a, b| a.tag.cmp(&b.tag));
     c.execute_batch("PRAGMA secure_delete = ON")?;
     let moved = (|| -> Result<(), StoreError> {
-        let round: i64 = c.query_row(
-            "SELECT COALESCE(MAX(round), 0) + 1 FROM voting_rounds WHERE election_id = ?1",
-            [election_id],
-            |r| r.get(0),
+        sqlite_publish(c, election_id, &boxed, true)?;
+        let mut delete = c.prepare_cached(
+            "DELETE FROM voting_ballot_box WHERE election_id = ?1 AND district_id = ?2",
         )?;
-        let mut insert = c.prepare_cached(
-            "INSERT INTO voting_ballots
-                (ballot_id, election_id, district_id, party_id, candidate_ids, round, position)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?;
-        let mut last_position = 0;
-        for b in &boxed {
-            let position = eventlog::sqlite_append(c, &ballot_event(election_id, round, b))?;
-            last_position = position;
-            insert.execute(rusqlite::params![
-                b.ballot_id,
-                election_id,
-                b.district_id,
-                b.party_id,
-                b.candidates_json,
-                round,
-                position
-            ])?;
+        for &d in due {
+            delete.execute([election_id, d])?;
         }
-        c.prepare_cached(
-            "INSERT INTO voting_marks (election_id, voter_id)
-             SELECT election_id, voter_id FROM voting_marks_pending WHERE election_id = ?1
-             ORDER BY voter_id",
-        )?
-        .execute([election_id])?;
-        c.prepare_cached("DELETE FROM voting_marks_pending WHERE election_id = ?1")?
-            .execute([election_id])?;
-        c.prepare_cached("DELETE FROM voting_ballot_box WHERE election_id = ?1")?
-            .execute([election_id])?;
-        c.prepare_cached(
-            "INSERT INTO voting_rounds (election_id, round, ballots, published_at_ms, last_position)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute([
-            election_id,
-            round,
-            boxed.len() as i64,
-            crate::base::clock::now_ms(),
-            last_position,
-        ])?;
         Ok(())
     })();
     c.execute_batch("PRAGMA secure_delete = OFF")?;
-    moved.map(|_| boxed.len())
+    moved.map(|_| Round {
+        published: boxed.len(),
+        districts: due.len(),
+        more_waiting: false,
+    })
 }
 
-/// Ballots one PostgreSQL round publishes at most. A fuller box is
+/// Appends `boxed` as the election's next round: ballots, events, the
+/// round's row and (`counted`) their tags.
+fn sqlite_publish(
+    c: &rusqlite::Connection,
+    election_id: i64,
+    boxed: &[Boxed],
+    counted_tags: bool,
+) -> Result<(), StoreError> {
+    let round: i64 = c.query_row(
+        "SELECT COALESCE(MAX(round), 0) + 1 FROM voting_rounds WHERE election_id = ?1",
+        [election_id],
+        |r| r.get(0),
+    )?;
+    let mut insert = c.prepare_cached(
+        "INSERT INTO voting_ballots
+                (election_id, district_id, party_id, candidate_ids, round, position)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut counted = c.prepare_cached(
+        "INSERT OR IGNORE INTO voting_receipts_counted (election_id, receipt_tag) VALUES (?1, ?2)",
+    )?;
+    let mut last_position = 0;
+    for b in boxed {
+        let position = eventlog::sqlite_append(c, &ballot_event(election_id, round, b))?;
+        last_position = position;
+        insert.execute(rusqlite::params![
+            election_id,
+            b.district_id,
+            b.party_id,
+            b.candidates_json,
+            round,
+            position
+        ])?;
+        if counted_tags {
+            counted.execute(rusqlite::params![election_id, b.tag])?;
+        }
+    }
+    c.prepare_cached(
+        "INSERT INTO voting_rounds (election_id, round, ballots, published_at_ms, last_position)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute([
+        election_id,
+        round,
+        boxed.len() as i64,
+        crate::base::clock::now_ms(),
+        last_position,
+    ])?;
+    Ok(())
+}
+
+/// Ballots one PostgreSQL round publishes at most (whole districts; one
+/// district fuller than this is published whole). A fuller box is
 /// published over several rounds, one after the other (`mixer.rs`), each
-/// holding ~1 KB a ballot in memory. Each round's ballots are the box's
-/// lowest ballot ids, which are random: a round is a random sample of the
-/// box. Unbounded, one round of 133,856 ballots took the server from 75 to
-/// 179 MiB; the server's peak under `throng bench voting --store
-/// postgres://... --only "fresh voter"` was 72-82 MiB at 10,000, 61-66 at
-/// 5,000 and 50-53 at 2,000, the mixer keeping up at each (BENCHMARKS.md).
+/// holding ~1 KB a ballot in memory. Unbounded, one round of 133,856
+/// ballots took the server from 75 to 179 MiB; the server's peak under
+/// `throng bench voting --store postgres://... --only "fresh voter"` was
+/// 72-82 MiB at 10,000, 61-66 at 5,000 and 50-53 at 2,000, the mixer keeping
+/// up at each (BENCHMARKS.md).
 pub const PG_ROUND_BALLOTS_MAX: i64 = 2_000;
 
 /// A PostgreSQL round runs in a transaction of its own, never in the
@@ -617,60 +780,47 @@ pub const PG_ROUND_BALLOTS_MAX: i64 = 2_000;
 /// Positions follow the store's protocol (`store/postgres.rs`).
 async fn pg_round(
     p: &crate::store::postgres::PgStore,
+    keys: &ReceiptKey,
     election_id: i64,
-    min: i64,
+    districts: &[i64],
 ) -> Result<Round, StoreError> {
     let mut client = p.client().await?;
-    let take = PG_ROUND_BALLOTS_MAX.max(min);
-    // Counted up to one more than a round takes: all a round needs to know
-    // (enough for `min`? more waiting?), without reading a box that fell
-    // far behind a crowd whole on every round.
-    let count = client
-        .prepare_cached(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM voting_ballot_box WHERE election_id = $1
-              LIMIT $2) AS b",
-        )
-        .await?;
-    let n_boxed: i64 = client
-        .query_one(&count, &[&election_id, &(take + 1)])
-        .await?
-        .get(0);
-    if n_boxed == 0 || n_boxed < min {
-        return Ok(Round::default());
-    }
     let tx = client.transaction().await?;
     let take_stmt = tx
         .prepare_cached(
-            // A range of the primary key, below the first id the round
-            // leaves (computed once, an InitPlan; none left: every id is
-            // below 17 bytes of 0xff). The earlier `ballot_id IN (SELECT
-            // ... LIMIT $2)` was planned from the box's statistics, taken
-            // while it was nearly empty: a nested loop that ran the
-            // subquery once per boxed ballot, 11 minutes for a round of
-            // 10,000 out of a box of 174,043 (EXPLAIN ANALYZE).
-            "DELETE FROM voting_ballot_box WHERE election_id = $1 AND ballot_id < COALESCE(
-                (SELECT ballot_id FROM voting_ballot_box WHERE election_id = $1
-                  ORDER BY ballot_id OFFSET $2 LIMIT 1),
-                '\\xffffffffffffffffffffffffffffffffff'::BYTEA)
-             RETURNING ballot_id, district_id, party_id, candidate_ids",
+            "DELETE FROM voting_ballot_box WHERE election_id = $1 AND district_id = ANY($2)
+             RETURNING receipt_tag, district_id, sealed",
         )
         .await?;
-    let mut boxed: Vec<Boxed> = tx
-        .query(&take_stmt, &[&election_id, &take])
-        .await?
-        .iter()
-        .map(|r| Boxed {
-            ballot_id: r.get(0),
-            district_id: r.get(1),
-            party_id: r.get(2),
-            candidates_json: r.get(3),
-        })
-        .collect();
+    let mut boxed: Vec<Boxed> = Vec::new();
+    let mut districts_taken = std::collections::BTreeSet::new();
+    for r in tx.query(&take_stmt, &[&election_id, &districts]).await? {
+        districts_taken.insert(r.get::<_, i64>(1));
+        let sealed: Vec<u8> = r.get(2);
+        boxed.push(Boxed::open(keys, election_id, r.get(1), r.get(0), &sealed)?);
+    }
     if boxed.is_empty() {
         tx.rollback().await?;
         return Ok(Round::default());
     }
-    boxed.sort_by(|a, b| a.ballot_id.cmp(&b.ballot_id));
+    boxed.sort_by(|a, b| a.tag.cmp(&b.tag));
+    pg_publish(&tx, election_id, &boxed, true).await?;
+    tx.commit().await?;
+    Ok(Round {
+        published: boxed.len(),
+        districts: districts_taken.len(),
+        more_waiting: false,
+    })
+}
+
+/// Appends `boxed` as the election's next round: ballots, events, the
+/// round's row and (`counted_tags`) their tags.
+async fn pg_publish(
+    tx: &deadpool_postgres::Transaction<'_>,
+    election_id: i64,
+    boxed: &[Boxed],
+    counted_tags: bool,
+) -> Result<(), StoreError> {
     let n = boxed.len() as i64;
     let round: i64 = tx
         .query_one(
@@ -686,26 +836,30 @@ async fn pg_round(
         .map(|b| ballot_event(election_id, round, b))
         .collect();
     // Positions come from the store's one protocol (see store/postgres.rs).
-    let positions = crate::store::postgres::append_events(&tx, &events).await?;
+    let positions = crate::store::postgres::append_events(tx, &events).await?;
+    let last_position = positions.iter().copied().max().unwrap_or(0);
+    tx.execute(
+        "UPDATE voting_rounds SET last_position = $3 WHERE election_id = $1 AND round = $2",
+        &[&election_id, &round, &last_position],
+    )
+    .await?;
     // One prepared statement whatever the round's size (arrays, as the
     // event rows are inserted).
     let insert = tx
         .prepare_cached(
             "INSERT INTO voting_ballots
-                (ballot_id, election_id, district_id, party_id, candidate_ids, round, position)
-             SELECT b, $2, d, pa, c, $3, po
-               FROM unnest($1::BYTEA[], $4::BIGINT[], $5::BIGINT[], $6::TEXT[], $7::BIGINT[])
-                 AS r(b, d, pa, c, po)",
+                (election_id, district_id, party_id, candidate_ids, round, position)
+             SELECT $1, d, pa, c, $2, po
+               FROM unnest($3::BIGINT[], $4::BIGINT[], $5::TEXT[], $6::BIGINT[])
+                 AS r(d, pa, c, po)",
         )
         .await?;
-    let ids: Vec<&[u8]> = boxed.iter().map(|b| b.ballot_id.as_slice()).collect();
     let districts: Vec<i64> = boxed.iter().map(|b| b.district_id).collect();
     let parties: Vec<i64> = boxed.iter().map(|b| b.party_id).collect();
     let candidates: Vec<&str> = boxed.iter().map(|b| b.candidates_json.as_str()).collect();
     tx.execute(
         &insert,
         &[
-            &ids,
             &election_id,
             &round,
             &districts,
@@ -715,11 +869,68 @@ async fn pg_round(
         ],
     )
     .await?;
-    tx.commit().await?;
-    Ok(Round {
-        published: boxed.len(),
-        more_waiting: n_boxed > n,
-    })
+    let tags: Vec<&[u8]> = boxed.iter().map(|b| b.tag.as_slice()).collect();
+    let counted = tx
+        .prepare_cached(
+            "INSERT INTO voting_receipts_counted (election_id, receipt_tag)
+             SELECT $1, t FROM unnest($2::BYTEA[]) AS r(t) ON CONFLICT DO NOTHING",
+        )
+        .await?;
+    if counted_tags {
+        tx.execute(&counted, &[&election_id, &tags]).await?;
+    }
+    Ok(())
+}
+
+/// Demo only: marks `ballots`' voters as voted and publishes their ballots
+/// as one round, as if the mixer had (no receipts: nobody holds one).
+pub async fn seed_published(
+    store: &Store,
+    election_id: i64,
+    ballots: Vec<(i64, i64, i64, String)>,
+) -> Result<(), StoreError> {
+    let mut boxed: Vec<Boxed> = ballots
+        .iter()
+        .map(|(_, d, p, c)| {
+            let mut tag = vec![0u8; RECEIPT_BYTES];
+            rand::RngCore::fill_bytes(&mut rand::thread_rng(), &mut tag);
+            Boxed {
+                tag,
+                district_id: *d,
+                party_id: *p,
+                candidates_json: c.clone(),
+            }
+        })
+        .collect();
+    boxed.sort_by(|a, b| a.tag.cmp(&b.tag));
+    let voters: Vec<i64> = ballots.iter().map(|b| b.0).collect();
+    match store {
+        Store::Sqlite(s) => {
+            s.write(move |c| {
+                for v in &voters {
+                    c.execute(
+                        "INSERT OR IGNORE INTO voting_marks (election_id, voter_id) VALUES (?1, ?2)",
+                        [election_id, *v],
+                    )?;
+                }
+                sqlite_publish(c, election_id, &boxed, false)
+            })
+            .await
+        }
+        Store::Postgres(p) => {
+            let mut client = p.client().await?;
+            let tx = client.transaction().await?;
+            tx.execute(
+                "INSERT INTO voting_marks (election_id, voter_id)
+                 SELECT $1, v FROM unnest($2::BIGINT[]) AS r(v) ON CONFLICT DO NOTHING",
+                &[&election_id, &voters],
+            )
+            .await?;
+            pg_publish(&tx, election_id, &boxed, false).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+    }
 }
 
 // ---------------------------------------------------------------- tallies

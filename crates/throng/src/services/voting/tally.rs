@@ -34,7 +34,7 @@ const EVENTS_PER_STEP_MAX: i64 = 4096;
 const STEP_GATHER_MS: u64 = 200;
 /// How long a projector's lease lasts without renewal.
 const LEASE_MS: i64 = 15_000;
-/// How often the projector looks for new events and box counts when idle
+/// How often the projector looks for new events when idle
 /// (and the longest a change waits to be seen).
 const IDLE_POLL_MS: u64 = 250;
 /// How often a node without the lease reads the tallies table.
@@ -48,8 +48,6 @@ pub struct Snapshot {
     /// Votes per (election, district, party, candidate); candidate 0 is the
     /// party's row.
     pub votes: HashMap<TallyKey, i64>,
-    /// Ballots in the box per (election, district).
-    pub pending: HashMap<(i64, i64), i64>,
     /// Derived: votes per (election, party) over every district.
     pub party_totals: HashMap<(i64, i64), i64>,
     /// Derived: counted ballots per (election, district).
@@ -60,11 +58,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn new(
-        position: i64,
-        votes: HashMap<TallyKey, i64>,
-        pending: HashMap<(i64, i64), i64>,
-    ) -> Snapshot {
+    fn new(position: i64, votes: HashMap<TallyKey, i64>) -> Snapshot {
         let mut party_totals = HashMap::new();
         let mut ballots = HashMap::new();
         for (&(e, d, p, c), &n) in &votes {
@@ -76,7 +70,6 @@ impl Snapshot {
         Snapshot {
             position,
             votes,
-            pending,
             party_totals,
             ballots,
             updated_at_ms: 0,
@@ -94,7 +87,6 @@ impl Snapshot {
 struct Live {
     position: i64,
     votes: HashMap<TallyKey, i64>,
-    pending: HashMap<(i64, i64), i64>,
     /// Bumped on every change; the cached snapshot names the one it copied.
     version: u64,
     /// When `votes` last changed (Unix ms).
@@ -139,7 +131,7 @@ impl Tally {
         if cached.0 == live.version {
             return cached.1.clone();
         }
-        let mut s = Snapshot::new(live.position, live.votes.clone(), live.pending.clone());
+        let mut s = Snapshot::new(live.position, live.votes.clone());
         s.updated_at_ms = live.counted_at_ms;
         let s = Arc::new(s);
         self.cached.store(Arc::new((live.version, s.clone())));
@@ -174,15 +166,10 @@ impl Tally {
 
     /// Replaces every count (a standby node's poll, or the leaseholder's
     /// start).
-    fn replace(
-        &self,
-        position: i64,
-        votes: HashMap<TallyKey, i64>,
-        pending: HashMap<(i64, i64), i64>,
-    ) {
+    fn replace(&self, position: i64, votes: HashMap<TallyKey, i64>) {
         self.update(|live| {
             let same_votes = live.votes == votes;
-            let same = live.position == position && same_votes && live.pending == pending;
+            let same = live.position == position && same_votes;
             let counted_at_ms = match same_votes {
                 true => live.counted_at_ms,
                 false => crate::base::clock::now_ms(),
@@ -190,7 +177,6 @@ impl Tally {
             *live = Live {
                 position,
                 votes,
-                pending,
                 version: live.version,
                 counted_at_ms,
             };
@@ -208,17 +194,6 @@ impl Tally {
                 live.counted_at_ms = crate::base::clock::now_ms();
             }
             live.position = position;
-            true
-        });
-    }
-
-    /// Sets the ballots waiting in the box.
-    fn set_pending(&self, pending: HashMap<(i64, i64), i64>) {
-        self.update(|live| {
-            if live.pending == pending {
-                return false;
-            }
-            live.pending = pending;
             true
         });
     }
@@ -260,8 +235,7 @@ pub fn spawn(store: Store, tally: Arc<Tally>) -> tokio::task::JoinHandle<()> {
 /// A node without the lease: the table as the leaseholder left it.
 async fn poll(store: &Store, tally: &Tally) -> Result<(), crate::store::StoreError> {
     let (position, rows) = store::read_tallies(store, CONSUMER).await?;
-    let pending = store::box_counts(store).await?;
-    tally.replace(position, rows.into_iter().collect(), pending);
+    tally.replace(position, rows.into_iter().collect());
     Ok(())
 }
 
@@ -277,8 +251,7 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
             }
         }
     };
-    let pending = store::box_counts(store).await.unwrap_or_default();
-    tally.replace(position, votes, pending);
+    tally.replace(position, votes);
     let mut renewed = Instant::now();
     loop {
         let events = match store.events_after(position, EVENTS_PER_STEP_MAX).await {
@@ -341,9 +314,6 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
             tally.add(last, &sorted);
             position = last;
             renewed = Instant::now();
-            if let Ok(p) = store::box_counts(store).await {
-                tally.set_pending(p);
-            }
             if (events.len() as i64) < EVENTS_PER_STEP_MAX {
                 tokio::time::sleep(Duration::from_millis(STEP_GATHER_MS)).await;
             }
@@ -352,9 +322,6 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
         tokio::select! {
             _ = tally.wake.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
-        }
-        if let Ok(p) = store::box_counts(store).await {
-            tally.set_pending(p);
         }
         if store.idle_lease_renewal_due(renewed, LEASE_MS) {
             match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
@@ -374,7 +341,7 @@ mod tests {
     fn snapshots_are_copied_only_after_a_change() {
         let t = Tally::default();
         let mut changes = t.subscribe();
-        t.replace(5, HashMap::from([((1, 1, 1, 0), 2)]), HashMap::new());
+        t.replace(5, HashMap::from([((1, 1, 1, 0), 2)]));
         assert!(changes.has_changed().unwrap());
         changes.borrow_and_update();
         let a = t.snapshot();
@@ -398,13 +365,10 @@ mod tests {
         assert_eq!(b.ballots[&(1, 2)], 4);
         assert_eq!(a.votes((1, 1, 1, 0)), 2, "an old snapshot stays as it was");
 
-        // The same pending counts again, or the same table: nothing to tell.
-        t.set_pending(HashMap::from([((1, 1), 3)]));
+        // The same table again: nothing to tell.
         changes.borrow_and_update();
-        t.set_pending(HashMap::from([((1, 1), 3)]));
         let votes = b.votes.clone();
-        t.replace(9, votes, HashMap::from([((1, 1), 3)]));
+        t.replace(9, votes);
         assert!(!changes.has_changed().unwrap());
-        assert_eq!(t.snapshot().pending[&(1, 1)], 3);
     }
 }
