@@ -1211,7 +1211,9 @@ async fn ballots_are_secret(kind: StoreKind) {
             )
         })
         .collect();
-    let mut by_tag: Vec<([u8; 16], (i64, Vec<i64>))> = receipts
+    // (party, candidates) of one ballot.
+    type Choice = (i64, Vec<i64>);
+    let mut by_tag: Vec<([u8; 16], Choice)> = receipts
         .iter()
         .enumerate()
         .map(|(i, r)| (key.tag(1, &receipt_bytes(r)), choice(i)))

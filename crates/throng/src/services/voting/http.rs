@@ -708,6 +708,32 @@ async fn demo_voter(
 ))]
 pub struct VotingApi;
 
+/// The bounds the handlers check, stated in the document from the same
+/// constants (`platform::openapi`).
+pub fn document_limits(doc: &mut serde_json::Value) {
+    use super::model::{CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER, VOTER_HEADER};
+    use crate::platform::openapi::{body_schema, param_range};
+    use serde_json::json;
+    let votes = "/api/voting/elections/{election_id}/votes";
+    param_range(doc, "post", votes, VOTER_HEADER, 1, i64::MAX);
+    param_range(doc, "post", votes, DISTRICT_HEADER, 1, i64::MAX);
+    body_schema(
+        doc,
+        "post",
+        votes,
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["partyId"],
+            "properties": {
+                "partyId": {"type": "integer", "format": "int64"},
+                "candidateIds": {"type": "array", "maxItems": CANDIDATES_PER_VOTE_LIMIT,
+                    "items": {"type": "integer", "format": "int64"}, "description": "default []"}
+            }
+        }),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -738,30 +764,4 @@ mod tests {
         assert!(!accepts(&["*;q=0"]));
         assert!(accepts(&["gzip;q=0.001"]));
     }
-}
-
-/// The bounds the handlers check, stated in the document from the same
-/// constants (`platform::openapi`).
-pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::model::{CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER, VOTER_HEADER};
-    use crate::platform::openapi::{body_schema, param_range};
-    use serde_json::json;
-    let votes = "/api/voting/elections/{election_id}/votes";
-    param_range(doc, "post", votes, VOTER_HEADER, 1, i64::MAX);
-    param_range(doc, "post", votes, DISTRICT_HEADER, 1, i64::MAX);
-    body_schema(
-        doc,
-        "post",
-        votes,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["partyId"],
-            "properties": {
-                "partyId": {"type": "integer", "format": "int64"},
-                "candidateIds": {"type": "array", "maxItems": CANDIDATES_PER_VOTE_LIMIT,
-                    "items": {"type": "integer", "format": "int64"}, "description": "default []"}
-            }
-        }),
-    );
 }

@@ -21,7 +21,9 @@ pub async fn write_testdata_csv(
         anyhow::bail!("no comments data to draw testData.csv from; seed first");
     }
     let mut r = Rng::new(seed, 0x7E57_DA7A);
-    let picks: Vec<(i64, u64)> = (0..rows).map(|_| (r.range(1, courses), r.next_u64())).collect();
+    let picks: Vec<(i64, u64)> = (0..rows)
+        .map(|_| (r.range(1, courses), r.next_u64()))
+        .collect();
     let users: Vec<Option<i64>> = match store {
         Store::Sqlite(s) => {
             let picks = picks.clone();

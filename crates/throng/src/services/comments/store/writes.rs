@@ -659,7 +659,10 @@ fn found_of_pg(r: &tokio_postgres::Row) -> Found {
 
 /// The review an edit applies to, checked: it exists, is a review (not a
 /// reply) and is the caller's.
-fn check_edit(found: Option<Found>, e: &CommentEdit) -> Result<(Found, CommentType), Box<EditOutcome>> {
+fn check_edit(
+    found: Option<Found>,
+    e: &CommentEdit,
+) -> Result<(Found, CommentType), Box<EditOutcome>> {
     let Some(f) = found else {
         return Err(Box::new(EditOutcome::CommentNotFound));
     };

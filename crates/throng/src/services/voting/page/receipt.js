@@ -7,7 +7,7 @@
 
 const API = "/api/voting";
 const $ = (id) => document.getElementById(id);
-let districts = new Map();
+let mixBallotsMin = null;
 
 function option(value, text) {
   const o = document.createElement("option");
@@ -24,13 +24,13 @@ function show(state, title, text, more) {
   $("answer-more").textContent = more || "";
 }
 
-async function loadDistricts() {
-  districts = new Map();
+async function loadElection() {
+  mixBallotsMin = null;
   try {
     const res = await fetch(`${API}/elections/${encodeURIComponent($("election").value)}`);
-    if (res.ok) for (const d of (await res.json()).districts) districts.set(d.districtId, d.name);
+    if (res.ok) mixBallotsMin = (await res.json()).mixBallotsMin ?? null;
   } catch (_) {
-    // names are a nicety; the answer does without them
+    // the rule's figure is a nicety; the answer does without it
   }
 }
 
@@ -72,12 +72,11 @@ async function check() {
     return;
   }
   const r = await res.json();
-  const where = districts.get(r.districtId) || `district ${r.districtId}`;
   if (r.counted) {
     show(
       "counted",
       "Counted",
-      `This ballot is counted: it is in the published results of ${where}.`,
+      `This ballot is counted: it is in the published results of ${electionName}.`,
       "The receipt proves that your ballot was counted, not how you voted: nobody can learn your choice from it.",
     );
   } else {
@@ -85,8 +84,10 @@ async function check() {
       "waiting",
       "Received, waiting to be counted",
       `This ballot is in the ballot box of ${electionName} and will be counted.`,
-      "Ballots are published to the results in mixed rounds, only once enough others were cast that no ballot can be told apart " +
-        "from the rest (every waiting ballot is published when the election closes). Check again later.",
+      (mixBallotsMin
+        ? `A district's ballots are published to the results together, once at least ${mixBallotsMin} of them wait in the box, `
+        : "A district's ballots are published to the results together, once enough of them wait in the box, ") +
+        "so that no ballot can be told apart from the others (every waiting ballot is published when the election closes). Check again later.",
     );
   }
 }
@@ -104,7 +105,7 @@ async function start() {
   const wanted = params.get("electionId");
   if (wanted && [...$("election").options].some((o) => o.value === wanted)) $("election").value = wanted;
   $("receipt-id").value = params.get("receiptId") || "";
-  await loadDistricts();
+  await loadElection();
   if ($("receipt-id").value) await check();
 }
 
@@ -112,5 +113,5 @@ $("check").addEventListener("submit", (ev) => {
   ev.preventDefault();
   check();
 });
-$("election").addEventListener("change", loadDistricts);
+$("election").addEventListener("change", loadElection);
 start();

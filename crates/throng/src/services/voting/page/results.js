@@ -111,7 +111,6 @@ function render(r) {
   updates++;
   const where = r.districtId == null ? "all districts" : $("district").selectedOptions[0]?.textContent || `district ${r.districtId}`;
   let summary = `${plural(r.ballots, "ballot", "ballots")} counted in ${where}`;
-  if (r.ballotsPending != null) summary += `; ${plural(r.ballotsPending, "ballot", "ballots")} cast and not yet published`;
   $("summary").textContent = `${summary}.`;
   $("summary").dataset.ballots = String(r.ballots);
   $("summary").dataset.updates = String(updates);
