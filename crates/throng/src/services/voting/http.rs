@@ -521,7 +521,7 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
         "districtId": district.map(|d| d.id),
         "ballots": ballots,
         "votersOnRoll": voters_on_roll,
-        "updatedAt": (s.updated_at_ms > 0).then(|| rfc3339_ms(s.updated_at_ms)),
+        "updatedAt": s.updated_at_ms(e.id, district.map(|d| d.id)).map(rfc3339_ms),
         "position": s.position,
         "parties": parties.into_iter().map(|p| p.2).collect::<Vec<_>>(),
     })
@@ -543,7 +543,7 @@ fn results_target(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, description = "{electionId, districtId|null, ballots (counted; ballots waiting in the box are not shown), votersOnRoll (of the district or the election: turnout is ballots / votersOnRoll), updatedAt (RFC 3339: when the counted votes last changed on this node; null before the first), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, color (#rrggbb, fixed per party), votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
+    responses((status = 200, description = "{electionId, districtId|null, ballots (counted; ballots waiting in the box are not shown), votersOnRoll (of the district or the election: turnout is ballots / votersOnRoll), updatedAt (RFC 3339: when the counted votes of the district, or of any district for the whole election, last changed on this node; null before the first), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, color (#rrggbb, fixed per party), votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
               (status = 404, description = "election_not_found, district_not_found")))]
 pub async fn results(
     State(st): State<Arc<VotingState>>,

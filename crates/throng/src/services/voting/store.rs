@@ -462,13 +462,12 @@ pub async fn adopt_legacy(store: &Store, keys: &Arc<ReceiptKey>) -> Result<usize
                         rusqlite::params![e, &tag[..]],
                     )?;
                 }
-                c.execute_batch("PRAGMA secure_delete = ON")?;
-                let dropped = c.execute_batch(
+                // Zeroed as deleted: every connection runs with
+                // `secure_delete` on (store/sqlite.rs).
+                c.execute_batch(
                     "DELETE FROM voting_ballot_box_legacy; DELETE FROM voting_receipts_legacy;
                      DROP TABLE voting_ballot_box_legacy; DROP TABLE voting_receipts_legacy;",
-                );
-                c.execute_batch("PRAGMA secure_delete = OFF")?;
-                dropped?;
+                )?;
                 Ok(rows.len())
             })
             .await
@@ -486,9 +485,18 @@ pub async fn adopt_legacy(store: &Store, keys: &Arc<ReceiptKey>) -> Result<usize
                 return Ok(0);
             }
             let tx = client.transaction().await?;
-            tx.batch_execute("LOCK TABLE voting_ballot_box_legacy IN ACCESS EXCLUSIVE MODE")
+            // Nodes starting at once: one adopts; the others wait on the
+            // lock, then find the tables gone (42P01: this backend's catalog
+            // cache may still name them, so the read itself tells).
+            tx.batch_execute("SELECT pg_advisory_xact_lock(hashtext('voting_adopt_legacy'))")
                 .await?;
-            let rows = tx.query(BOX, &[]).await?;
+            let rows = match tx.query(BOX, &[]).await {
+                Ok(rows) => rows,
+                Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {
+                    return Ok(0)
+                }
+                Err(e) => return Err(e.into()),
+            };
             for r in &rows {
                 let (id, e, d, pa, cands): (Vec<u8>, i64, i64, i64, String) =
                     (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
@@ -694,19 +702,16 @@ fn sqlite_round(
         return Ok(Round::default());
     }
     boxed.sort_by(|a, b| a.tag.cmp(&b.tag));
-    c.execute_batch("PRAGMA secure_delete = ON")?;
-    let moved = (|| -> Result<(), StoreError> {
-        sqlite_publish(c, election_id, &boxed, true)?;
-        let mut delete = c.prepare_cached(
-            "DELETE FROM voting_ballot_box WHERE election_id = ?1 AND district_id = ?2",
-        )?;
-        for &d in due {
-            delete.execute([election_id, d])?;
-        }
-        Ok(())
-    })();
-    c.execute_batch("PRAGMA secure_delete = OFF")?;
-    moved.map(|_| Round {
+    sqlite_publish(c, election_id, &boxed, true)?;
+    // The drained rows' bytes are zeroed: every connection runs with
+    // `secure_delete` on (store/sqlite.rs).
+    let mut delete = c.prepare_cached(
+        "DELETE FROM voting_ballot_box WHERE election_id = ?1 AND district_id = ?2",
+    )?;
+    for &d in due {
+        delete.execute([election_id, d])?;
+    }
+    Ok(Round {
         published: boxed.len(),
         districts: due.len(),
         more_waiting: false,

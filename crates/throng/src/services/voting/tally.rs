@@ -52,9 +52,10 @@ pub struct Snapshot {
     pub party_totals: HashMap<(i64, i64), i64>,
     /// Derived: counted ballots per (election, district).
     pub ballots: HashMap<(i64, i64), i64>,
-    /// When this node last saw the counted votes change (Unix ms; 0:
-    /// never). Published counts only: the box does not move it.
-    pub updated_at_ms: i64,
+    /// When this node last saw each (election, district)'s counted votes
+    /// change (Unix ms). Published counts only: the box does not move it,
+    /// and a round in one district does not move another's.
+    pub updated_at_ms: HashMap<(i64, i64), i64>,
 }
 
 impl Snapshot {
@@ -72,12 +73,27 @@ impl Snapshot {
             votes,
             party_totals,
             ballots,
-            updated_at_ms: 0,
+            updated_at_ms: HashMap::new(),
         }
     }
 
     pub fn votes(&self, key: TallyKey) -> i64 {
         self.votes.get(&key).copied().unwrap_or(0)
+    }
+
+    /// When the counted votes of one district (or, with `None`, of any
+    /// district of the election) last changed on this node; `None` before
+    /// the first change.
+    pub fn updated_at_ms(&self, election_id: i64, district_id: Option<i64>) -> Option<i64> {
+        match district_id {
+            Some(d) => self.updated_at_ms.get(&(election_id, d)).copied(),
+            None => self
+                .updated_at_ms
+                .iter()
+                .filter(|(k, _)| k.0 == election_id)
+                .map(|(_, &t)| t)
+                .max(),
+        }
     }
 }
 
@@ -89,8 +105,8 @@ struct Live {
     votes: HashMap<TallyKey, i64>,
     /// Bumped on every change; the cached snapshot names the one it copied.
     version: u64,
-    /// When `votes` last changed (Unix ms).
-    counted_at_ms: i64,
+    /// When each (election, district)'s `votes` last changed (Unix ms).
+    counted_at_ms: HashMap<(i64, i64), i64>,
 }
 
 /// The live tallies of every election on this node.
@@ -132,7 +148,7 @@ impl Tally {
             return cached.1.clone();
         }
         let mut s = Snapshot::new(live.position, live.votes.clone());
-        s.updated_at_ms = live.counted_at_ms;
+        s.updated_at_ms = live.counted_at_ms.clone();
         let s = Arc::new(s);
         self.cached.store(Arc::new((live.version, s.clone())));
         s
@@ -168,12 +184,18 @@ impl Tally {
     /// start).
     fn replace(&self, position: i64, votes: HashMap<TallyKey, i64>) {
         self.update(|live| {
-            let same_votes = live.votes == votes;
-            let same = live.position == position && same_votes;
-            let counted_at_ms = match same_votes {
-                true => live.counted_at_ms,
-                false => crate::base::clock::now_ms(),
-            };
+            let same = live.position == position && live.votes == votes;
+            let mut counted_at_ms = std::mem::take(&mut live.counted_at_ms);
+            let now = crate::base::clock::now_ms();
+            let old = &live.votes;
+            let moved = votes
+                .iter()
+                .filter(|(k, n)| old.get(k) != Some(n))
+                .map(|(k, _)| k)
+                .chain(old.keys().filter(|k| !votes.contains_key(k)));
+            for &(e, d, _, _) in moved {
+                counted_at_ms.insert((e, d), now);
+            }
             *live = Live {
                 position,
                 votes,
@@ -190,8 +212,9 @@ impl Tally {
             for (k, n) in deltas {
                 *live.votes.entry(*k).or_insert(0) += n;
             }
-            if !deltas.is_empty() {
-                live.counted_at_ms = crate::base::clock::now_ms();
+            let now = crate::base::clock::now_ms();
+            for &((e, d, _, _), _) in deltas {
+                live.counted_at_ms.insert((e, d), now);
             }
             live.position = position;
             true
