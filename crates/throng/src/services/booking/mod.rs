@@ -1,6 +1,6 @@
 //! Booking: appointment slots (places x days x time slots), an atomic
 //! try-register, personal data sealed at rest, confirmations sent from the
-//! event log by a worker. See `002_7f70e933fb451a1c.txt`.
+//! event log by a worker, as in the vaccination booking write-up.
 //!
 //! [`BookingState`] is the one owner of where slots are read from (the
 //! availability index on SQLite, SQL on PostgreSQL) and of the index's

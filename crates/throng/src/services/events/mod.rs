@@ -1,5 +1,5 @@
-//! Events: the store's event log read and written as an event store (see
-//! `004_1756545108732f92.txt`): streams with versions, appends with an
+//! Events: the store's event log read and written as an event store (the
+//! event store write-up): streams with versions, appends with an
 //! expected version and idempotent by event id, reads by stream, by
 //! category and in the global order, tombstones; payloads as MessagePack
 //! maps compressed with LZ4 (`codec.rs`).

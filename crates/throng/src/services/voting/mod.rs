@@ -1,7 +1,7 @@
 //! Voting: elections with districts, each district a ballot of parties and
 //! their candidates, one secret vote per voter, tallies projected from the
-//! event log and streamed live. See `001_1f4e51c392c4654e.txt`
-//! ("Scalection") and ARCHITECTURE.md ("Ballot secrecy").
+//! event log and streamed live, as in the election write-up
+//! ("Scalection"); secrecy: ARCHITECTURE.md ("Ballot secrecy").
 //!
 //! The election data is static once seeded, so a node keeps it in memory
 //! ([`Catalog`]): ballots are served as prepared bytes with an ETag, and a
