@@ -344,14 +344,14 @@ test("a waiting receipt says it is received and why it is not counted yet", { ti
       route.fulfill({
         status: 200,
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ receiptId: id, electionId: ELECTION, districtId: 1, counted: false }),
+        body: JSON.stringify({ receiptId: id, electionId: ELECTION, status: "received", counted: false }),
       }),
     );
     await page.goto(`${session.server.url}/voting/receipt?electionId=${ELECTION}&receiptId=${id}`);
     await page.waitForFunction(() => document.getElementById("answer").dataset.state === "waiting");
     const text = await page.textContent("#answer");
     assert.match(text, /Received, waiting to be counted/);
-    assert.match(text, /mixed rounds/, "says why it waits");
+    assert.match(text, /published to the results together, once its box holds at least \d+ ballots?/, "says why it waits");
     assert.match(text, /when the election closes/);
     assert.deepEqual(errors, []);
   });

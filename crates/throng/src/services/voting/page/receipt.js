@@ -85,8 +85,8 @@ async function check() {
       "Received, waiting to be counted",
       `This ballot is in the ballot box of ${electionName} and will be counted.`,
       (mixBallotsMin
-        ? `A district's ballots are published to the results together, once at least ${mixBallotsMin} of them wait in the box, `
-        : "A district's ballots are published to the results together, once enough of them wait in the box, ") +
+        ? `A district's ballots are published to the results together, once its box holds at least ${mixBallotsMin} ${mixBallotsMin === 1 ? "ballot" : "ballots"}, `
+        : "A district's ballots are published to the results together, once its box holds enough of them, ") +
         "so that no ballot can be told apart from the others (every waiting ballot is published when the election closes). Check again later.",
     );
   }
