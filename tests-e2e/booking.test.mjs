@@ -261,7 +261,11 @@ test("a slow answer for an earlier choice does not mix into the later one", { ti
     await route.continue();
   });
   const slowAnswer = page.waitForResponse((r) => r.url().includes(`/api/booking/places/${slowPlace}/slots?`));
+  // The page asks for a place's slots after its calendar: wait until A's
+  // slots request is on its way (held by the route) before choosing B.
+  const slowAsked = page.waitForRequest((r) => r.url().includes(`/api/booking/places/${slowPlace}/slots?`));
   await page.selectOption("#place", slowPlace);
+  await slowAsked;
   const fastAnswer = page.waitForResponse((r) => r.url().includes(`/api/booking/places/${fastPlace}/slots?`));
   await page.selectOption("#place", fastPlace);
   await fastAnswer;
