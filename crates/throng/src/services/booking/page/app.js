@@ -64,23 +64,8 @@ async function loadSlots() {
   if (request !== slotsRequest) return;
   const slots = body.days.length ? body.days[0].slots : [];
   slotStarts = {};
-  if (!slots.length) { box.textContent = "No time slots on this day."; return; }
-  for (const s of slots) {
-    slotStarts[s.timeSlot] = s.start;
-    const b = document.createElement("button");
-    b.type = "button";
-    b.textContent = s.start;
-    b.dataset.slot = s.timeSlot;
-    b.disabled = !s.free;
-    b.setAttribute("aria-pressed", "false");
-    b.addEventListener("click", () => {
-      for (const other of box.querySelectorAll("button")) other.setAttribute("aria-pressed", "false");
-      b.setAttribute("aria-pressed", "true");
-      chosenSlot = s.timeSlot;
-      setFieldError("slots", "");
-    });
-    box.appendChild(b);
-  }
+  for (const s of slots) slotStarts[s.timeSlot] = s.start;
+  Booking.slotButtons(box, slots, "slots", (slot) => { chosenSlot = slot; });
 }
 
 // Every rule at once, each message beside its field; true when all pass.

@@ -180,5 +180,26 @@ const Booking = (() => {
   // fragment, which browsers never send to a server.
   const manageLink = (id, code) => `/booking/manage#id=${encodeURIComponent(id)}&code=${encodeURIComponent(code)}`;
 
-  return { $, setStatus, politeFetch, errorOf, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink };
+  // One button per slot of a day (taken ones disabled) into `box`; a click
+  // marks it chosen (aria-pressed), clears `errorField` and calls onChoose.
+  function slotButtons(box, slots, errorField, onChoose) {
+    if (!slots.length) { box.textContent = "No time slots on this day."; return; }
+    for (const s of slots) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = s.start;
+      b.dataset.slot = s.timeSlot;
+      b.disabled = !s.free;
+      b.setAttribute("aria-pressed", "false");
+      b.addEventListener("click", () => {
+        for (const other of box.querySelectorAll("button")) other.setAttribute("aria-pressed", "false");
+        b.setAttribute("aria-pressed", "true");
+        setFieldError(errorField, "");
+        onChoose(s.timeSlot);
+      });
+      box.appendChild(b);
+    }
+  }
+
+  return { $, setStatus, politeFetch, errorOf, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink, slotButtons };
 })();

@@ -75,22 +75,7 @@ async function loadSlots() {
   const body = await res.json();
   if (request !== slotsRequest) return;
   const slots = body.days.length ? body.days[0].slots : [];
-  if (!slots.length) { box.textContent = "No time slots on this day."; return; }
-  for (const s of slots) {
-    const b = document.createElement("button");
-    b.type = "button";
-    b.textContent = s.start;
-    b.dataset.slot = s.timeSlot;
-    b.disabled = !s.free;
-    b.setAttribute("aria-pressed", "false");
-    b.addEventListener("click", () => {
-      for (const o of box.querySelectorAll("button")) o.setAttribute("aria-pressed", "false");
-      b.setAttribute("aria-pressed", "true");
-      chosenSlot = s.timeSlot;
-      setFieldError("m-slots", "");
-    });
-    box.appendChild(b);
-  }
+  Booking.slotButtons(box, slots, "m-slots", (slot) => { chosenSlot = slot; });
 }
 
 async function move() {
