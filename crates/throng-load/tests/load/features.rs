@@ -1,4 +1,4 @@
-//! The 000 write-up's Artillery script, and one script that uses every supported key.
+//! The course-reviews write-up's Artillery script, and one script that uses every supported key.
 
 use serde_json::{json, Value};
 use std::time::Duration;

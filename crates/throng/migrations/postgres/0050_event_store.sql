@@ -1,4 +1,4 @@
--- The event log becomes the event store (issue #10): every event has a
+-- The event log becomes the event store: every event has a
 -- version in its stream (0, 1, 2, ... in position order), events appended
 -- through the API carry their client's id (idempotent re-append) and
 -- metadata, and a payload says how it is encoded: 0 = JSON (the services'

@@ -20,7 +20,7 @@ pub struct Workload {
     pub factory: RequestFactory,
     /// Statuses that count as a correct answer (anything else is an error).
     pub ok_statuses: Vec<u16>,
-    /// The smallest acceptable ratio to the ceiling (the target).
+    /// The smallest acceptable ratio to the ceiling (the experiment's target).
     pub target_ratio_min: Option<f64>,
     /// The write-up's figure for the comparable system, as printed.
     pub published: String,

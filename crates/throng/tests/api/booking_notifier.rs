@@ -14,7 +14,7 @@ use throng::platform::auth::Role;
 
 both_stores!(
     a_redirecting_gateway_receives_nothing_more,
-    a_failing_event_no_longer_blocks_the_next,
+    a_failing_event_does_not_block_the_next,
     confirmations_in_other_streams_are_not_sent
 );
 
@@ -125,7 +125,7 @@ async fn a_redirecting_gateway_receives_nothing_more(kind: StoreKind) {
         .assert_error(401, "missing_token");
 }
 
-async fn a_failing_event_no_longer_blocks_the_next(kind: StoreKind) {
+async fn a_failing_event_does_not_block_the_next(kind: StoreKind) {
     let poison = person(1)["phone"].clone();
     let (url, calls) = gateway(move |body| {
         let status = if body["phone"] == poison {

@@ -32,7 +32,7 @@ impl Experiment for BookingBench {
         "booking"
     }
     fn about(&self) -> &'static str {
-        "002: random try-register (durable) and free-slot reads on 5,000,000 slots, vs GET /health"
+        "vaccination slots: random try-register (durable) and free-slot reads on 5,000,000 slots, vs GET /health"
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (places, days, slots) = size(scale);

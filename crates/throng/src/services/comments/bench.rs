@@ -95,9 +95,9 @@ impl Experiment for CommentsBench {
     }
     fn about(&self) -> &'static str {
         if self.cache {
-            "000: the write-up's GET mix (page cache on) and posting comments, 2,000,000 comments, vs GET /health"
+            "course reviews: the write-up's GET mix (page cache on) and posting comments, 2,000,000 comments, vs GET /health"
         } else {
-            "000: the write-up's GET mix with the page cache off (JSON built by the database), vs GET /health"
+            "course reviews: the write-up's GET mix with the page cache off (JSON built by the database), vs GET /health"
         }
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {

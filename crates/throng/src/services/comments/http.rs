@@ -171,7 +171,7 @@ impl ListParams {
     /// The common case without serde: known keys, each at most once, numbers
     /// that parse as `i64` (as serde_urlencoded parses them). Anything else
     /// returns `None`, and the caller goes through the serde path, which
-    /// gives the same value or the same error as before.
+    /// gives the same value or the same error.
     fn parse_simple(query: &str) -> Option<ListParams> {
         let mut p = ListParams {
             rating_type: None,
@@ -733,7 +733,7 @@ mod tests {
             "courseId=7&size",
             "courseId=%37",
         ] {
-            // None: the serde path answers, as before.
+            // None: the serde path answers.
             if let Some(p) = ListParams::parse_simple(q) {
                 assert_eq!(p.parse().ok(), serde_path(q), "{q}");
             }

@@ -50,7 +50,7 @@ impl Experiment for EventsBench {
         "events"
     }
     fn about(&self) -> &'static str {
-        "event store (write-up 004): payload sizes, decode times, a read-model rebuild, appends"
+        "event store: payload sizes, decode times, a read-model rebuild, appends"
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         vec![
@@ -114,7 +114,7 @@ impl Experiment for EventsBench {
     }
     fn notes(&self) -> Vec<String> {
         vec![
-            "write-up 004: 25,000,000 of ~500,000,000 events (3 TB, SQL Server metadata + Azure \
+            "write-up: 25,000,000 of ~500,000,000 events (3 TB, SQL Server metadata + Azure \
              Blob payloads) per read-model rebuild; JSON 1 h 45 min (29 min transfer + 1 h 15 \
              min deserializing), MessagePack+LZ4 with a 5-field proxy type 9 min (~46,000 \
              events/s)"

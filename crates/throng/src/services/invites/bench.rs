@@ -1,4 +1,4 @@
-//! `throng bench invites`: the write-up's measurements (003) on its data set
+//! `throng bench invites`: the survey write-up's measurements on its data set
 //! (6,000,000 visitors' answers), each as a ratio to `GET /health` in the
 //! same run:
 //! - the state check of a known visitor (a signed id, one point lookup on
@@ -104,7 +104,7 @@ impl Experiment for InvitesBench {
         "invites"
     }
     fn about(&self) -> &'static str {
-        "survey invitations (write-up 003): state checks of known visitors, answers, first visits on 6M visitors"
+        "survey invitations: state checks of known visitors, answers, first visits on 6M visitors"
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (visitors, sites) = size(scale);

@@ -1,4 +1,4 @@
-//! Invites: survey invitation popups for busy sites (write-up 003). A script
+//! Invites: survey invitation popups for busy sites (the survey write-up). A script
 //! on a customer's page (`/invite.js`) asks whether to invite the current
 //! visitor; a popup offers Yes (the survey opens in a new tab), No (never
 //! asked again) and close (asked again next time; after three closes never

@@ -1,4 +1,4 @@
-//! The invitation rules (write-up 003), as pure functions both stores use:
+//! The invitation rules (the survey write-up's), as pure functions both stores use:
 //! a site's settings as sent and checked ([`SiteInput`] -> [`Site`]), a
 //! visitor's standing with a site ([`Standing`]), whether to show the popup
 //! now ([`Site::decide`]) and what an answer does to a standing

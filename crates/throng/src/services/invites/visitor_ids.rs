@@ -4,7 +4,7 @@
 //! handed out in blocks reserved durably in `meta`), and its id is `n`
 //! encrypted: a 4-round Feistel network over 64 bits whose round function
 //! is AES-128 (Luby-Rackoff: a pseudo-random permutation), cycle-walked
-//! into 1..2^63 so the id stays a positive 63-bit number as before. So:
+//! into 1..2^63 so the id is a positive 63-bit number. So:
 //!
 //! - ids look random and reveal neither how many visitors there are nor who
 //!   came first (the key is the store's own, in `meta`, shared by every

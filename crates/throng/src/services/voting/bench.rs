@@ -1,5 +1,5 @@
-//! `throng bench voting`: the write-up's load test (001, "Scalection", part
-//! 3) on its data set (5,000,000 voters in 100 districts, 12 parties of 20
+//! `throng bench voting`: the election write-up's load test ("Scalection",
+//! part 3) on its data set (5,000,000 voters in 100 districts, 12 parties of 20
 //! candidates on every district's ballot): the workflow's mix of `GET
 //! ballot` and `POST vote` by a fresh voter each time, and each of the two
 //! alone, beside `GET /health` in the same run.
@@ -190,7 +190,7 @@ impl Experiment for VotingBench {
         "voting"
     }
     fn about(&self) -> &'static str {
-        "001: the load test's GET ballot + POST vote (fresh voter, durable) on 5,000,000 voters, vs GET /health"
+        "election night: the load test's GET ballot + POST vote (fresh voter, durable) on 5,000,000 voters, vs GET /health"
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (voters, districts, parties, cpp) = size(scale);
@@ -253,7 +253,7 @@ impl Experiment for VotingBench {
                 factory: mix,
                 ok_statuses: vec![200, 201],
                 target_ratio_min: Some(0.5),
-                published: "3,300 req/s measured, 11,000 req/s goal (write-up 001)".into(),
+                published: "3,300 req/s measured, 11,000 req/s goal (the election write-up)".into(),
                 comparison: false,
             },
             Workload {

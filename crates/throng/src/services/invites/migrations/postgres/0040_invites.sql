@@ -1,4 +1,4 @@
--- Survey invitations (write-up 003); see the SQLite migration for the model.
+-- Survey invitations (the survey write-up); see the SQLite migration for the model.
 CREATE TABLE invites_sites (
     site_id BIGINT PRIMARY KEY,
     config TEXT NOT NULL,

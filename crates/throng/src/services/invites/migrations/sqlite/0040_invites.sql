@@ -1,4 +1,4 @@
--- Survey invitations (write-up 003). A site is one survey campaign; its
+-- Survey invitations (the survey write-up). A site is one survey campaign; its
 -- settings are one JSON document (few sites, read whole into memory).
 CREATE TABLE invites_sites (
     site_id INTEGER PRIMARY KEY,
