@@ -175,14 +175,38 @@ async fn count(store: &Store, sql: &'static str) -> i64 {
     }
 }
 
+/// Voters marked as voted: on SQLite the marks not yet folded plus the
+/// bits set in `voting_marks_bits`.
+async fn marks(store: &Store) -> i64 {
+    let by_voter = count(store, "SELECT COUNT(*) FROM voting_marks").await;
+    let Store::Sqlite(s) = store else {
+        return by_voter;
+    };
+    let bits: i64 = s
+        .read(|c| {
+            let rows: Vec<Vec<u8>> = c
+                .prepare("SELECT bits FROM voting_marks_bits")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            Ok(rows.iter().flatten().map(|b| b.count_ones() as i64).sum())
+        })
+        .await
+        .unwrap();
+    by_voter + bits
+}
+
 /// (marks, ballots in the box or published, BallotCast events).
 async fn written(store: &Store) -> (i64, i64, i64) {
-    let marks = count(store, "SELECT COUNT(*) FROM voting_marks").await;
+    let marks = marks(store).await;
     let ballots = count(
         store,
         "SELECT (SELECT COUNT(*) FROM voting_ballots) + (SELECT COUNT(*) FROM voting_ballot_box)",
     )
-    .await;
+    .await
+        + match store {
+            Store::Sqlite(_) => count(store, "SELECT COUNT(*) FROM voting_ballot_intake").await,
+            Store::Postgres(_) => 0,
+        };
     let events = count(
         store,
         "SELECT COUNT(*) FROM events WHERE event_type = 'voting.BallotCast'",
@@ -442,6 +466,14 @@ async fn votes_in_headers_mode(kind: StoreKind) {
     ))
     .await
     .assert_error(404, "receipt_not_found");
+    // A receipt carries its check: one changed digit is no receipt, counted
+    // or not.
+    let mut forged = id.to_string();
+    let last = forged.pop().unwrap();
+    forged.push(if last == '0' { '1' } else { '0' });
+    api.get(&format!("/api/voting/elections/1/receipts/{forged}"))
+        .await
+        .assert_error(404, "receipt_not_found");
     api.get("/api/voting/elections/1/receipts/not-a-uuid")
         .await
         .assert_error(404, "receipt_not_found");
@@ -1094,7 +1126,20 @@ async fn ballots_are_secret(kind: StoreKind) {
             &["election_id", "receipt_tag"][..],
         ),
         ("voting_marks", &["election_id", "voter_id"][..]),
-    ] {
+    ]
+    .into_iter()
+    .chain(
+        (kind == StoreKind::Sqlite)
+            .then_some([
+                ("voting_marks_bits", &["election_id", "chunk", "bits"][..]),
+                (
+                    "voting_ballot_intake",
+                    &["election_id", "receipt_tag", "district_id", "sealed"][..],
+                ),
+            ])
+            .into_iter()
+            .flatten(),
+    ) {
         let mut cols = columns(store, table).await;
         cols.sort();
         let mut want: Vec<String> = want.iter().map(|c| c.to_string()).collect();
@@ -1141,25 +1186,29 @@ async fn ballots_are_secret(kind: StoreKind) {
             };
             let (tags, marks, schemas, rowid) = sq
                 .read(|c| {
-                    let tags: Vec<Vec<u8>> = c
-                        .prepare("SELECT receipt_tag FROM voting_ballot_box")?
-                        .query_map([], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?;
+                    // Settled into the box, or still in the intake.
+                    let tags = |table: &str| -> rusqlite::Result<Vec<Vec<u8>>> {
+                        c.prepare(&format!("SELECT receipt_tag FROM {table}"))?
+                            .query_map([], |r| r.get(0))?
+                            .collect()
+                    };
+                    let tags = (tags("voting_ballot_box")?, tags("voting_ballot_intake")?);
                     let marks: Vec<i64> = c
                         .prepare("SELECT voter_id FROM voting_marks")?
                         .query_map([], |r| r.get(0))?
                         .collect::<Result<_, _>>()?;
                     let schemas: Vec<String> = c
-                        .prepare("SELECT sql FROM sqlite_master WHERE name IN ('voting_ballot_box', 'voting_marks', 'voting_receipts_counted')")?
+                        .prepare("SELECT sql FROM sqlite_master WHERE name IN ('voting_ballot_box', 'voting_ballot_intake', 'voting_marks', 'voting_marks_bits', 'voting_receipts_counted')")?
                         .query_map([], |r| r.get(0))?
                         .collect::<Result<_, _>>()?;
                     let rowid = c.prepare("SELECT rowid FROM voting_ballot_box").is_ok()
+                        || c.prepare("SELECT rowid FROM voting_ballot_intake").is_ok()
                         || c.prepare("SELECT rowid FROM voting_marks").is_ok();
                     Ok((tags, marks, schemas, rowid))
                 })
                 .await
                 .unwrap();
-            assert_eq!(schemas.len(), 3);
+            assert_eq!(schemas.len(), 5);
             assert!(
                 schemas.iter().all(|s| s.contains("WITHOUT ROWID")),
                 "{schemas:?}"
@@ -1169,14 +1218,23 @@ async fn ballots_are_secret(kind: StoreKind) {
                 .iter()
                 .map(|r| key.tag(1, &receipt_bytes(r)).to_vec())
                 .collect();
+            let (boxed, intake) = tags;
+            for (table, tags) in [("box", &boxed), ("intake", &intake)] {
+                let mut sorted = tags.clone();
+                sorted.sort();
+                assert_eq!(tags, &sorted, "the {table} is in tag order");
+            }
+            let mut stored: Vec<Vec<u8>> = boxed.iter().chain(&intake).cloned().collect();
+            stored.sort();
             let mut sorted = arrival.clone();
             sorted.sort();
-            assert_eq!(tags, sorted, "the box is in tag order");
-            assert_ne!(tags, arrival, "not in arrival order");
-            let mut by_voter = order[..ROUND - 1].to_vec();
-            by_voter.sort();
-            assert_eq!(marks, by_voter, "marks are in voter order");
-            assert_ne!(marks, order[..ROUND - 1].to_vec(), "not in arrival order");
+            assert_eq!(stored, sorted, "every waiting ballot, once");
+            assert_ne!(sorted, arrival, "tag order is not arrival order");
+            // The marks not yet folded into bits are in voter order.
+            let mut sorted_marks = marks.clone();
+            sorted_marks.sort();
+            assert_eq!(marks, sorted_marks, "marks are in voter order");
+            assert!(marks.iter().all(|m| order[..ROUND - 1].contains(m)));
         }
     }
     wait_counted(api, ROUND as i64).await;
@@ -1230,12 +1288,10 @@ async fn ballots_are_secret(kind: StoreKind) {
     );
     assert_eq!(
         count(store, "SELECT COUNT(*) FROM voting_receipts_counted").await,
-        ROUND as i64
+        0,
+        "a receipt carries its own check: no table of tags"
     );
-    assert_eq!(
-        count(store, "SELECT COUNT(*) FROM voting_marks").await,
-        ROUND as i64
-    );
+    assert_eq!(marks(store).await, ROUND as i64);
     assert_eq!(count(store, "SELECT COUNT(*) FROM voting_rounds").await, 1);
     for r in &receipts {
         let v = api
@@ -1563,6 +1619,8 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
             // Box and marks: no rowid, so no arrival order to pair them by.
             assert!(c.prepare("SELECT rowid FROM voting_ballot_box").is_err());
             assert!(c.prepare("SELECT rowid FROM voting_marks").is_err());
+            assert!(c.prepare("SELECT rowid FROM voting_marks_bits").is_err());
+            assert!(c.prepare("SELECT rowid FROM voting_ballot_intake").is_err());
         }
         Store::Postgres(p) => {
             let client = p.client().await.unwrap();
@@ -1928,7 +1986,7 @@ async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
     let (mut tags, mut districts, mut sealed) = (Vec::new(), Vec::new(), Vec::new());
     for d in 1..=DISTRICTS {
         for _ in 0..per_district {
-            let tag = key.tag(1, &key.mint());
+            let tag = key.tag(1, &key.mint(1));
             sealed.push(key.seal(1, d, &tag, b"1|[]"));
             tags.push(tag.to_vec());
             districts.push(d);

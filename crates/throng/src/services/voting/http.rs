@@ -382,7 +382,7 @@ pub async fn vote(
     }
     // The receipt goes to the voter only; the box keeps its tag and the
     // choice sealed under a key outside the database (receipt.rs).
-    let receipt = st.receipts.mint();
+    let receipt = st.receipts.mint(election_id);
     let tag = st.receipts.tag(election_id, &receipt);
     let choice = store::choice(vote.party_id, &vote.candidates_json());
     let ballot = BoxedBallot {
@@ -432,8 +432,10 @@ pub async fn get_receipt(
         Ok(id) if receipt_id.len() == 36 => id,
         _ => return Err(receipt_not_found()),
     };
-    let tag = st.receipts.tag(election_id, &id.into_bytes());
-    let state = store::receipt(&st.store, election_id, tag)
+    let receipt = id.into_bytes();
+    let minted = st.receipts.minted(election_id, &receipt);
+    let tag = st.receipts.tag(election_id, &receipt);
+    let state = store::receipt(&st.store, election_id, tag, minted)
         .await?
         .ok_or_else(receipt_not_found)?;
     let counted = match state {

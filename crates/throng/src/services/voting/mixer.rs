@@ -5,7 +5,9 @@
 //!
 //! A vote puts its sealed ballot into the box (keyed by its receipt's tag)
 //! in the same transaction as the voter's mark; nothing else about it is
-//! written. A round publishes every district whose box holds at least the
+//! written. (On SQLite both go first into small tables that the mixer
+//! settles into the box and the roll's bits every interval, before its
+//! round: `store::settle`.) A round publishes every district whose box holds at least the
 //! minimum, or, once the election has closed, every district (the final
 //! flush): its ballots move in random-tag order into `voting_ballots` with
 //! one `voting.BallotCast` event each (on PostgreSQL whole districts up to
@@ -74,6 +76,14 @@ async fn mix(
         // at once.
         let mut more_waiting = false;
         for (id, closed) in elections {
+            // SQLite: the votes since the last interval join the box and
+            // the roll's bits first, so a round sees them.
+            match super::store::settle(store, id).await {
+                Ok(settled) => more_waiting |= settled.marks as i64 >= super::store::FOLD_MARKS_MAX,
+                Err(e) => {
+                    tracing::warn!(election_id = id, error = %e, "settling votes failed; retrying")
+                }
+            }
             let min = if closed { 1 } else { config.ballots_min.max(1) };
             match super::store::publish_round(store, &config.keys, id, min).await {
                 Ok(round) if round.published == 0 => {}

@@ -200,6 +200,12 @@ const ELECTION_TABLES: &[(&str, &str)] = &[
     ("voting_districts", "election_id"),
     ("voting_elections", "id"),
 ];
+/// SQLite's intake and marks folded into bits (PostgreSQL writes votes into
+/// the box and keeps marks by voter).
+const SQLITE_ELECTION_TABLES: &[(&str, &str)] = &[
+    ("voting_ballot_intake", "election_id"),
+    ("voting_marks_bits", "election_id"),
+];
 
 pub async fn seed(
     store: &Store,
@@ -277,7 +283,7 @@ fn seed_sqlite(
     refuse_reseed(exists > 0, args)?;
     {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for (table, column) in ELECTION_TABLES {
+        for (table, column) in ELECTION_TABLES.iter().chain(SQLITE_ELECTION_TABLES) {
             tx.execute(&format!("DELETE FROM {table} WHERE {column} = ?1"), [e])?;
         }
         tx.execute(

@@ -4,7 +4,13 @@
 //! the ballot box (keyed by its receipt's tag, the choice sealed; no voter).
 //! On PostgreSQL the mark's primary key decides one vote per voter across
 //! nodes (`INSERT .. ON CONFLICT DO NOTHING`, the box insert fed by its
-//! `RETURNING`); on SQLite the roll's voted bit decides in the writer.
+//! `RETURNING`); on SQLite the roll's voted bit decides in the writer, and
+//! a vote writes into two small tables that the mixer empties every
+//! interval ([`settle`]): the ballot into `voting_ballot_intake` (moved
+//! into the box) and the mark into `voting_marks` (folded into
+//! `voting_marks_bits`, one bit per voter). So a vote's commit touches a
+//! few pages of tables that stay in the writer's cache, not random pages of
+//! the box and of a B-tree of every voter.
 //! Ballots leave the box only in the mixer's rounds ([`publish_round`]), a
 //! district at a time once it holds the mix minimum, which is what keeps
 //! them apart from the roll.
@@ -221,6 +227,21 @@ pub async fn mark_voted(
                     roll.test_and_set(r.get(0)?);
                     n += 1;
                 }
+                let mut stmt =
+                    c.prepare("SELECT chunk, bits FROM voting_marks_bits WHERE election_id = ?1")?;
+                let mut rows = stmt.query([election_id])?;
+                while let Some(r) = rows.next()? {
+                    let (chunk, bits): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
+                    for (byte_at, byte) in bits.iter().enumerate() {
+                        for bit in 0..8 {
+                            if byte & (1 << bit) != 0 {
+                                let voter = chunk * MARK_BITS_VOTERS + (byte_at * 8 + bit) as i64;
+                                roll.test_and_set(voter);
+                                n += 1;
+                            }
+                        }
+                    }
+                }
                 Ok(n)
             })
             .await
@@ -242,6 +263,108 @@ pub async fn mark_voted(
             Ok(n)
         }
     }
+}
+
+/// Voters one row of `voting_marks_bits` holds (512 bytes of bits: a row
+/// fits in one page of a table without rowid).
+pub const MARK_BITS_VOTERS: i64 = 4096;
+/// Marks one settle folds at most (the first settle of a database whose
+/// marks were all kept by voter may find millions); the mixer settles again
+/// at once.
+pub const FOLD_MARKS_MAX: i64 = 100_000;
+
+fn mark_bits_row(voter_id: i64) -> (i64, usize) {
+    (
+        voter_id.div_euclid(MARK_BITS_VOTERS),
+        voter_id.rem_euclid(MARK_BITS_VOTERS) as usize,
+    )
+}
+
+/// What one settle moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    pub ballots: usize,
+    pub marks: usize,
+}
+
+/// SQLite: in one write, moves the election's ballots from
+/// `voting_ballot_intake` into `voting_ballot_box` and folds up to
+/// [`FOLD_MARKS_MAX`] of its marks from `voting_marks` into the bits of
+/// `voting_marks_bits`; the moved rows are deleted (zeroed:
+/// `secure_delete`). Nothing is written when nothing waits. PostgreSQL
+/// writes votes straight into the box and keeps marks keyed by voter (their
+/// primary key decides one vote per voter across nodes): nothing to settle.
+pub async fn settle(store: &Store, election_id: i64) -> Result<Settled, StoreError> {
+    let Store::Sqlite(s) = store else {
+        return Ok(Settled::default());
+    };
+    let waiting: bool = s
+        .read(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM voting_marks WHERE election_id = ?1)
+                     OR EXISTS (SELECT 1 FROM voting_ballot_intake WHERE election_id = ?1)",
+            )?
+            .query_row([election_id], |r| r.get(0))?)
+        })
+        .await?;
+    if !waiting {
+        return Ok(Settled::default());
+    }
+    s.write(move |c| {
+        let ballots = c
+            .prepare_cached(
+                "INSERT INTO voting_ballot_box (election_id, district_id, receipt_tag, sealed)
+                 SELECT election_id, district_id, receipt_tag, sealed FROM voting_ballot_intake
+                  WHERE election_id = ?1 ORDER BY district_id, receipt_tag",
+            )?
+            .execute([election_id])?;
+        c.prepare_cached("DELETE FROM voting_ballot_intake WHERE election_id = ?1")?
+            .execute([election_id])?;
+        Ok(Settled {
+            ballots,
+            marks: sqlite_fold_marks(c, election_id)?,
+        })
+    })
+    .await
+}
+
+fn sqlite_fold_marks(c: &rusqlite::Connection, election_id: i64) -> Result<usize, StoreError> {
+    let voters: Vec<i64> = c
+        .prepare_cached(
+            "SELECT voter_id FROM voting_marks WHERE election_id = ?1 ORDER BY voter_id LIMIT ?2",
+        )?
+        .query_map([election_id, FOLD_MARKS_MAX], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let Some(&last) = voters.last() else {
+        return Ok(0);
+    };
+    let mut read = c.prepare_cached(
+        "SELECT bits FROM voting_marks_bits WHERE election_id = ?1 AND chunk = ?2",
+    )?;
+    let mut write = c.prepare_cached(
+        "INSERT OR REPLACE INTO voting_marks_bits (election_id, chunk, bits) VALUES (?1, ?2, ?3)",
+    )?;
+    // Voter order: one row's marks are consecutive.
+    let mut i = 0;
+    while i < voters.len() {
+        let (chunk, _) = mark_bits_row(voters[i]);
+        let mut bits: Vec<u8> =
+            read.query_row([election_id, chunk], |r| r.get(0))
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(Vec::new()),
+                    e => Err(e),
+                })?;
+        bits.resize((MARK_BITS_VOTERS / 8) as usize, 0);
+        while i < voters.len() && mark_bits_row(voters[i]).0 == chunk {
+            let bit = mark_bits_row(voters[i]).1;
+            bits[bit / 8] |= 1 << (bit % 8);
+            i += 1;
+        }
+        write.execute(rusqlite::params![election_id, chunk, bits])?;
+    }
+    c.prepare_cached("DELETE FROM voting_marks WHERE election_id = ?1 AND voter_id <= ?2")?
+        .execute([election_id, last])?;
+    Ok(voters.len())
 }
 
 // ---------------------------------------------------------------- voting
@@ -332,16 +455,17 @@ fn sqlite_cast(
     took.store(true, Ordering::Release);
     let written = (|| -> Result<(), StoreError> {
         // Both keyed (no rowid): neither table's order is arrival order.
+        // Small tables the mixer empties every interval ([`settle`]).
         c.prepare_cached("INSERT INTO voting_marks (election_id, voter_id) VALUES (?1, ?2)")?
             .execute([b.election_id, voter_id])?;
         c.prepare_cached(
-            "INSERT INTO voting_ballot_box (election_id, district_id, receipt_tag, sealed)
+            "INSERT INTO voting_ballot_intake (election_id, receipt_tag, district_id, sealed)
              VALUES (?1, ?2, ?3, ?4)",
         )?
         .execute(rusqlite::params![
             b.election_id,
-            b.district_id,
             &b.tag[..],
+            b.district_id,
             b.sealed
         ])?;
         Ok(())
@@ -355,13 +479,16 @@ fn sqlite_cast(
 }
 
 /// Where the ballot of the receipt with this tag is, if it exists in
-/// `election_id`: in the box, or published (its tag in
-/// `voting_receipts_counted`) by a round no later than the election's last,
-/// whose last event position is given.
+/// `election_id`: in the box, or published by a round no later than the
+/// election's last (whose last event position is given). A receipt this
+/// server `minted` whose tag is not in the box was published: the box loses
+/// a ballot only in the round that publishes it. Receipts minted without a
+/// check are found in `voting_receipts_counted` once published.
 pub async fn receipt(
     store: &Store,
     election_id: i64,
     tag: [u8; RECEIPT_BYTES],
+    minted: bool,
 ) -> Result<Option<ReceiptState>, StoreError> {
     // The box: scanned on SQLite (keyed by district first; it holds the
     // ballots of rounds not yet due), a key lookup on PostgreSQL.
@@ -373,15 +500,23 @@ pub async fn receipt(
         "SELECT COALESCE(MAX(last_position), 0) FROM voting_rounds WHERE election_id = ?1";
     let (boxed, counted, last): (i64, i64, i64) = match store {
         Store::Sqlite(s) => {
+            // One statement, one snapshot: a settle or a round between two
+            // reads would hide the ballot from both.
+            let sql = format!(
+                "SELECT ({BOXED}) + (SELECT COUNT(*) FROM voting_ballot_intake
+                                      WHERE election_id = ?1 AND receipt_tag = ?2),
+                        {}, ({LAST})",
+                if minted {
+                    "0".to_string()
+                } else {
+                    format!("({COUNTED})")
+                }
+            );
             s.read(move |c| {
-                let q = |sql: &str| -> Result<i64, StoreError> {
-                    Ok(c.prepare_cached(sql)?
-                        .query_row(rusqlite::params![election_id, &tag[..]], |r| r.get(0))?)
-                };
-                let last: i64 = c
-                    .prepare_cached(LAST)?
-                    .query_row([election_id], |r| r.get(0))?;
-                Ok((q(BOXED)?, q(COUNTED)?, last))
+                Ok(c.prepare_cached(&sql)?
+                    .query_row(rusqlite::params![election_id, &tag[..]], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })?)
             })
             .await?
         }
@@ -403,10 +538,10 @@ pub async fn receipt(
             (r.get(0), r.get(1), r.get(2))
         }
     };
-    Ok(if counted > 0 {
-        Some(ReceiptState::Published { position: last })
-    } else if boxed > 0 {
+    Ok(if boxed > 0 {
         Some(ReceiptState::Boxed)
+    } else if (minted && last > 0) || counted > 0 {
+        Some(ReceiptState::Published { position: last })
     } else {
         None
     })
@@ -606,8 +741,8 @@ pub struct Round {
 /// at least `min` ballots (on PostgreSQL whole districts up to
 /// [`PG_ROUND_BALLOTS_MAX`] ballots): in one transaction, their ballots move
 /// (opened, in the order of their random tags) to `voting_ballots` with one
-/// `BallotCast` event each, their tags to `voting_receipts_counted`, and
-/// their box rows are deleted (zeroed on SQLite: `secure_delete`). A
+/// `BallotCast` event each (without their tags), and their box rows are
+/// deleted (zeroed on SQLite: `secure_delete`). A
 /// district with fewer than `min` stays in the box: nothing about it moves.
 pub async fn publish_round(
     store: &Store,
@@ -702,7 +837,7 @@ fn sqlite_round(
         return Ok(Round::default());
     }
     boxed.sort_by(|a, b| a.tag.cmp(&b.tag));
-    sqlite_publish(c, election_id, &boxed, true)?;
+    sqlite_publish(c, election_id, &boxed)?;
     // The drained rows' bytes are zeroed: every connection runs with
     // `secure_delete` on (store/sqlite.rs).
     let mut delete = c.prepare_cached(
@@ -718,13 +853,12 @@ fn sqlite_round(
     })
 }
 
-/// Appends `boxed` as the election's next round: ballots, events, the
-/// round's row and (`counted`) their tags.
+/// Appends `boxed` as the election's next round: ballots, events and the
+/// round's row.
 fn sqlite_publish(
     c: &rusqlite::Connection,
     election_id: i64,
     boxed: &[Boxed],
-    counted_tags: bool,
 ) -> Result<(), StoreError> {
     let round: i64 = c.query_row(
         "SELECT COALESCE(MAX(round), 0) + 1 FROM voting_rounds WHERE election_id = ?1",
@@ -735,9 +869,6 @@ fn sqlite_publish(
         "INSERT INTO voting_ballots
                 (election_id, district_id, party_id, candidate_ids, round, position)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    let mut counted = c.prepare_cached(
-        "INSERT OR IGNORE INTO voting_receipts_counted (election_id, receipt_tag) VALUES (?1, ?2)",
     )?;
     let mut last_position = 0;
     for b in boxed {
@@ -751,9 +882,6 @@ fn sqlite_publish(
             round,
             position
         ])?;
-        if counted_tags {
-            counted.execute(rusqlite::params![election_id, b.tag])?;
-        }
     }
     c.prepare_cached(
         "INSERT INTO voting_rounds (election_id, round, ballots, published_at_ms, last_position)
@@ -809,7 +937,7 @@ async fn pg_round(
         return Ok(Round::default());
     }
     boxed.sort_by(|a, b| a.tag.cmp(&b.tag));
-    pg_publish(&tx, election_id, &boxed, true).await?;
+    pg_publish(&tx, election_id, &boxed).await?;
     tx.commit().await?;
     Ok(Round {
         published: boxed.len(),
@@ -818,13 +946,12 @@ async fn pg_round(
     })
 }
 
-/// Appends `boxed` as the election's next round: ballots, events, the
-/// round's row and (`counted_tags`) their tags.
+/// Appends `boxed` as the election's next round: ballots, events and the
+/// round's row.
 async fn pg_publish(
     tx: &deadpool_postgres::Transaction<'_>,
     election_id: i64,
     boxed: &[Boxed],
-    counted_tags: bool,
 ) -> Result<(), StoreError> {
     let n = boxed.len() as i64;
     let round: i64 = tx
@@ -874,16 +1001,6 @@ async fn pg_publish(
         ],
     )
     .await?;
-    let tags: Vec<&[u8]> = boxed.iter().map(|b| b.tag.as_slice()).collect();
-    let counted = tx
-        .prepare_cached(
-            "INSERT INTO voting_receipts_counted (election_id, receipt_tag)
-             SELECT $1, t FROM unnest($2::BYTEA[]) AS r(t) ON CONFLICT DO NOTHING",
-        )
-        .await?;
-    if counted_tags {
-        tx.execute(&counted, &[&election_id, &tags]).await?;
-    }
     Ok(())
 }
 
@@ -918,7 +1035,7 @@ pub async fn seed_published(
                         [election_id, *v],
                     )?;
                 }
-                sqlite_publish(c, election_id, &boxed, false)
+                sqlite_publish(c, election_id, &boxed)
             })
             .await
         }
@@ -931,7 +1048,7 @@ pub async fn seed_published(
                 &[&election_id, &voters],
             )
             .await?;
-            pg_publish(&tx, election_id, &boxed, false).await?;
+            pg_publish(&tx, election_id, &boxed).await?;
             tx.commit().await?;
             Ok(())
         }
