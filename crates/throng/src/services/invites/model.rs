@@ -130,6 +130,7 @@ pub struct SiteInput {
     /// kept in the visitor's signed id). Default 1.
     pub invite_share: Option<f64>,
     /// Closes after which a visitor is never asked again, 1 to 10. Default 3.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub closes_max: Option<i64>,
     /// RFC 3339; no popup before it.
     pub active_from: Option<String>,
@@ -138,14 +139,17 @@ pub struct SiteInput {
     /// A paused site shows no popup and takes no answers.
     pub paused: Option<bool>,
     /// Answers older than this many days are purged, 1 to 3650. Default 365.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub retention_days: Option<i64>,
     pub texts: Option<Texts>,
     /// When to show the popup: load (default), delay, scroll, exit_intent.
     pub trigger: Option<Trigger>,
     /// Seconds after the page loaded for `delay` (and `exit_intent` on a
     /// touch screen), 0 to 600. Default 10.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub delay_seconds: Option<i64>,
     /// Share of the page scrolled for `scroll`, 1 to 100 (%). Default 50.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub scroll_percent: Option<i64>,
     /// modal (default) or slide_in.
     pub style: Option<Style>,
@@ -479,7 +483,8 @@ pub struct Standing {
 }
 
 /// Stored as a small integer (`invites_answers.state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum AnswerState {
     /// No final answer yet (maybe some closes).
     #[default]
