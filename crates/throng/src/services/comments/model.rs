@@ -60,16 +60,25 @@ impl CommentType {
     }
 }
 
-/// A star rating, 1 to 5.
+/// The fewest and most stars of a rating.
+pub const RATING_MIN: i64 = 1;
+pub const RATING_MAX: i64 = 5;
+
+/// The smallest id of a user, course or comment.
+pub const ID_MIN: i64 = 1;
+
+/// A star rating, `RATING_MIN` to `RATING_MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rating(i32);
 
 impl Rating {
     pub fn parse(value: i64) -> Result<Rating, ApiError> {
-        if (1..=5).contains(&value) {
+        if (RATING_MIN..=RATING_MAX).contains(&value) {
             Ok(Rating(value as i32))
         } else {
-            Err(ApiError::invalid_field("rating: an integer from 1 to 5"))
+            Err(ApiError::invalid_field(format!(
+                "rating: an integer from {RATING_MIN} to {RATING_MAX}"
+            )))
         }
     }
     pub fn get(self) -> i32 {
@@ -79,7 +88,7 @@ impl Rating {
 
 /// A positive integer id (users, courses, comments); others cannot exist.
 pub fn parse_id(field: &str, value: i64) -> Result<i64, ApiError> {
-    if value >= 1 {
+    if value >= ID_MIN {
         Ok(value)
     } else {
         Err(ApiError::invalid_field(format!(
@@ -152,6 +161,7 @@ pub fn caller_id(claims: &Claims, role: Role) -> Result<i64, ApiError> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommentRequest {
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub rating: i64,
     pub title: String,
     pub remarks: String,
@@ -198,6 +208,7 @@ impl CommentRequest {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditRequest {
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub rating: Option<i64>,
     pub title: Option<String>,
     pub remarks: Option<String>,
