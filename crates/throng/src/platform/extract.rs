@@ -199,10 +199,27 @@ pub mod whole {
         }
     }
 
+    /// An optional integer field that is not null when present; with
+    /// `#[serde(default)]`.
+    pub fn present<'de, D: Deserializer<'de>, T: Int>(d: D) -> Result<Option<T>, D::Error> {
+        int(d).map(Some)
+    }
+
     /// An optional (or null) integer field; with `#[serde(default)]`.
     pub fn opt<'de, D: Deserializer<'de>, T: Int>(d: D) -> Result<Option<T>, D::Error> {
         d.deserialize_option(MaybeWhole(PhantomData))
     }
+}
+
+/// An optional field that is not null when present, for
+/// `#[serde(default, deserialize_with = "non_null")]`: a null is refused as
+/// the field's type refuses it.
+pub fn non_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
 
 pub struct ApiQuery<T>(pub T);

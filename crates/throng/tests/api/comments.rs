@@ -1806,6 +1806,18 @@ async fn bad_edits_get_the_envelope_and_write_nothing(kind: StoreKind) {
             .assert_error(422, "invalid_field");
         assert!(msg.starts_with(field), "{msg}");
     }
+    // A field is changed or left out: null is not a value of any.
+    for (body, field) in [
+        (json!({"title": null, "rating": 3}), "title"),
+        (json!({"remarks": null}), "remarks"),
+        (json!({"rating": null, "title": "Fine"}), "rating"),
+        (json!({"rating": 2.5}), "rating"),
+    ] {
+        let msg = patch_comment(api, Some(&u), id, &body)
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(msg.contains(&format!("{field}: invalid type")), "{msg}");
+    }
     patch_comment(api, Some(&u), id, &json!({"rating": 3, "extra": 1}))
         .await
         .assert_error(422, "invalid_field");

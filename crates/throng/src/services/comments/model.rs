@@ -208,9 +208,11 @@ impl CommentRequest {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditRequest {
-    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::present")]
     pub rating: Option<i64>,
+    #[serde(default, deserialize_with = "crate::platform::extract::non_null")]
     pub title: Option<String>,
+    #[serde(default, deserialize_with = "crate::platform::extract::non_null")]
     pub remarks: Option<String>,
 }
 

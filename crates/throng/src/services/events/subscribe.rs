@@ -86,6 +86,19 @@ pub struct SubscribeQuery {
     category: Option<String>,
 }
 
+/// A server-sent event of a subscription.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EventMessage {
+    /// The event's position.
+    id: String,
+    /// The event's type.
+    event: String,
+    /// The event as in /api/events/all.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
+
 /// The largest `Last-Event-ID`: the stream resumes at the next position,
 /// which must still be a position (`/openapi.json` states this bound).
 pub const LAST_EVENT_ID_MAX: i64 = i64::MAX - 1;
@@ -114,7 +127,7 @@ fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     params(SubscribeQuery,
            ("Last-Event-ID" = Option<i64>, Header, description = "the last position received: the stream resumes after it")),
     security(("bearer" = [])),
-    responses((status = 200, content_type = "text/event-stream", body = String, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID."),
+    responses((status = 200, content_type = "text/event-stream", body = EventMessage, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID."),
               (status = 400, description = "invalid_query, invalid_last_event_id"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),

@@ -926,7 +926,9 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         NAME_CHARS_MAX, ORIGINS_MAX, ORIGIN_CHARS_MAX, PORT_PATTERN, RETENTION_DAYS_MAX,
         TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
-    use crate::platform::openapi::{body_schema, operation, param_range, param_required};
+    use crate::platform::openapi::{
+        body_schema, operation, param_range, param_required, param_schema,
+    };
     use serde_json::json;
     let no_controls = "^[^\\x00-\\x1f\\x7f-\\x9f]*$";
     let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": no_controls});
@@ -996,4 +998,12 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "/api/invites/sites/{site_id}/visitor",
         "X-Invites-Visitor",
     );
+    // Where a visitor is required, an empty header names none (400
+    // visitor_required); on .../state it is a new visitor.
+    for (method, path) in [
+        ("post", "/api/invites/sites/{site_id}/answers"),
+        ("delete", "/api/invites/sites/{site_id}/visitor"),
+    ] {
+        param_schema(doc, method, path, "X-Invites-Visitor")["minLength"] = json!(1);
+    }
 }

@@ -715,6 +715,18 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
     .expect("results serialize")
 }
 
+/// A server-sent event of a results stream.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ResultsMessage {
+    /// `results`, or `end` last.
+    event: String,
+    /// For `results`, the results as /results answers them; for `end`,
+    /// {reason: lifetime|stopping}.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
+
 fn results_target(
     st: &VotingState,
     election_id: i64,
@@ -752,7 +764,7 @@ pub async fn results(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results/stream", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, content_type = "text/event-stream", body = String, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)"),
+    responses((status = 200, content_type = "text/event-stream", body = ResultsMessage, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)"),
               (status = 404, description = "election_not_found, district_not_found"),
               (status = 429, description = "too_many_client_streams: this client (IPv4 address or IPv6 /64) has --voting-streams-per-client-max streams open; poll /results; Retry-After"),
               (status = 503, description = "too_many_streams (see --voting-streams-max), draining (the node is stopping); Retry-After")))]
