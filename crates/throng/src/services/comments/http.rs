@@ -685,14 +685,17 @@ pub struct CommentsApi;
 /// The bounds the handlers check, stated in the document from the same
 /// constants (`platform::openapi`).
 pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::model::{RATING_MAX, RATING_MIN, REMARKS_CHARS_MAX, TITLE_CHARS_MAX};
+    use super::model::{
+        CURSOR_CHARS_MAX, RATING_MAX, RATING_MIN, REMARKS_CHARS_MAX, TITLE_CHARS_MAX,
+    };
     use crate::platform::openapi::{body_schema, param_schema, response, text_schema};
     use serde_json::json;
     let types = json!(["Course", "Service"]);
     let list = "/api/comments";
     param_schema(doc, "get", list, "ratingType")["enum"] = types.clone();
-    // The cursor is X-Next-Cursor as given: base64url, at most 64 characters.
-    param_schema(doc, "get", list, "cursor")["pattern"] = json!("^[A-Za-z0-9_-]{1,64}$");
+    // The cursor is X-Next-Cursor as given: base64url.
+    param_schema(doc, "get", list, "cursor")["pattern"] =
+        json!(format!("^[A-Za-z0-9_-]{{1,{CURSOR_CHARS_MAX}}}$"));
     let rating = "/api/courses/{course_id}/rating";
     param_schema(doc, "get", rating, "ratingType")["enum"] = types.clone();
     response(

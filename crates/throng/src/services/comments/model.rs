@@ -316,6 +316,9 @@ pub struct ListQuery {
     pub after: Option<Cursor>,
 }
 
+/// The longest cursor (`X-Next-Cursor`) accepted.
+pub const CURSOR_CHARS_MAX: usize = 64;
+
 /// Position after a block in the listing order (lastUpdate DESC, userId DESC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cursor {
@@ -337,7 +340,7 @@ impl Cursor {
                 "cursor: pass the X-Next-Cursor value of a previous page unchanged",
             )
         };
-        if text.len() > 64 {
+        if text.len() > CURSOR_CHARS_MAX {
             return Err(bad());
         }
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD

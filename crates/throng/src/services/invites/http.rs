@@ -924,7 +924,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     use super::model::{
         BAD_URL_CHARS_CLASS, BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, DELAY_SECONDS_MAX, HOST_PATTERN,
         NAME_CHARS_MAX, ORIGINS_MAX, ORIGIN_CHARS_MAX, PORT_PATTERN, RETENTION_DAYS_MAX,
-        TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
+        SCROLL_PERCENT_MAX, SCROLL_PERCENT_MIN, TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
     use crate::platform::openapi::{
         body_schema, operation, param_range, param_required, param_schema,
@@ -951,7 +951,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "retentionDays": nullable(json!({"type": "integer", "minimum": 1, "maximum": RETENTION_DAYS_MAX})),
         "trigger": nullable(json!({"type": "string", "enum": ["load", "delay", "scroll", "exit_intent"]})),
         "delaySeconds": nullable(json!({"type": "integer", "minimum": 0, "maximum": DELAY_SECONDS_MAX})),
-        "scrollPercent": nullable(json!({"type": "integer", "minimum": 1, "maximum": 100})),
+        "scrollPercent": nullable(json!({"type": "integer", "minimum": SCROLL_PERCENT_MIN, "maximum": SCROLL_PERCENT_MAX})),
         "style": nullable(json!({"type": "string", "enum": ["modal", "slide_in"]})),
         "texts": nullable(json!({"type": "object", "additionalProperties": false,
             "required": ["title", "body", "yes", "no", "close"],

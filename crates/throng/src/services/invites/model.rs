@@ -30,6 +30,9 @@ pub const DELAY_SECONDS_MAX: i64 = 600;
 /// `delaySeconds` and `scrollPercent` when not set.
 pub const DELAY_SECONDS_DEFAULT: i64 = 10;
 pub const SCROLL_PERCENT_DEFAULT: i64 = 50;
+/// The share of the page scrolled for `scroll`, in percent.
+pub const SCROLL_PERCENT_MIN: i64 = 1;
+pub const SCROLL_PERCENT_MAX: i64 = 100;
 /// Sites a store holds at most (each is kept in memory by every node).
 pub const SITES_MAX: usize = 10_000;
 
@@ -463,8 +466,10 @@ impl SiteInput {
             s.delay_seconds = d;
         }
         if let Some(p) = self.scroll_percent {
-            if !(1..=100).contains(&p) {
-                return Err(invalid("scrollPercent: 1 to 100"));
+            if !(SCROLL_PERCENT_MIN..=SCROLL_PERCENT_MAX).contains(&p) {
+                return Err(invalid(format!(
+                    "scrollPercent: {SCROLL_PERCENT_MIN} to {SCROLL_PERCENT_MAX}"
+                )));
             }
             s.scroll_percent = p;
         }
