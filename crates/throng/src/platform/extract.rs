@@ -109,6 +109,119 @@ fn hide_values(detail: &str) -> String {
     out
 }
 
+/// Integer fields of request bodies, for `#[serde(deserialize_with)]`:
+/// a JSON number with no fractional part is an integer (`2.0` is `2`, as
+/// JSON Schema's `integer` says); a fraction or a value out of the type's
+/// range is refused as serde refuses it.
+pub mod whole {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::{Deserializer, Error, Unexpected, Visitor};
+
+    /// An integer type a whole number converts to.
+    pub trait Int: TryFrom<i64> + TryFrom<u64> {
+        const NAME: &'static str;
+    }
+
+    macro_rules! int {
+        ($($t:ty),*) => {$(impl Int for $t { const NAME: &'static str = stringify!($t); })*};
+    }
+    int!(i8, i16, i32, i64, u8, u16, u32, u64, usize, isize);
+
+    struct WholeVisitor<T>(PhantomData<T>);
+
+    impl<T: Int> Visitor<'_> for WholeVisitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(T::NAME)
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<T, E> {
+            T::try_from(v).map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<T, E> {
+            T::try_from(v).map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+        }
+
+        fn visit_f64<E: Error>(self, v: f64) -> Result<T, E> {
+            // Past 2^53 a double no longer holds every integer: the number
+            // sent may not be the one read (an integer literal that large
+            // is read as an integer, not here).
+            const EXACT: f64 = 9_007_199_254_740_992.0;
+            if v.fract() != 0.0 || !v.is_finite() {
+                return Err(E::invalid_type(Unexpected::Float(v), &self));
+            }
+            if (-EXACT..=EXACT).contains(&v) {
+                self.visit_i64(v as i64)
+            } else {
+                Err(E::invalid_value(Unexpected::Float(v), &self))
+            }
+        }
+    }
+
+    /// A required integer field.
+    pub fn int<'de, D: Deserializer<'de>, T: Int>(d: D) -> Result<T, D::Error> {
+        d.deserialize_any(WholeVisitor(PhantomData))
+    }
+
+    /// An integer as an element (of an array, say): `Whole<i64>`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Whole<T>(pub T);
+
+    impl<'de, T: Int> serde::Deserialize<'de> for Whole<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            int(d).map(Whole)
+        }
+    }
+
+    struct MaybeWhole<T>(PhantomData<T>);
+
+    impl<'de, T: Int> Visitor<'de> for MaybeWhole<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "{} or null", T::NAME)
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+            int(d).map(Some)
+        }
+    }
+
+    /// An optional integer field that is not null when present; with
+    /// `#[serde(default)]`.
+    pub fn present<'de, D: Deserializer<'de>, T: Int>(d: D) -> Result<Option<T>, D::Error> {
+        int(d).map(Some)
+    }
+
+    /// An optional (or null) integer field; with `#[serde(default)]`.
+    pub fn opt<'de, D: Deserializer<'de>, T: Int>(d: D) -> Result<Option<T>, D::Error> {
+        d.deserialize_option(MaybeWhole(PhantomData))
+    }
+}
+
+/// An optional field that is not null when present, for
+/// `#[serde(default, deserialize_with = "non_null")]`: a null is refused as
+/// the field's type refuses it.
+pub fn non_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 pub struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
@@ -161,6 +274,48 @@ mod tests {
             assert!(!ok(v), "{v}");
         }
         assert!(!super::json_content_type(&axum::http::HeaderMap::new()));
+    }
+
+    #[test]
+    fn whole_numbers_are_integers() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct T {
+            #[serde(deserialize_with = "super::whole::int")]
+            a: i64,
+            #[serde(default, deserialize_with = "super::whole::opt")]
+            b: Option<u8>,
+        }
+        let t = |s: &str| serde_json::from_str::<T>(s).map_err(|e| e.to_string());
+        assert_eq!(t(r#"{"a": 2.0}"#), Ok(T { a: 2, b: None }));
+        assert_eq!(t(r#"{"a": -2, "b": 3.0}"#), Ok(T { a: -2, b: Some(3) }));
+        assert_eq!(t(r#"{"a": 1e3, "b": null}"#), Ok(T { a: 1000, b: None }));
+        assert_eq!(
+            t(r#"{"a": 9007199254740992.0}"#),
+            Ok(T {
+                a: 1 << 53,
+                b: None
+            })
+        );
+        assert_eq!(
+            t(r#"{"a": -9223372036854775808}"#),
+            Ok(T {
+                a: i64::MIN,
+                b: None
+            })
+        );
+        for bad in [
+            r#"{"a": 2.5}"#,
+            r#"{"a": "2"}"#,
+            r#"{"a": 9223372036854775808}"#,
+            r#"{"a": 1e19}"#,
+            r#"{"a": 1e16}"#,
+            r#"{"a": -9223372036854775809}"#,
+            r#"{"a": 1, "b": 256}"#,
+            r#"{"a": 1, "b": -1.0}"#,
+            r#"{"a": 1, "b": 0.5}"#,
+        ] {
+            assert!(t(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! `/openapi.json` themselves.
 
 use serde_json::{json, Value};
+use utoipa::openapi::schema::{KnownFormat, Object, ObjectBuilder, SchemaFormat, Type};
 
 /// The error envelope's schema, shared by every error answer.
 pub fn error_schema() -> Value {
@@ -100,6 +101,47 @@ pub fn text_schema(min: usize, max: usize, multiline: bool) -> Value {
         format!("^[^{bad}]*$")
     };
     json!({"type": "string", "minLength": min, "maxLength": max, "pattern": pattern})
+}
+
+/// Declares `$name`, a type standing for a schema built from the constants
+/// a parser checks (utoipa's `minimum`/`maximum`/`pattern` attributes take
+/// literals only), for `#[param(value_type = $name, inline)]` and
+/// `#[schema(value_type = $name, inline)]`; unlike `schema_with`, these keep
+/// the field's description and whether it is required.
+#[macro_export]
+macro_rules! schema_type {
+    ($(#[$meta:meta])* $vis:vis $name:ident => $schema:expr) => {
+        $(#[$meta])*
+        $vis struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::Schema::Object($schema).into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
+}
+
+/// An integer bounded `min..=max`.
+pub fn int_schema(min: i64, max: i64) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(min))
+        .maximum(Some(max))
+        .build()
+}
+
+/// A string of `min..=max` characters matching `pattern` (when given).
+pub fn string_schema(min: usize, max: usize, pattern: Option<String>) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(min))
+        .max_length(Some(max))
+        .pattern(pattern)
+        .build()
 }
 
 /// Sets an integer parameter's bounds.

@@ -134,10 +134,11 @@ pub trait Service: Send + Sync + 'static {
     /// Its part of `/openapi.json`.
     fn openapi(&self) -> utoipa::openapi::OpenApi;
 
-    /// Edits the merged `/openapi.json` (as JSON) to state the bounds its
-    /// handlers check from the same constants (utoipa's attributes take
-    /// literals only); helpers in `platform::openapi`. Runs before the
-    /// platform's shared answers are added.
+    /// Edits the merged `/openapi.json` (as JSON) to state what its types
+    /// do not (patterns, enums, bodies parsed by hand), from the constants
+    /// its handlers check; helpers in `platform::openapi` (bounds go on the
+    /// types, through `schema_type!`). Runs before the platform's shared
+    /// answers are added.
     fn openapi_limits(&self, _doc: &mut serde_json::Value) {}
 
     /// Its lines on the index page.

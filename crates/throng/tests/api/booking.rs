@@ -13,6 +13,9 @@ use crate::helpers::{
 use crate::{both_stores, postgres_only};
 use throng::platform::auth::{Claims, Role};
 use throng::platform::secrets::Secrets;
+use throng::services::booking::http::{
+    CalendarOut, Moved, PlacesPage, Registered, RegistrationOut, SlotsPage,
+};
 
 const REGISTRATIONS: &str = "/api/booking/registrations";
 
@@ -54,6 +57,10 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
 
     let first = api.get("/api/booking/places").await;
     assert_eq!(first.status, 200, "{}", first.text());
+    let typed: PlacesPage = first.body();
+    assert_eq!((typed.total, typed.skip, typed.size), (25, 0, 20));
+    assert_eq!(typed.places.len(), 20);
+    assert_eq!(typed.places[0].id, 1);
     let v = first.json();
     assert_eq!(v["total"], 25);
     assert_eq!(v["skip"], 0);
@@ -129,6 +136,17 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
 
     let r = api.slots(2, FROM, 3).await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let typed: SlotsPage = r.body();
+    assert_eq!((typed.place_id, typed.from.as_str()), (2, FROM));
+    assert_eq!(typed.days.len(), 3);
+    assert_eq!(typed.days[0].slots.len(), 5);
+    assert_eq!(
+        (
+            typed.days[0].slots[4].time_slot,
+            typed.days[0].slots[4].start.as_str()
+        ),
+        (4, "09:20")
+    );
     let v = r.json();
     assert_eq!(v["placeId"], 2);
     assert_eq!(v["from"], FROM);
@@ -238,6 +256,11 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
 
     let r = api.register(2, "2030-01-02", 1, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
+    let typed: Registered = r.body();
+    assert_eq!(
+        (typed.place_id, typed.day.as_str(), typed.time_slot),
+        (2, "2030-01-02", 1)
+    );
     let v = r.json();
     let id = v["registrationId"].as_str().unwrap().to_string();
     let code = v["accessCode"].as_str().unwrap().to_string();
@@ -255,6 +278,12 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
 
     let r = api.get_registration(&id, Some(&code)).await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let typed: RegistrationOut = r.body();
+    assert_eq!(
+        (typed.registration_id.as_str(), typed.start.as_deref()),
+        (id.as_str(), Some("08:20"))
+    );
+    assert_eq!(typed.person, person(1));
     let g = r.json();
     assert_eq!(g["registrationId"], id.as_str());
     assert_eq!(g["placeId"], 2);
@@ -272,10 +301,16 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
         "the code is never shown again: {g}"
     );
 
-    // Whitespace around fields is trimmed, and the trimmed value is stored.
+    // Whitespace around fields is trimmed, and the trimmed value is stored;
+    // whole numbers written with a fraction are integers.
     let mut padded = person(3);
     padded["name"] = json!("  Padded Name  ");
-    let r = api.register(1, FROM, 0, padded).await;
+    let mut body = registration_body(1, FROM, 0, padded);
+    body["placeId"] = json!(1.0);
+    body["timeSlot"] = json!(0.0);
+    let r = api
+        .send(api.http.post(api.url(REGISTRATIONS)).json(&body))
+        .await;
     assert_eq!(r.status, 201, "{}", r.text());
     let (id2, code2) = ids(&r);
     assert_eq!(
@@ -751,7 +786,7 @@ fn bad_bodies() -> Vec<(&'static str, Vec<u8>, Option<&'static str>, u16)> {
             json_ct,
             422,
         ),
-        ("placeId 1.0", with("placeId", "1.0"), json_ct, 422),
+        ("placeId 1.5", with("placeId", "1.5"), json_ct, 422),
         ("placeId null", with("placeId", "null"), json_ct, 422),
         ("timeSlot 1.5", with("timeSlot", "1.5"), json_ct, 422),
         (
@@ -1639,6 +1674,8 @@ async fn past_days_and_started_slots_are_refused_and_not_offered(kind: StoreKind
         ))
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let typed: CalendarOut = r.body();
+    assert_eq!((typed.place_id, typed.today.as_str()), (1, today.as_str()));
     let c = r.json();
     assert_eq!(c["today"], today.as_str());
     assert_eq!(c["month"], &today[..7]);
@@ -1787,7 +1824,11 @@ async fn move_takes_the_new_slot_and_frees_the_old(kind: StoreKind) {
     // Its own slot: nothing changes.
     let r = move_to(api, &a, Some(&a_code), 1, FROM, 2).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["moved"], false);
+    let typed: Moved = r.body();
+    assert_eq!(
+        (typed.moved, typed.time_slot, typed.place_id),
+        (false, 2, 1)
+    );
 
     // Another place and day; then a cancel frees the slot it moved to.
     let r = move_to(api, &a, Some(&a_code), 2, "2030-01-02", 0).await;

@@ -13,6 +13,7 @@ use crate::helpers::{throng_bin, Api, ProcessServer, Reply, StoreKind, TestServe
 use throng::platform::auth::{Claims, Role};
 use throng::platform::secrets::Secrets;
 use throng::services::comments::seed::{self, SeedCommentsArgs};
+use throng::services::comments::store::{CommentOut, RatingOut, UserBlock};
 use throng::services::comments::CommentsState;
 
 both_stores!(
@@ -74,6 +75,8 @@ async fn list(api: &Api, query: &str) -> Reply {
 async fn list_ok(api: &Api, query: &str) -> Vec<Value> {
     let r = list(api, query).await;
     assert_eq!(r.status, 200, "{query}: {}", r.text());
+    // Every listing has the documented shape.
+    let _: Vec<UserBlock> = r.body();
     r.json().as_array().expect("an array").clone()
 }
 
@@ -170,6 +173,9 @@ fn stars_of(r: &Value) -> [i64; 5] {
 async fn rating(api: &Api, course: i64) -> Value {
     let r = api.get(&format!("/api/courses/{course}/rating")).await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let typed: RatingOut = r.body();
+    assert_eq!(typed.course_id, course);
+    assert_eq!(typed.stars.iter().sum::<i64>(), typed.count);
     r.json()
 }
 
@@ -475,20 +481,16 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
     )
     .await;
     assert_eq!(first.status, 201, "{}", first.text());
-    let c1 = first.json();
-    assert_eq!(c1["title"], "Meh", "trimmed");
-    assert_eq!(c1["rating"], 2);
-    assert_eq!(c1["courseId"], 4);
-    assert_eq!(c1["userId"], user);
-    assert_eq!(c1["commentType"], "Course");
-    assert!(c1["createdDate"].as_str().unwrap().ends_with('Z'));
-    let second = post_comment(
-        api,
-        Some(&t),
-        4,
-        &comment(5, "Second look", "Better on a second run."),
-    )
-    .await;
+    let c1: CommentOut = first.body();
+    assert_eq!(c1.title, "Meh", "trimmed");
+    assert_eq!((c1.rating, c1.course_id, c1.user_id), (Some(2), 4, user));
+    assert_eq!(c1.comment_type, "Course");
+    assert!(c1.created_date.ends_with('Z'));
+    assert!(c1.parent_id.is_none() && c1.edited_date.is_none());
+    // A whole number written with a fraction is an integer.
+    let mut whole = comment(5, "Second look", "Better on a second run.");
+    whole["rating"] = json!(5.0);
+    let second = post_comment(api, Some(&t), 4, &whole).await;
     assert_eq!(
         second.status,
         201,
@@ -496,6 +498,7 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
         second.text()
     );
     let c2 = second.json();
+    assert_eq!(second.body::<CommentOut>().rating, Some(5));
 
     // Rule 3: the snapshot holds the last comment, the thread all of them.
     let block = &list_ok(api, &format!("courseId=4&userId={user}&sizeThread=20")).await[0];
@@ -506,7 +509,7 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
     let thread = block["thread"].as_array().unwrap();
     assert_eq!(thread.len(), thread_before + 2);
     assert_eq!(thread[0]["commentId"], c2["commentId"]);
-    assert_eq!(thread[1]["commentId"], c1["commentId"]);
+    assert_eq!(thread[1]["commentId"], c1.comment_id);
     assert_eq!(thread[1]["remarks"], "Not for me.\nToo fast.");
     // ... and the newest block is first in the course listing.
     assert_eq!(list_ok(api, "courseId=4&size=1").await[0], *block);
@@ -576,10 +579,17 @@ async fn replies_once_edit_later_by_the_provider_only(kind: StoreKind) {
     )
     .await;
     assert_eq!(created.status, 201, "{}", created.text());
+    let typed: CommentOut = created.body();
+    assert_eq!(
+        (
+            typed.parent_id,
+            typed.comment_type.as_str(),
+            typed.title.as_str()
+        ),
+        (Some(comment_id), "CourseReply", "")
+    );
+    assert_eq!(typed.rating, None);
     let r1 = created.json();
-    assert_eq!(r1["parentId"], comment_id);
-    assert_eq!(r1["commentType"], "CourseReply");
-    assert_eq!(r1["title"], "");
     let edited = put_reply(
         api,
         Some(&provider),
@@ -1795,6 +1805,18 @@ async fn bad_edits_get_the_envelope_and_write_nothing(kind: StoreKind) {
             .await
             .assert_error(422, "invalid_field");
         assert!(msg.starts_with(field), "{msg}");
+    }
+    // A field is changed or left out: null is not a value of any.
+    for (body, field) in [
+        (json!({"title": null, "rating": 3}), "title"),
+        (json!({"remarks": null}), "remarks"),
+        (json!({"rating": null, "title": "Fine"}), "rating"),
+        (json!({"rating": 2.5}), "rating"),
+    ] {
+        let msg = patch_comment(api, Some(&u), id, &body)
+            .await
+            .assert_error(422, "invalid_field");
+        assert!(msg.contains(&format!("{field}: invalid type")), "{msg}");
     }
     patch_comment(api, Some(&u), id, &json!({"rating": 3, "extra": 1}))
         .await

@@ -9,6 +9,8 @@ use crate::both_stores;
 use crate::helpers::{person, Api, Reply, StoreKind, TestServer};
 use throng::platform::auth::Role;
 use throng::services::events::codec;
+use throng::services::events::http::{Appended, Direction, LogPage, StreamRead};
+use throng::services::events::subscribe::{Consumer, Lease};
 
 both_stores!(
     expected_versions,
@@ -120,12 +122,9 @@ async fn expected_versions(kind: StoreKind) {
     ]);
     let r = append(api, t, "account-1", Some("0"), &two).await;
     assert_eq!(r.status, 201, "{}", r.text());
-    let v = r.json();
-    assert_eq!(v["version"], 2);
-    assert_eq!(
-        v["lastPosition"].as_i64().unwrap(),
-        v["firstPosition"].as_i64().unwrap() + 1
-    );
+    let v: Appended = r.body();
+    assert_eq!((v.stream.as_str(), v.version), ("account-1", 2));
+    assert_eq!(v.last_position, v.first_position + 1);
     let r = append(api, t, "account-1", Some("1"), &one()).await;
     let msg = r.assert_error(409, "wrong_expected_version");
     assert!(msg.contains("current version is 2"), "{msg}");
@@ -280,39 +279,35 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
     )
     .await;
 
-    let v = get(api, t, "/api/events/streams/cart-1?limit=2")
+    let v: StreamRead = get(api, t, "/api/events/streams/cart-1?limit=2")
         .await
-        .json();
-    assert_eq!(v["direction"], "forward");
-    let e = v["events"].as_array().unwrap();
+        .body();
+    assert_eq!(v.direction, Direction::Forward);
+    let e = &v.events;
     assert_eq!(e.len(), 2);
-    assert_eq!(e[0]["data"], json!({"i": 0, "sku": "S-0"}));
-    assert_eq!(e[0]["type"], "cart.ItemAdded");
-    assert_eq!(e[0]["stream"], "cart-1");
-    assert!(e[0]["eventId"].is_string() && e[0]["created"].is_string());
-    assert_eq!(e[0]["metadata"], Value::Null);
-    assert_eq!(v["next"], 2);
-    let v = get(api, t, "/api/events/streams/cart-1?from=4")
+    assert_eq!(e[0].data, json!({"i": 0, "sku": "S-0"}));
+    assert_eq!(e[0].event_type, "cart.ItemAdded");
+    assert_eq!(e[0].stream, "cart-1");
+    assert!(e[0].event_id.is_some() && !e[0].created.is_empty());
+    assert_eq!(e[0].metadata, None);
+    assert_eq!(v.next, Some(2));
+    let v: StreamRead = get(api, t, "/api/events/streams/cart-1?from=4")
         .await
-        .json();
-    assert_eq!(v["events"].as_array().unwrap().len(), 1);
-    assert_eq!(v["next"], Value::Null);
+        .body();
+    assert_eq!(v.events.len(), 1);
+    assert_eq!(v.next, None);
 
-    let v = get(
+    let v: StreamRead = get(
         api,
         t,
         "/api/events/streams/cart-1?direction=backward&limit=3",
     )
     .await
-    .json();
-    let versions: Vec<i64> = v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["version"].as_i64().unwrap())
-        .collect();
+    .body();
+    assert_eq!(v.direction, Direction::Backward);
+    let versions: Vec<i64> = v.events.iter().map(|e| e.version).collect();
     assert_eq!(versions, [4, 3, 2]);
-    assert_eq!(v["next"], 1);
+    assert_eq!(v.next, Some(1));
     let v = get(
         api,
         t,
@@ -329,15 +324,11 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
     let all = all_events(api, t).await;
     assert_eq!(positions(&all), (1..=16).collect::<Vec<_>>());
 
-    let v = get(api, t, "/api/events/categories/cart?limit=1000")
+    let v: LogPage = get(api, t, "/api/events/categories/cart?limit=1000")
         .await
-        .json();
-    let streams: Vec<&str> = v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["stream"].as_str().unwrap())
-        .collect();
+        .body();
+    assert!(v.next > v.head);
+    let streams: Vec<&str> = v.events.iter().map(|e| e.stream.as_str()).collect();
     assert_eq!(streams.len(), 11);
     assert!(streams
         .iter()
@@ -972,11 +963,12 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
     };
     let r = lease("node-a", 60000, None, None).await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let held: Lease = r.body();
     assert_eq!(
-        (&r.json()["position"], &r.json()["owner"]),
-        (&json!(0), &json!("node-a"))
+        (held.position, held.owner.as_str(), held.lease_ms),
+        (0, "node-a", 60000)
     );
-    let token = r.json()["leaseToken"].as_str().unwrap().to_string();
+    let token = held.lease_token;
     assert_eq!(token.len(), 32, "{token}");
     // Held: neither another owner nor one naming the holder takes it.
     lease("node-b", 60000, None, None)
@@ -997,15 +989,26 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
     lease("node-a", 60000, Some("not-a-token"), None)
         .await
         .assert_error(422, "invalid_field");
-    // The token renews and saves the checkpoint.
-    let r = lease("node-a", 60000, Some(&token), Some(42)).await;
+    // The token renews and saves the checkpoint (whole numbers written
+    // with a fraction are integers).
+    let body =
+        json!({"owner": "node-a", "leaseMs": 60000.0, "leaseToken": token, "position": 42.0});
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/api/events/consumers/projector/lease"))
+                .bearer_auth(t)
+                .json(&body),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(
-        (&r.json()["position"], &r.json()["leaseToken"]),
-        (&json!(42), &json!(token))
-    );
-    let v = get(api, t, "/api/events/consumers/projector").await.json();
-    assert_eq!(v["position"], 42);
+    let renewed: Lease = r.body();
+    assert_eq!((renewed.position, &renewed.lease_token), (42, &token));
+    let v: Consumer = get(api, t, "/api/events/consumers/projector").await.body();
+    assert_eq!((v.consumer.as_str(), v.position), ("projector", 42));
+    lease("node-a", 60000, Some(&token), Some(-1))
+        .await
+        .assert_error(422, "invalid_field");
     // Released with its token: the next claim is granted at once, and the
     // old token holds nothing.
     let r = release(&token).await;

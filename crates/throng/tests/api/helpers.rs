@@ -617,6 +617,18 @@ impl Reply {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
+    /// The body read into an answer's type.
+    pub fn body<T: serde::de::DeserializeOwned>(&self) -> T {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "status {} body is not a {} ({e}): {}",
+                self.status,
+                std::any::type_name::<T>(),
+                self.text()
+            )
+        })
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(

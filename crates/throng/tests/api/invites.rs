@@ -15,6 +15,10 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 use throng::platform::auth::Role;
+use throng::services::invites::http::{
+    Answered, Forgotten, SiteList, SiteOut, SiteStats, VisitorState,
+};
+use throng::services::invites::model::AnswerState;
 
 use crate::both_stores;
 use crate::helpers::{Api, PgDb, ProcessServer, Reply, StoreKind, TestServer};
@@ -140,20 +144,18 @@ impl Inv {
     async fn first_display(&self) -> (String, String) {
         let r = self.state(None).await;
         assert_eq!(r.status, 200, "{}", r.text());
-        let v = r.json();
-        assert_eq!(v["show"], true, "{v}");
-        (
-            v["visitor"].as_str().unwrap().to_string(),
-            v["displayId"].as_str().unwrap().to_string(),
-        )
+        let v: VisitorState = r.body();
+        assert!(v.show && v.reason.is_none(), "{v:?}");
+        assert!(v.popup.is_some() && v.survey_url.is_some(), "{v:?}");
+        (v.visitor, v.display_id.expect("shown: a display"))
     }
 
     /// A later display for a known visitor.
     async fn display(&self, visitor: &str) -> String {
-        let v = self.state(Some(visitor)).await.json();
-        assert_eq!(v["show"], true, "{v}");
-        assert_eq!(v["visitor"], visitor, "the same visitor");
-        v["displayId"].as_str().unwrap().to_string()
+        let v: VisitorState = self.state(Some(visitor)).await.body();
+        assert!(v.show, "{v:?}");
+        assert_eq!(v.visitor, visitor, "the same visitor");
+        v.display_id.expect("shown: a display")
     }
 
     async fn answer(&self, visitor: &str, answer: &str, display: &str) -> Reply {
@@ -168,7 +170,7 @@ impl Inv {
             .await
     }
 
-    async fn stats(&self) -> Value {
+    async fn stats(&self) -> SiteStats {
         let r = self
             .api
             .send(
@@ -179,7 +181,7 @@ impl Inv {
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.text());
-        r.json()
+        r.body()
     }
 
     async fn patch(&self, body: Value) -> Reply {
@@ -212,7 +214,7 @@ async fn create_site(api: &Api, admin: &str, settings: Value) -> i64 {
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
-    r.json()["siteId"].as_i64().unwrap()
+    r.body::<SiteOut>().site_id
 }
 
 /// The numeric id inside a signed visitor id (its first 8 bytes).
@@ -232,23 +234,22 @@ async fn three_closes_then_never_again(kind: StoreKind) {
     for closes in 1..=3 {
         let r = inv.answer(&visitor, "close", &display).await;
         assert_eq!(r.status, 200, "{}", r.text());
-        let v = r.json();
-        assert_eq!(v["closes"], closes);
-        assert_eq!(v["counted"], true);
+        let v: Answered = r.body();
+        assert_eq!((v.closes, v.counted, v.closes_max), (closes, true, 3));
         if closes < 3 {
-            assert_eq!(v["state"], "asking");
+            assert_eq!(v.state, AnswerState::Asking);
             // Close asks again next time: the next visit shows it.
             display = inv.display(&visitor).await;
         } else {
-            assert_eq!(v["state"], "closed_out");
+            assert_eq!(v.state, AnswerState::ClosedOut);
         }
     }
-    let v = inv.state(Some(&visitor)).await.json();
+    let v: VisitorState = inv.state(Some(&visitor)).await.body();
     assert_eq!(
-        (v["show"].clone(), v["reason"].clone()),
-        (json!(false), json!("closed_out"))
+        (v.show, v.reason.as_deref(), v.state),
+        (false, Some("closed_out"), AnswerState::ClosedOut)
     );
-    assert!(v.get("displayId").is_none());
+    assert!(v.display_id.is_none() && v.popup.is_none());
     // The last display answered again (a retry): nothing changes.
     let v = inv.answer(&visitor, "close", &display).await.json();
     assert_eq!(
@@ -256,17 +257,9 @@ async fn three_closes_then_never_again(kind: StoreKind) {
         (json!(false), json!(3))
     );
     let s = inv.stats().await;
-    assert_eq!(
-        (s["closes"].clone(), s["closedOut"].clone()),
-        (json!(3), json!(1)),
-        "{s}"
-    );
-    assert_eq!(
-        (s["visitors"].clone(), s["invited"].clone()),
-        (json!(1), json!(1)),
-        "{s}"
-    );
-    assert_eq!(s["displays"], 3, "{s}");
+    assert_eq!((s.closes, s.closed_out), (3, 1), "{s:?}");
+    assert_eq!((s.visitors, s.invited), (1, 1), "{s:?}");
+    assert_eq!(s.displays, 3, "{s:?}");
 }
 
 async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
@@ -280,10 +273,9 @@ async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
     let d2 = inv.display(&visitor).await;
     let r = inv.answer(&visitor, "yes", &d1).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    let v = r.json();
-    assert_eq!(v["state"], "yes");
-    assert_eq!(v["counted"], true);
-    assert_eq!(v["surveyUrl"], "https://survey.example/s/1");
+    let v: Answered = r.body();
+    assert_eq!((v.state, v.counted), (AnswerState::Yes, true));
+    assert_eq!(v.survey_url.as_deref(), Some("https://survey.example/s/1"));
     let again = inv.answer(&visitor, "yes", &d1).await.json();
     assert_eq!(
         (again["state"].clone(), again["counted"].clone()),
@@ -301,9 +293,9 @@ async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
     // No: final, no survey URL.
     let (visitor, d1) = inv.first_display().await;
     let d2 = inv.display(&visitor).await;
-    let v = inv.answer(&visitor, "no", &d1).await.json();
-    assert_eq!(v["state"], "no");
-    assert!(v.get("surveyUrl").is_none());
+    let v: Answered = inv.answer(&visitor, "no", &d1).await.body();
+    assert_eq!(v.state, AnswerState::No);
+    assert!(v.survey_url.is_none());
     inv.answer(&visitor, "close", &d2)
         .await
         .assert_error(409, "already_answered");
@@ -319,12 +311,8 @@ async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
     assert_eq!(inv.state(Some(&visitor)).await.json()["closes"], 2);
 
     let s = inv.stats().await;
-    assert_eq!(
-        (s["yes"].clone(), s["no"].clone(), s["closes"].clone()),
-        (json!(1), json!(1), json!(2)),
-        "{s}"
-    );
-    assert_eq!(s["conversion"].as_f64().unwrap(), 1.0 / 3.0, "{s}");
+    assert_eq!((s.yes, s.no, s.closes), (1, 1, 2), "{s:?}");
+    assert_eq!(s.conversion, Some(1.0 / 3.0), "{s:?}");
 }
 
 async fn sampling_is_decided_once_per_visitor_and_kept(kind: StoreKind) {
@@ -354,8 +342,8 @@ async fn sampling_is_decided_once_per_visitor_and_kept(kind: StoreKind) {
     }
     assert_eq!(inv.state(None).await.json()["reason"], "not_sampled");
     let s = inv.stats().await;
-    assert_eq!(s["visitors"], 201, "{s}");
-    assert_eq!(s["invited"], shown as i64, "{s}");
+    assert_eq!(s.visitors, 201, "{s:?}");
+    assert_eq!(s.invited, shown as i64, "{s:?}");
 }
 
 async fn paused_and_inactive_sites_show_nothing_and_take_no_answers(kind: StoreKind) {
@@ -460,11 +448,11 @@ async fn concurrent_answers_of_one_visitor_leave_one_state(kind: StoreKind) {
     let final_state = counted[0].json()["state"].clone();
     assert_eq!(inv.state(Some(&visitor)).await.json()["state"], final_state);
     let s = inv.stats().await;
-    let total = s["yes"].as_i64().unwrap() + s["no"].as_i64().unwrap();
-    let closes = s["closes"].as_i64().unwrap();
+    let total = s.yes + s.no;
+    let closes = s.closes;
     assert!(
         (total == 1 && closes == 3) || (total == 0 && closes == 4),
-        "counts match the answers that counted: {s}"
+        "counts match the answers that counted: {s:?}"
     );
 }
 
@@ -598,9 +586,8 @@ async fn bad_input_gets_the_envelope_or_a_fresh_visitor_and_writes_nothing(kind:
 
     // Nothing was written by any of it.
     let after = inv.stats().await;
-    for k in ["yes", "no", "closes", "closedOut"] {
-        assert_eq!(after[k], before[k], "{k}: {after}");
-    }
+    let counts = |s: &SiteStats| (s.yes, s.no, s.closes, s.closed_out);
+    assert_eq!(counts(&after), counts(&before), "{after:?}");
     assert_eq!(inv.state(Some(&visitor)).await.json()["closes"], 0);
     assert_eq!(inv.state(Some(&other_visitor)).await.json()["closes"], 0);
 }
@@ -750,7 +737,8 @@ async fn a_visitor_can_be_forgotten(kind: StoreKind) {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["answersDeleted"], 1);
+    let v: Forgotten = r.body();
+    assert_eq!((v.visitor_id, v.answers_deleted), (id, 1));
     assert_eq!(inv.state(Some(&visitor)).await.json()["closes"], 0);
 }
 
@@ -941,7 +929,7 @@ async fn the_baseline_route_answers_only_on_the_bench_child(kind: StoreKind) {
             inv.state(Some(&visitor)).await.json()["reason"],
             "answered_no"
         );
-        assert_eq!(inv.stats().await["no"], 1);
+        assert_eq!(inv.stats().await.no, 1);
     }
 }
 
@@ -1144,7 +1132,7 @@ async fn site_count(api: &Api, admin: &str) -> usize {
                 .bearer_auth(admin),
         )
         .await;
-    r.json()["sites"].as_array().unwrap().len()
+    r.body::<SiteList>().sites.len()
 }
 
 async fn survey_urls_a_browser_would_send_elsewhere_are_refused(kind: StoreKind) {
@@ -1409,7 +1397,7 @@ async fn trigger_settings_round_trip_and_are_checked(kind: StoreKind) {
     );
     let inv = Inv::new(
         &server,
-        json!({ "trigger": "delay", "delaySeconds": 5, "scrollPercent": 30, "style": "slide_in" }),
+        json!({ "trigger": "delay", "delaySeconds": 5.0, "scrollPercent": 30, "style": "slide_in" }),
     )
     .await;
     let get = || async {
@@ -1433,6 +1421,15 @@ async fn trigger_settings_round_trip_and_are_checked(kind: StoreKind) {
         ),
         (&json!("delay"), &json!(5), &json!(30), &json!("slide_in"))
     );
+    let typed: SiteOut = serde_json::from_value(site.clone()).unwrap();
+    assert_eq!(
+        (typed.delay_seconds, typed.scroll_percent),
+        (5, 30),
+        "{typed:?}"
+    );
+    inv.patch(json!({ "scrollPercent": 30.5 }))
+        .await
+        .assert_error(422, "invalid_field");
     // Delivered to the script with the popup.
     let s = inv.state(None).await.json();
     assert_eq!(

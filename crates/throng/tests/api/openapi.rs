@@ -127,6 +127,18 @@ async fn the_document_describes_every_answer(kind: StoreKind) {
     );
 }
 
+/// The whole document, as reviewed: a change to any operation, schema or
+/// bound fails here until the snapshot is reviewed and updated
+/// (`INSTA_UPDATE=always`, then read the diff).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_document_is_as_reviewed() {
+    let s = TestServer::start(StoreKind::Sqlite, &[])
+        .await
+        .expect("SQLite always runs");
+    let doc = s.api.get("/openapi.json").await.json();
+    insta::assert_json_snapshot!("openapi", doc);
+}
+
 /// `reply` has `status` and the envelope with `code`, and the document lists
 /// `status` for `method path`.
 #[track_caller]

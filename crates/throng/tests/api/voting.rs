@@ -16,6 +16,9 @@ use crate::helpers::{
 };
 use futures::FutureExt;
 use throng::platform::auth::Role;
+use throng::services::voting::http::{
+    Ballot, ElectionDetail, ElectionList, Receipt, ReceiptOut, ReceiptStatus, Results,
+};
 use throng::services::voting::receipt::ReceiptKey;
 use throng::services::voting::seed::{candidate_id, district_of, SeedVotingArgs};
 use throng::store::Store;
@@ -220,6 +223,8 @@ async fn results(api: &Api, query: &str) -> Value {
         .get(&format!("/api/voting/elections/1/results{query}"))
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let typed: Results = r.body();
+    assert_eq!(typed.election_id, 1);
     r.json()
 }
 
@@ -252,19 +257,17 @@ async fn elections_and_ballots(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let v = api.get("/api/voting/elections").await.json();
-    let e = &v["elections"][0];
-    assert_eq!(e["electionId"], 1);
-    assert_eq!(e["open"], true);
-    assert_eq!(e["candidatesPerVoteMax"], 4);
-    assert!(e["opensAt"].as_str().unwrap().ends_with('Z'));
-    let v = api.get("/api/voting/elections/1").await.json();
-    let districts = v["districts"].as_array().unwrap();
-    assert_eq!(districts.len() as i64, DISTRICTS);
-    let total: i64 = districts
-        .iter()
-        .map(|d| d["voters"].as_i64().unwrap())
-        .sum();
+    let v: ElectionList = api.get("/api/voting/elections").await.body();
+    let e = &v.elections[0];
+    assert_eq!(
+        (e.election_id, e.open, e.candidates_per_vote_max),
+        (1, true, 4)
+    );
+    assert!(e.opens_at.ends_with('Z') && e.closes_at.ends_with('Z'));
+    let v: ElectionDetail = api.get("/api/voting/elections/1").await.body();
+    assert_eq!((v.election_id, &v.name), (1, &e.name));
+    assert_eq!(v.districts.len() as i64, DISTRICTS);
+    let total: i64 = v.districts.iter().map(|d| d.voters).sum();
     assert_eq!(total, VOTERS);
     api.get("/api/voting/elections/2")
         .await
@@ -280,11 +283,11 @@ async fn elections_and_ballots(kind: StoreKind) {
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["cache-control"], "public, max-age=60");
     let etag = r.headers["etag"].to_str().unwrap().to_string();
+    let typed: Ballot = r.body();
+    assert_eq!((typed.election_id, typed.district_id), (1, 2));
+    assert_eq!(typed.parties.len() as i64, PARTIES);
+    assert_eq!(typed.parties[0].candidates[0].list_position, 1);
     let b = r.json();
-    assert_eq!(
-        (b["electionId"].as_i64(), b["districtId"].as_i64()),
-        (Some(1), Some(2))
-    );
     let parties = b["parties"].as_array().unwrap();
     assert_eq!(parties.len() as i64, PARTIES);
     assert_eq!(parties[0]["candidates"][0]["candidateId"], cand(2, 1, 1));
@@ -422,17 +425,11 @@ async fn votes_in_headers_mode(kind: StoreKind) {
     // A vote, then its repeat.
     let r = vote(api, v, d, &body(d, 2, &[3, 1])).await;
     assert_eq!(r.status, 201, "{}", r.text());
-    let receipt = r.json();
-    let id = receipt["receiptId"].as_str().unwrap();
+    let receipt: Receipt = r.body();
+    let id = receipt.receipt_id.as_str();
     // 16 random bytes printed as a UUID (receipt.rs).
     assert_eq!(uuid::Uuid::parse_str(id).unwrap().to_string(), id);
-    assert_eq!(
-        (
-            receipt["electionId"].as_i64(),
-            receipt["districtId"].as_i64()
-        ),
-        (Some(1), Some(d))
-    );
+    assert_eq!((receipt.election_id, receipt.district_id), (1, d));
     assert_eq!(
         r.headers["location"],
         format!("/api/voting/elections/1/receipts/{id}")
@@ -440,9 +437,10 @@ async fn votes_in_headers_mode(kind: StoreKind) {
     vote(api, v, d, &body(d, 1, &[]))
         .await
         .assert_error(409, "already_voted");
-    // A vote without candidates is a party vote.
+    // A vote without candidates is a party vote (a whole number written
+    // with a fraction is an integer).
     assert_eq!(
-        vote(api, 2, district(2), &json!({ "partyId": 3 }))
+        vote(api, 2, district(2), &json!({ "partyId": 3.0 }))
             .await
             .status,
         201
@@ -451,11 +449,15 @@ async fn votes_in_headers_mode(kind: StoreKind) {
     assert_eq!(written(store).await, (2, 2, 2));
     let r = api
         .get(&format!("/api/voting/elections/1/receipts/{id}"))
-        .await
-        .json();
+        .await;
     assert_eq!(
-        r,
+        r.json(),
         json!({ "receiptId": id, "electionId": 1, "status": "counted", "counted": true })
+    );
+    let typed: ReceiptOut = r.body();
+    assert_eq!(
+        (typed.status, typed.counted),
+        (ReceiptStatus::Counted, true)
     );
     api.get(&format!("/api/voting/elections/2/receipts/{id}"))
         .await

@@ -9,19 +9,22 @@ use axum::middleware::map_response;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::availability::SlotState;
 use super::model::{
-    national_id_key, Day, MoveOutcome, MoveRequest, NewRegistration, Now, OneRegistration, Place,
-    PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration, SlotRef,
-    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, SLOT_QUERY_DAYS_MAX,
+    national_id_key, Day, MoveOutcome, MoveRequest, NewRegistration, Now, OneRegistration, Person,
+    Place, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration, SlotRef,
+    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, PLACE_ID_MAX, PLACE_ID_MIN,
+    SLOT_QUERY_DAYS_MAX,
 };
-use super::store::{self, CancelOutcome};
+use super::store::{self, BookingStats, CancelOutcome, ParkedNotification};
 use super::BookingState;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::openapi::int_schema;
 use crate::platform::{crypto, headers};
 
 /// Booking's routes, for any state that gives `Arc<BookingState>` and the
@@ -71,17 +74,44 @@ where
 #[serde(deny_unknown_fields)]
 pub struct PlacesQuery {
     /// Places to skip (default 0).
+    #[param(value_type = Option<Skip>, inline)]
     skip: Option<i64>,
-    /// Places per page, 1 to 100 (default 20).
+    /// Places per page (default 20).
+    #[param(value_type = Option<PlacesPageSize>, inline)]
     size: Option<i64>,
 }
 
+crate::schema_type!(Skip => int_schema(0, i64::MAX));
+crate::schema_type!(PlacesPageSize => int_schema(1, PLACES_PAGE_SIZE_MAX));
+
+/// A place in a path: ids outside the range are never found (404).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct PlacePath {
+    #[param(value_type = PlaceIdRange, inline)]
+    place_id: i64,
+}
+
+crate::schema_type!(PlaceIdRange => int_schema(PLACE_ID_MIN, PLACE_ID_MAX));
+
+/// A page of places.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacesPage {
+    pub places: Vec<Place>,
+    pub skip: i64,
+    pub size: i64,
+    /// Places in all.
+    pub total: i64,
+}
+
 #[utoipa::path(get, path = "/api/booking/places", params(PlacesQuery), tag = "booking",
-    responses((status = 200, description = "A page of places: {places:[{id,name,address}], skip, size, total}")))]
+    responses((status = 200, body = PlacesPage, description = "A page of places")))]
 pub async fn list_places(
     State(st): State<Arc<BookingState>>,
     ApiQuery(q): ApiQuery<PlacesQuery>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<PlacesPage>> {
     let skip = q.skip.unwrap_or(0);
     let size = q.size.unwrap_or(PLACES_PAGE_SIZE_DEFAULT);
     if skip < 0 {
@@ -93,9 +123,12 @@ pub async fn list_places(
         )));
     }
     let (places, total) = store::list_places(&st.store, skip, size).await?;
-    Ok(Json(
-        serde_json::json!({ "places": places, "skip": skip, "size": size, "total": total }),
-    ))
+    Ok(Json(PlacesPage {
+        places,
+        skip,
+        size,
+        total,
+    }))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -104,13 +137,46 @@ pub async fn list_places(
 pub struct SlotsQuery {
     /// First day, YYYY-MM-DD.
     from: String,
-    /// Days from `from`, 1 to 14 (default 1).
+    /// Days from `from` (default 1).
+    #[param(value_type = Option<SlotDays>, inline)]
     days: Option<u32>,
 }
 
-#[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, ("place_id" = i64, Path)),
+crate::schema_type!(SlotDays => int_schema(1, SLOT_QUERY_DAYS_MAX.into()));
+
+/// A place's slots, per day. Written by `render_slots`; this type is its
+/// shape.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SlotsPage {
+    pub place_id: i64,
+    /// YYYY-MM-DD.
+    pub from: String,
+    pub days: Vec<SlotsDay>,
+}
+
+/// A day's slots.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SlotsDay {
+    /// YYYY-MM-DD.
+    pub day: String,
+    pub slots: Vec<SlotOut>,
+}
+
+/// A time slot.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SlotOut {
+    pub time_slot: i32,
+    /// HH:MM.
+    pub start: String,
+    pub free: bool,
+}
+
+#[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, PlacePath),
     tag = "booking",
-    responses((status = 200, description = "Per day, each time slot with its start (at --booking-utc-offset) and whether it is free; a slot that has started, or of a day before today, is never free"),
+    responses((status = 200, body = SlotsPage, description = "Per day, each time slot with its start (at --booking-utc-offset) and whether it is free; a slot that has started, or of a day before today, is never free"),
               (status = 404, description = "Unknown place")))]
 pub async fn place_slots(
     State(st): State<Arc<BookingState>>,
@@ -212,7 +278,7 @@ fn place_not_found(id: i64) -> ApiError {
 
 #[utoipa::path(post, path = "/api/booking/registrations", tag = "booking",
     request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}"),
-    responses((status = 201, description = "{registrationId, accessCode, placeId, day, timeSlot}"),
+    responses((status = 201, body = Registered, description = "The registration; keep the access code"),
               (status = 409, description = "slot_taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
               (status = 422, description = "invalid_field, naming the field; day_passed: the day is before today; slot_passed: today's slot has already started (slot times are at --booking-utc-offset)"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
@@ -233,8 +299,8 @@ pub async fn register(
     match st.try_register(sealed).await? {
         RegisterOutcome::Registered => {
             let body = Registered {
-                registration_id: &id,
-                access_code: &access_code,
+                registration_id: id,
+                access_code,
                 place_id: new.place_id,
                 day: new.day.to_text(),
                 time_slot: new.time_slot,
@@ -249,14 +315,36 @@ pub async fn register(
 }
 
 /// The 201 answer of a registration.
-#[derive(serde::Serialize)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
-struct Registered<'a> {
-    registration_id: &'a str,
-    access_code: &'a str,
-    place_id: i64,
-    day: String,
-    time_slot: i32,
+pub struct Registered {
+    pub registration_id: String,
+    /// Opens, moves and cancels the registration (X-Access-Code); shown
+    /// once.
+    pub access_code: String,
+    pub place_id: i64,
+    /// YYYY-MM-DD.
+    pub day: String,
+    pub time_slot: i32,
+}
+
+/// A registration with the person's data.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrationOut {
+    pub registration_id: String,
+    pub place_id: i64,
+    pub place_name: Option<String>,
+    /// YYYY-MM-DD.
+    pub day: String,
+    pub time_slot: i32,
+    /// HH:MM.
+    pub start: Option<String>,
+    pub address: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    #[schema(value_type = Person)]
+    pub person: serde_json::Value,
 }
 
 /// A day before today, or today's slot whose start has passed (at the
@@ -379,13 +467,13 @@ fn plausible_id(id: &str) -> bool {
 
 #[utoipa::path(get, path = "/api/booking/registrations/{registration_id}", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
-    responses((status = 200, description = "The registration with the person's data"),
+    responses((status = 200, body = RegistrationOut, description = "The registration with the person's data"),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn get_registration(
     State(st): State<Arc<BookingState>>,
     ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<RegistrationOut>> {
     let code = access_code(&headers).ok_or_else(registration_not_found)?;
     if !plausible_id(&id) {
         return Err(registration_not_found());
@@ -398,17 +486,17 @@ pub async fn get_registration(
     }
     let person = open_person(&st, &reg)?;
     let place = st.place(reg.place_id).await?;
-    Ok(Json(serde_json::json!({
-        "registrationId": reg.id,
-        "placeId": reg.place_id,
-        "placeName": place.as_ref().map(|p| p.name.clone()),
-        "day": reg.day.to_text(),
-        "timeSlot": reg.time_slot,
-        "start": place.as_ref().map(|p| p.slot_start(reg.time_slot)),
-        "address": place.as_ref().map(|p| p.address.clone()),
-        "createdAt": crate::base::clock::rfc3339_ms(reg.created_at_ms),
-        "person": person,
-    })))
+    Ok(Json(RegistrationOut {
+        place_name: place.as_ref().map(|p| p.name.clone()),
+        start: place.as_ref().map(|p| p.slot_start(reg.time_slot)),
+        address: place.as_ref().map(|p| p.address.clone()),
+        created_at: crate::base::clock::rfc3339_ms(reg.created_at_ms),
+        day: reg.day.to_text(),
+        time_slot: reg.time_slot,
+        place_id: reg.place_id,
+        registration_id: reg.id,
+        person,
+    }))
 }
 
 #[utoipa::path(delete, path = "/api/booking/registrations/{registration_id}", tag = "booking",
@@ -431,21 +519,24 @@ pub async fn cancel_registration(
 }
 
 /// The answer of a move: where the registration is now.
-#[derive(serde::Serialize)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct Moved {
-    registration_id: String,
-    place_id: i64,
-    day: String,
-    time_slot: i32,
-    start: Option<String>,
-    moved: bool,
+    pub registration_id: String,
+    pub place_id: i64,
+    /// YYYY-MM-DD.
+    pub day: String,
+    pub time_slot: i32,
+    /// HH:MM.
+    pub start: Option<String>,
+    /// False when the registration already held that slot.
+    pub moved: bool,
 }
 
 #[utoipa::path(post, path = "/api/booking/registrations/{registration_id}/move", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
     request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot}: the slot to move to"),
-    responses((status = 200, description = "{registrationId, placeId, day, timeSlot, start, moved}: the registration holds the new slot and the old one is free (one write, RegistrationMoved appended); moved is false when it already held that slot"),
+    responses((status = 200, body = Moved, description = "The registration holds the new slot and the old one is free (one write, RegistrationMoved appended); moved is false when it already held that slot"),
               (status = 404, description = "registration_not_found (unknown id or wrong access code), place_not_found or slot_not_found"),
               (status = 409, description = "slot_taken: the new slot is taken, the registration keeps its slot; already_registered: the person holds another registration that day (--booking-one-registration person-day)"),
               (status = 422, description = "invalid_field, naming the field; day_passed or slot_passed: the new slot has started (at --booking-utc-offset)"),
@@ -535,7 +626,7 @@ fn open_person(st: &BookingState, reg: &SealedRegistration) -> ApiResult<serde_j
 
 #[utoipa::path(get, path = "/api/booking/registrations/{registration_id}/calendar.ics", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
-    responses((status = 200, description = "The appointment as an iCalendar file (RFC 5545, text/calendar): one VEVENT with UID, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY and LOCATION; no personal data", content_type = "text/calendar"),
+    responses((status = 200, description = "The appointment as an iCalendar file (RFC 5545, text/calendar): one VEVENT with UID, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY and LOCATION; no personal data", content_type = "text/calendar", body = String),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn registration_ics(
     State(st): State<Arc<BookingState>>,
@@ -579,15 +670,36 @@ pub struct CalendarQuery {
     month: String,
 }
 
-#[utoipa::path(get, path = "/api/booking/places/{place_id}/calendar", params(CalendarQuery, ("place_id" = i64, Path)),
+/// A place's month.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CalendarOut {
+    pub place_id: i64,
+    /// YYYY-MM.
+    pub month: String,
+    /// YYYY-MM-DD, at --booking-utc-offset.
+    pub today: String,
+    pub days: Vec<DayFree>,
+}
+
+/// A day and its free slots that have not started.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DayFree {
+    /// YYYY-MM-DD.
+    pub day: String,
+    pub free: u32,
+}
+
+#[utoipa::path(get, path = "/api/booking/places/{place_id}/calendar", params(CalendarQuery, PlacePath),
     tag = "booking",
-    responses((status = 200, description = "{placeId, month, today, days:[{day, free}]}: every day of the month with its count of free slots that have not started (today is at --booking-utc-offset)"),
+    responses((status = 200, body = CalendarOut, description = "Every day of the month with its count of free slots that have not started (today is at --booking-utc-offset)"),
               (status = 404, description = "Unknown place")))]
 pub async fn place_calendar(
     State(st): State<Arc<BookingState>>,
     ApiPath(place_id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<CalendarQuery>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<CalendarOut>> {
     let first = Day::parse("month", &format!("{}-01", q.month.get(..7).unwrap_or("x")))
         .ok()
         .filter(|_| q.month.len() == 7)
@@ -609,17 +721,20 @@ pub async fn place_calendar(
         })
         .await?
         .ok_or_else(|| place_not_found(place_id))?;
-    let days: Vec<serde_json::Value> = counts
+    let days = counts
         .iter()
         .enumerate()
-        .map(|(i, n)| serde_json::json!({"day": first.plus(i as i32).to_text(), "free": n}))
+        .map(|(i, n)| DayFree {
+            day: first.plus(i as i32).to_text(),
+            free: *n,
+        })
         .collect();
-    Ok(Json(serde_json::json!({
-        "placeId": place_id,
-        "month": q.month,
-        "today": now.today.to_text(),
-        "days": days,
-    })))
+    Ok(Json(CalendarOut {
+        place_id,
+        month: q.month,
+        today: now.today.to_text(),
+        days,
+    }))
 }
 
 /// Free slots that have not started, per day from `first`.
@@ -643,12 +758,12 @@ fn free_per_day(
 
 #[utoipa::path(get, path = "/api/booking/admin/stats", tag = "booking",
     security(("bearer" = [])),
-    responses((status = 200, description = "Counts and the notifier's position in the event log"),
+    responses((status = 200, body = BookingStats, description = "Counts and the notifier's position in the event log"),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
 pub async fn stats(
     State(st): State<Arc<BookingState>>,
     caller: Caller,
-) -> ApiResult<Json<store::BookingStats>> {
+) -> ApiResult<Json<BookingStats>> {
     caller.require(Role::Admin)?;
     Ok(Json(
         store::stats(&st.store, super::notifier::CONSUMER).await?,
@@ -660,17 +775,24 @@ const PARKED_LISTED_MAX: i64 = 1000;
 
 #[utoipa::path(get, path = "/api/booking/admin/notifications/parked", tag = "booking",
     security(("bearer" = [])),
-    responses((status = 200, description = "{count, parked:[{position, registrationId, reason, attempts, parkedAtMs}]}: confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data"),
+    responses((status = 200, body = ParkedList, description = "Confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data"),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
 pub async fn parked_notifications(
     State(st): State<Arc<BookingState>>,
     caller: Caller,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<ParkedList>> {
     caller.require(Role::Admin)?;
     let (parked, count) = store::parked_notifications(&st.store, PARKED_LISTED_MAX).await?;
-    Ok(Json(
-        serde_json::json!({ "count": count, "parked": parked }),
-    ))
+    Ok(Json(ParkedList { count, parked }))
+}
+
+/// Parked confirmations.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+pub struct ParkedList {
+    /// Parked in all.
+    pub count: i64,
+    /// The oldest, at most `PARKED_LISTED_MAX`.
+    pub parked: Vec<ParkedNotification>,
 }
 
 #[derive(utoipa::OpenApi)]
@@ -696,12 +818,10 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         SLOTS_PER_DAY_MAX,
     };
     use crate::platform::openapi::{
-        body_schema, param_range, param_required, param_schema, response, text_schema,
+        body_schema, param_required, param_schema, response, text_schema,
     };
     use serde_json::json;
     let places = "/api/booking/places";
-    param_range(doc, "get", places, "skip", 0, i64::MAX);
-    param_range(doc, "get", places, "size", 1, PLACES_PAGE_SIZE_MAX);
     response(
         doc,
         "get",
@@ -712,7 +832,6 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     let slots = "/api/booking/places/{place_id}/slots";
     param_required(doc, "get", slots, "from");
     param_schema(doc, "get", slots, "from")["format"] = json!("date");
-    param_range(doc, "get", slots, "days", 1, SLOT_QUERY_DAYS_MAX as i64);
     response(
         doc,
         "get",
@@ -739,7 +858,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             "additionalProperties": false,
             "required": ["placeId", "day", "timeSlot"],
             "properties": {
-                "placeId": {"type": "integer", "format": "int64", "minimum": 1, "maximum": i64::MAX},
+                "placeId": {"type": "integer", "format": "int64", "minimum": PLACE_ID_MIN, "maximum": i64::MAX},
                 "day": {"type": "string", "format": "date"},
                 "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1}
             }
@@ -766,7 +885,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             "additionalProperties": false,
             "required": ["placeId", "day", "timeSlot", "person"],
             "properties": {
-                "placeId": {"type": "integer", "format": "int64", "minimum": 1, "maximum": i64::MAX},
+                "placeId": {"type": "integer", "format": "int64", "minimum": PLACE_ID_MIN, "maximum": i64::MAX},
                 "day": {"type": "string", "format": "date"},
                 "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1},
                 "person": person

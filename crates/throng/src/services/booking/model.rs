@@ -76,22 +76,29 @@ impl Day {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlaceId(pub i64);
 
+/// The ids a place can have.
+pub const PLACE_ID_MIN: i64 = 1;
+pub const PLACE_ID_MAX: i64 = i32::MAX as i64;
+
 impl PlaceId {
-    /// Ids outside 1..=i32::MAX cannot exist; they answer like unknown ones.
+    /// Ids outside `PLACE_ID_MIN..=PLACE_ID_MAX` cannot exist; they answer
+    /// like unknown ones.
     pub fn exists_in_range(id: i64) -> bool {
-        (1..=i32::MAX as i64).contains(&id)
+        (PLACE_ID_MIN..=PLACE_ID_MAX).contains(&id)
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Place {
     pub id: i64,
     pub name: String,
     pub address: String,
     #[serde(skip)]
+    #[schema(ignore)]
     pub first_slot_minute: i32,
     #[serde(skip)]
+    #[schema(ignore)]
     pub slot_minutes: i32,
 }
 
@@ -104,7 +111,7 @@ impl Place {
 }
 
 /// The person's data as sent; never logged, never in events or errors.
-#[derive(Clone, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Person {
     pub name: String,
@@ -181,8 +188,10 @@ impl Person {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RegistrationRequest {
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub place_id: i64,
     pub day: String,
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub time_slot: i64,
     pub person: Person,
 }
@@ -313,8 +322,10 @@ pub struct MovedEvent {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MoveRequest {
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub place_id: i64,
     pub day: String,
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub time_slot: i64,
 }
 

@@ -38,7 +38,8 @@ pub enum CancelOutcome {
     NotFound,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+/// Booking's counts and the notifier's place in the event log.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BookingStats {
     pub places: i64,
@@ -1017,7 +1018,7 @@ pub async fn stats(store: &Store, notifier_consumer: &str) -> Result<BookingStat
 }
 
 /// A confirmation the notifier gave up on.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ParkedNotification {
     pub position: i64,

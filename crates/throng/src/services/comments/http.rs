@@ -26,20 +26,24 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post, put};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 
 use super::cache::Page;
 use super::model::{
     caller_id, parse_id, CommentRequest, CommentType, Cursor, Deleter, EditRequest, ListQuery,
-    ReplyRequest, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
+    ReplyRequest, ID_MIN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
 };
-use super::store::{self, DeleteOutcome, EditOutcome, PostOutcome, ReplyOutcome};
+use super::store::{
+    self, CommentOut, DeleteOutcome, EditOutcome, PostOutcome, RatingOut, ReplyOutcome, UserBlock,
+};
 use super::CommentsState;
 use crate::base::clock::now_ms;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::platform::headers;
+use crate::platform::openapi::int_schema;
 use crate::store::Store;
 
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
@@ -135,20 +139,65 @@ pub struct ListParams {
     rating_type: Option<String>,
     /// The course.
     #[serde(alias = "courseid")]
+    #[param(value_type = Id, inline)]
     course_id: i64,
     /// Only this user's block.
     #[serde(alias = "userid")]
+    #[param(value_type = Option<Id>, inline)]
     user_id: Option<i64>,
     /// User blocks to skip (default 0), after `cursor` if given.
+    #[param(value_type = Option<Skip>, inline)]
     skip: Option<i64>,
-    /// User blocks per page, newest `lastUpdate` first; 0 to 20 (more is capped at 20; default 10).
+    /// User blocks per page, newest `lastUpdate` first (default 10).
+    #[param(value_type = Option<PageSize>, inline)]
     size: Option<i64>,
     /// Comments of each user's thread to skip (default 0).
+    #[param(value_type = Option<Skip>, inline)]
     skip_thread: Option<i64>,
-    /// Comments per thread, newest first; 0 to 20 (more is capped; default 10).
+    /// Comments per thread, newest first (default 10).
+    #[param(value_type = Option<PageSize>, inline)]
     size_thread: Option<i64>,
     /// Start after the block named by a previous page's `X-Next-Cursor`.
     cursor: Option<String>,
+}
+
+crate::schema_type!(
+    /// A user, course or comment id (`parse_id`; a course or comment below
+    /// `ID_MIN` is not found).
+    Id => int_schema(ID_MIN, i64::MAX)
+);
+
+crate::schema_type!(Skip => int_schema(0, SKIP_MAX));
+
+crate::schema_type!(
+    /// Sizes over `PAGE_SIZE_MAX` are capped, not refused: only the minimum
+    /// binds.
+    PageSize => ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(0))
+        .description(Some(format!(
+            "0 or more; over {PAGE_SIZE_MAX} is capped at {PAGE_SIZE_MAX}"
+        )))
+        .build()
+);
+
+/// A course in a path.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct CoursePath {
+    #[param(value_type = Id, inline)]
+    course_id: i64,
+}
+
+/// A comment in a path.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct CommentPath {
+    #[param(value_type = Id, inline)]
+    comment_id: i64,
 }
 
 fn count(field: &str, v: Option<i64>, default: i64, max: i64, cap: bool) -> ApiResult<i64> {
@@ -323,10 +372,8 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
 
 #[utoipa::path(get, path = "/api/comments", params(ListParams), tag = "comments",
     responses(
-        (status = 200, description = "The write-up's array of user blocks, newest lastUpdate first: \
-            [{displayName, courseId, commentType, lastTitle, lastRating, lastRemarks, lastUpdate, lastCommentId, \
-            thread:[{commentId, title, rating, remarks, createdDate, reply:[{commentId, displayName, title, remarks, \
-            createdDate}]}]}]. Headers: ETag; X-Next-Cursor when the page is full (pass it as `cursor`). \
+        (status = 200, body = Vec<UserBlock>, description = "The write-up's array of user blocks, newest lastUpdate first. \
+            Headers: ETag; X-Next-Cursor when the page is full (pass it as `cursor`). \
             Also served at /api/comments/method/jsonfromdapper and /api/comments/method/jsonfromlinq."),
         (status = 304, description = "If-None-Match matched the ETag"),
         (status = 404, description = "course_not_found"),
@@ -377,9 +424,9 @@ pub async fn list_comments(
 }
 
 #[utoipa::path(post, path = "/api/courses/{course_id}/comments", tag = "comments",
-    params(("course_id" = i64, Path)), security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{rating: 1..5, title: 1..200 chars, remarks: 1..4000 chars, commentType?: Course|Service}"),
-    responses((status = 201, description = "{commentId, courseId, userId, displayName, commentType, rating, title, remarks, createdDate}"),
+    params(CoursePath), security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{rating, title, remarks, commentType?: Course|Service}"),
+    responses((status = 201, body = CommentOut, description = "The review"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a user token) or unknown_user"),
               (status = 404, description = "course_not_found"), (status = 422, description = "invalid_field")))]
@@ -406,10 +453,10 @@ pub async fn post_comment(
 }
 
 #[utoipa::path(put, path = "/api/comments/{comment_id}/reply", tag = "comments",
-    params(("comment_id" = i64, Path)), security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{title?: 0..200 chars, remarks: 1..4000 chars}"),
-    responses((status = 201, description = "Reply created: {commentId, parentId, courseId, userId, displayName, commentType, title, remarks, createdDate}"),
-              (status = 200, description = "Reply edited (editedDate set)"),
+    params(CommentPath), security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{title?, remarks}"),
+    responses((status = 201, body = CommentOut, description = "Reply created"),
+              (status = 200, body = CommentOut, description = "Reply edited (editedDate set)"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a provider token) or not_the_provider"),
               (status = 404, description = "comment_not_found"),
@@ -458,9 +505,9 @@ fn comment_not_found(id: i64) -> ApiError {
 }
 
 #[utoipa::path(patch, path = "/api/comments/{comment_id}", tag = "comments",
-    params(("comment_id" = i64, Path)), security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{rating?: 1..5, title?: 1..200 chars, remarks?: 1..4000 chars}, at least one"),
-    responses((status = 200, description = "The review as edited: {commentId, courseId, userId, displayName, commentType, rating, title, remarks, createdDate, editedDate}; \
+    params(CommentPath), security(("bearer" = [])),
+    request_body(content = serde_json::Value, description = "{rating?, title?, remarks?}, at least one"),
+    responses((status = 200, body = CommentOut, description = "The review as edited; \
                 the course's rating counts the user's last review's rating"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a user token) or not_the_author (another user's review)"),
@@ -494,7 +541,7 @@ pub async fn edit_comment(
 }
 
 #[utoipa::path(delete, path = "/api/comments/{comment_id}", tag = "comments",
-    params(("comment_id" = i64, Path)), security(("bearer" = [])),
+    params(CommentPath), security(("bearer" = [])),
     responses((status = 204, description = "Deleted. A review goes with the provider's reply to it, and the user's rating \
                 becomes their last remaining review's (none when it was their only one). A reply goes alone."),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
@@ -549,14 +596,14 @@ pub struct RatingParams {
 }
 
 #[utoipa::path(get, path = "/api/courses/{course_id}/rating", tag = "comments",
-    params(("course_id" = i64, Path), RatingParams),
-    responses((status = 200, description = "{courseId, courseTitle, ratingType, count, average, stars:[1-star count, .., 5-star count]}: each user counts once, with the rating of their last review"),
+    params(CoursePath, RatingParams),
+    responses((status = 200, body = RatingOut, description = "Each user counts once, with the rating of their last review"),
               (status = 404, description = "course_not_found")))]
 pub async fn rating(
     State(st): State<Arc<CommentsState>>,
     ApiPath(course_id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<RatingParams>,
-) -> ApiResult<Json<store::RatingOut>> {
+) -> ApiResult<Json<RatingOut>> {
     let kind = match &q.rating_type {
         Some(t) => CommentType::parse("ratingType", t)?,
         None => CommentType::Course,
@@ -613,7 +660,15 @@ async fn demo_token(
         _ => return Err(ApiError::invalid_field("role: user or provider")),
     };
     let token = st.keys.issue(&sub.to_string(), role, 3600);
-    Ok(Json(serde_json::json!({ "token": token, "sub": sub, "role": role })).into_response())
+    Ok(Json(DemoToken { token, sub, role }).into_response())
+}
+
+/// A demo page's token.
+#[derive(Serialize)]
+struct DemoToken {
+    token: String,
+    sub: i64,
+    role: Role,
 }
 
 #[derive(utoipa::OpenApi)]
@@ -630,25 +685,17 @@ pub struct CommentsApi;
 /// The bounds the handlers check, stated in the document from the same
 /// constants (`platform::openapi`).
 pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::model::{PAGE_SIZE_MAX, REMARKS_CHARS_MAX, SKIP_MAX, TITLE_CHARS_MAX};
-    use crate::platform::openapi::{body_schema, param_range, param_schema, response, text_schema};
+    use super::model::{
+        CURSOR_CHARS_MAX, RATING_MAX, RATING_MIN, REMARKS_CHARS_MAX, TITLE_CHARS_MAX,
+    };
+    use crate::platform::openapi::{body_schema, param_schema, response, text_schema};
     use serde_json::json;
     let types = json!(["Course", "Service"]);
     let list = "/api/comments";
     param_schema(doc, "get", list, "ratingType")["enum"] = types.clone();
-    param_range(doc, "get", list, "userId", 1, i64::MAX);
-    param_range(doc, "get", list, "skip", 0, SKIP_MAX);
-    param_range(doc, "get", list, "skipThread", 0, SKIP_MAX);
-    // Sizes over PAGE_SIZE_MAX are capped, not refused: only the minimum binds.
-    for size in ["size", "sizeThread"] {
-        let s = param_schema(doc, "get", list, size);
-        s["minimum"] = json!(0);
-        s["description"] = json!(format!(
-            "0 or more; over {PAGE_SIZE_MAX} is capped at {PAGE_SIZE_MAX}"
-        ));
-    }
-    // The cursor is X-Next-Cursor as given: base64url, at most 64 characters.
-    param_schema(doc, "get", list, "cursor")["pattern"] = json!("^[A-Za-z0-9_-]{1,64}$");
+    // The cursor is X-Next-Cursor as given: base64url.
+    param_schema(doc, "get", list, "cursor")["pattern"] =
+        json!(format!("^[A-Za-z0-9_-]{{1,{CURSOR_CHARS_MAX}}}$"));
     let rating = "/api/courses/{course_id}/rating";
     param_schema(doc, "get", rating, "ratingType")["enum"] = types.clone();
     response(
@@ -667,7 +714,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             "additionalProperties": false,
             "required": ["rating", "title", "remarks"],
             "properties": {
-                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+                "rating": {"type": "integer", "minimum": RATING_MIN, "maximum": RATING_MAX},
                 "title": text_schema(1, TITLE_CHARS_MAX, false),
                 "remarks": text_schema(1, REMARKS_CHARS_MAX, true),
                 "commentType": {"enum": ["Course", "Service", null], "description": "default Course"}
@@ -683,7 +730,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
             "additionalProperties": false,
             "minProperties": 1,
             "properties": {
-                "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+                "rating": {"type": "integer", "minimum": RATING_MIN, "maximum": RATING_MAX},
                 "title": text_schema(1, TITLE_CHARS_MAX, false),
                 "remarks": text_schema(1, REMARKS_CHARS_MAX, true)
             }

@@ -60,16 +60,25 @@ impl CommentType {
     }
 }
 
-/// A star rating, 1 to 5.
+/// The fewest and most stars of a rating.
+pub const RATING_MIN: i64 = 1;
+pub const RATING_MAX: i64 = 5;
+
+/// The smallest id of a user, course or comment.
+pub const ID_MIN: i64 = 1;
+
+/// A star rating, `RATING_MIN` to `RATING_MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rating(i32);
 
 impl Rating {
     pub fn parse(value: i64) -> Result<Rating, ApiError> {
-        if (1..=5).contains(&value) {
+        if (RATING_MIN..=RATING_MAX).contains(&value) {
             Ok(Rating(value as i32))
         } else {
-            Err(ApiError::invalid_field("rating: an integer from 1 to 5"))
+            Err(ApiError::invalid_field(format!(
+                "rating: an integer from {RATING_MIN} to {RATING_MAX}"
+            )))
         }
     }
     pub fn get(self) -> i32 {
@@ -79,7 +88,7 @@ impl Rating {
 
 /// A positive integer id (users, courses, comments); others cannot exist.
 pub fn parse_id(field: &str, value: i64) -> Result<i64, ApiError> {
-    if value >= 1 {
+    if value >= ID_MIN {
         Ok(value)
     } else {
         Err(ApiError::invalid_field(format!(
@@ -152,6 +161,7 @@ pub fn caller_id(claims: &Claims, role: Role) -> Result<i64, ApiError> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommentRequest {
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub rating: i64,
     pub title: String,
     pub remarks: String,
@@ -198,8 +208,11 @@ impl CommentRequest {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EditRequest {
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::present")]
     pub rating: Option<i64>,
+    #[serde(default, deserialize_with = "crate::platform::extract::non_null")]
     pub title: Option<String>,
+    #[serde(default, deserialize_with = "crate::platform::extract::non_null")]
     pub remarks: Option<String>,
 }
 
@@ -303,6 +316,9 @@ pub struct ListQuery {
     pub after: Option<Cursor>,
 }
 
+/// The longest cursor (`X-Next-Cursor`) accepted.
+pub const CURSOR_CHARS_MAX: usize = 64;
+
 /// Position after a block in the listing order (lastUpdate DESC, userId DESC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cursor {
@@ -324,7 +340,7 @@ impl Cursor {
                 "cursor: pass the X-Next-Cursor value of a previous page unchanged",
             )
         };
-        if text.len() > 64 {
+        if text.len() > CURSOR_CHARS_MAX {
             return Err(bad());
         }
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD

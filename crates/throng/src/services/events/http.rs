@@ -22,8 +22,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use super::codec::{self, CodecError};
 use super::model::{self, StreamName};
@@ -329,15 +330,39 @@ fn events_from_msgpack(
         .collect()
 }
 
+/// What an append answers.
+#[derive(Serialize, Deserialize, ToSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Appended {
+    pub stream: String,
+    /// The first appended event's position in the global order.
+    pub first_position: i64,
+    /// The last appended event's position (the positions are consecutive).
+    pub last_position: i64,
+    /// The stream's version after the append.
+    pub version: i64,
+}
+
+/// What a stream's deletion answers: its tombstone, the stream's last event.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Deleted {
+    pub stream: String,
+    /// The tombstone's position in the global order.
+    pub position: i64,
+    /// The tombstone's version in the stream.
+    pub version: i64,
+}
+
 fn appended(stream: &StreamName, first: i64, last: i64, version: i64) -> Response {
     (
         StatusCode::CREATED,
-        axum::Json(json!({
-            "stream": stream.as_str(),
-            "firstPosition": first,
-            "lastPosition": last,
-            "version": version,
-        })),
+        axum::Json(Appended {
+            stream: stream.as_str().to_string(),
+            first_position: first,
+            last_position: last,
+            version,
+        }),
     )
         .into_response()
 }
@@ -370,7 +395,7 @@ fn stream_deleted(stream: &StreamName) -> ApiError {
            ("Content-Type" = String, Header, description = "application/json or application/vnd.msgpack (also application/msgpack, application/x-msgpack)")),
     security(("bearer" = [])),
     request_body(content = serde_json::Value, description = "An array of 1 to --events-per-append-max (100) events {eventId: UUID, type: 1-128 of A-Z a-z 0-9 - _ . : starting with a letter, data: object, metadata?: object}. In MessagePack, data and metadata are maps, whole or as an LZ4 block (ext type 99: int32 uncompressed length, then the block). Data plus metadata at most --events-event-bytes-max (32768) bytes as uncompressed MessagePack. Appended all or none; stored as MessagePack maps with field names, LZ4-compressed when smaller."),
-    responses((status = 201, description = "{stream, firstPosition, lastPosition, version}: the events' positions in the global order (consecutive) and the stream's new version. The same event ids appended again: the same answer, nothing written."),
+    responses((status = 201, body = Appended, description = "The events' positions in the global order (consecutive) and the stream's new version. The same event ids appended again: the same answer, nothing written."),
               (status = 400, description = "invalid_stream, invalid_expected_version, malformed_json, malformed_msgpack"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token), stream_owned_by_service"),
@@ -444,7 +469,7 @@ pub async fn append(
     params(("stream" = String, Path),
            ("Expected-Version" = Option<String>, Header, description = "any (default), exists, or the stream's current version")),
     security(("bearer" = [])),
-    responses((status = 200, description = "{stream, position, version}: the tombstone ($streamDeleted), the stream's last event. Its events stay in the global order (no hole); the stream answers 410 from now on."),
+    responses((status = 200, body = Deleted, description = "The tombstone ($streamDeleted), the stream's last event. Its events stay in the global order (no hole); the stream answers 410 from now on."),
               (status = 400, description = "invalid_stream, invalid_expected_version"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, stream_owned_by_service"),
@@ -488,9 +513,11 @@ pub async fn delete_stream(
             ..
         } => {
             st.appended.send_replace(last_position);
-            Ok(axum::Json(json!({
-                "stream": stream.as_str(), "position": last_position, "version": version,
-            }))
+            Ok(axum::Json(Deleted {
+                stream: stream.as_str().to_string(),
+                position: last_position,
+                version,
+            })
             .into_response())
         }
         AppendOutcome::WrongExpectedVersion { current: None } => Err(not_found(&stream)),
@@ -512,9 +539,62 @@ fn not_found(stream: &StreamName) -> ApiError {
 
 // ------------------------------------------------------------------- reads
 
+/// An event as read.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct EventOut {
+    /// Its place in the global order (1 or more).
+    pub position: i64,
+    pub stream: String,
+    /// Its place in its stream (0 or more).
+    pub version: i64,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The UUID it was appended with; null for the services' own events.
+    pub event_id: Option<String>,
+    /// When it was committed, RFC 3339 with milliseconds.
+    pub created: String,
+    #[schema(value_type = Object)]
+    pub data: Value,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+/// A stream's page.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamRead {
+    pub stream: String,
+    /// The stream's last version.
+    pub version: i64,
+    pub direction: Direction,
+    pub events: Vec<EventOut>,
+    /// The version to read from next; null at the end.
+    pub next: Option<i64>,
+}
+
+/// The order a stream is read in.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Forward,
+    Backward,
+}
+
+/// A page of the global order (all events, a category's, or a poll's).
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LogPage {
+    pub events: Vec<EventOut>,
+    /// The position to read from next.
+    pub next: i64,
+    /// The last committed position.
+    pub head: i64,
+}
+
 /// An event as JSON. `data`/`metadata` are decoded from the stored
 /// MessagePack (or the services' JSON).
-pub fn event_json(st: &EventsState, e: &StoredEvent) -> Value {
+pub fn event_json(st: &EventsState, e: &StoredEvent) -> EventOut {
     let decode = |bytes: &[u8]| -> Value {
         let decoded = if e.format == FORMAT_JSON {
             serde_json::from_slice(bytes).map_err(|e| e.to_string())
@@ -528,16 +608,20 @@ pub fn event_json(st: &EventsState, e: &StoredEvent) -> Value {
             Value::Null
         })
     };
-    json!({
-        "position": e.position,
-        "stream": e.stream,
-        "version": e.version,
-        "type": e.event_type,
-        "eventId": e.event_id.as_deref().and_then(|b| uuid::Uuid::from_slice(b).ok()).map(|u| u.to_string()),
-        "created": crate::base::clock::rfc3339_ms(e.created_at_ms),
-        "data": decode(&e.payload),
-        "metadata": e.metadata.as_deref().map(decode),
-    })
+    EventOut {
+        position: e.position,
+        stream: e.stream.clone(),
+        version: e.version,
+        event_type: e.event_type.clone(),
+        event_id: e
+            .event_id
+            .as_deref()
+            .and_then(|b| uuid::Uuid::from_slice(b).ok())
+            .map(|u| u.to_string()),
+        created: crate::base::clock::rfc3339_ms(e.created_at_ms),
+        data: decode(&e.payload),
+        metadata: e.metadata.as_deref().map(decode),
+    }
 }
 
 /// The MessagePack of `e`: its fields, `data` and `metadata` as stored
@@ -584,15 +668,20 @@ fn event_msgpack(out: &mut Vec<u8>, e: &StoredEvent) {
     }
 }
 
-/// A read's answer: `fields` and `events`, as JSON or, when the client
-/// accepts it first, as MessagePack with the stored payloads.
-fn answer(
+/// A read's answer: `build(events)`, as JSON or, when the client accepts it
+/// first, as MessagePack with the stored payloads (the answer's other
+/// fields, then `events`).
+fn answer<T: Serialize>(
     st: &EventsState,
     headers: &HeaderMap,
-    fields: serde_json::Map<String, Value>,
+    build: impl FnOnce(Vec<EventOut>) -> T,
     events: &[StoredEvent],
 ) -> Response {
     if model::wants_msgpack(headers) {
+        let Ok(Value::Object(mut fields)) = serde_json::to_value(build(Vec::new())) else {
+            unreachable!("an answer is an object")
+        };
+        fields.remove("events");
         let mut out =
             Vec::with_capacity(64 + events.iter().map(|e| e.payload.len() + 128).sum::<usize>());
         rmp::encode::write_map_len(&mut out, fields.len() as u32 + 1).expect("a Vec");
@@ -607,12 +696,8 @@ fn answer(
         }
         return ([(header::CONTENT_TYPE, "application/vnd.msgpack")], out).into_response();
     }
-    let mut body = fields;
-    body.insert(
-        "events".into(),
-        Value::Array(events.iter().map(|e| event_json(st, e)).collect()),
-    );
-    axum::Json(Value::Object(body)).into_response()
+    let events = events.iter().map(|e| event_json(st, e)).collect();
+    axum::Json(build(events)).into_response()
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -621,12 +706,24 @@ fn answer(
 pub struct StreamQuery {
     /// The first version to read (forward: default 0; backward: default the
     /// stream's last).
+    #[param(value_type = Option<Position>, inline)]
     from: Option<u64>,
     /// forward (default) or backward.
     direction: Option<String>,
     /// Events at most, 1 to --events-read-max (1000); default 100.
+    #[param(value_type = Option<ReadLimit>, inline)]
     limit: Option<u64>,
 }
+
+crate::schema_type!(
+    /// A position or version (`position_of`).
+    pub Position => crate::platform::openapi::int_schema(0, i64::MAX)
+);
+
+crate::schema_type!(
+    /// `limit` (`limit_of`); its maximum is `--events-read-max`'s default.
+    pub ReadLimit => crate::platform::openapi::int_schema(1, super::READ_MAX_DEFAULT)
+);
 
 pub(super) fn limit_of(st: &EventsState, limit: Option<u64>) -> ApiResult<i64> {
     let limit = limit.unwrap_or(100);
@@ -654,7 +751,7 @@ pub(super) fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
     params(("stream" = String, Path), StreamQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack (or application/msgpack): the same answer in MessagePack, each event's data and metadata the stored bytes (a map, or an LZ4 block as MessagePack ext 99)")),
     security(("bearer" = [])),
-    responses((status = 200, description = "{stream, version (the stream's last), direction, events:[{position, stream, version, type, eventId|null, created (RFC 3339), data, metadata|null}], next (the version to read from next, or null at the end)}"),
+    responses((status = 200, content((StreamRead = "application/json"), (StreamRead = "application/vnd.msgpack")), description = "The stream's events from `from` on in `direction`"),
               (status = 400, description = "invalid_stream, invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -707,13 +804,18 @@ pub async fn read_stream(
         .into_iter()
         .filter(|e| e.event_type != TOMBSTONE_TYPE)
         .collect();
-    let fields = json!({
-        "stream": stream.as_str(),
-        "version": head.version,
-        "direction": if forward { "forward" } else { "backward" },
-        "next": next,
-    });
-    Ok(answer(&st, &headers, object(fields), &events))
+    let build = |events| StreamRead {
+        stream: stream.as_str().to_string(),
+        version: head.version,
+        direction: if forward {
+            Direction::Forward
+        } else {
+            Direction::Backward
+        },
+        events,
+        next,
+    };
+    Ok(answer(&st, &headers, build, &events))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -721,8 +823,10 @@ pub async fn read_stream(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AllQuery {
     /// The first position to read (default 1, the log's first).
+    #[param(value_type = Option<Position>, inline)]
     from: Option<u64>,
     /// Events at most, 1 to --events-read-max (1000); default 100.
+    #[param(value_type = Option<ReadLimit>, inline)]
     limit: Option<u64>,
     /// Only events of this type.
     #[serde(rename = "type")]
@@ -736,17 +840,11 @@ pub struct AllQuery {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CategoryQuery {
     /// The first position to read (default 1).
+    #[param(value_type = Option<Position>, inline)]
     from: Option<u64>,
     /// Events at most, 1 to --events-read-max (1000); default 100.
+    #[param(value_type = Option<ReadLimit>, inline)]
     limit: Option<u64>,
-}
-
-/// A page of the global order as JSON.
-fn object(v: Value) -> serde_json::Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => unreachable!("built as an object"),
-    }
 }
 
 async fn page(
@@ -762,8 +860,9 @@ async fn page(
         .store
         .scan_events(from, limit, st.limits.scan_max, filter)
         .await?;
-    let fields = object(json!({ "next": page.next, "head": page.head }));
-    Ok(answer(st, headers, fields, &page.events))
+    let (next, head) = (page.next, page.head);
+    let build = |events| LogPage { events, next, head };
+    Ok(answer(st, headers, build, &page.events))
 }
 
 /// `type` and `typePrefix` are written as event types are (`model::parse_type`):
@@ -803,7 +902,7 @@ pub(super) fn filter_of(
     params(AllQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads, as for a stream")),
     security(("bearer" = [])),
-    responses((status = 200, description = "{events:[as in a stream read], next (the position to read from next), head (the last committed position)}. Every event in commit order, the services' included. With type or typePrefix, the matches among at most --events-scan-max (10,000) positions: a page may hold fewer than limit (even none) while next < head + 1."),
+    responses((status = 200, content((LogPage = "application/json"), (LogPage = "application/vnd.msgpack")), description = "Every event in commit order, the services' included. With type or typePrefix, the matches among at most --events-scan-max (10,000) positions: a page may hold fewer than limit (even none) while next < head + 1."),
               (status = 400, description = "invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden")))]
@@ -822,7 +921,7 @@ pub async fn read_all(
     params(("category" = String, Path, description = "a stream name's part before its first '-'"), CategoryQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads")),
     security(("bearer" = [])),
-    responses((status = 200, description = "{events, next, head} as /api/events/all, for the streams {category}-... (and the stream named {category}), among at most --events-scan-max positions per page"),
+    responses((status = 200, content((LogPage = "application/json"), (LogPage = "application/vnd.msgpack")), description = "As /api/events/all, for the streams {category}-... (and the stream named {category}), among at most --events-scan-max positions per page"),
               (status = 400, description = "invalid_category, invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden")))]
@@ -864,10 +963,7 @@ pub struct EventsApi;
 /// constants (`platform::openapi`). `limit`'s maximum is
 /// `--events-read-max`'s default.
 pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::subscribe::{
-        CONSUMER_BYTES_MAX, LEASE_MS_MAX, LEASE_MS_MIN, OWNER_CHARS_MAX, POLL_WAIT_MS_MAX,
-    };
-    use super::READ_MAX_DEFAULT;
+    use super::subscribe::CONSUMER_BYTES_MAX;
     use crate::platform::openapi::{operation, param_range, param_schema};
     use model::{STREAM_BYTES_MAX, TYPE_BYTES_MAX};
     use serde_json::json;
@@ -888,17 +984,6 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         *param_schema(doc, m, s, "Expected-Version") = expected.clone();
     }
     param_schema(doc, "get", s, "direction")["enum"] = json!(["forward", "backward"]);
-    let paged = [
-        ("get", s),
-        ("get", "/api/events/all"),
-        ("get", "/api/events/categories/{category}"),
-        ("get", "/api/events/poll"),
-    ];
-    for (m, p) in paged {
-        param_range(doc, m, p, "from", 0, i64::MAX);
-        param_range(doc, m, p, "limit", 1, READ_MAX_DEFAULT);
-    }
-    param_range(doc, "get", "/api/events/subscribe", "from", 0, i64::MAX);
     param_range(
         doc,
         "get",
@@ -906,14 +991,6 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "Last-Event-ID",
         0,
         super::subscribe::LAST_EVENT_ID_MAX,
-    );
-    param_range(
-        doc,
-        "get",
-        "/api/events/poll",
-        "waitMs",
-        0,
-        POLL_WAIT_MS_MAX as i64,
     );
     for p in [
         "/api/events/all",
@@ -933,9 +1010,8 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     let lease = "/api/events/consumers/{name}/lease";
     *param_schema(doc, "post", lease, "name") = consumer.clone();
     *param_schema(doc, "delete", lease, "name") = consumer;
-    let token = json!({"type": "string",
-        "pattern": format!("^[0-9a-f]{{{}}}$", 2 * super::subscribe::LEASE_TOKEN_BYTES)});
-    *param_schema(doc, "delete", lease, "Lease-Token") = token.clone();
+    *param_schema(doc, "delete", lease, "Lease-Token") =
+        json!(<super::subscribe::LeaseToken as utoipa::PartialSchema>::schema());
     // The append: JSON's shape here; MessagePack (same fields, maps for data
     // and metadata) is described in the operation's text.
     let append = operation(doc, "post", s);
@@ -957,19 +1033,6 @@ pub fn document_limits(doc: &mut serde_json::Value) {
                 "data": {"type": "object"},
                 "metadata": {"type": ["object", "null"]}
             }
-        }
-    });
-    let claim =
-        &mut operation(doc, "post", lease)["requestBody"]["content"]["application/json"]["schema"];
-    *claim = json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["owner", "leaseMs"],
-        "properties": {
-            "owner": {"type": "string", "minLength": 1, "maxLength": OWNER_CHARS_MAX},
-            "leaseMs": {"type": "integer", "minimum": LEASE_MS_MIN, "maximum": LEASE_MS_MAX},
-            "leaseToken": {"anyOf": [token, {"type": "null"}]},
-            "position": {"type": ["integer", "null"], "minimum": 0, "maximum": i64::MAX}
         }
     });
 }

@@ -17,14 +17,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-use super::http::{event_json, filter_of, limit_of, position_of};
+use super::http::{event_json, filter_of, limit_of, position_of, LogPage, Position, ReadLimit};
 use super::EventsState;
 use crate::platform::auth::{Caller, Role};
 use crate::platform::error::{ApiError, ApiResult};
-use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::extract::{whole, ApiJson, ApiPath, ApiQuery};
+use crate::platform::openapi;
 use crate::platform::streams::LiveStreams;
 use crate::store::streams::Filter;
 
@@ -74,6 +75,7 @@ fn too_many() -> ApiError {
 pub struct SubscribeQuery {
     /// The first position to send (default 1); `Last-Event-ID` (the last
     /// position received) takes precedence.
+    #[param(value_type = Option<Position>, inline)]
     from: Option<u64>,
     /// Only events of this type.
     #[serde(rename = "type")]
@@ -82,6 +84,19 @@ pub struct SubscribeQuery {
     type_prefix: Option<String>,
     /// Only events of this category's streams.
     category: Option<String>,
+}
+
+/// A server-sent event of a subscription.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EventMessage {
+    /// The event's position.
+    id: String,
+    /// The event's type.
+    event: String,
+    /// The event as in /api/events/all.
+    #[schema(content_media_type = "application/json")]
+    data: String,
 }
 
 /// The largest `Last-Event-ID`: the stream resumes at the next position,
@@ -112,7 +127,7 @@ fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     params(SubscribeQuery,
            ("Last-Event-ID" = Option<i64>, Header, description = "the last position received: the stream resumes after it")),
     security(("bearer" = [])),
-    responses((status = 200, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID."),
+    responses((status = 200, content_type = "text/event-stream", body = EventMessage, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID."),
               (status = 400, description = "invalid_query, invalid_last_event_id"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -147,7 +162,7 @@ pub async fn subscribe(
     };
     let stream = futures::stream::unfold(state, |mut f| async move {
         let e = f.next_event().await?;
-        let data = event_json(&f.st, &e).to_string();
+        let data = serde_json::to_string(&event_json(&f.st, &e)).expect("an event serializes");
         let event = Event::default()
             .id(e.position.to_string())
             .event(e.event_type.clone())
@@ -210,11 +225,14 @@ impl Follow {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PollQuery {
     /// The first position wanted (default 1).
+    #[param(value_type = Option<Position>, inline)]
     from: Option<u64>,
     /// Events at most, 1 to --events-read-max (1000); default 100.
+    #[param(value_type = Option<ReadLimit>, inline)]
     limit: Option<u64>,
-    /// How long to wait for an event at `from` or later, 0 to 30,000 ms
-    /// (default 20,000).
+    /// How long to wait for an event at `from` or later, in ms (default
+    /// 20,000).
+    #[param(value_type = Option<PollWaitMs>, inline)]
     wait_ms: Option<u64>,
     #[serde(rename = "type")]
     event_type: Option<String>,
@@ -225,7 +243,7 @@ pub struct PollQuery {
 #[utoipa::path(get, path = "/api/events/poll", tag = "events",
     params(PollQuery),
     security(("bearer" = [])),
-    responses((status = 200, description = "{events, next, head} as /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none, or at once when the node stops)"),
+    responses((status = 200, body = LogPage, description = "As /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none, or at once when the node stops)"),
               (status = 400, description = "invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -265,11 +283,13 @@ pub async fn poll(
         let caught_up = page.next > page.head;
         // A stopping node answers what it has rather than hold the stop.
         if !page.events.is_empty() || tokio::time::Instant::now() >= deadline || live.stopping() {
-            let list: Vec<_> = page.events.iter().map(|e| event_json(&st, e)).collect();
-            return Ok(
-                axum::Json(json!({ "events": list, "next": page.next, "head": page.head }))
-                    .into_response(),
-            );
+            let events = page.events.iter().map(|e| event_json(&st, e)).collect();
+            return Ok(axum::Json(LogPage {
+                events,
+                next: page.next,
+                head: page.head,
+            })
+            .into_response());
         }
         from = page.next;
         if caught_up {
@@ -304,16 +324,63 @@ fn consumer_name(name: &str) -> ApiResult<String> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClaimIn {
-    /// Who delivers (a node or worker id, 1 to 100 characters): a label
-    /// echoed back, not what holds the lease.
+    /// Who delivers (a node or worker id): a label echoed back, not what
+    /// holds the lease.
+    #[schema(value_type = Owner, inline)]
     owner: String,
-    /// How long the lease lasts unless renewed, 1,000 to 300,000 ms.
+    /// How long the lease lasts unless renewed, in ms.
+    #[serde(deserialize_with = "whole::int")]
+    #[schema(value_type = LeaseMs, inline)]
     lease_ms: i64,
     /// The token a claim answered: renews the lease it holds. Absent: a
     /// new claim, granted only while no lease is running.
+    #[schema(value_type = Option<LeaseToken>, inline)]
     lease_token: Option<String>,
     /// The position delivered so far, saved while the lease is held.
+    #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(value_type = Option<Position>, inline)]
     position: Option<i64>,
+}
+
+crate::schema_type!(PollWaitMs => openapi::int_schema(0, POLL_WAIT_MS_MAX as i64));
+crate::schema_type!(Owner => openapi::string_schema(1, OWNER_CHARS_MAX, None));
+crate::schema_type!(LeaseMs => openapi::int_schema(LEASE_MS_MIN, LEASE_MS_MAX));
+crate::schema_type!(
+    /// A lease token (`lease_token_of`).
+    pub(super) LeaseToken => openapi::string_schema(
+        2 * LEASE_TOKEN_BYTES,
+        2 * LEASE_TOKEN_BYTES,
+        Some(lease_token_pattern())
+    )
+);
+
+/// The pattern of a lease token (`lease_token_of`).
+fn lease_token_pattern() -> String {
+    format!("^[0-9a-f]{{{}}}$", 2 * LEASE_TOKEN_BYTES)
+}
+
+/// A consumer's durable checkpoint.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Consumer {
+    pub consumer: String,
+    /// The position delivered so far (0 when never saved).
+    pub position: i64,
+}
+
+/// A held lease.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub consumer: String,
+    /// The owner label the claim gave.
+    pub owner: String,
+    /// Renews, saves positions and releases the lease.
+    pub lease_token: String,
+    /// The checkpoint: deliver events after it.
+    pub position: i64,
+    /// How long the lease lasts unless renewed.
+    pub lease_ms: i64,
 }
 
 /// A lease token: [`LEASE_TOKEN_BYTES`] random bytes, hex.
@@ -344,7 +411,7 @@ fn lease_holder(token: &str) -> String {
 #[utoipa::path(get, path = "/api/events/consumers/{name}", tag = "events",
     params(("name" = String, Path)),
     security(("bearer" = [])),
-    responses((status = 200, description = "{consumer, position}: the durable checkpoint (0 when never saved)"),
+    responses((status = 200, body = Consumer, description = "The durable checkpoint (0 when never saved)"),
               (status = 400, description = "invalid_consumer"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden")))]
@@ -356,14 +423,18 @@ pub async fn get_consumer(
     caller.require(Role::Admin)?;
     let name = consumer_name(&name)?;
     let position = st.store.consumer_position(&name).await?;
-    Ok(axum::Json(json!({ "consumer": name, "position": position })).into_response())
+    Ok(axum::Json(Consumer {
+        consumer: name,
+        position,
+    })
+    .into_response())
 }
 
 #[utoipa::path(post, path = "/api/events/consumers/{name}/lease", tag = "events",
     params(("name" = String, Path)),
     security(("bearer" = [])),
     request_body(content = ClaimIn, description = "{owner, leaseMs, leaseToken?, position?}: without leaseToken, claims the lease (granted only while none is running, whoever asks); with the token a claim answered, renews it; with position, saves the checkpoint too"),
-    responses((status = 200, description = "{consumer, owner, leaseToken, position, leaseMs}: the lease is held, by the holder of leaseToken, for leaseMs; deliver events after position. Renew, save positions and release with leaseToken"),
+    responses((status = 200, body = Lease, description = "The lease is held, by the holder of leaseToken, for leaseMs; deliver events after position. Renew, save positions and release with leaseToken"),
               (status = 400, description = "invalid_consumer, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, consumer_owned_by_service (a service's own worker, e.g. booking-notifier: readable, not leased here)"),
@@ -427,10 +498,13 @@ pub async fn lease(
         }
         position = p;
     }
-    Ok(axum::Json(json!({
-        "consumer": name, "owner": body.owner, "leaseToken": token, "position": position,
-        "leaseMs": body.lease_ms,
-    }))
+    Ok(axum::Json(Lease {
+        consumer: name,
+        owner: body.owner,
+        lease_token: token,
+        position,
+        lease_ms: body.lease_ms,
+    })
     .into_response())
 }
 

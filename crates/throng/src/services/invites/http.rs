@@ -21,11 +21,13 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-use super::model::{Answer, AnswerState, Outcome, SiteInput, Standing, SITES_MAX};
-use super::signed::{Signer, Visitor, VISITOR_CHARS};
+use super::model::{
+    Answer, AnswerState, Outcome, SiteInput, Standing, Style, Texts, Trigger, SITES_MAX,
+};
+use super::signed::{Signer, Visitor, DISPLAY_CHARS, VISITOR_CHARS};
 use super::sites::{self, SiteEntry};
 use super::store::{self, AnswerCmd};
 use super::InvitesState;
@@ -243,11 +245,47 @@ fn set_cookie(st: &InvitesState, res: &mut Response, site_id: i64, signed: &str)
     }
 }
 
+/// What a visitor's check answers. Written as text by `visitor_state`
+/// (the site's part rendered once per site); this type is its shape.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VisitorState {
+    pub site_id: i64,
+    /// The signed visitor id to keep and send back in `X-Invites-Visitor`.
+    pub visitor: String,
+    pub state: AnswerState,
+    /// How often this visitor closed the popup.
+    pub closes: i64,
+    pub closes_max: i64,
+    /// Whether to show the popup now.
+    pub show: bool,
+    /// Why not: site_paused, not_yet_active, ended, not_sampled,
+    /// answered_yes, answered_no or closed_out; null when shown.
+    pub reason: Option<String>,
+    /// When shown: the display to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_id: Option<String>,
+    /// When shown: the survey's URL, absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survey_url: Option<String>,
+    /// When shown: the popup's texts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub popup: Option<Texts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scroll_percent: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<Style>,
+}
+
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/state", tag = "invites",
     params(("site_id" = i64, Path),
            ("X-Invites-Visitor" = Option<String>, Header, description = "The signed visitor id (27 characters) an earlier answer returned; missing, forged or altered: a new visitor"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
-    responses((status = 200, description = "{siteId, visitor (signed id to keep), show, reason (site_paused, not_yet_active, ended, not_sampled, answered_yes, answered_no, closed_out; null when show), state (asking, yes, no, closed_out), closes, closesMax; when show: displayId, surveyUrl (absolute), popup {title, body, yes, no, close}, trigger (load, delay, scroll, exit_intent), delaySeconds, scrollPercent, style (modal, slide_in)}. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store."),
+    responses((status = 200, body = VisitorState, description = "The visitor's standing and whether to show the popup. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store."),
               (status = 400, description = "invalid_path"),
               (status = 403, description = "origin_not_allowed"),
               (status = 404, description = "site_not_found"),
@@ -348,8 +386,98 @@ pub async fn visitor_state(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AnswerRequest {
     pub answer: Answer,
-    /// The displayId of the popup answered (22 characters).
+    /// The displayId of the popup answered.
+    #[schema(value_type = DisplayId, inline)]
     pub display_id: String,
+}
+
+crate::schema_type!(
+    /// A displayId as `Signer::new_display` writes it (base64url).
+    DisplayId => crate::platform::openapi::string_schema(
+        DISPLAY_CHARS,
+        DISPLAY_CHARS,
+        Some(format!("^[A-Za-z0-9_-]{{{DISPLAY_CHARS}}}$"))
+    )
+);
+
+/// What an answer answers.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Answered {
+    pub site_id: i64,
+    pub state: AnswerState,
+    pub closes: i64,
+    pub closes_max: i64,
+    /// False: this display was answered before, nothing changed.
+    pub counted: bool,
+    /// The survey's URL (absolute), on yes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survey_url: Option<String>,
+}
+
+/// What forgetting a visitor answers.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Forgotten {
+    pub visitor_id: i64,
+    pub answers_deleted: u64,
+}
+
+/// A site as the admin answers give it.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SiteOut {
+    pub site_id: i64,
+    pub name: String,
+    /// Absolute.
+    pub survey_url: String,
+    pub allowed_origins: Vec<String>,
+    pub invite_share: f64,
+    pub closes_max: i64,
+    /// RFC 3339, or null.
+    pub active_from: Option<String>,
+    /// RFC 3339, or null.
+    pub active_until: Option<String>,
+    pub paused: bool,
+    pub retention_days: i64,
+    pub texts: Texts,
+    pub trigger: Trigger,
+    pub delay_seconds: i64,
+    pub scroll_percent: i64,
+    pub style: Style,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// A script tag with an absolute src (--public-url, else http:// and
+    /// the request's Host) to paste on the site's pages.
+    pub snippet: String,
+}
+
+/// Every site.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct SiteList {
+    /// In id order.
+    pub sites: Vec<SiteOut>,
+}
+
+/// A site's counts.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SiteStats {
+    pub site_id: i64,
+    /// First visits.
+    pub visitors: i64,
+    /// First visits sampled in.
+    pub invited: i64,
+    pub displays: i64,
+    pub yes: i64,
+    pub no: i64,
+    pub closes: i64,
+    pub closed_out: i64,
+    /// yes / invited; null before any invitation.
+    pub conversion: Option<f64>,
 }
 
 fn answered_message(state: AnswerState) -> String {
@@ -366,7 +494,7 @@ fn answered_message(state: AnswerState) -> String {
            ("X-Invites-Visitor" = String, Header, description = "The signed visitor id (or its cookie)"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
     request_body(content = AnswerRequest, description = "{answer: yes | no | close, displayId}"),
-    responses((status = 200, description = "{siteId, state (asking, yes, no, closed_out), closes, closesMax, counted (false: this display was answered before, nothing changed); surveyUrl (absolute) on yes}. Cache-Control: no-store."),
+    responses((status = 200, body = Answered, description = "The visitor's standing after the answer. Cache-Control: no-store."),
               (status = 400, description = "visitor_required, malformed_json, invalid_path"),
               (status = 403, description = "origin_not_allowed"),
               (status = 404, description = "site_not_found"),
@@ -456,16 +584,14 @@ pub(super) fn answer_response(
         ));
     }
     let site = checked.entry.site();
-    let mut body = json!({
-        "siteId": checked.cmd.site_id,
-        "state": after.state.name(),
-        "closes": after.closes,
-        "closesMax": site.closes_max,
-        "counted": outcome == Outcome::Counted,
-    });
-    if after.state == AnswerState::Yes {
-        body["surveyUrl"] = json!(checked.survey_url);
-    }
+    let body = Answered {
+        site_id: checked.cmd.site_id,
+        state: after.state,
+        closes: after.closes,
+        closes_max: site.closes_max,
+        counted: outcome == Outcome::Counted,
+        survey_url: (after.state == AnswerState::Yes).then(|| checked.survey_url.clone()),
+    };
     let mut res = Json(body).into_response();
     crate::platform::headers::set_no_store(&mut res);
     Ok(with_cors(res, checked.origin.clone()))
@@ -501,7 +627,7 @@ pub async fn forget_me(
 #[utoipa::path(delete, path = "/api/invites/visitors/{visitor_id}", tag = "invites",
     params(("visitor_id" = i64, Path, description = "The visitor's numeric id (1 to 9223372036854775807), as a support request or a data subject request names it")),
     security(("bearer" = [])),
-    responses((status = 200, description = "{visitorId, answersDeleted}"),
+    responses((status = 200, body = Forgotten),
               (status = 400, description = "invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -510,7 +636,7 @@ pub async fn forget_visitor(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
     ApiPath(visitor_id): ApiPath<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Forgotten>> {
     caller.require(Role::Admin)?;
     if visitor_id < 1 {
         return Err(ApiError::bad_request(
@@ -519,9 +645,10 @@ pub async fn forget_visitor(
         ));
     }
     let n = store::forget_visitor(&st.store, st.visitor_key(visitor_id), st.index()).await?;
-    Ok(Json(
-        json!({ "visitorId": visitor_id, "answersDeleted": n }),
-    ))
+    Ok(Json(Forgotten {
+        visitor_id,
+        answers_deleted: n,
+    }))
 }
 
 // ---- sites (admin) ----------------------------------------------------
@@ -529,31 +656,31 @@ pub async fn forget_visitor(
 /// A site as the admin answers give it; `base` is the public URL, so the
 /// survey URL and the snippet are absolute (the snippet is pasted on
 /// another site, where a relative `src` would load from that site).
-fn site_json(e: &SiteEntry, base: &str) -> Value {
+fn site_json(e: &SiteEntry, base: &str) -> SiteOut {
     let s = e.site();
-    json!({
-        "siteId": e.row.site_id,
-        "name": s.name,
-        "surveyUrl": e.survey_url(base),
-        "allowedOrigins": s.allowed_origins,
-        "inviteShare": s.invite_share,
-        "closesMax": s.closes_max,
-        "activeFrom": s.active_from_ms.map(rfc3339_ms),
-        "activeUntil": s.active_until_ms.map(rfc3339_ms),
-        "paused": s.paused,
-        "retentionDays": s.retention_days,
-        "texts": s.texts,
-        "trigger": s.trigger,
-        "delaySeconds": s.delay_seconds,
-        "scrollPercent": s.scroll_percent,
-        "style": s.style,
-        "createdAt": rfc3339_ms(e.row.created_at_ms),
-        "updatedAt": rfc3339_ms(e.row.updated_at_ms),
-        "snippet": format!(
+    SiteOut {
+        site_id: e.row.site_id,
+        name: s.name.clone(),
+        survey_url: e.survey_url(base),
+        allowed_origins: s.allowed_origins.clone(),
+        invite_share: s.invite_share,
+        closes_max: s.closes_max,
+        active_from: s.active_from_ms.map(rfc3339_ms),
+        active_until: s.active_until_ms.map(rfc3339_ms),
+        paused: s.paused,
+        retention_days: s.retention_days,
+        texts: s.texts.clone(),
+        trigger: s.trigger,
+        delay_seconds: s.delay_seconds,
+        scroll_percent: s.scroll_percent,
+        style: s.style,
+        created_at: rfc3339_ms(e.row.created_at_ms),
+        updated_at: rfc3339_ms(e.row.updated_at_ms),
+        snippet: format!(
             "<script src=\"{base}/invite.js\" data-site=\"{}\" async></script>",
             e.row.site_id
         ),
-    })
+    }
 }
 
 async fn reload(st: &InvitesState) -> ApiResult<()> {
@@ -568,7 +695,7 @@ async fn reload(st: &InvitesState) -> ApiResult<()> {
 #[utoipa::path(post, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
     request_body(content = SiteInput, description = "surveyUrl (absolute http(s) URL, or a /path on this server) and allowedOrigins (scheme://host[:port], stored normalised: lowercase, default port and trailing / dropped) required; name (1-100 chars), inviteShare (0-1, default 1), closesMax (1-10, default 3), activeFrom/activeUntil (RFC 3339), paused, retentionDays (1-3650, default 365), texts, trigger (load, delay, scroll, exit_intent; default load), delaySeconds (0-600, default 10), scrollPercent (1-100, default 50), style (modal, slide_in; default modal)"),
-    responses((status = 201, description = "The site: {siteId, name, surveyUrl (absolute), allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts, trigger, delaySeconds, scrollPercent, style, createdAt, updatedAt, snippet (a script tag with an absolute src: --public-url, else http:// and the request's Host)}; Location"),
+    responses((status = 201, body = SiteOut, description = "The site; Location"),
               (status = 400, description = "malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -604,30 +731,30 @@ pub async fn create_site(
 
 #[utoipa::path(get, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
-    responses((status = 200, description = "{sites: [site]} in id order, each as GET /api/invites/sites/{site_id}"),
+    responses((status = 200, body = SiteList),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)")))]
 pub async fn list_sites(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
     headers: HeaderMap,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteList>> {
     caller.require(Role::Admin)?;
     let base = st.public_url.base(&headers);
-    let list: Vec<Value> = st
+    let sites = st
         .sites
         .load()
         .list()
         .iter()
         .map(|e| site_json(e, &base))
         .collect();
-    Ok(Json(json!({ "sites": list })))
+    Ok(Json(SiteList { sites }))
 }
 
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, description = "{siteId, name, surveyUrl (absolute), allowedOrigins, inviteShare, closesMax, activeFrom, activeUntil, paused, retentionDays, texts {title, body, yes, no, close}, trigger, delaySeconds, scrollPercent, style, createdAt, updatedAt, snippet (absolute src)}"),
+    responses((status = 200, body = SiteOut),
               (status = 400, description = "invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -637,7 +764,7 @@ pub async fn get_site(
     caller: Caller,
     headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteOut>> {
     caller.require(Role::Admin)?;
     let base = st.public_url.base(&headers);
     Ok(Json(site_json(&*entry(&st, site_id)?, &base)))
@@ -648,7 +775,7 @@ async fn change_site(
     headers: &HeaderMap,
     site_id: i64,
     input: SiteInput,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteOut>> {
     let e = entry(st, site_id)?;
     let site = input.apply(Some(e.site()))?;
     if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
@@ -665,7 +792,7 @@ async fn set_paused(
     headers: &HeaderMap,
     site_id: i64,
     paused: bool,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteOut>> {
     caller.require(Role::Admin)?;
     let input = SiteInput {
         paused: Some(paused),
@@ -678,7 +805,7 @@ async fn set_paused(
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
     request_body(content = SiteInput, description = "The fields to change, with the bounds of POST /api/invites/sites; activeFrom/activeUntil \"\" clears them"),
-    responses((status = 200, description = "The site as changed (as GET)"),
+    responses((status = 200, body = SiteOut, description = "The site as changed"),
               (status = 400, description = "malformed_json, invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -692,7 +819,7 @@ pub async fn update_site(
     headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
     ApiJson(input): ApiJson<SiteInput>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteOut>> {
     caller.require(Role::Admin)?;
     change_site(&st, &headers, site_id, input).await
 }
@@ -700,7 +827,7 @@ pub async fn update_site(
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/pause", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, description = "The site, paused: no popup, no answers (as GET)"),
+    responses((status = 200, body = SiteOut, description = "The site, paused: no popup, no answers"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
               (status = 404, description = "site_not_found"),
@@ -710,14 +837,14 @@ pub async fn pause_site(
     caller: Caller,
     headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteOut>> {
     set_paused(&st, &caller, &headers, site_id, true).await
 }
 
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/resume", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, description = "The site, no longer paused (as GET)"),
+    responses((status = 200, body = SiteOut, description = "The site, no longer paused"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
               (status = 404, description = "site_not_found"),
@@ -727,14 +854,14 @@ pub async fn resume_site(
     caller: Caller,
     headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteOut>> {
     set_paused(&st, &caller, &headers, site_id, false).await
 }
 
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/stats", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, description = "{siteId, visitors (first visits), invited (first visits sampled in), displays, yes, no, closes, closedOut, conversion (yes / invited, null before any invitation)}. Answers are counted in their own transaction; visitors, invited and displays are flushed from each node's memory every --invites-flush-ms (this node's before answering)."),
+    responses((status = 200, body = SiteStats, description = "Answers are counted in their own transaction; visitors, invited and displays are flushed from each node's memory every --invites-flush-ms (this node's before answering)."),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
               (status = 404, description = "site_not_found"),
@@ -743,23 +870,23 @@ pub async fn site_stats(
     State(st): State<Arc<InvitesState>>,
     caller: Caller,
     ApiPath(site_id): ApiPath<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SiteStats>> {
     caller.require(Role::Admin)?;
     entry(&st, site_id)?;
     sites::flush(&st.store, &st.sites, st.counts_shard).await;
     let c = store::counts(&st.store, site_id).await?;
     let conversion = (c.invited > 0).then(|| c.yes as f64 / c.invited as f64);
-    Ok(Json(json!({
-        "siteId": site_id,
-        "visitors": c.visitors,
-        "invited": c.invited,
-        "displays": c.displays,
-        "yes": c.yes,
-        "no": c.no,
-        "closes": c.closes,
-        "closedOut": c.closed_out,
-        "conversion": conversion,
-    })))
+    Ok(Json(SiteStats {
+        site_id,
+        visitors: c.visitors,
+        invited: c.invited,
+        displays: c.displays,
+        yes: c.yes,
+        no: c.no,
+        closes: c.closes,
+        closed_out: c.closed_out,
+        conversion,
+    }))
 }
 
 #[derive(utoipa::OpenApi)]
@@ -797,9 +924,11 @@ pub fn document_limits(doc: &mut serde_json::Value) {
     use super::model::{
         BAD_URL_CHARS_CLASS, BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, DELAY_SECONDS_MAX, HOST_PATTERN,
         NAME_CHARS_MAX, ORIGINS_MAX, ORIGIN_CHARS_MAX, PORT_PATTERN, RETENTION_DAYS_MAX,
-        TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
+        SCROLL_PERCENT_MAX, SCROLL_PERCENT_MIN, TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
-    use crate::platform::openapi::{body_schema, operation, param_range, param_required};
+    use crate::platform::openapi::{
+        body_schema, operation, param_range, param_required, param_schema,
+    };
     use serde_json::json;
     let no_controls = "^[^\\x00-\\x1f\\x7f-\\x9f]*$";
     let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": no_controls});
@@ -822,7 +951,7 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "retentionDays": nullable(json!({"type": "integer", "minimum": 1, "maximum": RETENTION_DAYS_MAX})),
         "trigger": nullable(json!({"type": "string", "enum": ["load", "delay", "scroll", "exit_intent"]})),
         "delaySeconds": nullable(json!({"type": "integer", "minimum": 0, "maximum": DELAY_SECONDS_MAX})),
-        "scrollPercent": nullable(json!({"type": "integer", "minimum": 1, "maximum": 100})),
+        "scrollPercent": nullable(json!({"type": "integer", "minimum": SCROLL_PERCENT_MIN, "maximum": SCROLL_PERCENT_MAX})),
         "style": nullable(json!({"type": "string", "enum": ["modal", "slide_in"]})),
         "texts": nullable(json!({"type": "object", "additionalProperties": false,
             "required": ["title", "body", "yes", "no", "close"],
@@ -869,4 +998,12 @@ pub fn document_limits(doc: &mut serde_json::Value) {
         "/api/invites/sites/{site_id}/visitor",
         "X-Invites-Visitor",
     );
+    // Where a visitor is required, an empty header names none (400
+    // visitor_required); on .../state it is a new visitor.
+    for (method, path) in [
+        ("post", "/api/invites/sites/{site_id}/answers"),
+        ("delete", "/api/invites/sites/{site_id}/visitor"),
+    ] {
+        param_schema(doc, method, path, "X-Invites-Visitor")["minLength"] = json!(1);
+    }
 }

@@ -30,6 +30,9 @@ pub const DELAY_SECONDS_MAX: i64 = 600;
 /// `delaySeconds` and `scrollPercent` when not set.
 pub const DELAY_SECONDS_DEFAULT: i64 = 10;
 pub const SCROLL_PERCENT_DEFAULT: i64 = 50;
+/// The share of the page scrolled for `scroll`, in percent.
+pub const SCROLL_PERCENT_MIN: i64 = 1;
+pub const SCROLL_PERCENT_MAX: i64 = 100;
 /// Sites a store holds at most (each is kept in memory by every node).
 pub const SITES_MAX: usize = 10_000;
 
@@ -130,6 +133,7 @@ pub struct SiteInput {
     /// kept in the visitor's signed id). Default 1.
     pub invite_share: Option<f64>,
     /// Closes after which a visitor is never asked again, 1 to 10. Default 3.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub closes_max: Option<i64>,
     /// RFC 3339; no popup before it.
     pub active_from: Option<String>,
@@ -138,14 +142,17 @@ pub struct SiteInput {
     /// A paused site shows no popup and takes no answers.
     pub paused: Option<bool>,
     /// Answers older than this many days are purged, 1 to 3650. Default 365.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub retention_days: Option<i64>,
     pub texts: Option<Texts>,
     /// When to show the popup: load (default), delay, scroll, exit_intent.
     pub trigger: Option<Trigger>,
     /// Seconds after the page loaded for `delay` (and `exit_intent` on a
     /// touch screen), 0 to 600. Default 10.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub delay_seconds: Option<i64>,
     /// Share of the page scrolled for `scroll`, 1 to 100 (%). Default 50.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
     pub scroll_percent: Option<i64>,
     /// modal (default) or slide_in.
     pub style: Option<Style>,
@@ -459,8 +466,10 @@ impl SiteInput {
             s.delay_seconds = d;
         }
         if let Some(p) = self.scroll_percent {
-            if !(1..=100).contains(&p) {
-                return Err(invalid("scrollPercent: 1 to 100"));
+            if !(SCROLL_PERCENT_MIN..=SCROLL_PERCENT_MAX).contains(&p) {
+                return Err(invalid(format!(
+                    "scrollPercent: {SCROLL_PERCENT_MIN} to {SCROLL_PERCENT_MAX}"
+                )));
             }
             s.scroll_percent = p;
         }
@@ -479,7 +488,8 @@ pub struct Standing {
 }
 
 /// Stored as a small integer (`invites_answers.state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum AnswerState {
     /// No final answer yet (maybe some closes).
     #[default]

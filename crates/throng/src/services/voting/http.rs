@@ -26,8 +26,8 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::model::{header_id, District, Election, VoteRequest, DISTRICT_HEADER, VOTER_HEADER};
 use super::roll::Standing;
@@ -103,77 +103,173 @@ fn district_index(e: &Election, district_id: i64) -> ApiResult<usize> {
         .map_err(|_| district_not_found(e.id, district_id))
 }
 
-fn election_summary(e: &Election, now: i64) -> serde_json::Map<String, Value> {
-    let Value::Object(m) = json!({
-        "electionId": e.id,
-        "name": e.name,
-        "opensAt": rfc3339_ms(e.opens_at_ms),
-        "closesAt": rfc3339_ms(e.closes_at_ms),
-        "candidatesPerVoteMax": e.candidates_per_vote_max,
-        "open": e.is_open(now),
-    }) else {
-        unreachable!("an object literal")
-    };
-    m
+/// An election as listed.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ElectionSummary {
+    pub election_id: i64,
+    pub name: String,
+    /// RFC 3339.
+    pub opens_at: String,
+    /// RFC 3339.
+    pub closes_at: String,
+    pub candidates_per_vote_max: i64,
+    /// Whether votes are taken now.
+    pub open: bool,
+}
+
+fn election_summary(e: &Election, now: i64) -> ElectionSummary {
+    ElectionSummary {
+        election_id: e.id,
+        name: e.name.clone(),
+        opens_at: rfc3339_ms(e.opens_at_ms),
+        closes_at: rfc3339_ms(e.closes_at_ms),
+        candidates_per_vote_max: e.candidates_per_vote_max,
+        open: e.is_open(now),
+    }
+}
+
+/// Every election.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+pub struct ElectionList {
+    pub elections: Vec<ElectionSummary>,
+}
+
+/// An election with its districts.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ElectionDetail {
+    pub election_id: i64,
+    pub name: String,
+    /// RFC 3339.
+    pub opens_at: String,
+    /// RFC 3339.
+    pub closes_at: String,
+    pub candidates_per_vote_max: i64,
+    pub open: bool,
+    /// A district's ballots are published, and counted, once its box holds
+    /// this many, or at the close.
+    pub mix_ballots_min: i64,
+    pub districts: Vec<DistrictOut>,
+}
+
+/// A district of an election.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DistrictOut {
+    pub district_id: i64,
+    pub name: String,
+    /// Voters on its roll.
+    pub voters: i64,
 }
 
 #[utoipa::path(get, path = "/api/voting/elections", tag = "voting",
-    responses((status = 200, description = "{elections:[{electionId, name, opensAt, closesAt (RFC 3339), candidatesPerVoteMax, open}]}")))]
-pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Value> {
+    responses((status = 200, body = ElectionList)))]
+pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<ElectionList> {
     let now = now_ms();
     let catalog = st.catalog.load();
-    let list: Vec<Value> = catalog
+    let elections = catalog
         .elections
         .iter()
-        .map(|e| Value::Object(election_summary(&e.election, now)))
+        .map(|e| election_summary(&e.election, now))
         .collect();
-    Json(json!({ "elections": list }))
+    Json(ElectionList { elections })
 }
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}", tag = "voting",
     params(("election_id" = i64, Path)),
-    responses((status = 200, description = "The election's summary, mixBallotsMin (a district's ballots are published, and counted, once its box holds this many, or at the close) and districts:[{districtId, name, voters}] (at most 1,000 districts per election)"),
+    responses((status = 200, body = ElectionDetail, description = "The election with its districts (at most 1,000 per election)"),
               (status = 404, description = "election_not_found")))]
 pub async fn get_election(
     State(st): State<Arc<VotingState>>,
     ApiPath(election_id): ApiPath<i64>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ElectionDetail>> {
     let entry = election_entry(&st, election_id)?;
     let e = &entry.election;
-    let mut m = election_summary(e, now_ms());
-    let districts: Vec<Value> = e
+    let s = election_summary(e, now_ms());
+    let districts = e
         .districts
         .iter()
-        .map(|d| json!({ "districtId": d.id, "name": d.name, "voters": d.voters }))
+        .map(|d| DistrictOut {
+            district_id: d.id,
+            name: d.name.clone(),
+            voters: d.voters,
+        })
         .collect();
-    m.insert("mixBallotsMin".into(), st.mix_ballots_min.into());
-    m.insert("districts".into(), Value::Array(districts));
-    Ok(Json(Value::Object(m)))
+    Ok(Json(ElectionDetail {
+        election_id: s.election_id,
+        name: s.name,
+        opens_at: s.opens_at,
+        closes_at: s.closes_at,
+        candidates_per_vote_max: s.candidates_per_vote_max,
+        open: s.open,
+        mix_ballots_min: st.mix_ballots_min,
+        districts,
+    }))
+}
+
+/// A district's ballot.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Ballot {
+    pub election_id: i64,
+    pub district_id: i64,
+    pub district_name: String,
+    pub candidates_per_vote_max: i64,
+    pub parties: Vec<BallotParty>,
+}
+
+/// A party on a ballot, with its list in the district.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BallotParty {
+    pub party_id: i64,
+    pub name: String,
+    pub short_name: String,
+    pub candidates: Vec<BallotCandidate>,
+}
+
+/// A candidate on a party's list.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BallotCandidate {
+    pub candidate_id: i64,
+    pub name: String,
+    pub list_position: i32,
 }
 
 /// The ballot's JSON (built once per district at load).
 pub fn render_ballot(e: &Election, d: &District) -> String {
-    let parties: Vec<Value> = d
+    let parties = d
         .lists
         .iter()
         .filter_map(|l| {
             let p = e.party(l.party_id)?;
-            let candidates: Vec<Value> = l
+            let candidates = l
                 .candidates
                 .iter()
-                .map(|c| json!({ "candidateId": c.id, "name": c.name, "listPosition": c.list_position }))
+                .map(|c| BallotCandidate {
+                    candidate_id: c.id,
+                    name: c.name.clone(),
+                    list_position: c.list_position,
+                })
                 .collect();
-            Some(json!({ "partyId": p.id, "name": p.name, "shortName": p.short_name, "candidates": candidates }))
+            Some(BallotParty {
+                party_id: p.id,
+                name: p.name.clone(),
+                short_name: p.short_name.clone(),
+                candidates,
+            })
         })
         .collect();
-    json!({
-        "electionId": e.id,
-        "districtId": d.id,
-        "districtName": d.name,
-        "candidatesPerVoteMax": e.candidates_per_vote_max,
-        "parties": parties,
+    serde_json::to_string(&Ballot {
+        election_id: e.id,
+        district_id: d.id,
+        district_name: d.name.clone(),
+        candidates_per_vote_max: e.candidates_per_vote_max,
+        parties,
     })
-    .to_string()
+    .expect("a ballot serializes")
 }
 
 fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
@@ -217,7 +313,7 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
     params(("election_id" = i64, Path), ("district_id" = i64, Path),
            ("Accept-Encoding" = Option<String>, Header, description = "gzip (or *) gets the ballot gzip-compressed, with its own ETag"),
            ("If-None-Match" = Option<String>, Header, description = "An ETag of this ballot: 304 when it matches")),
-    responses((status = 200, description = "{electionId, districtId, districtName, candidatesPerVoteMax, parties:[{partyId, name, shortName, candidates:[{candidateId, name, listPosition}]}]}; ETag, Cache-Control: public, max-age=60, Vary: Accept-Encoding; Content-Encoding: gzip when accepted"),
+    responses((status = 200, body = Ballot, description = "ETag, Cache-Control: public, max-age=60, Vary: Accept-Encoding; Content-Encoding: gzip when accepted"),
               (status = 304, description = "If-None-Match matched the ETag"),
               (status = 404, description = "election_not_found or district_not_found")))]
 pub async fn get_ballot(
@@ -315,12 +411,35 @@ pub(super) fn check_token(
 }
 
 /// The 201 answer of a vote.
-#[derive(serde::Serialize)]
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
-struct Receipt<'a> {
-    receipt_id: &'a str,
-    election_id: i64,
-    district_id: i64,
+pub struct Receipt {
+    /// Keep it: it tells whether the vote was counted, and nothing else.
+    pub receipt_id: String,
+    pub election_id: i64,
+    pub district_id: i64,
+}
+
+/// Where a receipt's ballot is.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ReceiptStatus {
+    /// In the ballot box: published once its district's box holds
+    /// --voting-mix-ballots-min ballots, or at the close.
+    Received,
+    /// In the tallies.
+    Counted,
+}
+
+/// A receipt's state: no choice, no district, no voter, so a receipt
+/// cannot prove a vote to a buyer.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptOut {
+    pub receipt_id: String,
+    pub election_id: i64,
+    pub status: ReceiptStatus,
+    pub counted: bool,
 }
 
 pub(super) fn already_voted() -> ApiError {
@@ -336,7 +455,7 @@ pub(super) fn already_voted() -> ApiError {
            ("election-district-id" = i64, Header, description = "The voter's district")),
     security(("bearer" = [])),
     request_body(content = serde_json::Value, description = "{partyId, candidateIds: [up to the election's candidatesPerVoteMax ids on that party's list in the district]}"),
-    responses((status = 201, description = "{receiptId, electionId, districtId}; Location: the receipt"),
+    responses((status = 201, body = Receipt, description = "Location: the receipt"),
               (status = 400, description = "invalid_header, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired (token mode)"),
               (status = 403, description = "identity_mismatch, not_on_roll"),
@@ -398,7 +517,7 @@ pub async fn vote(
         VoteOutcome::Cast => {
             let location = format!("/api/voting/elections/{election_id}/receipts/{receipt_id}");
             let body = Receipt {
-                receipt_id: &receipt_id,
+                receipt_id,
                 election_id,
                 district_id,
             };
@@ -421,12 +540,12 @@ fn receipt_not_found() -> ApiError {
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/receipts/{receipt_id}", tag = "voting",
     params(("election_id" = i64, Path), ("receipt_id" = String, Path)),
-    responses((status = 200, description = "{receiptId, electionId, status, counted}: status `received` (in the ballot box: published once its district's box holds --voting-mix-ballots-min ballots, or at the close) or `counted` (in the tallies; counted: true). Nothing else: no choice, no district, no voter, so a receipt cannot prove a vote to a buyer."),
+    responses((status = 200, body = ReceiptOut),
               (status = 404, description = "election_not_found, receipt_not_found")))]
 pub async fn get_receipt(
     State(st): State<Arc<VotingState>>,
     ApiPath((election_id, receipt_id)): ApiPath<(i64, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ReceiptOut>> {
     election_entry(&st, election_id)?;
     let id = match uuid::Uuid::parse_str(&receipt_id) {
         Ok(id) if receipt_id.len() == 36 => id,
@@ -442,12 +561,16 @@ pub async fn get_receipt(
         ReceiptState::Boxed => false,
         ReceiptState::Published { position } => position <= st.tally.position(),
     };
-    Ok(Json(json!({
-        "receiptId": id.to_string(),
-        "electionId": election_id,
-        "status": if counted { "counted" } else { "received" },
-        "counted": counted,
-    })))
+    Ok(Json(ReceiptOut {
+        receipt_id: id.to_string(),
+        election_id,
+        status: if counted {
+            ReceiptStatus::Counted
+        } else {
+            ReceiptStatus::Received
+        },
+        counted,
+    }))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -456,6 +579,51 @@ pub async fn get_receipt(
 pub struct ResultsQuery {
     /// One district's results; the whole election's without it.
     district_id: Option<i64>,
+}
+
+/// An election's or a district's results.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Results {
+    pub election_id: i64,
+    /// Null for the whole election.
+    pub district_id: Option<i64>,
+    /// Counted ballots; ballots waiting in the box are not shown.
+    pub ballots: i64,
+    /// Of the district or the election: turnout is ballots / votersOnRoll.
+    pub voters_on_roll: i64,
+    /// RFC 3339: when the counted votes of the district (or of any district,
+    /// for the whole election) last changed on this node; null before the
+    /// first.
+    pub updated_at: Option<String>,
+    /// The position of the event log the tallies reflect.
+    pub position: i64,
+    /// Sorted by votes, then id.
+    pub parties: Vec<PartyResult>,
+}
+
+/// A party's votes.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PartyResult {
+    pub party_id: i64,
+    pub name: String,
+    pub short_name: String,
+    /// #rrggbb, fixed per party.
+    pub color: String,
+    pub votes: i64,
+    /// One district's results only: its candidates, by votes then id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<Vec<CandidateResult>>,
+}
+
+/// A candidate's votes.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateResult {
+    pub candidate_id: i64,
+    pub name: String,
+    pub votes: i64,
 }
 
 /// The results' JSON from a snapshot. A district's parties carry their
@@ -485,7 +653,7 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
             .map(|(_, n)| n)
             .sum(),
     };
-    let mut parties: Vec<(i64, i64, Value)> = match district {
+    let mut parties: Vec<(i64, i64, PartyResult)> = match district {
         Some(d) => d
             .lists
             .iter()
@@ -497,15 +665,24 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
                     .map(|c| (key(p.id, c.id), c.id, c.name.as_str()))
                     .collect();
                 candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                let candidates: Vec<Value> = candidates
+                let candidates = candidates
                     .into_iter()
-                    .map(|(votes, id, name)| json!({ "candidateId": id, "name": name, "votes": votes }))
+                    .map(|(votes, id, name)| CandidateResult {
+                        candidate_id: id,
+                        name: name.to_string(),
+                        votes,
+                    })
                     .collect();
                 let votes = key(p.id, 0);
-                Some((votes, p.id, json!({
-                    "partyId": p.id, "name": p.name, "shortName": p.short_name,
-                    "color": p.color(), "votes": votes, "candidates": candidates,
-                })))
+                let party = PartyResult {
+                    party_id: p.id,
+                    name: p.name.clone(),
+                    short_name: p.short_name.clone(),
+                    color: p.color(),
+                    votes,
+                    candidates: Some(candidates),
+                };
+                Some((votes, p.id, party))
             })
             .collect(),
         None => e
@@ -513,21 +690,43 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
             .iter()
             .map(|p| {
                 let votes = s.party_totals.get(&(e.id, p.id)).copied().unwrap_or(0);
-                (votes, p.id, json!({ "partyId": p.id, "name": p.name, "shortName": p.short_name, "color": p.color(), "votes": votes }))
+                let party = PartyResult {
+                    party_id: p.id,
+                    name: p.name.clone(),
+                    short_name: p.short_name.clone(),
+                    color: p.color(),
+                    votes,
+                    candidates: None,
+                };
+                (votes, p.id, party)
             })
             .collect(),
     };
     parties.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    json!({
-        "electionId": e.id,
-        "districtId": district.map(|d| d.id),
-        "ballots": ballots,
-        "votersOnRoll": voters_on_roll,
-        "updatedAt": s.updated_at_ms(e.id, district.map(|d| d.id)).map(rfc3339_ms),
-        "position": s.position,
-        "parties": parties.into_iter().map(|p| p.2).collect::<Vec<_>>(),
+    serde_json::to_string(&Results {
+        election_id: e.id,
+        district_id: district.map(|d| d.id),
+        ballots,
+        voters_on_roll,
+        updated_at: s
+            .updated_at_ms(e.id, district.map(|d| d.id))
+            .map(rfc3339_ms),
+        position: s.position,
+        parties: parties.into_iter().map(|p| p.2).collect(),
     })
-    .to_string()
+    .expect("results serialize")
+}
+
+/// A server-sent event of a results stream.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ResultsMessage {
+    /// `results`, or `end` last.
+    event: String,
+    /// For `results`, the results as /results answers them; for `end`,
+    /// {reason: lifetime|stopping}.
+    #[schema(content_media_type = "application/json")]
+    data: String,
 }
 
 fn results_target(
@@ -545,7 +744,7 @@ fn results_target(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, description = "{electionId, districtId|null, ballots (counted; ballots waiting in the box are not shown), votersOnRoll (of the district or the election: turnout is ballots / votersOnRoll), updatedAt (RFC 3339: when the counted votes of the district, or of any district for the whole election, last changed on this node; null before the first), position (of the event log the tallies reflect), parties:[{partyId, name, shortName, color (#rrggbb, fixed per party), votes, candidates:[{candidateId, name, votes}] (one district's results only)}]}, sorted by votes then id"),
+    responses((status = 200, body = Results),
               (status = 404, description = "election_not_found, district_not_found")))]
 pub async fn results(
     State(st): State<Arc<VotingState>>,
@@ -567,7 +766,7 @@ pub async fn results(
 
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results/stream", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)"),
+    responses((status = 200, content_type = "text/event-stream", body = ResultsMessage, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)"),
               (status = 404, description = "election_not_found, district_not_found"),
               (status = 429, description = "too_many_client_streams: this client (IPv4 address or IPv6 /64) has --voting-streams-per-client-max streams open; poll /results; Retry-After"),
               (status = 503, description = "too_many_streams (see --voting-streams-max), draining (the node is stopping); Retry-After")))]
@@ -695,7 +894,23 @@ async fn demo_voter(
     let token = st
         .keys
         .issue_with(&voter_id.to_string(), Role::Voter, DEMO_TOKEN_TTL_S, claims);
-    Ok(Json(json!({ "voterId": voter_id, "districtId": district_id, "electionId": election_id, "token": token })).into_response())
+    Ok(Json(DemoVoter {
+        voter_id,
+        district_id,
+        election_id,
+        token,
+    })
+    .into_response())
+}
+
+/// A demo page's voter.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DemoVoter {
+    voter_id: i64,
+    district_id: i64,
+    election_id: i64,
+    token: String,
 }
 
 #[derive(utoipa::OpenApi)]

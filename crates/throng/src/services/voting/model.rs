@@ -63,6 +63,7 @@ pub fn header_id(headers: &HeaderMap, name: &'static str) -> Result<i64, ApiErro
 #[derive(Deserialize, Debug)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VoteRequest {
+    #[serde(deserialize_with = "crate::platform::extract::whole::int")]
     pub party_id: i64,
     #[serde(default)]
     pub candidate_ids: CandidateList,
@@ -90,7 +91,8 @@ impl<'de> Deserialize<'de> for CandidateList {
                 mut seq: A,
             ) -> Result<CandidateList, A::Error> {
                 let mut out = CandidateList::default();
-                while let Some(id) = seq.next_element::<i64>()? {
+                use crate::platform::extract::whole::Whole;
+                while let Some(Whole(id)) = seq.next_element::<Whole<i64>>()? {
                     if out.ids.len() as i64 >= CANDIDATES_PER_VOTE_LIMIT {
                         out.over_limit = true;
                     } else {

@@ -65,22 +65,27 @@ pub struct Course {
 }
 
 /// A comment or reply as the POST/PUT answers it.
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommentOut {
     pub comment_id: i64,
     pub course_id: i64,
     pub user_id: i64,
     pub display_name: String,
+    /// Course or Service.
     pub comment_type: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// A reply's: the comment it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// A review's: 1 to 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating: Option<i32>,
     pub title: String,
     pub remarks: String,
+    /// RFC 3339.
     pub created_date: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// RFC 3339, once edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_date: Option<String>,
 }
 
@@ -126,15 +131,62 @@ pub enum DeleteOutcome {
     },
 }
 
+/// A user's block of the listing: their last review's snapshot and their
+/// thread. Written by the database (`listing`); this type is its shape.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UserBlock {
+    pub display_name: String,
+    pub course_id: i64,
+    /// Course or Service.
+    pub comment_type: String,
+    pub last_title: String,
+    pub last_rating: i32,
+    pub last_remarks: String,
+    /// RFC 3339.
+    pub last_update: String,
+    pub last_comment_id: i64,
+    /// The user's reviews, newest first.
+    pub thread: Vec<ThreadComment>,
+}
+
+/// A review in a user's thread.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ThreadComment {
+    pub comment_id: i64,
+    pub title: String,
+    pub rating: i32,
+    pub remarks: String,
+    /// RFC 3339.
+    pub created_date: String,
+    /// The provider's reply, if any (at most one).
+    pub reply: Vec<ThreadReply>,
+}
+
+/// A provider's reply in a thread.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ThreadReply {
+    pub comment_id: i64,
+    pub display_name: String,
+    pub title: String,
+    pub remarks: String,
+    /// RFC 3339.
+    pub created_date: String,
+}
+
 /// Rating aggregates of one course and type: each user counts once, with
 /// their last rating (the write-up's `LastRating`).
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RatingOut {
     pub course_id: i64,
     /// The course's name, for a widget's header.
     pub course_title: String,
+    /// Course or Service.
     pub rating_type: String,
+    /// Users who rated.
     pub count: i64,
     /// Mean rating rounded to 2 decimals; 0 without ratings.
     pub average: f64,
