@@ -293,8 +293,10 @@ ${snippet()}
 
 /** The popup's box (dialog) position and the viewport. */
 async function dialogBox(page) {
-  return page.evaluate(() => {
+  // Measured where it comes to rest: the slide-in moves up 2rem as it appears.
+  return page.evaluate(async () => {
     const root = document.querySelector("[data-throng-invite]").shadowRoot;
+    await Promise.all(root.getAnimations().map((a) => a.finished));
     const r = root.querySelector("[role=dialog]").getBoundingClientRect();
     return {
       left: r.left, right: r.right, top: r.top, bottom: r.bottom,
