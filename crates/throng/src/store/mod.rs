@@ -32,6 +32,21 @@ pub use migrate::MigrationSet;
 /// positions): not data.
 pub const STORE_BOOKKEEPING_TABLES: [&str; 3] = ["schema_migrations", "meta", "consumer_positions"];
 
+/// `sql` with SQLite's numbered placeholders (`?1`) as PostgreSQL's (`$1`),
+/// for statements whose text is otherwise the same in both dialects.
+pub fn pg_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A store handle, cheap to clone.
 #[derive(Clone)]
 pub enum Store {

@@ -131,12 +131,9 @@ impl Experiment for InvitesBench {
             let store =
                 crate::store::Store::open(store, crate::store::StoreLimits::default()).await?;
             let cipher = super::visitor_ids::load_cipher(&store).await?;
-            let answering_from = match store {
-                crate::store::Store::Sqlite(_) => {
-                    Some(super::visitor_ids::reserve(&store, ANSWERING_VISITORS).await?)
-                }
-                crate::store::Store::Postgres(_) => None,
-            };
+            let answering_from = super::store::open(&store)
+                .reserve_visitor_numbers(ANSWERING_VISITORS)
+                .await?;
             anyhow::Ok((cipher, answering_from))
         })?;
         let _ = self.cipher.set(cipher.0);

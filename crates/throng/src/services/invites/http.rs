@@ -29,7 +29,7 @@ use super::model::{
 };
 use super::signed::{Signer, Visitor, DISPLAY_CHARS, VISITOR_CHARS};
 use super::sites::{self, SiteEntry};
-use super::store::{self, AnswerCmd};
+use super::store::AnswerCmd;
 use super::InvitesState;
 use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::{Caller, Role, TokenKeys};
@@ -309,7 +309,7 @@ pub async fn visitor_state(
             let known = st.memory.as_ref().and_then(|m| m.index.get(key));
             match known {
                 Some(standing) => (v, standing),
-                None => (v, store::standing(&st.store, site_id, key).await?),
+                None => (v, st.storage.standing(site_id, key).await?),
             }
         }
         None => {
@@ -510,7 +510,7 @@ pub async fn post_answer(
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
     let checked = check_answer(&st, site_id, request).await?;
-    let outcome = store::answer(&st.store, checked.cmd, st.index()).await?;
+    let outcome = st.storage.answer(checked.cmd, st.index()).await?;
     answer_response(&checked, outcome)
 }
 
@@ -613,7 +613,9 @@ pub async fn forget_me(
     let e = entry(&st, site_id)?;
     let origin = allowed_origin(&e, &headers)?;
     let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
-    store::forget_visitor(&st.store, st.visitor_key(visitor.id), st.index()).await?;
+    st.storage
+        .forget_visitor(st.visitor_key(visitor.id), st.index())
+        .await?;
     let mut res = StatusCode::NO_CONTENT.into_response();
     if let Ok(v) = HeaderValue::from_str(&format!(
         "{}=; Path=/api/invites/sites/{site_id}; Max-Age=0; HttpOnly; SameSite=Lax",
@@ -644,7 +646,10 @@ pub async fn forget_visitor(
             "visitor_id: 1 to 9223372036854775807",
         ));
     }
-    let n = store::forget_visitor(&st.store, st.visitor_key(visitor_id), st.index()).await?;
+    let n = st
+        .storage
+        .forget_visitor(st.visitor_key(visitor_id), st.index())
+        .await?;
     Ok(Json(Forgotten {
         visitor_id,
         answers_deleted: n,
@@ -684,7 +689,7 @@ fn site_json(e: &SiteEntry, base: &str) -> SiteOut {
 }
 
 async fn reload(st: &InvitesState) -> ApiResult<()> {
-    sites::reload_and_announce(&st.store, &st.sites)
+    sites::reload_and_announce(&st.store, &*st.storage, &st.sites)
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, "invites: reloading the sites failed");
@@ -711,7 +716,9 @@ pub async fn create_site(
 ) -> ApiResult<Response> {
     caller.require(Role::Admin)?;
     let site = input.apply(None)?;
-    let id = store::create_site(&st.store, &site, now_ms(), SITES_MAX as i64)
+    let id = st
+        .storage
+        .create_site(&site, now_ms(), SITES_MAX as i64)
         .await?
         .ok_or_else(|| {
             ApiError::conflict(
@@ -778,7 +785,7 @@ async fn change_site(
 ) -> ApiResult<Json<SiteOut>> {
     let e = entry(st, site_id)?;
     let site = input.apply(Some(e.site()))?;
-    if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
+    if !st.storage.update_site(site_id, &site, now_ms()).await? {
         return Err(site_not_found(site_id));
     }
     reload(st).await?;
@@ -873,8 +880,8 @@ pub async fn site_stats(
 ) -> ApiResult<Json<SiteStats>> {
     caller.require(Role::Admin)?;
     entry(&st, site_id)?;
-    sites::flush(&st.store, &st.sites, st.counts_shard).await;
-    let c = store::counts(&st.store, site_id).await?;
+    sites::flush(&*st.storage, &st.sites, st.counts_shard).await;
+    let c = st.storage.counts(site_id).await?;
     let conversion = (c.invited > 0).then(|| c.yes as f64 / c.invited as f64);
     Ok(Json(SiteStats {
         site_id,

@@ -19,7 +19,7 @@
 //! answer a few milliseconds before it is acknowledged. A batch that fails
 //! to commit makes its answers fail, and the failure of a command that had
 //! changed a byte takes the array out of use until it is loaded again
-//! (`invalidate`, via `store::Touching`), so it never keeps a write the
+//! (`invalidate`, via `store::sqlite::Touching`), so it never keeps a write the
 //! table does not have; a write refused before its command ran costs no
 //! reload. A seed into a live server does the same
 //! through `ANSWERS_GENERATION_KEY`.
@@ -41,8 +41,9 @@ use arc_swap::ArcSwap;
 use rusqlite::Connection;
 
 use super::model::{AnswerState, Standing};
+use super::store::InvitesStore;
 use super::visitor_ids::{parse_next, IdCipher, NEXT_META};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 
 /// The `meta` key a seed changes when it replaced the answers: the servers
 /// on the store load their standings again.
@@ -51,7 +52,7 @@ pub const ANSWERS_GENERATION_KEY: &str = "invites_answers_generation";
 /// The `meta` key saying how the embedded store keys `invites_answers`:
 /// `numbers` once its rows are keyed by visitor number.
 pub const KEYS_META: &str = "invites_answers_keys";
-const KEYS_NUMBERS: &str = "numbers";
+pub const KEYS_NUMBERS: &str = "numbers";
 
 /// Records that the table's rows are keyed by visitor number (the seed
 /// writes them so; `rekey_legacy_rows` makes them so).
@@ -192,58 +193,20 @@ impl StandingIndex {
 
     /// Loads the array from the table, inside one writer command (see the
     /// module's docs); the visitors held.
-    pub async fn load(self: &Arc<Self>, store: &Store) -> Result<u64, StoreError> {
-        let Store::Sqlite(s) = store else {
-            return Err(StoreError::Internal(
-                "the in-memory standings are for the embedded store".into(),
-            ));
-        };
+    pub async fn load(self: &Arc<Self>, storage: &dyn InvitesStore) -> Result<u64, StoreError> {
         self.ready.store(false, Ordering::Release);
-        let this = self.clone();
-        s.write(move |c| this.load_in_writer(c)).await
+        storage.load_standings(self.clone()).await
     }
 
     /// Rekeys rows stored under visitor ids (before visitor numbers) by
     /// their numbers, once per store (`meta.invites_answers_keys`); the
-    /// rows rekeyed. Two passes, so no intermediate key meets another
-    /// row's: all keys negated first (ids are positive), then each set to
-    /// its number (distinct, as the cipher is a permutation).
-    pub async fn rekey_legacy_rows(self: &Arc<Self>, store: &Store) -> Result<usize, StoreError> {
-        let Store::Sqlite(s) = store else {
-            return Ok(0);
-        };
-        let cipher = self.cipher.clone();
-        s.write(move |c| {
-            use rusqlite::functions::FunctionFlags;
-            use rusqlite::OptionalExtension;
-            let keys: Option<String> = c
-                .query_row("SELECT value FROM meta WHERE key = ?1", [KEYS_META], |r| r.get(0))
-                .optional()?;
-            if keys.as_deref() == Some(KEYS_NUMBERS) {
-                return Ok(0);
-            }
-            c.create_scalar_function(
-                "throng_invites_number",
-                1,
-                FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-                move |ctx| Ok(cipher.number_of(ctx.get::<i64>(0)?) as i64),
-            )?;
-            let rekeyed = (|| -> Result<usize, StoreError> {
-                c.execute("UPDATE invites_answers SET visitor_id = -visitor_id WHERE visitor_id > 0", [])?;
-                Ok(c.execute(
-                    "UPDATE invites_answers SET visitor_id = throng_invites_number(-visitor_id) WHERE visitor_id < 0",
-                    [],
-                )?)
-            })();
-            c.remove_function("throng_invites_number", 1)?;
-            let rekeyed = rekeyed?;
-            mark_keys_numbered(c)?;
-            Ok(rekeyed)
-        })
-        .await
+    /// rows rekeyed.
+    pub async fn rekey_legacy_rows(&self, storage: &dyn InvitesStore) -> Result<usize, StoreError> {
+        storage.rekey_by_number(self.cipher.clone()).await
     }
 
-    fn load_in_writer(&self, c: &Connection) -> Result<u64, StoreError> {
+    /// The array loaded from the table, on the writer's connection `c`.
+    pub fn load_in_writer(&self, c: &Connection) -> Result<u64, StoreError> {
         use rusqlite::OptionalExtension;
         let end = parse_next(
             c.query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_META], |r| {
@@ -303,7 +266,7 @@ impl Minter {
     /// A new visitor's id. Once per `CHUNK` visitors this waits for a block
     /// of numbers to be reserved (a durable write); if that fails the
     /// visitor gets a random id, whose checks read the table.
-    pub async fn mint(&self, store: &Store, index: &StandingIndex) -> i64 {
+    pub async fn mint(&self, storage: &dyn InvitesStore, index: &StandingIndex) -> i64 {
         loop {
             {
                 let mut b = self.block.lock().unwrap();
@@ -319,11 +282,12 @@ impl Minter {
                     continue;
                 }
             }
-            match super::visitor_ids::reserve(store, CHUNK).await {
-                Ok(start) => {
+            match storage.reserve_visitor_numbers(CHUNK).await {
+                Ok(Some(start)) => {
                     index.cover(start + CHUNK);
                     *self.block.lock().unwrap() = (start, start + CHUNK);
                 }
+                Ok(None) => return super::signed::Signer::new_visitor_id(),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot reserve visitor numbers; this visitor gets a random id");
                     return super::signed::Signer::new_visitor_id();
@@ -341,12 +305,15 @@ impl Minter {
 
 /// Loads the array again whenever it was taken out of use, retrying every
 /// second while the store fails.
-pub fn spawn_loader(index: Arc<StandingIndex>, store: Store) -> tokio::task::JoinHandle<()> {
+pub fn spawn_loader(
+    index: Arc<StandingIndex>,
+    storage: Arc<dyn InvitesStore>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             index.reload.notified().await;
             loop {
-                match index.load(&store).await {
+                match index.load(&*storage).await {
                     Ok(n) => {
                         tracing::info!(
                             visitors = n,

@@ -8,7 +8,7 @@
 //! a visitor is a signed random id (`signed.rs`) the script keeps in the
 //! site's own storage, or a first-party cookie; a state check is one point
 //! lookup of the visitor's answers (none for a first visit), an answer one
-//! command of the group commit (`store.rs`), decided by `model.rs`.
+//! command of the group commit (`store/`), decided by `model.rs`.
 
 pub mod bench;
 pub mod http;
@@ -43,10 +43,6 @@ static MIGRATIONS: MigrationSet = MigrationSet {
     sqlite: include_dir!("$CARGO_MANIFEST_DIR/src/services/invites/migrations/sqlite"),
     postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/invites/migrations/postgres"),
 };
-
-/// Rows of `invites_counts` per site on PostgreSQL: each node adds to one,
-/// so nodes do not queue on one row's lock.
-const PG_COUNT_SHARDS: i32 = 64;
 
 /// `serve` flags of the invites service.
 #[derive(Clone, Debug, clap::Args)]
@@ -143,20 +139,20 @@ impl Service for Invites {
                 started = started
                     .with_worker(index::spawn_loader(
                         memory.index.clone(),
-                        state.store.clone(),
+                        state.storage.clone(),
                     ))
                     .with_worker(state.spawn_answers_watcher());
             }
             if !args.invites_no_workers {
                 started = started
                     .with_worker(sites::spawn_flusher(
-                        state.store.clone(),
+                        state.storage.clone(),
                         state.sites.clone(),
                         state.counts_shard,
                         Duration::from_millis(args.invites_flush_ms),
                     ))
                     .with_worker(sites::spawn_purger(
-                        state.store.clone(),
+                        state.storage.clone(),
                         state.sites.clone(),
                         Duration::from_secs(args.invites_purge_interval_s),
                         state.index(),
@@ -196,7 +192,10 @@ impl Service for Invites {
 
 /// What the invites routes share.
 pub struct InvitesState {
+    /// The store, for what every service shares (`meta`, generations).
     pub store: Store,
+    /// The invites tables, through the implementation for `store`.
+    pub storage: Arc<dyn store::InvitesStore>,
     pub signer: signed::Signer,
     pub sites: Arc<ArcSwap<sites::Sites>>,
     pub cookie_secure: bool,
@@ -205,8 +204,9 @@ pub struct InvitesState {
     pub public_url: crate::platform::public_url::PublicUrl,
     /// The `invites_counts` row this node adds to.
     pub counts_shard: i32,
-    /// The embedded store's visitors in memory (`index.rs`); none on
-    /// PostgreSQL, whose nodes mint random ids and read the table.
+    /// The visitors in memory (`index.rs`), where the storage keeps them
+    /// (`InvitesStore::keeps_standings_in_memory`); elsewhere nodes mint
+    /// random ids and read the table.
     pub memory: Option<Memory>,
     loaded_generation: Option<String>,
     loaded_answers: Option<String>,
@@ -227,40 +227,38 @@ impl InvitesState {
             .store
             .meta_get(index::ANSWERS_GENERATION_KEY)
             .await?;
-        let memory = match platform.store {
-            Store::Sqlite(_) => {
-                let cipher = visitor_ids::load_cipher(&platform.store).await?;
-                let index = Arc::new(index::StandingIndex::new(
-                    cipher,
-                    args.invites_memory_visitors_max,
-                ));
-                let started = std::time::Instant::now();
-                let rekeyed = index.rekey_legacy_rows(&platform.store).await?;
-                if rekeyed > 0 {
-                    tracing::info!(rows = rekeyed, "rekeyed stored answers by visitor number");
-                }
-                let held = index.load(&platform.store).await?;
-                tracing::info!(
-                    visitors = held,
-                    bytes = index.bytes(),
-                    took_ms = started.elapsed().as_millis() as u64,
-                    "loaded the visitors' standings into memory"
-                );
-                Some(Memory {
-                    index,
-                    minter: index::Minter::default(),
-                })
+        let storage = store::open(&platform.store);
+        let memory = if storage.keeps_standings_in_memory() {
+            let cipher = visitor_ids::load_cipher(&platform.store).await?;
+            let index = Arc::new(index::StandingIndex::new(
+                cipher,
+                args.invites_memory_visitors_max,
+            ));
+            let started = std::time::Instant::now();
+            let rekeyed = index.rekey_legacy_rows(&*storage).await?;
+            if rekeyed > 0 {
+                tracing::info!(rows = rekeyed, "rekeyed stored answers by visitor number");
             }
-            Store::Postgres(_) => None,
+            let held = index.load(&*storage).await?;
+            tracing::info!(
+                visitors = held,
+                bytes = index.bytes(),
+                took_ms = started.elapsed().as_millis() as u64,
+                "loaded the visitors' standings into memory"
+            );
+            Some(Memory {
+                index,
+                minter: index::Minter::default(),
+            })
+        } else {
+            None
         };
-        let sites = sites::Sites::load(&platform.store, None).await?;
+        let sites = sites::Sites::load(&*storage, None).await?;
         tracing::info!(sites = sites.len(), "loaded the invitation sites");
-        let counts_shard = match platform.store {
-            Store::Sqlite(_) => 0,
-            Store::Postgres(_) => (rand::random::<u32>() % PG_COUNT_SHARDS as u32) as i32,
-        };
+        let counts_shard = storage.counts_shard();
         Ok(InvitesState {
             store: platform.store.clone(),
+            storage,
             signer: signed::Signer::new(platform.keys.derive(signed::KEY_PURPOSE)),
             sites: Arc::new(ArcSwap::from_pointee(sites)),
             cookie_secure: args.invites_cookie_secure,
@@ -277,9 +275,9 @@ impl InvitesState {
         self.memory.as_ref().map(|m| m.index.clone())
     }
 
-    /// A visitor's key in `invites_answers`: its number on the embedded
-    /// store (so a new visitor's answer appends to the table), its id on
-    /// PostgreSQL.
+    /// A visitor's key in `invites_answers`: its number where standings are
+    /// kept in memory (so a new visitor's answer appends to the table), else
+    /// its id.
     pub fn visitor_key(&self, id: i64) -> i64 {
         match &self.memory {
             Some(m) => m.index.key_of(id),
@@ -287,11 +285,11 @@ impl InvitesState {
         }
     }
 
-    /// A new visitor's id: the next number under the cipher on the
-    /// embedded store, random on PostgreSQL.
+    /// A new visitor's id: the next number under the cipher where
+    /// standings are kept in memory, else random.
     pub async fn mint_visitor(&self) -> i64 {
         match &self.memory {
-            Some(m) => m.minter.mint(&self.store, &m.index).await,
+            Some(m) => m.minter.mint(&*self.storage, &m.index).await,
             None => signed::Signer::new_visitor_id(),
         }
     }
@@ -311,7 +309,7 @@ impl InvitesState {
                         return Ok(());
                     };
                     m.minter.drop_block();
-                    let held = m.index.load(&this.store).await?;
+                    let held = m.index.load(&*this.storage).await?;
                     tracing::info!(
                         visitors = held,
                         "loaded the visitors' standings after a seed"
@@ -333,7 +331,8 @@ impl InvitesState {
             move || {
                 let this = this.clone();
                 async move {
-                    let fresh = sites::Sites::load(&this.store, Some(&this.sites.load())).await?;
+                    let fresh =
+                        sites::Sites::load(&*this.storage, Some(&this.sites.load())).await?;
                     this.sites.store(Arc::new(fresh));
                     Ok(())
                 }

@@ -608,7 +608,7 @@ pub enum Outcome {
 
 /// The standing after `answer` on display `display` (whose id is not in
 /// `answered` when it is new). The one statement of the rules; PostgreSQL's
-/// upsert (`store.rs`) mirrors it and the API tests run on both stores.
+/// upsert (`store/postgres.rs`) mirrors it and the API tests run on both stores.
 pub fn apply_answer(
     before: Standing,
     answered: &[i64],

@@ -158,14 +158,9 @@ pub async fn seed(
         "seeding invites",
         progress,
     );
-    match store {
-        Store::Sqlite(s) => {
-            let (path, args, bar2) = (s.path().to_path_buf(), args.clone(), bar.clone());
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, &sites, &bar2, &cipher))
-                .await??;
-        }
-        Store::Postgres(p) => seed_pg(p, args, &sites, &bar, &cipher).await?,
-    }
+    super::store::open(store)
+        .seed_answers(args, &sites, &bar, &cipher)
+        .await?;
     bar.finish();
     // New visitors are numbered after the seeded ones.
     let next = visitor_ids::reserved_end(store)
@@ -194,7 +189,9 @@ pub async fn seed(
 
 const TABLES: [&str; 3] = ["invites_answers", "invites_counts", "invites_sites"];
 
-fn seed_sqlite(
+/// The bulk load into SQLite (`InvitesStore::seed_answers`): rows in key
+/// order on a connection of its own.
+pub(super) fn seed_sqlite(
     path: &std::path::Path,
     args: &SeedInvitesArgs,
     sites: &[Site],
@@ -276,7 +273,9 @@ fn seed_sqlite(
     Ok(())
 }
 
-async fn seed_pg(
+/// The bulk load into PostgreSQL (`InvitesStore::seed_answers`): `COPY`,
+/// the primary key built after.
+pub(super) async fn seed_pg(
     store: &crate::store::postgres::PgStore,
     args: &SeedInvitesArgs,
     sites: &[Site],
@@ -356,7 +355,8 @@ async fn seed_pg(
 /// is scrolled, 4 a slide-in on exit intent.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     use super::model::{Style, Trigger};
-    if !super::store::load_sites(store).await?.is_empty() {
+    let storage = super::store::open(store);
+    if !storage.load_sites().await?.is_empty() {
         return Ok(());
     }
     let demos = [
@@ -390,7 +390,9 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
         }
         .apply(None)
         .map_err(|e| anyhow::anyhow!("the demo site: {}", e.message))?;
-        super::store::create_site(store, &site, crate::base::clock::now_ms(), n as i64 + 1).await?;
+        storage
+            .create_site(&site, crate::base::clock::now_ms(), n as i64 + 1)
+            .await?;
     }
     tracing::info!("seeded the invites demo sites (ids 1 to 4)");
     Ok(())

@@ -1,7 +1,8 @@
 //! Visitor ids minted from a counter under a 64-bit block cipher.
 //!
 //! A new visitor on the embedded store is visitor number `n` (1, 2, 3, ...,
-//! handed out in blocks reserved durably in `meta`), and its id is `n`
+//! handed out in blocks reserved durably in `meta`, see
+//! `InvitesStore::reserve_visitor_numbers`), and its id is `n`
 //! encrypted: a 4-round Feistel network over 64 bits whose round function
 //! is AES-128 (Luby-Rackoff: a pseudo-random permutation), cycle-walked
 //! into 1..2^63 so the id is a positive 63-bit number. So:
@@ -107,30 +108,6 @@ pub async fn load_cipher(store: &Store) -> Result<IdCipher, StoreError> {
         .and_then(|b| <[u8; 16]>::try_from(b).ok())
         .ok_or_else(|| StoreError::Internal(format!("meta {KEY_META}: not 32 hex digits")))?;
     Ok(IdCipher::new(bytes))
-}
-
-/// Reserves `count` visitor numbers durably: the first of them. Numbers
-/// reserved by a process that then stopped are never handed out again.
-/// Only the embedded store mints numbered visitors (PostgreSQL nodes mint
-/// random ids, see `index.rs`).
-pub async fn reserve(store: &Store, count: u64) -> Result<u64, StoreError> {
-    let Store::Sqlite(s) = store else {
-        return Err(StoreError::Internal(
-            "visitor numbers are reserved on the embedded store only".into(),
-        ));
-    };
-    let count = count as i64;
-    s.write(move |c| {
-        let next: i64 = c.query_row(
-            "INSERT INTO meta (key, value) VALUES (?1, CAST(1 + ?2 AS TEXT))
-             ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)
-             RETURNING CAST(value AS INTEGER)",
-            rusqlite::params![NEXT_META, count],
-            |r| r.get(0),
-        )?;
-        Ok((next - count) as u64)
-    })
-    .await
 }
 
 /// The next visitor number not yet reserved, from `meta`'s text (1 when

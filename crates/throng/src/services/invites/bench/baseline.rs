@@ -8,13 +8,13 @@
 //!
 //! `POST /api/invites/baseline/sites/{siteId}/answers` checks exactly what
 //! the real endpoint checks (`http::check_answer`) and applies the same
-//! rules with the same SQL (`store::sqlite_answer` / `store::pg_answer`), but
-//! commits alone: on SQLite through one connection of its own behind a
-//! mutex (`BEGIN IMMEDIATE`, the answer, `COMMIT` with its own fsync), on
+//! rules with the same SQL (`InvitesStore::answer_alone`), but commits
+//! alone: on SQLite through one connection of its own behind a mutex
+//! (`BEGIN IMMEDIATE`, the answer, `COMMIT` with its own fsync), on
 //! PostgreSQL in its own transaction on a pooled connection. What it shows
 //! is what group commit buys.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::extract::{FromRef, State};
 use axum::response::Response;
@@ -27,9 +27,7 @@ use crate::platform::error::ApiResult;
 use crate::platform::extract::ApiPath;
 use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
 use crate::services::invites::http::{answer_response, check_answer};
-use crate::services::invites::store::{pg_answer, sqlite_answer};
 use crate::services::invites::InvitesState;
-use crate::store::{Store, StoreError};
 
 /// The write-up's design as a service of the bench's child servers.
 pub struct InvitesBaseline;
@@ -44,7 +42,7 @@ impl Service for InvitesBaseline {
         _platform: &'a Platform,
         _args: &'a clap::ArgMatches,
     ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async { Ok(Started::new(Arc::new(OwnConnection::default()))) })
+        Box::pin(async { Ok(Started::new(Arc::new(BaselineState))) })
     }
 
     fn router(&self) -> Router<AppState> {
@@ -60,7 +58,6 @@ pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<InvitesState>: FromRef<S>,
-    Arc<OwnConnection>: FromRef<S>,
 {
     Router::new().route(
         "/api/invites/baseline/sites/{site_id}/answers",
@@ -68,15 +65,14 @@ where
     )
 }
 
-/// The baseline's own SQLite connection (opened on first use).
-#[derive(Default)]
-pub struct OwnConnection(Mutex<Option<rusqlite::Connection>>);
+/// The baseline's state: none of its own (it answers through the invites
+/// storage, `InvitesStore::answer_alone`).
+pub struct BaselineState;
 
-impl ServiceState for OwnConnection {}
+impl ServiceState for BaselineState {}
 
 async fn baseline_answer(
     State(st): State<Arc<InvitesState>>,
-    State(own): State<Arc<OwnConnection>>,
     ApiPath(site_id): ApiPath<i64>,
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
@@ -86,32 +82,6 @@ async fn baseline_answer(
     if let Some(index) = st.index() {
         index.ask_table(cmd.visitor_id);
     }
-    let outcome = match &st.store {
-        Store::Sqlite(s) => {
-            let path = s.path().to_path_buf();
-            tokio::task::spawn_blocking(move || {
-                let mut guard = own.0.lock().unwrap();
-                if guard.is_none() {
-                    let c = crate::store::sqlite::open_connection(&path, 4 * 1024, false)
-                        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-                    *guard = Some(c);
-                }
-                let c = guard.as_mut().expect("opened above");
-                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                let outcome = sqlite_answer(&tx, &cmd)?;
-                tx.commit()?;
-                Ok::<_, StoreError>(outcome)
-            })
-            .await
-            .map_err(|e| StoreError::Internal(format!("baseline answer task: {e}")))??
-        }
-        Store::Postgres(p) => {
-            let mut client = p.client().await?;
-            let tx = client.transaction().await.map_err(StoreError::from)?;
-            let outcome = pg_answer(&tx, &cmd).await?;
-            tx.commit().await.map_err(StoreError::from)?;
-            outcome
-        }
-    };
+    let outcome = st.storage.answer_alone(cmd).await?;
     answer_response(&checked, outcome)
 }
