@@ -14,8 +14,9 @@
 //! answers "received" or "counted" and nothing more, and a copy of the
 //! database, the event log or the log cannot turn a receipt into a choice.
 //!
-//! Receipts minted as 16 random bytes (without the check) have their tags
-//! in `voting_receipts_counted` once published; rounds no longer add to it.
+//! Receipts of 16 random bytes without the check (a database upgraded from
+//! that format) have their tags in `voting_receipts_counted` once published;
+//! only the upgrade (`store::adopt_legacy`) writes that table.
 //!
 //! The box row's choice is sealed (AES-256-GCM, a key derived from the same
 //! secret, the row's election, district and tag as associated data): a
