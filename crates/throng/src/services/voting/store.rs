@@ -584,6 +584,12 @@ pub async fn adopt_legacy(store: &Store, keys: &Arc<ReceiptKey>) -> Result<usize
                             (election_id, district_id, receipt_tag, sealed) VALUES (?1, ?2, ?3, ?4)",
                         rusqlite::params![e, d, &tag[..], sealed],
                     )?;
+                    // A receipt without a check: found by its tag once published.
+                    c.execute(
+                        "INSERT OR IGNORE INTO voting_receipts_counted (election_id, receipt_tag)
+                         VALUES (?1, ?2)",
+                        rusqlite::params![e, &tag[..]],
+                    )?;
                 }
                 let ids: Vec<(i64, Vec<u8>)> = c
                     .prepare(IDS)?
@@ -643,6 +649,13 @@ pub async fn adopt_legacy(store: &Store, keys: &Arc<ReceiptKey>) -> Result<usize
                     "INSERT INTO voting_ballot_box (receipt_tag, election_id, district_id, sealed)
                      VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                     &[&&tag[..], &e, &d, &sealed],
+                )
+                .await?;
+                // A receipt without a check: found by its tag once published.
+                tx.execute(
+                    "INSERT INTO voting_receipts_counted (election_id, receipt_tag) VALUES ($1, $2)
+                     ON CONFLICT DO NOTHING",
+                    &[&e, &&tag[..]],
                 )
                 .await?;
             }

@@ -21,3 +21,9 @@ CREATE TABLE voting_marks_bits (
     bits BLOB NOT NULL,
     PRIMARY KEY (election_id, chunk)
 ) WITHOUT ROWID;
+-- Ballots waiting now carry receipts without a check (16 random bytes):
+-- their tags join `voting_receipts_counted`, so that once a round publishes
+-- them their receipts still answer "counted" (while boxed they answer
+-- "received"). Receipts minted from here on carry their check.
+INSERT OR IGNORE INTO voting_receipts_counted (election_id, receipt_tag)
+SELECT election_id, receipt_tag FROM voting_ballot_box;
