@@ -74,7 +74,7 @@ pub struct BookingArgs {
     /// -HH:MM, e.g. +01:00 for Central European winter time; no daylight
     /// saving): a slot whose start at this offset has passed, and every
     /// slot of an earlier day, can no longer be booked or moved to.
-    #[arg(long, env = "THRONG_BOOKING_UTC_OFFSET", default_value = "+00:00", value_parser = model::BookingClock::parse)]
+    #[arg(long, env = "THRONG_BOOKING_UTC_OFFSET", default_value = "+00:00", allow_hyphen_values = true, value_parser = model::BookingClock::parse)]
     pub booking_utc_offset: model::BookingClock,
 }
 
