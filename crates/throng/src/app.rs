@@ -25,7 +25,7 @@ use crate::platform::error::ApiError;
 use crate::platform::headers;
 use crate::platform::secrets::Secrets;
 use crate::platform::server::{serve, ConnLimits};
-use crate::platform::service::{LinkKind, Platform, Service};
+use crate::platform::service::{AnyService, LinkKind, Platform};
 use crate::platform::streams::LiveStreams;
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
@@ -214,7 +214,7 @@ pub async fn open_store(args: &StoreArgs) -> anyhow::Result<(Store, Secrets)> {
 /// `open_store` with the migrations of `list` instead of `services::all()`.
 pub async fn open_store_for(
     args: &StoreArgs,
-    list: &[&'static dyn Service],
+    list: &[&'static dyn AnyService],
 ) -> anyhow::Result<(Store, Secrets)> {
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let migrations: Vec<_> = list.iter().filter_map(|s| s.migrations()).collect();
@@ -325,9 +325,9 @@ impl ServeArgs {
 pub fn router_for(
     state: AppState,
     args: &ServeArgs,
-    list: &[&'static dyn Service],
+    list: &[&'static dyn AnyService],
     adm: Arc<Admission>,
-) -> Router {
+) -> anyhow::Result<Router> {
     // Built once per server; a clone of `Bytes` is a reference count.
     let index_html = bytes::Bytes::from(index_html(list));
     let openapi = bytes::Bytes::from(openapi_json(list, args.metrics_listen.is_none()));
@@ -353,8 +353,11 @@ pub fn router_for(
         Some(_) => platform_routes,
         None => platform_routes.route("/metrics", get(metrics_text)),
     };
-    list.iter()
-        .fold(platform_routes, |r, s| r.merge(s.router()))
+    let mut routes = platform_routes;
+    for s in list {
+        routes = routes.merge(s.router(&state)?);
+    }
+    Ok(routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(args.body_limit_bytes))
@@ -370,7 +373,7 @@ pub fn router_for(
             admission::middleware,
         ))
         .layer(axum::middleware::map_response(headers::security))
-        .with_state(state)
+        .with_state(state))
 }
 
 /// A running server: its address and how to stop it.
@@ -418,7 +421,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
 /// this way; the binary always runs `services::all()`).
 pub async fn start_for(
     args: ServeArgs,
-    list: &'static [&'static dyn Service],
+    list: &'static [&'static dyn AnyService],
 ) -> anyhow::Result<Running> {
     args.check()?;
     let store_lock = match args.store.url() {
@@ -473,7 +476,7 @@ pub async fn start_for(
     let adm = args.admission(proxies.clone());
     let mut workers = workers;
     workers.push(tokio::spawn(adm.pruner()));
-    let app = router_for(state.clone(), &args, list, adm);
+    let app = router_for(state.clone(), &args, list, adm)?;
     let metrics_listener = match args.metrics_listen {
         Some(at) => Some(
             tokio::net::TcpListener::bind(at)
@@ -595,7 +598,7 @@ async fn metrics_text() -> impl IntoResponse {
 /// `/openapi.json`: every service's document merged under one title, with
 /// the platform's own paths and the answers every operation shares
 /// (`platform::openapi`).
-fn openapi_json(list: &[&'static dyn Service], with_metrics: bool) -> String {
+fn openapi_json(list: &[&'static dyn AnyService], with_metrics: bool) -> String {
     let mut doc = utoipa::openapi::OpenApi::default();
     for s in list {
         doc.merge(s.openapi());
@@ -629,7 +632,7 @@ fn openapi_json(list: &[&'static dyn Service], with_metrics: bool) -> String {
 }
 
 /// The index page: the template with every service's links.
-fn index_html(list: &[&'static dyn Service]) -> String {
+fn index_html(list: &[&'static dyn AnyService]) -> String {
     let escape = |t: &str| {
         t.replace('&', "&amp;")
             .replace('<', "&lt;")

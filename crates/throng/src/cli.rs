@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::app::{self, ServeArgs, StoreArgs};
 use crate::platform::auth::{Role, TokenKeys};
 use crate::platform::secrets::Secrets;
-use crate::platform::service::Service;
+use crate::platform::service::AnyService;
 use crate::services;
 
 #[derive(Parser, Debug)]
@@ -63,7 +63,7 @@ pub struct SeedArgs {
 /// (`Service::seed_command`), kept as the service and its matches.
 #[derive(Clone)]
 pub struct SeedWhat {
-    pub service: &'static dyn Service,
+    pub service: &'static dyn AnyService,
     pub matches: clap::ArgMatches,
 }
 
@@ -187,7 +187,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-async fn serve(args: ServeArgs, list: &'static [&'static dyn Service]) -> anyhow::Result<()> {
+async fn serve(args: ServeArgs, list: &'static [&'static dyn AnyService]) -> anyhow::Result<()> {
     let drain = std::time::Duration::from_millis(args.drain_ms);
     let mut running = app::start_for(args, list).await?;
     println!("throng listening on http://{}", running.addr);

@@ -26,11 +26,11 @@ pub mod harness;
 pub mod report;
 
 pub use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
-use crate::platform::service::Service;
+use crate::platform::service::AnyService;
 
 /// The services a bench child server runs for experiment `name`: every
 /// service, then the experiment's comparison designs if it has any.
-pub fn child_services(name: &str) -> anyhow::Result<&'static [&'static dyn Service]> {
+pub fn child_services(name: &str) -> anyhow::Result<&'static [&'static dyn AnyService]> {
     let exp = experiments()
         .into_iter()
         .find(|e| e.name() == name)

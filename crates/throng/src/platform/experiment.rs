@@ -43,7 +43,7 @@ pub trait Experiment: Send + Sync {
     /// services (routes, and tables made at their start): a service of
     /// their own that only `throng bench` plugs in, so `throng serve`
     /// neither creates nor mounts anything of theirs.
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
         None
     }
     /// Called once before `workloads`, with the server's data directory

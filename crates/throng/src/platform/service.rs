@@ -2,18 +2,24 @@
 //! application state every router is given ([`AppState`]).
 //!
 //! A service is one folder under `services/` whose `mod.rs` exposes one value
-//! implementing [`Service`]: its router, OpenAPI document, migrations for both
-//! dialects, `serve` flags, seed and demo seed, bench experiments, index-page
-//! links and start-up work. `services::all()` lists the services once; the
-//! app, the command line, the bench harness and the index page iterate over
-//! that list and name no service (like a Bevy `Plugin` added once to an app).
+//! implementing [`Service`]: its `serve` flags, seed flags and state as
+//! types, its router, OpenAPI document, migrations for both dialects, demo
+//! seed, bench experiments, index-page links and start-up work.
+//! `services::all()` lists the services once, as [`AnyService`] (the same
+//! trait with its types erased, implemented once here for every service);
+//! the app, the command line, the bench harness and the index page iterate
+//! over that list and name no service (like a Bevy `Plugin` added once to an
+//! app).
 //!
 //! A service's router is generic over the state and takes what it needs
-//! through axum's `FromRef`: its own state (`Arc<T>` for a `T:
-//! ServiceState`, which its `start` returned) and shared parts such as
+//! through axum's `FromRef`: its own state (`Arc<T>` for its
+//! `Service::State`, which its `start` returned) and shared parts such as
 //! `Arc<TokenKeys>`. [`AppState`] provides both, so no service names the app.
+//! A router is only mounted once its state is in the [`AppState`]
+//! ([`AnyService::router`]).
 
 use std::any::{Any, TypeId};
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::FromRef;
@@ -47,26 +53,31 @@ pub struct Platform {
 /// A service's own state, found in [`AppState`] by its type.
 pub trait ServiceState: Send + Sync + 'static {}
 
-/// What a service's start-up work leaves running.
-pub struct Started {
-    state: (TypeId, Arc<dyn Any + Send + Sync>),
-    /// Background tasks (workers, watchers), stopped with the server.
+/// What a service's start-up work leaves running: its state and its
+/// background tasks (workers, watchers), stopped with the server.
+pub struct Started<T> {
+    pub state: Arc<T>,
     pub workers: Vec<tokio::task::JoinHandle<()>>,
 }
 
-impl Started {
-    pub fn new<T: ServiceState>(state: Arc<T>) -> Started {
+impl<T: ServiceState> Started<T> {
+    pub fn new(state: Arc<T>) -> Started<T> {
         Started {
-            state: (TypeId::of::<T>(), state),
+            state,
             workers: Vec::new(),
         }
     }
 
-    pub fn with_worker(mut self, worker: tokio::task::JoinHandle<()>) -> Started {
+    pub fn with_worker(mut self, worker: tokio::task::JoinHandle<()>) -> Started<T> {
         self.workers.push(worker);
         self
     }
 }
+
+/// A service without flags of its own (`Service::Args`), or without a
+/// seed (`Service::SeedArgs`, with `Service::SEED_ABOUT` left `None`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct NoArgs {}
 
 /// A link on the index page.
 pub struct Link {
@@ -83,50 +94,50 @@ pub enum LinkKind {
     Endpoint,
 }
 
-/// One service, described once. Every method but `name`, `router`,
-/// `openapi` and `start` has a default for a service without that part.
+/// One service, described once, with its flags, seed flags and state as
+/// types. Every item but `NAME`, the three types, `start`, `router` and
+/// `openapi` has a default for a service without that part. The platform
+/// holds services as [`AnyService`], which this trait implements for every
+/// service: flags are parsed and state is filed there, once.
 pub trait Service: Send + Sync + 'static {
     /// The folder's name; also its seed subcommand and log field.
-    fn name(&self) -> &'static str;
+    const NAME: &'static str;
+    /// The `throng seed NAME` subcommand's one-line help; `None`: no seed.
+    const SEED_ABOUT: Option<&'static str> = None;
+    /// Its `serve` flags ([`NoArgs`] when it has none). Flag names start
+    /// with the service's name unless they predate the seam.
+    type Args: clap::Args + Send + 'static;
+    /// Its `throng seed NAME` flags ([`NoArgs`] without a seed).
+    type SeedArgs: clap::Args + Send + 'static;
+    /// What its routes read through `FromRef` (`Arc<Self::State>`).
+    type State: ServiceState;
 
     /// Its tables, for both dialects.
     fn migrations(&self) -> Option<&'static MigrationSet> {
         None
     }
 
-    /// Adds its `serve` flags (a derived `clap::Args::augment_args`). Flag
-    /// names start with the service's name unless they predate the seam.
-    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
-        cmd
-    }
-
-    /// Its `throng seed NAME` subcommand (named `self.name()`), if any.
-    fn seed_command(&self) -> Option<clap::Command> {
-        None
-    }
-
-    /// Runs `throng seed NAME` with the subcommand's matches.
-    fn seed<'a>(
-        &'a self,
-        _store: &'a Store,
-        _args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async { anyhow::bail!("{} has no seed", self.name()) })
+    /// Runs `throng seed NAME` (only called when `SEED_ABOUT` is set).
+    fn seed(
+        &self,
+        _store: &Store,
+        _args: Self::SeedArgs,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { anyhow::bail!("{} has no seed", Self::NAME) }
     }
 
     /// `serve --demo`: seeds a small data set when the service's tables are
     /// empty, so every page answers at once.
-    fn seed_demo<'a>(&'a self, _store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async { Ok(()) })
+    fn seed_demo(&self, _store: &Store) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { Ok(()) }
     }
 
-    /// Start-up work: builds the service's state (found by routers through
-    /// `FromRef`) and spawns its workers. `args` are `serve`'s matches.
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>>;
+    /// Start-up work: builds the service's state and spawns its workers.
+    fn start(
+        &self,
+        platform: &Platform,
+        args: Self::Args,
+    ) -> impl Future<Output = anyhow::Result<Started<Self::State>>> + Send;
 
     /// Its routes, pages included.
     fn router(&self) -> Router<AppState>;
@@ -158,6 +169,128 @@ pub trait Service: Send + Sync + 'static {
     }
 }
 
+/// A started service as the app keeps it: its state filed by type.
+pub struct StartedPart {
+    state: (TypeId, Arc<dyn Any + Send + Sync>),
+    pub workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// A service as the app, the command line, the bench harness and the index
+/// page hold it (`services::all()`): [`Service`] with its types erased. Only
+/// the blanket implementation below exists; a service implements
+/// [`Service`].
+pub trait AnyService: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    fn migrations(&self) -> Option<&'static MigrationSet>;
+    /// Adds its `serve` flags.
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command;
+    /// Its `throng seed NAME` subcommand, if it has a seed.
+    fn seed_command(&self) -> Option<clap::Command>;
+    /// Runs `throng seed NAME` with the subcommand's matches.
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Parses its flags from `serve`'s matches and starts it.
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<StartedPart>>;
+    /// Its routes, once `state` holds what they read: a service whose state
+    /// is missing is an error at start-up, not a panic in a handler.
+    fn router(&self, state: &AppState) -> anyhow::Result<Router<AppState>>;
+    fn openapi(&self) -> utoipa::openapi::OpenApi;
+    fn openapi_limits(&self, doc: &mut serde_json::Value);
+    fn links(&self) -> Vec<Link>;
+    fn event_categories(&self) -> &'static [&'static str];
+    fn experiments(&self) -> Vec<Box<dyn Experiment>>;
+}
+
+impl<S: Service> AnyService for S {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn migrations(&self) -> Option<&'static MigrationSet> {
+        Service::migrations(self)
+    }
+
+    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
+        <S::Args as clap::Args>::augment_args(cmd)
+    }
+
+    fn seed_command(&self) -> Option<clap::Command> {
+        let about = S::SEED_ABOUT?;
+        Some(<S::SeedArgs as clap::Args>::augment_args(
+            clap::Command::new(S::NAME).about(about),
+        ))
+    }
+
+    fn seed<'a>(
+        &'a self,
+        store: &'a Store,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let args = <S::SeedArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
+            Service::seed(self, store, args).await
+        })
+    }
+
+    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(Service::seed_demo(self, store))
+    }
+
+    fn start<'a>(
+        &'a self,
+        platform: &'a Platform,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<StartedPart>> {
+        Box::pin(async move {
+            let args = <S::Args as clap::FromArgMatches>::from_arg_matches(matches)?;
+            let started = Service::start(self, platform, args).await?;
+            Ok(StartedPart {
+                state: (TypeId::of::<S::State>(), started.state),
+                workers: started.workers,
+            })
+        })
+    }
+
+    fn router(&self, state: &AppState) -> anyhow::Result<Router<AppState>> {
+        if state.part::<S::State>().is_none() {
+            anyhow::bail!(
+                "the {} service's routes need its state ({}), and it did not start",
+                S::NAME,
+                std::any::type_name::<S::State>()
+            );
+        }
+        Ok(Service::router(self))
+    }
+
+    fn openapi(&self) -> utoipa::openapi::OpenApi {
+        Service::openapi(self)
+    }
+
+    fn openapi_limits(&self, doc: &mut serde_json::Value) {
+        Service::openapi_limits(self, doc)
+    }
+
+    fn links(&self) -> Vec<Link> {
+        Service::links(self)
+    }
+
+    fn event_categories(&self) -> &'static [&'static str] {
+        Service::event_categories(self)
+    }
+
+    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
+        Service::experiments(self)
+    }
+}
+
 /// What every router is given: the platform's parts and each started
 /// service's state. One `Arc` around it: axum clones the state for every
 /// request, and one reference count is cheaper than one per field (the
@@ -185,7 +318,7 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(platform: &Platform, started: &[Started]) -> AppState {
+    pub fn new(platform: &Platform, started: &[StartedPart]) -> AppState {
         AppState(Arc::new(AppStateInner {
             store: platform.store.clone(),
             keys: platform.keys.clone(),
@@ -219,6 +352,8 @@ impl AppState {
 
 impl<T: ServiceState> FromRef<AppState> for Arc<T> {
     fn from_ref(s: &AppState) -> Arc<T> {
+        // `AnyService::router` mounts a service's routes only once its
+        // state is here, so a service's own routes always find it.
         s.part::<T>().unwrap_or_else(|| {
             panic!(
                 "{} is routed but its service did not start",

@@ -12,10 +12,10 @@ pub mod events;
 pub mod invites;
 pub mod voting;
 
-use crate::platform::service::Service;
+use crate::platform::service::AnyService;
 
 /// Every service, in the order their routes, flags and links are added.
-pub fn all() -> &'static [&'static dyn Service] {
+pub fn all() -> &'static [&'static dyn AnyService] {
     &[
         &booking::Booking,
         &comments::Comments,

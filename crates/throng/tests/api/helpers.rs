@@ -293,7 +293,7 @@ impl TestServer {
         extra_args: &[&str],
         from: &str,
         seed: Option<(i64, i32, i32)>,
-        list: &'static [&'static dyn throng::platform::service::Service],
+        list: &'static [&'static dyn throng::platform::service::AnyService],
     ) -> Option<TestServer> {
         let pg = match kind {
             StoreKind::Sqlite => None,

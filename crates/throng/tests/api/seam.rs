@@ -12,13 +12,12 @@ use axum::extract::{FromRef, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use clap::Parser;
-use futures::future::BoxFuture;
 use include_dir::{Dir, DirEntry, File};
 use serde_json::Value;
 
 use throng::app::ServeArgs;
 use throng::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AnyService, AppState, Link, LinkKind, NoArgs, Platform, Service, ServiceState, Started,
 };
 use throng::services::{booking::Booking, comments::Comments};
 use throng::store::{MigrationSet, Store};
@@ -97,52 +96,50 @@ where
 }
 
 impl Service for Hello {
-    fn name(&self) -> &'static str {
-        "hello"
-    }
+    const NAME: &'static str = "hello";
+    type Args = NoArgs;
+    type SeedArgs = NoArgs;
+    type State = HelloState;
+
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&HELLO_MIGRATIONS)
     }
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            match store {
-                Store::Sqlite(s) => {
-                    s.write(|c| {
-                        c.execute(
-                            "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
-                             ON CONFLICT (id) DO NOTHING",
-                            [],
-                        )?;
-                        Ok(())
-                    })
-                    .await?
-                }
-                Store::Postgres(p) => {
-                    p.client()
-                        .await?
-                        .execute(
-                            "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
-                             ON CONFLICT (id) DO NOTHING",
-                            &[],
-                        )
-                        .await
-                        .map_err(throng::store::StoreError::from)?;
-                }
+    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+        match store {
+            Store::Sqlite(s) => {
+                s.write(|c| {
+                    c.execute(
+                        "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
+                         ON CONFLICT (id) DO NOTHING",
+                        [],
+                    )?;
+                    Ok(())
+                })
+                .await?
             }
-            Ok(())
-        })
+            Store::Postgres(p) => {
+                p.client()
+                    .await?
+                    .execute(
+                        "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
+                         ON CONFLICT (id) DO NOTHING",
+                        &[],
+                    )
+                    .await
+                    .map_err(throng::store::StoreError::from)?;
+            }
+        }
+        Ok(())
     }
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        _args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            Ok(Started::new(Arc::new(HelloState {
-                store: platform.store.clone(),
-                started_by: "hello::start",
-            })))
-        })
+    async fn start(
+        &self,
+        platform: &Platform,
+        _args: NoArgs,
+    ) -> anyhow::Result<Started<HelloState>> {
+        Ok(Started::new(Arc::new(HelloState {
+            store: platform.store.clone(),
+            started_by: "hello::start",
+        })))
     }
     fn router(&self) -> Router<AppState> {
         hello_router()
@@ -174,7 +171,7 @@ impl Service for Hello {
     }
 }
 
-static WITH_HELLO: &[&dyn Service] = &[&Booking, &Comments, &Hello];
+static WITH_HELLO: &[&dyn AnyService] = &[&Booking, &Comments, &Hello];
 
 #[derive(Parser)]
 struct W {

@@ -128,7 +128,7 @@ impl Experiment for BookingBench {
             },
         ]
     }
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
         Some(&baseline::NaiveBooking)
     }
     fn connections(&self) -> usize {

@@ -20,8 +20,6 @@ pub mod store;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use clap::{Args, FromArgMatches};
-use futures::future::BoxFuture;
 use include_dir::include_dir;
 use tokio::sync::Notify;
 
@@ -79,9 +77,12 @@ pub struct BookingArgs {
 }
 
 impl Service for Booking {
-    fn name(&self) -> &'static str {
-        "booking"
-    }
+    const NAME: &'static str = "booking";
+    const SEED_ABOUT: Option<&'static str> =
+        Some("Places x days x time slots (5,000,000 slots with the defaults)");
+    type Args = BookingArgs;
+    type SeedArgs = seed::SeedBookingArgs;
+    type State = BookingState;
 
     fn event_categories(&self) -> &'static [&'static str] {
         &[model::STREAM_CATEGORY]
@@ -91,70 +92,49 @@ impl Service for Booking {
         Some(&MIGRATIONS)
     }
 
-    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
-        BookingArgs::augment_args(cmd)
+    async fn seed(&self, store: &Store, args: seed::SeedBookingArgs) -> anyhow::Result<()> {
+        let report = seed::seed(store, &args, true).await?;
+        println!(
+            "seeded {} places, {} slots in {:.1} s ({:.0} slots/s)",
+            report.places,
+            report.slots,
+            report.elapsed_s,
+            report.slots as f64 / report.elapsed_s.max(1e-9)
+        );
+        Ok(())
     }
 
-    fn seed_command(&self) -> Option<clap::Command> {
-        Some(seed::SeedBookingArgs::augment_args(
-            clap::Command::new("booking")
-                .about("Places x days x time slots (5,000,000 slots with the defaults)"),
-        ))
+    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+        seed::seed_demo_if_empty(store).await
     }
 
-    fn seed<'a>(
-        &'a self,
-        store: &'a Store,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let args = seed::SeedBookingArgs::from_arg_matches(args)?;
-            let report = seed::seed(store, &args, true).await?;
-            println!(
-                "seeded {} places, {} slots in {:.1} s ({:.0} slots/s)",
-                report.places,
-                report.slots,
-                report.elapsed_s,
-                report.slots as f64 / report.elapsed_s.max(1e-9)
-            );
-            Ok(())
-        })
-    }
-
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(seed::seed_demo_if_empty(store))
-    }
-
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            let args = BookingArgs::from_arg_matches(args)?;
-            let notifier = notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
-            let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
-            state.blind_index = platform.blind_index.clone();
-            state.one_registration = args.booking_one_registration;
-            state.clock = args.booking_utc_offset;
-            let state = Arc::new(state);
-            let mut started = Started::new(state.clone());
-            if let Some(watcher) = state.spawn_seed_watcher() {
-                started = started.with_worker(watcher);
-            }
-            if !args.no_notifier {
-                started = started.with_worker(notifier::spawn(
-                    platform.store.clone(),
-                    platform.pii.clone(),
-                    notifier,
-                    state.notify_worker.clone(),
-                    notifier::Attempts {
-                        max: args.notify_attempts_max,
-                    },
-                ));
-            }
-            Ok(started)
-        })
+    async fn start(
+        &self,
+        platform: &Platform,
+        args: BookingArgs,
+    ) -> anyhow::Result<Started<BookingState>> {
+        let notifier = notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
+        let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
+        state.blind_index = platform.blind_index.clone();
+        state.one_registration = args.booking_one_registration;
+        state.clock = args.booking_utc_offset;
+        let state = Arc::new(state);
+        let mut started = Started::new(state.clone());
+        if let Some(watcher) = state.spawn_seed_watcher() {
+            started = started.with_worker(watcher);
+        }
+        if !args.no_notifier {
+            started = started.with_worker(notifier::spawn(
+                platform.store.clone(),
+                platform.pii.clone(),
+                notifier,
+                state.notify_worker.clone(),
+                notifier::Attempts {
+                    max: args.notify_attempts_max,
+                },
+            ));
+        }
+        Ok(started)
     }
 
     fn router(&self) -> axum::Router<AppState> {

@@ -16,8 +16,6 @@ pub mod store;
 
 use std::sync::Arc;
 
-use clap::{Args, FromArgMatches};
-use futures::future::BoxFuture;
 use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
@@ -37,9 +35,12 @@ static MIGRATIONS: MigrationSet = MigrationSet {
 };
 
 impl Service for Comments {
-    fn name(&self) -> &'static str {
-        "comments"
-    }
+    const NAME: &'static str = "comments";
+    const SEED_ABOUT: Option<&'static str> =
+        Some("Users, courses, comments with replies (2,000,000 comments with the defaults)");
+    type Args = CommentsArgs;
+    type SeedArgs = seed::SeedCommentsArgs;
+    type State = CommentsState;
 
     fn event_categories(&self) -> &'static [&'static str] {
         &["comments"]
@@ -49,57 +50,35 @@ impl Service for Comments {
         Some(&MIGRATIONS)
     }
 
-    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
-        CommentsArgs::augment_args(cmd)
+    async fn seed(&self, store: &Store, c: seed::SeedCommentsArgs) -> anyhow::Result<()> {
+        let r = seed::seed(store, &c, true).await?;
+        if r.seeded {
+            println!(
+                "seeded {} users, {} courses, {} comments, {} replies, {} snapshots in {:.1} s",
+                r.users, r.courses, r.comments, r.replies, r.snapshots, r.elapsed_s
+            );
+        }
+        if let Some(path) = &c.testdata_csv {
+            println!("wrote {} rows to {}", r.testdata_rows, path.display());
+        }
+        Ok(())
     }
 
-    fn seed_command(&self) -> Option<clap::Command> {
-        Some(seed::SeedCommentsArgs::augment_args(
-            clap::Command::new("comments").about(
-                "Users, courses, comments with replies (2,000,000 comments with the defaults)",
-            ),
-        ))
+    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+        seed::seed_demo_if_empty(store).await
     }
 
-    fn seed<'a>(
-        &'a self,
-        store: &'a Store,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let c = seed::SeedCommentsArgs::from_arg_matches(args)?;
-            let r = seed::seed(store, &c, true).await?;
-            if r.seeded {
-                println!(
-                    "seeded {} users, {} courses, {} comments, {} replies, {} snapshots in {:.1} s",
-                    r.users, r.courses, r.comments, r.replies, r.snapshots, r.elapsed_s
-                );
-            }
-            if let Some(path) = &c.testdata_csv {
-                println!("wrote {} rows to {}", r.testdata_rows, path.display());
-            }
-            Ok(())
-        })
-    }
-
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(seed::seed_demo_if_empty(store))
-    }
-
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            let args = CommentsArgs::from_arg_matches(args)?;
-            let state = Arc::new(CommentsState::new(&args, platform));
-            let mut started = Started::new(state.clone());
-            if let Some(worker) = state.spawn_invalidation_listener() {
-                started = started.with_worker(worker);
-            }
-            Ok(started)
-        })
+    async fn start(
+        &self,
+        platform: &Platform,
+        args: CommentsArgs,
+    ) -> anyhow::Result<Started<CommentsState>> {
+        let state = Arc::new(CommentsState::new(&args, platform));
+        let mut started = Started::new(state.clone());
+        if let Some(worker) = state.spawn_invalidation_listener() {
+            started = started.with_worker(worker);
+        }
+        Ok(started)
     }
 
     fn router(&self) -> axum::Router<AppState> {

@@ -21,9 +21,6 @@ pub mod subscribe;
 
 use std::sync::Arc;
 
-use clap::{Args, FromArgMatches};
-use futures::future::BoxFuture;
-
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
@@ -146,59 +143,40 @@ impl EventsState {
 }
 
 impl Service for Events {
-    fn name(&self) -> &'static str {
-        "events"
+    const NAME: &'static str = "events";
+    const SEED_ABOUT: Option<&'static str> =
+        Some("MonthlyFeeCharged-shaped events (~9.4 KB as JSON) stored as MessagePack+LZ4");
+    type Args = EventsArgs;
+    type SeedArgs = seed::SeedEventsArgs;
+    type State = EventsState;
+
+    async fn seed(&self, store: &Store, args: seed::SeedEventsArgs) -> anyhow::Result<()> {
+        let r = seed::seed(store, &args, true).await?;
+        println!(
+            "seeded {} events ({} streams, {:.1} MB of payload) in {:.1} s ({:.0} events/s)",
+            r.events,
+            r.streams,
+            r.payload_bytes as f64 / 1e6,
+            r.elapsed_s,
+            r.events as f64 / r.elapsed_s.max(1e-9)
+        );
+        Ok(())
     }
 
-    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
-        EventsArgs::augment_args(cmd)
-    }
-
-    fn seed_command(&self) -> Option<clap::Command> {
-        Some(seed::SeedEventsArgs::augment_args(
-            clap::Command::new("events").about(
-                "MonthlyFeeCharged-shaped events (~9.4 KB as JSON) stored as MessagePack+LZ4",
-            ),
-        ))
-    }
-
-    fn seed<'a>(
-        &'a self,
-        store: &'a Store,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let args = seed::SeedEventsArgs::from_arg_matches(args)?;
-            let r = seed::seed(store, &args, true).await?;
-            println!(
-                "seeded {} events ({} streams, {:.1} MB of payload) in {:.1} s ({:.0} events/s)",
-                r.events,
-                r.streams,
-                r.payload_bytes as f64 / 1e6,
-                r.elapsed_s,
-                r.events as f64 / r.elapsed_s.max(1e-9)
+    async fn start(
+        &self,
+        platform: &Platform,
+        args: EventsArgs,
+    ) -> anyhow::Result<Started<EventsState>> {
+        if args.per_append_max == 0 || args.read_max < 1 || args.scan_max < 1 {
+            anyhow::bail!(
+                "--events-per-append-max, --events-read-max and --events-scan-max: 1 or more"
             );
-            Ok(())
-        })
-    }
-
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        matches: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            let args = EventsArgs::from_arg_matches(matches)?;
-            if args.per_append_max == 0 || args.read_max < 1 || args.scan_max < 1 {
-                anyhow::bail!(
-                    "--events-per-append-max, --events-read-max and --events-scan-max: 1 or more"
-                );
-            }
-            Ok(Started::new(Arc::new(EventsState::new(
-                platform.store.clone(),
-                args,
-            ))))
-        })
+        }
+        Ok(Started::new(Arc::new(EventsState::new(
+            platform.store.clone(),
+            args,
+        ))))
     }
 
     fn router(&self) -> axum::Router<AppState> {

@@ -116,7 +116,7 @@ impl Experiment for InvitesBench {
             sites.to_string(),
         ]
     }
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
         Some(&baseline::InvitesBaseline)
     }
     fn offline(

@@ -25,8 +25,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use clap::{Args, FromArgMatches};
-use futures::future::BoxFuture;
 use include_dir::include_dir;
 
 use crate::platform::experiment::Experiment;
@@ -81,85 +79,67 @@ pub struct InvitesArgs {
 }
 
 impl Service for Invites {
-    fn name(&self) -> &'static str {
-        "invites"
-    }
+    const NAME: &'static str = "invites";
+    const SEED_ABOUT: Option<&'static str> =
+        Some("Survey sites and visitors' answers (6,000,000 visitors with the defaults)");
+    type Args = InvitesArgs;
+    type SeedArgs = seed::SeedInvitesArgs;
+    type State = InvitesState;
 
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
     }
 
-    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
-        InvitesArgs::augment_args(cmd)
+    async fn seed(&self, store: &Store, args: seed::SeedInvitesArgs) -> anyhow::Result<()> {
+        let r = seed::seed(store, &args, true).await?;
+        println!(
+            "seeded {} sites and {} visitors' answers in {:.1} s ({:.0} rows/s)",
+            args.sites,
+            r.rows,
+            r.elapsed_s,
+            r.rows as f64 / r.elapsed_s.max(1e-9)
+        );
+        Ok(())
     }
 
-    fn seed_command(&self) -> Option<clap::Command> {
-        Some(seed::SeedInvitesArgs::augment_args(
-            clap::Command::new("invites")
-                .about("Survey sites and visitors' answers (6,000,000 visitors with the defaults)"),
-        ))
+    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+        seed::seed_demo_if_empty(store).await
     }
 
-    fn seed<'a>(
-        &'a self,
-        store: &'a Store,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let args = seed::SeedInvitesArgs::from_arg_matches(args)?;
-            let r = seed::seed(store, &args, true).await?;
-            println!(
-                "seeded {} sites and {} visitors' answers in {:.1} s ({:.0} rows/s)",
-                args.sites,
-                r.rows,
-                r.elapsed_s,
-                r.rows as f64 / r.elapsed_s.max(1e-9)
-            );
-            Ok(())
-        })
-    }
-
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(seed::seed_demo_if_empty(store))
-    }
-
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        matches: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            let args = InvitesArgs::from_arg_matches(matches)?;
-            if args.invites_flush_ms == 0 || args.invites_purge_interval_s == 0 {
-                anyhow::bail!("--invites-flush-ms and --invites-purge-interval-s: 1 or more");
-            }
-            let state = Arc::new(InvitesState::new(platform, &args).await?);
-            let mut started = Started::new(state.clone()).with_worker(state.spawn_sites_watcher());
-            if let Some(memory) = &state.memory {
-                started = started
-                    .with_worker(index::spawn_loader(
-                        memory.index.clone(),
-                        state.storage.clone(),
-                    ))
-                    .with_worker(state.spawn_answers_watcher());
-            }
-            if !args.invites_no_workers {
-                started = started
-                    .with_worker(sites::spawn_flusher(
-                        state.storage.clone(),
-                        state.sites.clone(),
-                        state.counts_shard,
-                        Duration::from_millis(args.invites_flush_ms),
-                    ))
-                    .with_worker(sites::spawn_purger(
-                        state.storage.clone(),
-                        state.sites.clone(),
-                        Duration::from_secs(args.invites_purge_interval_s),
-                        state.index(),
-                    ));
-            }
-            Ok(started)
-        })
+    async fn start(
+        &self,
+        platform: &Platform,
+        args: InvitesArgs,
+    ) -> anyhow::Result<Started<InvitesState>> {
+        if args.invites_flush_ms == 0 || args.invites_purge_interval_s == 0 {
+            anyhow::bail!("--invites-flush-ms and --invites-purge-interval-s: 1 or more");
+        }
+        let state = Arc::new(InvitesState::new(platform, &args).await?);
+        let mut started = Started::new(state.clone()).with_worker(state.spawn_sites_watcher());
+        if let Some(memory) = &state.memory {
+            started = started
+                .with_worker(index::spawn_loader(
+                    memory.index.clone(),
+                    state.storage.clone(),
+                ))
+                .with_worker(state.spawn_answers_watcher());
+        }
+        if !args.invites_no_workers {
+            started = started
+                .with_worker(sites::spawn_flusher(
+                    state.storage.clone(),
+                    state.sites.clone(),
+                    state.counts_shard,
+                    Duration::from_millis(args.invites_flush_ms),
+                ))
+                .with_worker(sites::spawn_purger(
+                    state.storage.clone(),
+                    state.sites.clone(),
+                    Duration::from_secs(args.invites_purge_interval_s),
+                    state.index(),
+                ));
+        }
+        Ok(started)
     }
 
     fn router(&self) -> axum::Router<AppState> {

@@ -207,7 +207,7 @@ impl Experiment for VotingBench {
         ]
         .into()
     }
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::Service> {
+    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
         Some(&baseline::VotingBaseline)
     }
     fn serve_args(&self) -> Vec<String> {

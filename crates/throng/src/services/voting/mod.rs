@@ -28,8 +28,6 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use axum::http::HeaderValue;
 use bytes::Bytes;
-use clap::{Args, FromArgMatches};
-use futures::future::BoxFuture;
 use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
@@ -41,6 +39,9 @@ use crate::platform::service::{
 use crate::store::{MigrationSet, Store};
 use model::Election;
 use roll::Roll;
+
+/// `--voting-mix-ballots-min` when not given (and not `--demo`).
+pub const MIX_BALLOTS_MIN_DEFAULT: i64 = 100;
 
 /// The voting service, as `services::all()` lists it.
 pub struct Voting;
@@ -74,13 +75,16 @@ pub struct VotingArgs {
     pub identity: Identity,
     /// Ballots a district's box must hold before the mixer publishes them
     /// (the smallest set of voters a ballot can be linked to); a closed
-    /// election's box is published whatever it holds. With --demo and no
-    /// value given: 3.
+    /// election's box is published whatever it holds. Default: 100; with
+    /// --demo: 3.
     #[arg(
         long = "voting-mix-ballots-min",
         env = "THRONG_VOTING_MIX_BALLOTS_MIN",
-        default_value_t = 100
+        value_name = "BALLOTS"
     )]
+    pub mix_ballots_min_given: Option<i64>,
+    /// `--voting-mix-ballots-min` as it applies, set by `start`.
+    #[arg(skip)]
     pub mix_ballots_min: i64,
     /// How often the mixer looks at the box, in ms.
     #[arg(
@@ -111,9 +115,13 @@ pub struct VotingArgs {
 }
 
 impl Service for Voting {
-    fn name(&self) -> &'static str {
-        "voting"
-    }
+    const NAME: &'static str = "voting";
+    const SEED_ABOUT: Option<&'static str> = Some(
+        "An election: districts, parties, candidates, the roll (5,000,000 voters with the defaults)",
+    );
+    type Args = VotingArgs;
+    type SeedArgs = seed::SeedVotingArgs;
+    type State = VotingState;
 
     fn event_categories(&self) -> &'static [&'static str] {
         &["ballots"]
@@ -123,95 +131,75 @@ impl Service for Voting {
         Some(&MIGRATIONS)
     }
 
-    fn serve_args(&self, cmd: clap::Command) -> clap::Command {
-        VotingArgs::augment_args(cmd)
+    async fn seed(&self, store: &Store, args: seed::SeedVotingArgs) -> anyhow::Result<()> {
+        let r = seed::seed(store, &args, true).await?;
+        println!(
+            "seeded election {}: {} voters, {} districts, {} candidates in {:.1} s ({:.0} voters/s)",
+            args.election,
+            r.voters,
+            args.districts,
+            r.candidates,
+            r.elapsed_s,
+            r.voters as f64 / r.elapsed_s.max(1e-9)
+        );
+        if let Some(path) = &args.voters_csv {
+            println!("wrote {} rows to {}", r.csv_rows, path.display());
+        }
+        Ok(())
     }
 
-    fn seed_command(&self) -> Option<clap::Command> {
-        Some(seed::SeedVotingArgs::augment_args(
-            clap::Command::new("voting")
-                .about("An election: districts, parties, candidates, the roll (5,000,000 voters with the defaults)"),
-        ))
+    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+        seed::seed_demo_if_empty(store).await
     }
 
-    fn seed<'a>(
-        &'a self,
-        store: &'a Store,
-        args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(async move {
-            let args = seed::SeedVotingArgs::from_arg_matches(args)?;
-            let r = seed::seed(store, &args, true).await?;
-            println!(
-                "seeded election {}: {} voters, {} districts, {} candidates in {:.1} s ({:.0} voters/s)",
-                args.election,
-                r.voters,
-                args.districts,
-                r.candidates,
-                r.elapsed_s,
-                r.voters as f64 / r.elapsed_s.max(1e-9)
-            );
-            if let Some(path) = &args.voters_csv {
-                println!("wrote {} rows to {}", r.csv_rows, path.display());
-            }
-            Ok(())
-        })
-    }
-
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(seed::seed_demo_if_empty(store))
-    }
-
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        matches: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            let mut args = VotingArgs::from_arg_matches(matches)?;
-            // The demo's few votes would wait in the box for 100 others: with
-            // --demo, unless the flag is given, a district is published once
-            // it holds DEMO_MIX_BALLOTS_MIN ballots.
-            if platform.demo
-                && matches.value_source("mix_ballots_min")
-                    == Some(clap::parser::ValueSource::DefaultValue)
-            {
-                args.mix_ballots_min = DEMO_MIX_BALLOTS_MIN;
+    async fn start(
+        &self,
+        platform: &Platform,
+        mut args: VotingArgs,
+    ) -> anyhow::Result<Started<VotingState>> {
+        // The demo's few votes would wait in the box for 100 others: with
+        // --demo, unless the flag is given, a district is published once it
+        // holds DEMO_MIX_BALLOTS_MIN ballots.
+        args.mix_ballots_min = match args.mix_ballots_min_given {
+            Some(given) => given,
+            None if platform.demo => {
                 tracing::info!(
                     ballots_min = DEMO_MIX_BALLOTS_MIN,
                     "--demo: a district's ballots are published once its box holds this many"
                 );
+                DEMO_MIX_BALLOTS_MIN
             }
-            if args.identity == Identity::Headers {
-                tracing::warn!(
-                    "--voting-identity headers: a vote is accepted for whichever voter the \
-                     voter-id and election-district-id headers name, with no token; only a \
-                     gateway in front that authenticates voters and sets these headers may reach \
-                     this server"
-                );
-            }
-            if args.mix_ballots_min < 1 {
-                anyhow::bail!("--voting-mix-ballots-min: 1 or more");
-            }
-            let state = Arc::new(VotingState::new(platform, &args).await?);
-            let mut started = Started::new(state.clone());
-            started = started.with_worker(state.spawn_seed_watcher());
-            if !args.no_workers {
-                started = started
-                    .with_worker(tally::spawn(platform.store.clone(), state.tally.clone()))
-                    .with_worker(mixer::spawn(
-                        platform.store.clone(),
-                        state.catalog.clone(),
-                        state.tally.clone(),
-                        mixer::MixerConfig {
-                            ballots_min: args.mix_ballots_min,
-                            keys: state.receipts.clone(),
-                            interval: std::time::Duration::from_millis(args.mix_interval_ms.max(1)),
-                        },
-                    ));
-            }
-            Ok(started)
-        })
+            None => MIX_BALLOTS_MIN_DEFAULT,
+        };
+        if args.identity == Identity::Headers {
+            tracing::warn!(
+                "--voting-identity headers: a vote is accepted for whichever voter the \
+                 voter-id and election-district-id headers name, with no token; only a \
+                 gateway in front that authenticates voters and sets these headers may reach \
+                 this server"
+            );
+        }
+        if args.mix_ballots_min < 1 {
+            anyhow::bail!("--voting-mix-ballots-min: 1 or more");
+        }
+        let state = Arc::new(VotingState::new(platform, &args).await?);
+        let mut started = Started::new(state.clone());
+        started = started.with_worker(state.spawn_seed_watcher());
+        if !args.no_workers {
+            started = started
+                .with_worker(tally::spawn(platform.store.clone(), state.tally.clone()))
+                .with_worker(mixer::spawn(
+                    platform.store.clone(),
+                    state.catalog.clone(),
+                    state.tally.clone(),
+                    mixer::MixerConfig {
+                        ballots_min: args.mix_ballots_min,
+                        keys: state.receipts.clone(),
+                        interval: std::time::Duration::from_millis(args.mix_interval_ms.max(1)),
+                    },
+                ));
+        }
+        Ok(started)
     }
 
     fn router(&self) -> axum::Router<AppState> {

@@ -20,11 +20,9 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use futures::future::BoxFuture;
-
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::ApiJson;
-use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
+use crate::platform::service::{AppState, NoArgs, Platform, Service, ServiceState, Started};
 use crate::services::booking::model::Day;
 use crate::store::{Store, StoreError};
 
@@ -35,22 +33,17 @@ pub const NAIVE_PG_CONNECTIONS: usize = 32;
 pub struct NaiveBooking;
 
 impl Service for NaiveBooking {
-    fn name(&self) -> &'static str {
-        "booking-naive"
-    }
+    const NAME: &'static str = "booking-naive";
+    type Args = NoArgs;
+    type SeedArgs = NoArgs;
+    type State = Naive;
 
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        _args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            Ok(Started::new(Arc::new(Naive {
-                store: platform.store.clone(),
-                sqlite: Mutex::default(),
-                pg: Default::default(),
-            })))
-        })
+    async fn start(&self, platform: &Platform, _args: NoArgs) -> anyhow::Result<Started<Naive>> {
+        Ok(Started::new(Arc::new(Naive {
+            store: platform.store.clone(),
+            sqlite: Mutex::default(),
+            pg: Default::default(),
+        })))
     }
 
     fn router(&self) -> Router<AppState> {

@@ -21,11 +21,9 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
-use futures::future::BoxFuture;
-
 use crate::platform::error::ApiResult;
 use crate::platform::extract::ApiPath;
-use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
+use crate::platform::service::{AppState, NoArgs, Platform, Service, ServiceState, Started};
 use crate::services::invites::http::{answer_response, check_answer};
 use crate::services::invites::InvitesState;
 
@@ -33,16 +31,17 @@ use crate::services::invites::InvitesState;
 pub struct InvitesBaseline;
 
 impl Service for InvitesBaseline {
-    fn name(&self) -> &'static str {
-        "invites-baseline"
-    }
+    const NAME: &'static str = "invites-baseline";
+    type Args = NoArgs;
+    type SeedArgs = NoArgs;
+    type State = BaselineState;
 
-    fn start<'a>(
-        &'a self,
-        _platform: &'a Platform,
-        _args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async { Ok(Started::new(Arc::new(BaselineState))) })
+    async fn start(
+        &self,
+        _platform: &Platform,
+        _args: NoArgs,
+    ) -> anyhow::Result<Started<BaselineState>> {
+        Ok(Started::new(Arc::new(BaselineState)))
     }
 
     fn router(&self) -> Router<AppState> {

@@ -44,13 +44,11 @@ use axum::{Json, Router};
 use rusqlite::OptionalExtension;
 use serde_json::json;
 
-use futures::future::BoxFuture;
-
 use crate::base::clock::now_ms;
 use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath};
-use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
+use crate::platform::service::{AppState, NoArgs, Platform, Service, ServiceState, Started};
 use crate::services::voting::model::{
     header_id, Candidate, District, Election, ElectionRows, PartyList, VoteRequest,
     DISTRICT_HEADER, VOTER_HEADER,
@@ -62,7 +60,7 @@ use crate::store::{Store, StoreError};
 pub struct VotingBaseline;
 
 /// What its start made (nothing to keep: it answers from `VotingState`).
-struct Made;
+pub struct Made;
 
 impl ServiceState for Made {}
 
@@ -96,28 +94,23 @@ CREATE INDEX IF NOT EXISTS voting_candidates_by_list
 DELETE FROM voting_baseline_votes;";
 
 impl Service for VotingBaseline {
-    fn name(&self) -> &'static str {
-        "voting-baseline"
-    }
+    const NAME: &'static str = "voting-baseline";
+    type Args = NoArgs;
+    type SeedArgs = NoArgs;
+    type State = Made;
 
-    fn start<'a>(
-        &'a self,
-        platform: &'a Platform,
-        _args: &'a clap::ArgMatches,
-    ) -> BoxFuture<'a, anyhow::Result<Started>> {
-        Box::pin(async move {
-            match &platform.store {
-                Store::Sqlite(s) => {
-                    s.write(|c| {
-                        c.execute_batch(DDL_SQLITE)?;
-                        Ok(())
-                    })
-                    .await?
-                }
-                Store::Postgres(p) => p.client().await?.batch_execute(DDL_PG).await?,
+    async fn start(&self, platform: &Platform, _args: NoArgs) -> anyhow::Result<Started<Made>> {
+        match &platform.store {
+            Store::Sqlite(s) => {
+                s.write(|c| {
+                    c.execute_batch(DDL_SQLITE)?;
+                    Ok(())
+                })
+                .await?
             }
-            Ok(Started::new(Arc::new(Made)))
-        })
+            Store::Postgres(p) => p.client().await?.batch_execute(DDL_PG).await?,
+        }
+        Ok(Started::new(Arc::new(Made)))
     }
 
     fn router(&self) -> Router<AppState> {
