@@ -43,15 +43,17 @@ mod tests {
     }
 
     #[test]
-    fn migration_versions_are_unique_in_both_dialects() {
+    fn every_migration_exists_for_both_dialects() {
         use crate::store::migrate::{ordered, Dialect};
         let sets = migrations();
-        let sqlite = ordered(&sets, Dialect::Sqlite).expect("sqlite versions unique");
-        let pg = ordered(&sets, Dialect::Postgres).expect("postgres versions unique");
-        let versions = |m: &[(i64, &str, &str)]| m.iter().map(|x| x.0).collect::<Vec<_>>();
+        let sqlite = ordered(&sets, Dialect::Sqlite).expect("sqlite versions unique per owner");
+        let pg = ordered(&sets, Dialect::Postgres).expect("postgres versions unique per owner");
+        let keys = |m: &[crate::store::migrate::Migration]| {
+            m.iter().map(|x| (x.owner, x.version)).collect::<Vec<_>>()
+        };
         assert_eq!(
-            versions(&sqlite),
-            versions(&pg),
+            keys(&sqlite),
+            keys(&pg),
             "every migration exists for both dialects"
         );
     }

@@ -30,7 +30,7 @@ pub use migrate::MigrationSet;
 /// The store's own tables, which every store has rows in once opened or
 /// served (migrations applied, the PII key's fingerprint, consumer
 /// positions): not data.
-pub const STORE_BOOKKEEPING_TABLES: [&str; 3] = ["schema_migrations", "meta", "consumer_positions"];
+pub const STORE_BOOKKEEPING_TABLES: [&str; 3] = ["schema_versions", "meta", "consumer_positions"];
 
 /// `sql` with SQLite's numbered placeholders (`?1`) as PostgreSQL's (`$1`),
 /// for statements whose text is otherwise the same in both dialects.

@@ -12,7 +12,8 @@ use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 
 both_stores!(
     health_ready_metrics_and_openapi,
-    event_log_is_gapless_under_two_writers
+    event_log_is_gapless_under_two_writers,
+    a_record_of_versions_alone_is_adopted
 );
 
 postgres_only!(
@@ -324,4 +325,104 @@ async fn an_idle_server_does_not_commit() {
         "{} commits in 5 s of idling ({before} -> {after})",
         after - before
     );
+}
+
+/// Rows of `schema_versions` as (owner, version), in key order.
+async fn versions(store: &Store) -> Vec<(String, i64)> {
+    const SQL: &str = "SELECT owner, version FROM schema_versions ORDER BY owner, version";
+    match store {
+        Store::Sqlite(s) => s
+            .read(|c| {
+                Ok(c.prepare(SQL)?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()?)
+            })
+            .await
+            .unwrap(),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .query(SQL, &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect(),
+    }
+}
+
+/// A database whose migrations were recorded by version alone (the older
+/// `schema_migrations`) opens with every migration kept as applied, now
+/// recorded by owner and version, and none run twice (they would fail on
+/// tables that exist).
+async fn a_record_of_versions_alone_is_adopted(kind: StoreKind) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => match PgDb::create_or_skip().await {
+            Some(pg) => Some(pg),
+            None => return,
+        },
+    };
+    let url = match &pg {
+        Some(pg) => StoreUrl::Postgres(pg.url.clone()),
+        None => StoreUrl::Sqlite(dir.path().join("throng.db")),
+    };
+    let sets = throng::services::migrations();
+    let store = Store::open_with(&url, StoreLimits::default(), &sets)
+        .await
+        .unwrap();
+    let recorded = versions(&store).await;
+    assert!(recorded.iter().any(|(o, v)| o == "store" && *v == 1));
+    assert!(recorded.iter().any(|(o, _)| o == "booking"));
+    const TO_OLDER: &str = "CREATE TABLE schema_migrations (
+            version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);
+        INSERT INTO schema_migrations SELECT version, name, applied_at_ms FROM schema_versions;
+        DROP TABLE schema_versions;";
+    match &store {
+        Store::Sqlite(s) => s
+            .write(|c| {
+                c.execute_batch(TO_OLDER)?;
+                Ok(())
+            })
+            .await
+            .unwrap(),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .batch_execute(TO_OLDER)
+            .await
+            .unwrap(),
+    }
+    drop(store);
+    let store = Store::open_with(&url, StoreLimits::default(), &sets)
+        .await
+        .expect("reopens without running a migration twice");
+    assert_eq!(versions(&store).await, recorded);
+    let older: i64 = match &store {
+        Store::Sqlite(s) => s
+            .read(|c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .await
+            .unwrap(),
+        Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .query_one(
+                "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0),
+    };
+    assert_eq!(older, 0, "the older record is gone");
 }
