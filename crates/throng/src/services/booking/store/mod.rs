@@ -1,11 +1,11 @@
 //! Booking storage: the operations the service needs ([`BookingStore`]),
 //! implemented once per dialect (`sqlite.rs`, `postgres.rs`) and chosen
-//! once, from the [`Store`], by [`open`]. The service state, the handlers,
-//! the notifier, the seed and the bench's baseline hold an
-//! `Arc<dyn BookingStore>` and never ask which store it is: what differs
-//! between stores (the availability index kept in memory and its reload,
-//! how a slot is decided, the bulk load of a seed, the naive design's
-//! statement) is a method here.
+//! once, from the [`Store`], by [`open`]. The service state (and through it
+//! the handlers), the notifier, the seed and the bench's baseline reach the
+//! booking tables only through an `Arc<dyn BookingStore>` and never ask
+//! which store it is: what differs between stores (the availability index
+//! kept in memory and its reload, how a slot is decided, the bulk load of a
+//! seed, the naive design's statement) is a method here.
 //!
 //! On SQLite (one process, one writer) a slot is decided by the
 //! availability index's test-and-set inside the writer's transaction
@@ -45,8 +45,8 @@ pub type AvailabilityHandle = Arc<ArcSwap<Availability>>;
 
 /// The booking service's storage. Every method is one operation of the
 /// service; a write is one command of the store's group commit unless said
-/// otherwise. `index` (the availability index, where kept) is decided on
-/// and updated by the writes that take a slot, inside the writer.
+/// otherwise. Where the availability index is kept, the writes that take a
+/// slot decide on `index` and update it inside the writer.
 pub trait BookingStore: Send + Sync {
     /// A page of places in id order, and how many places there are.
     fn list_places(
