@@ -257,6 +257,20 @@ impl Store {
         })
     }
 
+    /// `sqlite` applied to the SQLite handle or `postgres` to the
+    /// PostgreSQL one, whichever this store is: how a service chooses its
+    /// storage implementation, once.
+    pub fn choose<T>(
+        &self,
+        sqlite: impl FnOnce(&Arc<sqlite::SqliteStore>) -> T,
+        postgres: impl FnOnce(&Arc<postgres::PgStore>) -> T,
+    ) -> T {
+        match self {
+            Store::Sqlite(s) => sqlite(s),
+            Store::Postgres(p) => postgres(p),
+        }
+    }
+
     pub fn dialect(&self) -> &'static str {
         match self {
             Store::Sqlite(_) => "sqlite",

@@ -122,7 +122,7 @@ pub async fn list_places(
             "size: 1 to {PLACES_PAGE_SIZE_MAX}"
         )));
     }
-    let (places, total) = store::list_places(&st.store, skip, size).await?;
+    let (places, total) = st.storage.list_places(skip, size).await?;
     Ok(Json(PlacesPage {
         places,
         skip,
@@ -478,7 +478,9 @@ pub async fn get_registration(
     if !plausible_id(&id) {
         return Err(registration_not_found());
     }
-    let reg = store::registration(&st.store, &id)
+    let reg = st
+        .storage
+        .registration(&id)
         .await?
         .ok_or_else(registration_not_found)?;
     if !crypto::code_matches(code, &reg.access_hash) {
@@ -555,7 +557,9 @@ pub async fn move_registration(
     refuse_passed(&st, to.place_id, to.day, to.time_slot).await?;
     // The code is checked first (a wrong one answers 404 whatever the
     // slot), and again in the write that moves.
-    let reg = store::registration(&st.store, &id)
+    let reg = st
+        .storage
+        .registration(&id)
         .await?
         .filter(|r| crypto::code_matches(code, &r.access_hash))
         .ok_or_else(registration_not_found)?;
@@ -637,7 +641,9 @@ pub async fn registration_ics(
     if !plausible_id(&id) {
         return Err(registration_not_found());
     }
-    let reg = store::registration(&st.store, &id)
+    let reg = st
+        .storage
+        .registration(&id)
         .await?
         .filter(|r| crypto::code_matches(code, &r.access_hash))
         .ok_or_else(registration_not_found)?;
@@ -766,7 +772,7 @@ pub async fn stats(
 ) -> ApiResult<Json<BookingStats>> {
     caller.require(Role::Admin)?;
     Ok(Json(
-        store::stats(&st.store, super::notifier::CONSUMER).await?,
+        store::stats(&st.store, &*st.storage, super::notifier::CONSUMER).await?,
     ))
 }
 
@@ -782,7 +788,7 @@ pub async fn parked_notifications(
     caller: Caller,
 ) -> ApiResult<Json<ParkedList>> {
     caller.require(Role::Admin)?;
-    let (parked, count) = store::parked_notifications(&st.store, PARKED_LISTED_MAX).await?;
+    let (parked, count) = st.storage.parked_notifications(PARKED_LISTED_MAX).await?;
     Ok(Json(ParkedList { count, parked }))
 }
 

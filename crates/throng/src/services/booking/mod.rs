@@ -2,10 +2,12 @@
 //! try-register, personal data sealed at rest, confirmations sent from the
 //! event log by a worker, as in the vaccination booking write-up.
 //!
-//! [`BookingState`] is the one owner of where slots are read from (the
-//! availability index on SQLite, SQL on PostgreSQL) and of the index's
-//! bookkeeping after a write: handlers call its methods, never the index or
-//! `store` directly for slots, so no write path can forget the index.
+//! Storage is reached through one trait, [`store::BookingStore`], chosen
+//! once from the store when the state is built. [`BookingState`] is the one
+//! owner of where slots are read from (the availability index where the
+//! storage keeps one, SQL otherwise) and of the index's bookkeeping after a
+//! write: handlers call its methods, never the index or the storage
+//! directly for slots, so no write path can forget the index.
 
 pub mod availability;
 pub mod bench;
@@ -126,6 +128,7 @@ impl Service for Booking {
         if !args.no_notifier {
             started = started.with_worker(notifier::spawn(
                 platform.store.clone(),
+                state.storage.clone(),
                 platform.pii.clone(),
                 notifier,
                 state.notify_worker.clone(),
@@ -180,7 +183,10 @@ impl Service for Booking {
 
 /// The booking service's share of the application state.
 pub struct BookingState {
+    /// The store, for what every service shares (`meta`, the event log).
     pub store: Store,
+    /// The booking tables, through the implementation for `store`.
+    pub storage: Arc<dyn store::BookingStore>,
     pub pii: Arc<PiiCipher>,
     /// Keys the national id's blind index (one registration per person).
     pub blind_index: Arc<BlindIndex>,
@@ -189,12 +195,13 @@ pub struct BookingState {
     pub clock: model::BookingClock,
     /// Wakes the confirmation worker when a registration commits.
     pub notify_worker: Arc<Notify>,
-    /// The in-memory availability index (SQLite store only; see
-    /// `availability.rs` for why PostgreSQL nodes read the database).
-    /// Shared with the writer's commands, which read it when they run
-    /// (not when they were sent), so a reload swapped in by a writer
-    /// command is the one every later command decides on.
-    availability: Option<Arc<ArcSwap<availability::Availability>>>,
+    /// The in-memory availability index, where the storage keeps one
+    /// (`BookingStore::load_availability`; see `availability.rs` for why
+    /// nodes sharing a PostgreSQL read the database). Shared with the
+    /// writer's commands, which read it when they run (not when they were
+    /// sent), so a reload swapped in by a writer command is the one every
+    /// later command decides on.
+    availability: Option<store::AvailabilityHandle>,
     /// The seed generation the index was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
 }
@@ -204,12 +211,13 @@ impl ServiceState for BookingState {}
 impl BookingState {
     pub async fn new(store: &Store, pii: Arc<PiiCipher>) -> anyhow::Result<BookingState> {
         let generation = store.meta_get(seed::SEED_GENERATION_KEY).await?;
-        let availability = match store {
-            Store::Sqlite(_) => Some(Arc::new(ArcSwap::from_pointee(load_index(store).await?))),
-            Store::Postgres(_) => None,
-        };
+        let storage = store::open(store);
+        let availability = load_index(&*storage)
+            .await?
+            .map(|index| Arc::new(ArcSwap::from_pointee(index)));
         Ok(BookingState {
             store: store.clone(),
+            storage,
             pii,
             // A random key until `start` sets the platform's: only tests
             // and tools that build a state by hand see this one.
@@ -242,7 +250,9 @@ impl BookingState {
                 .place_slots_rows(place_id, from, days)
                 .map(|(place, rows)| render(place, &rows)));
         }
-        Ok(store::place_slots(&self.store, place_id, from, days)
+        Ok(self
+            .storage
+            .place_slots(place_id, from, days)
             .await?
             .map(|(place, rows)| render(&place, &rows)))
     }
@@ -251,7 +261,7 @@ impl BookingState {
     pub async fn place(&self, place_id: i64) -> Result<Option<Place>, StoreError> {
         match self.index() {
             Some(index) => Ok(index.place(place_id).cloned()),
-            None => store::place(&self.store, place_id).await,
+            None => self.storage.place(place_id).await,
         }
     }
 
@@ -269,7 +279,7 @@ impl BookingState {
 
     /// Takes the slot and stores the registration, and wakes the
     /// confirmation worker after a registration. The slot's bit is the
-    /// writer's to set (`store::try_register`, inside the transaction; a
+    /// writer's to set (`BookingStore::try_register`, inside the transaction; a
     /// reload after a seed loads the index in the writer too, after it):
     /// nothing here sets it again after the answer. Setting it after a
     /// `SlotTaken` once undid a cancel of the winner that had committed
@@ -281,7 +291,10 @@ impl BookingState {
         &self,
         sealed: SealedRegistration,
     ) -> Result<RegisterOutcome, StoreError> {
-        let outcome = store::try_register(&self.store, self.availability.clone(), sealed).await?;
+        let outcome = self
+            .storage
+            .try_register(self.availability.clone(), sealed)
+            .await?;
         if outcome == RegisterOutcome::Registered {
             self.notify_worker.notify_one();
         }
@@ -295,7 +308,7 @@ impl BookingState {
         id: &str,
         access_code: &str,
     ) -> Result<store::CancelOutcome, StoreError> {
-        let outcome = store::cancel(&self.store, id, access_code).await?;
+        let outcome = self.storage.cancel(id, access_code).await?;
         if let (
             Some(index),
             store::CancelOutcome::Cancelled {
@@ -326,20 +339,21 @@ impl BookingState {
         to: model::SlotRef,
         to_person_key: Option<Vec<u8>>,
     ) -> Result<model::MoveOutcome, StoreError> {
-        store::move_registration(
-            &self.store,
-            self.availability.clone(),
-            id,
-            access_code,
-            to,
-            to_person_key,
-        )
-        .await
+        self.storage
+            .move_registration(
+                self.availability.clone(),
+                id,
+                access_code,
+                to,
+                to_person_key,
+            )
+            .await
     }
 
     /// Reloads the index when another process seeded the store (the seed
     /// bumps a generation in `meta`), in the writer
-    /// (`reload_index_in_writer`); reads use the old index meanwhile.
+    /// (`BookingStore::reload_availability`); reads use the old index
+    /// meanwhile.
     pub fn spawn_seed_watcher(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
         self.availability.as_ref()?;
         let this = self.clone();
@@ -350,33 +364,23 @@ impl BookingState {
             "the booking availability index",
             move || {
                 let this = this.clone();
-                async move { reload_index_in_writer(&this.store, this.availability.clone()).await }
+                async move { reload_index(&*this.storage, this.availability.clone()).await }
             },
         ))
     }
 }
 
-/// Loads the index again and swaps it in, both inside one writer command:
-/// no registration can commit between the read and the swap (it would be
-/// missing from the new index, its slot free to book twice), and every
-/// command after it decides on the new index. Writes wait for the load
-/// (seconds for millions of slots); it runs only after a new seed.
-async fn reload_index_in_writer(
-    store: &Store,
-    handle: Option<Arc<ArcSwap<availability::Availability>>>,
+/// Loads the index again and swaps it in, inside one writer command
+/// (`BookingStore::reload_availability`); it runs only after a new seed.
+async fn reload_index(
+    storage: &dyn store::BookingStore,
+    handle: Option<store::AvailabilityHandle>,
 ) -> anyhow::Result<()> {
-    let (Store::Sqlite(s), Some(handle)) = (store, handle) else {
-        anyhow::bail!("the availability index is for SQLite stores")
+    let Some(handle) = handle else {
+        anyhow::bail!("this store keeps no availability index")
     };
     let started = std::time::Instant::now();
-    let slots = s
-        .write(move |c| {
-            let index = availability::Availability::load(c)?;
-            let slots = index.slots();
-            handle.store(Arc::new(index));
-            Ok(slots)
-        })
-        .await?;
+    let slots = storage.reload_availability(handle).await?;
     tracing::info!(
         slots,
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -385,16 +389,18 @@ async fn reload_index_in_writer(
     Ok(())
 }
 
-async fn load_index(store: &Store) -> anyhow::Result<availability::Availability> {
-    let Store::Sqlite(s) = store else {
-        anyhow::bail!("the availability index is for SQLite stores")
-    };
+/// The availability index, where the storage keeps one.
+async fn load_index(
+    storage: &dyn store::BookingStore,
+) -> anyhow::Result<Option<availability::Availability>> {
     let started = std::time::Instant::now();
-    let index = s.read_blocking(availability::Availability::load).await?;
+    let Some(index) = storage.load_availability().await? else {
+        return Ok(None);
+    };
     tracing::info!(
         slots = index.slots(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "loaded the booking availability index"
     );
-    Ok(index)
+    Ok(Some(index))
 }

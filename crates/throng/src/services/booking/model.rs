@@ -241,7 +241,7 @@ pub struct SealedRegistration {
     pub person_sealed: Vec<u8>,
     pub created_at_ms: i64,
     /// The blind index of the national id under the one-registration rule;
-    /// `None` with the rule off (and when read back: it is never needed).
+    /// `None` with the rule off.
     pub person_key: Option<Vec<u8>>,
 }
 

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::sync::Notify;
 
 use super::model::{SlotEvent, EVENT_CONFIRMED, STREAM_CATEGORY};
-use super::store;
+use super::store::{self, BookingStore};
 use crate::base::metrics::METRICS;
 use crate::platform::crypto::PiiCipher;
 use crate::store::{Store, StoredEvent};
@@ -92,16 +92,18 @@ pub struct Attempts {
 
 pub fn spawn(
     store: Store,
+    storage: Arc<dyn BookingStore>,
     pii: Arc<PiiCipher>,
     notifier: Notifier,
     wake: Arc<Notify>,
     attempts: Attempts,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { run(store, pii, notifier, wake, attempts).await })
+    tokio::spawn(async move { run(store, storage, pii, notifier, wake, attempts).await })
 }
 
 async fn run(
     store: Store,
+    storage: Arc<dyn BookingStore>,
     pii: Arc<PiiCipher>,
     notifier: Notifier,
     wake: Arc<Notify>,
@@ -115,7 +117,13 @@ async fn run(
         match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
             Ok(Some(position)) => {
                 tracing::info!(position, "confirmation worker holds the lease");
-                follow(&store, &pii, &notifier, &wake, &owner, position, attempts).await;
+                let to = Deliveries {
+                    storage: &*storage,
+                    pii: &pii,
+                    notifier: &notifier,
+                    attempts,
+                };
+                follow(&store, &to, &wake, &owner, position).await;
                 tracing::info!("confirmation worker lost its lease; standing by");
             }
             Ok(None) => {}
@@ -127,16 +135,16 @@ async fn run(
     }
 }
 
-/// Delivers while this node holds the lease; returns when it lost it.
-async fn follow(
-    store: &Store,
-    pii: &PiiCipher,
-    notifier: &Notifier,
-    wake: &Notify,
-    owner: &str,
-    mut position: i64,
+/// What delivering (or parking) a confirmation uses.
+struct Deliveries<'a> {
+    storage: &'a dyn BookingStore,
+    pii: &'a PiiCipher,
+    notifier: &'a Notifier,
     attempts: Attempts,
-) {
+}
+
+/// Delivers while this node holds the lease; returns when it lost it.
+async fn follow(store: &Store, to: &Deliveries<'_>, wake: &Notify, owner: &str, mut position: i64) {
     let mut idle_since = std::time::Instant::now();
     loop {
         let scan = match store
@@ -172,9 +180,7 @@ async fn follow(
             continue;
         }
         futures::stream::iter(scan.events)
-            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| {
-                deliver_or_park(store, pii, notifier, e, attempts)
-            })
+            .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| deliver_or_park(to, e))
             .await;
         let held = retry_forever("save notifier position", || {
             store.save_leased_position(CONSUMER, owner, last, LEASE_MS)
@@ -213,18 +219,12 @@ where
 /// `attempts.max` times; then, or at once when the gateway rejects it, parks
 /// it durably (kept, counted, listed by the admin endpoint), so one poison
 /// event never stalls the confirmations after it.
-async fn deliver_or_park(
-    store: &Store,
-    pii: &PiiCipher,
-    notifier: &Notifier,
-    event: StoredEvent,
-    attempts: Attempts,
-) {
+async fn deliver_or_park(to: &Deliveries<'_>, event: StoredEvent) {
     let mut backoff_ms = RETRY_BACKOFF_MS_FIRST;
     let mut tried = 0u32;
     let reason = loop {
         tried += 1;
-        match deliver(store, pii, notifier, &event).await {
+        match deliver(to, &event).await {
             Delivery::Done => {
                 METRICS.notifier_delivered.inc();
                 return;
@@ -233,7 +233,7 @@ async fn deliver_or_park(
                 METRICS.notifier_failures.inc();
                 break why;
             }
-            Delivery::Retry(why) if tried >= attempts.max => {
+            Delivery::Retry(why) if tried >= to.attempts.max => {
                 METRICS.notifier_failures.inc();
                 break format!("{why} ({tried} attempts)");
             }
@@ -257,18 +257,13 @@ async fn deliver_or_park(
         parked_at_ms: crate::base::clock::now_ms(),
     };
     retry_forever("park a confirmation", || {
-        store::park_notification(store, parked.clone())
+        to.storage.park_notification(parked.clone())
     })
     .await;
     METRICS.notifier_parked.inc();
 }
 
-async fn deliver(
-    store: &Store,
-    pii: &PiiCipher,
-    notifier: &Notifier,
-    event: &StoredEvent,
-) -> Delivery {
+async fn deliver(to: &Deliveries<'_>, event: &StoredEvent) -> Delivery {
     let payload: SlotEvent<'_> = match serde_json::from_slice(&event.payload) {
         Ok(v) => v,
         Err(e) => {
@@ -276,7 +271,7 @@ async fn deliver(
         }
     };
     let id: &str = &payload.registration_id;
-    match notifier {
+    match to.notifier {
         Notifier::Log => {
             tracing::info!(
                 registration_id = id,
@@ -288,13 +283,14 @@ async fn deliver(
         }
         Notifier::Webhook { url, client } => {
             let idempotency_key = format!("{IDEMPOTENCY_KEY_PREFIX}{}", event.position);
-            let reg = match store::registration(store, id).await {
+            let reg = match to.storage.registration(id).await {
                 Ok(Some(r)) => r,
                 // Cancelled before we got to it: nothing to confirm.
                 Ok(None) => return Delivery::Done,
                 Err(e) => return Delivery::Retry(e.to_string()),
             };
-            let Some(person) = pii
+            let Some(person) = to
+                .pii
                 .open(&reg.id, &reg.person_sealed)
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
             else {

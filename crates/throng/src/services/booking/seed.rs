@@ -1,10 +1,8 @@
-//! `throng seed booking`: places x days x time slots, bulk-loaded with a
-//! progress bar. Re-seeding a store that has places is refused unless
+//! `throng seed booking`: places x days x time slots, bulk-loaded by the
+//! store (`BookingStore::seed_slots`) with a progress bar. Re-seeding a store that has places is refused unless
 //! `--force` (which deletes booking data, registrations included).
 
 use std::time::Instant;
-
-use indicatif::ProgressBar;
 
 use super::model::{Day, EVENT_SLOTS_OPENED, SLOTS_PER_DAY_MAX};
 use crate::store::{NewEvent, Store};
@@ -45,7 +43,7 @@ pub struct SeedReport {
 pub const SEED_GENERATION_KEY: &str = "booking_seed_generation";
 
 /// Places per transaction / progress step.
-const PLACES_PER_CHUNK: i64 = 50;
+pub const PLACES_PER_CHUNK: i64 = 50;
 
 const CITIES: &[&str] = &[
     "Bratislava",
@@ -128,14 +126,9 @@ pub async fn seed(
         "seeding booking",
         progress,
     );
-    match store {
-        Store::Sqlite(s) => {
-            let (path, args) = (s.path().to_path_buf(), args.clone());
-            let bar2 = bar.clone();
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, from, &bar2)).await??;
-        }
-        Store::Postgres(p) => seed_pg(p, args, from, &bar).await?,
-    }
+    super::store::open(store)
+        .seed_slots(args, from, &bar)
+        .await?;
     bar.finish();
     let payload = serde_json::json!({
         "places": args.places, "days": args.days, "slotsPerDay": args.slots_per_day, "from": from.to_text(),
@@ -156,7 +149,8 @@ pub async fn seed(
     })
 }
 
-fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
+/// Refuses to seed over `existing` places unless `--force`.
+pub fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
     if existing > 0 && !force {
         anyhow::bail!(
             "the store already has {existing} places; pass --force to replace the booking data \
@@ -166,125 +160,9 @@ fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn seed_sqlite(
-    path: &std::path::Path,
-    args: &SeedBookingArgs,
-    from: Day,
-    bar: &ProgressBar,
-) -> anyhow::Result<()> {
-    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
-    let existing: i64 = conn.query_row("SELECT COUNT(*) FROM booking_places", [], |r| r.get(0))?;
-    refuse_reseed(existing, args.force)?;
-    if existing > 0 {
-        conn.execute_batch(
-            "BEGIN IMMEDIATE; DELETE FROM booking_slots; DELETE FROM booking_registrations;
-             DELETE FROM booking_places; COMMIT;",
-        )?;
-    }
-    let mut place = 1;
-    while place <= args.places {
-        let last = (place + PLACES_PER_CHUNK - 1).min(args.places);
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut ins_place = tx.prepare_cached(
-                "INSERT INTO booking_places (id, name, address, first_slot_minute, slot_minutes)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            // Rows go in primary-key order, so every insert appends to the
-            // B-tree's rightmost page.
-            let mut ins_slot = tx.prepare_cached(
-                "INSERT INTO booking_slots (place_id, day, time_slot) VALUES (?1, ?2, ?3)",
-            )?;
-            for p in place..=last {
-                let (name, address) = place_name(p);
-                ins_place.execute(rusqlite::params![
-                    p,
-                    name,
-                    address,
-                    args.first_slot_minute,
-                    args.slot_minutes
-                ])?;
-                for d in 0..args.days {
-                    for s in 0..args.slots_per_day {
-                        ins_slot.execute(rusqlite::params![p, from.0 + d, s])?;
-                    }
-                }
-                bar.inc((args.days * args.slots_per_day) as u64);
-            }
-        }
-        tx.commit()?;
-        place = last + 1;
-    }
-    // No ANALYZE: with STAT4 statistics SQLite re-prepares every statement
-    // whose plan might depend on bound values (our day ranges) on each step,
-    // and the primary key is the right plan for every booking query anyway.
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-    Ok(())
-}
-
-async fn seed_pg(
-    store: &crate::store::postgres::PgStore,
-    args: &SeedBookingArgs,
-    from: Day,
-    bar: &ProgressBar,
-) -> anyhow::Result<()> {
-    let mut client = store.client().await?;
-    let existing: i64 = client
-        .query_one("SELECT COUNT(*) FROM booking_places", &[])
-        .await?
-        .get(0);
-    refuse_reseed(existing, args.force)?;
-    if existing > 0 {
-        client
-            .batch_execute(
-                "DELETE FROM booking_slots; DELETE FROM booking_registrations; DELETE FROM booking_places;",
-            )
-            .await?;
-    }
-    let mut place = 1;
-    while place <= args.places {
-        let last = (place + PLACES_PER_CHUNK - 1).min(args.places);
-        let tx = client.transaction().await?;
-        let mut sql = String::from(
-            "INSERT INTO booking_places (id, name, address, first_slot_minute, slot_minutes) VALUES ",
-        );
-        for p in place..=last {
-            let (name, address) = place_name(p);
-            if p > place {
-                sql.push(',');
-            }
-            // Generated names hold no quotes; escape anyway.
-            sql.push_str(&format!(
-                "({p}, '{}', '{}', {}, {})",
-                name.replace('\'', "''"),
-                address.replace('\'', "''"),
-                args.first_slot_minute,
-                args.slot_minutes
-            ));
-        }
-        tx.batch_execute(&sql).await?;
-        let (d_lo, d_hi, s_hi) = (from.0, from.0 + args.days - 1, args.slots_per_day - 1);
-        tx.execute(
-            "INSERT INTO booking_slots (place_id, day, time_slot)
-             SELECT p, d, s FROM generate_series($1::BIGINT, $2::BIGINT) AS p,
-                                 generate_series($3::INT, $4::INT) AS d,
-                                 generate_series(0, $5::INT) AS s",
-            &[&place, &last, &d_lo, &d_hi, &s_hi],
-        )
-        .await?;
-        tx.commit().await?;
-        bar.inc(((last - place + 1) * (args.days * args.slots_per_day) as i64) as u64);
-        place = last + 1;
-    }
-    client
-        .batch_execute("ANALYZE booking_slots; ANALYZE booking_places;")
-        .await?;
-    Ok(())
-}
-
 /// The quick-start data set: 20 places, 14 days from today, 25 slots a day.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
-    let (_, total) = super::store::list_places(store, 0, 1).await?;
+    let (_, total) = super::store::open(store).list_places(0, 1).await?;
     if total > 0 {
         return Ok(());
     }
