@@ -257,6 +257,19 @@ impl Store {
         })
     }
 
+    /// `sqlite(s)` on the embedded store, `postgres(p)` on PostgreSQL: where
+    /// a service picks its storage's implementation, once, when it opens it.
+    pub fn per_dialect<T>(
+        &self,
+        sqlite: impl FnOnce(&Arc<sqlite::SqliteStore>) -> T,
+        postgres: impl FnOnce(&Arc<postgres::PgStore>) -> T,
+    ) -> T {
+        match self {
+            Store::Sqlite(s) => sqlite(s),
+            Store::Postgres(p) => postgres(p),
+        }
+    }
+
     pub fn dialect(&self) -> &'static str {
         match self {
             Store::Sqlite(_) => "sqlite",
