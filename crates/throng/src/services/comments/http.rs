@@ -35,7 +35,7 @@ use super::model::{
     ReplyRequest, ID_MIN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
 };
 use super::store::{
-    self, CommentOut, DeleteOutcome, EditOutcome, PostOutcome, RatingOut, ReplyOutcome, UserBlock,
+    CommentOut, DeleteOutcome, EditOutcome, PostOutcome, RatingOut, ReplyOutcome, UserBlock,
 };
 use super::CommentsState;
 use crate::base::clock::now_ms;
@@ -44,7 +44,6 @@ use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::platform::headers;
 use crate::platform::openapi::int_schema;
-use crate::store::Store;
 
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
@@ -301,22 +300,16 @@ const CACHE_METRIC: &str = "comments_pages";
 /// Reads a page, through the cache when it is on, unless `revalidate`
 /// (the request said `Cache-Control: no-cache`).
 pub async fn read_page(
-    store: &Store,
     comments: &CommentsState,
     q: &ListQuery,
     revalidate: bool,
 ) -> ApiResult<Arc<Page>> {
     let cache = &comments.cache;
-    let version = match store {
-        _ if !cache.enabled() || revalidate => None,
-        Store::Sqlite(_) => Some(cache.local_version(q.course_id)),
-        // Other nodes' writes arrive over the invalidation channel; while
-        // it is not known fresh, pages are read from the database.
-        Store::Postgres(p) if p.invalidations().fresh_within(super::cache::FRESH_BOUND) => {
-            Some(cache.local_version(q.course_id))
-        }
-        Store::Postgres(_) => None,
-    };
+    let storage = &*comments.storage;
+    // While the versions are not known current (other nodes' writes arrive
+    // late), pages are read from the database.
+    let version = (cache.enabled() && !revalidate && storage.cache_versions_current())
+        .then(|| cache.local_version(q.course_id));
     use crate::base::metrics::{observe_cache_read, CacheRead};
     if let Some(page) = version.and_then(|v| cache.get(q, v)) {
         observe_cache_read(CACHE_METRIC, CacheRead::Hit);
@@ -330,8 +323,8 @@ pub async fn read_page(
             CacheRead::Bypass
         },
     );
-    let listed = store::list_page(store, q, comments.json_build).await?;
-    if listed.blocks == 0 && store::course(store, q.course_id).await?.is_none() {
+    let listed = storage.list_page(q, comments.json_build).await?;
+    if listed.blocks == 0 && storage.course(q.course_id).await?.is_none() {
         return Err(course_not_found(q.course_id));
     }
     let next = (q.size > 0 && listed.blocks as i64 == q.size)
@@ -396,7 +389,7 @@ pub async fn list_comments(
     if q.course_id < 1 {
         return Err(course_not_found(q.course_id));
     }
-    let page = read_page(&st.store, &st, &q, no_cache(&headers)).await?;
+    let page = read_page(&st, &q, no_cache(&headers)).await?;
     let status = if etag_matches(&headers, &page.etag) {
         StatusCode::NOT_MODIFIED
     } else {
@@ -611,7 +604,8 @@ pub async fn rating(
     if course_id < 1 {
         return Err(course_not_found(course_id));
     }
-    store::rating(&st.store, course_id, kind)
+    st.storage
+        .rating(course_id, kind)
         .await?
         .map(Json)
         .ok_or_else(|| course_not_found(course_id))
@@ -652,7 +646,9 @@ async fn demo_token(
                     ),
                 ));
             }
-            let course = store::course(&st.store, course_id)
+            let course = st
+                .storage
+                .course(course_id)
                 .await?
                 .ok_or_else(|| course_not_found(course_id))?;
             (course.provider_id, Role::Provider)

@@ -151,7 +151,8 @@ pub enum OnOff {
 /// [`CommentsState::put_reply`], which bump the course's version after the
 /// commit and before the answer, so no write path can forget it.
 pub struct CommentsState {
-    pub store: Store,
+    /// The comments tables, through the implementation for the store.
+    pub storage: Arc<dyn store::CommentsStore>,
     pub keys: Arc<TokenKeys>,
     pub cache: cache::PageCache,
     /// `serve --demo`: the demo token endpoint answers.
@@ -164,7 +165,7 @@ impl ServiceState for CommentsState {}
 impl CommentsState {
     pub fn new(args: &CommentsArgs, platform: &Platform) -> CommentsState {
         CommentsState {
-            store: platform.store.clone(),
+            storage: store::open(&platform.store),
             keys: platform.keys.clone(),
             cache: cache::PageCache::new(
                 args.cache == OnOff::On,
@@ -176,16 +177,14 @@ impl CommentsState {
         }
     }
 
-    /// On PostgreSQL: bumps the page-cache version of every course another
-    /// node wrote on, as the store's invalidation channel hears of it.
+    /// Where the store tells of other nodes' writes (PostgreSQL): bumps the
+    /// page-cache version of every course another node wrote on, as the
+    /// store's invalidation channel hears of it.
     fn spawn_invalidation_listener(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
-        let Store::Postgres(p) = &self.store else {
-            return None;
-        };
         if !self.cache.enabled() {
             return None;
         }
-        let mut heard = p.invalidations().subscribe();
+        let mut heard = self.storage.invalidations()?;
         let this = Arc::downgrade(self);
         Some(tokio::spawn(async move {
             while let Some(i) = heard.recv().await {
@@ -211,7 +210,7 @@ impl CommentsState {
         new: model::NewComment,
     ) -> Result<store::PostOutcome, StoreError> {
         let course_id = new.course_id;
-        let outcome = store::post_comment(&self.store, new).await?;
+        let outcome = self.storage.post_comment(new).await?;
         if matches!(outcome, store::PostOutcome::Posted(_)) {
             self.cache.bump(course_id);
         }
@@ -223,7 +222,7 @@ impl CommentsState {
         &self,
         edit: model::CommentEdit,
     ) -> Result<store::EditOutcome, StoreError> {
-        let outcome = store::edit_comment(&self.store, edit).await?;
+        let outcome = self.storage.edit_comment(edit).await?;
         if let store::EditOutcome::Edited(out) = &outcome {
             self.cache.bump(out.course_id);
         }
@@ -236,7 +235,7 @@ impl CommentsState {
         &self,
         d: model::Deleter,
     ) -> Result<store::DeleteOutcome, StoreError> {
-        let outcome = store::delete_comment(&self.store, d).await?;
+        let outcome = self.storage.delete_comment(d).await?;
         if let store::DeleteOutcome::Deleted { course_id } = &outcome {
             self.cache.bump(*course_id);
         }
@@ -248,7 +247,7 @@ impl CommentsState {
         &self,
         reply: model::NewReply,
     ) -> Result<store::ReplyOutcome, StoreError> {
-        let outcome = store::put_reply(&self.store, reply).await?;
+        let outcome = self.storage.put_reply(reply).await?;
         if let store::ReplyOutcome::Created(out) | store::ReplyOutcome::Edited(out) = &outcome {
             self.cache.bump(out.course_id);
         }

@@ -49,7 +49,7 @@ fn total_rows(gen: &Generator) -> u64 {
 const DELETE_ALL_SQLITE: &str = "BEGIN IMMEDIATE; DELETE FROM comments; DELETE FROM comments_snapshots;
     DELETE FROM comments_ratings; DELETE FROM comments_courses; DELETE FROM comments_users; COMMIT;";
 
-pub(super) fn seed_sqlite(
+pub(in crate::services::comments) fn seed_sqlite(
     path: &Path,
     gen: Generator,
     wipe: bool,
@@ -190,7 +190,7 @@ fn sqlite_insert_chunk(
 /// 33-48 s for the default data set, bound by PostgreSQL's CPU and WAL (a
 /// record per row and per index entry); one transaction doing all of it
 /// with `COPY` took 24-26 s, one backend busy and the other core idle.
-pub(super) async fn seed_pg(
+pub(in crate::services::comments) async fn seed_pg(
     store: &crate::store::postgres::PgStore,
     gen: Generator,
     progress: bool,

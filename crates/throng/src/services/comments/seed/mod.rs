@@ -15,10 +15,11 @@
 //!
 //! This file holds the arguments, the report and the entry points;
 //! `generator.rs` makes the data, `loaders.rs` bulk-loads it into SQLite or
-//! PostgreSQL, `testdata.rs` writes the CSV.
+//! PostgreSQL (`CommentsStore::seed_bulk` picks the one for the store),
+//! `testdata.rs` writes the CSV.
 
 mod generator;
-mod loaders;
+pub(super) mod loaders;
 mod testdata;
 
 use std::path::PathBuf;
@@ -123,7 +124,8 @@ pub async fn seed(
 ) -> anyhow::Result<SeedReport> {
     validate(args)?;
     let started = Instant::now();
-    let existing = existing_courses(store).await?;
+    let storage = super::store::open(store);
+    let existing = storage.course_count().await?;
     let mut report = SeedReport::default();
     let csv_only = existing > 0 && !args.force && args.testdata_csv.is_some();
     if !csv_only {
@@ -133,16 +135,7 @@ pub async fn seed(
             );
         }
         let gen = Generator::new(args);
-        let snapshots = match store {
-            Store::Sqlite(s) => {
-                let (path, bar) = (s.path().to_path_buf(), progress);
-                tokio::task::spawn_blocking(move || {
-                    loaders::seed_sqlite(&path, gen, existing > 0, bar)
-                })
-                .await??
-            }
-            Store::Postgres(p) => loaders::seed_pg(p, gen, progress).await?,
-        };
+        let snapshots = storage.seed_bulk(gen, existing > 0, progress).await?;
         let gen = Generator::new(args);
         report = SeedReport {
             users: args.users,
@@ -157,18 +150,10 @@ pub async fn seed(
     }
     if let Some(path) = &args.testdata_csv {
         report.testdata_rows =
-            write_testdata_csv(store, path, args.testdata_rows, args.seed).await?;
+            write_testdata_csv(&*storage, path, args.testdata_rows, args.seed).await?;
     }
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
-}
-
-async fn existing_courses(store: &Store) -> anyhow::Result<i64> {
-    const SQL: &str = "SELECT COUNT(*) FROM comments_courses";
-    Ok(match store {
-        Store::Sqlite(s) => s.read(|c| Ok(c.query_row(SQL, [], |r| r.get(0))?)).await?,
-        Store::Postgres(p) => p.client().await?.query_one(SQL, &[]).await?.get(0),
-    })
 }
 
 async fn append_seeded_event(store: &Store, r: &SeedReport) -> anyhow::Result<()> {
@@ -185,7 +170,7 @@ async fn append_seeded_event(store: &Store, r: &SeedReport) -> anyhow::Result<()
 
 /// The quick-start data set for `serve --demo`, when the store has none.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
-    if existing_courses(store).await? > 0 {
+    if super::store::open(store).course_count().await? > 0 {
         return Ok(());
     }
     let args = SeedCommentsArgs::small(DEMO_USERS, DEMO_COURSES, DEMO_COMMENTS_PER_COURSE);

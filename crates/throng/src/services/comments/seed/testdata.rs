@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::{existing_courses, Rng};
-use crate::store::Store;
+use super::super::store::CommentsStore;
+use super::Rng;
 
 /// Writes the Artillery payload with the write-up's columns (SnapShotId,
 /// CommentType, CourseId, UserId, Skip, Size, SkipThread, SizeThread) and
@@ -11,12 +11,12 @@ use crate::store::Store;
 /// sizeThread 2-10) for random stored snapshots. No header row: Artillery
 /// reads every line as data unless told to skip one.
 pub async fn write_testdata_csv(
-    store: &Store,
+    storage: &dyn CommentsStore,
     path: &Path,
     rows: usize,
     seed: u64,
 ) -> anyhow::Result<usize> {
-    let courses = existing_courses(store).await?;
+    let courses = storage.course_count().await?;
     if courses == 0 {
         anyhow::bail!("no comments data to draw testData.csv from; seed first");
     }
@@ -24,44 +24,7 @@ pub async fn write_testdata_csv(
     let picks: Vec<(i64, u64)> = (0..rows)
         .map(|_| (r.range(1, courses), r.next_u64()))
         .collect();
-    let users: Vec<Option<i64>> = match store {
-        Store::Sqlite(s) => {
-            let picks = picks.clone();
-            s.read(move |c| {
-                let mut stmt = c.prepare_cached(
-                    "SELECT user_id FROM comments_snapshots WHERE course_id = ?1 AND comment_type = 'Course'
-                     ORDER BY user_id",
-                )?;
-                let mut out = Vec::with_capacity(picks.len());
-                for (course, h) in &picks {
-                    let us: Vec<i64> = stmt.query_map([course], |r| r.get(0))?.collect::<Result<_, _>>()?;
-                    out.push((!us.is_empty()).then(|| us[(*h % us.len() as u64) as usize]));
-                }
-                Ok(out)
-            })
-            .await?
-        }
-        Store::Postgres(p) => {
-            let client = p.client().await?;
-            let stmt = client
-                .prepare(
-                    "SELECT user_id FROM comments_snapshots WHERE course_id = $1 AND comment_type = 'Course'
-                     ORDER BY user_id",
-                )
-                .await?;
-            let mut out = Vec::with_capacity(picks.len());
-            for (course, h) in &picks {
-                let us: Vec<i64> = client
-                    .query(&stmt, &[course])
-                    .await?
-                    .iter()
-                    .map(|r| r.get(0))
-                    .collect();
-                out.push((!us.is_empty()).then(|| us[(*h % us.len() as u64) as usize]));
-            }
-            out
-        }
-    };
+    let users = storage.snapshot_users(picks.clone()).await?;
     let mut text = String::with_capacity(rows * 48);
     let mut written = 0;
     for ((course, _), user) in picks.iter().zip(users) {
