@@ -47,6 +47,15 @@ pub fn pg_placeholders(sql: &str) -> String {
     out
 }
 
+/// Something a service makes once per dialect from the store's handle (its
+/// storage implementation, a bulk load), through [`Store::for_dialect`]:
+/// the service names each dialect's version and never matches on the store.
+pub trait ForDialect {
+    type Out;
+    fn sqlite(self, store: &Arc<sqlite::SqliteStore>) -> Self::Out;
+    fn postgres(self, store: &Arc<postgres::PgStore>) -> Self::Out;
+}
+
 /// A store handle, cheap to clone.
 #[derive(Clone)]
 pub enum Store {
@@ -261,6 +270,15 @@ impl Store {
         match self {
             Store::Sqlite(_) => "sqlite",
             Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// What `f` makes of this store's handle: its `sqlite` or its
+    /// `postgres` (see [`ForDialect`]).
+    pub fn for_dialect<F: ForDialect>(&self, f: F) -> F::Out {
+        match self {
+            Store::Sqlite(s) => f.sqlite(s),
+            Store::Postgres(p) => f.postgres(p),
         }
     }
 
