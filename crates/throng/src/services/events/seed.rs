@@ -11,14 +11,18 @@
 //! fsync each); PostgreSQL takes each chunk's positions from `event_head`
 //! in the chunk's transaction.
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use futures::future::BoxFuture;
 use indicatif::ProgressBar;
 
 use super::codec;
 use super::generator::{self, CATEGORY, EVENT_TYPE};
 use crate::store::eventlog::FORMAT_MSGPACK;
-use crate::store::Store;
+use crate::store::postgres::PgStore;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{ForDialect, Store};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedEventsArgs {
@@ -122,14 +126,12 @@ pub async fn seed(
         );
     }
     let rows = produce(args, run);
-    let bytes = match store {
-        Store::Sqlite(s) => {
-            let path = s.path().to_path_buf();
-            let bar2 = bar.clone();
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, rows, &bar2)).await??
-        }
-        Store::Postgres(p) => seed_pg(p, rows, &bar).await?,
-    };
+    let bytes = store
+        .for_dialect(BulkLoad {
+            rows,
+            bar: bar.clone(),
+        })
+        .await?;
     bar.finish();
     let runs = match before {
         Some(runs) => format!("{runs},{}", run + 1),
@@ -146,6 +148,29 @@ pub async fn seed(
 
 /// `meta` key set by every seed: the runs' first positions.
 const SEEDED_KEY: &str = "events_seed_runs";
+
+/// The run's rows appended through the store's own bulk path
+/// ([`seed_sqlite`], [`seed_pg`]); the payload bytes written.
+struct BulkLoad {
+    rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
+    bar: ProgressBar,
+}
+
+impl ForDialect for BulkLoad {
+    type Out = BoxFuture<'static, anyhow::Result<u64>>;
+
+    fn sqlite(self, store: &Arc<SqliteStore>) -> Self::Out {
+        let path = store.path().to_path_buf();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, self.rows, &self.bar)).await?
+        })
+    }
+
+    fn postgres(self, store: &Arc<PgStore>) -> Self::Out {
+        let store = store.clone();
+        Box::pin(async move { seed_pg(&store, self.rows, &self.bar).await })
+    }
+}
 
 fn seed_sqlite(
     path: &std::path::Path,
@@ -184,7 +209,7 @@ fn seed_sqlite(
 }
 
 async fn seed_pg(
-    store: &crate::store::postgres::PgStore,
+    store: &PgStore,
     mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
     bar: &ProgressBar,
 ) -> anyhow::Result<u64> {
