@@ -11,6 +11,7 @@
 //! fsync each); PostgreSQL takes each chunk's positions from `event_head`
 //! in the chunk's transaction.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
@@ -18,6 +19,7 @@ use indicatif::ProgressBar;
 use super::codec;
 use super::generator::{self, CATEGORY, EVENT_TYPE};
 use crate::store::eventlog::FORMAT_MSGPACK;
+use crate::store::postgres::PgStore;
 use crate::store::Store;
 
 #[derive(Clone, Debug, clap::Args)]
@@ -122,13 +124,16 @@ pub async fn seed(
         );
     }
     let rows = produce(args, run);
-    let bytes = match store {
-        Store::Sqlite(s) => {
-            let path = s.path().to_path_buf();
-            let bar2 = bar.clone();
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, rows, &bar2)).await??
+    let load = store.choose(
+        |s| BulkLoad::Sqlite(s.path().to_path_buf()),
+        |p| BulkLoad::Postgres(p.clone()),
+    );
+    let bytes = match load {
+        BulkLoad::Sqlite(path) => {
+            let bar = bar.clone();
+            tokio::task::spawn_blocking(move || seed_sqlite(&path, rows, &bar)).await??
         }
-        Store::Postgres(p) => seed_pg(p, rows, &bar).await?,
+        BulkLoad::Postgres(pg) => seed_pg(&pg, rows, &bar).await?,
     };
     bar.finish();
     let runs = match before {
@@ -146,6 +151,13 @@ pub async fn seed(
 
 /// `meta` key set by every seed: the runs' first positions.
 const SEEDED_KEY: &str = "events_seed_runs";
+
+/// The store's own bulk path for the run's rows: [`seed_sqlite`] on the
+/// database file, [`seed_pg`] with binary `COPY`.
+enum BulkLoad {
+    Sqlite(std::path::PathBuf),
+    Postgres(Arc<PgStore>),
+}
 
 fn seed_sqlite(
     path: &std::path::Path,
@@ -184,7 +196,7 @@ fn seed_sqlite(
 }
 
 async fn seed_pg(
-    store: &crate::store::postgres::PgStore,
+    store: &PgStore,
     mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
     bar: &ProgressBar,
 ) -> anyhow::Result<u64> {

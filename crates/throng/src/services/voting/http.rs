@@ -513,7 +513,7 @@ pub async fn vote(
         tag,
     };
     let receipt_id = uuid::Uuid::from_bytes(receipt).to_string();
-    match store::cast(&st.store, &entry.roll, voter_id, ballot).await? {
+    match st.storage.cast(&entry.roll, voter_id, ballot).await? {
         VoteOutcome::Cast => {
             let location = format!("/api/voting/elections/{election_id}/receipts/{receipt_id}");
             let body = Receipt {
@@ -554,7 +554,9 @@ pub async fn get_receipt(
     let receipt = id.into_bytes();
     let minted = st.receipts.minted(election_id, &receipt);
     let tag = st.receipts.tag(election_id, &receipt);
-    let state = store::receipt(&st.store, election_id, tag, minted)
+    let state = st
+        .storage
+        .receipt(election_id, tag, minted)
         .await?
         .ok_or_else(receipt_not_found)?;
     let counted = match state {

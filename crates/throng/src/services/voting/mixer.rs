@@ -7,18 +7,20 @@
 //! in the same transaction as the voter's mark; nothing else about it is
 //! written. (On SQLite both go first into small tables that the mixer
 //! settles into the box and the roll's bits every interval, before its
-//! round: `store::settle`.) A round publishes every district whose box holds at least the
-//! minimum, or, once the election has closed, every district (the final
-//! flush): its ballots move in random-tag order into `voting_ballots` with
-//! one `voting.BallotCast` event each (on PostgreSQL whole districts up to
-//! `store::PG_ROUND_BALLOTS_MAX` ballots; the next round follows at once),
-//! and its box rows are deleted (see `store::publish_round`). One mixer runs
-//! at a time: a lease on its consumer row, as booking's confirmation worker.
+//! round: `VotingStore::settle`.) A round publishes every district whose
+//! box holds at least the minimum, or, once the election has closed, every
+//! district (the final flush): its ballots move in random-tag order into
+//! `voting_ballots` with one `voting.BallotCast` event each (whole
+//! districts up to `VotingStore::round_ballots_max` ballots where a round
+//! is bounded, as on PostgreSQL; the next round follows at once), and its
+//! box rows are deleted (see `store::publish_round`). One mixer runs at a
+//! time: a lease on its consumer row, as booking's confirmation worker.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::receipt::ReceiptKey;
+use super::store::VotingStore;
 use super::tally::Tally;
 use super::Catalog;
 use crate::store::Store;
@@ -38,6 +40,7 @@ pub struct MixerConfig {
 
 pub fn spawn(
     store: Store,
+    storage: Arc<dyn VotingStore>,
     catalog: Arc<ArcSwap<Catalog>>,
     tally: Arc<Tally>,
     config: MixerConfig,
@@ -46,7 +49,7 @@ pub fn spawn(
         let owner = uuid::Uuid::new_v4().to_string();
         loop {
             match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
-                Ok(Some(_)) => mix(&store, &catalog, &tally, &config, &owner).await,
+                Ok(Some(_)) => mix(&store, &*storage, &catalog, &tally, &config, &owner).await,
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "the voting mixer cannot claim its lease"),
             }
@@ -58,6 +61,7 @@ pub fn spawn(
 /// Publishes rounds while this node holds the lease.
 async fn mix(
     store: &Store,
+    storage: &dyn VotingStore,
     catalog: &ArcSwap<Catalog>,
     tally: &Tally,
     config: &MixerConfig,
@@ -78,14 +82,14 @@ async fn mix(
         for (id, closed) in elections {
             // SQLite: the votes since the last interval join the box and
             // the roll's bits first, so a round sees them.
-            match super::store::settle(store, id).await {
+            match storage.settle(id).await {
                 Ok(settled) => more_waiting |= settled.marks as i64 >= super::store::FOLD_MARKS_MAX,
                 Err(e) => {
                     tracing::warn!(election_id = id, error = %e, "settling votes failed; retrying")
                 }
             }
             let min = if closed { 1 } else { config.ballots_min.max(1) };
-            match super::store::publish_round(store, &config.keys, id, min).await {
+            match super::store::publish_round(storage, &config.keys, id, min).await {
                 Ok(round) if round.published == 0 => {}
                 Ok(round) => {
                     more_waiting |= round.more_waiting;

@@ -8,8 +8,10 @@
 //! vote is checked (election, district, voter, roll, opening hours, the
 //! ballot's rules, a known earlier vote) before it reaches the writer. The
 //! writer only records the voter's mark and drops the ballot into the box
-//! (`store::cast`); the mixer publishes the box in rounds (`mixer.rs`), and
-//! the projector counts published ballots (`tally.rs`).
+//! (`VotingStore::cast`); the mixer publishes the box in rounds
+//! (`mixer.rs`), and the projector counts published ballots (`tally.rs`).
+//! Storage is reached through one [`store::VotingStore`], chosen from the
+//! store when the state is built.
 
 pub mod bench;
 pub mod http;
@@ -39,6 +41,7 @@ use crate::platform::service::{
 use crate::store::{MigrationSet, Store};
 use model::Election;
 use roll::Roll;
+use store::VotingStore;
 
 /// `--voting-mix-ballots-min` when not given (and not `--demo`).
 pub const MIX_BALLOTS_MIN_DEFAULT: i64 = 100;
@@ -187,9 +190,14 @@ impl Service for Voting {
         started = started.with_worker(state.spawn_seed_watcher());
         if !args.no_workers {
             started = started
-                .with_worker(tally::spawn(platform.store.clone(), state.tally.clone()))
+                .with_worker(tally::spawn(
+                    platform.store.clone(),
+                    state.storage.clone(),
+                    state.tally.clone(),
+                ))
                 .with_worker(mixer::spawn(
                     platform.store.clone(),
+                    state.storage.clone(),
                     state.catalog.clone(),
                     state.tally.clone(),
                     mixer::MixerConfig {
@@ -297,9 +305,9 @@ impl Catalog {
     }
 
     /// Loads every election, its roll (and who voted) and renders its ballots.
-    pub async fn load(store: &Store) -> anyhow::Result<Catalog> {
+    pub async fn load(storage: &dyn VotingStore) -> anyhow::Result<Catalog> {
         let started = std::time::Instant::now();
-        let rows = store::election_rows(store).await?;
+        let rows = storage.election_rows().await?;
         let mut district_ids: HashMap<i64, Vec<i64>> = HashMap::new();
         for (e, d, _) in &rows.districts {
             district_ids.entry(*e).or_default().push(*d);
@@ -309,7 +317,7 @@ impl Catalog {
         for (e, ..) in &rows.elections {
             let mut ids = district_ids.remove(e).unwrap_or_default();
             ids.sort_unstable();
-            let roll = store::load_roll(store, *e, ids.clone()).await?;
+            let roll = storage.load_roll(*e, ids.clone()).await?;
             for (i, n) in roll.counts(ids.len()).into_iter().enumerate() {
                 voters.insert((*e, ids[i]), n);
             }
@@ -318,7 +326,7 @@ impl Catalog {
         let mut elections = Vec::new();
         for election in rows.assemble(&voters) {
             let roll = Arc::new(rolls.remove(&election.id).unwrap_or(Roll::build(&[])?));
-            let voted = store::mark_voted(store, election.id, roll.clone()).await?;
+            let voted = storage.mark_voted(election.id, roll.clone()).await?;
             tracing::info!(
                 election_id = election.id,
                 voters = roll.voters(),
@@ -349,6 +357,8 @@ impl Catalog {
 /// What the voting routes share.
 pub struct VotingState {
     pub store: Store,
+    /// The voting tables, through this store's dialect.
+    pub storage: Arc<dyn VotingStore>,
     pub keys: Arc<TokenKeys>,
     pub identity: Identity,
     /// `serve --demo`: the demo voter endpoint answers.
@@ -386,16 +396,18 @@ impl VotingState {
                  THRONG_VOTING_RECEIPT_KEY that this store was created with"
             );
         }
-        let adopted = store::adopt_legacy(&platform.store, &receipts).await?;
+        let storage = store::open(&platform.store);
+        let adopted = storage.adopt_legacy(&receipts).await?;
         if adopted > 0 {
             tracing::info!(
                 ballots = adopted,
                 "sealed the ballot box under receipt tags"
             );
         }
-        let catalog = Catalog::load(&platform.store).await?;
+        let catalog = Catalog::load(&*storage).await?;
         Ok(VotingState {
             store: platform.store.clone(),
+            storage,
             keys: platform.keys.clone(),
             identity: args.identity,
             demo: platform.demo,
@@ -427,7 +439,7 @@ impl VotingState {
                 let this = this.clone();
                 async move {
                     this.catalog
-                        .store(Arc::new(Catalog::load(&this.store).await?));
+                        .store(Arc::new(Catalog::load(&*this.storage).await?));
                     Ok(())
                 }
             },

@@ -16,7 +16,7 @@
 //!
 //! Receipts of 16 random bytes without the check (a database upgraded from
 //! that format) have their tags in `voting_receipts_counted` once published;
-//! only the upgrade (migration 0031, `store::adopt_legacy`) writes that
+//! only the upgrade (migration 0031, `VotingStore::adopt_legacy`) writes that
 //! table, with the tags of the ballots waiting in the box.
 //!
 //! The box row's choice is sealed (AES-256-GCM, a key derived from the same

@@ -13,9 +13,10 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 
 use crate::platform::experiment::mix64;
-use crate::store::Store;
+use crate::store::{pg_placeholders, Store};
 
 use super::model::DISTRICTS_PER_ELECTION_MAX;
+use super::store::VotingStore;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedVotingArgs {
@@ -207,6 +208,17 @@ const SQLITE_ELECTION_TABLES: &[(&str, &str)] = &[
     ("voting_marks_bits", "election_id"),
 ];
 
+/// SQL the same in both dialects (`?N`; `$N` through `pg_placeholders`).
+const ELECTION_EXISTS: &str = "SELECT COUNT(*) FROM voting_elections WHERE id = ?1";
+const INSERT_ELECTION: &str =
+    "INSERT INTO voting_elections (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max)
+             VALUES (?1, ?2, ?3, ?4, ?5)";
+
+/// Deletes an election's rows from `table`.
+fn delete_election_rows(table: &str, column: &str) -> String {
+    format!("DELETE FROM {table} WHERE {column} = ?1")
+}
+
 pub async fn seed(
     store: &Store,
     args: &SeedVotingArgs,
@@ -220,14 +232,9 @@ pub async fn seed(
         "seeding voting",
         progress,
     );
-    match store {
-        Store::Sqlite(s) => {
-            let (path, args, bar2) = (s.path().to_path_buf(), args.clone(), bar.clone());
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, &args, opens, closes, &bar2))
-                .await??;
-        }
-        Store::Postgres(p) => seed_pg(p, args, opens, closes, &bar).await?,
-    }
+    super::store::open(store)
+        .seed_election(args, opens, closes, &bar)
+        .await?;
     bar.finish();
     let csv_rows = match &args.voters_csv {
         Some(path) => {
@@ -266,7 +273,9 @@ fn election_name(args: &SeedVotingArgs) -> String {
         .unwrap_or_else(|| format!("Election {}", args.election))
 }
 
-fn seed_sqlite(
+/// The bulk load into SQLite (`VotingStore::seed_election`): the roll in key
+/// order, in transactions of `VOTERS_PER_CHUNK` voters.
+pub(super) fn seed_sqlite(
     path: &std::path::Path,
     args: &SeedVotingArgs,
     opens: i64,
@@ -275,21 +284,22 @@ fn seed_sqlite(
 ) -> anyhow::Result<()> {
     let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
     let e = args.election;
-    let exists: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM voting_elections WHERE id = ?1",
-        [e],
-        |r| r.get(0),
-    )?;
+    let exists: i64 = conn.query_row(ELECTION_EXISTS, [e], |r| r.get(0))?;
     refuse_reseed(exists > 0, args)?;
     {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for (table, column) in ELECTION_TABLES.iter().chain(SQLITE_ELECTION_TABLES) {
-            tx.execute(&format!("DELETE FROM {table} WHERE {column} = ?1"), [e])?;
+            tx.execute(&delete_election_rows(table, column), [e])?;
         }
         tx.execute(
-            "INSERT INTO voting_elections (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            rusqlite::params![e, election_name(args), opens, closes, args.candidates_per_vote_max],
+            INSERT_ELECTION,
+            rusqlite::params![
+                e,
+                election_name(args),
+                opens,
+                closes,
+                args.candidates_per_vote_max
+            ],
         )?;
         let mut district = tx.prepare(
             "INSERT INTO voting_districts (election_id, district_id, name) VALUES (?1, ?2, ?3)",
@@ -342,7 +352,9 @@ fn seed_sqlite(
     Ok(())
 }
 
-async fn seed_pg(
+/// The bulk load into PostgreSQL (`VotingStore::seed_election`): `COPY`, in
+/// one transaction.
+pub(super) async fn seed_pg(
     store: &crate::store::postgres::PgStore,
     args: &SeedVotingArgs,
     opens: i64,
@@ -353,19 +365,27 @@ async fn seed_pg(
     let mut client = store.client().await?;
     let e = args.election;
     let exists: i64 = client
-        .query_one("SELECT COUNT(*) FROM voting_elections WHERE id = $1", &[&e])
+        .query_one(&pg_placeholders(ELECTION_EXISTS), &[&e])
         .await?
         .get(0);
     refuse_reseed(exists > 0, args)?;
     let tx = client.transaction().await?;
     for (table, column) in ELECTION_TABLES {
-        tx.execute(&format!("DELETE FROM {table} WHERE {column} = $1"), &[&e])
-            .await?;
+        tx.execute(
+            &pg_placeholders(&delete_election_rows(table, column)),
+            &[&e],
+        )
+        .await?;
     }
     tx.execute(
-        "INSERT INTO voting_elections (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max)
-         VALUES ($1, $2, $3, $4, $5)",
-        &[&e, &election_name(args), &opens, &closes, &(args.candidates_per_vote_max as i32)],
+        &pg_placeholders(INSERT_ELECTION),
+        &[
+            &e,
+            &election_name(args),
+            &opens,
+            &closes,
+            &(args.candidates_per_vote_max as i32),
+        ],
     )
     .await?;
     // Generated names hold no tabs, newlines or backslashes (COPY's text format).
@@ -488,16 +508,13 @@ pub fn demo_args() -> SeedVotingArgs {
 
 /// `serve --demo`: seeds the demo election when there is no election.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
-    if !super::store::election_rows(store)
-        .await?
-        .elections
-        .is_empty()
-    {
+    let storage = super::store::open(store);
+    if !storage.election_rows().await?.elections.is_empty() {
         return Ok(());
     }
     let args = demo_args();
     let report = seed(store, &args, false).await?;
-    seed_demo_ballots(store, args.election).await?;
+    seed_demo_ballots(&*storage, args.election).await?;
     tracing::info!(voters = report.voters, "seeded the voting demo election");
     Ok(())
 }
@@ -509,8 +526,8 @@ pub const DEMO_BALLOTS_PER_DISTRICT: usize = 4 * super::DEMO_MIX_BALLOTS_MIN as 
 
 /// Publishes [`DEMO_BALLOTS_PER_DISTRICT`] ballots of the first voters of
 /// each district, spread over the parties and their first candidates.
-async fn seed_demo_ballots(store: &Store, election_id: i64) -> anyhow::Result<()> {
-    let rows = super::store::election_rows(store).await?;
+async fn seed_demo_ballots(storage: &dyn VotingStore, election_id: i64) -> anyhow::Result<()> {
+    let rows = storage.election_rows().await?;
     let Some(e) = rows
         .assemble(&Default::default())
         .into_iter()
@@ -520,7 +537,7 @@ async fn seed_demo_ballots(store: &Store, election_id: i64) -> anyhow::Result<()
     };
     let mut ids: Vec<i64> = e.districts.iter().map(|d| d.id).collect();
     ids.sort_unstable();
-    let roll = super::store::load_roll(store, election_id, ids.clone()).await?;
+    let roll = storage.load_roll(election_id, ids.clone()).await?;
     let mut ballots = Vec::new();
     for (i, d) in e.districts.iter().enumerate() {
         let Some(di) = ids.iter().position(|x| *x == d.id) else {
@@ -544,6 +561,6 @@ async fn seed_demo_ballots(store: &Store, election_id: i64) -> anyhow::Result<()
             ballots.push((voter, d.id, list.party_id, serde_json::to_string(&picks)?));
         }
     }
-    super::store::seed_published(store, election_id, ballots).await?;
+    super::store::seed_published(storage, election_id, ballots).await?;
     Ok(())
 }

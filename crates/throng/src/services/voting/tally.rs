@@ -20,7 +20,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::{watch, Notify};
 
 use super::model::{ballot_stream, is_ballot_stream, EVENT_BALLOT_CAST};
-use super::store::{self, TallyKey};
+use super::store::{TallyKey, VotingStore};
 use crate::store::Store;
 
 pub const CONSUMER: &str = "voting-tally";
@@ -231,18 +231,22 @@ struct BallotCast {
     candidate_ids: Vec<i64>,
 }
 
-pub fn spawn(store: Store, tally: Arc<Tally>) -> tokio::task::JoinHandle<()> {
+pub fn spawn(
+    store: Store,
+    storage: Arc<dyn VotingStore>,
+    tally: Arc<Tally>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let owner: Arc<str> = uuid::Uuid::new_v4().to_string().into();
         loop {
             match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
                 Ok(Some(_)) => {
                     tracing::info!("voting tally projector holds the lease");
-                    project(&store, &tally, &owner).await;
+                    project(&store, &*storage, &tally, &owner).await;
                     tracing::info!("voting tally projector lost its lease; standing by");
                 }
                 Ok(None) => {
-                    if let Err(e) = poll(&store, &tally).await {
+                    if let Err(e) = poll(&*storage, &tally).await {
                         tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
                     }
                 }
@@ -256,17 +260,17 @@ pub fn spawn(store: Store, tally: Arc<Tally>) -> tokio::task::JoinHandle<()> {
 }
 
 /// A node without the lease: the table as the leaseholder left it.
-async fn poll(store: &Store, tally: &Tally) -> Result<(), crate::store::StoreError> {
-    let (position, rows) = store::read_tallies(store, CONSUMER).await?;
+async fn poll(storage: &dyn VotingStore, tally: &Tally) -> Result<(), crate::store::StoreError> {
+    let (position, rows) = storage.read_tallies(CONSUMER).await?;
     tally.replace(position, rows.into_iter().collect());
     Ok(())
 }
 
 /// Projects while this node holds the lease; returns when it lost it.
-async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
+async fn project(store: &Store, storage: &dyn VotingStore, tally: &Tally, owner: &Arc<str>) {
     // The table and position as of the claim: only the leaseholder writes.
     let (mut position, votes) = loop {
-        match store::read_tallies(store, CONSUMER).await {
+        match storage.read_tallies(CONSUMER).await {
             Ok((p, rows)) => break (p, rows.into_iter().collect::<HashMap<_, _>>()),
             Err(e) => {
                 tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
@@ -316,15 +320,9 @@ async fn project(store: &Store, tally: &Tally, owner: &Arc<str>) {
             let mut sorted: Vec<(TallyKey, i64)> = deltas.into_iter().collect();
             sorted.sort_unstable();
             let sorted = Arc::new(sorted);
-            match store::tally_step(
-                store,
-                CONSUMER,
-                owner.clone(),
-                last,
-                LEASE_MS,
-                sorted.clone(),
-            )
-            .await
+            match storage
+                .tally_step(CONSUMER, owner.clone(), last, LEASE_MS, sorted.clone())
+                .await
             {
                 Ok(true) => {}
                 Ok(false) => return,

@@ -147,10 +147,10 @@ pub trait InvitesStore: Send + Sync {
 
 /// The invites storage of `store`.
 pub fn open(store: &Store) -> Arc<dyn InvitesStore> {
-    match store {
-        Store::Sqlite(s) => Arc::new(sqlite::SqliteInvites::new(s.clone())),
-        Store::Postgres(p) => Arc::new(postgres::PgInvites::new(p.clone())),
-    }
+    store.choose(
+        |s| Arc::new(sqlite::SqliteInvites::new(s.clone())) as Arc<dyn InvitesStore>,
+        |p| Arc::new(postgres::PgInvites::new(p.clone())) as Arc<dyn InvitesStore>,
+    )
 }
 
 /// A site as stored.

@@ -31,7 +31,14 @@
 //!
 //! Not secret: `voting_baseline_votes` keeps each voter beside their choice,
 //! as the write-up's table does. Both are made by the bench child at start
-//! ([`DDL_SQLITE`], [`DDL_PG`]), only in the bench's store.
+//! (`sqlite::DDL`, `postgres::DDL`), only in the bench's store.
+//!
+//! Its storage is one small trait ([`BaselineStore`], `sqlite.rs` and
+//! `postgres.rs` beside this file), chosen once from the store at start; its
+//! SQL is written once ([`sql`], `?N` made `$N` by `pg_placeholders`).
+
+mod postgres;
+mod sqlite;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,7 +48,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rusqlite::OptionalExtension;
+use futures::future::BoxFuture;
 use serde_json::json;
 
 use crate::base::clock::now_ms;
@@ -53,64 +60,35 @@ use crate::services::voting::model::{
     header_id, Candidate, District, Election, ElectionRows, PartyList, VoteRequest,
     DISTRICT_HEADER, VOTER_HEADER,
 };
+use crate::services::voting::store::Columns;
 use crate::services::voting::{http, Identity, VotingState};
 use crate::store::{Store, StoreError};
 
 /// The write-up's design as a service of the bench's child servers.
 pub struct VotingBaseline;
 
-/// What its start made (nothing to keep: it answers from `VotingState`).
-pub struct Made;
+/// What its start made: its storage (it answers from `VotingState`
+/// otherwise).
+pub struct BaselineState {
+    storage: Arc<dyn BaselineStore>,
+}
 
-impl ServiceState for Made {}
-
-/// Its table (emptied: the bench seeds a fresh election before its child
-/// servers start), and the candidates' index its reads need.
-pub const DDL_SQLITE: &str = "
-CREATE TABLE IF NOT EXISTS voting_baseline_votes (
-    election_id INTEGER NOT NULL,
-    voter_id INTEGER NOT NULL,
-    district_id INTEGER NOT NULL,
-    party_id INTEGER NOT NULL,
-    candidate_ids TEXT NOT NULL,
-    PRIMARY KEY (election_id, voter_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS voting_candidates_by_list
-    ON voting_candidates (election_id, district_id, party_id, list_position, name);
-DELETE FROM voting_baseline_votes;";
-
-/// [`DDL_SQLITE`] for PostgreSQL.
-pub const DDL_PG: &str = "
-CREATE TABLE IF NOT EXISTS voting_baseline_votes (
-    election_id BIGINT NOT NULL,
-    voter_id BIGINT NOT NULL,
-    district_id BIGINT NOT NULL,
-    party_id BIGINT NOT NULL,
-    candidate_ids TEXT NOT NULL,
-    PRIMARY KEY (election_id, voter_id)
-);
-CREATE INDEX IF NOT EXISTS voting_candidates_by_list
-    ON voting_candidates (election_id, district_id, party_id, list_position, name);
-DELETE FROM voting_baseline_votes;";
+impl ServiceState for BaselineState {}
 
 impl Service for VotingBaseline {
     const NAME: &'static str = "voting-baseline";
     type Args = NoArgs;
     type SeedArgs = NoArgs;
-    type State = Made;
+    type State = BaselineState;
 
-    async fn start(&self, platform: &Platform, _args: NoArgs) -> anyhow::Result<Started<Made>> {
-        match &platform.store {
-            Store::Sqlite(s) => {
-                s.write(|c| {
-                    c.execute_batch(DDL_SQLITE)?;
-                    Ok(())
-                })
-                .await?
-            }
-            Store::Postgres(p) => p.client().await?.batch_execute(DDL_PG).await?,
-        }
-        Ok(Started::new(Arc::new(Made)))
+    async fn start(
+        &self,
+        platform: &Platform,
+        _args: NoArgs,
+    ) -> anyhow::Result<Started<BaselineState>> {
+        let storage = open(&platform.store);
+        storage.create_tables().await?;
+        Ok(Started::new(Arc::new(BaselineState { storage })))
     }
 
     fn router(&self) -> Router<AppState> {
@@ -127,6 +105,7 @@ pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<VotingState>: FromRef<S>,
+    Arc<BaselineState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
 {
     Router::new()
@@ -140,42 +119,75 @@ where
         )
 }
 
-// ---------------------------------------------------------------- SQL
+// ---------------------------------------------------------------- storage
 
-const ELECTION_SQLITE: &str = "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max
+/// The baseline's storage: what its two endpoints read and write.
+trait BaselineStore: Send + Sync {
+    /// Makes its table (emptied: the bench seeds a fresh election before
+    /// its child servers start), and the candidates' index its reads need.
+    fn create_tables(&self) -> BoxFuture<'_, anyhow::Result<()>>;
+
+    /// The ballot's reads: the election, the district, the parties and the
+    /// district's candidates.
+    fn ballot_rows(
+        &self,
+        election_id: i64,
+        district_id: i64,
+    ) -> BoxFuture<'_, Result<BallotRows, StoreError>>;
+
+    /// The vote's reads (see [`VoteRows`]).
+    fn vote_rows(
+        &self,
+        election_id: i64,
+        voter_id: i64,
+        district_id: i64,
+        party_id: i64,
+    ) -> BoxFuture<'_, Result<VoteRows, StoreError>>;
+
+    /// Inserts the vote; `false` when the voter already has one here.
+    fn insert_vote(
+        &self,
+        election_id: i64,
+        voter_id: i64,
+        district_id: i64,
+        party_id: i64,
+        candidates_json: String,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+}
+
+/// The baseline storage of `store`.
+fn open(store: &Store) -> Arc<dyn BaselineStore> {
+    store.choose(
+        |s| Arc::new(sqlite::SqliteBaseline::new(s.clone())) as Arc<dyn BaselineStore>,
+        |p| Arc::new(postgres::PgBaseline::new(p.clone())) as Arc<dyn BaselineStore>,
+    )
+}
+
+/// The baseline's SQL, the same in both dialects.
+mod sql {
+    pub const ELECTION: &str = "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max
                                FROM voting_elections WHERE id = ?1";
-const ELECTION_PG: &str = "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max
-                           FROM voting_elections WHERE id = $1";
-const DISTRICT_SQLITE: &str = "SELECT election_id, district_id, name FROM voting_districts
+    pub const DISTRICT: &str = "SELECT election_id, district_id, name FROM voting_districts
                                WHERE election_id = ?1 AND district_id = ?2";
-const DISTRICT_PG: &str = "SELECT election_id, district_id, name FROM voting_districts
-                           WHERE election_id = $1 AND district_id = $2";
-const PARTIES_SQLITE: &str =
-    "SELECT election_id, party_id, name, short_name FROM voting_parties WHERE election_id = ?1";
-const PARTIES_PG: &str =
-    "SELECT election_id, party_id, name, short_name FROM voting_parties WHERE election_id = $1";
-const CANDIDATES_SQLITE: &str =
-    "SELECT election_id, candidate_id, district_id, party_id, list_position, name
+    pub const PARTIES: &str =
+        "SELECT election_id, party_id, name, short_name FROM voting_parties WHERE election_id = ?1";
+    pub const CANDIDATES: &str =
+        "SELECT election_id, candidate_id, district_id, party_id, list_position, name
      FROM voting_candidates WHERE election_id = ?1 AND district_id = ?2";
-const CANDIDATES_PG: &str =
-    "SELECT election_id, candidate_id, district_id, party_id, list_position, name
-     FROM voting_candidates WHERE election_id = $1 AND district_id = $2";
-const VOTER_SQLITE: &str =
-    "SELECT district_id FROM voting_voters WHERE election_id = ?1 AND voter_id = ?2";
-const VOTER_PG: &str =
-    "SELECT district_id FROM voting_voters WHERE election_id = $1 AND voter_id = $2";
-const LIST_SQLITE: &str = "SELECT candidate_id FROM voting_candidates
+    pub const VOTER: &str =
+        "SELECT district_id FROM voting_voters WHERE election_id = ?1 AND voter_id = ?2";
+    pub const LIST: &str = "SELECT candidate_id FROM voting_candidates
                            WHERE election_id = ?1 AND district_id = ?2 AND party_id = ?3";
-const LIST_PG: &str = "SELECT candidate_id FROM voting_candidates
-                       WHERE election_id = $1 AND district_id = $2 AND party_id = $3";
-const INSERT_SQLITE: &str =
-    "INSERT INTO voting_baseline_votes (election_id, voter_id, district_id, party_id, candidate_ids)
+    pub const INSERT_VOTE: &str =
+        "INSERT INTO voting_baseline_votes (election_id, voter_id, district_id, party_id, candidate_ids)
      VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING";
-const INSERT_PG: &str =
-    "INSERT INTO voting_baseline_votes (election_id, voter_id, district_id, party_id, candidate_ids)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING";
+}
 
-type ElectionRow = (i64, String, i64, i64, i64);
+/// (opens_at_ms, closes_at_ms, candidates_per_vote_max) of a row of
+/// [`sql::ELECTION`].
+fn election_hours(r: &impl Columns) -> Result<(i64, i64, i64), StoreError> {
+    Ok((r.int(2)?, r.int(3)?, r.int(4)?))
+}
 
 // ---------------------------------------------------------------- ballot
 
@@ -187,110 +199,11 @@ enum BallotRows {
     Found(ElectionRows),
 }
 
-async fn ballot_rows(
-    store: &Store,
-    election_id: i64,
-    district_id: i64,
-) -> Result<BallotRows, StoreError> {
-    match store {
-        Store::Sqlite(s) => {
-            s.read(move |c| {
-                let election: Option<ElectionRow> = c
-                    .prepare_cached(ELECTION_SQLITE)?
-                    .query_row([election_id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                    })
-                    .optional()?;
-                let Some(election) = election else {
-                    return Ok(BallotRows::NoElection);
-                };
-                let district: Option<(i64, i64, String)> = c
-                    .prepare_cached(DISTRICT_SQLITE)?
-                    .query_row([election_id, district_id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
-                    .optional()?;
-                let Some(district) = district else {
-                    return Ok(BallotRows::NoDistrict);
-                };
-                let parties = c
-                    .prepare_cached(PARTIES_SQLITE)?
-                    .query_map([election_id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-                    })?
-                    .collect::<Result<_, _>>()?;
-                let candidates = c
-                    .prepare_cached(CANDIDATES_SQLITE)?
-                    .query_map([election_id, district_id], |r| {
-                        Ok((
-                            r.get(0)?,
-                            r.get(1)?,
-                            r.get(2)?,
-                            r.get(3)?,
-                            r.get(4)?,
-                            r.get(5)?,
-                        ))
-                    })?
-                    .collect::<Result<_, _>>()?;
-                Ok(BallotRows::Found(ElectionRows {
-                    elections: vec![election],
-                    districts: vec![district],
-                    parties,
-                    candidates,
-                }))
-            })
-            .await
-        }
-        Store::Postgres(p) => {
-            let client = p.client().await?;
-            let stmt = client.prepare_cached(ELECTION_PG).await?;
-            let Some(r) = client.query_opt(&stmt, &[&election_id]).await? else {
-                return Ok(BallotRows::NoElection);
-            };
-            let election: ElectionRow = (
-                r.get(0),
-                r.get(1),
-                r.get(2),
-                r.get(3),
-                r.get::<_, i32>(4) as i64,
-            );
-            let stmt = client.prepare_cached(DISTRICT_PG).await?;
-            let Some(r) = client
-                .query_opt(&stmt, &[&election_id, &district_id])
-                .await?
-            else {
-                return Ok(BallotRows::NoDistrict);
-            };
-            let district = (r.get(0), r.get(1), r.get(2));
-            let stmt = client.prepare_cached(PARTIES_PG).await?;
-            let parties = client
-                .query(&stmt, &[&election_id])
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-                .collect();
-            let stmt = client.prepare_cached(CANDIDATES_PG).await?;
-            let candidates = client
-                .query(&stmt, &[&election_id, &district_id])
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
-                .collect();
-            Ok(BallotRows::Found(ElectionRows {
-                elections: vec![election],
-                districts: vec![district],
-                parties,
-                candidates,
-            }))
-        }
-    }
-}
-
 async fn get_ballot(
-    State(st): State<Arc<VotingState>>,
+    State(base): State<Arc<BaselineState>>,
     ApiPath((election_id, district_id)): ApiPath<(i64, i64)>,
 ) -> ApiResult<Response> {
-    let rows = match ballot_rows(&st.store, election_id, district_id).await? {
+    let rows = match base.storage.ballot_rows(election_id, district_id).await? {
         BallotRows::NoElection => return Err(http::election_not_found(election_id)),
         BallotRows::NoDistrict => return Err(http::district_not_found(election_id, district_id)),
         BallotRows::Found(rows) => rows,
@@ -310,6 +223,7 @@ async fn get_ballot(
 // ---------------------------------------------------------------- vote
 
 /// What the vote's reads found.
+#[derive(Default)]
 struct VoteRows {
     /// (opens_at_ms, closes_at_ms, candidates_per_vote_max)
     election: Option<(i64, i64, i64)>,
@@ -321,138 +235,9 @@ struct VoteRows {
     list: Vec<i64>,
 }
 
-async fn vote_rows(
-    store: &Store,
-    election_id: i64,
-    voter_id: i64,
-    district_id: i64,
-    party_id: i64,
-) -> Result<VoteRows, StoreError> {
-    let mut out = VoteRows {
-        election: None,
-        voter_district: None,
-        district_exists: false,
-        list: Vec::new(),
-    };
-    match store {
-        Store::Sqlite(s) => {
-            s.read(move |c| {
-                out.election = c
-                    .prepare_cached(ELECTION_SQLITE)?
-                    .query_row([election_id], |r| Ok((r.get(2)?, r.get(3)?, r.get(4)?)))
-                    .optional()?;
-                if out.election.is_none() {
-                    return Ok(out);
-                }
-                out.voter_district = c
-                    .prepare_cached(VOTER_SQLITE)?
-                    .query_row([election_id, voter_id], |r| r.get(0))
-                    .optional()?;
-                if out.voter_district != Some(district_id) {
-                    out.district_exists = c
-                        .prepare_cached(DISTRICT_SQLITE)?
-                        .query_row([election_id, district_id], |_| Ok(()))
-                        .optional()?
-                        .is_some();
-                    return Ok(out);
-                }
-                out.district_exists = true;
-                out.list = c
-                    .prepare_cached(LIST_SQLITE)?
-                    .query_map([election_id, district_id, party_id], |r| r.get(0))?
-                    .collect::<Result<_, _>>()?;
-                Ok(out)
-            })
-            .await
-        }
-        Store::Postgres(p) => {
-            let client = p.client().await?;
-            let stmt = client.prepare_cached(ELECTION_PG).await?;
-            out.election = client
-                .query_opt(&stmt, &[&election_id])
-                .await?
-                .map(|r| (r.get(2), r.get(3), r.get::<_, i32>(4) as i64));
-            if out.election.is_none() {
-                return Ok(out);
-            }
-            let stmt = client.prepare_cached(VOTER_PG).await?;
-            out.voter_district = client
-                .query_opt(&stmt, &[&election_id, &voter_id])
-                .await?
-                .map(|r| r.get(0));
-            if out.voter_district != Some(district_id) {
-                let stmt = client.prepare_cached(DISTRICT_PG).await?;
-                out.district_exists = client
-                    .query_opt(&stmt, &[&election_id, &district_id])
-                    .await?
-                    .is_some();
-                return Ok(out);
-            }
-            out.district_exists = true;
-            let stmt = client.prepare_cached(LIST_PG).await?;
-            out.list = client
-                .query(&stmt, &[&election_id, &district_id, &party_id])
-                .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            Ok(out)
-        }
-    }
-}
-
-/// Inserts the vote; `false` when the voter already has one here.
-async fn insert_vote(
-    store: &Store,
-    election_id: i64,
-    voter_id: i64,
-    district_id: i64,
-    party_id: i64,
-    candidates_json: String,
-) -> Result<bool, StoreError> {
-    match store {
-        Store::Sqlite(s) => {
-            s.write(move |c| {
-                let n = c.prepare_cached(INSERT_SQLITE)?.execute(rusqlite::params![
-                    election_id,
-                    voter_id,
-                    district_id,
-                    party_id,
-                    candidates_json
-                ])?;
-                Ok(n == 1)
-            })
-            .await
-        }
-        Store::Postgres(p) => {
-            let candidates_json = Arc::new(candidates_json);
-            p.write(move |tx| {
-                let candidates_json = candidates_json.clone();
-                Box::pin(async move {
-                    let stmt = tx.tx.prepare(INSERT_PG).await?;
-                    let n = tx
-                        .tx
-                        .execute(
-                            &stmt,
-                            &[
-                                &election_id,
-                                &voter_id,
-                                &district_id,
-                                &party_id,
-                                &*candidates_json,
-                            ],
-                        )
-                        .await?;
-                    Ok(n == 1)
-                })
-            })
-            .await
-        }
-    }
-}
-
 async fn vote(
     State(st): State<Arc<VotingState>>,
+    State(base): State<Arc<BaselineState>>,
     ApiPath(election_id): ApiPath<i64>,
     req: Request,
 ) -> ApiResult<Response> {
@@ -462,7 +247,10 @@ async fn vote(
         http::check_token(&st.keys, req.headers(), voter_id, district_id, election_id)?;
     }
     let ApiJson(body) = ApiJson::<VoteRequest>::from_request(req, &()).await?;
-    let rows = vote_rows(&st.store, election_id, voter_id, district_id, body.party_id).await?;
+    let rows = base
+        .storage
+        .vote_rows(election_id, voter_id, district_id, body.party_id)
+        .await?;
     let Some((opens_at_ms, closes_at_ms, candidates_per_vote_max)) = rows.election else {
         return Err(http::election_not_found(election_id));
     };
@@ -519,15 +307,16 @@ async fn vote(
         voters: 0,
     };
     let vote = election.parse_vote(&district, body)?;
-    let inserted = insert_vote(
-        &st.store,
-        election_id,
-        voter_id,
-        district_id,
-        vote.party_id,
-        vote.candidates_json(),
-    )
-    .await?;
+    let inserted = base
+        .storage
+        .insert_vote(
+            election_id,
+            voter_id,
+            district_id,
+            vote.party_id,
+            vote.candidates_json(),
+        )
+        .await?;
     if !inserted {
         return Err(http::already_voted());
     }
