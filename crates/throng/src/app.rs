@@ -20,7 +20,7 @@ use crate::platform::admission::{self, Admission, AdmissionLimits};
 use crate::platform::auth::TokenKeys;
 use crate::platform::body_limit::BodyLimits;
 use crate::platform::client_addr::TrustedProxies;
-use crate::platform::crypto::{BlindIndex, PiiCipher};
+use crate::platform::crypto::PiiCipher;
 use crate::platform::error::ApiError;
 use crate::platform::headers;
 use crate::platform::secrets::Secrets;
@@ -231,19 +231,6 @@ pub async fn open_store_for(
             args.data_dir.join("pii.key").display()
         );
     }
-    let blind = BlindIndex::new(&secrets.blind_index_key);
-    let stored = store
-        .meta_set_once("blind_index_key_fingerprint", blind.fingerprint())
-        .await?;
-    if stored != blind.fingerprint() {
-        anyhow::bail!(
-            "the blind index in {} (one registration per person) was keyed with another key than \
-             {}; start with the data directory (or THRONG_BLIND_INDEX_KEY) that this store was \
-             created with",
-            args.url(),
-            args.data_dir.join("blind-index.key").display()
-        );
-    }
     Ok((store, secrets))
 }
 
@@ -433,8 +420,7 @@ pub async fn start_for(
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
-        blind_index: Arc::new(BlindIndex::new(&secrets.blind_index_key)),
-        voting_receipt_key: secrets.voting_receipt_key,
+        secrets: Arc::new(secrets),
         demo: args.demo,
         public_url: crate::platform::public_url::PublicUrl::new(
             args.public_url.clone(),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::app::{self, ServeArgs, StoreArgs};
-use crate::platform::auth::{Role, TokenKeys};
+use crate::platform::auth::{RoleSpec, TokenKeys, PLATFORM_ROLES};
 use crate::platform::secrets::Secrets;
 use crate::platform::service::AnyService;
 use crate::services;
@@ -126,8 +126,9 @@ pub struct TokenArgs {
     /// Subject: the user's or provider's id.
     #[arg(long)]
     pub sub: String,
-    #[arg(long, value_enum)]
-    pub role: Role,
+    /// The role: admin, or one a service declares (see `--help`).
+    #[arg(long, value_parser = role_names())]
+    pub role: String,
     /// Lifetime in seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     pub ttl_s: u64,
@@ -233,32 +234,53 @@ async fn seed(args: SeedArgs) -> anyhow::Result<()> {
     args.what.service.seed(&store, &args.what.matches).await
 }
 
+/// Every role a token can carry: the platform's and each service's.
+fn all_roles() -> impl Iterator<Item = &'static RoleSpec> {
+    PLATFORM_ROLES
+        .iter()
+        .chain(services::all().iter().flat_map(|s| s.roles().iter()))
+}
+
+fn role_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        all_roles().map(|r| clap::builder::PossibleValue::new(r.role.name()).help(r.about)),
+    )
+}
+
 fn token(args: TokenArgs) -> anyhow::Result<()> {
     let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
-    check_voter_claims(args.role, &extra)?;
+    let spec = all_roles()
+        .find(|r| r.role.name() == args.role)
+        .ok_or_else(|| anyhow::anyhow!("no role named {}", args.role))?;
+    check_role_claims(spec, &extra)?;
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let keys = TokenKeys::new(&secrets.token_secret);
     println!(
         "{}",
-        keys.issue_with(&args.sub, args.role, args.ttl_s, extra)
+        keys.issue_with(&args.sub, spec.role, args.ttl_s, extra)
     );
     Ok(())
 }
 
-/// A voter token names its election and district (the vote refuses one
-/// without them): refused here rather than at the first vote.
-fn check_voter_claims(
-    role: Role,
+/// A role's token carries the claims its service refuses it without (a
+/// voter's names its election and district): refused here rather than at
+/// the first request.
+fn check_role_claims(
+    spec: &RoleSpec,
     claims: &serde_json::Map<String, serde_json::Value>,
 ) -> anyhow::Result<()> {
-    if role != Role::Voter {
-        return Ok(());
-    }
-    for key in ["election", "district"] {
-        if !claims.get(key).is_some_and(|v| v.is_i64()) {
+    for key in spec.claims {
+        if !claims.get(*key).is_some_and(|v| v.is_i64()) {
+            let example: Vec<String> = spec
+                .claims
+                .iter()
+                .map(|k| format!("--claim {k}=<id>"))
+                .collect();
             anyhow::bail!(
-                "a voter token needs --claim {key}=<id> (an integer), e.g. --role voter \
-                 --claim district=7 --claim election=1"
+                "a {} token needs --claim {key}=<id> (an integer), e.g. --role {} {}",
+                spec.role,
+                spec.role,
+                example.join(" ")
             );
         }
     }
@@ -268,25 +290,27 @@ fn check_voter_claims(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn voter_tokens_need_election_and_district() {
-        use crate::platform::auth::Role;
+    fn a_role_needs_the_claims_its_service_declares() {
         let claims = |pairs: &[(&str, i64)]| {
             pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
                 .collect::<serde_json::Map<_, _>>()
         };
-        let err = super::check_voter_claims(Role::Voter, &claims(&[("district", 7)]))
+        let role = |name: &str| super::all_roles().find(|r| r.role.name() == name).unwrap();
+        let voter = role("voter");
+        let err = super::check_role_claims(voter, &claims(&[("district", 7)]))
             .unwrap_err()
             .to_string();
         assert!(err.contains("--claim election="), "{err}");
-        assert!(super::check_voter_claims(Role::Voter, &claims(&[("election", 1)])).is_err());
-        assert!(super::check_voter_claims(
-            Role::Voter,
-            &claims(&[("district", 7), ("election", 1)])
-        )
-        .is_ok());
-        assert!(super::check_voter_claims(Role::Admin, &claims(&[])).is_ok());
+        assert!(super::check_role_claims(voter, &claims(&[("election", 1)])).is_err());
+        assert!(
+            super::check_role_claims(voter, &claims(&[("district", 7), ("election", 1)])).is_ok()
+        );
+        assert!(super::check_role_claims(role("admin"), &claims(&[])).is_ok());
+        let mut names: Vec<_> = super::all_roles().map(|r| r.role.name()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["admin", "provider", "user", "voter"]);
     }
 
     #[test]

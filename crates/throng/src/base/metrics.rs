@@ -17,14 +17,11 @@ pub struct Metrics {
     pub http_rejected_429: IntCounter,
     pub store_write_batch_commands: Histogram,
     pub store_commit_seconds: Histogram,
-    pub notifier_delivered: IntCounter,
-    pub notifier_failures: IntCounter,
     pub http_connections_refused: IntCounterVec,
     pub http_connections_timed_out: IntCounterVec,
     pub http_requests_timed_out: IntCounter,
     pub http_bodies_timed_out: IntCounter,
     pub http_rate_limit_overflow: IntCounter,
-    pub notifier_parked: IntCounter,
     /// Cache reads by cache and outcome (closed sets: see [`CacheRead`]).
     pub cache_reads: IntCounterVec,
 }
@@ -100,16 +97,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         ]),
     )
     .unwrap();
-    let notifier_delivered = IntCounter::new(
-        "throng_notifier_delivered_total",
-        "Notifications handed to the notifier",
-    )
-    .unwrap();
-    let notifier_failures = IntCounter::new(
-        "throng_notifier_failures_total",
-        "Failed notification attempts (each is retried)",
-    )
-    .unwrap();
     let http_connections_refused = IntCounterVec::new(
         Opts::new(
             "throng_http_connections_refused_total",
@@ -144,11 +131,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     for c in [&http_connections_refused, &http_connections_timed_out] {
         registry.register(Box::new(c.clone())).unwrap();
     }
-    let notifier_parked = IntCounter::new(
-        "throng_notifier_parked_total",
-        "Confirmations parked after their attempts or a gateway's refusal (see the admin endpoint)",
-    )
-    .unwrap();
     let cache_reads = IntCounterVec::new(
         Opts::new(
             "throng_cache_reads_total",
@@ -158,7 +140,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     )
     .unwrap();
     for c in [
-        &notifier_parked,
         &http_requests_timed_out,
         &http_bodies_timed_out,
         &http_rate_limit_overflow,
@@ -180,12 +161,6 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     registry
         .register(Box::new(store_commit_seconds.clone()))
         .unwrap();
-    registry
-        .register(Box::new(notifier_delivered.clone()))
-        .unwrap();
-    registry
-        .register(Box::new(notifier_failures.clone()))
-        .unwrap();
     Metrics {
         registry,
         http_requests,
@@ -194,17 +169,24 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         http_rejected_429,
         store_write_batch_commands,
         store_commit_seconds,
-        notifier_delivered,
-        notifier_failures,
         http_connections_refused,
         http_connections_timed_out,
         http_requests_timed_out,
         http_bodies_timed_out,
         http_rate_limit_overflow,
-        notifier_parked,
         cache_reads,
     }
 });
+
+/// Adds a service's own metric to what `/metrics` renders. Once per
+/// process: a second registration of the same name (another server in the
+/// same process) is ignored.
+pub fn register<C: prometheus::core::Collector + Clone + 'static>(metric: &C) {
+    match METRICS.registry.register(Box::new(metric.clone())) {
+        Ok(()) | Err(prometheus::Error::AlreadyReg) => {}
+        Err(e) => tracing::error!(error = %e, "a service's metric was not registered"),
+    }
+}
 
 pub fn observe_write_batch(commands: usize, elapsed: Duration) {
     METRICS.store_write_batch_commands.observe(commands as f64);

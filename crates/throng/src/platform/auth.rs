@@ -11,21 +11,66 @@ use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Provider,
-    Admin,
-    /// A voter (`sub` = the voter id; the voting service's claims name the
-    /// district and the election).
-    Voter,
+/// A role a token carries: the platform's [`Role::ADMIN`], or one a service
+/// declares (`Service::roles`) and checks with [`Caller::require`]. Admin
+/// passes every role's check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Role(&'static str);
+
+impl Role {
+    /// Everything administrative, in every service.
+    pub const ADMIN: Role = Role("admin");
+
+    pub const fn new(name: &'static str) -> Role {
+        Role(name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0
+    }
 }
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl Serialize for Role {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+/// A token's `role` claim is this role.
+impl PartialEq<Role> for String {
+    fn eq(&self, role: &Role) -> bool {
+        self == role.0
+    }
+}
+
+/// A role as its service declares it: what `throng token --role` offers.
+pub struct RoleSpec {
+    pub role: Role,
+    /// What a holder may do, for `throng token --help`.
+    pub about: &'static str,
+    /// Integer claims a token of this role must carry (refused by `throng
+    /// token` without them).
+    pub claims: &'static [&'static str],
+}
+
+/// The platform's own roles.
+pub const PLATFORM_ROLES: &[RoleSpec] = &[RoleSpec {
+    role: Role::ADMIN,
+    about: "everything administrative, and every other role's checks",
+    claims: &[],
+}];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Claims {
     pub sub: String,
-    pub role: Role,
+    /// A role's name (see [`Role`]).
+    pub role: String,
     pub iat: u64,
     pub exp: u64,
 }
@@ -60,7 +105,7 @@ impl TokenKeys {
         let now = (crate::base::clock::now_ms() / 1000) as u64;
         let claims = Claims {
             sub: sub.to_string(),
-            role,
+            role: role.name().to_string(),
             iat: now,
             exp: now + ttl_s,
         };
@@ -144,24 +189,14 @@ pub struct Caller(pub Claims);
 
 impl Caller {
     pub fn require(&self, role: Role) -> Result<&Claims, ApiError> {
-        if self.0.role == role || self.0.role == Role::Admin {
+        if self.0.role == role || self.0.role == Role::ADMIN {
             Ok(&self.0)
         } else {
             Err(ApiError::forbidden(format!(
-                "this needs the role '{}'; the token has '{}'",
-                role_name(role),
-                role_name(self.0.role)
+                "this needs the role '{role}'; the token has '{}'",
+                self.0.role
             )))
         }
-    }
-}
-
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::User => "user",
-        Role::Provider => "provider",
-        Role::Admin => "admin",
-        Role::Voter => "voter",
     }
 }
 

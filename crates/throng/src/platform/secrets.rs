@@ -2,8 +2,8 @@
 //! 0600 (the directory 0700), read on every later run; an existing secret
 //! that other users may read, or that another user owns, is refused. Nodes sharing one PostgreSQL must share
 //! them: point them at the same `--data-dir`, or pass `THRONG_PII_KEY`,
-//! `THRONG_TOKEN_SECRET`, `THRONG_BLIND_INDEX_KEY` and
-//! `THRONG_VOTING_RECEIPT_KEY` (base64) in the environment.
+//! `THRONG_TOKEN_SECRET` and each service's own secrets ([`SecretSpec`]:
+//! its file and variable) as base64 in the environment.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -17,14 +17,18 @@ use rand::RngCore;
 /// Bytes in every generated secret (256 bits).
 pub const SECRET_BYTES: usize = 32;
 
+/// A secret of a service's own, kept as `file` in the data directory
+/// unless the environment variable `env` holds it.
+pub struct SecretSpec {
+    pub file: &'static str,
+    pub env: &'static str,
+}
+
+/// The platform's secrets, and where services' own are kept.
 pub struct Secrets {
     pub pii_key: [u8; SECRET_BYTES],
     pub token_secret: [u8; SECRET_BYTES],
-    /// Keys the blind index of national ids (one registration per person).
-    pub blind_index_key: [u8; SECRET_BYTES],
-    /// Keys voting's receipt tags and seals the ballot box (kept out of the
-    /// database: a copy of it cannot turn a receipt into a ballot).
-    pub voting_receipt_key: [u8; SECRET_BYTES],
+    data_dir: std::path::PathBuf,
 }
 
 impl Secrets {
@@ -41,15 +45,19 @@ impl Secrets {
         Ok(Secrets {
             pii_key: from_env_or_file("THRONG_PII_KEY", &data_dir.join("pii.key"))?,
             token_secret: from_env_or_file("THRONG_TOKEN_SECRET", &data_dir.join("token.secret"))?,
-            blind_index_key: from_env_or_file(
-                "THRONG_BLIND_INDEX_KEY",
-                &data_dir.join("blind-index.key"),
-            )?,
-            voting_receipt_key: from_env_or_file(
-                "THRONG_VOTING_RECEIPT_KEY",
-                &data_dir.join("voting-receipt.key"),
-            )?,
+            data_dir: data_dir.to_path_buf(),
         })
+    }
+
+    /// A service's secret: from its variable, else its file, created on
+    /// first use as the platform's are.
+    pub fn key(&self, spec: &SecretSpec) -> anyhow::Result<[u8; SECRET_BYTES]> {
+        from_env_or_file(spec.env, &self.path_of(spec))
+    }
+
+    /// Where `spec` is kept in the data directory.
+    pub fn path_of(&self, spec: &SecretSpec) -> std::path::PathBuf {
+        self.data_dir.join(spec.file)
     }
 }
 

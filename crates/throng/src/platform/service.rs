@@ -26,9 +26,10 @@ use axum::extract::FromRef;
 use axum::Router;
 use futures::future::BoxFuture;
 
-use super::auth::TokenKeys;
-use super::crypto::{BlindIndex, PiiCipher};
+use super::auth::{RoleSpec, TokenKeys};
+use super::crypto::PiiCipher;
 use super::experiment::Experiment;
+use super::secrets::Secrets;
 use super::streams::LiveStreams;
 use crate::store::{MigrationSet, Store};
 
@@ -38,10 +39,9 @@ pub struct Platform {
     pub store: Store,
     pub keys: Arc<TokenKeys>,
     pub pii: Arc<PiiCipher>,
-    /// Keyed lookups of personal values (see `crypto::BlindIndex`).
-    pub blind_index: Arc<BlindIndex>,
-    /// Voting's receipt key (`secrets::Secrets::voting_receipt_key`).
-    pub voting_receipt_key: [u8; 32],
+    /// The data directory's secrets: a service loads its own with
+    /// `Secrets::key`.
+    pub secrets: Arc<Secrets>,
     /// `serve --demo`: demo conveniences (such as demo tokens) may answer.
     pub demo: bool,
     /// Where browsers reach this server (`serve --public-url`).
@@ -167,6 +167,12 @@ pub trait Service: Send + Sync + 'static {
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
         Vec::new()
     }
+
+    /// The token roles its handlers check (`Caller::require`), beside the
+    /// platform's admin.
+    fn roles(&self) -> &'static [RoleSpec] {
+        &[]
+    }
 }
 
 /// A started service as the app keeps it: its state filed by type.
@@ -207,6 +213,7 @@ pub trait AnyService: Send + Sync + 'static {
     fn links(&self) -> Vec<Link>;
     fn event_categories(&self) -> &'static [&'static str];
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
+    fn roles(&self) -> &'static [RoleSpec];
 }
 
 impl<S: Service> AnyService for S {
@@ -288,6 +295,10 @@ impl<S: Service> AnyService for S {
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
         Service::experiments(self)
+    }
+
+    fn roles(&self) -> &'static [RoleSpec] {
+        Service::roles(self)
     }
 }
 

@@ -574,7 +574,7 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
 
     // Signed with another secret, or with none at all.
     let forged =
-        throng::platform::auth::TokenKeys::new(&[9u8; 32]).issue("mallory", Role::Admin, 600);
+        throng::platform::auth::TokenKeys::new(&[9u8; 32]).issue("mallory", Role::ADMIN, 600);
     api.stats_reply(Some(&forged))
         .await
         .assert_error(401, "invalid_token");
@@ -599,7 +599,7 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
         &Claims {
             sub: "old-admin".into(),
-            role: Role::Admin,
+            role: Role::ADMIN.to_string(),
             iat: now - 7200,
             exp: now - 3600,
         },
@@ -610,13 +610,16 @@ async fn admin_stats_need_an_admin_token(kind: StoreKind) {
         .await
         .assert_error(401, "token_expired");
 
-    for role in [Role::User, Role::Provider] {
+    for role in [
+        throng::services::comments::USER,
+        throng::services::comments::PROVIDER,
+    ] {
         api.stats_reply(Some(&s.token(role)))
             .await
             .assert_error(403, "forbidden");
     }
 
-    let r = api.stats_reply(Some(&s.token(Role::Admin))).await;
+    let r = api.stats_reply(Some(&s.token(Role::ADMIN))).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
     assert_eq!(v["places"], 2);
@@ -1144,7 +1147,7 @@ async fn mixed_register_and_cancel_stay_consistent(kind: StoreKind) {
     let Some(s) = TestServer::seeded(kind, 3, 1, 12).await else {
         return;
     };
-    mixed_load_balances(std::slice::from_ref(&s.api), &s.token(Role::Admin), 3, 12).await;
+    mixed_load_balances(std::slice::from_ref(&s.api), &s.token(Role::ADMIN), 3, 12).await;
 }
 
 async fn mixed_load_across_two_processes_stays_consistent(_kind: StoreKind) {

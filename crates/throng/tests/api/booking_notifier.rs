@@ -64,7 +64,7 @@ async fn parked(s: &TestServer) -> Value {
             s.api
                 .http
                 .get(s.api.url("/api/booking/admin/notifications/parked"))
-                .bearer_auth(s.token(Role::Admin)),
+                .bearer_auth(s.token(Role::ADMIN)),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -239,7 +239,7 @@ async fn confirmations_in_other_streams_are_not_sent(kind: StoreKind) {
             s.api
                 .http
                 .post(s.api.url("/api/events/streams/Booking-registration-1"))
-                .bearer_auth(s.token(Role::Admin))
+                .bearer_auth(s.token(Role::ADMIN))
                 .json(&serde_json::json!([{
                     "eventId": uuid::Uuid::new_v4().to_string(),
                     "type": "RegistrationConfirmed",

@@ -172,7 +172,11 @@ async fn the_stored_index_is_neither_the_id_nor_its_hash(kind: StoreKind) {
     // Keyed by the data directory's blind-index key: another key gives
     // another entry for the same id.
     let secrets = throng::platform::secrets::Secrets::load_or_create(&s.data_dir).unwrap();
-    let ours = throng::platform::crypto::BlindIndex::new(&secrets.blind_index_key);
+    let ours = throng::platform::crypto::BlindIndex::new(
+        &secrets
+            .key(&throng::services::booking::BLIND_INDEX_KEY)
+            .unwrap(),
+    );
     let mut scope = b"person".to_vec();
     assert_eq!(
         key.as_slice(),

@@ -465,7 +465,7 @@ async fn comments_update_snapshots_and_aggregates(kind: StoreKind) {
     };
     let api = &s.api;
     let user = 39;
-    let t = token(&s, user, Role::User);
+    let t = token(&s, user, throng::services::comments::USER);
     let before = rating(api, 4).await;
     let had = list_ok(api, &format!("courseId=4&userId={user}&sizeThread=20")).await;
     let thread_before = had
@@ -568,7 +568,7 @@ async fn replies_once_edit_later_by_the_provider_only(kind: StoreKind) {
     };
     let api = &s.api;
     // 40 users: 2 providers; course 3's provider is 1, course 4's is 2.
-    let provider = token(&s, 1, Role::Provider);
+    let provider = token(&s, 1, throng::services::comments::PROVIDER);
     let comment_id = a_comment(api, 3, false).await;
 
     let created = put_reply(
@@ -621,15 +621,15 @@ async fn replies_once_edit_later_by_the_provider_only(kind: StoreKind) {
     put_reply(api, Some(&provider), reply_id, &json!({"remarks": "x"}))
         .await
         .assert_error(422, "reply_to_reply");
-    let other = token(&s, 2, Role::Provider);
+    let other = token(&s, 2, throng::services::comments::PROVIDER);
     put_reply(api, Some(&other), comment_id, &json!({"remarks": "x"}))
         .await
         .assert_error(403, "not_the_provider");
-    let user = token(&s, 30, Role::User);
+    let user = token(&s, 30, throng::services::comments::USER);
     put_reply(api, Some(&user), comment_id, &json!({"remarks": "x"}))
         .await
         .assert_error(403, "forbidden");
-    let admin = token(&s, 1, Role::Admin);
+    let admin = token(&s, 1, Role::ADMIN);
     put_reply(api, Some(&admin), comment_id, &json!({"remarks": "x"}))
         .await
         .assert_error(403, "forbidden");
@@ -672,13 +672,13 @@ fn bad_tokens(s: &TestServer) -> [(String, &'static str); 3] {
         b64(json!({"sub": "30", "role": "user", "iat": now, "exp": now + 600}))
     );
     let other_secret = throng::platform::auth::TokenKeys::new(b"not the server's secret, 32 bytes")
-        .issue("30", Role::User, 600);
+        .issue("30", throng::services::comments::USER, 600);
     let secret = Secrets::load_or_create(&s.data_dir).unwrap().token_secret;
     let expired = jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
         &Claims {
             sub: "30".into(),
-            role: Role::User,
+            role: throng::services::comments::USER.to_string(),
             iat: now - 7200,
             exp: now - 3600,
         },
@@ -697,7 +697,7 @@ async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let t = token(&s, 30, Role::User);
+    let t = token(&s, 30, throng::services::comments::USER);
     let before = (
         rating(api, 2).await,
         list(api, "courseId=2&size=20&sizeThread=20").await.body,
@@ -737,7 +737,7 @@ async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
             .assert_error(422, "invalid_field");
         assert!(msg.starts_with(field), "{msg}");
     }
-    let provider = token(&s, 1, Role::Provider);
+    let provider = token(&s, 1, throng::services::comments::PROVIDER);
     let any_comment = a_comment(api, 2, false).await;
     let msg = put_reply(
         api,
@@ -804,15 +804,18 @@ async fn bad_comments_get_the_envelope_and_write_nothing(kind: StoreKind) {
             .await
             .assert_error(401, code);
     }
-    let provider = token(&s, 1, Role::Provider);
+    let provider = token(&s, 1, throng::services::comments::PROVIDER);
     post_comment(api, Some(&provider), 2, &comment(3, "t", "r"))
         .await
         .assert_error(403, "forbidden");
-    let ghost = token(&s, 777_777, Role::User);
+    let ghost = token(&s, 777_777, throng::services::comments::USER);
     post_comment(api, Some(&ghost), 2, &comment(3, "t", "r"))
         .await
         .assert_error(403, "unknown_user");
-    let word = s.state.keys.issue("alice", Role::User, 600);
+    let word = s
+        .state
+        .keys
+        .issue("alice", throng::services::comments::USER, 600);
     post_comment(api, Some(&word), 2, &comment(3, "t", "r"))
         .await
         .assert_error(403, "forbidden");
@@ -830,7 +833,7 @@ async fn bad_replies_get_the_envelope_and_write_nothing(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let provider = token(&s, 1, Role::Provider);
+    let provider = token(&s, 1, throng::services::comments::PROVIDER);
     let comment_id = a_comment(api, 3, false).await;
     let before = (
         list(api, "courseId=3&size=20&sizeThread=20").await.body,
@@ -905,7 +908,7 @@ async fn bad_listing_queries(kind: StoreKind) {
         .await
         .assert_error(422, "invalid_field");
     // A course without comments is an empty array, not an error.
-    let t = token(&s, 30, Role::User);
+    let t = token(&s, 30, throng::services::comments::USER);
     assert_eq!(
         list(api, "courseId=1&ratingType=Service").await.text(),
         "[]"
@@ -925,8 +928,8 @@ async fn a_write_is_visible_to_the_next_read_with_the_cache(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let t = token(&s, 25, Role::User);
-    let provider = token(&s, 2, Role::Provider);
+    let t = token(&s, 25, throng::services::comments::USER);
+    let provider = token(&s, 2, throng::services::comments::PROVIDER);
     for i in 0..5 {
         // Fill the cache, write, read again at once.
         let q = "courseId=4&size=5&sizeThread=5";
@@ -997,7 +1000,7 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
         a.headers["etag"],
         "the ETag depends on the bytes only"
     );
-    let t = token(&s, 25, Role::User);
+    let t = token(&s, 25, throng::services::comments::USER);
     let posted = post_comment(&s.api, Some(&t), 2, &comment(1, "Off", "Cache off.")).await;
     assert_eq!(
         list_ok(&s.api, q).await[0]["lastCommentId"],
@@ -1026,7 +1029,7 @@ async fn json_functions_give_the_same_bytes(kind: StoreKind) {
     assert_snapshot("comments_course2_full.json", &list(&s.api, q).await.body);
     let q = "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2";
     assert_snapshot("comments_course5_paged.json", &list(&s.api, q).await.body);
-    let t = token(&s, 25, Role::User);
+    let t = token(&s, 25, throng::services::comments::USER);
     let posted = post_comment(
         &s.api,
         Some(&t),
@@ -1081,7 +1084,7 @@ async fn etag_and_304(kind: StoreKind) {
     assert_eq!(other.status, 200);
     assert_eq!(other.body, first.body);
 
-    let t = token(&s, 33, Role::User);
+    let t = token(&s, 33, throng::services::comments::USER);
     assert_eq!(
         post_comment(api, Some(&t), 5, &comment(5, "New", "New."))
             .await
@@ -1151,7 +1154,7 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
     let api = &s.api;
     // Ten replies to one comment at once: one creates, nine edit.
     let comment_id = a_comment(api, 3, false).await;
-    let provider = token(&s, 1, Role::Provider);
+    let provider = token(&s, 1, throng::services::comments::PROVIDER);
     let tasks: Vec<_> = (0..10)
         .map(|i| {
             let (api, t) = (api.clone(), provider.clone());
@@ -1188,7 +1191,7 @@ async fn concurrent_writes_keep_one_reply_and_exact_aggregates(kind: StoreKind) 
     let tasks: Vec<_> = (0..40)
         .map(|i| {
             let api = api.clone();
-            let t = token(&s, 20 + i % 20, Role::User);
+            let t = token(&s, 20 + i % 20, throng::services::comments::USER);
             tokio::spawn(async move {
                 post_comment(&api, Some(&t), 6, &comment(1 + i % 5, "Crowd", "At once."))
                     .await
@@ -1361,8 +1364,11 @@ async fn two_nodes_see_each_others_writes_within_the_bound(_kind: StoreKind) {
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
     );
     let secrets = Secrets::load_or_create(dir.path()).unwrap();
-    let user =
-        throng::platform::auth::TokenKeys::new(&secrets.token_secret).issue("25", Role::User, 600);
+    let user = throng::platform::auth::TokenKeys::new(&secrets.token_secret).issue(
+        "25",
+        throng::services::comments::USER,
+        600,
+    );
     let q = "courseId=3&size=5&sizeThread=5";
     let bound = throng::services::comments::cache::FRESH_BOUND;
     let mut slowest = std::time::Duration::ZERO;
@@ -1518,7 +1524,7 @@ async fn reseeding_replaces_the_data_and_keeps_every_index(kind: StoreKind) {
     // moved past them on PostgreSQL).
     let max_sql = "SELECT CAST(MAX(id) AS TEXT) FROM comments";
     let max_seeded: i64 = store_rows(store, max_sql).await[0].parse().unwrap();
-    let t = token(&s, 1999, Role::User);
+    let t = token(&s, 1999, throng::services::comments::USER);
     let posted = post_comment(&s.api, Some(&t), 2, &comment(4, "After a reseed", "ok")).await;
     assert_eq!(posted.status, 201, "{}", posted.text());
     let max_now: i64 = store_rows(store, max_sql).await[0].parse().unwrap();
@@ -1533,7 +1539,10 @@ async fn one_rating_per_user_the_last_one_counts(kind: StoreKind) {
     };
     let api = &s.api;
     // Users 3..=19 have no comment in the seed.
-    let (u10, u11) = (token(&s, 10, Role::User), token(&s, 11, Role::User));
+    let (u10, u11) = (
+        token(&s, 10, throng::services::comments::USER),
+        token(&s, 11, throng::services::comments::USER),
+    );
     let before = assert_rating_is_per_user(api, 5).await;
     let (n0, st0) = (before["count"].as_i64().unwrap(), stars_of(&before));
 
@@ -1601,7 +1610,7 @@ async fn edit_and_delete_follow_the_users_last_rating(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let u = token(&s, 12, Role::User);
+    let u = token(&s, 12, throng::services::comments::USER);
     let before = rating(api, 3).await;
     let (n0, st0) = (before["count"].as_i64().unwrap(), stars_of(&before));
     let older = post_comment(api, Some(&u), 3, &comment(2, "First", "First try."))
@@ -1694,7 +1703,10 @@ async fn editing_or_deleting_someone_elses_comment_is_refused(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let (owner, other) = (token(&s, 13, Role::User), token(&s, 14, Role::User));
+    let (owner, other) = (
+        token(&s, 13, throng::services::comments::USER),
+        token(&s, 14, throng::services::comments::USER),
+    );
     let id = post_comment(api, Some(&owner), 2, &comment(4, "Mine", "Mine."))
         .await
         .json()["commentId"]
@@ -1717,7 +1729,7 @@ async fn editing_or_deleting_someone_elses_comment_is_refused(kind: StoreKind) {
         .await
         .assert_error(403, "not_the_author");
     // A provider (even the course's) cannot delete a user's review.
-    let provider = token(&s, 2, Role::Provider);
+    let provider = token(&s, 2, throng::services::comments::PROVIDER);
     delete_comment(api, Some(&provider), id)
         .await
         .assert_error(403, "not_the_author");
@@ -1734,9 +1746,13 @@ async fn editing_or_deleting_someone_elses_comment_is_refused(kind: StoreKind) {
         .unwrap()["reply"][0]["commentId"]
         .as_i64()
         .unwrap();
-    let msg = delete_comment(api, Some(&token(&s, 1, Role::Provider)), reply_id)
-        .await
-        .assert_error(403, "not_the_author");
+    let msg = delete_comment(
+        api,
+        Some(&token(&s, 1, throng::services::comments::PROVIDER)),
+        reply_id,
+    )
+    .await
+    .assert_error(403, "not_the_author");
     assert!(msg.contains("provider who wrote it"), "{msg}");
     delete_comment(api, Some(&other), reply_id)
         .await
@@ -1760,7 +1776,7 @@ async fn editing_or_deleting_someone_elses_comment_is_refused(kind: StoreKind) {
             .await
             .assert_error(401, code);
     }
-    delete_comment(api, Some(&token(&s, 13, Role::Admin)), id)
+    delete_comment(api, Some(&token(&s, 13, Role::ADMIN)), id)
         .await
         .assert_error(403, "forbidden");
 
@@ -1773,7 +1789,7 @@ async fn bad_edits_get_the_envelope_and_write_nothing(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let u = token(&s, 15, Role::User);
+    let u = token(&s, 15, throng::services::comments::USER);
     let id = post_comment(api, Some(&u), 2, &comment(4, "Mine", "Mine."))
         .await
         .json()["commentId"]
@@ -1842,7 +1858,10 @@ async fn deleting_a_review_takes_its_reply_a_provider_deletes_their_own_reply(ki
     };
     let api = &s.api;
     // Course 1's provider is user 1.
-    let (u, provider) = (token(&s, 16, Role::User), token(&s, 1, Role::Provider));
+    let (u, provider) = (
+        token(&s, 16, throng::services::comments::USER),
+        token(&s, 1, throng::services::comments::PROVIDER),
+    );
     let review = |title: &'static str| {
         let (api, u) = (api.clone(), u.clone());
         async move {

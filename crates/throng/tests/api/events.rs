@@ -99,7 +99,7 @@ async fn expected_versions(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let one = || json!([event("Opened", json!({"n": 1}))]);
 
     let r = append(api, t, "account-1", Some("exists"), &one()).await;
@@ -156,7 +156,7 @@ async fn one_of_100_racing_appends_wins(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, s.token(Role::Admin));
+    let (api, t) = (&s.api, s.token(Role::ADMIN));
     let r = append(
         api,
         &t,
@@ -198,7 +198,7 @@ async fn idempotent_reappend(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     append(api, t, "other-1", None, &json!([event("X", json!({}))])).await;
     let body = json!([event("A", json!({"a": 1})), event("B", json!({"b": 2}))]);
     let first = append(api, t, "order-1", Some("no_stream"), &body).await;
@@ -246,7 +246,7 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     for i in 0..5 {
         let body = json!([event(
             "cart.ItemAdded",
@@ -378,7 +378,7 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
     let Some(small) = TestServer::start(kind, &["--events-scan-max", "2"]).await else {
         return;
     };
-    let (api2, t2) = (&small.api, &small.token(Role::Admin));
+    let (api2, t2) = (&small.api, &small.token(Role::ADMIN));
     for i in 0..5 {
         let ty = if i == 4 { "Rare" } else { "Common" };
         append(api2, t2, "s-1", None, &json!([event(ty, json!({}))])).await;
@@ -406,7 +406,7 @@ async fn tombstones_keep_the_global_order(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let body = json!([event("A", json!({})), event("B", json!({}))]);
     append(api, t, "doc-1", None, &body).await;
     append(api, t, "doc-2", None, &json!([event("A", json!({}))])).await;
@@ -448,7 +448,7 @@ async fn messagepack_and_lz4_bodies(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let fee = throng::services::events::generator::fee_charged(1, 2);
     let data = serde_json::to_value(&fee).unwrap();
     let plain = codec::from_json(&data);
@@ -529,7 +529,11 @@ async fn access_needs_an_admin_token_and_services_own_their_streams(kind: StoreK
     r.assert_error(401, "missing_token");
     let r = append(api, "not-a-token", "x-1", None, &body).await;
     r.assert_error(401, "invalid_token");
-    for role in [Role::User, Role::Provider, Role::Voter] {
+    for role in [
+        throng::services::comments::USER,
+        throng::services::comments::PROVIDER,
+        throng::services::voting::VOTER,
+    ] {
         let t = s.token(role);
         append(api, &t, "x-1", None, &body)
             .await
@@ -541,7 +545,7 @@ async fn access_needs_an_admin_token_and_services_own_their_streams(kind: StoreK
             .await
             .assert_error(403, "forbidden");
     }
-    let t = &s.token(Role::Admin);
+    let t = &s.token(Role::ADMIN);
     for stream in [
         "booking-registration-1",
         "ballots-1",
@@ -572,7 +576,7 @@ async fn services_events_are_streams(kind: StoreKind) {
     let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let r = api.register(2, "2030-01-02", 1, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let id = r.json()["registrationId"].as_str().unwrap().to_string();
@@ -607,7 +611,7 @@ async fn bad_input_writes_nothing(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &["--events-event-bytes-max", "4096"]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let good = json!([event("A", json!({"a": 1}))]);
     let raw = |stream: &str, ct: Option<&str>, bytes: Vec<u8>| {
         let mut req = append_request(api, t, stream, None).body(bytes);
@@ -820,7 +824,7 @@ async fn sse_resumes_with_last_event_id(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     for i in 0..5 {
         append(
             api,
@@ -912,7 +916,7 @@ async fn long_poll_answers_when_an_event_commits(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let v = get(api, t, "/api/events/poll?waitMs=0").await.json();
     assert_eq!(v["events"], json!([]));
     let waiting = {
@@ -937,7 +941,7 @@ async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
     let Some(s) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let lease = |owner: &str, lease_ms: i64, token: Option<&str>, position: Option<i64>| {
         let mut body = json!({"owner": owner, "leaseMs": lease_ms});
         if let Some(p) = position {
@@ -1435,7 +1439,7 @@ async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
         voters_csv: None,
     };
     seed(&s.state.store, &args, false).await.unwrap();
-    let (api, t) = (&s.api, &s.token(Role::Admin));
+    let (api, t) = (&s.api, &s.token(Role::ADMIN));
     for _ in 0..200 {
         if api.get("/api/voting/elections/1").await.status == 200 {
             break;

@@ -378,7 +378,7 @@ impl TestServer {
 
     /// Booking statistics through the admin endpoint.
     pub async fn stats(&self) -> Value {
-        self.api.stats(&self.token(Role::Admin)).await
+        self.api.stats(&self.token(Role::ADMIN)).await
     }
 
     pub async fn registrations(&self) -> i64 {
@@ -599,7 +599,7 @@ impl ProcessServer {
 
 pub fn admin_token_for(data_dir: &Path) -> String {
     let secrets = Secrets::load_or_create(data_dir).expect("secrets");
-    TokenKeys::new(&secrets.token_secret).issue("test-admin", Role::Admin, 600)
+    TokenKeys::new(&secrets.token_secret).issue("test-admin", Role::ADMIN, 600)
 }
 
 // ---------------------------------------------------------------- typed client

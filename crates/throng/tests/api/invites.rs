@@ -122,7 +122,7 @@ struct Inv {
 
 impl Inv {
     async fn new(server: &TestServer, settings: Value) -> Inv {
-        let admin = server.token(Role::Admin);
+        let admin = server.token(Role::ADMIN);
         let api = server.api.clone();
         let site = create_site(&api, &admin, settings).await;
         Inv { api, admin, site }
@@ -597,8 +597,8 @@ async fn admin_endpoints_need_an_admin_token(kind: StoreKind) {
         return;
     };
     let api = &server.api;
-    let admin = server.token(Role::Admin);
-    let user = server.token(Role::User);
+    let admin = server.token(Role::ADMIN);
+    let user = server.token(throng::services::comments::USER);
     let body = json!({ "surveyUrl": "https://s.example/1", "allowedOrigins": [ORIGIN] });
     api.post_json("/api/invites/sites", &body)
         .await
@@ -1193,7 +1193,7 @@ async fn origins_are_normalised_or_refused_with_a_reason(kind: StoreKind) {
     let Some(server) = TestServer::start(kind, &[]).await else {
         return;
     };
-    let admin = server.token(Role::Admin);
+    let admin = server.token(Role::ADMIN);
     let api = &server.api;
     let r = post_site(
         api,
@@ -1312,7 +1312,7 @@ async fn the_snippet_follows_the_public_url(kind: StoreKind) {
     else {
         return;
     };
-    let admin = server.token(Role::Admin);
+    let admin = server.token(Role::ADMIN);
     let r = post_site(
         &server.api,
         &admin,

@@ -185,7 +185,7 @@ async fn corner_cases_answer_as_documented(kind: StoreKind) {
         documented(&doc, "get", places, &r, 422, "invalid_field");
     }
 
-    let admin = s.token(Role::Admin);
+    let admin = s.token(Role::ADMIN);
     let get = |path: String| {
         let req = api.http.get(api.url(&path)).bearer_auth(&admin);
         api.send(req)

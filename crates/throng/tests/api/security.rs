@@ -59,7 +59,7 @@ async fn tokens_are_refused_before_their_nbf() {
     let with_nbf = |nbf: i64| {
         let mut extra = serde_json::Map::new();
         extra.insert("nbf".into(), nbf.into());
-        s.state.keys.issue_with("a", Role::Admin, 600, extra)
+        s.state.keys.issue_with("a", Role::ADMIN, 600, extra)
     };
     s.api
         .stats_reply(Some(&with_nbf(now + 120)))

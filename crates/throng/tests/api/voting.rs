@@ -517,15 +517,19 @@ async fn votes_in_token_mode(kind: StoreKind) {
     .unwrap();
     send(Some(expired)).await.assert_error(401, "token_expired");
     // A token without the district claim is not a voter token.
-    send(Some(s.state.keys.issue(&vs, Role::Voter, 600)))
-        .await
-        .assert_error(401, "invalid_token");
+    send(Some(s.state.keys.issue(
+        &vs,
+        throng::services::voting::VOTER,
+        600,
+    )))
+    .await
+    .assert_error(401, "invalid_token");
     send(Some(voter_token(
         &s,
         v + 1,
         district(v + 1),
         Some(1),
-        Role::Voter,
+        throng::services::voting::VOTER,
     )))
     .await
     .assert_error(403, "identity_mismatch");
@@ -534,18 +538,31 @@ async fn votes_in_token_mode(kind: StoreKind) {
         v,
         d % DISTRICTS + 1,
         Some(1),
-        Role::Voter,
+        throng::services::voting::VOTER,
     )))
     .await
     .assert_error(403, "identity_mismatch");
-    send(Some(voter_token(&s, v, d, Some(2), Role::Voter)))
-        .await
-        .assert_error(403, "identity_mismatch");
-    send(Some(voter_token(&s, v, d, Some(1), Role::Admin)))
+    send(Some(voter_token(
+        &s,
+        v,
+        d,
+        Some(2),
+        throng::services::voting::VOTER,
+    )))
+    .await
+    .assert_error(403, "identity_mismatch");
+    send(Some(voter_token(&s, v, d, Some(1), Role::ADMIN)))
         .await
         .assert_error(403, "identity_mismatch");
     assert_eq!(written(store).await, (0, 0, 0));
-    let r = send(Some(voter_token(&s, v, d, Some(1), Role::Voter))).await;
+    let r = send(Some(voter_token(
+        &s,
+        v,
+        d,
+        Some(1),
+        throng::services::voting::VOTER,
+    )))
+    .await;
     assert_eq!(r.status, 201, "{}", r.text());
     // A token must name its election: one without would vote in every one.
     let (v2, d2) = (6, district(6));
@@ -556,15 +573,27 @@ async fn votes_in_token_mode(kind: StoreKind) {
             Some("6"),
             Some(&d2.to_string()),
             &body(d2, 1, &[]),
-            Some(&voter_token(&s, v2, d2, None, Role::Voter)),
+            Some(&voter_token(
+                &s,
+                v2,
+                d2,
+                None,
+                throng::services::voting::VOTER,
+            )),
         ))
         .await
         .assert_error(403, "identity_mismatch");
     assert!(msg.contains("names no election"), "{msg}");
     assert_eq!(written(store).await.0, 1, "only the first vote");
-    send(Some(voter_token(&s, v, d, Some(1), Role::Voter)))
-        .await
-        .assert_error(409, "already_voted");
+    send(Some(voter_token(
+        &s,
+        v,
+        d,
+        Some(1),
+        throng::services::voting::VOTER,
+    )))
+    .await
+    .assert_error(409, "already_voted");
     // `throng token --claim` issues the same tokens.
     let out = std::process::Command::new(throng_bin())
         .args([
@@ -1063,7 +1092,8 @@ fn receipt_key(s: &TestServer) -> ReceiptKey {
     ReceiptKey::new(
         &throng::platform::secrets::Secrets::load_or_create(&s.data_dir)
             .unwrap()
-            .voting_receipt_key,
+            .key(&throng::services::voting::RECEIPT_KEY)
+            .unwrap(),
     )
 }
 
@@ -1346,7 +1376,7 @@ async fn a_district_is_published_only_with_k_ballots(kind: StoreKind) {
         return;
     };
     let (api, store) = (&s.api, &s.state.store);
-    let admin = s.token(Role::Admin);
+    let admin = s.token(Role::ADMIN);
     let c = |d: i64, party: i64| candidate_id(&args, d, party, 1);
     assert_eq!(
         api.get("/api/voting/elections/1").await.json()["mixBallotsMin"],
@@ -1519,7 +1549,7 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
         return;
     };
     let api = &s.api;
-    let admin = s.token(Role::Admin);
+    let admin = s.token(Role::ADMIN);
     let mut receipts = Vec::new();
     // Three in district 1 (published), two in district 2 (waiting).
     for (d, n) in [(1, 3), (2, 2)] {

@@ -770,7 +770,7 @@ pub async fn stats(
     State(st): State<Arc<BookingState>>,
     caller: Caller,
 ) -> ApiResult<Json<BookingStats>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     Ok(Json(
         store::stats(&st.store, &*st.storage, super::notifier::CONSUMER).await?,
     ))
@@ -787,7 +787,7 @@ pub async fn parked_notifications(
     State(st): State<Arc<BookingState>>,
     caller: Caller,
 ) -> ApiResult<Json<ParkedList>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let (parked, count) = st.storage.parked_notifications(PARKED_LISTED_MAX).await?;
     Ok(Json(ParkedList { count, parked }))
 }

@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 
 use crate::platform::crypto::{BlindIndex, PiiCipher};
 use crate::platform::experiment::Experiment;
+use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
 };
@@ -116,8 +117,9 @@ impl Service for Booking {
         args: BookingArgs,
     ) -> anyhow::Result<Started<BookingState>> {
         let notifier = notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
+        std::sync::LazyLock::force(&notifier::NOTIFIER_METRICS);
         let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
-        state.blind_index = platform.blind_index.clone();
+        state.blind_index = Arc::new(blind_index(platform).await?);
         state.one_registration = args.booking_one_registration;
         state.clock = args.booking_utc_offset;
         let state = Arc::new(state);
@@ -179,6 +181,31 @@ impl Service for Booking {
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
         vec![Box::new(bench::BookingBench)]
     }
+}
+
+/// Keys the blind index of national ids (one registration per person).
+pub const BLIND_INDEX_KEY: SecretSpec = SecretSpec {
+    file: "blind-index.key",
+    env: "THRONG_BLIND_INDEX_KEY",
+};
+
+/// The blind index under this node's key, refused when the store's entries
+/// were made under another (its fingerprint is in `meta`).
+async fn blind_index(platform: &Platform) -> anyhow::Result<BlindIndex> {
+    let blind = BlindIndex::new(&platform.secrets.key(&BLIND_INDEX_KEY)?);
+    let stored = platform
+        .store
+        .meta_set_once("blind_index_key_fingerprint", blind.fingerprint())
+        .await?;
+    if stored != blind.fingerprint() {
+        anyhow::bail!(
+            "the blind index of this store (one registration per person) was keyed with another \
+             key than {}; start with the data directory (or {}) that this store was created with",
+            platform.secrets.path_of(&BLIND_INDEX_KEY).display(),
+            BLIND_INDEX_KEY.env
+        );
+    }
+    Ok(blind)
 }
 
 /// The booking service's share of the application state.

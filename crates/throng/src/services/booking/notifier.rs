@@ -17,9 +17,42 @@ use tokio::sync::Notify;
 
 use super::model::{SlotEvent, EVENT_CONFIRMED, STREAM_CATEGORY};
 use super::store::{self, BookingStore};
-use crate::base::metrics::METRICS;
+use crate::base::metrics;
 use crate::platform::crypto::PiiCipher;
 use crate::store::{Store, StoredEvent};
+
+/// The confirmation worker's counters on `/metrics`.
+pub struct NotifierMetrics {
+    pub delivered: prometheus::IntCounter,
+    pub failures: prometheus::IntCounter,
+    pub parked: prometheus::IntCounter,
+}
+
+/// Registered with the server's metrics on first use (`Booking::start`
+/// uses them first, so they show from 0).
+pub static NOTIFIER_METRICS: std::sync::LazyLock<NotifierMetrics> = std::sync::LazyLock::new(
+    || {
+        let counter = |name: &str, help: &str| {
+            let c = prometheus::IntCounter::new(name, help).expect("a valid metric name");
+            metrics::register(&c);
+            c
+        };
+        NotifierMetrics {
+            delivered: counter(
+                "throng_notifier_delivered_total",
+                "Notifications handed to the notifier",
+            ),
+            failures: counter(
+                "throng_notifier_failures_total",
+                "Failed notification attempts (each is retried)",
+            ),
+            parked: counter(
+                "throng_notifier_parked_total",
+                "Confirmations parked after their attempts or a gateway's refusal (see the admin endpoint)",
+            ),
+        }
+    },
+);
 
 pub const CONSUMER: &str = "booking-notifier";
 /// Events read from the log per round.
@@ -226,19 +259,19 @@ async fn deliver_or_park(to: &Deliveries<'_>, event: StoredEvent) {
         tried += 1;
         match deliver(to, &event).await {
             Delivery::Done => {
-                METRICS.notifier_delivered.inc();
+                NOTIFIER_METRICS.delivered.inc();
                 return;
             }
             Delivery::Rejected(why) => {
-                METRICS.notifier_failures.inc();
+                NOTIFIER_METRICS.failures.inc();
                 break why;
             }
             Delivery::Retry(why) if tried >= to.attempts.max => {
-                METRICS.notifier_failures.inc();
+                NOTIFIER_METRICS.failures.inc();
                 break format!("{why} ({tried} attempts)");
             }
             Delivery::Retry(why) => {
-                METRICS.notifier_failures.inc();
+                NOTIFIER_METRICS.failures.inc();
                 tracing::warn!(position = event.position, %why, "notification failed; retrying in {backoff_ms} ms");
                 tokio::time::sleep(Duration::from_millis(backoff_ms)).await;
                 backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MS_MAX);
@@ -260,7 +293,7 @@ async fn deliver_or_park(to: &Deliveries<'_>, event: StoredEvent) {
         to.storage.park_notification(parked.clone())
     })
     .await;
-    METRICS.notifier_parked.inc();
+    NOTIFIER_METRICS.parked.inc();
 }
 
 async fn deliver(to: &Deliveries<'_>, event: &StoredEvent) -> Delivery {

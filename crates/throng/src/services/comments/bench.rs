@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use crate::platform::auth::{Role, TokenKeys};
+use crate::platform::auth::TokenKeys;
 use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
 
 pub struct CommentsBench {
@@ -156,7 +156,7 @@ impl Experiment for CommentsBench {
                 (0..TOKENS as u64)
                     .map(|i| {
                         let user = pick(i, 21, pop.commenters_from, pop.users);
-                        keys.issue(&user.to_string(), Role::User, 24 * 3600)
+                        keys.issue(&user.to_string(), super::USER, 24 * 3600)
                     })
                     .collect(),
             );

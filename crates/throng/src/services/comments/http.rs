@@ -429,7 +429,7 @@ pub async fn post_comment(
     caller: Caller,
     ApiJson(req): ApiJson<CommentRequest>,
 ) -> ApiResult<Response> {
-    let user_id = caller_id(&caller.0, Role::User)?;
+    let user_id = caller_id(&caller.0, super::USER)?;
     let new = req.parse(course_id, user_id, now_ms())?;
     if course_id < 1 {
         return Err(course_not_found(course_id));
@@ -460,7 +460,7 @@ pub async fn put_reply(
     caller: Caller,
     ApiJson(req): ApiJson<ReplyRequest>,
 ) -> ApiResult<Response> {
-    let provider_id = caller_id(&caller.0, Role::Provider)?;
+    let provider_id = caller_id(&caller.0, super::PROVIDER)?;
     let reply = req.parse(comment_id, provider_id, now_ms())?;
     let not_found = || {
         ApiError::not_found(
@@ -512,7 +512,7 @@ pub async fn edit_comment(
     caller: Caller,
     ApiJson(req): ApiJson<EditRequest>,
 ) -> ApiResult<Response> {
-    let user_id = caller_id(&caller.0, Role::User)?;
+    let user_id = caller_id(&caller.0, super::USER)?;
     let edit = req.parse(comment_id, user_id, now_ms())?;
     if comment_id < 1 {
         return Err(comment_not_found(comment_id));
@@ -546,16 +546,17 @@ pub async fn delete_comment(
     ApiPath(comment_id): ApiPath<i64>,
     caller: Caller,
 ) -> ApiResult<Response> {
-    let provider = match caller.0.role {
-        Role::User => false,
-        Role::Provider => true,
-        _ => {
-            return Err(ApiError::forbidden(
-                "deleting needs a token with the role 'user' (for one's reviews) or 'provider' (for one's replies)",
-            ))
-        }
+    let role = if caller.0.role == super::USER {
+        super::USER
+    } else if caller.0.role == super::PROVIDER {
+        super::PROVIDER
+    } else {
+        return Err(ApiError::forbidden(
+            "deleting needs a token with the role 'user' (for one's reviews) or 'provider' (for one's replies)",
+        ));
     };
-    let caller_id = caller_id(&caller.0, caller.0.role)?;
+    let provider = role == super::PROVIDER;
+    let caller_id = caller_id(&caller.0, role)?;
     if comment_id < 1 {
         return Err(comment_not_found(comment_id));
     }
@@ -633,7 +634,7 @@ async fn demo_token(
         ));
     }
     let (sub, role) = match q.role.as_deref().unwrap_or("user") {
-        "user" => (super::seed::DEMO_USER_ID, Role::User),
+        "user" => (super::seed::DEMO_USER_ID, super::USER),
         "provider" => {
             let course_id = q.course_id.unwrap_or(1);
             // Only the demo's own courses: never a provider of real data.
@@ -651,7 +652,7 @@ async fn demo_token(
                 .course(course_id)
                 .await?
                 .ok_or_else(|| course_not_found(course_id))?;
-            (course.provider_id, Role::Provider)
+            (course.provider_id, super::PROVIDER)
         }
         _ => return Err(ApiError::invalid_field("role: user or provider")),
     };

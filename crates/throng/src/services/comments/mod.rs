@@ -19,6 +19,7 @@ use std::sync::Arc;
 use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
+use crate::platform::auth::{Role, RoleSpec};
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
@@ -34,6 +35,12 @@ static MIGRATIONS: MigrationSet = MigrationSet {
     postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/comments/migrations/postgres"),
 };
 
+/// A reviewer: writes, edits and deletes their own reviews (`sub` = the
+/// user's id).
+pub const USER: Role = Role::new("user");
+/// A course's provider: replies to its reviews (`sub` = the provider's id).
+pub const PROVIDER: Role = Role::new("provider");
+
 impl Service for Comments {
     const NAME: &'static str = "comments";
     const SEED_ABOUT: Option<&'static str> =
@@ -44,6 +51,21 @@ impl Service for Comments {
 
     fn event_categories(&self) -> &'static [&'static str] {
         &["comments"]
+    }
+
+    fn roles(&self) -> &'static [RoleSpec] {
+        &[
+            RoleSpec {
+                role: USER,
+                about: "a reviewer (sub = the user's id): posts, edits and deletes their reviews",
+                claims: &[],
+            },
+            RoleSpec {
+                role: PROVIDER,
+                about: "a course provider (sub = its id): replies to its courses' reviews",
+                claims: &[],
+            },
+        ]
     }
 
     fn migrations(&self) -> Option<&'static MigrationSet> {

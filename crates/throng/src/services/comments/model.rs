@@ -141,13 +141,7 @@ pub fn text(
 pub fn caller_id(claims: &Claims, role: Role) -> Result<i64, ApiError> {
     if claims.role != role {
         return Err(ApiError::forbidden(format!(
-            "this needs a token with the role '{}'",
-            match role {
-                Role::User => "user",
-                Role::Provider => "provider",
-                Role::Admin => "admin",
-                Role::Voter => "voter",
-            }
+            "this needs a token with the role '{role}'"
         )));
     }
     claims

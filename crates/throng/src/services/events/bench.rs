@@ -67,7 +67,7 @@ impl Experiment for EventsBench {
     fn workloads(&self, _scale: Scale) -> Vec<Workload> {
         let token = Arc::new(format!(
             "Bearer {}",
-            TokenKeys::new(secret()).issue("bench", Role::Admin, 24 * 3600)
+            TokenKeys::new(secret()).issue("bench", Role::ADMIN, 24 * 3600)
         ));
         let pool = Arc::new(json_pool());
         let single = {

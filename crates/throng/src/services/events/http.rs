@@ -62,7 +62,7 @@ where
 }
 
 fn admin(caller: &Caller) -> ApiResult<()> {
-    caller.require(Role::Admin).map(|_| ())
+    caller.require(Role::ADMIN).map(|_| ())
 }
 
 /// A stream a client may append to (or delete): not a service's.

@@ -139,7 +139,7 @@ pub async fn subscribe(
     ApiQuery(q): ApiQuery<SubscribeQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let filter = filter_of(q.event_type, q.type_prefix, q.category)?;
     let from = match resume_from(&headers)? {
         Some(p) => p,
@@ -254,7 +254,7 @@ pub async fn poll(
     State(live): State<Arc<LiveStreams>>,
     ApiQuery(q): ApiQuery<PollQuery>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let filter = filter_of(q.event_type, q.type_prefix, q.category)?;
     let limit = limit_of(&st, q.limit)?;
     let mut from = position_of(q.from, 1)?.max(1);
@@ -420,7 +420,7 @@ pub async fn get_consumer(
     State(st): State<Arc<EventsState>>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let name = consumer_name(&name)?;
     let position = st.store.consumer_position(&name).await?;
     Ok(axum::Json(Consumer {
@@ -447,7 +447,7 @@ pub async fn lease(
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<ClaimIn>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let name = consumer_name(&name)?;
     not_a_service_worker(&st, &name)?;
     if !(1..=OWNER_CHARS_MAX).contains(&body.owner.chars().count()) {
@@ -527,7 +527,7 @@ pub async fn release(
     ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let name = consumer_name(&name)?;
     not_a_service_worker(&st, &name)?;
     let token = headers

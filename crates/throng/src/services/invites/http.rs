@@ -639,7 +639,7 @@ pub async fn forget_visitor(
     caller: Caller,
     ApiPath(visitor_id): ApiPath<i64>,
 ) -> ApiResult<Json<Forgotten>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     if visitor_id < 1 {
         return Err(ApiError::bad_request(
             "invalid_path",
@@ -714,7 +714,7 @@ pub async fn create_site(
     headers: HeaderMap,
     ApiJson(input): ApiJson<SiteInput>,
 ) -> ApiResult<Response> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let site = input.apply(None)?;
     let id = st
         .storage
@@ -746,7 +746,7 @@ pub async fn list_sites(
     caller: Caller,
     headers: HeaderMap,
 ) -> ApiResult<Json<SiteList>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let base = st.public_url.base(&headers);
     let sites = st
         .sites
@@ -772,7 +772,7 @@ pub async fn get_site(
     headers: HeaderMap,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<SiteOut>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let base = st.public_url.base(&headers);
     Ok(Json(site_json(&*entry(&st, site_id)?, &base)))
 }
@@ -800,7 +800,7 @@ async fn set_paused(
     site_id: i64,
     paused: bool,
 ) -> ApiResult<Json<SiteOut>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     let input = SiteInput {
         paused: Some(paused),
         ..Default::default()
@@ -827,7 +827,7 @@ pub async fn update_site(
     ApiPath(site_id): ApiPath<i64>,
     ApiJson(input): ApiJson<SiteInput>,
 ) -> ApiResult<Json<SiteOut>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     change_site(&st, &headers, site_id, input).await
 }
 
@@ -878,7 +878,7 @@ pub async fn site_stats(
     caller: Caller,
     ApiPath(site_id): ApiPath<i64>,
 ) -> ApiResult<Json<SiteStats>> {
-    caller.require(Role::Admin)?;
+    caller.require(Role::ADMIN)?;
     entry(&st, site_id)?;
     sites::flush(&*st.storage, &st.sites, st.counts_shard).await;
     let c = st.storage.counts(site_id).await?;

@@ -35,7 +35,7 @@ use super::store::{self, BoxedBallot, ReceiptState, VoteOutcome};
 use super::tally::Snapshot;
 use super::{ElectionEntry, Identity, VotingState};
 use crate::base::clock::{now_ms, rfc3339_ms};
-use crate::platform::auth::{Role, TokenKeys};
+use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::platform::streams::LiveStreams;
@@ -358,7 +358,7 @@ pub async fn get_ballot(
 #[derive(Deserialize)]
 struct VoterClaims {
     sub: String,
-    role: Role,
+    role: String,
     district: i64,
     /// Required: a token that named no election would vote in every one.
     #[serde(default)]
@@ -387,7 +387,7 @@ pub(super) fn check_token(
         .strip_prefix("Bearer ")
         .ok_or_else(|| ApiError::unauthorized("invalid_token", "expected 'Bearer <token>'"))?;
     let claims: VoterClaims = keys.verify_as(token.trim())?;
-    if claims.role != Role::Voter {
+    if claims.role != super::VOTER {
         return Err(identity_mismatch("voting needs a voter token"));
     }
     if claims.sub.parse::<i64>() != Ok(voter_id) || claims.district != district_id {
@@ -893,9 +893,12 @@ async fn demo_voter(
     let mut claims = serde_json::Map::new();
     claims.insert("district".into(), district_id.into());
     claims.insert("election".into(), election_id.into());
-    let token = st
-        .keys
-        .issue_with(&voter_id.to_string(), Role::Voter, DEMO_TOKEN_TTL_S, claims);
+    let token = st.keys.issue_with(
+        &voter_id.to_string(),
+        super::VOTER,
+        DEMO_TOKEN_TTL_S,
+        claims,
+    );
     Ok(Json(DemoVoter {
         voter_id,
         district_id,

@@ -33,8 +33,10 @@ use bytes::Bytes;
 use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
+use crate::platform::auth::{Role, RoleSpec};
 use crate::platform::client_addr::ClientCounts;
 use crate::platform::experiment::Experiment;
+use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
     AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
 };
@@ -42,6 +44,17 @@ use crate::store::{MigrationSet, Store};
 use model::Election;
 use roll::Roll;
 use store::VotingStore;
+
+/// A voter (`sub` = the voter id; the claims `district` and `election`
+/// name the ballot).
+pub const VOTER: Role = Role::new("voter");
+
+/// Keys receipts' tags and seals the ballot box; kept out of the database,
+/// so a copy of it cannot turn a receipt into a ballot (`receipt.rs`).
+pub const RECEIPT_KEY: SecretSpec = SecretSpec {
+    file: "voting-receipt.key",
+    env: "THRONG_VOTING_RECEIPT_KEY",
+};
 
 /// `--voting-mix-ballots-min` when not given (and not `--demo`).
 pub const MIX_BALLOTS_MIN_DEFAULT: i64 = 100;
@@ -128,6 +141,14 @@ impl Service for Voting {
 
     fn event_categories(&self) -> &'static [&'static str] {
         &["ballots"]
+    }
+
+    fn roles(&self) -> &'static [RoleSpec] {
+        &[RoleSpec {
+            role: VOTER,
+            about: "a voter (sub = the voter id) of the district and election its claims name",
+            claims: &["election", "district"],
+        }]
     }
 
     fn migrations(&self) -> Option<&'static MigrationSet> {
@@ -384,7 +405,9 @@ impl ServiceState for VotingState {}
 impl VotingState {
     pub async fn new(platform: &Platform, args: &VotingArgs) -> anyhow::Result<VotingState> {
         let generation = platform.store.meta_get(seed::SEED_GENERATION_KEY).await?;
-        let receipts = Arc::new(receipt::ReceiptKey::new(&platform.voting_receipt_key));
+        let receipts = Arc::new(receipt::ReceiptKey::new(
+            &platform.secrets.key(&RECEIPT_KEY)?,
+        ));
         let stored = platform
             .store
             .meta_set_once("voting_receipt_key_fingerprint", receipts.fingerprint())
