@@ -13,6 +13,7 @@
 //! [`sqlite::SqliteStore::write`] / [`postgres::PgStore::write`].
 
 pub mod bulk;
+pub mod columns;
 #[macro_use]
 pub mod eventlog;
 pub mod horizon;
@@ -24,6 +25,7 @@ pub mod streams;
 
 use std::sync::Arc;
 
+pub use columns::Columns;
 pub use eventlog::{NewEvent, StoredEvent};
 pub use migrate::MigrationSet;
 

@@ -35,7 +35,7 @@ use super::model::{
     EVENT_CONFIRMED,
 };
 use super::seed::SeedBookingArgs;
-use crate::store::{NewEvent, Store, StoreError};
+use crate::store::{Columns, NewEvent, Store, StoreError};
 
 /// The in-memory availability index as the service state holds it. Write
 /// commands read it when they run (not when they were sent), so an index
@@ -276,69 +276,6 @@ mod sql {
     /// What a forced re-seed deletes, in one transaction.
     pub const DELETE_BOOKING_DATA: &str =
         "DELETE FROM booking_slots; DELETE FROM booking_registrations; DELETE FROM booking_places;";
-}
-
-/// A row's columns as either driver gives them.
-pub trait Columns {
-    /// An integer of any width.
-    fn int(&self, i: usize) -> Result<i64, StoreError>;
-    /// A 32-bit integer (`INT` on PostgreSQL).
-    fn int4(&self, i: usize) -> Result<i32, StoreError>;
-    fn text(&self, i: usize) -> Result<String, StoreError>;
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError>;
-    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError>;
-}
-
-impl Columns for rusqlite::Row<'_> {
-    fn int(&self, i: usize) -> Result<i64, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn int4(&self, i: usize) -> Result<i32, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn text(&self, i: usize) -> Result<String, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.get(i)?)
-    }
-}
-
-fn pg_column<'a, T: tokio_postgres::types::FromSql<'a>>(
-    r: &'a tokio_postgres::Row,
-    i: usize,
-) -> Result<T, StoreError> {
-    r.try_get(i)
-        .map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-}
-
-impl Columns for tokio_postgres::Row {
-    fn int(&self, i: usize) -> Result<i64, StoreError> {
-        use tokio_postgres::types::Type;
-        let ty = self.columns()[i].type_();
-        if *ty == Type::INT2 {
-            pg_column::<i16>(self, i).map(i64::from)
-        } else if *ty == Type::INT4 {
-            pg_column::<i32>(self, i).map(i64::from)
-        } else {
-            pg_column(self, i)
-        }
-    }
-    fn int4(&self, i: usize) -> Result<i32, StoreError> {
-        pg_column(self, i)
-    }
-    fn text(&self, i: usize) -> Result<String, StoreError> {
-        pg_column(self, i)
-    }
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
-        pg_column(self, i)
-    }
-    fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError> {
-        pg_column(self, i)
-    }
 }
 
 /// A row of [`sql::PLACE`] or [`sql::LIST_PLACES`].

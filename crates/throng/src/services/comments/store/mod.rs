@@ -61,7 +61,7 @@ use futures::future::BoxFuture;
 use super::model::{CommentEdit, CommentType, Cursor, Deleter, ListQuery, NewComment, NewReply};
 use super::seed::Generator;
 use crate::store::invalidate::Subscription;
-use crate::store::{Store, StoreError};
+use crate::store::{Columns, Store, StoreError};
 
 /// The comments service's storage. Writes are one command each of the
 /// store's group commit, in one transaction with their snapshot and rating
@@ -279,32 +279,6 @@ pub(super) mod sql {
          WHERE comments_snapshots.course_id = ?1 AND comments_snapshots.comment_type = ?2
            AND comments_snapshots.user_id = ?3
          ";
-}
-
-/// A row's columns as either driver gives them, typed as the caller asks.
-pub trait Columns {
-    fn col<T>(&self, i: usize) -> Result<T, StoreError>
-    where
-        T: rusqlite::types::FromSql + tokio_postgres::types::FromSqlOwned;
-}
-
-impl Columns for rusqlite::Row<'_> {
-    fn col<T>(&self, i: usize) -> Result<T, StoreError>
-    where
-        T: rusqlite::types::FromSql + tokio_postgres::types::FromSqlOwned,
-    {
-        Ok(self.get(i)?)
-    }
-}
-
-impl Columns for tokio_postgres::Row {
-    fn col<T>(&self, i: usize) -> Result<T, StoreError>
-    where
-        T: rusqlite::types::FromSql + tokio_postgres::types::FromSqlOwned,
-    {
-        self.try_get(i)
-            .map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-    }
 }
 
 /// A row of [`sql::COURSE`].

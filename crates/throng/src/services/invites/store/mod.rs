@@ -24,7 +24,7 @@ use super::index::StandingIndex;
 use super::model::{AnswerState, Outcome, Site, Standing};
 use super::seed::SeedInvitesArgs;
 use super::visitor_ids::IdCipher;
-use crate::store::{Store, StoreError};
+use crate::store::{Columns, Store, StoreError};
 
 /// Visitors purged per statement by the retention job.
 pub const PURGE_CHUNK_ROWS: i64 = 1000;
@@ -221,40 +221,6 @@ mod sql {
         CAST(COALESCE(SUM(yes),0) AS BIGINT), CAST(COALESCE(SUM(no),0) AS BIGINT),
         CAST(COALESCE(SUM(closes),0) AS BIGINT), CAST(COALESCE(SUM(closed_out),0) AS BIGINT)
         FROM invites_counts WHERE site_id = ?1";
-}
-
-/// A row's columns as either driver gives them; integers of any width.
-pub trait Columns {
-    fn int(&self, i: usize) -> Result<i64, StoreError>;
-    fn text(&self, i: usize) -> Result<String, StoreError>;
-}
-
-impl Columns for rusqlite::Row<'_> {
-    fn int(&self, i: usize) -> Result<i64, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn text(&self, i: usize) -> Result<String, StoreError> {
-        Ok(self.get(i)?)
-    }
-}
-
-impl Columns for tokio_postgres::Row {
-    fn int(&self, i: usize) -> Result<i64, StoreError> {
-        use tokio_postgres::types::Type;
-        let ty = self.columns()[i].type_();
-        let v = if *ty == Type::INT2 {
-            self.try_get::<_, i16>(i).map(i64::from)
-        } else if *ty == Type::INT4 {
-            self.try_get::<_, i32>(i).map(i64::from)
-        } else {
-            self.try_get::<_, i64>(i)
-        };
-        v.map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-    }
-    fn text(&self, i: usize) -> Result<String, StoreError> {
-        self.try_get(i)
-            .map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-    }
 }
 
 /// A row of [`sql::LOAD_SITES`].

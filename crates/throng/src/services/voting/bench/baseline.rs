@@ -60,8 +60,8 @@ use crate::services::voting::model::{
     header_id, Candidate, District, Election, ElectionRows, PartyList, VoteRequest,
     DISTRICT_HEADER, VOTER_HEADER,
 };
-use crate::services::voting::store::Columns;
 use crate::services::voting::{http, Identity, VotingState};
+use crate::store::Columns;
 use crate::store::{Store, StoreError};
 
 /// The write-up's design as a service of the bench's child servers.

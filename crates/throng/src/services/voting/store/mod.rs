@@ -37,7 +37,7 @@ use super::model::{ballot_stream, ElectionRows, EVENT_BALLOT_CAST};
 use super::receipt::{ReceiptKey, RECEIPT_BYTES};
 use super::roll::Roll;
 use super::seed::SeedVotingArgs;
-use crate::store::{NewEvent, Store, StoreError};
+use crate::store::{Columns, NewEvent, Store, StoreError};
 
 pub use postgres::PG_ROUND_BALLOTS_MAX;
 
@@ -277,56 +277,6 @@ pub mod sql {
 }
 
 // ---------------------------------------------------------------- rows
-
-/// A row's columns as either driver gives them; integers of any width.
-pub trait Columns {
-    fn int(&self, i: usize) -> Result<i64, StoreError>;
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError>;
-    fn text(&self, i: usize) -> Result<String, StoreError>;
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError>;
-}
-
-impl Columns for rusqlite::Row<'_> {
-    fn int(&self, i: usize) -> Result<i64, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn text(&self, i: usize) -> Result<String, StoreError> {
-        Ok(self.get(i)?)
-    }
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
-        Ok(self.get(i)?)
-    }
-}
-
-impl Columns for tokio_postgres::Row {
-    fn int(&self, i: usize) -> Result<i64, StoreError> {
-        self.opt_int(i)?
-            .ok_or_else(|| StoreError::Internal(format!("column {i}: null")))
-    }
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
-        use tokio_postgres::types::Type;
-        let ty = self.columns()[i].type_();
-        let v = if *ty == Type::INT2 {
-            self.try_get::<_, Option<i16>>(i).map(|v| v.map(i64::from))
-        } else if *ty == Type::INT4 {
-            self.try_get::<_, Option<i32>>(i).map(|v| v.map(i64::from))
-        } else {
-            self.try_get::<_, Option<i64>>(i)
-        };
-        v.map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-    }
-    fn text(&self, i: usize) -> Result<String, StoreError> {
-        self.try_get(i)
-            .map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-    }
-    fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
-        self.try_get(i)
-            .map_err(|e| StoreError::Internal(format!("column {i}: {e}")))
-    }
-}
 
 /// (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max) of
 /// `voting_elections`.

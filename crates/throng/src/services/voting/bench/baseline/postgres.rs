@@ -7,11 +7,9 @@ use futures::future::BoxFuture;
 
 use super::{election_hours, sql, BallotRows, BaselineStore, VoteRows};
 use crate::services::voting::model::ElectionRows;
-use crate::services::voting::store::{
-    candidate_row, district_row, election_row, party_row, Columns,
-};
+use crate::services::voting::store::{candidate_row, district_row, election_row, party_row};
 use crate::store::postgres::PgStore;
-use crate::store::{pg_placeholders, StoreError};
+use crate::store::{pg_placeholders, Columns, StoreError};
 
 /// The baseline's table and the candidates' index.
 const DDL: &str = "
