@@ -22,6 +22,16 @@ use super::visitor_ids::{self, IdCipher};
 use crate::platform::experiment::mix64;
 use crate::store::Store;
 
+/// A seeded site (both dialects; `pg_placeholders` for PostgreSQL).
+const INSERT_SITE: &str =
+    "INSERT INTO invites_sites (site_id, config, retention_days, created_at_ms, updated_at_ms)
+     VALUES (?1, ?2, ?3, ?4, ?4)";
+
+/// A seeded site's counts, shard 0 (both dialects).
+const INSERT_COUNTS: &str = "INSERT INTO invites_counts
+     (site_id, shard, visitors, invited, displays, yes, no, closes, closed_out)
+     VALUES (?1, 0, ?2, ?3, ?3, ?4, ?5, ?6, ?7)";
+
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedInvitesArgs {
     /// Visitors with answers.
@@ -214,9 +224,13 @@ pub(super) fn seed_sqlite(
         super::index::mark_keys_numbered(&tx)?;
         for (i, s) in sites.iter().enumerate() {
             tx.execute(
-                "INSERT INTO invites_sites (site_id, config, retention_days, created_at_ms, updated_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?4)",
-                rusqlite::params![i as i64 + 1, serde_json::to_string(s)?, s.retention_days, now],
+                INSERT_SITE,
+                rusqlite::params![
+                    i as i64 + 1,
+                    serde_json::to_string(s)?,
+                    s.retention_days,
+                    now
+                ],
             )?;
         }
         tx.commit()?;
@@ -262,8 +276,7 @@ pub(super) fn seed_sqlite(
         let tx = conn.transaction()?;
         for (i, c) in counts.iter().enumerate() {
             tx.execute(
-                "INSERT INTO invites_counts (site_id, shard, visitors, invited, displays, yes, no, closes, closed_out)
-                 VALUES (?1, 0, ?2, ?3, ?3, ?4, ?5, ?6, ?7)",
+                INSERT_COUNTS,
                 rusqlite::params![i as i64 + 1, c[0], c[1], c[2], c[3], c[4], c[5]],
             )?;
         }
@@ -300,9 +313,13 @@ pub(super) async fn seed_pg(
         .await?;
     for (i, s) in sites.iter().enumerate() {
         tx.execute(
-            "INSERT INTO invites_sites (site_id, config, retention_days, created_at_ms, updated_at_ms)
-             VALUES ($1, $2, $3, $4, $4)",
-            &[&(i as i64 + 1), &serde_json::to_string(s)?, &(s.retention_days as i32), &now],
+            &crate::store::pg_placeholders(INSERT_SITE),
+            &[
+                &(i as i64 + 1),
+                &serde_json::to_string(s)?,
+                &(s.retention_days as i32),
+                &now,
+            ],
         )
         .await?;
     }
@@ -338,8 +355,7 @@ pub(super) async fn seed_pg(
     .await?;
     for (i, c) in counts.iter().enumerate() {
         tx.execute(
-            "INSERT INTO invites_counts (site_id, shard, visitors, invited, displays, yes, no, closes, closed_out)
-             VALUES ($1, 0, $2, $3, $3, $4, $5, $6, $7)",
+            &crate::store::pg_placeholders(INSERT_COUNTS),
             &[&(i as i64 + 1), &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]],
         )
         .await?;
