@@ -773,6 +773,79 @@ impl WriterStats {
 mod tests {
     use super::*;
 
+    fn row(workload: usize, connections: usize) -> Row {
+        Row {
+            workload,
+            name: format!("w{workload}"),
+            connections,
+            nodes: 1,
+            comparison_phase: false,
+        }
+    }
+
+    /// Each count's ceiling is measured first among that count's rows, and
+    /// the rows keep the workloads' order within a count.
+    #[test]
+    fn each_count_runs_its_ceiling_then_its_rows() {
+        let rows = phase_rows(
+            vec![row(1, 16), row(1, 256), row(2, 256), row(1, 64), row(3, 16)],
+            false,
+        );
+        let order: Vec<(usize, usize)> = rows.iter().map(|r| (r.workload, r.connections)).collect();
+        assert_eq!(
+            order,
+            [
+                (0, 16),
+                (1, 16),
+                (3, 16),
+                (0, 64),
+                (1, 64),
+                (0, 256),
+                (1, 256),
+                (2, 256)
+            ]
+        );
+        assert!(rows
+            .iter()
+            .filter(|r| r.workload == 0)
+            .all(|r| r.name == CEILING));
+        let theirs = phase_rows(vec![row(4, 64)], true);
+        assert_eq!(theirs[0].name, CEILING_OF_COMPARISONS);
+    }
+
+    fn result(name: &str, connections: usize, rps: f64, ratio: f64) -> WorkloadResult {
+        let mut r = WorkloadResult::from_runs(&Workload::default(), &[], 0.0);
+        r.name = name.into();
+        r.connections = connections;
+        r.requests_per_s = rps;
+        r.ratio_to_ceiling = ratio;
+        r
+    }
+
+    /// A design is divided into the own workload it replaces at the same
+    /// connection count only; a skipped one gets no figure.
+    #[test]
+    fn designs_are_compared_at_their_own_count() {
+        let mut theirs = result("redis", 16, 20_000.0, 0.2);
+        theirs.comparison = true;
+        theirs.alternative_to = Some("ours".into());
+        let mut skipped = result("durable", 16, 0.0, 0.0);
+        skipped.comparison = true;
+        skipped.alternative_to = Some("ours".into());
+        skipped.skipped = Some("redis-server is not on the PATH".into());
+        let mut results = vec![
+            result("ours", 16, 30_000.0, 0.4),
+            result("ours", 64, 60_000.0, 0.5),
+            theirs,
+            skipped,
+        ];
+        compare_with_own(&mut results);
+        assert_eq!(results[2].own_divided_by_this, Some(1.5));
+        assert_eq!(results[2].own_divided_by_this_per_ceiling, Some(2.0));
+        assert_eq!(results[3].own_divided_by_this, None);
+        assert_eq!(results[0].own_divided_by_this, None);
+    }
+
     /// Every description starts in the same column, whatever the longest
     /// experiment name (e.g. `comments-nocache`).
     #[test]

@@ -444,3 +444,97 @@ impl BenchReport {
         Ok((json, md))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(name: &str, connections: usize, rps: f64) -> WorkloadResult {
+        let mut r = WorkloadResult::from_runs(&Workload::default(), &[], 0.0);
+        r.name = name.into();
+        r.connections = connections;
+        r.requests_per_s = rps;
+        r.status_counts = BTreeMap::from([(201, 3), (409, 1)]);
+        r
+    }
+
+    fn report(results: Vec<WorkloadResult>) -> BenchReport {
+        let mut connections: Vec<usize> = results.iter().map(|r| r.connections).collect();
+        connections.sort_unstable();
+        connections.dedup();
+        BenchReport {
+            experiment: "x".into(),
+            about: String::new(),
+            scale: "quick".into(),
+            runs: 1,
+            duration_s: 1,
+            connections,
+            store: "sqlite".into(),
+            seed_s: None,
+            results,
+            rss_mib: 0.0,
+            rss_mib_peak: 0.0,
+            rss_mib_peak_comparison: None,
+            rss_anon_mib: 0.0,
+            rss_file_mib: 0.0,
+            rss_mib_max: None,
+            notes: Vec::new(),
+            cores: 2,
+            command: "throng bench x".into(),
+        }
+    }
+
+    /// Per connection count: the own workload, then its designs with the
+    /// own one's req/s divided by theirs; a skipped design says why, with
+    /// no figure.
+    #[test]
+    fn designs_sit_beside_the_own_workload_per_count() {
+        let mut redis = result("redis", 16, 20_000.0);
+        redis.comparison = true;
+        redis.alternative_to = Some("ours".into());
+        redis.own_divided_by_this = Some(1.5);
+        redis.own_divided_by_this_per_ceiling = Some(1.25);
+        let mut durable = result("durable", 16, 0.0);
+        durable.comparison = true;
+        durable.alternative_to = Some("ours".into());
+        durable.skipped = Some("redis-server is not on the PATH".into());
+        let r = report(vec![
+            result("ours", 16, 30_000.0),
+            result("ours", 256, 50_000.0),
+            redis,
+            durable,
+        ]);
+        let sides = r.side_by_side();
+        assert_eq!(sides.len(), 1);
+        let (own, table) = &sides[0];
+        assert_eq!(own, "ours");
+        let rows: Vec<Vec<&str>> = table
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| c.as_str()).collect())
+            .collect();
+        assert_eq!(rows[0][..3], ["16", "ours", "30000"]);
+        assert_eq!(rows[0][4], "75%");
+        assert_eq!(rows[1][..3], ["16", "redis", "20000"]);
+        assert_eq!(rows[1][6..], ["1.50x", "1.25x"]);
+        assert_eq!(rows[2][..3], ["16", "durable", "skipped"]);
+        assert_eq!(rows[2][7], "redis-server is not on the PATH");
+        assert_eq!(rows[3][..2], ["256", "ours"]);
+        let text = r.table().text();
+        assert!(text.starts_with("workload  conns"), "{text}");
+        assert!(text.contains("skipped"), "{text}");
+        let md = r.markdown();
+        assert!(md.contains("16, 256 connections"), "{md}");
+        assert!(
+            md.contains("durable at 16 connections: skipped: redis-server is not on the PATH"),
+            "{md}"
+        );
+    }
+
+    /// One connection count: no column for it.
+    #[test]
+    fn one_count_has_no_connections_column() {
+        let text = report(vec![result("ours", 64, 1.0)]).table().text();
+        assert!(text.starts_with("workload  req/s"), "{text}");
+    }
+}

@@ -433,3 +433,55 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The durable Redis is a `redis-server` of the bench's own that keeps
+    /// an fsync'd append-only file in the store's directory and is gone
+    /// once dropped; without `redis-server` (or without a Redis on 6379)
+    /// the row is skipped with the reason and has nothing to run before.
+    #[test]
+    fn backends_start_a_durable_redis_or_say_why_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let bench = BookingBench::default();
+        let backends = bench.start_backends(dir.path()).unwrap();
+        let targets = bench.redis.get().cloned().expect("set by start_backends");
+        let rows = bench.workloads(Scale::Quick);
+        let row = |name: &str| rows.iter().find(|w| w.name == name).expect("a row");
+        for (name, target) in [
+            (REDIS_VOLATILE, &targets.volatile),
+            (REDIS_DURABLE, &targets.durable),
+        ] {
+            let w = row(name);
+            assert!(w.comparison);
+            assert_eq!(w.alternative_to.as_deref(), Some(TRY_REGISTER));
+            assert_eq!(w.connections, CONNECTIONS_SWEEP);
+            match target {
+                RedisTarget::Ready { url, .. } => {
+                    assert!(w.skipped.is_none() && w.before_run.is_some(), "{name}");
+                    assert!(backends.serve_args.contains(url), "{name}");
+                }
+                RedisTarget::Skipped(why) => {
+                    assert!(w.skipped.as_ref() == Some(why) && w.before_run.is_none());
+                }
+            }
+        }
+        match &targets.durable {
+            RedisTarget::Ready { url, about } => {
+                assert!(about.contains("appendonly yes"), "{about}");
+                assert!(about.contains("appendfsync always"), "{about}");
+                let files = std::fs::read_dir(dir.path()).unwrap().count();
+                assert_eq!(files, 1, "its directory is beside the store's");
+                drop(backends);
+                assert!(redis_answers(url).is_err(), "stopped on drop");
+                assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+            }
+            RedisTarget::Skipped(why) => {
+                assert!(on_path("redis-server").is_none(), "skipped: {why}");
+                assert!(why.contains("PATH"), "{why}");
+            }
+        }
+    }
+}
