@@ -692,12 +692,17 @@ pub fn median_by(runs: &[measure::Summary], f: impl Fn(&measure::Summary) -> f64
     }
 }
 
-/// The server's writer counters, scraped from `/metrics`.
+/// The server's writer counters and its own time per HTTP request,
+/// scraped from `/metrics`.
 #[derive(Clone, Debug, Default)]
 pub struct WriterStats {
     pub batches: f64,
     pub commands: f64,
     pub commit_s: f64,
+    /// Requests answered, every route (`/metrics` itself included).
+    pub http_requests: f64,
+    /// Their time in the server, from head read to answer written.
+    pub http_s: f64,
 }
 
 impl WriterStats {
@@ -706,17 +711,22 @@ impl WriterStats {
             return WriterStats::default();
         };
         let text = res.text().await.unwrap_or_default();
-        let value = |name: &str| {
+        // The sum over every series of `name` (with labels or without).
+        let value = |name: &str| -> f64 {
             text.lines()
-                .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
+                .filter(|l| {
+                    l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b' ' | b'{'))
+                })
+                .filter_map(|l| l.rsplit(' ').next())
+                .filter_map(|v| v.parse::<f64>().ok())
+                .sum()
         };
         WriterStats {
             batches: value("throng_store_write_batch_commands_count"),
             commands: value("throng_store_write_batch_commands_sum"),
             commit_s: value("throng_store_commit_seconds_sum"),
+            http_requests: value("throng_http_request_duration_seconds_count"),
+            http_s: value("throng_http_request_duration_seconds_sum"),
         }
     }
     pub fn since(&self, before: &WriterStats) -> WriterStats {
@@ -724,6 +734,8 @@ impl WriterStats {
             batches: self.batches - before.batches,
             commands: self.commands - before.commands,
             commit_s: self.commit_s - before.commit_s,
+            http_requests: self.http_requests - before.http_requests,
+            http_s: self.http_s - before.http_s,
         }
     }
     pub fn plus(&self, o: &WriterStats) -> WriterStats {
@@ -731,6 +743,16 @@ impl WriterStats {
             batches: self.batches + o.batches,
             commands: self.commands + o.commands,
             commit_s: self.commit_s + o.commit_s,
+            http_requests: self.http_requests + o.http_requests,
+            http_s: self.http_s + o.http_s,
+        }
+    }
+    /// The server's mean time per request, in ms.
+    pub fn server_ms_mean(&self) -> f64 {
+        if self.http_requests > 0.0 {
+            self.http_s * 1000.0 / self.http_requests
+        } else {
+            0.0
         }
     }
     pub fn commands_per_batch(&self) -> f64 {
@@ -756,11 +778,12 @@ impl WriterStats {
         }
     }
     fn describe(&self, over: Duration) -> String {
+        let server = format!("  server {:.2} ms/request", self.server_ms_mean());
         if self.batches < 1.0 {
-            return String::new();
+            return server;
         }
         format!(
-            "  writer: {:.0} batches, {:.1} commands/batch, {:.2} ms/batch, committing {:.0}% of the run",
+            "{server}  writer: {:.0} batches, {:.1} commands/batch, {:.2} ms/batch, committing {:.0}% of the run",
             self.batches,
             self.commands_per_batch(),
             self.commit_ms_mean(),

@@ -31,6 +31,10 @@ pub struct WorkloadResult {
     pub writer_commit_ms_mean: f64,
     /// The writer's commit time as a share of the measured time.
     pub writer_busy_share: f64,
+    /// The server's own mean time per request over the measured runs
+    /// (`throng_http_request_duration_seconds`), in ms: the rest of the
+    /// client's latency is spent in the client and the kernels.
+    pub server_ms_mean: f64,
     /// Closed-model connections it was measured with.
     pub connections: usize,
     /// Measured in the comparison designs' phase (its ratio uses that
@@ -82,6 +86,7 @@ impl WorkloadResult {
             writer_commands_per_batch_mean: 0.0,
             writer_commit_ms_mean: 0.0,
             writer_busy_share: 0.0,
+            server_ms_mean: 0.0,
             connections: 0,
             comparison: w.comparison,
             alternative_to: w.alternative_to.clone(),
@@ -110,6 +115,7 @@ impl WorkloadResult {
         } else {
             0.0
         };
+        self.server_ms_mean = total.server_ms_mean();
     }
 
     /// The share of answers that were 2xx (the rest were accepted statuses
@@ -336,11 +342,12 @@ impl BenchReport {
             };
             if r.writer_batches >= 1.0 {
                 out.push(format!(
-                    "{}{at}: group commit {:.1} commands/batch, {:.2} ms per batch (apply + fsync), committing {:.0}% of the time",
+                    "{}{at}: group commit {:.1} commands/batch, {:.2} ms per batch (apply + fsync), committing {:.0}% of the time; {:.2} ms mean in the server per request",
                     r.name,
                     r.writer_commands_per_batch_mean,
                     r.writer_commit_ms_mean,
-                    100.0 * r.writer_busy_share
+                    100.0 * r.writer_busy_share,
+                    r.server_ms_mean
                 ));
             }
             if r.errors > 0 {
