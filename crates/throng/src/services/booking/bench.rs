@@ -73,7 +73,7 @@ impl Experiment for BookingBench {
         "booking"
     }
     fn about(&self) -> &'static str {
-        "vaccination slots: random try-register (durable) and free-slot reads on 5,000,000 slots, vs GET /health"
+        "vaccination slots: random try-register (durable) and free-slot reads on 5,000,000 slots, vs GET /health, the write-up's Redis design and a naive one"
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (places, days, slots) = size(scale);
