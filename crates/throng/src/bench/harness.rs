@@ -747,13 +747,11 @@ impl WriterStats {
             http_s: self.http_s + o.http_s,
         }
     }
-    /// The server's mean time per request, in ms.
-    pub fn server_ms_mean(&self) -> f64 {
-        if self.http_requests > 0.0 {
-            self.http_s * 1000.0 / self.http_requests
-        } else {
-            0.0
-        }
+    /// The server's mean time per request, in ms; `None` when the run's
+    /// requests were not counted (routes outside the histogram, such as
+    /// `/health`, leave only the scrapes of `/metrics`).
+    pub fn server_ms_mean(&self) -> Option<f64> {
+        (self.http_requests >= 1000.0).then(|| self.http_s * 1000.0 / self.http_requests)
     }
     pub fn commands_per_batch(&self) -> f64 {
         if self.batches > 0.0 {
@@ -778,7 +776,10 @@ impl WriterStats {
         }
     }
     fn describe(&self, over: Duration) -> String {
-        let server = format!("  server {:.2} ms/request", self.server_ms_mean());
+        let server = match self.server_ms_mean() {
+            Some(ms) => format!("  server {ms:.2} ms/request"),
+            None => String::new(),
+        };
         if self.batches < 1.0 {
             return server;
         }

@@ -34,7 +34,7 @@ pub struct WorkloadResult {
     /// The server's own mean time per request over the measured runs
     /// (`throng_http_request_duration_seconds`), in ms: the rest of the
     /// client's latency is spent in the client and the kernels.
-    pub server_ms_mean: f64,
+    pub server_ms_mean: Option<f64>,
     /// Closed-model connections it was measured with.
     pub connections: usize,
     /// Measured in the comparison designs' phase (its ratio uses that
@@ -86,7 +86,7 @@ impl WorkloadResult {
             writer_commands_per_batch_mean: 0.0,
             writer_commit_ms_mean: 0.0,
             writer_busy_share: 0.0,
-            server_ms_mean: 0.0,
+            server_ms_mean: None,
             connections: 0,
             comparison: w.comparison,
             alternative_to: w.alternative_to.clone(),
@@ -341,13 +341,16 @@ impl BenchReport {
                 String::new()
             };
             if r.writer_batches >= 1.0 {
+                let server = match r.server_ms_mean {
+                    Some(ms) => format!("; {ms:.2} ms mean in the server per request"),
+                    None => String::new(),
+                };
                 out.push(format!(
-                    "{}{at}: group commit {:.1} commands/batch, {:.2} ms per batch (apply + fsync), committing {:.0}% of the time; {:.2} ms mean in the server per request",
+                    "{}{at}: group commit {:.1} commands/batch, {:.2} ms per batch (apply + fsync), committing {:.0}% of the time{server}",
                     r.name,
                     r.writer_commands_per_batch_mean,
                     r.writer_commit_ms_mean,
                     100.0 * r.writer_busy_share,
-                    r.server_ms_mean
                 ));
             }
             if r.errors > 0 {
