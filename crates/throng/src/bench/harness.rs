@@ -701,7 +701,10 @@ pub struct WriterStats {
     pub commit_s: f64,
     /// Requests answered, every route (`/metrics` itself included).
     pub http_requests: f64,
-    /// Their time in the server, from head read to answer written.
+    /// Their time in the server as admission control measures it: from the
+    /// parsed head to the answer made (reading the body, the handler and any
+    /// wait for the writer included; parsing the head and writing the
+    /// answer to the socket not).
     pub http_s: f64,
 }
 
@@ -747,11 +750,9 @@ impl WriterStats {
             http_s: self.http_s + o.http_s,
         }
     }
-    /// The server's mean time per request, in ms; `None` when the run's
-    /// requests were not counted (routes outside the histogram, such as
-    /// `/health`, leave only the scrapes of `/metrics`).
+    /// The server's mean time per request, in ms (`None` without requests).
     pub fn server_ms_mean(&self) -> Option<f64> {
-        (self.http_requests >= 1000.0).then(|| self.http_s * 1000.0 / self.http_requests)
+        (self.http_requests > 0.0).then(|| self.http_s * 1000.0 / self.http_requests)
     }
     pub fn commands_per_batch(&self) -> f64 {
         if self.batches > 0.0 {
@@ -777,7 +778,7 @@ impl WriterStats {
     }
     fn describe(&self, over: Duration) -> String {
         let server = match self.server_ms_mean() {
-            Some(ms) => format!("  server {ms:.2} ms/request"),
+            Some(ms) => format!("  server {ms:.3} ms/request"),
             None => String::new(),
         };
         if self.batches < 1.0 {

@@ -32,8 +32,9 @@ pub struct WorkloadResult {
     /// The writer's commit time as a share of the measured time.
     pub writer_busy_share: f64,
     /// The server's own mean time per request over the measured runs
-    /// (`throng_http_request_duration_seconds`), in ms: the rest of the
-    /// client's latency is spent in the client and the kernels.
+    /// (`throng_http_request_duration_seconds`: from the parsed head to the
+    /// answer made), in ms; the rest of the client's latency is parsing the
+    /// head, writing the answer, the kernels and the client.
     pub server_ms_mean: Option<f64>,
     /// Closed-model connections it was measured with.
     pub connections: usize,
@@ -342,7 +343,7 @@ impl BenchReport {
             };
             if r.writer_batches >= 1.0 {
                 let server = match r.server_ms_mean {
-                    Some(ms) => format!("; {ms:.2} ms mean in the server per request"),
+                    Some(ms) => format!("; {ms:.3} ms mean in the server per request"),
                     None => String::new(),
                 };
                 out.push(format!(
