@@ -553,10 +553,12 @@ async fn measure_all(
     }
     let (rss_mib, rss_mib_peak_all, rss_anon_mib, rss_file_mib) = server.rss_mib();
     // Without per-workload peaks, the whole run's peak is all we know.
-    let rss_mib_peak = if peaks_reset {
-        peak_own_mib
+    let rss_mib_peak = if phases[0].is_empty() {
+        None
+    } else if peaks_reset {
+        Some(peak_own_mib)
     } else {
-        rss_mib_peak_all
+        Some(rss_mib_peak_all)
     };
     let rss_mib_peak_comparison = if peaks_reset {
         peak_comparison_mib

@@ -150,8 +150,9 @@ pub struct BenchReport {
     pub seed_s: Option<f64>,
     pub results: Vec<WorkloadResult>,
     pub rss_mib: f64,
-    /// Peak while the experiment's own workloads ran (and the ceiling).
-    pub rss_mib_peak: f64,
+    /// Peak while the experiment's own workloads ran (and the ceiling);
+    /// `None` when none of them was selected.
+    pub rss_mib_peak: Option<f64>,
     /// Peak while comparison designs ran, when measured apart.
     pub rss_mib_peak_comparison: Option<f64>,
     /// Heap, stacks: memory the server itself holds.
@@ -396,18 +397,22 @@ impl BenchReport {
     }
 
     fn memory_line(&self) -> String {
-        let limit = match self.rss_mib_max {
-            Some(m) if self.rss_mib_peak <= m => format!(" (limit {m:.0} MiB: met)"),
-            Some(m) => format!(" (limit {m:.0} MiB: NOT MET)"),
-            None => String::new(),
+        let limit = match (self.rss_mib_max, self.rss_mib_peak) {
+            (Some(m), Some(p)) if p <= m => format!(" (limit {m:.0} MiB: met)"),
+            (Some(m), Some(_)) => format!(" (limit {m:.0} MiB: NOT MET)"),
+            _ => String::new(),
+        };
+        let peak = match self.rss_mib_peak {
+            Some(p) => format!("{p:.0} MiB peak"),
+            None => "no peak of the service's own workloads (none ran)".into(),
         };
         let comparison = match self.rss_mib_peak_comparison {
             Some(p) => format!("; {p:.0} MiB peak under the comparison designs"),
             None => String::new(),
         };
         format!(
-            "server resident memory: {:.0} MiB now ({:.0} MiB heap and stacks, {:.0} MiB file-backed: the binary and the mapped database), {:.0} MiB peak{limit}{comparison}",
-            self.rss_mib, self.rss_anon_mib, self.rss_file_mib, self.rss_mib_peak
+            "server resident memory: {:.0} MiB now ({:.0} MiB heap and stacks, {:.0} MiB file-backed: the binary and the mapped database), {peak}{limit}{comparison}",
+            self.rss_mib, self.rss_anon_mib, self.rss_file_mib
         )
     }
 
@@ -484,7 +489,7 @@ mod tests {
             seed_s: None,
             results,
             rss_mib: 0.0,
-            rss_mib_peak: 0.0,
+            rss_mib_peak: Some(0.0),
             rss_mib_peak_comparison: None,
             rss_anon_mib: 0.0,
             rss_file_mib: 0.0,
