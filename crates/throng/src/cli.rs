@@ -49,6 +49,10 @@ pub struct BenchServerArgs {
     pub experiment: String,
     #[command(flatten)]
     pub serve: ServeArgs,
+    /// The comparison designs' own flags. Their values reach the designs
+    /// through `serve`'s service matches, which hold the whole command's.
+    #[command(flatten)]
+    pub comparisons: crate::bench::ComparisonArgs,
 }
 
 #[derive(clap::Args, Debug)]

@@ -5,10 +5,9 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use throng_load::measure::{self, RequestSpec};
+use throng_load::measure;
 
 use super::report::{BenchReport, WorkloadResult};
 use super::{experiments, Experiment, Scale, Workload};
@@ -29,10 +28,13 @@ pub struct BenchArgs {
     /// Seconds of warm-up per workload before the first run.
     #[arg(long, default_value_t = 3)]
     pub warmup_s: u64,
-    /// Connections of the closed-model load (default: the experiment's own;
-    /// the ceiling is measured with the same count).
-    #[arg(long)]
-    pub connections: Option<usize>,
+    /// Connections of the closed-model load, e.g. `64` or `16,64,256`: every
+    /// workload is measured with each count, a row each (default: each
+    /// workload's own counts, else the experiment's). The ceiling is
+    /// measured with every count in use, and a row's ratio uses the
+    /// ceiling of its own count.
+    #[arg(long, value_delimiter = ',')]
+    pub connections: Vec<usize>,
     /// Data set size.
     #[arg(long, value_enum, default_value_t = Scale::Full)]
     pub scale: Scale,
@@ -83,9 +85,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let exp = all.into_iter().find(|e| e.name() == name).ok_or_else(|| {
         anyhow::anyhow!("unknown experiment '{name}'; `throng bench --list` lists them")
     })?;
-    let mut args = args;
-    args.connections = Some(args.connections.unwrap_or_else(|| exp.connections()));
-    if args.runs == 0 || args.duration_s == 0 || args.connections == Some(0) {
+    if args.runs == 0 || args.duration_s == 0 || args.connections.contains(&0) {
         anyhow::bail!("--runs, --duration-s and --connections must be at least 1");
     }
     let nodes_max = args.nodes.iter().copied().max().unwrap_or(1);
@@ -125,6 +125,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     for line in &offline {
         println!("{line}");
     }
+    // What the comparison designs need outside throng, for every node.
+    let backends = exp.start_backends(&data_dir)?;
+    let serve_args = [exp.serve_args(), backends.serve_args.clone()].concat();
     // Every node shares the data directory (its secrets) and the store.
     // One node runs with the default writers; the rows of k > 1 nodes run on
     // nodes sized as README says (`writers_per_node`), started beside it.
@@ -132,7 +135,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         &exe,
         exp.name(),
         &store_flags,
-        &exp.serve_args(),
+        &serve_args,
     )?];
     // The addresses each count of nodes runs on; counts with the same
     // writers per node share their servers (the first k of them).
@@ -142,7 +145,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         let w = writers_per_node(k);
         let group = sized.entry(w).or_default();
         while group.len() < k {
-            let mut extra = exp.serve_args();
+            let mut extra = serve_args.clone();
             if pg_writers_env().is_none() {
                 extra.extend(["--pg-writers".to_string(), w.to_string()]);
             }
@@ -167,6 +170,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     for server in &mut servers {
         server.stop();
     }
+    drop(backends);
     report.print();
     let (json, md) = report.write(&args.out_dir)?;
     println!("\nwrote {} and {}", json.display(), md.display());
@@ -323,16 +327,17 @@ impl Drop for ChildServer {
     }
 }
 
+/// The ceiling: `GET /health`, the default workload.
 fn ceiling() -> Workload {
     Workload {
-        name: "GET /health (ceiling)".into(),
-        factory: Arc::new(|_| RequestSpec::get("/health")),
-        ok_statuses: vec![200],
-        target_ratio_min: None,
-        published: String::new(),
-        comparison: false,
+        name: CEILING.into(),
+        ..Workload::default()
     }
 }
+
+const CEILING: &str = "GET /health (ceiling)";
+/// The ceiling's rows in the comparison designs' phase.
+const CEILING_OF_COMPARISONS: &str = "GET /health (ceiling, comparison phase)";
 
 /// Nodes one bench may start.
 const NODES_MAX: usize = 8;
@@ -384,6 +389,44 @@ async fn scrape_all(addrs: &[SocketAddr]) -> WriterStats {
     total
 }
 
+/// One measured line of the report: a workload with one connection count on
+/// one count of nodes.
+struct Row {
+    /// Index into the workloads (0: the ceiling).
+    workload: usize,
+    name: String,
+    connections: usize,
+    nodes: usize,
+    /// Measured in the second phase, with the comparison designs.
+    comparison_phase: bool,
+}
+
+/// Rows of one phase in the order they are measured: by connection count,
+/// the ceiling first at each, so a row's ceiling is measured next to it.
+fn phase_rows(rows: Vec<Row>, comparison_phase: bool) -> Vec<Row> {
+    let mut counts: Vec<usize> = rows.iter().map(|r| r.connections).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let mut out: Vec<Row> = counts
+        .iter()
+        .map(|&c| Row {
+            workload: 0,
+            name: if comparison_phase {
+                CEILING_OF_COMPARISONS.into()
+            } else {
+                CEILING.into()
+            },
+            connections: c,
+            nodes: 1,
+            comparison_phase,
+        })
+        .chain(rows)
+        .collect();
+    // Stable: within a count, the ceiling, then the workloads in order.
+    out.sort_by_key(|r| (r.connections, r.workload != 0));
+    out
+}
+
 async fn measure_all(
     exp: &dyn Experiment,
     args: &BenchArgs,
@@ -397,26 +440,6 @@ async fn measure_all(
             .into_iter()
             .filter(|w| args.only.as_deref().is_none_or(|o| w.name.contains(o))),
     );
-    // How many nodes each workload runs on: the experiment's own workloads
-    // again for every count above 1 (`--nodes`), as rows of their own.
-    let mut nodes_of = vec![1usize; workloads.len()];
-    let single = workloads.len();
-    for &k in args.nodes.iter().filter(|&&k| k > 1) {
-        let own: Vec<Workload> = workloads[1..single]
-            .iter()
-            .filter(|w| !w.comparison)
-            .map(|w| Workload {
-                name: format!("{} ({k} nodes)", w.name),
-                factory: w.factory.clone(),
-                ok_statuses: w.ok_statuses.clone(),
-                target_ratio_min: None,
-                published: String::new(),
-                comparison: false,
-            })
-            .collect();
-        nodes_of.extend(std::iter::repeat_n(k, own.len()));
-        workloads.extend(own);
-    }
     if workloads.len() == 1 {
         anyhow::bail!(
             "--only {:?} matches none of {}'s workloads",
@@ -424,69 +447,103 @@ async fn measure_all(
             exp.name()
         );
     }
-    let duration = Duration::from_secs(args.duration_s);
-    let connections = args.connections.expect("set from the experiment's default");
-    let mut runs: Vec<Vec<measure::Summary>> = vec![Vec::new(); workloads.len()];
-    let mut writer_stats: Vec<Vec<WriterStats>> = vec![Vec::new(); workloads.len()];
+    let counts_of = |w: &Workload| -> Vec<usize> {
+        if !args.connections.is_empty() {
+            args.connections.clone()
+        } else if !w.connections.is_empty() {
+            w.connections.clone()
+        } else {
+            vec![exp.connections()]
+        }
+    };
+    // A row per workload and connection count; the experiment's own
+    // workloads again for every count of nodes above 1 (`--nodes`), as rows
+    // "... (N nodes)". Skipped workloads have no row, only their reason.
+    let mut own = Vec::new();
+    let mut comparisons = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, w) in workloads.iter().enumerate().skip(1) {
+        for c in counts_of(w) {
+            if w.skipped.is_some() {
+                skipped.push((i, c));
+                continue;
+            }
+            let row = |nodes: usize| Row {
+                workload: i,
+                name: if nodes == 1 {
+                    w.name.clone()
+                } else {
+                    format!("{} ({nodes} nodes)", w.name)
+                },
+                connections: c,
+                nodes,
+                comparison_phase: w.comparison,
+            };
+            if w.comparison {
+                comparisons.push(row(1));
+            } else {
+                own.push(row(1));
+                for &k in args.nodes.iter().filter(|&&k| k > 1) {
+                    own.push(row(k));
+                }
+            }
+        }
+    }
     // Two phases: the service's own workloads (with the ceiling), then the
     // comparison designs (with the ceiling again). Whatever a comparison
     // leaves resident (a database-per-request design maps pages of the
     // database through the read connections) then cannot count in the
     // service's own peak, which is held to the experiment's limit.
-    let own: Vec<usize> = (0..workloads.len())
-        .filter(|&i| !workloads[i].comparison)
-        .collect();
-    let comparisons: Vec<usize> = std::iter::once(0)
-        .chain((0..workloads.len()).filter(|&i| workloads[i].comparison))
-        .collect();
+    let mut phases = vec![phase_rows(own, false)];
+    if !comparisons.is_empty() {
+        phases.push(phase_rows(comparisons, true));
+    }
+    let duration = Duration::from_secs(args.duration_s);
+    let mut runs: Vec<Vec<Vec<measure::Summary>>> =
+        phases.iter().map(|p| vec![Vec::new(); p.len()]).collect();
+    let mut writer_stats: Vec<Vec<Vec<WriterStats>>> =
+        phases.iter().map(|p| vec![Vec::new(); p.len()]).collect();
     let mut peak_own_mib: f64 = 0.0;
     let mut peak_comparison_mib: Option<f64> = None;
     let mut peaks_reset = true;
-    let mut ceiling_comparison_runs: Vec<measure::Summary> = Vec::new();
-    for (phase, indices) in [own, comparisons].into_iter().enumerate() {
-        let is_comparison_phase = phase == 1;
-        if is_comparison_phase && indices.len() == 1 {
-            break;
-        }
-        for &i in &indices {
-            let w = &workloads[i];
-            eprintln!("warm-up: {}", w.name);
+    for (phase, rows) in phases.iter().enumerate() {
+        for row in rows {
+            let w = &workloads[row.workload];
+            eprintln!("warm-up: {} ({} connections)", row.name, row.connections);
+            before_run(w).await?;
             measure_on(
-                &node_sets[&nodes_of[i]],
-                connections,
+                &node_sets[&row.nodes],
+                row.connections,
                 Duration::from_secs(args.warmup_s),
                 w.factory.clone(),
             )
             .await?;
         }
         for run in 0..args.runs {
-            for &i in &indices {
-                let w = &workloads[i];
+            for (r, row) in rows.iter().enumerate() {
+                let w = &workloads[row.workload];
+                before_run(w).await?;
                 peaks_reset &= server.reset_rss_peak();
-                let on = &node_sets[&nodes_of[i]][..];
+                let on = &node_sets[&row.nodes][..];
                 let before = scrape_all(on).await;
-                let s = measure_on(on, connections, duration, w.factory.clone()).await?;
+                let s = measure_on(on, row.connections, duration, w.factory.clone()).await?;
                 let writer = scrape_all(on).await.since(&before);
                 let (_, peak, _, _) = server.rss_mib();
                 eprintln!(
-                    "run {}/{}: {:<40} {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us  peak {:.0} MiB{}",
+                    "run {}/{}: {:<40} {:>4} conns {:>9.0} req/s  p50 {:>6} us  p99 {:>7} us  peak {:.0} MiB{}",
                     run + 1,
                     args.runs,
-                    w.name,
+                    row.name,
+                    row.connections,
                     s.requests_per_s,
                     s.latency_us_p50,
                     s.latency_us_p99,
                     peak,
-                    writer.describe()
+                    writer.describe(duration)
                 );
-                if is_comparison_phase && i == 0 {
-                    // The comparisons' own ceiling: their ratios use it.
-                    ceiling_comparison_runs.push(s);
-                } else {
-                    writer_stats[i].push(writer);
-                    runs[i].push(s);
-                }
-                if is_comparison_phase {
+                writer_stats[phase][r].push(writer);
+                runs[phase][r].push(s);
+                if row.comparison_phase {
                     peak_comparison_mib = Some(peak_comparison_mib.unwrap_or(0.0).max(peak));
                 } else {
                     peak_own_mib = peak_own_mib.max(peak);
@@ -496,40 +553,57 @@ async fn measure_all(
     }
     let (rss_mib, rss_mib_peak_all, rss_anon_mib, rss_file_mib) = server.rss_mib();
     // Without per-workload peaks, the whole run's peak is all we know.
-    let rss_mib_peak = if peaks_reset {
-        peak_own_mib
+    let rss_mib_peak = if phases[0].is_empty() {
+        None
+    } else if peaks_reset {
+        Some(peak_own_mib)
     } else {
-        rss_mib_peak_all
+        Some(rss_mib_peak_all)
     };
     let rss_mib_peak_comparison = if peaks_reset {
         peak_comparison_mib
     } else {
         None
     };
-    let ceiling_rps = median_by(&runs[0], |s| s.requests_per_s);
-    let ceiling_comparison_rps = if ceiling_comparison_runs.is_empty() {
-        ceiling_rps
-    } else {
-        median_by(&ceiling_comparison_runs, |s| s.requests_per_s)
-    };
-    let results = workloads
-        .iter()
-        .zip(runs.iter())
-        .zip(writer_stats.iter())
-        .map(|((w, rs), ws)| {
-            let ceiling = if w.comparison {
-                ceiling_comparison_rps
-            } else {
-                ceiling_rps
-            };
-            let mut r = WorkloadResult::from_runs(w, rs, ceiling);
-            let total = ws.iter().fold(WriterStats::default(), |a, b| a.plus(b));
-            r.writer_batches = total.batches;
-            r.writer_commands_per_batch_mean = total.commands_per_batch();
-            r.writer_commit_ms_mean = total.commit_ms_mean();
-            r
-        })
-        .collect();
+    let mut results = Vec::new();
+    for (phase, rows) in phases.iter().enumerate() {
+        // Each count's ceiling in this phase: its rows' ratios use it.
+        let ceiling_of = |c: usize| {
+            rows.iter()
+                .position(|r| r.workload == 0 && r.connections == c)
+                .map(|i| median_by(&runs[phase][i], |s| s.requests_per_s))
+                .unwrap_or(0.0)
+        };
+        for (r, row) in rows.iter().enumerate() {
+            let w = &workloads[row.workload];
+            let mut result =
+                WorkloadResult::from_runs(w, &runs[phase][r], ceiling_of(row.connections));
+            result.name = row.name.clone();
+            result.connections = row.connections;
+            result.comparison = row.comparison_phase;
+            if row.nodes > 1 {
+                // The experiment's targets are about one node.
+                result.target_ratio_min = None;
+                result.target_met = None;
+                result.published = String::new();
+                result.alternative_to = None;
+            }
+            let total = writer_stats[phase][r]
+                .iter()
+                .fold(WriterStats::default(), |a, b| a.plus(b));
+            result.set_writer(&total, args.runs as f64 * duration.as_secs_f64());
+            results.push(result);
+        }
+    }
+    for (i, c) in skipped {
+        let mut result = WorkloadResult::skipped(&workloads[i]);
+        result.connections = c;
+        results.push(result);
+    }
+    compare_with_own(&mut results);
+    let mut connections: Vec<usize> = results.iter().map(|r| r.connections).collect();
+    connections.sort_unstable();
+    connections.dedup();
     Ok(BenchReport {
         experiment: exp.name().to_string(),
         about: exp.about().to_string(),
@@ -564,6 +638,52 @@ async fn measure_all(
     })
 }
 
+async fn before_run(w: &Workload) -> anyhow::Result<()> {
+    match &w.before_run {
+        Some(hook) => hook()
+            .await
+            .map_err(|e| e.context(format!("before a run of {}", w.name))),
+        None => Ok(()),
+    }
+}
+
+/// Sets each comparison design's figures against the own workload it is an
+/// alternative to, measured with the same connection count in the same
+/// bench: the own one's req/s divided by the design's, and the same with
+/// each first divided by its phase's ceiling (which takes out how much the
+/// machine's speed moved between the phases).
+fn compare_with_own(results: &mut [WorkloadResult]) {
+    let own: Vec<(String, usize, f64, f64)> = results
+        .iter()
+        .filter(|r| !r.comparison && r.skipped.is_none())
+        .map(|r| {
+            (
+                r.name.clone(),
+                r.connections,
+                r.requests_per_s,
+                r.ratio_to_ceiling,
+            )
+        })
+        .collect();
+    for r in results.iter_mut().filter(|r| r.skipped.is_none()) {
+        let Some(of) = &r.alternative_to else {
+            continue;
+        };
+        let Some((_, _, rps, ratio)) = own
+            .iter()
+            .find(|(name, c, _, _)| name == of && *c == r.connections)
+        else {
+            continue;
+        };
+        if r.requests_per_s > 0.0 {
+            r.own_divided_by_this = Some(rps / r.requests_per_s);
+        }
+        if r.ratio_to_ceiling > 0.0 {
+            r.own_divided_by_this_per_ceiling = Some(ratio / r.ratio_to_ceiling);
+        }
+    }
+}
+
 pub fn median_by(runs: &[measure::Summary], f: impl Fn(&measure::Summary) -> f64) -> f64 {
     let mut v: Vec<f64> = runs.iter().map(f).collect();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -574,12 +694,20 @@ pub fn median_by(runs: &[measure::Summary], f: impl Fn(&measure::Summary) -> f64
     }
 }
 
-/// The server's writer counters, scraped from `/metrics`.
+/// The server's writer counters and its own time per HTTP request,
+/// scraped from `/metrics`.
 #[derive(Clone, Debug, Default)]
 pub struct WriterStats {
     pub batches: f64,
     pub commands: f64,
     pub commit_s: f64,
+    /// Requests answered, every route (`/metrics` itself included).
+    pub http_requests: f64,
+    /// Their time in the server as admission control measures it: from the
+    /// parsed head to the answer made (reading the body, the handler and any
+    /// wait for the writer included; parsing the head and writing the
+    /// answer to the socket not).
+    pub http_s: f64,
 }
 
 impl WriterStats {
@@ -588,17 +716,22 @@ impl WriterStats {
             return WriterStats::default();
         };
         let text = res.text().await.unwrap_or_default();
-        let value = |name: &str| {
+        // The sum over every series of `name` (with labels or without).
+        let value = |name: &str| -> f64 {
             text.lines()
-                .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
+                .filter(|l| {
+                    l.starts_with(name) && matches!(l.as_bytes().get(name.len()), Some(b' ' | b'{'))
+                })
+                .filter_map(|l| l.rsplit(' ').next())
+                .filter_map(|v| v.parse::<f64>().ok())
+                .sum()
         };
         WriterStats {
             batches: value("throng_store_write_batch_commands_count"),
             commands: value("throng_store_write_batch_commands_sum"),
             commit_s: value("throng_store_commit_seconds_sum"),
+            http_requests: value("throng_http_request_duration_seconds_count"),
+            http_s: value("throng_http_request_duration_seconds_sum"),
         }
     }
     pub fn since(&self, before: &WriterStats) -> WriterStats {
@@ -606,14 +739,22 @@ impl WriterStats {
             batches: self.batches - before.batches,
             commands: self.commands - before.commands,
             commit_s: self.commit_s - before.commit_s,
+            http_requests: self.http_requests - before.http_requests,
+            http_s: self.http_s - before.http_s,
         }
     }
-    fn plus(&self, o: &WriterStats) -> WriterStats {
+    pub fn plus(&self, o: &WriterStats) -> WriterStats {
         WriterStats {
             batches: self.batches + o.batches,
             commands: self.commands + o.commands,
             commit_s: self.commit_s + o.commit_s,
+            http_requests: self.http_requests + o.http_requests,
+            http_s: self.http_s + o.http_s,
         }
+    }
+    /// The server's mean time per request, in ms (`None` without requests).
+    pub fn server_ms_mean(&self) -> Option<f64> {
+        (self.http_requests > 0.0).then(|| self.http_s * 1000.0 / self.http_requests)
     }
     pub fn commands_per_batch(&self) -> f64 {
         if self.batches > 0.0 {
@@ -629,15 +770,28 @@ impl WriterStats {
             0.0
         }
     }
-    fn describe(&self) -> String {
+    /// Commit time as a share of `over` (how busy the writer was).
+    pub fn busy_share(&self, over: Duration) -> f64 {
+        if over.is_zero() {
+            0.0
+        } else {
+            self.commit_s / over.as_secs_f64()
+        }
+    }
+    fn describe(&self, over: Duration) -> String {
+        let server = match self.server_ms_mean() {
+            Some(ms) => format!("  server {ms:.3} ms/request"),
+            None => String::new(),
+        };
         if self.batches < 1.0 {
-            return String::new();
+            return server;
         }
         format!(
-            "  writer: {:.0} batches, {:.1} commands/batch, {:.2} ms/batch",
+            "{server}  writer: {:.0} batches, {:.1} commands/batch, {:.2} ms/batch, committing {:.0}% of the run",
             self.batches,
             self.commands_per_batch(),
-            self.commit_ms_mean()
+            self.commit_ms_mean(),
+            100.0 * self.busy_share(over)
         )
     }
 }
@@ -645,6 +799,79 @@ impl WriterStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(workload: usize, connections: usize) -> Row {
+        Row {
+            workload,
+            name: format!("w{workload}"),
+            connections,
+            nodes: 1,
+            comparison_phase: false,
+        }
+    }
+
+    /// Each count's ceiling is measured first among that count's rows, and
+    /// the rows keep the workloads' order within a count.
+    #[test]
+    fn each_count_runs_its_ceiling_then_its_rows() {
+        let rows = phase_rows(
+            vec![row(1, 16), row(1, 256), row(2, 256), row(1, 64), row(3, 16)],
+            false,
+        );
+        let order: Vec<(usize, usize)> = rows.iter().map(|r| (r.workload, r.connections)).collect();
+        assert_eq!(
+            order,
+            [
+                (0, 16),
+                (1, 16),
+                (3, 16),
+                (0, 64),
+                (1, 64),
+                (0, 256),
+                (1, 256),
+                (2, 256)
+            ]
+        );
+        assert!(rows
+            .iter()
+            .filter(|r| r.workload == 0)
+            .all(|r| r.name == CEILING));
+        let theirs = phase_rows(vec![row(4, 64)], true);
+        assert_eq!(theirs[0].name, CEILING_OF_COMPARISONS);
+    }
+
+    fn result(name: &str, connections: usize, rps: f64, ratio: f64) -> WorkloadResult {
+        let mut r = WorkloadResult::from_runs(&Workload::default(), &[], 0.0);
+        r.name = name.into();
+        r.connections = connections;
+        r.requests_per_s = rps;
+        r.ratio_to_ceiling = ratio;
+        r
+    }
+
+    /// A design is divided into the own workload it replaces at the same
+    /// connection count only; a skipped one gets no figure.
+    #[test]
+    fn designs_are_compared_at_their_own_count() {
+        let mut theirs = result("redis", 16, 20_000.0, 0.2);
+        theirs.comparison = true;
+        theirs.alternative_to = Some("ours".into());
+        let mut skipped = result("durable", 16, 0.0, 0.0);
+        skipped.comparison = true;
+        skipped.alternative_to = Some("ours".into());
+        skipped.skipped = Some("redis-server is not on the PATH".into());
+        let mut results = vec![
+            result("ours", 16, 30_000.0, 0.4),
+            result("ours", 64, 60_000.0, 0.5),
+            theirs,
+            skipped,
+        ];
+        compare_with_own(&mut results);
+        assert_eq!(results[2].own_divided_by_this, Some(1.5));
+        assert_eq!(results[2].own_divided_by_this_per_ceiling, Some(2.0));
+        assert_eq!(results[3].own_divided_by_this, None);
+        assert_eq!(results[0].own_divided_by_this, None);
+    }
 
     /// Every description starts in the same column, whatever the longest
     /// experiment name (e.g. `comments-nocache`).

@@ -7,15 +7,25 @@
 //! alternating (ceiling, workload 1, workload 2, ..., then again), and keeps
 //! the median of `--runs` runs of each. Machines here are shared and noisy,
 //! so the figure that matters is the ratio to the ceiling measured alongside.
+//! A workload may be measured with several connection counts
+//! (`Workload::connections`, or `--connections 16,64,256`), a row each; the
+//! ceiling is then measured with each count, next to that count's rows, and
+//! a row's ratio uses its own count's ceiling.
 //! Comparison designs (`Workload::comparison`: what a user could pick
 //! instead) run after the experiment's own workloads, alternating with the
 //! ceiling again (their ratios use that ceiling), so their resident memory
-//! is reported apart.
+//! is reported apart. A design that names the own workload it is an
+//! alternative to (`Workload::alternative_to`) is set beside it per
+//! connection count, with the own one's req/s divided by the design's.
 //!
 //! The child servers run `throng bench-server EXPERIMENT` (hidden): the
 //! same server as `throng serve` plus the experiment's comparison designs
-//! (`Experiment::comparison_service`), whose code, routes and tables live
-//! with the service's bench and never in what `serve` creates or mounts.
+//! (`Experiment::comparison_services`), whose code, routes, tables and flags
+//! live with the service's bench and never in what `serve` creates, mounts
+//! or accepts. What a design needs outside throng (a database server of its
+//! own) is started by `Experiment::start_backends` before the child servers
+//! and stopped after them; a design that cannot be had here is reported as
+//! skipped, with the reason, and no figure.
 //!
 //! A service registers its experiments by implementing
 //! [`crate::platform::experiment::Experiment`] in its own folder
@@ -37,13 +47,52 @@ pub fn child_services(name: &str) -> anyhow::Result<&'static [&'static dyn AnySe
         .ok_or_else(|| {
             anyhow::anyhow!("unknown experiment '{name}'; `throng bench --list` lists them")
         })?;
-    let Some(extra) = exp.comparison_service() else {
+    let extra = exp.comparison_services();
+    if extra.is_empty() {
         return Ok(crate::services::all());
-    };
+    }
     let mut list = crate::services::all().to_vec();
-    list.push(extra);
+    list.extend(extra);
     // Once per process (a child server, a test).
     Ok(Vec::leak(list))
+}
+
+/// Every experiment's comparison designs, each once (by name).
+fn comparison_services() -> Vec<&'static dyn AnyService> {
+    let mut out: Vec<&'static dyn AnyService> = Vec::new();
+    for s in experiments().iter().flat_map(|e| e.comparison_services()) {
+        if !out.iter().any(|o| o.name() == s.name()) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The flags of every experiment's comparison designs, which only `throng
+/// bench-server` accepts (beside `serve`'s), kept as matches: each design
+/// parses its own part at start, as a service does from `serve`'s.
+#[derive(Clone, Debug, Default)]
+pub struct ComparisonArgs(pub clap::ArgMatches);
+
+impl clap::FromArgMatches for ComparisonArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ComparisonArgs(m.clone()))
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0 = m.clone();
+        Ok(())
+    }
+}
+
+impl clap::Args for ComparisonArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        comparison_services()
+            .into_iter()
+            .fold(cmd, |c, s| s.serve_args(c))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 /// Every service's experiments, in the order of `services::all()`.

@@ -3,7 +3,10 @@
 //! compare with. The harness that runs them lives in `crate::bench`; a
 //! service lists its experiments in its `Service::experiments`.
 
-use throng_load::measure::RequestFactory;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use throng_load::measure::{RequestFactory, RequestSpec};
 
 /// How big a data set to seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -28,6 +31,54 @@ pub struct Workload {
     /// comparison): its memory peak is reported apart and not held to the
     /// experiment's `rss_mib_max`, which is about the service's own design.
     pub comparison: bool,
+    /// Connection counts to measure it with, a row each; empty: the
+    /// experiment's `connections()`. `--connections` overrides both.
+    pub connections: Vec<usize>,
+    /// For a comparison design: the name of the experiment's own workload
+    /// it is an alternative to. The report sets the two side by side at each
+    /// connection count, with the own one's req/s divided by this one's.
+    pub alternative_to: Option<String>,
+    /// Why it cannot run here (a server it needs is missing): the report
+    /// shows the row with this reason and no figure.
+    pub skipped: Option<String>,
+    /// Runs before its warm-up and before each measured run (e.g. empties
+    /// a comparison design's keys so that every run registers afresh); an
+    /// error ends the bench.
+    pub before_run: Option<BeforeRun>,
+}
+
+/// A workload's `before_run`.
+pub type BeforeRun = Arc<dyn Fn() -> BoxFuture<'static, anyhow::Result<()>> + Send + Sync>;
+
+/// The default workload is the ceiling's request, `GET /health` answered
+/// 200, with no target and no published figure: a workload states what
+/// differs and ends with `..Workload::default()`.
+impl Default for Workload {
+    fn default() -> Workload {
+        Workload {
+            name: String::new(),
+            factory: Arc::new(|_| RequestSpec::get("/health")),
+            ok_statuses: vec![200],
+            target_ratio_min: None,
+            published: String::new(),
+            comparison: false,
+            connections: Vec::new(),
+            alternative_to: None,
+            skipped: None,
+            before_run: None,
+        }
+    }
+}
+
+/// What an experiment starts for its comparison designs outside throng
+/// (`Experiment::start_backends`).
+#[derive(Default)]
+pub struct Backends {
+    /// Arguments for every child server (where those servers listen).
+    pub serve_args: Vec<String>,
+    /// Held until the child servers have stopped, then dropped: dropping
+    /// stops what was started.
+    pub keep: Vec<Box<dyn std::any::Any + Send>>,
 }
 
 pub trait Experiment: Send + Sync {
@@ -40,11 +91,18 @@ pub trait Experiment: Send + Sync {
         Vec::new()
     }
     /// The comparison designs the bench's child servers run beside the
-    /// services (routes, and tables made at their start): a service of
-    /// their own that only `throng bench` plugs in, so `throng serve`
-    /// neither creates nor mounts anything of theirs.
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
-        None
+    /// services (routes, tables made at their start, and `bench-server`
+    /// flags): services of their own that only `throng bench` plugs in, so
+    /// `throng serve` neither creates, mounts nor accepts anything of theirs.
+    fn comparison_services(&self) -> Vec<&'static dyn crate::platform::service::AnyService> {
+        Vec::new()
+    }
+    /// Starts what the comparison designs need outside throng (a database
+    /// server of their own) before the child servers start, with the data
+    /// directory the store lives in. A design whose server cannot be had
+    /// here is not an error: its workload says why it was skipped.
+    fn start_backends(&self, _data_dir: &std::path::Path) -> anyhow::Result<Backends> {
+        Ok(Backends::default())
     }
     /// Called once before `workloads`, with the server's data directory
     /// (where its generated secrets are), for experiments whose requests

@@ -75,8 +75,10 @@ impl<T: ServiceState> Started<T> {
 }
 
 /// A service without flags of its own (`Service::Args`), or without a
-/// seed (`Service::SeedArgs`, with `Service::SEED_ABOUT` left `None`).
+/// seed (`Service::SeedArgs`, with `Service::SEED_ABOUT` left `None`). It
+/// adds no argument group, so several such services share one command.
 #[derive(clap::Args, Clone, Debug, Default)]
+#[group(skip)]
 pub struct NoArgs {}
 
 /// A link on the index page.

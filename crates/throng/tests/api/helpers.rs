@@ -234,6 +234,16 @@ struct W {
     serve: ServeArgs,
 }
 
+/// `W` with the comparison designs' flags, as `throng bench-server` has them.
+#[derive(Parser)]
+#[command(name = "throng-test")]
+struct WithComparisons {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(flatten)]
+    _comparisons: throng::bench::ComparisonArgs,
+}
+
 /// A server running in the test's runtime on 127.0.0.1 port 0.
 pub struct TestServer {
     pub api: Api,
@@ -274,18 +284,20 @@ impl TestServer {
         from: &str,
         seed: Option<(i64, i32, i32)>,
     ) -> Option<TestServer> {
-        TestServer::start_services(kind, extra_args, from, seed, throng::services::all()).await
+        TestServer::start_services(kind, extra_args, from, seed, throng::services::all(), false)
+            .await
     }
 
     /// A child server of `throng bench EXPERIMENT`: the services plus the
-    /// experiment's comparison designs (as `throng bench-server` runs them).
+    /// experiment's comparison designs (as `throng bench-server` runs them);
+    /// `extra_args` may hold the designs' flags.
     pub async fn start_bench_child(
         kind: StoreKind,
         experiment: &str,
         extra_args: &[&str],
     ) -> Option<TestServer> {
         let list = throng::bench::child_services(experiment).expect("a known experiment");
-        TestServer::start_services(kind, extra_args, FROM, None, list).await
+        TestServer::start_services(kind, extra_args, FROM, None, list, true).await
     }
 
     async fn start_services(
@@ -294,6 +306,7 @@ impl TestServer {
         from: &str,
         seed: Option<(i64, i32, i32)>,
         list: &'static [&'static dyn throng::platform::service::AnyService],
+        bench_child: bool,
     ) -> Option<TestServer> {
         let pg = match kind {
             StoreKind::Sqlite => None,
@@ -325,9 +338,12 @@ impl TestServer {
                 .filter(|a| **a != "--with-notifier")
                 .map(|a| a.to_string()),
         );
-        let args = W::try_parse_from(&flags)
-            .unwrap_or_else(|e| panic!("bad test flags: {e}"))
-            .serve;
+        let args = if bench_child {
+            WithComparisons::try_parse_from(&flags).map(|w| w.serve)
+        } else {
+            W::try_parse_from(&flags).map(|w| w.serve)
+        }
+        .unwrap_or_else(|e| panic!("bad test flags: {e}"));
         if let Some((places, days, slots_per_day)) = seed {
             let (store, _) = throng::app::open_store(&args.store)
                 .await

@@ -1,19 +1,60 @@
 //! `throng bench booking`: the write-up's experiment (Netling against random
-//! try-registers on 5,000,000 slots), plus the free-slot reads the page makes.
+//! try-registers on 5,000,000 slots), plus the free-slot reads the page makes,
+//! and the comparison designs on the same server and data: the write-up's
+//! last one (Redis, one `HSETNX` per registration, `bench/redis.rs`) as it
+//! ran and made durable, and a naive one (`bench/baseline.rs`).
+//! Try-register and the comparisons run at 16, 64 and 256 connections.
 
 pub mod baseline;
+pub mod redis;
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use crate::platform::experiment::{pick, Experiment, Scale, Workload};
+use crate::platform::experiment::{pick, Backends, BeforeRun, Experiment, Scale, Workload};
 
-pub struct BookingBench;
+#[derive(Default)]
+pub struct BookingBench {
+    /// Where the Redis rows register, or why each is skipped
+    /// (`start_backends`).
+    redis: OnceLock<RedisTargets>,
+}
 
 /// Seeded data, fixed so that runs are comparable.
 const FROM_DAY: &str = "2030-01-01";
+
+/// Connection counts of try-register and its comparisons: a few people, a
+/// queue, a crowd. Durable writes are bounded by connections / commit
+/// latency, so where each design stands depends on the count.
+const CONNECTIONS_SWEEP: [usize; 3] = [16, 64, 256];
+
+const TRY_REGISTER: &str = "POST try-register, random slot (durable)";
+const REDIS_VOLATILE: &str = "Redis design: try-register as one HSETNX (not durable)";
+const REDIS_DURABLE: &str =
+    "Redis design: try-register as one HSETNX, AOF appendfsync always (durable)";
+
+/// The Redis the write-up's design runs on as it ran it (these machines
+/// start it with `--save "" --appendonly no`), and the database number the
+/// bench empties before each run.
+const LOCAL_REDIS_URL: &str = "redis://127.0.0.1:6379/15";
+
+/// One Redis row's server: its URL, or why the row is skipped.
+#[derive(Clone, Debug)]
+enum RedisTarget {
+    Ready { url: String, about: String },
+    Skipped(String),
+}
+
+#[derive(Clone, Debug)]
+struct RedisTargets {
+    volatile: RedisTarget,
+    durable: RedisTarget,
+}
 
 fn size(scale: Scale) -> (i64, i64, i64) {
     match scale {
@@ -32,7 +73,7 @@ impl Experiment for BookingBench {
         "booking"
     }
     fn about(&self) -> &'static str {
-        "vaccination slots: random try-register (durable) and free-slot reads on 5,000,000 slots, vs GET /health"
+        "vaccination slots: random try-register (durable) and free-slot reads on 5,000,000 slots, vs GET /health, the write-up's Redis design and a naive one"
     }
     fn seed_args(&self, scale: Scale) -> Vec<String> {
         let (places, days, slots) = size(scale);
@@ -92,15 +133,43 @@ impl Experiment for BookingBench {
                 ))
             })
         };
+        let redis = self.redis.get().cloned().unwrap_or_else(|| {
+            let why = RedisTarget::Skipped(
+                "the bench set up no Redis (start_backends did not run)".into(),
+            );
+            RedisTargets {
+                volatile: why.clone(),
+                durable: why,
+            }
+        });
+        let redis_row = |name: &str, target: &RedisTarget, path: &'static str, published: &str| {
+            let (skipped, before_run) = match target {
+                RedisTarget::Ready { url, .. } => (None, Some(flush_db(url))),
+                RedisTarget::Skipped(why) => (Some(why.clone()), None),
+            };
+            Workload {
+                name: name.into(),
+                factory: register_to(path),
+                ok_statuses: vec![201, 409],
+                published: published.into(),
+                comparison: true,
+                connections: CONNECTIONS_SWEEP.to_vec(),
+                alternative_to: Some(TRY_REGISTER.into()),
+                skipped,
+                before_run,
+                ..Workload::default()
+            }
+        };
         vec![
             Workload {
-                name: "POST try-register, random slot (durable)".into(),
+                name: TRY_REGISTER.into(),
                 factory: register_to("/api/booking/registrations"),
                 ok_statuses: vec![201, 409],
                 target_ratio_min: Some(0.4),
                 published: "1,386 (EF Core); 10,069 (In-Memory OLTP); 36,000 (Redis, not durable)"
                     .into(),
-                comparison: false,
+                connections: CONNECTIONS_SWEEP.to_vec(),
+                ..Workload::default()
             },
             Workload {
                 name: "GET free slots, 1 day (25 slots)".into(),
@@ -108,39 +177,89 @@ impl Experiment for BookingBench {
                 ok_statuses: vec![200],
                 target_ratio_min: Some(0.75),
                 published: "-".into(),
-                comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "GET free slots, 7 days (175 slots)".into(),
                 factory: slots_read(7),
-                ok_statuses: vec![200],
-                target_ratio_min: None,
                 published: "-".into(),
-                comparison: false,
+                ..Workload::default()
             },
+            redis_row(
+                REDIS_VOLATILE,
+                &redis.volatile,
+                "/api/booking/baseline/redis/registrations",
+                "36,000 (Rust/actix + Redis, not durable); 14,500 (ASP.NET controller)",
+            ),
+            redis_row(
+                REDIS_DURABLE,
+                &redis.durable,
+                "/api/booking/baseline/redis-durable/registrations",
+                "-",
+            ),
             Workload {
                 name: "naive try-register: one UPDATE per request, autocommit (comparison)".into(),
                 factory: register_to("/api/booking/baseline/registrations"),
                 ok_statuses: vec![201, 409],
-                target_ratio_min: None,
                 published: "-".into(),
                 comparison: true,
+                connections: CONNECTIONS_SWEEP.to_vec(),
+                alternative_to: Some(TRY_REGISTER.into()),
+                ..Workload::default()
             },
         ]
     }
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
-        Some(&baseline::NaiveBooking)
+    fn comparison_services(&self) -> Vec<&'static dyn crate::platform::service::AnyService> {
+        vec![&baseline::NaiveBooking, &redis::RedisBooking]
+    }
+    fn start_backends(&self, data_dir: &Path) -> anyhow::Result<Backends> {
+        let mut backends = Backends::default();
+        let volatile = match redis_answers(LOCAL_REDIS_URL) {
+            Ok(about) => {
+                backends
+                    .serve_args
+                    .extend(["--booking-redis-url".into(), LOCAL_REDIS_URL.into()]);
+                RedisTarget::Ready {
+                    url: LOCAL_REDIS_URL.into(),
+                    about,
+                }
+            }
+            Err(why) => {
+                RedisTarget::Skipped(format!("no Redis answers at {LOCAL_REDIS_URL}: {why}"))
+            }
+        };
+        let durable = match DurableRedis::start(data_dir) {
+            Ok(server) => {
+                let url = server.url.clone();
+                let about = redis_answers(&url).unwrap_or_default();
+                backends
+                    .serve_args
+                    .extend(["--booking-redis-durable-url".into(), url.clone()]);
+                backends.keep.push(Box::new(server));
+                RedisTarget::Ready { url, about }
+            }
+            Err(why) => RedisTarget::Skipped(why),
+        };
+        for (name, target) in [(REDIS_VOLATILE, &volatile), (REDIS_DURABLE, &durable)] {
+            match target {
+                RedisTarget::Ready { url, about } => eprintln!("{name}: {url} ({about})"),
+                RedisTarget::Skipped(why) => eprintln!("{name}: skipped: {why}"),
+            }
+        }
+        let _ = self.redis.set(RedisTargets { volatile, durable });
+        Ok(backends)
     }
     fn connections(&self) -> usize {
-        // A crowd: 256 people pressing "register" at once. With 64, durable
-        // writes would be capped near 64 / fsync latency whatever the server.
+        // A crowd: 256 people pressing "register" at once (the free-slot
+        // reads); try-register and its comparisons also run with fewer
+        // (`CONNECTIONS_SWEEP`).
         256
     }
     fn rss_mib_max(&self, scale: Scale) -> Option<f64> {
         (scale == Scale::Full).then_some(200.0)
     }
     fn notes(&self) -> Vec<String> {
-        vec![
+        let mut notes = vec![
             "write-up (i7-8550U laptop, Netling, client on the same machine): EF Core 1,386 req/s; \
              In-Memory OLTP 10,069 req/s; Redis via Rust/actix 36,000 req/s (not durable); \
              5M slots took about 1 GB of RAM"
@@ -151,6 +270,218 @@ impl Experiment for BookingBench {
              a pool of 32 connections; SQLite: one connection), no registration row, no event, \
              no sealing, no one-per-person rule"
                 .into(),
-        ]
+        ];
+        notes.push(
+            "Redis design (bench/redis.rs, on the bench's child servers only): the same request body, \
+             place, day and time slot checked as ours, then one HSETNX booking:{place}:{day} {slot} \
+             {new id} through one multiplexed connection per core; no person check, no sealing, \
+             no event, no slot table; its database is emptied (FLUSHDB) before every run, so its \
+             registrations are fresh while ours fill the seeded slots"
+                .into(),
+        );
+        if let Some(targets) = self.redis.get() {
+            for (name, target) in [
+                ("Redis, not durable", &targets.volatile),
+                ("Redis, durable", &targets.durable),
+            ] {
+                notes.push(match target {
+                    RedisTarget::Ready { url, about } => format!("{name}: {url}: {about}"),
+                    RedisTarget::Skipped(why) => format!("{name}: skipped: {why}"),
+                });
+            }
+        }
+        notes
+    }
+}
+
+/// A before-run hook that empties the database of the Redis at `url`.
+fn flush_db(url: &str) -> BeforeRun {
+    let url = url.to_string();
+    Arc::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let client = ::redis::Client::open(url.as_str())?;
+            let mut c = client.get_multiplexed_async_connection().await?;
+            ::redis::cmd("FLUSHDB").query_async::<()>(&mut c).await?;
+            Ok(())
+        })
+    })
+}
+
+/// Whether the Redis at `url` answers `PING`; if so, how it keeps its data
+/// (`appendonly`, `appendfsync`, `save`, as its `CONFIG GET` says).
+fn redis_answers(url: &str) -> Result<String, String> {
+    let client = ::redis::Client::open(url).map_err(|e| e.to_string())?;
+    let mut c = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .map_err(|e| e.to_string())?;
+    ::redis::cmd("PING")
+        .query::<String>(&mut c)
+        .map_err(|e| e.to_string())?;
+    let mut config = |name: &str| {
+        ::redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query::<Vec<String>>(&mut c)
+            .ok()
+            .and_then(|kv| kv.get(1).cloned())
+            .unwrap_or_else(|| "?".into())
+    };
+    let (aof, fsync, save) = (config("appendonly"), config("appendfsync"), config("save"));
+    Ok(format!(
+        "appendonly {aof}, appendfsync {fsync}, save \"{save}\""
+    ))
+}
+
+/// A `redis-server` of the bench's own, made durable: `--appendonly yes
+/// --appendfsync always`, no snapshots, on a free loopback port, its files
+/// in a temporary directory beside the store's (the same disk); stopped
+/// and removed on drop.
+struct DurableRedis {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl DurableRedis {
+    fn start(data_dir: &Path) -> Result<DurableRedis, String> {
+        let exe = on_path("redis-server").ok_or("redis-server is not on the PATH")?;
+        let dir = tempfile::Builder::new()
+            .prefix("redis-durable-")
+            .tempdir_in(data_dir)
+            .map_err(|e| {
+                format!(
+                    "a directory for redis-server in {}: {e}",
+                    data_dir.display()
+                )
+            })?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("a free port: {e}"))?
+            .port();
+        let log = dir.path().join("redis.log");
+        let child = Command::new(&exe)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .arg("--dir")
+            .arg(dir.path())
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .args(["--daemonize", "no"])
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{} did not start: {e}", exe.display()))?;
+        let mut server = DurableRedis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/0"),
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if redis_answers(&server.url).is_ok() {
+                return Ok(server);
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let tail = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = tail.lines().rev().take(3).collect();
+                return Err(format!(
+                    "redis-server exited ({status}): {}",
+                    tail.join(" | ")
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "redis-server did not answer on port {port} within 10 s"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for DurableRedis {
+    fn drop(&mut self) {
+        // SIGTERM: Redis fsyncs its append-only file and exits.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `name` in a directory of `PATH`, if it is there.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The durable Redis is a `redis-server` of the bench's own that keeps
+    /// an fsync'd append-only file in the store's directory and is gone
+    /// once dropped; without `redis-server` (or without a Redis on 6379)
+    /// the row is skipped with the reason and has nothing to run before.
+    #[test]
+    fn backends_start_a_durable_redis_or_say_why_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let bench = BookingBench::default();
+        let backends = bench.start_backends(dir.path()).unwrap();
+        let targets = bench.redis.get().cloned().expect("set by start_backends");
+        let rows = bench.workloads(Scale::Quick);
+        let row = |name: &str| rows.iter().find(|w| w.name == name).expect("a row");
+        for (name, target) in [
+            (REDIS_VOLATILE, &targets.volatile),
+            (REDIS_DURABLE, &targets.durable),
+        ] {
+            let w = row(name);
+            assert!(w.comparison);
+            assert_eq!(w.alternative_to.as_deref(), Some(TRY_REGISTER));
+            assert_eq!(w.connections, CONNECTIONS_SWEEP);
+            match target {
+                RedisTarget::Ready { url, .. } => {
+                    assert!(w.skipped.is_none() && w.before_run.is_some(), "{name}");
+                    assert!(backends.serve_args.contains(url), "{name}");
+                }
+                RedisTarget::Skipped(why) => {
+                    assert!(w.skipped.as_ref() == Some(why) && w.before_run.is_none());
+                }
+            }
+        }
+        match &targets.durable {
+            RedisTarget::Ready { url, about } => {
+                assert!(about.contains("appendonly yes"), "{about}");
+                assert!(about.contains("appendfsync always"), "{about}");
+                let files = std::fs::read_dir(dir.path()).unwrap().count();
+                assert_eq!(files, 1, "its directory is beside the store's");
+                drop(backends);
+                assert!(redis_answers(url).is_err(), "stopped on drop");
+                assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+            }
+            RedisTarget::Skipped(why) => {
+                assert!(on_path("redis-server").is_none(), "skipped: {why}");
+                assert!(why.contains("PATH"), "{why}");
+            }
+        }
     }
 }

@@ -179,7 +179,7 @@ impl Service for Booking {
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![Box::new(bench::BookingBench)]
+        vec![Box::new(bench::BookingBench::default())]
     }
 }
 

@@ -207,13 +207,24 @@ pub struct NewRegistration {
 
 impl RegistrationRequest {
     pub fn parse(self) -> Result<NewRegistration, ApiError> {
+        let slot = self.slot()?;
+        Ok(NewRegistration {
+            place_id: slot.place_id,
+            day: slot.day,
+            time_slot: slot.time_slot,
+            person: self.person.validate()?,
+        })
+    }
+
+    /// The slot asked for, checked by the rules of `parse`; the person is
+    /// not looked at.
+    pub fn slot(&self) -> Result<SlotRef, ApiError> {
         let day = Day::parse("day", &self.day)?;
         let (place_id, time_slot) = parse_place_and_slot(self.place_id, self.time_slot)?;
-        Ok(NewRegistration {
+        Ok(SlotRef {
             place_id,
             day,
             time_slot,
-            person: self.person.validate()?,
         })
     }
 }

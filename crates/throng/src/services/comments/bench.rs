@@ -135,6 +135,7 @@ impl Experiment for CommentsBench {
             target_ratio_min: None,
             published: published.into(),
             comparison: false,
+            ..Workload::default()
         }];
         if self.cache {
             out.push(Workload {
@@ -149,6 +150,7 @@ impl Experiment for CommentsBench {
                 target_ratio_min: None,
                 published: "-".into(),
                 comparison: false,
+                ..Workload::default()
             });
             let keys = TokenKeys::new(secret());
             let pop = super::seed::Population::of(users);
@@ -181,6 +183,7 @@ impl Experiment for CommentsBench {
                 target_ratio_min: None,
                 published: "-".into(),
                 comparison: false,
+                ..Workload::default()
             });
         }
         out

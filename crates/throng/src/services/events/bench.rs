@@ -101,6 +101,7 @@ impl Experiment for EventsBench {
                 target_ratio_min: Some(0.4),
                 published: "(none: the write-up measured reads)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: format!("POST append, {BATCH_EVENTS} events (MessagePack+LZ4)"),
@@ -109,6 +110,7 @@ impl Experiment for EventsBench {
                 target_ratio_min: None,
                 published: format!("events/s = req/s x {BATCH_EVENTS}"),
                 comparison: false,
+                ..Workload::default()
             },
         ]
     }

@@ -116,8 +116,8 @@ impl Experiment for InvitesBench {
             sites.to_string(),
         ]
     }
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
-        Some(&baseline::InvitesBaseline)
+    fn comparison_services(&self) -> Vec<&'static dyn crate::platform::service::AnyService> {
+        vec![&baseline::InvitesBaseline]
     }
     fn offline(
         &self,
@@ -198,6 +198,7 @@ impl Experiment for InvitesBench {
                 published: "4,300 point queries/s (SQL Server Express, 6M rows); 1,500 req/s HTTP"
                     .into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "POST answer (durable write)".into(),
@@ -206,6 +207,7 @@ impl Experiment for InvitesBench {
                 target_ratio_min: Some(0.4),
                 published: "1,300 single-row inserts/s (SQL Server Express)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "GET state, first visit (new id)".into(),
@@ -214,6 +216,7 @@ impl Experiment for InvitesBench {
                 target_ratio_min: None,
                 published: "1,500 req/s (ASP.NET handler answering one byte)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "write-up's design: POST answer, a transaction each".into(),
@@ -222,6 +225,7 @@ impl Experiment for InvitesBench {
                 target_ratio_min: None,
                 published: "1,300 single-row inserts/s (one connection, sequential)".into(),
                 comparison: true,
+                ..Workload::default()
             },
         ]
     }

@@ -23,7 +23,7 @@
 //! GET ballot, the vote validated by database reads then inserted, with the
 //! voter, into a table keyed by the voter) runs beside ours on the same
 //! server and data (plugged into the bench's child servers only, see
-//! [`Experiment::comparison_service`]): the same mix and POST alone,
+//! [`Experiment::comparison_services`]): the same mix and POST alone,
 //! drawing voters from the same counter, so every POST of the bench is a
 //! different voter and a 201.
 
@@ -207,8 +207,8 @@ impl Experiment for VotingBench {
         ]
         .into()
     }
-    fn comparison_service(&self) -> Option<&'static dyn crate::platform::service::AnyService> {
-        Some(&baseline::VotingBaseline)
+    fn comparison_services(&self) -> Vec<&'static dyn crate::platform::service::AnyService> {
+        vec![&baseline::VotingBaseline]
     }
     fn serve_args(&self) -> Vec<String> {
         vec![
@@ -255,6 +255,7 @@ impl Experiment for VotingBench {
                 target_ratio_min: Some(0.5),
                 published: "3,300 req/s measured, 11,000 req/s goal (the election write-up)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "GET ballot, random district (gzip, as a browser asks)".into(),
@@ -263,6 +264,7 @@ impl Experiment for VotingBench {
                 target_ratio_min: None,
                 published: "~1,650 (GET Parties, half of the 3,300)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "GET ballot, random district (no Accept-Encoding: plain JSON)".into(),
@@ -271,6 +273,7 @@ impl Experiment for VotingBench {
                 target_ratio_min: None,
                 published: "~1,650 (GET Parties, half of the 3,300)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "POST vote, fresh voter (durable)".into(),
@@ -279,6 +282,7 @@ impl Experiment for VotingBench {
                 target_ratio_min: None,
                 published: "~1,650 (POST Vote, half of the 3,300)".into(),
                 comparison: false,
+                ..Workload::default()
             },
             Workload {
                 name: "write-up's design: GET ballot + POST vote, database per request".into(),
@@ -287,6 +291,7 @@ impl Experiment for VotingBench {
                 target_ratio_min: None,
                 published: "3,300 req/s (write-up, Azure SQL 2 vCores)".into(),
                 comparison: true,
+                ..Workload::default()
             },
             Workload {
                 name: "write-up's design: POST vote alone".into(),
@@ -295,6 +300,7 @@ impl Experiment for VotingBench {
                 target_ratio_min: None,
                 published: "~1,650 (POST Vote, write-up, Azure SQL 2 vCores)".into(),
                 comparison: true,
+                ..Workload::default()
             },
         ]
     }

@@ -10,7 +10,7 @@
 //! (`BookingStore::naive_take_slot`).
 //!
 //! For the bench only: a service of its own ([`NaiveBooking`]) that `throng
-//! bench`'s child servers plug in (`Experiment::comparison_service`);
+//! bench`'s child servers plug in (`Experiment::comparison_services`);
 //! `throng serve` never mounts it, and it is not in the OpenAPI document.
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! (the write-up measured 1,300 single-row inserts/s, one connection,
 //! sequentially). For the bench only: a service of its own
 //! ([`InvitesBaseline`]) that `throng bench`'s child servers plug in
-//! (`Experiment::comparison_service`); `throng serve` never mounts it, and
+//! (`Experiment::comparison_services`); `throng serve` never mounts it, and
 //! it is not in the OpenAPI document.
 //!
 //! `POST /api/invites/baseline/sites/{siteId}/answers` checks exactly what

@@ -2,7 +2,7 @@
 //! Core + EF Core on Azure SQL), run beside ours by `throng bench voting`
 //! on the same server and data. For the bench only: a service of its own
 //! ([`VotingBaseline`]) that `throng bench`'s child servers plug in
-//! (`Experiment::comparison_service`); `throng serve` neither mounts its
+//! (`Experiment::comparison_services`); `throng serve` neither mounts its
 //! routes nor creates its table, and it is not in the OpenAPI document nor
 //! the index's links.
 //!
