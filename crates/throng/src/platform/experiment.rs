@@ -150,3 +150,22 @@ pub fn mix64(seq: u64, salt: u64) -> u64 {
 pub fn pick(seq: u64, salt: u64, lo: i64, hi: i64) -> i64 {
     lo + (mix64(seq, salt) % ((hi - lo + 1) as u64)) as i64
 }
+
+/// Stops a child process a bench started (its server, or a backend such as
+/// a Redis): SIGTERM, so it can finish what it owes the disk, then up to
+/// `grace` for it to exit, then SIGKILL.
+pub fn stop_child(child: &mut std::process::Child, grace: std::time::Duration) {
+    // SAFETY: kill(2) on the child's own pid; no memory is shared.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -497,6 +497,45 @@ pub fn lock_for_serving(db_path: &Path) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
+// Rows mapped by functions that answer `StoreError` (row mappers through
+// `store::Columns`), for every service's SQLite storage.
+
+/// `stmt`'s rows, each mapped by `f`.
+pub fn all<T>(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: impl rusqlite::Params,
+    f: impl Fn(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut rows = stmt.query(params)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(f(r)?);
+    }
+    Ok(out)
+}
+
+/// `stmt`'s first row mapped by `f`; no row is an error (as `query_row`).
+pub fn first<T>(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    optional(stmt, params, f)?.ok_or_else(|| rusqlite::Error::QueryReturnedNoRows.into())
+}
+
+/// `stmt`'s first row mapped by `f`, if there is one.
+pub fn optional<T>(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut rows = stmt.query(params)?;
+    match rows.next()? {
+        Some(r) => f(r).map(Some),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -411,18 +411,7 @@ impl DurableRedis {
 impl Drop for DurableRedis {
     fn drop(&mut self) {
         // SIGTERM: Redis fsyncs its append-only file and exits.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::platform::experiment::stop_child(&mut self.child, Duration::from_secs(10));
     }
 }
 

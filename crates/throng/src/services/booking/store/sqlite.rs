@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::BoxFuture;
 use indicatif::ProgressBar;
-use rusqlite::{params, Connection, Row, Statement};
+use rusqlite::{params, Connection};
 
 use super::super::availability::{person_of, Availability, SlotState};
 use super::super::model::{Day, MoveOutcome, Place, RegisterOutcome, SealedRegistration, SlotRef};
@@ -19,7 +19,7 @@ use super::{
     person_of_reg, place_row, registration_row, slot_of, sql, AvailabilityHandle, BookingCounts,
     BookingStore, CancelOutcome, ParkedNotification, PlaceSlots,
 };
-use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::{optional, SqliteStore};
 use crate::store::{eventlog, NewEvent, StoreError};
 
 pub struct SqliteBooking {
@@ -41,18 +41,8 @@ fn needs_index() -> StoreError {
     StoreError::Internal("the SQLite booking store needs its availability index".into())
 }
 
-/// The first row of `stmt`'s answer to `params`, mapped by `map`.
-fn first_row<T>(
-    stmt: &mut Statement<'_>,
-    params: impl rusqlite::Params,
-    map: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
-) -> Result<Option<T>, StoreError> {
-    let mut rows = stmt.query(params)?;
-    rows.next()?.map(map).transpose()
-}
-
 fn registration_in(c: &Connection, id: &str) -> Result<Option<SealedRegistration>, StoreError> {
-    first_row(&mut *c.prepare_cached(sql::REGISTRATION)?, [id], |r| {
+    optional(&mut *c.prepare_cached(sql::REGISTRATION)?, [id], |r| {
         registration_row(r)
     })
 }
@@ -202,7 +192,7 @@ impl BookingStore for SqliteBooking {
     fn place(&self, id: i64) -> BoxFuture<'_, Result<Option<Place>, StoreError>> {
         Box::pin(
             self.db.read(move |c| {
-                first_row(&mut *c.prepare_cached(sql::PLACE)?, [id], |r| place_row(r))
+                optional(&mut *c.prepare_cached(sql::PLACE)?, [id], |r| place_row(r))
             }),
         )
     }
@@ -358,7 +348,7 @@ impl BookingStore for SqliteBooking {
 
     fn counts(&self) -> BoxFuture<'_, Result<BookingCounts, StoreError>> {
         Box::pin(self.db.read(|c| {
-            first_row(&mut c.prepare(sql::COUNTS)?, [], |r| counts_row(r))?
+            optional(&mut c.prepare(sql::COUNTS)?, [], |r| counts_row(r))?
                 .ok_or_else(|| StoreError::Internal("booking counts: no row".into()))
         }))
     }

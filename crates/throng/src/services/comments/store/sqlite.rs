@@ -70,12 +70,7 @@ fn query_opt<T>(
     params: impl rusqlite::Params,
     map: impl FnOnce(&rusqlite::Row<'_>) -> Result<T, StoreError>,
 ) -> Result<Option<T>, StoreError> {
-    let mut stmt = c.prepare_cached(sql)?;
-    let mut rows = stmt.query(params)?;
-    match rows.next()? {
-        Some(r) => Ok(Some(map(r)?)),
-        None => Ok(None),
-    }
+    crate::store::sqlite::optional(&mut *c.prepare_cached(sql)?, params, map)
 }
 
 fn apply_delta(c: &Connection, course_id: i64, kind: &str, d: Delta) -> Result<(), StoreError> {

@@ -123,13 +123,9 @@ fn sqlite_answer(c: &Connection, cmd: &AnswerCmd) -> Result<(Standing, Outcome),
 impl InvitesStore for SqliteInvites {
     fn load_sites(&self) -> BoxFuture<'_, Result<Vec<SiteRow>, StoreError>> {
         Box::pin(self.db.read(|c| {
-            let mut stmt = c.prepare_cached(sql::LOAD_SITES)?;
-            let mut rows = stmt.query([])?;
-            let mut sites = Vec::new();
-            while let Some(r) = rows.next()? {
-                sites.push(site_row(r)?);
-            }
-            Ok(sites)
+            crate::store::sqlite::all(&mut *c.prepare_cached(sql::LOAD_SITES)?, [], |r| {
+                site_row(r)
+            })
         }))
     }
 

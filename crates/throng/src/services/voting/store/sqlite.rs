@@ -10,7 +10,7 @@ use std::sync::{Arc, LazyLock};
 
 use futures::future::BoxFuture;
 use indicatif::ProgressBar;
-use rusqlite::{Connection, Params, Row, Statement};
+use rusqlite::Connection;
 
 use super::super::model::ElectionRows;
 use super::super::receipt::{ReceiptKey, RECEIPT_BYTES};
@@ -23,7 +23,7 @@ use super::{
     VoteOutcome, VotingStore, FOLD_MARKS_MAX,
 };
 use crate::store::eventlog;
-use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::{all, first, SqliteStore};
 use crate::store::StoreError;
 
 /// Voters one row of `voting_marks_bits` holds (512 bytes of bits: a row
@@ -62,42 +62,6 @@ const COUNT_TAG: &str = "INSERT OR IGNORE INTO voting_receipts_counted (election
 const READ_TALLIES: &str = "SELECT -1, 0, 0, 0, COALESCE((SELECT position FROM consumer_positions WHERE consumer = ?1), 0)
                           UNION ALL
                           SELECT election_id, district_id, party_id, candidate_id, votes FROM voting_tallies";
-
-/// `stmt`'s rows, each mapped by `f`.
-pub fn all<T>(
-    stmt: &mut Statement<'_>,
-    params: impl Params,
-    f: impl Fn(&Row<'_>) -> Result<T, StoreError>,
-) -> Result<Vec<T>, StoreError> {
-    let mut rows = stmt.query(params)?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        out.push(f(r)?);
-    }
-    Ok(out)
-}
-
-/// `stmt`'s first row mapped by `f`; no row is an error (as `query_row`).
-pub fn first<T>(
-    stmt: &mut Statement<'_>,
-    params: impl Params,
-    f: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    optional(stmt, params, f)?.ok_or_else(|| rusqlite::Error::QueryReturnedNoRows.into())
-}
-
-/// `stmt`'s first row mapped by `f`, if there is one.
-pub fn optional<T>(
-    stmt: &mut Statement<'_>,
-    params: impl Params,
-    f: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
-) -> Result<Option<T>, StoreError> {
-    let mut rows = stmt.query(params)?;
-    match rows.next()? {
-        Some(r) => f(r).map(Some),
-        None => Ok(None),
-    }
-}
 
 pub struct SqliteVoting {
     db: Arc<SqliteStore>,

@@ -7,9 +7,9 @@ use futures::future::BoxFuture;
 
 use super::{election_hours, sql, BallotRows, BaselineStore, VoteRows};
 use crate::services::voting::model::ElectionRows;
-use crate::services::voting::store::sqlite::{all, optional};
 use crate::services::voting::store::{candidate_row, district_row, election_row, party_row};
 use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::{all, optional};
 use crate::store::{Columns, StoreError};
 
 /// The baseline's table and the candidates' index.
