@@ -885,3 +885,21 @@ impl Api {
         taken
     }
 }
+
+/// The single integer `sql` answers (a count), on either store.
+pub async fn count(store: &throng::store::Store, sql: &'static str) -> i64 {
+    match store {
+        throng::store::Store::Sqlite(s) => s
+            .read(move |c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+            .await
+            .unwrap(),
+        throng::store::Store::Postgres(p) => p
+            .client()
+            .await
+            .unwrap()
+            .query_one(sql, &[])
+            .await
+            .unwrap()
+            .get(0),
+    }
+}

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::helpers::{person, pg_admin, PgDb, ProcessServer, StoreKind, TestServer, FROM};
+use crate::helpers::{count, person, pg_admin, PgDb, ProcessServer, StoreKind, TestServer, FROM};
 use crate::{both_stores, postgres_only};
 use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 
@@ -401,28 +401,17 @@ async fn a_record_of_versions_alone_is_adopted(kind: StoreKind) {
         .await
         .expect("reopens without running a migration twice");
     assert_eq!(versions(&store).await, recorded);
-    let older: i64 = match &store {
-        Store::Sqlite(s) => s
-            .read(|c| {
-                Ok(c.query_row(
-                    "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'",
-                    [],
-                    |r| r.get(0),
-                )?)
-            })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query_one(
-                "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0),
-    };
+    let older = count(
+        &store,
+        match &store {
+            Store::Sqlite(_) => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'"
+            }
+            Store::Postgres(_) => {
+                "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations'"
+            }
+        },
+    )
+    .await;
     assert_eq!(older, 0, "the older record is gone");
 }

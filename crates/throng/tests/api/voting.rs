@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::both_stores;
 use crate::helpers::{
-    store_flags, throng_bin, Api, PgDb, ProcessServer, Reply, StoreKind, TestServer,
+    count, store_flags, throng_bin, Api, PgDb, ProcessServer, Reply, StoreKind, TestServer,
 };
 use futures::FutureExt;
 use throng::platform::auth::Role;
@@ -158,24 +158,6 @@ async fn vote(api: &Api, voter: i64, district: i64, body: &Value) -> Reply {
 
 fn body(d: i64, party: i64, positions: &[i64]) -> Value {
     json!({ "partyId": party, "candidateIds": positions.iter().map(|p| cand(d, party, *p)).collect::<Vec<_>>() })
-}
-
-/// Rows in `sql`'s single count.
-async fn count(store: &Store, sql: &'static str) -> i64 {
-    match store {
-        Store::Sqlite(s) => s
-            .read(move |c| Ok(c.query_row(sql, [], |r| r.get(0))?))
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query_one(sql, &[])
-            .await
-            .unwrap()
-            .get(0),
-    }
 }
 
 /// Voters marked as voted: on SQLite the marks not yet folded plus the
