@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use throng_load::measure;
 
 use super::report::{BenchReport, WorkloadResult};
+use super::usage::Usage;
 use super::{experiments, Experiment, Scale, Workload};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -159,11 +160,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let pids: std::collections::HashMap<SocketAddr, u32> =
+        servers.iter().map(|s| (s.addr, s.pid())).collect();
     let mut report = rt.block_on(measure_all(
         exp.as_ref(),
         &args,
         &servers[0],
-        &node_sets,
+        (&node_sets, &pids),
         seed_s,
     ))?;
     report.notes.extend(offline);
@@ -420,7 +423,10 @@ async fn measure_all(
     exp: &dyn Experiment,
     args: &BenchArgs,
     server: &ChildServer,
-    node_sets: &std::collections::HashMap<usize, Vec<SocketAddr>>,
+    (node_sets, pids): (
+        &std::collections::HashMap<usize, Vec<SocketAddr>>,
+        &std::collections::HashMap<SocketAddr, u32>,
+    ),
     seed_s: Option<f64>,
 ) -> anyhow::Result<BenchReport> {
     let mut workloads = vec![ceiling()];
@@ -492,6 +498,8 @@ async fn measure_all(
         phases.iter().map(|p| vec![Vec::new(); p.len()]).collect();
     let mut writer_stats: Vec<Vec<Vec<WriterStats>>> =
         phases.iter().map(|p| vec![Vec::new(); p.len()]).collect();
+    let mut usages: Vec<Vec<Vec<Usage>>> =
+        phases.iter().map(|p| vec![Vec::new(); p.len()]).collect();
     let mut peak_own_mib: f64 = 0.0;
     let mut peak_comparison_mib: Option<f64> = None;
     let mut peaks_reset = true;
@@ -514,8 +522,11 @@ async fn measure_all(
                 before_run(w).await?;
                 peaks_reset &= server.reset_rss_peak();
                 let on = &node_sets[&row.nodes][..];
+                let on_pids: Vec<u32> = on.iter().filter_map(|a| pids.get(a).copied()).collect();
                 let before = scrape_all(on).await;
+                let used_before = Usage::sample(&on_pids);
                 let s = measure_on(on, row.connections, duration, w.factory.clone()).await?;
+                usages[phase][r].push(Usage::sample(&on_pids).since(&used_before));
                 let writer = scrape_all(on).await.since(&before);
                 let (_, peak, _, _) = server.rss_mib();
                 eprintln!(
@@ -581,6 +592,11 @@ async fn measure_all(
                 .iter()
                 .fold(WriterStats::default(), |a, b| a.plus(b));
             result.set_writer(&total, args.runs as f64 * duration.as_secs_f64());
+            let used = usages[phase][r]
+                .iter()
+                .fold(Usage::default(), |a, b| a.plus(b));
+            let requests: f64 = runs[phase][r].iter().map(|s| s.requests as f64).sum();
+            result.set_usage(&used, requests, args.runs as f64 * duration.as_secs_f64());
             results.push(result);
         }
     }

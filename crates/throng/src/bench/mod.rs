@@ -34,6 +34,7 @@
 
 pub mod harness;
 pub mod report;
+pub mod usage;
 
 pub use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
 use crate::platform::service::AnyService;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use throng_load::measure::Summary;
 
 use super::harness::{median_by, WriterStats};
+use super::usage::Usage;
 use super::Workload;
 
 #[derive(Serialize, Debug)]
@@ -36,6 +37,16 @@ pub struct WorkloadResult {
     /// answer made), in ms; the rest of the client's latency is parsing the
     /// head, writing the answer, the kernels and the client.
     pub server_ms_mean: Option<f64>,
+    /// CPU per answered request over the measured runs, in microseconds:
+    /// the server processes, the load generator (this process), and the
+    /// rest of the machine (PostgreSQL, Redis, the kernel; see `usage`).
+    pub server_cpu_us_per_request: Option<f64>,
+    pub generator_cpu_us_per_request: Option<f64>,
+    pub other_cpu_us_per_request: Option<f64>,
+    /// The machine's disk cache flushes per second of the measured runs,
+    /// and their mean time (each `fdatasync` ends in at least one).
+    pub disk_flushes_per_s: Option<f64>,
+    pub disk_flush_ms_mean: Option<f64>,
     /// Closed-model connections it was measured with.
     pub connections: usize,
     /// Measured in the comparison designs' phase (its ratio uses that
@@ -88,6 +99,11 @@ impl WorkloadResult {
             writer_commit_ms_mean: 0.0,
             writer_busy_share: 0.0,
             server_ms_mean: None,
+            server_cpu_us_per_request: None,
+            generator_cpu_us_per_request: None,
+            other_cpu_us_per_request: None,
+            disk_flushes_per_s: None,
+            disk_flush_ms_mean: None,
             connections: 0,
             comparison: w.comparison,
             alternative_to: w.alternative_to.clone(),
@@ -117,6 +133,25 @@ impl WorkloadResult {
             0.0
         };
         self.server_ms_mean = total.server_ms_mean();
+    }
+
+    /// CPU and disk flushes summed over the runs: `requests` answers in
+    /// `measured_s` seconds in all.
+    pub fn set_usage(&mut self, total: &Usage, requests: f64, measured_s: f64) {
+        if requests < 1.0 || total.machine_cpu_s <= 0.0 {
+            return;
+        }
+        let per_request_us = |s: f64| Some(s.max(0.0) * 1e6 / requests);
+        self.server_cpu_us_per_request = per_request_us(total.server_cpu_s);
+        self.generator_cpu_us_per_request = per_request_us(total.generator_cpu_s);
+        self.other_cpu_us_per_request =
+            per_request_us(total.machine_cpu_s - total.server_cpu_s - total.generator_cpu_s);
+        if measured_s > 0.0 {
+            self.disk_flushes_per_s = Some(total.disk_flushes / measured_s);
+        }
+        if total.disk_flushes >= 1.0 {
+            self.disk_flush_ms_mean = Some(total.disk_flush_ms / total.disk_flushes);
+        }
     }
 
     /// The share of answers that were 2xx (the rest were accepted statuses
@@ -353,6 +388,22 @@ impl BenchReport {
                     r.writer_commands_per_batch_mean,
                     r.writer_commit_ms_mean,
                     100.0 * r.writer_busy_share,
+                ));
+            }
+            if let (Some(server), Some(generator), Some(other)) = (
+                r.server_cpu_us_per_request,
+                r.generator_cpu_us_per_request,
+                r.other_cpu_us_per_request,
+            ) {
+                let flushes = match (r.disk_flushes_per_s, r.disk_flush_ms_mean) {
+                    (Some(n), Some(ms)) => {
+                        format!("; the disks flushed {n:.0} times a second, {ms:.2} ms each")
+                    }
+                    _ => String::new(),
+                };
+                out.push(format!(
+                    "{}{at}: CPU per request: {server:.1} us in the server, {generator:.1} us in the load generator, {other:.1} us elsewhere (database, kernel){flushes}",
+                    r.name,
                 ));
             }
             if r.errors > 0 {
