@@ -17,7 +17,8 @@
 //!
 //! The single writer also decides one registration per person here: the
 //! set of active registrations' person keys (the first 8 bytes of each
-//! blind-index entry), rebuilt at start from the `person_key` column. A
+//! blind-index entry, in `persons::PersonSet`), rebuilt at start from the
+//! `person_key` column. A
 //! unique index on those random keys cost a random B-tree page per
 //! registration (in a measurement of the insert alone, ~14 -> ~58 us per
 //! row and 15x the WAL bytes), the cost registrations were made
@@ -32,14 +33,13 @@
 //! new index (write commands read the index when they run). Reads use the
 //! old one meanwhile; writes wait for the load.
 
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rusqlite::Connection;
 
 use super::model::{Day, Place};
+use super::persons::PersonSet;
 use super::store::SlotRow;
 use crate::store::StoreError;
 
@@ -113,7 +113,7 @@ pub struct Availability {
     places: Vec<Option<PlaceSlots>>,
     slots: u64,
     /// Person keys of the active registrations (see `person_of`).
-    persons: Mutex<HashSet<u64, BuildHasherDefault<PassThrough>>>,
+    persons: Mutex<PersonSet>,
 }
 
 /// The in-memory key of a blind-index entry: its first 8 bytes. Entries are
@@ -124,24 +124,6 @@ pub fn person_of(key: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&key[..8]);
     u64::from_le_bytes(b)
-}
-
-/// The set's hasher: its keys are already uniform (see `person_of`).
-#[derive(Default)]
-pub struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = i;
-    }
 }
 
 /// Collects one day's bits while loading.
@@ -331,7 +313,7 @@ impl Availability {
         self.persons
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&person);
+            .remove(person);
     }
 
     /// Records a committed change (call after the commit, before answering).

@@ -16,6 +16,7 @@ pub mod ics;
 pub mod model;
 pub mod notifier;
 pub mod page;
+pub mod persons;
 pub mod seed;
 pub mod store;
 
