@@ -5,7 +5,7 @@
 //! 44-88% load, and when it doubles the old and new tables live at once. In
 //! `throng bench booking` (~1 million registrations) that table was ~28 MiB
 //! of the server's 94 MiB peak; at 5,000,000 registrations its last doubling
-//! alone would hold ~108 MB. Here the keys are uniform (HMAC prefixes), so
+//! would hold ~108 MiB. Here the keys are uniform (HMAC prefixes), so
 //! their top bits spread them evenly over `SHARDS` small sorted vectors: a
 //! lookup is a binary search in one of them, an insert or a removal moves
 //! the shard's tail (~5 KB at 5,000,000 keys), and a shard grows by an
