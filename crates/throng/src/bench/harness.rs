@@ -45,8 +45,10 @@ pub struct BenchArgs {
     /// Data directory (default: a fresh temporary one, deleted afterwards).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Skip seeding (reuse --data-dir's data).
-    #[arg(long)]
+    /// Skip seeding: reuse the data seeded in --data-dir (required with
+    /// it: a fresh directory holds no data, and other secrets than the ones
+    /// the store's personal data was sealed with).
+    #[arg(long, requires = "data_dir")]
     pub no_seed: bool,
     /// Where the JSON and markdown results go.
     #[arg(long, default_value = "bench-results")]

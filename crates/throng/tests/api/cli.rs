@@ -39,6 +39,17 @@ async fn load_help_has_no_code_links() {
     }
 }
 
+/// `bench --no-seed` reuses a seeded directory, so it needs `--data-dir`:
+/// without one it stops at once and says so, instead of measuring an empty
+/// temporary directory or a store sealed with other secrets.
+#[tokio::test]
+async fn bench_without_seeding_needs_the_seeded_directory() {
+    let out = output(&["bench", "booking", "--no-seed", "--runs", "1"]).await;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--data-dir"), "{err}");
+}
+
 /// `bench --list`: every description starts in the same column.
 #[tokio::test]
 async fn bench_list_is_aligned() {
