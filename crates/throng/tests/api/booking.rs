@@ -350,7 +350,7 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     assert_eq!(s.registrations().await, 2);
 
     // Every change is in the event log, without personal data.
-    let events = s.state.store.events_after(0, 100).await.unwrap();
+    let events = crate::helpers::log_events(&s.state.store, 0, 100).await;
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
     assert_eq!(
         types,
@@ -696,7 +696,7 @@ async fn race_for_ten_slots(kind: StoreKind) {
         let r = s.api.get_registration(id, Some(code)).await;
         assert_eq!(r.json()["timeSlot"], *slot);
     }
-    let events = s.state.store.events_after(0, 1000).await.unwrap();
+    let events = crate::helpers::log_events(&s.state.store, 0, 1000).await;
     assert_eq!(
         events
             .iter()
@@ -1848,7 +1848,7 @@ async fn move_takes_the_new_slot_and_frees_the_old(kind: StoreKind) {
     assert!(api.taken_slots(2, FROM, 2).await.is_empty());
 
     // Each move is one event, with the slots and no personal data.
-    let events = s.state.store.events_after(0, 100).await.unwrap();
+    let events = crate::helpers::log_events(&s.state.store, 0, 100).await;
     let moved: Vec<_> = events
         .iter()
         .filter(|e| e.event_type == "RegistrationMoved")
@@ -1913,7 +1913,7 @@ async fn moves_racing_for_one_slot_have_one_winner(kind: StoreKind) {
     let mut want: HashSet<i64> = (0..MOVERS).filter(|s| *s != winner).collect();
     want.insert(TARGET);
     assert_eq!(taken, want);
-    let events = s.state.store.events_after(0, 1000).await.unwrap();
+    let events = crate::helpers::log_events(&s.state.store, 0, 1000).await;
     assert_eq!(
         events
             .iter()

@@ -180,36 +180,8 @@ async fn rating(api: &Api, course: i64) -> Value {
 }
 
 async fn event_types(s: &TestServer) -> Vec<String> {
-    // On PostgreSQL the log is read up to its horizon, which trails the
-    // newest commit while a write transaction of the database still runs
-    // (store/horizon.rs): wait until it covers every position taken so far.
-    if let throng::store::Store::Postgres(pg) = &s.state.store {
-        let row = pg
-            .client()
-            .await
-            .unwrap()
-            .query_one("SELECT last_value, is_called FROM event_position", &[])
-            .await
-            .unwrap();
-        let taken: i64 = if row.get::<_, bool>(1) { row.get(0) } else { 0 };
-        let mut covered = false;
-        for _ in 0..200 {
-            if s.state.store.head_position().await.unwrap() >= taken {
-                covered = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert!(
-            covered,
-            "the log's horizon did not reach position {taken} in 10 s"
-        );
-    }
-    s.state
-        .store
-        .events_after(0, 100_000)
+    crate::helpers::log_events(&s.state.store, 0, 100_000)
         .await
-        .unwrap()
         .into_iter()
         .map(|e| e.event_type)
         .collect()

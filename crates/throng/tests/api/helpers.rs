@@ -903,3 +903,38 @@ pub async fn count(store: &throng::store::Store, sql: &'static str) -> i64 {
             .get(0),
     }
 }
+
+/// The event log's events after `position` (at most `limit`), read once
+/// every position taken so far can be: on PostgreSQL the log is read up to
+/// its horizon, which trails the newest commit while a write transaction of
+/// the database still runs (store/horizon.rs), so a read right after the
+/// writes could miss the last ones. Waits at most 10 s.
+pub async fn log_events(
+    store: &throng::store::Store,
+    position: i64,
+    limit: i64,
+) -> Vec<throng::store::StoredEvent> {
+    if let throng::store::Store::Postgres(pg) = store {
+        let row = pg
+            .client()
+            .await
+            .unwrap()
+            .query_one("SELECT last_value, is_called FROM event_position", &[])
+            .await
+            .unwrap();
+        let taken: i64 = if row.get::<_, bool>(1) { row.get(0) } else { 0 };
+        let mut covered = false;
+        for _ in 0..200 {
+            if store.head_position().await.unwrap() >= taken {
+                covered = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            covered,
+            "the log's horizon did not reach position {taken} in 10 s"
+        );
+    }
+    store.events_after(position, limit).await.unwrap()
+}

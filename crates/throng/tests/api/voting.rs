@@ -1085,10 +1085,8 @@ fn receipt_bytes(receipt: &str) -> [u8; 16] {
 
 /// Every BallotCast event's payload, in log order.
 async fn ballot_events(store: &Store) -> Vec<Value> {
-    store
-        .events_after(0, 10_000)
+    crate::helpers::log_events(store, 0, 10_000)
         .await
-        .unwrap()
         .into_iter()
         .filter(|e| e.event_type == "voting.BallotCast")
         .map(|e| serde_json::from_slice(&e.payload).unwrap())
