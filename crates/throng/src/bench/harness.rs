@@ -168,7 +168,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         exp.as_ref(),
         &args,
         &servers[0],
-        (&node_sets, &pids),
+        &node_sets,
+        &pids,
         seed_s,
     ))?;
     report.notes.extend(offline);
@@ -425,10 +426,8 @@ async fn measure_all(
     exp: &dyn Experiment,
     args: &BenchArgs,
     server: &ChildServer,
-    (node_sets, pids): (
-        &std::collections::HashMap<usize, Vec<SocketAddr>>,
-        &std::collections::HashMap<SocketAddr, u32>,
-    ),
+    node_sets: &std::collections::HashMap<usize, Vec<SocketAddr>>,
+    pids: &std::collections::HashMap<SocketAddr, u32>,
     seed_s: Option<f64>,
 ) -> anyhow::Result<BenchReport> {
     let mut workloads = vec![ceiling()];
