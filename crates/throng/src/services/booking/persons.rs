@@ -19,14 +19,12 @@ const SHARD_GROWTH_MIN: usize = 16;
 
 pub struct PersonSet {
     shards: Vec<Vec<u64>>,
-    len: usize,
 }
 
 impl Default for PersonSet {
     fn default() -> Self {
         PersonSet {
             shards: (0..SHARDS).map(|_| Vec::new()).collect(),
-            len: 0,
         }
     }
 }
@@ -46,7 +44,6 @@ impl PersonSet {
                     shard.reserve_exact((shard.len() / 8).max(SHARD_GROWTH_MIN));
                 }
                 shard.insert(at, key);
-                self.len += 1;
                 true
             }
         }
@@ -58,26 +55,29 @@ impl PersonSet {
         match shard.binary_search(&key) {
             Ok(at) => {
                 shard.remove(at);
-                self.len -= 1;
                 true
             }
             Err(_) => false,
         }
     }
 
+    #[cfg(test)]
     pub fn contains(&self, key: u64) -> bool {
         self.shards[Self::shard(key)].binary_search(&key).is_ok()
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.len
+        self.shards.iter().map(Vec::len).sum()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Bytes held by the keys' storage (capacity, not length).
+    #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
         self.shards.capacity() * std::mem::size_of::<Vec<u64>>()
             + self
