@@ -46,8 +46,16 @@ use super::StoreError;
 /// ones retire).
 const SAMPLES_MAX: usize = 1024;
 
-/// Reads the sequence's last value (first statement of a sample).
-const LAST_SQL: &str = "SELECT last_value, is_called FROM event_position";
+/// Reads the sequence's last value (first statement of a sample) under the
+/// sequence's buffer lock. A plain `SELECT last_value FROM event_position`
+/// reads the row without that lock, and `nextval` briefly writes the value
+/// it logs ahead (up to 32 past the last one handed out) into the row while
+/// it writes its WAL record: such a read saw a value no session held yet,
+/// the horizon moved past positions taken after it, and a reader skipped
+/// them (a plain read went backwards twice in 400,000 under 8 sessions
+/// taking positions; the locked read never). NULL means no value was ever
+/// handed out: the log is empty.
+const LAST_SQL: &str = "SELECT COALESCE(pg_sequence_last_value('event_position'), 0)";
 /// Reads the transactions running in this database (second statement).
 /// `backend_xid` is set from the moment a transaction has an id.
 const RUNNING_SQL: &str = "SELECT COALESCE(array_agg(backend_xid::text), '{}')
@@ -113,8 +121,7 @@ impl Horizon {
             client.query_one(last_stmt, &[]),
             client.query_one(running_stmt, &[])
         )?;
-        let (value, called): (i64, bool) = (last.get(0), last.get(1));
-        let last = if called { value } else { value - 1 };
+        let last: i64 = last.get(0);
         let running: Vec<u32> = running
             .get::<_, Vec<String>>(0)
             .iter()

@@ -919,10 +919,13 @@ pub async fn log_events(
             .client()
             .await
             .unwrap()
-            .query_one("SELECT last_value, is_called FROM event_position", &[])
+            .query_one(
+                "SELECT COALESCE(pg_sequence_last_value('event_position'), 0)",
+                &[],
+            )
             .await
             .unwrap();
-        let taken: i64 = if row.get::<_, bool>(1) { row.get(0) } else { 0 };
+        let taken: i64 = row.get(0);
         let mut covered = false;
         for _ in 0..200 {
             if store.head_position().await.unwrap() >= taken {
