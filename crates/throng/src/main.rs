@@ -17,7 +17,13 @@ fn main() -> std::process::ExitCode {
         .with_ansi(log_colours())
         .init();
     let cli = throng::cli::Cli::parse();
-    if matches!(cli.command, throng::cli::Command::Serve(_)) {
+    // The bench's child servers are `serve` plus the comparison designs:
+    // they run with the same memory settings, so the bench measures what
+    // `serve` does.
+    if matches!(
+        cli.command,
+        throng::cli::Command::Serve(_) | throng::cli::Command::BenchServer(_)
+    ) {
         no_transparent_huge_pages();
         purge_freed_memory_promptly();
     }
@@ -36,15 +42,14 @@ fn log_colours() -> bool {
 /// Turns transparent huge pages off for the server process (`prctl`, this
 /// process and its children only; the machine's setting is untouched).
 ///
-/// Why: mimalloc (v3) reserves its arena with `madvise(MADV_HUGEPAGE)`, so
-/// where the kernel allows THP (`madvise` or `always`) every 2 MiB of the
-/// arena that holds one live block is resident whole, and mimalloc's purges
-/// of freed 64 KiB pages inside it return nothing. Under the voting bench
-/// (400 connections) that was ~20 MiB of the server's resident memory (peak
-/// 99 -> 79 MiB), with no measurable change in its throughput: requests
-/// touch a few small blocks each, not megabytes, so TLB reach is not what
-/// bounds them. The same effect as `MIMALLOC_ALLOW_THP=0`,
-/// which is read before `main` and so cannot be set from here.
+/// Why: mimalloc takes memory in large aligned regions (4 MiB segments;
+/// mimalloc v3 even marks its arena `MADV_HUGEPAGE`), so where the kernel
+/// backs them with huge pages every 2 MiB that holds one live block is
+/// resident whole, and mimalloc's purges of freed 64 KiB pages inside it
+/// return nothing. Under the voting bench (400 connections, mimalloc v3)
+/// that was ~20 MiB of the server's resident memory (peak 99 -> 79 MiB),
+/// with no measurable change in its throughput: requests touch a few small
+/// blocks each, not megabytes, so TLB reach is not what bounds them.
 fn no_transparent_huge_pages() {
     // SAFETY: prctl with integer arguments; failure (an old kernel) only
     // leaves THP as the system set it.
@@ -54,27 +59,41 @@ fn no_transparent_huge_pages() {
     }
 }
 
-/// Has mimalloc return freed pages to the OS 10 ms after they empty, not
-/// mimalloc v3's default 1 s (10 ms was v2's default).
+/// Has mimalloc return freed pages to the OS as soon as they empty (its
+/// default is 10 ms).
 ///
 /// Why: under load the server frees as fast as it allocates (request and
-/// response buffers of 400 connections, write commands, the mixer's rounds),
-/// and with a 1 s delay a second's worth of emptied pages stayed resident:
-/// measured under the voting bench's POST vote (400 connections), peak
-/// resident memory 82 MiB at 1 s, 54 MiB at 10 ms, 50 MiB at 0, at the same
-/// throughput (33.3k, 35.8k, 31.7k req/s, one run each). Not 0: every empty
-/// page would cost an `madvise` at once. `MIMALLOC_PURGE_DELAY` still wins
-/// when set.
+/// response buffers of hundreds of connections, write commands, the voting
+/// mixer's rounds), so pages empty and fill again all the time, and a delay
+/// keeps that churn resident. Live heap is small: heaptrack under the
+/// voting workflow (400 connections) peaked at 29 MB, 5 MB of it the roll,
+/// while the allocator held 69 MiB resident. Peak resident memory of the
+/// bench's child server (`throng bench`, `--only` the workload, one run
+/// each, alternated; figures in MiB):
+///
+/// | allocator, purge delay | voting workflow (400) | booking try-register (16-256) |
+/// |---|---|---|
+/// | mimalloc v3, 10 ms | 76, 80, 81 | 72, 72 |
+/// | mimalloc v3, 0 | 77, 78, 76 | |
+/// | mimalloc v2, 10 ms | 73, 78, 76, 75, 75 | |
+/// | mimalloc v2, 0 | 61, 62, 60, 64, 63 | 63, 63 |
+///
+/// Throughput stayed within the runs' noise: voting workflow 0.52, 0.53,
+/// 0.55, 0.45, 0.46 of `/health` with v2 at 0 against 0.53, 0.48, 0.50
+/// with v3 at 10 ms; booking try-register 24.4k/34.3k/35.5k and
+/// 23.6k/44.8k/49.6k req/s at 16/64/256 connections against 24.6k/37.8k/
+/// 38.3k and 25.3k/47.8k/39.6k. (v2 is the `v2` feature of the `mimalloc`
+/// crate.) `MIMALLOC_PURGE_DELAY` still wins when set.
 fn purge_freed_memory_promptly() {
     extern "C" {
         fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
     }
-    /// `mi_option_purge_delay` in mimalloc v3's `mimalloc.h` (libmimalloc-sys
-    /// 0.1.49 builds v3 unless its `v2` feature is on).
+    /// `mi_option_purge_delay` in mimalloc v2's `mimalloc.h` (the same
+    /// index in v3).
     const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: mimalloc's option setter takes plain integers and may be
         // called at any time; the option is read on every purge decision.
-        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     }
 }
