@@ -78,6 +78,12 @@ fn no_transparent_huge_pages() {
 /// | mimalloc v2, 10 ms | 73, 78, 76, 75, 75 | |
 /// | mimalloc v2, 0 | 61, 62, 60, 64, 63 | 63, 63 |
 ///
+/// (Those child servers still had transparent huge pages on. With them off
+/// as well, as now: v2 at 10 ms 64 and 62 MiB, at 2 ms 58 and 60, at 0 52
+/// and 53, voting workflow.) The price is an `madvise` per emptied page and
+/// the page faults that refill it: ~6% of the server's CPU under booking's
+/// try-register at 64 connections (perf), within the runs' noise in req/s.
+///
 /// Throughput stayed within the runs' noise: voting workflow 0.52, 0.53,
 /// 0.55, 0.45, 0.46 of `/health` with v2 at 0 against 0.53, 0.48, 0.50
 /// with v3 at 10 ms; booking try-register 24.4k/34.3k/35.5k and
