@@ -55,7 +55,7 @@ const SAMPLES_MAX: usize = 1024;
 /// them (a plain read went backwards twice in 400,000 under 8 sessions
 /// taking positions; the locked read never). NULL means no value was ever
 /// handed out: the log is empty.
-const LAST_SQL: &str = "SELECT COALESCE(pg_sequence_last_value('event_position'), 0)";
+pub const LAST_SQL: &str = "SELECT COALESCE(pg_sequence_last_value('event_position'), 0)";
 /// Reads the transactions running in this database (second statement).
 /// `backend_xid` is set from the moment a transaction has an id.
 const RUNNING_SQL: &str = "SELECT COALESCE(array_agg(backend_xid::text), '{}')

@@ -908,7 +908,8 @@ pub async fn count(store: &throng::store::Store, sql: &'static str) -> i64 {
 /// every position taken so far can be: on PostgreSQL the log is read up to
 /// its horizon, which trails the newest commit while a write transaction of
 /// the database still runs (store/horizon.rs), so a read right after the
-/// writes could miss the last ones. Waits at most 10 s.
+/// writes could miss the last ones. Waits at most 10 s for the horizon to
+/// reach the last position taken (read as the horizon reads it).
 pub async fn log_events(
     store: &throng::store::Store,
     position: i64,
@@ -919,10 +920,7 @@ pub async fn log_events(
             .client()
             .await
             .unwrap()
-            .query_one(
-                "SELECT COALESCE(pg_sequence_last_value('event_position'), 0)",
-                &[],
-            )
+            .query_one(throng::store::horizon::LAST_SQL, &[])
             .await
             .unwrap();
         let taken: i64 = row.get(0);
