@@ -82,9 +82,8 @@ fn no_transparent_huge_pages() {
 /// as well, as now: v2 at 10 ms 64 and 62 MiB, at 2 ms 58 and 60, at 0 52
 /// and 53, voting workflow.) The price is an `madvise` per emptied page and
 /// the page faults that refill it: ~6% of the server's CPU under booking's
-/// try-register at 64 connections (perf), within the runs' noise in req/s.
-///
-/// Throughput stayed within the runs' noise: voting workflow 0.52, 0.53,
+/// try-register at 64 connections (perf), which the rates do not show
+/// beyond the runs' noise: voting workflow 0.52, 0.53,
 /// 0.55, 0.45, 0.46 of `/health` with v2 at 0 against 0.53, 0.48, 0.50
 /// with v3 at 10 ms; booking try-register 24.4k/34.3k/35.5k and
 /// 23.6k/44.8k/49.6k req/s at 16/64/256 connections against 24.6k/37.8k/
