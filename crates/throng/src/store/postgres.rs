@@ -14,7 +14,7 @@
 //! rolled-back batch leaves a hole. Readers of the log never skip an event
 //! all the same: they read up to the horizon (`horizon.rs`), below which no
 //! event can still appear. Appends to one stream agree on its versions
-//! through a lock on that stream only (see [`append_all`]).
+//! through a lock on that stream only (see [`decide_appends`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use futures::TryFutureExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::NoTls;
 
@@ -249,13 +250,19 @@ impl PgStore {
         }
         let (tx, rx) = mpsc::channel::<Box<dyn PgJob>>(limits.write_queue_max.max(1));
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
-        for _ in 0..writers {
-            tokio::spawn(writer_loop(
-                write_pool.clone(),
-                rx.clone(),
-                limits.batch_commands_max.max(1),
-            ));
-        }
+        // The writers run on a thread of their own: each batch is a few
+        // round trips, and on the request workers every reply waited behind
+        // the ready HTTP tasks before the next statement went out.
+        let batch_max = limits.batch_commands_max.max(1);
+        let loops: Vec<_> = (0..writers)
+            .map(|_| writer_loop(write_pool.clone(), rx.clone(), batch_max))
+            .collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name("pg-writers".into())
+            .spawn(move || runtime.block_on(futures::future::join_all(loops)))?;
         Ok(Arc::new(PgStore {
             pool,
             writer: tx,
@@ -492,15 +499,29 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         tx.query_one(&stmt, &[&super::invalidate::CHANNEL, &invalidated])
             .await?;
     }
-    if !events.is_empty() || !conditional.is_empty() {
-        let appends: Vec<&StreamAppend> = conditional.iter().map(|(a, _)| a).collect();
-        // (append_all takes the transaction id before any position.)
-        let (_, outcomes) = append_all(&tx, &events, &appends).await?;
-        for ((_, slot), outcome) in conditional.iter().zip(outcomes) {
-            *slot.lock().unwrap() = Some(outcome);
-        }
+    if events.is_empty() && conditional.is_empty() {
+        tx.commit().await?;
+        return Ok(true);
     }
-    tx.commit().await?;
+    let appends: Vec<&StreamAppend> = conditional.iter().map(|(a, _)| a).collect();
+    // (decide_appends takes the transaction id before any position.)
+    let decided = decide_appends(&tx, &events, &appends).await?;
+    // The rows and the COMMIT go out together: one round trip. The insert
+    // is prepared first, so it is sent before the COMMIT (a statement still
+    // being prepared would let the COMMIT run first, and the insert after
+    // it outside the transaction). A failed insert makes the server answer
+    // the COMMIT with a rollback, and the insert's error fails the batch.
+    let insert = insert_rows_statement(&tx).await?;
+    futures::try_join!(
+        insert_rows_prepared(&tx, &insert, &decided.positions, &decided.rows),
+        tx.batch_execute("COMMIT").map_err(StoreError::from)
+    )?;
+    // Committed: forgetting the transaction keeps its drop from sending a
+    // ROLLBACK after it (it holds a borrow of the connection, nothing more).
+    std::mem::forget(tx);
+    for ((_, slot), outcome) in conditional.iter().zip(decided.outcomes) {
+        *slot.lock().unwrap() = Some(outcome);
+    }
     Ok(true)
 }
 
@@ -514,7 +535,9 @@ pub async fn append_events(
     tx: &deadpool_postgres::Transaction<'_>,
     events: &[NewEvent],
 ) -> Result<Vec<i64>, StoreError> {
-    Ok(append_all(tx, events, &[]).await?.0)
+    let decided = decide_appends(tx, events, &[]).await?;
+    insert_rows(tx, &decided.positions, &decided.rows).await?;
+    Ok(decided.positions)
 }
 
 /// Takes `n` positions for events of `tx` from the `event_position`
@@ -537,9 +560,17 @@ pub async fn take_positions(
     Ok(positions)
 }
 
-/// Appends `plain` events and the `conditional` appends that pass their
-/// check, in that order; returns the positions of the rows written and
-/// each conditional append's outcome.
+/// What a batch appends: its rows (event, stream version) at their
+/// positions, and each conditional append's outcome.
+struct DecidedAppends {
+    positions: Vec<i64>,
+    rows: Vec<(NewEvent, i64)>,
+    outcomes: Vec<AppendOutcome>,
+}
+
+/// Decides the appends of `plain` events and the `conditional` appends
+/// that pass their check, in that order: the rows to insert, their
+/// positions and each conditional append's outcome.
 ///
 /// Streams, not the whole log, are what appends must agree on: each stream
 /// the batch touches is locked (a transaction-level advisory lock on a hash
@@ -547,11 +578,11 @@ pub async fn take_positions(
 /// wait on each other in a cycle) before its head is read, and the lock is
 /// held until commit. Appends to other streams, from this node's other
 /// writers or from other nodes, run at the same time.
-async fn append_all(
+async fn decide_appends(
     tx: &deadpool_postgres::Transaction<'_>,
     plain: &[NewEvent],
     conditional: &[&StreamAppend],
-) -> Result<(Vec<i64>, Vec<AppendOutcome>), StoreError> {
+) -> Result<DecidedAppends, StoreError> {
     let mut names: Vec<&str> = plain.iter().map(|e| e.stream.as_str()).collect();
     names.extend(conditional.iter().map(|a| a.stream.as_str()));
     names.sort_unstable();
@@ -594,11 +625,23 @@ async fn append_all(
             .await?;
         tx.query(&stmt, &[&wanted]).await
     };
+    // Plain events are all written: their positions go out in the same
+    // round trip, after the locks (a stream's versions and positions rise
+    // together). A conditional append may write nothing, so a batch with
+    // one takes positions once decided, and leaves no hole.
+    let positions_now = conditional.is_empty() && !plain.is_empty();
+    let positions_query = async {
+        if !positions_now {
+            return Ok(Vec::new());
+        }
+        take_positions(tx, plain.len()).await
+    };
     let names_param: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&names];
-    let (_, head_rows, id_rows) = futures::try_join!(
-        tx.query_one(&lock, &names_param),
-        tx.query(&heads, &names_param),
-        ids_query
+    let (_, head_rows, id_rows, positions) = futures::try_join!(
+        tx.query_one(&lock, &names_param).map_err(StoreError::from),
+        tx.query(&heads, &names_param).map_err(StoreError::from),
+        ids_query.map_err(StoreError::from),
+        positions_query
     )?;
     let mut heads: HashMap<String, StreamHead> = HashMap::with_capacity(names.len());
     for row in head_rows {
@@ -625,12 +668,11 @@ async fn append_all(
         }
     }
     let (rows, decided) = streams::decide_batch(plain, conditional, heads, &ids);
-    let positions = if rows.is_empty() {
-        Vec::new()
+    let positions = if positions_now || rows.is_empty() {
+        positions
     } else {
         take_positions(tx, rows.len()).await?
     };
-    insert_rows(tx, &positions, &rows).await?;
     let at = |relative: i64| positions[relative as usize];
     let outcomes = decided
         .into_iter()
@@ -662,13 +704,44 @@ async fn append_all(
             (other, _) => other,
         })
         .collect();
-    Ok((positions, outcomes))
+    Ok(DecidedAppends {
+        positions,
+        rows,
+        outcomes,
+    })
 }
 
 /// Inserts `rows` (event, stream version) at `positions`, in one prepared
 /// statement whatever their number (arrays, unnested).
 async fn insert_rows(
     tx: &deadpool_postgres::Transaction<'_>,
+    positions: &[i64],
+    rows: &[(NewEvent, i64)],
+) -> Result<(), StoreError> {
+    let stmt = insert_rows_statement(tx).await?;
+    insert_rows_prepared(tx, &stmt, positions, rows).await
+}
+
+async fn insert_rows_statement(
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> Result<tokio_postgres::Statement, StoreError> {
+    Ok(tx
+        .prepare_cached(
+            "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
+                                 stream_version, event_id, metadata, payload_format)
+             SELECT p, s, t, pl, $4, v, id, m, f
+               FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $5::BYTEA[], $6::BIGINT[],
+                           $7::BYTEA[], $8::BYTEA[], $9::SMALLINT[])
+                 AS r(p, s, t, pl, v, id, m, f)",
+        )
+        .await?)
+}
+
+/// [`insert_rows`] with its statement prepared: the request goes out when
+/// the future is first polled, before any await.
+async fn insert_rows_prepared(
+    tx: &deadpool_postgres::Transaction<'_>,
+    stmt: &tokio_postgres::Statement,
     positions: &[i64],
     rows: &[(NewEvent, i64)],
 ) -> Result<(), StoreError> {
@@ -686,18 +759,8 @@ async fn insert_rows(
         .collect();
     let metadata: Vec<Option<&[u8]>> = rows.iter().map(|(e, _)| e.metadata.as_deref()).collect();
     let formats: Vec<i16> = rows.iter().map(|(e, _)| e.format).collect();
-    let stmt = tx
-        .prepare_cached(
-            "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
-                                 stream_version, event_id, metadata, payload_format)
-             SELECT p, s, t, pl, $4, v, id, m, f
-               FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $5::BYTEA[], $6::BIGINT[],
-                           $7::BYTEA[], $8::BYTEA[], $9::SMALLINT[])
-                 AS r(p, s, t, pl, v, id, m, f)",
-        )
-        .await?;
     tx.execute(
-        &stmt,
+        stmt,
         &[
             &positions, &streams, &types, &now_ms, &payloads, &versions, &ids, &metadata, &formats,
         ],
