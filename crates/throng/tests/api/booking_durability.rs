@@ -26,6 +26,16 @@ fn day_text(offset: u32) -> String {
     format!("2030-01-{:02}", 1 + offset)
 }
 
+/// A slot drawn at random among `places` places and the seeded days.
+fn random_slot(places: i64) -> (i64, String, i64) {
+    let mut rng = rand::thread_rng();
+    (
+        rng.gen_range(1..=places),
+        day_text(rng.gen_range(0..DAYS)),
+        rng.gen_range(0..SLOTS_PER_DAY),
+    )
+}
+
 /// A registration answered 201: (id, code, place, day, slot).
 type Confirmed = (String, String, i64, String, i64);
 
@@ -59,14 +69,7 @@ async fn every_201_survives_sigkill(kind: StoreKind) {
             let mut n = 0u64;
             let (mut other, mut transport_errors) = (Vec::new(), 0usize);
             while started.elapsed() < LOAD_FOR {
-                let (place, day, slot) = {
-                    let mut rng = rand::thread_rng();
-                    (
-                        rng.gen_range(1..=PLACES),
-                        day_text(rng.gen_range(0..DAYS)),
-                        rng.gen_range(0..SLOTS_PER_DAY),
-                    )
-                };
+                let (place, day, slot) = random_slot(PLACES);
                 n += 1;
                 let req = api.register_request(place, &day, slot, person(c as u64 * 1_000_000 + n));
                 match api.try_send(req.timeout(Duration::from_secs(5))).await {
@@ -466,14 +469,7 @@ async fn the_wal_is_reused_under_writes_that_never_pause() {
         clients.push(tokio::spawn(async move {
             let (mut created, mut n) = (0usize, 0u64);
             while started.elapsed() < WAL_LOAD_FOR {
-                let (place, day, slot) = {
-                    let mut rng = rand::thread_rng();
-                    (
-                        rng.gen_range(1..=WAL_PLACES),
-                        day_text(rng.gen_range(0..DAYS)),
-                        rng.gen_range(0..SLOTS_PER_DAY),
-                    )
-                };
+                let (place, day, slot) = random_slot(WAL_PLACES);
                 n += 1;
                 let r = api
                     .register(place, &day, slot, person(c as u64 * 1_000_000 + n))
