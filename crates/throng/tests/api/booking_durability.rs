@@ -438,11 +438,16 @@ async fn a_second_server_on_one_sqlite_store_is_refused() {
     assert_eq!(again.api.register(1, FROM, 0, person(1)).await.status, 201);
 }
 
-/// The WAL header's checkpoint sequence number: it grows by one each time
-/// SQLite starts writing the WAL from its beginning again.
-fn wal_restarts(dir: &Path) -> Option<u32> {
-    let head = std::fs::read(dir.join("throng.db-wal")).ok()?;
-    Some(u32::from_be_bytes(head.get(12..16)?.try_into().ok()?))
+/// The WAL header's checkpoint sequence number (it grows by one each time
+/// SQLite starts writing the WAL from its beginning again) and the WAL's
+/// size; only the header is read.
+fn wal_sequence_and_size(dir: &Path) -> Option<(u32, u64)> {
+    use std::io::Read;
+    let mut wal = std::fs::File::open(dir.join("throng.db-wal")).ok()?;
+    let mut head = [0u8; 16];
+    wal.read_exact(&mut head).ok()?;
+    let size = wal.metadata().ok()?.len();
+    Some((u32::from_be_bytes(head[12..16].try_into().ok()?), size))
 }
 
 /// Under writes that never pause, with readers beside them, the WAL is
@@ -487,13 +492,11 @@ async fn the_wal_is_reused_under_writes_that_never_pause() {
     let mut seen: Vec<u32> = Vec::new();
     let mut size_max = 0u64;
     while started.elapsed() < WAL_LOAD_FOR {
-        if let Some(s) = wal_restarts(dir.path()) {
+        if let Some((s, size)) = wal_sequence_and_size(dir.path()) {
             if seen.last() != Some(&s) {
                 seen.push(s);
             }
-        }
-        if let Ok(m) = std::fs::metadata(dir.path().join("throng.db-wal")) {
-            size_max = size_max.max(m.len());
+            size_max = size_max.max(size);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
