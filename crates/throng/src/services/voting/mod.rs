@@ -140,7 +140,7 @@ impl Service for Voting {
     type State = VotingState;
 
     fn event_categories(&self) -> &'static [&'static str] {
-        &["ballots"]
+        &[model::BALLOT_STREAM_CATEGORY]
     }
 
     fn roles(&self) -> &'static [RoleSpec] {

@@ -21,9 +21,12 @@ pub const DISTRICTS_PER_ELECTION_MAX: i64 = 1000;
 /// Candidates a vote may name, whatever the election says, at most.
 pub const CANDIDATES_PER_VOTE_LIMIT: i64 = 100;
 
+/// The event-stream category of the elections' ballot streams.
+pub const BALLOT_STREAM_CATEGORY: &str = "ballots";
+
 /// The event stream of an election's ballots.
 pub fn ballot_stream(election_id: i64) -> String {
-    format!("ballots-{election_id}")
+    format!("{BALLOT_STREAM_CATEGORY}-{election_id}")
 }
 
 /// Whether `stream` is an election's ballot stream (`ballots-{id}`), the

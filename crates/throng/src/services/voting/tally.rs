@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use tokio::sync::{watch, Notify};
 
-use super::model::{ballot_stream, is_ballot_stream, EVENT_BALLOT_CAST};
+use super::model::{ballot_stream, is_ballot_stream, BALLOT_STREAM_CATEGORY, EVENT_BALLOT_CAST};
 use super::store::{TallyKey, VotingStore};
 use crate::store::Store;
 
@@ -34,6 +34,10 @@ const EVENTS_PER_STEP_MAX: i64 = 4096;
 const STEP_GATHER_MS: u64 = 200;
 /// How long a projector's lease lasts without renewal.
 const LEASE_MS: i64 = 15_000;
+/// How long the projector's position may move through events that hold no
+/// ballot before it is saved (a third of the lease: the save renews it).
+/// A restart scans at most this much of the log again.
+const POSITION_SAVE_MS: u64 = LEASE_MS as u64 / 3;
 /// How often the projector looks for new events when idle
 /// (and the longest a change waits to be seen).
 const IDLE_POLL_MS: u64 = 250;
@@ -206,6 +210,16 @@ impl Tally {
         });
     }
 
+    /// Moves the position past events that counted nothing: readers are not
+    /// told (no count changed).
+    fn advance(&self, position: i64) {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if position > live.position {
+            live.position = position;
+            self.position.store(position, Ordering::Release);
+        }
+    }
+
     /// Adds one step's deltas, counted up to `position`.
     fn add(&self, position: i64, deltas: &[(TallyKey, i64)]) {
         self.update(|live| {
@@ -281,23 +295,28 @@ async fn project(store: &Store, storage: &dyn VotingStore, tally: &Tally, owner:
     tally.replace(position, votes);
     let mut renewed = Instant::now();
     loop {
-        let events = match store.events_after(position, EVENTS_PER_STEP_MAX).await {
-            Ok(e) => e,
+        // The ballot streams' events only: the other services' events in
+        // the range are skipped by the store without reading them out.
+        let scan = match store
+            .events_of_type_after(
+                position,
+                EVENTS_PER_STEP_MAX,
+                BALLOT_STREAM_CATEGORY,
+                EVENT_BALLOT_CAST,
+            )
+            .await
+        {
+            Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "the tally projector cannot read the event log; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
         };
-        if let Some(last) = events.last().map(|e| e.position) {
+        if scan.scanned > 0 {
+            let last = scan.scanned_to;
             let mut deltas: HashMap<TallyKey, i64> = HashMap::new();
-            // Ballots from the election's own stream only: an event of the
-            // same type in another stream (appended through the events API)
-            // is not a ballot.
-            for e in events
-                .iter()
-                .filter(|e| e.event_type == EVENT_BALLOT_CAST && is_ballot_stream(&e.stream))
-            {
+            for e in scan.events.iter().filter(|e| is_ballot_stream(&e.stream)) {
                 let Ok(b) = serde_json::from_slice::<BallotCast>(&e.payload) else {
                     tracing::error!(
                         position = e.position,
@@ -317,25 +336,37 @@ async fn project(store: &Store, storage: &dyn VotingStore, tally: &Tally, owner:
                         .or_insert(0) += 1;
                 }
             }
-            let mut sorted: Vec<(TallyKey, i64)> = deltas.into_iter().collect();
-            sorted.sort_unstable();
-            let sorted = Arc::new(sorted);
-            match storage
-                .tally_step(CONSUMER, owner.clone(), last, LEASE_MS, sorted.clone())
-                .await
-            {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => {
-                    tracing::warn!(error = %e, "saving a tally step failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
+            // A range without ballots (other services' events) moves the
+            // position in memory only; it is saved with the next ballots,
+            // or once `POSITION_SAVE_MS` passed (which renews the lease).
+            if deltas.is_empty() && renewed.elapsed() < Duration::from_millis(POSITION_SAVE_MS) {
+                position = last;
+                tally.advance(last);
+            } else {
+                let mut sorted: Vec<(TallyKey, i64)> = deltas.into_iter().collect();
+                sorted.sort_unstable();
+                let sorted = Arc::new(sorted);
+                match storage
+                    .tally_step(CONSUMER, owner.clone(), last, LEASE_MS, sorted.clone())
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "saving a tally step failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
                 }
+                if sorted.is_empty() {
+                    tally.advance(last);
+                } else {
+                    tally.add(last, &sorted);
+                }
+                position = last;
+                renewed = Instant::now();
             }
-            tally.add(last, &sorted);
-            position = last;
-            renewed = Instant::now();
-            if (events.len() as i64) < EVENTS_PER_STEP_MAX {
+            if scan.scanned < EVENTS_PER_STEP_MAX {
                 tokio::time::sleep(Duration::from_millis(STEP_GATHER_MS)).await;
             }
             continue;
