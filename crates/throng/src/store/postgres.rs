@@ -40,6 +40,9 @@ pub struct PgTx<'a> {
     /// connection, so a hot write is not planned again in every batch.
     pub tx: &'a deadpool_postgres::Transaction<'a>,
     events: Mutex<Vec<NewEvent>>,
+    /// Events that open a stream nobody else can know yet (see
+    /// [`PgTx::append_opening`]).
+    opening: Mutex<Vec<NewEvent>>,
     conditional: Mutex<Vec<(StreamAppend, OutcomeSlot)>>,
     invalidated: Mutex<Vec<String>>,
 }
@@ -52,6 +55,16 @@ impl PgTx<'_> {
     /// Appends an event that commits with this transaction.
     pub fn append(&self, event: NewEvent) {
         self.events.lock().unwrap().push(event);
+    }
+
+    /// Appends the first event of a stream whose name this transaction
+    /// made and nobody can have appended to (a registration's stream,
+    /// named by the id its own row takes in the same transaction): its
+    /// version is 0, so the batch neither locks the stream nor reads its
+    /// head. The unique `(stream, stream_version)` index still fails the
+    /// batch if the name was not new after all.
+    pub fn append_opening(&self, event: NewEvent) {
+        self.opening.lock().unwrap().push(event);
     }
 
     /// Tells every node's caches that what `key` names changed, when (and
@@ -459,6 +472,7 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
     let ptx = PgTx {
         tx: &tx,
         events: Mutex::new(Vec::new()),
+        opening: Mutex::new(Vec::new()),
         conditional: Mutex::new(Vec::new()),
         invalidated: Mutex::new(Vec::new()),
     };
@@ -486,7 +500,8 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         let _ = tx.rollback().await;
         return Ok(false);
     }
-    let events = std::mem::take(&mut *ptx.events.lock().unwrap());
+    let mut events = std::mem::take(&mut *ptx.events.lock().unwrap());
+    let opening = std::mem::take(&mut *ptx.opening.lock().unwrap());
     let conditional = std::mem::take(&mut *ptx.conditional.lock().unwrap());
     let mut invalidated = std::mem::take(&mut *ptx.invalidated.lock().unwrap());
     drop(ptx);
@@ -500,9 +515,19 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
             .await?;
     }
     if events.is_empty() && conditional.is_empty() {
-        tx.commit().await?;
-        return Ok(true);
+        if !opening.is_empty() && opening_streams_distinct(&opening) {
+            commit_with_opening_events(&tx, &opening).await?;
+            std::mem::forget(tx);
+            return Ok(true);
+        }
+        if opening.is_empty() {
+            tx.commit().await?;
+            return Ok(true);
+        }
     }
+    // With other appends (or one stream opened twice), opening events go
+    // the general way: no head read finds them a version but 0.
+    events.extend(opening);
     let appends: Vec<&StreamAppend> = conditional.iter().map(|(a, _)| a).collect();
     // (decide_appends takes the transaction id before any position.)
     let decided = decide_appends(&tx, &events, &appends).await?;
@@ -523,6 +548,56 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         *slot.lock().unwrap() = Some(outcome);
     }
     Ok(true)
+}
+
+/// Whether every opening event names a stream of its own.
+fn opening_streams_distinct(opening: &[NewEvent]) -> bool {
+    let mut names: Vec<&str> = opening.iter().map(|e| e.stream.as_str()).collect();
+    names.sort_unstable();
+    names.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Inserts `opening` (each the first event of its own new stream, version
+/// 0) and commits, in one round trip: the transaction's id is taken first
+/// (the horizon's rule 1, see `horizon.rs`), then the rows take their
+/// positions from the sequence as they are inserted, then the `COMMIT`.
+/// The three statements are prepared before any is sent, so they run in
+/// that order; a failed statement makes the server answer the `COMMIT`
+/// with a rollback, and its error fails the batch. The caller forgets the
+/// transaction once this returned `Ok` (it committed).
+async fn commit_with_opening_events(
+    tx: &deadpool_postgres::Transaction<'_>,
+    opening: &[NewEvent],
+) -> Result<(), StoreError> {
+    let (xid, insert) = futures::try_join!(
+        tx.prepare_cached("SELECT pg_current_xact_id()::text"),
+        tx.prepare_cached(
+            "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
+                                 stream_version, event_id, metadata, payload_format)
+             SELECT nextval('event_position'), s, t, pl, $3, 0, id, m, f
+               FROM unnest($1::TEXT[], $2::TEXT[], $4::BYTEA[], $5::BYTEA[], $6::BYTEA[],
+                           $7::SMALLINT[]) AS r(s, t, pl, id, m, f)",
+        )
+    )?;
+    let now_ms = crate::base::clock::now_ms();
+    let streams: Vec<&str> = opening.iter().map(|e| e.stream.as_str()).collect();
+    let types: Vec<&str> = opening.iter().map(|e| e.event_type.as_str()).collect();
+    let payloads: Vec<&[u8]> = opening.iter().map(|e| e.payload.as_slice()).collect();
+    let ids: Vec<Option<&[u8]>> = opening
+        .iter()
+        .map(|e| e.event_id.as_ref().map(|id| &id[..]))
+        .collect();
+    let metadata: Vec<Option<&[u8]>> = opening.iter().map(|e| e.metadata.as_deref()).collect();
+    let formats: Vec<i16> = opening.iter().map(|e| e.format).collect();
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        &streams, &types, &now_ms, &payloads, &ids, &metadata, &formats,
+    ];
+    futures::try_join!(
+        tx.query_one(&xid, &[]).map_err(StoreError::from),
+        tx.execute(&insert, &params).map_err(StoreError::from),
+        tx.batch_execute("COMMIT").map_err(StoreError::from)
+    )?;
+    Ok(())
 }
 
 /// Appends `events` inside `tx`, each at its stream's next version, and

@@ -1296,26 +1296,33 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
 
 async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
     // Both nodes run the confirmation worker against one gateway; the lease on
-    // the consumer row lets exactly one of them deliver.
+    // the consumer row lets exactly one of them deliver. The registrations
+    // run all at once on both nodes, so their transactions commit out of
+    // the order of their events' positions, which the worker must not skip.
     let Some(db) = PgDb::create_or_skip().await else {
         return;
     };
     let (url, calls) = fake_gateway(0).await;
     let dir = tempfile::TempDir::new().unwrap();
-    crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 1, 1, 20).await;
+    const SLOTS: i64 = 60;
+    const PLACES: i64 = 4;
+    crate::helpers::seed_with_cli(dir.path(), Some(&db.url), PLACES, 1, SLOTS as i32).await;
     let args = ["--with-notifier", "--notify-webhook", url.as_str()];
     let (a, b) = tokio::join!(
         ProcessServer::start(dir.path(), Some(&db.url), &args),
         ProcessServer::start(dir.path(), Some(&db.url), &args),
     );
+    let replies = futures::future::join_all((0..PLACES * SLOTS).map(|i| {
+        let api = if i % 2 == 0 { &a.api } else { &b.api };
+        api.register(1 + i / SLOTS, FROM, i % SLOTS, person(500 + i as u64))
+    }))
+    .await;
     let mut ids = Vec::new();
-    for slot in 0..20i64 {
-        let api = if slot % 2 == 0 { &a.api } else { &b.api };
-        let r = api.register(1, FROM, slot, person(500 + slot as u64)).await;
+    for r in replies {
         assert_eq!(r.status, 201, "{}", r.text());
         ids.push(r.json()["registrationId"].as_str().unwrap().to_string());
     }
-    for _ in 0..100 {
+    for _ in 0..150 {
         if calls.lock().unwrap().len() >= ids.len() {
             break;
         }

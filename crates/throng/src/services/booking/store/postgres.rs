@@ -107,7 +107,7 @@ impl PgGroup for PgTryRegister {
                 let (reg, event) = items[i];
                 match took {
                     Took::Registered => {
-                        tx.append(event.clone());
+                        tx.append_opening(event.clone());
                         out[i] = RegisterOutcome::Registered;
                     }
                     // Another node registered the person meanwhile: the
@@ -292,7 +292,7 @@ async fn pg_try_register_one(
 ) -> Result<RegisterOutcome, StoreError> {
     match pg_take_slots(tx, &[reg]).await?.pop() {
         Some(Took::Registered) => {
-            tx.append(event.clone());
+            tx.append_opening(event.clone());
             Ok(RegisterOutcome::Registered)
         }
         _ => pg_why_missed(tx, reg).await,
