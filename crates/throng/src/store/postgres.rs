@@ -515,13 +515,13 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
             .await?;
     }
     if events.is_empty() && conditional.is_empty() {
-        if !opening.is_empty() && opening_streams_distinct(&opening) {
-            commit_with_opening_events(&tx, &opening).await?;
-            std::mem::forget(tx);
-            return Ok(true);
-        }
         if opening.is_empty() {
             tx.commit().await?;
+            return Ok(true);
+        }
+        if opening_streams_distinct(&opening) {
+            commit_with_opening_events(&tx, &opening).await?;
+            std::mem::forget(tx);
             return Ok(true);
         }
     }
@@ -570,7 +570,7 @@ async fn commit_with_opening_events(
     opening: &[NewEvent],
 ) -> Result<(), StoreError> {
     let (xid, insert) = futures::try_join!(
-        tx.prepare_cached("SELECT pg_current_xact_id()::text"),
+        tx.prepare_cached(XACT_ID_SQL),
         tx.prepare_cached(
             "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
                                  stream_version, event_id, metadata, payload_format)
@@ -580,17 +580,15 @@ async fn commit_with_opening_events(
         )
     )?;
     let now_ms = crate::base::clock::now_ms();
-    let streams: Vec<&str> = opening.iter().map(|e| e.stream.as_str()).collect();
-    let types: Vec<&str> = opening.iter().map(|e| e.event_type.as_str()).collect();
-    let payloads: Vec<&[u8]> = opening.iter().map(|e| e.payload.as_slice()).collect();
-    let ids: Vec<Option<&[u8]>> = opening
-        .iter()
-        .map(|e| e.event_id.as_ref().map(|id| &id[..]))
-        .collect();
-    let metadata: Vec<Option<&[u8]>> = opening.iter().map(|e| e.metadata.as_deref()).collect();
-    let formats: Vec<i16> = opening.iter().map(|e| e.format).collect();
+    let c = EventColumns::of(opening.iter());
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
-        &streams, &types, &now_ms, &payloads, &ids, &metadata, &formats,
+        &c.streams,
+        &c.types,
+        &now_ms,
+        &c.payloads,
+        &c.ids,
+        &c.metadata,
+        &c.formats,
     ];
     futures::try_join!(
         tx.query_one(&xid, &[]).map_err(StoreError::from),
@@ -615,6 +613,10 @@ pub async fn append_events(
     Ok(decided.positions)
 }
 
+/// Gives the transaction its id (the horizon's rule 1, see `horizon.rs`),
+/// before it takes any position.
+const XACT_ID_SQL: &str = "SELECT pg_current_xact_id()::text";
+
 /// Takes `n` positions for events of `tx` from the `event_position`
 /// sequence, increasing. The transaction's id is assigned first (the
 /// horizon's rule 1, see `horizon.rs`): both statements go out at once and
@@ -626,7 +628,7 @@ pub async fn take_positions(
     let n = n as i64;
     let n_param: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&n];
     let (xid, next) = futures::try_join!(
-        tx.prepare_cached("SELECT pg_current_xact_id()::text"),
+        tx.prepare_cached(XACT_ID_SQL),
         tx.prepare_cached("SELECT nextval('event_position') FROM generate_series(1, $1::BIGINT)")
     )?;
     let (_, rows) = futures::try_join!(tx.query_one(&xid, &[]), tx.query(&next, &n_param))?;
@@ -824,22 +826,54 @@ async fn insert_rows_prepared(
         return Ok(());
     }
     let now_ms = crate::base::clock::now_ms();
-    let streams: Vec<&str> = rows.iter().map(|(e, _)| e.stream.as_str()).collect();
-    let types: Vec<&str> = rows.iter().map(|(e, _)| e.event_type.as_str()).collect();
-    let payloads: Vec<&[u8]> = rows.iter().map(|(e, _)| e.payload.as_slice()).collect();
+    let c = EventColumns::of(rows.iter().map(|(e, _)| e));
     let versions: Vec<i64> = rows.iter().map(|(_, v)| *v).collect();
-    let ids: Vec<Option<&[u8]>> = rows
-        .iter()
-        .map(|(e, _)| e.event_id.as_ref().map(|id| &id[..]))
-        .collect();
-    let metadata: Vec<Option<&[u8]>> = rows.iter().map(|(e, _)| e.metadata.as_deref()).collect();
-    let formats: Vec<i16> = rows.iter().map(|(e, _)| e.format).collect();
     tx.execute(
         stmt,
         &[
-            &positions, &streams, &types, &now_ms, &payloads, &versions, &ids, &metadata, &formats,
+            &positions,
+            &c.streams,
+            &c.types,
+            &now_ms,
+            &c.payloads,
+            &versions,
+            &c.ids,
+            &c.metadata,
+            &c.formats,
         ],
     )
     .await?;
     Ok(())
+}
+
+/// Events' columns as the arrays the inserts unnest.
+struct EventColumns<'a> {
+    streams: Vec<&'a str>,
+    types: Vec<&'a str>,
+    payloads: Vec<&'a [u8]>,
+    ids: Vec<Option<&'a [u8]>>,
+    metadata: Vec<Option<&'a [u8]>>,
+    formats: Vec<i16>,
+}
+
+impl<'a> EventColumns<'a> {
+    fn of(events: impl ExactSizeIterator<Item = &'a NewEvent>) -> EventColumns<'a> {
+        let mut c = EventColumns {
+            streams: Vec::with_capacity(events.len()),
+            types: Vec::with_capacity(events.len()),
+            payloads: Vec::with_capacity(events.len()),
+            ids: Vec::with_capacity(events.len()),
+            metadata: Vec::with_capacity(events.len()),
+            formats: Vec::with_capacity(events.len()),
+        };
+        for e in events {
+            c.streams.push(&e.stream);
+            c.types.push(&e.event_type);
+            c.payloads.push(&e.payload);
+            c.ids.push(e.event_id.as_ref().map(|id| &id[..]));
+            c.metadata.push(e.metadata.as_deref());
+            c.formats.push(e.format);
+        }
+        c
+    }
 }
