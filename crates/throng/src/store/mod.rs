@@ -9,25 +9,28 @@
 //! - events appended by a command commit in the same transaction (the outbox),
 //!   at positions that readers can follow without ever skipping one.
 //!
-//! Services write their SQL per dialect next to their own code and call
-//! [`sqlite::SqliteStore::write`] / [`postgres::PgStore::write`].
+//! Code above the store writes each storage operation once, against the
+//! seam ([`seam`]: statements, parameters, rows, a transaction handle), and
+//! runs it through [`Store::write`] or [`Store::read`]; the drivers
+//! (`sqlite.rs`, `postgres.rs`, dispatched in `driver.rs`) run it.
 
 pub mod bulk;
 pub mod columns;
+mod driver;
 #[macro_use]
 pub mod eventlog;
 pub mod horizon;
 pub mod invalidate;
 pub mod migrate;
 pub mod postgres;
+pub mod seam;
 pub mod sqlite;
 pub mod streams;
-
-use std::sync::Arc;
 
 pub use columns::Columns;
 pub use eventlog::{NewEvent, StoredEvent};
 pub use migrate::MigrationSet;
+pub use seam::{Conn, Param, Row, Sql, StoreFuture, Tx};
 
 /// The store's own tables, which every store has rows in once opened or
 /// served (migrations applied, the PII key's fingerprint, consumer
@@ -49,11 +52,13 @@ pub fn pg_placeholders(sql: &str) -> String {
     out
 }
 
-/// A store handle, cheap to clone.
+/// A store handle, cheap to clone: the one way above the store to reach
+/// the database ([`Store::write`], [`Store::read`] and their kin run storage
+/// operations written once against [`seam`]). Which database it is, and
+/// what differs between them, is the drivers' business (`driver.rs`).
 #[derive(Clone)]
-pub enum Store {
-    Sqlite(Arc<sqlite::SqliteStore>),
-    Postgres(Arc<postgres::PgStore>),
+pub struct Store {
+    driver: driver::Driver,
 }
 
 /// Where the data lives, parsed from `--store`.
@@ -235,6 +240,50 @@ impl From<deadpool_postgres::PoolError> for StoreError {
     }
 }
 
+/// Statements of the store's own operations, written once.
+mod sql {
+    use super::Sql;
+
+    pub static PING: Sql = Sql::new("SELECT 1");
+    pub static CONSUMER_ENSURE: Sql = Sql::new(
+        "INSERT INTO consumer_positions (consumer, position) VALUES (?1, 0)
+         ON CONFLICT (consumer) DO NOTHING",
+    );
+    pub static CONSUMER_CLAIM: Sql = Sql::new(
+        "UPDATE consumer_positions SET lease_owner = ?2, lease_until_ms = ?3
+         WHERE consumer = ?1 AND (lease_owner = ?2 OR lease_owner IS NULL OR lease_until_ms < ?4)
+         RETURNING position",
+    );
+    pub static CONSUMER_RENEW: Sql = Sql::new(
+        "UPDATE consumer_positions SET lease_until_ms = ?3
+         WHERE consumer = ?1 AND lease_owner = ?2 RETURNING position",
+    );
+    pub static CONSUMER_RELEASE: Sql = Sql::new(
+        "UPDATE consumer_positions SET lease_owner = NULL, lease_until_ms = 0
+         WHERE consumer = ?1 AND lease_owner = ?2",
+    );
+    pub static CONSUMER_SAVE: Sql = Sql::new(
+        "UPDATE consumer_positions SET position = ?3, lease_until_ms = ?4
+         WHERE consumer = ?1 AND lease_owner = ?2",
+    );
+    pub static CONSUMER_POSITION: Sql =
+        Sql::new("SELECT position FROM consumer_positions WHERE consumer = ?1");
+    pub static META_GET: Sql = Sql::new("SELECT value FROM meta WHERE key = ?1");
+    pub static META_SET: Sql = Sql::new(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    );
+    pub static META_SET_ONCE: Sql =
+        Sql::new("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING");
+    /// The tables of the store, from each database's catalog.
+    pub static TABLES: Sql = Sql::per_dialect(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        "SELECT table_name::text FROM information_schema.tables \
+         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1",
+    );
+}
+
 impl Store {
     /// Opens the store with its own tables only (the event log, consumer
     /// positions, `meta`) and starts the writer.
@@ -249,243 +298,100 @@ impl Store {
         limits: StoreLimits,
         services: &[&'static migrate::MigrationSet],
     ) -> anyhow::Result<Store> {
-        Ok(match url {
-            StoreUrl::Sqlite(path) => {
-                Store::Sqlite(sqlite::SqliteStore::open(path, &limits, services)?)
-            }
-            StoreUrl::Postgres(url) => {
-                Store::Postgres(postgres::PgStore::open(url, &limits, services).await?)
-            }
+        Ok(Store {
+            driver: driver::Driver::open(url, &limits, services).await?,
         })
     }
 
-    /// `sqlite` applied to the SQLite handle or `postgres` to the
-    /// PostgreSQL one, whichever this store is: how a service chooses its
-    /// storage implementation, once.
-    pub fn choose<T>(
-        &self,
-        sqlite: impl FnOnce(&Arc<sqlite::SqliteStore>) -> T,
-        postgres: impl FnOnce(&Arc<postgres::PgStore>) -> T,
-    ) -> T {
-        match self {
-            Store::Sqlite(s) => sqlite(s),
-            Store::Postgres(p) => postgres(p),
-        }
+    /// Runs `f` as one command of the writer's current batch, in the
+    /// batch's transaction; answers after the commit. A command that fails
+    /// fails alone. `f` may run more than once (on PostgreSQL a failed batch
+    /// is retried command by command), always in a fresh transaction, so it
+    /// must have no effects outside the database.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        self.driver.write(f, true).await
     }
 
+    /// Like [`Store::write`], for commands whose statements fail only when
+    /// the database does: on SQLite without the command's own SAVEPOINT
+    /// (such a failure rolls back its whole batch), which saves the writer
+    /// the copy of every page the command touches (~1 us a try-register).
+    pub async fn write_unguarded<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        self.driver.write(f, false).await
+    }
+
+    /// Runs `f` on a read connection: a bounded lookup (on SQLite inline on
+    /// the calling task's thread).
+    pub async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        self.driver.read(f, ReadKind::Inline).await
+    }
+
+    /// Runs `f` on a read connection off the async workers: reads that
+    /// may scan (reports, exports, loading an index at start).
+    pub async fn read_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        self.driver.read(f, ReadKind::Blocking).await
+    }
+
+    /// Runs `f` on a read connection that reads pages into its own small
+    /// cache instead of through a memory map (SQLite; see
+    /// `SqliteStore::read_paged`): point lookups spread over a table far
+    /// larger than the server's memory budget.
+    pub async fn read_paged<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        self.driver.read(f, ReadKind::Paged).await
+    }
+
+    /// Which database this is (`sqlite`, `postgres`), for logs, reports and
+    /// the names of data directories.
     pub fn dialect(&self) -> &'static str {
-        match self {
-            Store::Sqlite(_) => "sqlite",
-            Store::Postgres(_) => "postgres",
-        }
+        self.driver.dialect()
+    }
+
+    /// How this store's writes are made, which decides the designs that
+    /// differ by database (see [`Writers`]).
+    pub fn writers(&self) -> Writers {
+        self.driver.writers()
     }
 
     /// Cheap round trip to the database (for `/ready`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        match self {
-            Store::Sqlite(s) => {
-                s.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
-                    .await
-            }
-            Store::Postgres(p) => {
-                let client = p.client().await?;
-                client.simple_query("SELECT 1").await?;
-                Ok(())
-            }
-        }
-    }
-
-    /// The events of one type in the streams of one category (`{category}-...`)
-    /// among the next `limit` events after `position`, and how far that scan
-    /// reached: a service's worker (booking's notifier) reads its own
-    /// streams only, never another stream's event of a matching type nor the
-    /// other services' payloads.
-    pub async fn events_of_type_after(
-        &self,
-        position: i64,
-        limit: i64,
-        category: &'static str,
-        event_type: &'static str,
-    ) -> Result<eventlog::TypeScan, StoreError> {
-        match self {
-            Store::Sqlite(s) => {
-                s.read(move |c| {
-                    eventlog::sqlite_events_of_type_after(c, position, limit, category, event_type)
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                eventlog::pg_events_of_type_after(p, position, limit, category, event_type).await
-            }
-        }
-    }
-
-    /// Events after `position`, in position order, at most `limit`.
-    pub async fn events_after(
-        &self,
-        position: i64,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        match self {
-            Store::Sqlite(s) => {
-                s.read(move |c| eventlog::sqlite_events_after(c, position, limit))
-                    .await
-            }
-            Store::Postgres(p) => eventlog::pg_events_after(p, position, limit).await,
-        }
-    }
-
-    /// Appends to a stream if it is as `append.expected` says (decided in
-    /// the writer's batch, see `streams`).
-    pub async fn append_to_stream(
-        &self,
-        append: streams::StreamAppend,
-    ) -> Result<streams::AppendOutcome, StoreError> {
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| streams::sqlite_append_stream(c, &append))
-                    .await
-            }
-            Store::Postgres(p) => {
-                let slot = p
-                    .write(move |tx| {
-                        let slot = tx.append_to_stream(append.clone());
-                        Box::pin(async move { Ok(slot) })
-                    })
-                    .await?;
-                let outcome = slot.lock().unwrap().take();
-                outcome.ok_or_else(|| StoreError::Internal("an append was not decided".into()))
-            }
-        }
-    }
-
-    /// A stream's last event (`None`: no such stream).
-    pub async fn stream_head(
-        &self,
-        stream: &str,
-    ) -> Result<Option<streams::StreamHead>, StoreError> {
-        let stream = stream.to_string();
-        match self {
-            Store::Sqlite(s) => {
-                s.read(move |c| streams::sqlite_stream_head(c, &stream))
-                    .await
-            }
-            Store::Postgres(p) => streams::pg_stream_head(&p.client().await?, &stream).await,
-        }
-    }
-
-    /// A stream's events from `version` on (forward) or down from it
-    /// (backward), at most `limit`.
-    pub async fn read_stream(
-        &self,
-        stream: &str,
-        version: i64,
-        forward: bool,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let stream = stream.to_string();
-        match self {
-            Store::Sqlite(s) => {
-                s.read_blocking(move |c| {
-                    streams::sqlite_read_stream(c, &stream, version, forward, limit)
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                streams::pg_read_stream(&p.client().await?, &stream, version, forward, limit).await
-            }
-        }
-    }
-
-    /// A page of the global order from position `from` on (see
-    /// `streams::sqlite_scan`).
-    pub async fn scan_events(
-        &self,
-        from: i64,
-        limit: i64,
-        scan_max: i64,
-        filter: streams::Filter,
-    ) -> Result<streams::Page, StoreError> {
-        match self {
-            Store::Sqlite(s) => {
-                s.read_blocking(move |c| streams::sqlite_scan(c, from, limit, scan_max, &filter))
-                    .await
-            }
-            Store::Postgres(p) => {
-                streams::pg_scan(p, &p.client().await?, from, limit, scan_max, &filter).await
-            }
-        }
-    }
-
-    /// The last committed position (0 when the log is empty).
-    pub async fn head_position(&self) -> Result<i64, StoreError> {
-        match self {
-            Store::Sqlite(s) => s.read(streams::sqlite_head_position).await,
-            Store::Postgres(p) => streams::pg_head_position(p, &p.client().await?).await,
-        }
-    }
-
-    /// The durable position of a log consumer (0 when it never saved one).
-    pub async fn consumer_position(&self, consumer: &str) -> Result<i64, StoreError> {
-        let consumer = consumer.to_string();
-        match self {
-            Store::Sqlite(s) => {
-                s.read(move |c| {
-                    use rusqlite::OptionalExtension;
-                    Ok(c.query_row(
-                        "SELECT position FROM consumer_positions WHERE consumer = ?1",
-                        [&consumer],
-                        |r| r.get(0),
-                    )
-                    .optional()?
-                    .unwrap_or(0))
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                let client = p.client().await?;
-                let row = client
-                    .query_opt(
-                        "SELECT position FROM consumer_positions WHERE consumer = $1",
-                        &[&consumer],
-                    )
-                    .await?;
-                Ok(row.map(|r| r.get(0)).unwrap_or(0))
-            }
-        }
-    }
-
-    /// Appends one event on its own (a write with no other state change, such
-    /// as the summary of a bulk load).
-    pub async fn append_event(&self, event: NewEvent) -> Result<(), StoreError> {
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| eventlog::sqlite_append(c, &event).map(|_| ()))
-                    .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    tx.append(event.clone());
-                    Box::pin(async { Ok(()) })
-                })
-                .await
-            }
-        }
+        self.read(|c| Box::pin(c.query_one(&sql::PING, &[], |_| Ok(()))))
+            .await
     }
 
     /// Whether a worker that holds `lease_ms` on a consumer, last written
     /// `since`, renews it now while it idles (nothing to save).
     ///
-    /// PostgreSQL: at a third of the lease, so a live node keeps it and a
-    /// dead node's lapses for another to take. SQLite: never; one process
-    /// serves the store (`sqlite::lock_for_serving`) and a service's own
-    /// consumers are not leased through the API, so nobody else can take a
-    /// lapsed lease while the owner lives, and the claim after a restart
-    /// finds it lapsed. An idle SQLite server thus commits nothing.
+    /// Shared writers: at a third of the lease, so a live node keeps it and
+    /// a dead node's lapses for another to take. One process: never; it
+    /// alone serves the store (`sqlite::lock_for_serving`) and a service's
+    /// own consumers are not leased through the API, so nobody else can
+    /// take a lapsed lease while the owner lives, and the claim after a
+    /// restart finds it lapsed. An idle single-process server thus commits
+    /// nothing.
     pub fn idle_lease_renewal_due(&self, since: std::time::Instant, lease_ms: i64) -> bool {
-        match self {
-            Store::Sqlite(_) => false,
-            Store::Postgres(_) => {
+        match self.writers() {
+            Writers::OneProcess => false,
+            Writers::Shared => {
                 since.elapsed() >= std::time::Duration::from_millis(lease_ms.max(0) as u64 / 3)
             }
         }
@@ -503,51 +409,19 @@ impl Store {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
         let now = crate::base::clock::now_ms();
         let until = now + lease_ms;
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| {
-                    use rusqlite::OptionalExtension;
-                    c.prepare_cached(
-                        "INSERT INTO consumer_positions (consumer, position) VALUES (?1, 0)
-                         ON CONFLICT (consumer) DO NOTHING",
-                    )?
-                    .execute([&consumer])?;
-                    Ok(c.prepare_cached(
-                        "UPDATE consumer_positions SET lease_owner = ?2, lease_until_ms = ?3
-                         WHERE consumer = ?1 AND (lease_owner = ?2 OR lease_owner IS NULL OR lease_until_ms < ?4)
-                         RETURNING position",
-                    )?
-                    .query_row(rusqlite::params![consumer, owner, until, now], |r| r.get(0))
-                    .optional()?)
-                })
+        self.write(move |tx| {
+            let (consumer, owner) = (consumer.clone(), owner.clone());
+            Box::pin(async move {
+                tx.execute(&sql::CONSUMER_ENSURE, &[&consumer]).await?;
+                tx.query_opt(
+                    &sql::CONSUMER_CLAIM,
+                    &[&consumer, &owner, &until, &now],
+                    |r| r.int(0),
+                )
                 .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let (consumer, owner) = (consumer.clone(), owner.clone());
-                    Box::pin(async move {
-                        tx.tx
-                            .execute(
-                                "INSERT INTO consumer_positions (consumer, position) VALUES ($1, 0)
-                                 ON CONFLICT (consumer) DO NOTHING",
-                                &[&consumer],
-                            )
-                            .await?;
-                        let row = tx
-                            .tx
-                            .query_opt(
-                                "UPDATE consumer_positions SET lease_owner = $2, lease_until_ms = $3
-                                 WHERE consumer = $1 AND (lease_owner = $2 OR lease_owner IS NULL OR lease_until_ms < $4)
-                                 RETURNING position",
-                                &[&consumer, &owner, &until, &now],
-                            )
-                            .await?;
-                        Ok(row.map(|r| r.get(0)))
-                    })
-                })
-                .await
-            }
-        }
+            })
+        })
+        .await
     }
 
     /// Renews the lease `owner` holds on a log consumer (even one that
@@ -561,73 +435,32 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
         let until = crate::base::clock::now_ms() + lease_ms;
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| {
-                    use rusqlite::OptionalExtension;
-                    Ok(c.prepare_cached(
-                        "UPDATE consumer_positions SET lease_until_ms = ?3
-                         WHERE consumer = ?1 AND lease_owner = ?2 RETURNING position",
-                    )?
-                    .query_row(rusqlite::params![consumer, owner, until], |r| r.get(0))
-                    .optional()?)
+        self.write(move |tx| {
+            let (consumer, owner) = (consumer.clone(), owner.clone());
+            Box::pin(async move {
+                tx.query_opt(&sql::CONSUMER_RENEW, &[&consumer, &owner, &until], |r| {
+                    r.int(0)
                 })
                 .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let (consumer, owner) = (consumer.clone(), owner.clone());
-                    Box::pin(async move {
-                        let row = tx
-                            .tx
-                            .query_opt(
-                                "UPDATE consumer_positions SET lease_until_ms = $3
-                                 WHERE consumer = $1 AND lease_owner = $2 RETURNING position",
-                                &[&consumer, &owner, &until],
-                            )
-                            .await?;
-                        Ok(row.map(|r| r.get(0)))
-                    })
-                })
-                .await
-            }
-        }
+            })
+        })
+        .await
     }
 
     /// Ends `owner`'s lease on a log consumer at once; `false` when `owner`
     /// does not hold it.
     pub async fn release_consumer(&self, consumer: &str, owner: &str) -> Result<bool, StoreError> {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| {
-                    Ok(c.prepare_cached(
-                        "UPDATE consumer_positions SET lease_owner = NULL, lease_until_ms = 0
-                         WHERE consumer = ?1 AND lease_owner = ?2",
-                    )?
-                    .execute(rusqlite::params![consumer, owner])?
-                        == 1)
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let (consumer, owner) = (consumer.clone(), owner.clone());
-                    Box::pin(async move {
-                        Ok(tx
-                            .tx
-                            .execute(
-                                "UPDATE consumer_positions SET lease_owner = NULL, lease_until_ms = 0
-                                 WHERE consumer = $1 AND lease_owner = $2",
-                                &[&consumer, &owner],
-                            )
-                            .await?
-                            == 1)
-                    })
-                })
-                .await
-            }
-        }
+        self.write(move |tx| {
+            let (consumer, owner) = (consumer.clone(), owner.clone());
+            Box::pin(async move {
+                Ok(tx
+                    .execute(&sql::CONSUMER_RELEASE, &[&consumer, &owner])
+                    .await?
+                    == 1)
+            })
+        })
+        .await
     }
 
     /// Saves a consumer's position and renews the lease, only while `owner`
@@ -641,180 +474,113 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let (consumer, owner) = (consumer.to_string(), owner.to_string());
         let until = crate::base::clock::now_ms() + lease_ms;
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| {
-                    Ok(c.prepare_cached(
-                        "UPDATE consumer_positions SET position = ?3, lease_until_ms = ?4
-                         WHERE consumer = ?1 AND lease_owner = ?2",
-                    )?
-                    .execute(rusqlite::params![consumer, owner, position, until])?
-                        == 1)
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let (consumer, owner) = (consumer.clone(), owner.clone());
-                    Box::pin(async move {
-                        Ok(tx
-                            .tx
-                            .execute(
-                                "UPDATE consumer_positions SET position = $3, lease_until_ms = $4
-                                 WHERE consumer = $1 AND lease_owner = $2",
-                                &[&consumer, &owner, &position, &until],
-                            )
-                            .await?
-                            == 1)
-                    })
-                })
-                .await
-            }
-        }
+        self.write(move |tx| {
+            let (consumer, owner) = (consumer.clone(), owner.clone());
+            Box::pin(async move {
+                Ok(tx
+                    .execute(&sql::CONSUMER_SAVE, &[&consumer, &owner, &position, &until])
+                    .await?
+                    == 1)
+            })
+        })
+        .await
     }
 
-    /// A value from the `meta` table.
+    /// The durable position of a log consumer (0 when it never saved one).
+    pub async fn consumer_position(&self, consumer: &str) -> Result<i64, StoreError> {
+        let consumer = consumer.to_string();
+        self.read(move |c| {
+            Box::pin(async move {
+                Ok(
+                    c.query_opt(&sql::CONSUMER_POSITION, &[&consumer], |r| r.int(0))
+                        .await?
+                        .unwrap_or(0),
+                )
+            })
+        })
+        .await
+    }
+
     /// Tables that hold at least one row, besides the store's own
     /// bookkeeping (`STORE_BOOKKEEPING_TABLES`): whether the store holds
     /// data, whoever wrote it. One `EXISTS` per table.
     pub async fn tables_with_rows(&self) -> Result<Vec<String>, StoreError> {
-        const SKIP: &[&str] = &STORE_BOOKKEEPING_TABLES;
-        match self {
-            Store::Sqlite(s) => {
-                s.read(|c| {
-                    let names: Vec<String> = c
-                        .prepare(
-                            "SELECT name FROM sqlite_master WHERE type = 'table' \
-                             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
-                        )?
-                        .query_map([], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?;
-                    let mut with_rows = Vec::new();
-                    for name in names.into_iter().filter(|n| !SKIP.contains(&n.as_str())) {
-                        let sql = format!(
-                            "SELECT EXISTS (SELECT 1 FROM \"{}\")",
-                            name.replace('"', "\"\"")
-                        );
-                        if c.query_row(&sql, [], |r| r.get::<_, bool>(0))? {
-                            with_rows.push(name);
-                        }
-                    }
-                    Ok(with_rows)
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                let client = p.client().await?;
-                let rows = client
-                    .query(
-                        "SELECT table_name::text FROM information_schema.tables \
-                         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' \
-                         ORDER BY 1",
-                        &[],
-                    )
-                    .await?;
+        self.read_blocking(|c| {
+            Box::pin(async move {
+                let names = c.query(&sql::TABLES, &[], |r| r.text(0)).await?;
                 let mut with_rows = Vec::new();
-                for row in rows {
-                    let name: String = row.get(0);
-                    if SKIP.contains(&name.as_str()) {
-                        continue;
-                    }
-                    let sql = format!(
+                for name in names
+                    .into_iter()
+                    .filter(|n| !STORE_BOOKKEEPING_TABLES.contains(&n.as_str()))
+                {
+                    let exists = Sql::owned(format!(
                         "SELECT EXISTS (SELECT 1 FROM \"{}\")",
                         name.replace('"', "\"\"")
-                    );
-                    if client.query_one(&sql, &[]).await?.get::<_, bool>(0) {
+                    ));
+                    if c.query_one(&exists, &[], |r| r.col::<bool>(0)).await? {
                         with_rows.push(name);
                     }
                 }
                 Ok(with_rows)
-            }
-        }
+            })
+        })
+        .await
     }
 
+    /// A value from the `meta` table.
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>, StoreError> {
         let key = key.to_string();
-        match self {
-            Store::Sqlite(s) => {
-                s.read(move |c| {
-                    use rusqlite::OptionalExtension;
-                    Ok(
-                        c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| {
-                            r.get(0)
-                        })
-                        .optional()?,
-                    )
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                let client = p.client().await?;
-                let row = client
-                    .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
-                    .await?;
-                Ok(row.map(|r| r.get(0)))
-            }
-        }
+        self.read(move |c| {
+            Box::pin(async move { c.query_opt(&sql::META_GET, &[&key], |r| r.text(0)).await })
+        })
+        .await
     }
 
     /// Sets `key` to `value`, replacing any value.
     pub async fn meta_set(&self, key: &str, value: &str) -> Result<(), StoreError> {
         let (key, value) = (key.to_string(), value.to_string());
-        const UPSERT_SQLITE: &str = "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value";
-        const UPSERT_PG: &str = "INSERT INTO meta (key, value) VALUES ($1, $2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value";
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| Ok(c.execute(UPSERT_SQLITE, [&key, &value]).map(|_| ())?))
-                    .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let (key, value) = (key.clone(), value.clone());
-                    Box::pin(async move {
-                        Ok(tx
-                            .tx
-                            .execute(UPSERT_PG, &[&key, &value])
-                            .await
-                            .map(|_| ())?)
-                    })
-                })
-                .await
-            }
-        }
+        self.write(move |tx| {
+            let (key, value) = (key.clone(), value.clone());
+            Box::pin(async move {
+                tx.execute(&sql::META_SET, &[&key, &value]).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// Sets `key` only if it has no value yet; returns the value now stored.
     pub async fn meta_set_once(&self, key: &str, value: &str) -> Result<String, StoreError> {
         let (key, value) = (key.to_string(), value.to_string());
-        match self {
-            Store::Sqlite(s) => {
-                s.write(move |c| {
-                    c.execute(
-                        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
-                        [&key, &value],
-                    )?;
-                    Ok(c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0))?)
-                })
-                .await
-            }
-            Store::Postgres(p) => {
-                p.write(move |tx| {
-                    let (key, value) = (key.clone(), value.clone());
-                    Box::pin(async move {
-                        tx.tx
-                            .execute(
-                                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-                                &[&key, &value],
-                            )
-                            .await?;
-                        let row = tx.tx.query_one("SELECT value FROM meta WHERE key = $1", &[&key]).await?;
-                        Ok(row.get(0))
-                    })
-                })
-                .await
-            }
-        }
+        self.write(move |tx| {
+            let (key, value) = (key.clone(), value.clone());
+            Box::pin(async move {
+                tx.execute(&sql::META_SET_ONCE, &[&key, &value]).await?;
+                tx.query_one(&sql::META_GET, &[&key], |r| r.text(0)).await
+            })
+        })
+        .await
     }
+}
+
+/// How a store's writes are made: what the designs that differ by database
+/// turn on (an in-memory decider is sound only where one process makes
+/// every write).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writers {
+    /// One process writes through one writer thread, commands in order
+    /// (SQLite: `sqlite::lock_for_serving`).
+    OneProcess,
+    /// Writers of several nodes share the database, commands of a batch
+    /// pipelined (PostgreSQL).
+    Shared,
+}
+
+/// Which read connection a read takes (see [`Store::read`],
+/// [`Store::read_blocking`], [`Store::read_paged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadKind {
+    Inline,
+    Blocking,
+    Paged,
 }

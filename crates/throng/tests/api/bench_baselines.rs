@@ -3,6 +3,7 @@
 //! flag of theirs; the bench's child servers (`throng bench-server`) get them.
 
 use serde_json::json;
+use throng::store::Columns;
 use throng::store::Store;
 
 use crate::both_stores;
@@ -15,35 +16,18 @@ both_stores!(
 
 /// Tables and indexes of the comparison designs in the store's schema.
 async fn comparison_relations(store: &Store) -> Vec<String> {
-    match store {
-        Store::Sqlite(s) => s
-            .read(|c| {
-                let mut stmt = c.prepare(
-                    "SELECT name FROM sqlite_master
-                     WHERE name LIKE '%baseline%' OR name = 'voting_candidates_by_list'",
-                )?;
-                let names = stmt
-                    .query_map([], |r| r.get(0))?
-                    .collect::<Result<Vec<String>, _>>()?;
-                Ok(names)
-            })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query(
-                "SELECT relname::text FROM pg_class
-                 WHERE relname LIKE '%baseline%' OR relname = 'voting_candidates_by_list'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect(),
-    }
+    let relations = throng::store::Sql::owned_per_dialect(
+        "SELECT name FROM sqlite_master
+         WHERE name LIKE '%baseline%' OR name = 'voting_candidates_by_list'"
+            .into(),
+        "SELECT relname::text FROM pg_class
+         WHERE relname LIKE '%baseline%' OR relname = 'voting_candidates_by_list'"
+            .into(),
+    );
+    store
+        .read(move |c| Box::pin(async move { c.query(&relations, &[], |r| r.text(0)).await }))
+        .await
+        .unwrap()
 }
 
 async fn serve_creates_and_mounts_no_comparison_design(kind: StoreKind) {

@@ -3,6 +3,7 @@
 //! the slot, on both stores and across nodes.
 
 use serde_json::Value;
+use throng::store::Columns;
 
 use crate::helpers::{person, ProcessServer, StoreKind, TestServer, FROM};
 use crate::{both_stores, postgres_only};
@@ -124,32 +125,13 @@ async fn the_stored_index_is_neither_the_id_nor_its_hash(kind: StoreKind) {
         return;
     };
     assert_eq!(s.api.register(1, FROM, 0, person(42)).await.status, 201);
-    let keys: Vec<Vec<u8>> = match &s.state.store {
-        throng::store::Store::Sqlite(st) => st
-            .read(|c| {
-                let mut stmt = c.prepare("SELECT person_key FROM booking_registrations")?;
-                let rows = stmt
-                    .query_map([], |r| r.get::<_, Vec<u8>>(0))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(rows)
-            })
-            .await
-            .unwrap(),
-        throng::store::Store::Postgres(_) => {
-            let pg = s.pg.as_ref().unwrap();
-            let (client, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(conn);
-            client
-                .query("SELECT person_key FROM booking_registrations", &[])
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| r.get::<_, Vec<u8>>(0))
-                .collect()
-        }
-    };
+    let keys = crate::helpers::query(
+        &s.state.store,
+        "SELECT person_key FROM booking_registrations",
+        vec![],
+        |r| r.bytes(0),
+    )
+    .await;
     assert_eq!(keys.len(), 1);
     let key = &keys[0];
     assert_eq!(key.len(), 32);

@@ -5,6 +5,7 @@
 //! next read), ETag/304, and the write-up's Artillery script.
 
 use std::path::PathBuf;
+use throng::store::Columns;
 
 use serde_json::{json, Value};
 
@@ -1448,27 +1449,7 @@ async fn cache_hits(api: &Api) -> u64 {
 
 /// One row of text values per row of `sql`, from either store.
 async fn store_rows(store: &throng::store::Store, sql: &'static str) -> Vec<String> {
-    use throng::store::Store;
-    match store {
-        Store::Sqlite(db) => db
-            .read(move |c| {
-                let mut stmt = c.prepare(sql)?;
-                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
-            })
-            .await
-            .expect(sql),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .expect("a PostgreSQL connection")
-            .query(sql, &[])
-            .await
-            .expect(sql)
-            .iter()
-            .map(|r| r.get::<_, String>(0))
-            .collect(),
-    }
+    crate::helpers::query(store, sql, vec![], |r| r.text(0)).await
 }
 
 /// `throng seed comments --force` on a store holding comments: everything

@@ -25,6 +25,7 @@ use throng::app::{AppState, Running, ServeArgs};
 use throng::platform::auth::{Role, TokenKeys};
 use throng::platform::secrets::Secrets;
 use throng::services::booking::seed::SeedBookingArgs;
+pub use throng::store::Columns;
 
 /// The first day of every seeded data set (far in the future, fixed).
 pub const FROM: &str = "2030-01-01";
@@ -888,20 +889,63 @@ impl Api {
 
 /// The single integer `sql` answers (a count), on either store.
 pub async fn count(store: &throng::store::Store, sql: &'static str) -> i64 {
-    match store {
-        throng::store::Store::Sqlite(s) => s
-            .read(move |c| Ok(c.query_row(sql, [], |r| r.get(0))?))
-            .await
-            .unwrap(),
-        throng::store::Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query_one(sql, &[])
-            .await
-            .unwrap()
-            .get(0),
-    }
+    let rows = query(store, sql, vec![], |r| r.int(0)).await;
+    rows.into_iter().next().expect(sql)
+}
+
+/// The rows `sql` answers for integer parameters `params`, each mapped by
+/// `map`, on either store (`?N` placeholders).
+pub async fn query<T: Send + 'static>(
+    store: &throng::store::Store,
+    sql: &str,
+    params: Vec<i64>,
+    map: fn(&throng::store::Row<'_>) -> Result<T, throng::store::StoreError>,
+) -> Vec<T> {
+    let statement = throng::store::Sql::owned(sql.to_string());
+    store
+        .read(move |c| {
+            Box::pin(async move {
+                let params: Vec<&dyn throng::store::Param> = params
+                    .iter()
+                    .map(|p| p as &dyn throng::store::Param)
+                    .collect();
+                c.query(&statement, &params, map).await
+            })
+        })
+        .await
+        .expect(sql)
+}
+
+/// Runs `sql` with integer parameters `params` as a write of its own, on
+/// either store (`?N` placeholders); the rows it changed.
+pub async fn execute(store: &throng::store::Store, sql: &str, params: Vec<i64>) -> u64 {
+    let statement = std::sync::Arc::new(throng::store::Sql::owned(sql.to_string()));
+    store
+        .write(move |tx| {
+            let (statement, params) = (statement.clone(), params.clone());
+            Box::pin(async move {
+                let params: Vec<&dyn throng::store::Param> = params
+                    .iter()
+                    .map(|p| p as &dyn throng::store::Param)
+                    .collect();
+                tx.execute(&statement, &params).await
+            })
+        })
+        .await
+        .expect(sql)
+}
+
+/// Runs statements `sql` (no parameters, separated by `;`) as a write of
+/// their own, on either store.
+pub async fn batch(store: &throng::store::Store, sql: &str) {
+    let statement = std::sync::Arc::new(throng::store::Sql::owned(sql.to_string()));
+    store
+        .write(move |tx| {
+            let statement = statement.clone();
+            Box::pin(async move { tx.batch(&statement).await })
+        })
+        .await
+        .expect(sql)
 }
 
 /// The event log's events after `position` (at most `limit`), read once
@@ -915,15 +959,11 @@ pub async fn log_events(
     position: i64,
     limit: i64,
 ) -> Vec<throng::store::StoredEvent> {
-    if let throng::store::Store::Postgres(pg) = store {
-        let row = pg
-            .client()
-            .await
-            .unwrap()
-            .query_one(throng::store::horizon::LAST_SQL, &[])
-            .await
-            .unwrap();
-        let taken: i64 = row.get(0);
+    if store.writers() == throng::store::Writers::Shared {
+        let taken = query(store, throng::store::horizon::LAST_SQL, vec![], |r| {
+            r.int(0)
+        })
+        .await[0];
         let mut covered = false;
         for _ in 0..200 {
             if store.head_position().await.unwrap() >= taken {

@@ -754,35 +754,22 @@ async fn answers_past_the_retention_are_purged(kind: StoreKind) {
     // Age one answer past 30 days, as time would.
     let old_id = numeric_id(&old);
     let aged = throng::base::clock::now_ms() - 31 * 86_400_000;
-    match &server.state.store {
-        throng::store::Store::Sqlite(s) => {
-            // The embedded store keys answers by visitor number.
-            let old_id = throng::services::invites::visitor_ids::load_cipher(&server.state.store)
+    // The embedded store keys answers by visitor number.
+    let key = match server.state.store.writers() {
+        throng::store::Writers::OneProcess => {
+            throng::services::invites::visitor_ids::load_cipher(&server.state.store)
                 .await
                 .unwrap()
-                .number_of(old_id) as i64;
-            s.write(move |c| {
-                c.execute(
-                    "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",
-                    [aged, old_id],
-                )?;
-                Ok(())
-            })
-            .await
-            .unwrap();
+                .number_of(old_id) as i64
         }
-        throng::store::Store::Postgres(p) => {
-            p.client()
-                .await
-                .unwrap()
-                .execute(
-                    "UPDATE invites_answers SET updated_at_ms = $1 WHERE visitor_id = $2",
-                    &[&aged, &old_id],
-                )
-                .await
-                .unwrap();
-        }
-    }
+        throng::store::Writers::Shared => old_id,
+    };
+    crate::helpers::execute(
+        &server.state.store,
+        "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",
+        vec![aged, key],
+    )
+    .await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         if inv.state(Some(&old)).await.json()["show"] == true {
@@ -1546,34 +1533,22 @@ async fn deleted_and_purged_answers_leave_no_bytes_in_the_file(kind: StoreKind) 
     assert_eq!(r.json()["answersDeleted"], 1, "{}", r.text());
     // Age B's answer past the retention; the purge (every second) takes it.
     let aged = throng::base::clock::now_ms() - 31 * 86_400_000;
-    match &server.state.store {
-        throng::store::Store::Sqlite(s) => {
-            let key = throng::services::invites::visitor_ids::load_cipher(&server.state.store)
+    // The embedded store keys answers by visitor number.
+    let key = match server.state.store.writers() {
+        throng::store::Writers::OneProcess => {
+            throng::services::invites::visitor_ids::load_cipher(&server.state.store)
                 .await
                 .unwrap()
-                .number_of(numeric_id(&b)) as i64;
-            s.write(move |c| {
-                c.execute(
-                    "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",
-                    [aged, key],
-                )?;
-                Ok(())
-            })
-            .await
-            .unwrap();
+                .number_of(numeric_id(&b)) as i64
         }
-        throng::store::Store::Postgres(p) => {
-            p.client()
-                .await
-                .unwrap()
-                .execute(
-                    "UPDATE invites_answers SET updated_at_ms = $1 WHERE visitor_id = $2",
-                    &[&aged, &numeric_id(&b)],
-                )
-                .await
-                .unwrap();
-        }
-    }
+        throng::store::Writers::Shared => numeric_id(&b),
+    };
+    crate::helpers::execute(
+        &server.state.store,
+        "UPDATE invites_answers SET updated_at_ms = ?1 WHERE visitor_id = ?2",
+        vec![aged, key],
+    )
+    .await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while inv.state(Some(&b)).await.json()["show"] != true {
         assert!(tokio::time::Instant::now() < deadline, "B was not purged");

@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use throng::store::Columns;
 
-use crate::helpers::{count, person, pg_admin, PgDb, ProcessServer, StoreKind, TestServer, FROM};
+use crate::helpers::{person, pg_admin, PgDb, ProcessServer, StoreKind, TestServer, FROM};
 use crate::{both_stores, postgres_only};
 use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 
@@ -226,28 +227,19 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
 }
 
 async fn append(store: &Store, events: Vec<NewEvent>) {
-    match store {
-        Store::Sqlite(s) => s
-            .write(move |c| {
-                for e in &events {
-                    throng::store::eventlog::sqlite_append(c, e)?;
+    let events = Arc::new(events);
+    store
+        .write(move |tx| {
+            let events = events.clone();
+            Box::pin(async move {
+                for e in events.iter() {
+                    tx.append(e.clone())?;
                 }
                 Ok(())
             })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => {
-            let events = Arc::new(events);
-            p.write(move |tx| {
-                for e in events.iter() {
-                    tx.append(e.clone());
-                }
-                Box::pin(async { Ok(()) })
-            })
-            .await
-            .unwrap()
-        }
-    }
+        })
+        .await
+        .unwrap()
 }
 
 /// The database is dropped under a running server: readiness and writes
@@ -329,27 +321,13 @@ async fn an_idle_server_does_not_commit() {
 
 /// Rows of `schema_versions` as (owner, version), in key order.
 async fn versions(store: &Store) -> Vec<(String, i64)> {
-    const SQL: &str = "SELECT owner, version FROM schema_versions ORDER BY owner, version";
-    match store {
-        Store::Sqlite(s) => s
-            .read(|c| {
-                Ok(c.prepare(SQL)?
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()?)
-            })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query(SQL, &[])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect(),
-    }
+    crate::helpers::query(
+        store,
+        "SELECT owner, version FROM schema_versions ORDER BY owner, version",
+        vec![],
+        |r| Ok((r.text(0)?, r.int(1)?)),
+    )
+    .await
 }
 
 /// A database whose migrations were recorded by version alone (the older
@@ -380,38 +358,19 @@ async fn a_record_of_versions_alone_is_adopted(kind: StoreKind) {
             version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);
         INSERT INTO schema_migrations SELECT version, name, applied_at_ms FROM schema_versions;
         DROP TABLE schema_versions;";
-    match &store {
-        Store::Sqlite(s) => s
-            .write(|c| {
-                c.execute_batch(TO_OLDER)?;
-                Ok(())
-            })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .batch_execute(TO_OLDER)
-            .await
-            .unwrap(),
-    }
+    crate::helpers::batch(&store, TO_OLDER).await;
     drop(store);
     let store = Store::open_with(&url, StoreLimits::default(), &sets)
         .await
         .expect("reopens without running a migration twice");
     assert_eq!(versions(&store).await, recorded);
-    let older = count(
-        &store,
-        match &store {
-            Store::Sqlite(_) => {
-                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'"
-            }
-            Store::Postgres(_) => {
-                "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations'"
-            }
-        },
-    )
-    .await;
+    let older_tables = throng::store::Sql::owned_per_dialect(
+        "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'".into(),
+        "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'schema_migrations'".into(),
+    );
+    let older = store
+        .read(move |c| Box::pin(async move { c.query_one(&older_tables, &[], |r| r.int(0)).await }))
+        .await
+        .unwrap();
     assert_eq!(older, 0, "the older record is gone");
 }

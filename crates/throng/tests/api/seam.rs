@@ -20,7 +20,7 @@ use throng::platform::service::{
     AnyService, AppState, Link, LinkKind, NoArgs, Platform, Service, ServiceState, Started,
 };
 use throng::services::{booking::Booking, comments::Comments};
-use throng::store::{MigrationSet, Store};
+use throng::store::{Columns, MigrationSet, Sql, Store};
 
 use crate::both_stores;
 use crate::helpers::{Api, PgDb, StoreKind};
@@ -53,29 +53,14 @@ static HELLO_MIGRATIONS: MigrationSet = MigrationSet {
     ),
 };
 
+static GREETING: Sql = Sql::new("SELECT text FROM hello_greetings WHERE id = 1");
+static GREET: Sql = Sql::new(
+    "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') ON CONFLICT (id) DO NOTHING",
+);
+
 async fn greeting(store: &Store) -> Option<String> {
-    match store {
-        Store::Sqlite(s) => s
-            .read(|c| {
-                use rusqlite::OptionalExtension;
-                Ok(
-                    c.query_row("SELECT text FROM hello_greetings WHERE id = 1", [], |r| {
-                        r.get(0)
-                    })
-                    .optional()?,
-                )
-            })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query_opt("SELECT text FROM hello_greetings WHERE id = 1", &[])
-            .await
-            .unwrap()
-            .map(|r| r.get(0)),
-    }
+    let read = store.read(|c| Box::pin(c.query_opt(&GREETING, &[], |r| r.text(0))));
+    read.await.unwrap()
 }
 
 /// The router, generic over the state as a real service's is.
@@ -105,30 +90,7 @@ impl Service for Hello {
         Some(&HELLO_MIGRATIONS)
     }
     async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
-        match store {
-            Store::Sqlite(s) => {
-                s.write(|c| {
-                    c.execute(
-                        "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
-                         ON CONFLICT (id) DO NOTHING",
-                        [],
-                    )?;
-                    Ok(())
-                })
-                .await?
-            }
-            Store::Postgres(p) => {
-                p.client()
-                    .await?
-                    .execute(
-                        "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') \
-                         ON CONFLICT (id) DO NOTHING",
-                        &[],
-                    )
-                    .await
-                    .map_err(throng::store::StoreError::from)?;
-            }
-        }
+        store.write(|tx| Box::pin(tx.execute(&GREET, &[]))).await?;
         Ok(())
     }
     async fn start(

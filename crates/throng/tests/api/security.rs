@@ -131,19 +131,12 @@ async fn demo_tokens_are_for_demo_courses_only() {
     let s = TestServer::start(StoreKind::Sqlite, &["--demo"])
         .await
         .unwrap();
-    let throng::store::Store::Sqlite(store) = &s.state.store else {
-        unreachable!()
-    };
-    store
-        .write(|c| {
-            c.execute(
-                "INSERT INTO comments_courses (id, provider_id, title) VALUES (9999, 4242, 'real')",
-                [],
-            )?;
-            Ok(())
-        })
-        .await
-        .unwrap();
+    crate::helpers::execute(
+        &s.state.store,
+        "INSERT INTO comments_courses (id, provider_id, title) VALUES (9999, 4242, 'real')",
+        vec![],
+    )
+    .await;
     s.api
         .get("/api/comments/demo-token?role=provider&courseId=9999")
         .await

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::both_stores;
 use crate::helpers::{
-    count, store_flags, throng_bin, Api, PgDb, ProcessServer, Reply, StoreKind, TestServer,
+    count, execute, query, store_flags, throng_bin, Api, PgDb, ProcessServer, Reply, StoreKind,
+    TestServer,
 };
 use futures::FutureExt;
 use throng::platform::auth::Role;
@@ -21,6 +22,7 @@ use throng::services::voting::http::{
 };
 use throng::services::voting::receipt::ReceiptKey;
 use throng::services::voting::seed::{candidate_id, district_of, SeedVotingArgs};
+use throng::store::Columns;
 use throng::store::Store;
 
 both_stores!(
@@ -164,19 +166,14 @@ fn body(d: i64, party: i64, positions: &[i64]) -> Value {
 /// bits set in `voting_marks_bits`.
 async fn marks(store: &Store) -> i64 {
     let by_voter = count(store, "SELECT COUNT(*) FROM voting_marks").await;
-    let Store::Sqlite(s) = store else {
+    if store.writers() == throng::store::Writers::Shared {
         return by_voter;
-    };
-    let bits: i64 = s
-        .read(|c| {
-            let rows: Vec<Vec<u8>> = c
-                .prepare("SELECT bits FROM voting_marks_bits")?
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            Ok(rows.iter().flatten().map(|b| b.count_ones() as i64).sum())
-        })
-        .await
-        .unwrap();
+    }
+    let rows = query(store, "SELECT bits FROM voting_marks_bits", vec![], |r| {
+        r.bytes(0)
+    })
+    .await;
+    let bits: i64 = rows.iter().flatten().map(|b| b.count_ones() as i64).sum();
     by_voter + bits
 }
 
@@ -188,9 +185,11 @@ async fn written(store: &Store) -> (i64, i64, i64) {
         "SELECT (SELECT COUNT(*) FROM voting_ballots) + (SELECT COUNT(*) FROM voting_ballot_box)",
     )
     .await
-        + match store {
-            Store::Sqlite(_) => count(store, "SELECT COUNT(*) FROM voting_ballot_intake").await,
-            Store::Postgres(_) => 0,
+        + match store.writers() {
+            throng::store::Writers::OneProcess => {
+                count(store, "SELECT COUNT(*) FROM voting_ballot_intake").await
+            }
+            throng::store::Writers::Shared => 0,
         };
     let events = count(
         store,
@@ -1041,31 +1040,16 @@ async fn closed_elections_refuse_votes(kind: StoreKind) {
 
 /// Columns of a table, in both dialects.
 async fn columns(store: &Store, table: &'static str) -> Vec<String> {
-    match store {
-        Store::Sqlite(s) => s
-            .read(move |c| {
-                Ok(
-                    c.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?
-                        .query_map([], |r| r.get(0))?
-                        .collect::<Result<Vec<String>, _>>()?,
-                )
-            })
-            .await
-            .unwrap(),
-        Store::Postgres(p) => p
-            .client()
-            .await
-            .unwrap()
-            .query(
-                "SELECT column_name::TEXT FROM information_schema.columns WHERE table_name = $1",
-                &[&table],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect(),
-    }
+    let names = throng::store::Sql::owned_per_dialect(
+        format!("SELECT name FROM pragma_table_info('{table}')"),
+        format!(
+            "SELECT column_name::TEXT FROM information_schema.columns WHERE table_name = '{table}'"
+        ),
+    );
+    store
+        .read(move |c| Box::pin(async move { c.query(&names, &[], |r| r.text(0)).await }))
+        .await
+        .unwrap()
 }
 
 /// The server's receipt key, as a test that plays the server may hold it
@@ -1193,9 +1177,7 @@ async fn ballots_are_secret(kind: StoreKind) {
         if i + 2 == ROUND && kind == StoreKind::Sqlite {
             // 19 waiting: the box's and the marks' stored order is their
             // keys' (tag, voter), not arrival; no rowid to order by.
-            let Store::Sqlite(sq) = store else {
-                unreachable!()
-            };
+            let sq = store.sqlite().expect("an SQLite store");
             let (tags, marks, schemas, rowid) = sq
                 .read(|c| {
                     // Settled into the box, or still in the intake.
@@ -1466,27 +1448,12 @@ async fn a_district_is_published_only_with_k_ballots(kind: StoreKind) {
     assert_eq!(status(receipts[&2][0].clone()).await, "received");
     // The close publishes every district, however few its ballots.
     let closed_at = throng::base::clock::now_ms() - 1;
-    match store {
-        Store::Sqlite(sq) => {
-            sq.write(move |c| {
-                c.execute("UPDATE voting_elections SET closes_at_ms = ?1", [closed_at])?;
-                Ok(())
-            })
-            .await
-            .unwrap();
-        }
-        Store::Postgres(p) => {
-            p.client()
-                .await
-                .unwrap()
-                .execute(
-                    "UPDATE voting_elections SET closes_at_ms = $1",
-                    &[&closed_at],
-                )
-                .await
-                .unwrap();
-        }
-    }
+    execute(
+        store,
+        "UPDATE voting_elections SET closes_at_ms = ?1",
+        vec![closed_at],
+    )
+    .await;
     store
         .meta_set(
             throng::services::voting::seed::SEED_GENERATION_KEY,
@@ -1580,8 +1547,8 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
     }
     // Every value of every table of the database.
     let mut values: Vec<Vec<u8>> = Vec::new();
-    match &s.state.store {
-        Store::Sqlite(sq) => {
+    match (s.state.store.sqlite(), s.state.store.postgres()) {
+        (Some(sq), _) => {
             // A copy of the files, opened read-only as an attacker would.
             let copy = tempfile::TempDir::new().unwrap();
             let db = sq.path().to_path_buf();
@@ -1634,7 +1601,7 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
             assert!(c.prepare("SELECT rowid FROM voting_marks_bits").is_err());
             assert!(c.prepare("SELECT rowid FROM voting_ballot_intake").is_err());
         }
-        Store::Postgres(p) => {
+        (None, Some(p)) => {
             let client = p.client().await.unwrap();
             let tables: Vec<String> = client
                 .query(
@@ -1657,6 +1624,7 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
                 }
             }
         }
+        (None, None) => unreachable!("a store is SQLite or PostgreSQL"),
     }
     assert!(!values.is_empty());
     for v in &values {
@@ -1987,9 +1955,7 @@ async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
     let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
         return;
     };
-    let Store::Postgres(p) = &s.state.store else {
-        unreachable!("PostgreSQL only");
-    };
+    let p = s.state.store.postgres().expect("PostgreSQL only");
     // Three districts just under a round each: whole districts, one per
     // round (two would pass the bound).
     let per_district = PG_ROUND_BALLOTS_MAX - PG_ROUND_BALLOTS_MAX / 10;

@@ -1,0 +1,289 @@
+//! The one place that knows which database a [`Store`] is: runs the seam's
+//! operations on the SQLite or the PostgreSQL driver, and the event log's
+//! reads, which differ by how each numbers its events (SQLite's gapless
+//! positions; PostgreSQL's read up to the horizon).
+
+use std::sync::Arc;
+
+use super::postgres::PgStore;
+use super::seam::{run_ready, Conn, StoreFuture, Tx};
+use super::sqlite::SqliteStore;
+use super::{
+    eventlog, migrate, streams, NewEvent, ReadKind, Store, StoreError, StoreLimits, StoreUrl,
+    StoredEvent, Writers,
+};
+
+#[derive(Clone)]
+pub(super) enum Driver {
+    Sqlite(Arc<SqliteStore>),
+    Postgres(Arc<PgStore>),
+}
+
+impl Driver {
+    pub(super) async fn open(
+        url: &StoreUrl,
+        limits: &StoreLimits,
+        services: &[&'static migrate::MigrationSet],
+    ) -> anyhow::Result<Driver> {
+        Ok(match url {
+            StoreUrl::Sqlite(path) => Driver::Sqlite(SqliteStore::open(path, limits, services)?),
+            StoreUrl::Postgres(url) => {
+                Driver::Postgres(PgStore::open(url, limits, services).await?)
+            }
+        })
+    }
+
+    pub(super) fn dialect(&self) -> &'static str {
+        match self {
+            Driver::Sqlite(_) => "sqlite",
+            Driver::Postgres(_) => "postgres",
+        }
+    }
+
+    pub(super) fn writers(&self) -> Writers {
+        match self {
+            Driver::Sqlite(_) => Writers::OneProcess,
+            Driver::Postgres(_) => Writers::Shared,
+        }
+    }
+
+    pub(super) async fn write<T, F>(&self, f: F, guarded: bool) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        match self {
+            Driver::Sqlite(s) => {
+                let job = move |c: &rusqlite::Connection| {
+                    let tx = Tx::sqlite(c);
+                    run_ready(f(&tx))
+                };
+                if guarded {
+                    s.write(job).await
+                } else {
+                    s.write_unguarded(job).await
+                }
+            }
+            Driver::Postgres(p) => {
+                let f = Arc::new(f);
+                p.write(move |ptx| {
+                    let f = f.clone();
+                    Box::pin(async move {
+                        let tx = Tx::postgres(ptx);
+                        f(&tx).await
+                    })
+                })
+                .await
+            }
+        }
+    }
+
+    pub(super) async fn read<T, F>(&self, f: F, kind: ReadKind) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        match self {
+            Driver::Sqlite(s) => {
+                let job = move |c: &rusqlite::Connection| {
+                    let conn = Conn::sqlite(c);
+                    run_ready(f(&conn))
+                };
+                match kind {
+                    ReadKind::Inline => s.read(job).await,
+                    ReadKind::Blocking => s.read_blocking(job).await,
+                    ReadKind::Paged => s.read_paged(job).await,
+                }
+            }
+            Driver::Postgres(p) => {
+                let client = p.client().await?;
+                let conn = Conn::pg_client(&client);
+                f(&conn).await
+            }
+        }
+    }
+}
+
+impl Store {
+    /// `sqlite` applied to the SQLite driver or `postgres` to the
+    /// PostgreSQL one: for the store's own modules and the bench's
+    /// comparison designs, which measure one database's design directly.
+    pub fn choose<T>(
+        &self,
+        sqlite: impl FnOnce(&Arc<SqliteStore>) -> T,
+        postgres: impl FnOnce(&Arc<PgStore>) -> T,
+    ) -> T {
+        match &self.driver {
+            Driver::Sqlite(s) => sqlite(s),
+            Driver::Postgres(p) => postgres(p),
+        }
+    }
+
+    /// The SQLite driver, when this store is one: for what reads its files
+    /// directly (a test playing an attacker with a copy of them, a seed that
+    /// loads in bulk on a connection of its own).
+    pub fn sqlite(&self) -> Option<&Arc<SqliteStore>> {
+        match &self.driver {
+            Driver::Sqlite(s) => Some(s),
+            Driver::Postgres(_) => None,
+        }
+    }
+
+    /// The PostgreSQL driver, when this store is one (see [`Store::sqlite`]).
+    pub fn postgres(&self) -> Option<&Arc<PgStore>> {
+        match &self.driver {
+            Driver::Sqlite(_) => None,
+            Driver::Postgres(p) => Some(p),
+        }
+    }
+
+    /// Other nodes' writes, as the invalidation channel hears them: where
+    /// writers are shared (PostgreSQL); `None` where every write is this
+    /// process's own.
+    pub fn invalidations(&self) -> Option<&super::invalidate::Invalidations> {
+        match &self.driver {
+            Driver::Sqlite(_) => None,
+            Driver::Postgres(p) => Some(p.invalidations()),
+        }
+    }
+
+    /// The events of one type in the streams of one category (`{category}-...`)
+    /// among the next `limit` events after `position`, and how far that scan
+    /// reached: a service's worker (booking's notifier) reads its own
+    /// streams only, never another stream's event of a matching type nor the
+    /// other services' payloads.
+    pub async fn events_of_type_after(
+        &self,
+        position: i64,
+        limit: i64,
+        category: &'static str,
+        event_type: &'static str,
+    ) -> Result<eventlog::TypeScan, StoreError> {
+        match &self.driver {
+            Driver::Sqlite(s) => {
+                s.read(move |c| {
+                    eventlog::sqlite_events_of_type_after(c, position, limit, category, event_type)
+                })
+                .await
+            }
+            Driver::Postgres(p) => {
+                eventlog::pg_events_of_type_after(p, position, limit, category, event_type).await
+            }
+        }
+    }
+
+    /// Events after `position`, in position order, at most `limit`.
+    pub async fn events_after(
+        &self,
+        position: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        match &self.driver {
+            Driver::Sqlite(s) => {
+                s.read(move |c| eventlog::sqlite_events_after(c, position, limit))
+                    .await
+            }
+            Driver::Postgres(p) => eventlog::pg_events_after(p, position, limit).await,
+        }
+    }
+
+    /// Appends to a stream if it is as `append.expected` says (decided in
+    /// the writer's batch, see `streams`).
+    pub async fn append_to_stream(
+        &self,
+        append: streams::StreamAppend,
+    ) -> Result<streams::AppendOutcome, StoreError> {
+        match &self.driver {
+            Driver::Sqlite(s) => {
+                s.write(move |c| streams::sqlite_append_stream(c, &append))
+                    .await
+            }
+            Driver::Postgres(p) => {
+                let slot = p
+                    .write(move |tx| {
+                        let slot = tx.append_to_stream(append.clone());
+                        Box::pin(async move { Ok(slot) })
+                    })
+                    .await?;
+                let outcome = slot.lock().unwrap().take();
+                outcome.ok_or_else(|| StoreError::Internal("an append was not decided".into()))
+            }
+        }
+    }
+
+    /// A stream's last event (`None`: no such stream).
+    pub async fn stream_head(
+        &self,
+        stream: &str,
+    ) -> Result<Option<streams::StreamHead>, StoreError> {
+        let stream = stream.to_string();
+        match &self.driver {
+            Driver::Sqlite(s) => {
+                s.read(move |c| streams::sqlite_stream_head(c, &stream))
+                    .await
+            }
+            Driver::Postgres(p) => streams::pg_stream_head(&p.client().await?, &stream).await,
+        }
+    }
+
+    /// A stream's events from `version` on (forward) or down from it
+    /// (backward), at most `limit`.
+    pub async fn read_stream(
+        &self,
+        stream: &str,
+        version: i64,
+        forward: bool,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let stream = stream.to_string();
+        match &self.driver {
+            Driver::Sqlite(s) => {
+                s.read_blocking(move |c| {
+                    streams::sqlite_read_stream(c, &stream, version, forward, limit)
+                })
+                .await
+            }
+            Driver::Postgres(p) => {
+                streams::pg_read_stream(&p.client().await?, &stream, version, forward, limit).await
+            }
+        }
+    }
+
+    /// A page of the global order from position `from` on (see
+    /// `streams::sqlite_scan`).
+    pub async fn scan_events(
+        &self,
+        from: i64,
+        limit: i64,
+        scan_max: i64,
+        filter: streams::Filter,
+    ) -> Result<streams::Page, StoreError> {
+        match &self.driver {
+            Driver::Sqlite(s) => {
+                s.read_blocking(move |c| streams::sqlite_scan(c, from, limit, scan_max, &filter))
+                    .await
+            }
+            Driver::Postgres(p) => {
+                streams::pg_scan(p, &p.client().await?, from, limit, scan_max, &filter).await
+            }
+        }
+    }
+
+    /// The last committed position (0 when the log is empty).
+    pub async fn head_position(&self) -> Result<i64, StoreError> {
+        match &self.driver {
+            Driver::Sqlite(s) => s.read(streams::sqlite_head_position).await,
+            Driver::Postgres(p) => streams::pg_head_position(p, &p.client().await?).await,
+        }
+    }
+
+    /// Appends one event on its own (a write with no other state change, such
+    /// as the summary of a bulk load).
+    pub async fn append_event(&self, event: NewEvent) -> Result<(), StoreError> {
+        self.write(move |tx| {
+            let event = event.clone();
+            Box::pin(async move { tx.append(event) })
+        })
+        .await
+    }
+}
