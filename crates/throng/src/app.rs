@@ -431,6 +431,7 @@ pub async fn start_for(
             Duration::from_millis(args.idle_timeout_ms),
             args.proxies(),
         ),
+        owned_events: Arc::new(crate::platform::service::OwnedEvents::of(list)),
     };
     if args.demo {
         claim_for_demo(&store, &args.store).await?;
