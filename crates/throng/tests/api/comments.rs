@@ -193,31 +193,14 @@ fn comment(rating: i64, title: &str, remarks: &str) -> Value {
 
 // ------------------------------------------------------------------ snapshot
 
-fn snapshot_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/api/snapshots")
-        .join(name)
-}
-
-/// Compares bytes with the stored file; writes it when it is missing (or
-/// with `UPDATE_SNAPSHOTS=1`), so a new snapshot is reviewed in the diff.
-fn assert_snapshot(name: &str, body: &[u8]) {
-    let path = snapshot_path(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        // Pretty-printing is for the reader; the file's first line holds
-        // the exact bytes.
-        std::fs::write(&path, body).unwrap();
-        println!("wrote snapshot {}", path.display());
-        return;
-    }
-    let stored = std::fs::read(&path).unwrap();
-    assert!(
-        stored == body,
-        "{name} differs from the stored snapshot\n stored: {}\n    got: {}",
-        String::from_utf8_lossy(&stored),
-        String::from_utf8_lossy(body)
-    );
+/// The listing's exact bytes (compact, keys in the write-up's order) against
+/// the reviewed `snapshots/api__comments__{name}.snap`, one for both stores.
+/// A missing or different snapshot fails; `INSTA_UPDATE=always` rewrites it
+/// for review in the diff.
+#[track_caller]
+fn assert_listing_snapshot(name: &str, body: &[u8]) {
+    let text = std::str::from_utf8(body).expect("the listing is UTF-8");
+    insta::assert_snapshot!(name, text);
 }
 
 async fn listing_matches_the_stored_snapshot(kind: StoreKind) {
@@ -229,14 +212,14 @@ async fn listing_matches_the_stored_snapshot(kind: StoreKind) {
     .await;
     assert_eq!(full.status, 200, "{}", full.text());
     assert_eq!(full.headers["content-type"], "application/json");
-    assert_snapshot("comments_course2_full.json", &full.body);
+    assert_listing_snapshot("course2_full", &full.body);
     let paged = list(
         &s.api,
         "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2",
     )
     .await;
     assert_eq!(paged.status, 200, "{}", paged.text());
-    assert_snapshot("comments_course5_paged.json", &paged.body);
+    assert_listing_snapshot("course5_paged", &paged.body);
 
     // The shape, key order included (serde_json sorts keys, so read the text).
     let v = full.json();
@@ -969,7 +952,7 @@ async fn cache_off_gives_the_same_bytes(kind: StoreKind) {
         .enabled());
     let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
     let a = list(&s.api, q).await;
-    assert_snapshot("comments_course2_full.json", &a.body);
+    assert_listing_snapshot("course2_full", &a.body);
     assert_eq!(
         list(&s.api, q).await.headers["etag"],
         a.headers["etag"],
@@ -999,9 +982,9 @@ async fn json_functions_give_the_same_bytes(kind: StoreKind) {
     let flags = ["--comments-cache", "off", "--comments-json", "functions"];
     let s = seeded(kind, small(), &flags).await;
     let q = "ratingType=Course&courseId=2&skip=0&size=20&skipThread=0&sizeThread=20";
-    assert_snapshot("comments_course2_full.json", &list(&s.api, q).await.body);
+    assert_listing_snapshot("course2_full", &list(&s.api, q).await.body);
     let q = "ratingType=Course&courseId=5&skip=1&size=3&skipThread=1&sizeThread=2";
-    assert_snapshot("comments_course5_paged.json", &list(&s.api, q).await.body);
+    assert_listing_snapshot("course5_paged", &list(&s.api, q).await.body);
     let t = token(&s, 25, throng::services::comments::USER);
     let posted = post_comment(
         &s.api,
