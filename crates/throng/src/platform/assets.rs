@@ -57,6 +57,45 @@ pub fn embeddable(parts: &[&str]) -> String {
 mod tests {
     use super::*;
 
+    /// Every `.js` file under `dir`.
+    fn scripts(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                scripts(&path, out);
+            } else if path.extension().is_some_and(|e| e == "js") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_client_reads_retry_after_or_the_envelope() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        scripts(&src, &mut files);
+        assert!(files.len() > 10, "{} scripts found", files.len());
+        // `/invite.js` runs on customers' pages and fails closed: it never
+        // waits for an overloaded server and carries nothing it does not use.
+        let own_rules = ["services/invites/page/invite.js"];
+        let copies: Vec<String> = files
+            .iter()
+            .filter(|f| !f.ends_with("platform/assets/throng.js"))
+            .filter(|f| !own_rules.iter().any(|o| f.ends_with(o)))
+            .filter(|f| {
+                let text = std::fs::read_to_string(f).expect("script");
+                ["\"Retry-After\"", "body.error", "json.error"]
+                    .iter()
+                    .any(|p| text.contains(p))
+            })
+            .map(|f| f.display().to_string())
+            .collect();
+        assert!(
+            copies.is_empty(),
+            "use Throng (/assets/throng.js): {copies:?}"
+        );
+    }
+
     #[test]
     fn constants_are_a_frozen_object_of_the_values() {
         #[derive(Serialize)]
