@@ -327,6 +327,7 @@ pub fn router_for(
             }),
         )
         .merge(crate::platform::docs::router())
+        .merge(crate::platform::assets::router())
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route(

@@ -109,3 +109,44 @@ async fn every_page_forbids_framing_and_sniffing() {
         assert!(header(&r, "content-security-policy").is_empty(), "{path}");
     }
 }
+
+/// The pages run only their own files: every script a page names is served
+/// from this origin as JavaScript, the shared client first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_page_script_is_served_as_javascript() {
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await.unwrap();
+    for path in [
+        "/booking/",
+        "/booking/manage",
+        "/comments/",
+        "/voting/",
+        "/voting/results",
+        "/voting/receipt",
+        "/docs/",
+    ] {
+        let page = s.api.get(path).await;
+        assert_eq!(page.status, 200, "{path}");
+        let html = page.text();
+        let scripts: Vec<&str> = html
+            .split(r#"<script src=""#)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        // The embedded widget carries its own copy of the client.
+        let own: Vec<&&str> = scripts
+            .iter()
+            .filter(|src| !src.starts_with("/widget/"))
+            .collect();
+        assert_eq!(own.first(), Some(&&"/assets/throng.js"), "{path}");
+        assert!(own.len() >= 2, "{path}: its own script too");
+        for src in scripts {
+            let r = s.api.get(src).await;
+            assert_eq!(r.status, 200, "{path}: {src}");
+            assert!(
+                header(&r, "content-type").starts_with("text/javascript"),
+                "{path}: {src}"
+            );
+            assert!(!r.text().is_empty(), "{path}: {src}");
+        }
+    }
+}
