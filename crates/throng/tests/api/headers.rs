@@ -114,7 +114,7 @@ async fn every_page_forbids_framing_and_sniffing() {
 /// from this origin as JavaScript, the shared client first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_page_script_is_served_as_javascript() {
-    let s = TestServer::start(StoreKind::Sqlite, &[]).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
     for path in [
         "/booking/",
         "/booking/manage",
