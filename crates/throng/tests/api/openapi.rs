@@ -35,6 +35,11 @@ async fn the_document_describes_every_answer(kind: StoreKind) {
             }
             operations += 1;
             let at = format!("{method} {path}");
+            assert!(
+                op["summary"].as_str().is_some_and(|s| !s.is_empty()),
+                "{at} has a summary"
+            );
+            assert!(has_example(op), "{at} has an example");
             let responses = op["responses"].as_object().unwrap();
             for status in ["429", "503"] {
                 let r = &responses[status];
@@ -125,6 +130,16 @@ async fn the_document_describes_every_answer(kind: StoreKind) {
         size["schema"]["maximum"],
         throng::services::booking::model::PLACES_PAGE_SIZE_MAX
     );
+}
+
+/// Whether `v` (an operation) shows an example anywhere: a parameter's,
+/// the body's or an answer's.
+fn has_example(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.contains_key("example") || o.values().any(has_example),
+        Value::Array(a) => a.iter().any(has_example),
+        _ => false,
+    }
 }
 
 /// The whole document, as reviewed: a change to any operation, schema or
