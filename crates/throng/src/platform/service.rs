@@ -22,8 +22,10 @@
 //! Routes and the API document are one value, an [`OpenApiRouter`]:
 //! `.routes(routes!(handler))` mounts a handler at the path and method its
 //! `#[utoipa::path]` states and adds that operation, with the schemas it
-//! names, to the service's part of `/openapi.json`; `.route(path, ...)`
-//! mounts what the document leaves out (pages, demo conveniences, aliases).
+//! names, to the service's part of `/openapi.json` (one `routes!` per path:
+//! utoipa-axum mounts every handler of a `routes!` on each of its paths);
+//! `.route(path, ...)` mounts what the document leaves out (pages, demo
+//! conveniences, aliases).
 
 use std::any::{Any, TypeId};
 use std::future::Future;
