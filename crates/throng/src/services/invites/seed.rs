@@ -7,18 +7,22 @@
 //! collide, the server holds their standings in memory, and the bench (which
 //! reads the store's key) can name known visitors without reading them. The
 //! counter moves past them, so the server mints new visitors after them.
-//! Rows are inserted in key order (SQLite keys rows by visitor number;
-//! PostgreSQL by id, sorted first), so every insert
-//! appends to the B-tree's rightmost page. Answers spread over the states
+//! Rows are loaded in key order (by visitor number where standings are
+//! kept in memory, else by id, sorted first), so every insert appends to
+//! the B-tree's rightmost page. Answers spread over the states
 //! as a busy site's would: 10% yes, 40% no, 35% one or two closes, 15%
 //! closed out.
 
 use std::time::Instant;
 
+use indicatif::ProgressBar;
+
 use super::model::{AnswerState, Site, SiteInput};
-use super::visitor_ids;
+use super::store::Standings;
+use super::visitor_ids::{self, IdCipher};
 use crate::platform::experiment::mix64;
-use crate::store::Store;
+use crate::store::bulk::BulkTable;
+use crate::store::{Sql, Store};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedInvitesArgs {
@@ -94,6 +98,166 @@ fn check(args: &SeedInvitesArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The seed's tables, each row's columns in order.
+static SITES: BulkTable = BulkTable {
+    name: "invites_sites",
+    columns: &[
+        "site_id",
+        "config",
+        "retention_days",
+        "created_at_ms",
+        "updated_at_ms",
+    ],
+    analyze: false,
+};
+static ANSWERS: BulkTable = BulkTable {
+    name: "invites_answers",
+    columns: &[
+        "visitor_id",
+        "site_id",
+        "state",
+        "closes",
+        "displays",
+        "updated_at_ms",
+    ],
+    analyze: false,
+};
+static COUNTS: BulkTable = BulkTable {
+    name: "invites_counts",
+    columns: &[
+        "site_id",
+        "shard",
+        "visitors",
+        "invited",
+        "displays",
+        "yes",
+        "no",
+        "closes",
+        "closed_out",
+    ],
+    analyze: false,
+};
+static TABLES: &[&BulkTable] = &[&ANSWERS, &COUNTS, &SITES];
+
+/// PostgreSQL's planner statistics for the answers. SQLite keeps none, as
+/// before the loader: with STAT4, statements whose plan may depend on bound
+/// values are re-prepared every run, and every invites statement is a
+/// primary-key lookup.
+static GATHER_STATISTICS: Sql = Sql::per_dialect("", "ANALYZE invites_answers");
+
+/// Rows per progress step and per send.
+const ROWS_PER_CHUNK: usize = 250_000;
+
+/// Per site: (visitors, invited, yes, no, closes, closed out), for the counts.
+type SiteCounts = Vec<[i64; 6]>;
+
+fn count(counts: &mut SiteCounts, site: i64, state: AnswerState, closes: i64) {
+    let c = &mut counts[(site - 1) as usize];
+    c[0] += 1;
+    c[1] += 1;
+    match state {
+        AnswerState::Yes => c[2] += 1,
+        AnswerState::No => c[3] += 1,
+        AnswerState::ClosedOut => c[5] += 1,
+        AnswerState::Asking => {}
+    }
+    c[4] += closes;
+}
+
+/// The seeded visitors' keys in key order: where standings are kept in
+/// memory rows are keyed by number (1..=n, already in order); else by id
+/// (number `i`'s id under the store's cipher), sorted. Encrypted on two
+/// threads.
+fn seeded_keys(n: i64, cipher: &IdCipher, by_number: bool) -> Vec<(i64, i64)> {
+    let n = n.max(0) as u64;
+    let half = n / 2;
+    let pair = |i: u64| (i as i64, cipher.id_of(i));
+    let (mut rows, upper) = std::thread::scope(|s| {
+        let upper = s.spawn(|| (half + 1..=n).map(pair).collect::<Vec<_>>());
+        let lower: Vec<(i64, i64)> = (1..=half).map(pair).collect();
+        (lower, upper.join().expect("the id thread ran"))
+    });
+    rows.extend(upper);
+    if !by_number {
+        rows.sort_unstable_by_key(|&(_, id)| id);
+    }
+    rows
+}
+
+/// Replaces the sites and every answer with `sites` and the answers of
+/// `args.visitors` seeded visitors, in bulk (`Store::bulk_load`).
+async fn load(
+    store: &Store,
+    args: &SeedInvitesArgs,
+    sites: &[Site],
+    bar: &ProgressBar,
+    cipher: &IdCipher,
+) -> anyhow::Result<()> {
+    if !args.force && !super::store::load_sites(store).await?.is_empty() {
+        anyhow::bail!(
+            "the store holds invitation sites; pass --force to replace them and every answer"
+        );
+    }
+    let by_number = Standings::in_memory(store.writers());
+    let keys = seeded_keys(args.visitors, cipher, by_number);
+    let now = crate::base::clock::now_ms();
+    let mut load = store.bulk_load(TABLES).await?;
+    if by_number {
+        // The tables are empty now: whatever rows follow are keyed by number.
+        store
+            .meta_set(super::index::KEYS_META, super::index::KEYS_NUMBERS)
+            .await?;
+    }
+    let mut rows = load.rows(&SITES, sites.len(), 512);
+    for (i, s) in sites.iter().enumerate() {
+        rows.row()
+            .int8(i as i64 + 1)
+            .text(&serde_json::to_string(s)?)
+            .int4(i32::try_from(s.retention_days)?)
+            .int8(now)
+            .int8(now);
+    }
+    load.send(rows).await?;
+    let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
+    for chunk in keys.chunks(ROWS_PER_CHUNK) {
+        let mut rows = load.rows(&ANSWERS, chunk.len(), 64);
+        for &(number, id) in chunk {
+            let site = site_of(id, args.sites);
+            let (state, closes) = seeded_standing(id);
+            count(&mut counts, site, state, closes);
+            rows.row()
+                .int8(if by_number { number } else { id })
+                .int8(site)
+                .int2(state as i16)
+                .int2(closes as i16)
+                .int8_array(&[])
+                .int8(now);
+        }
+        load.send(rows).await?;
+        bar.inc(chunk.len() as u64);
+    }
+    let mut rows = load.rows(&COUNTS, counts.len(), 128);
+    for (i, c) in counts.iter().enumerate() {
+        rows.row()
+            .int8(i as i64 + 1)
+            .int4(0)
+            .int8(c[0])
+            .int8(c[1])
+            .int8(c[1])
+            .int8(c[2])
+            .int8(c[3])
+            .int8(c[4])
+            .int8(c[5]);
+    }
+    load.send(rows).await?;
+    bar.set_message("seeding invites: building the indexes");
+    load.finish().await?;
+    store
+        .read_blocking(|c| Box::pin(c.batch(&GATHER_STATISTICS)))
+        .await?;
+    Ok(())
+}
+
 pub async fn seed(
     store: &Store,
     args: &SeedInvitesArgs,
@@ -111,7 +275,7 @@ pub async fn seed(
         "seeding invites",
         progress,
     );
-    super::store::bulk::seed_answers(store, args, &sites, &bar, &cipher).await?;
+    load(store, args, &sites, &bar, &cipher).await?;
     bar.finish();
     // New visitors are numbered after the seeded ones.
     let next = visitor_ids::reserved_end(store)

@@ -2,7 +2,8 @@
 //! (`crate::store::seam`) and organised by topic: sites (`sites.rs`),
 //! answers and standings (`answers.rs`), the retention purge
 //! (`purge.rs`), counts (`counts.rs`), visitor numbers and the in-memory
-//! standings' load (`numbers.rs`); the seed's bulk loads (`bulk.rs`).
+//! standings' load (`numbers.rs`). The seed loads through the store's bulk
+//! loader (`seed.rs`).
 //!
 //! What differs by how the store's writes are made is two named
 //! strategies, chosen once from [`Store::writers`] when [`InvitesStore::open`]
@@ -18,7 +19,6 @@
 //! [`Store`] (`load_sites`, `add_seen`, ...), which the seeds use too.
 
 pub mod answers;
-pub mod bulk;
 pub mod counts;
 pub mod numbers;
 pub mod purge;

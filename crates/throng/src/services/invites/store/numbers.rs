@@ -13,7 +13,7 @@ use crate::store::{Columns, Sql, Store, StoreError};
 static META_VALUE: Sql = Sql::new("SELECT value FROM meta WHERE key = ?1");
 /// Records that the table's rows are keyed by visitor number (the seed
 /// writes them so; [`rekey_by_number`] makes them so).
-pub static MARK_KEYS_NUMBERED: Sql = Sql::new(
+static MARK_KEYS_NUMBERED: Sql = Sql::new(
     "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 );
 /// Moves the counter on by ?2; the counter after.
