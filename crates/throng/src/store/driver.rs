@@ -77,6 +77,32 @@ impl Driver {
         }
     }
 
+    pub(super) async fn write_alone<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        match self {
+            Driver::Sqlite(s) => {
+                s.write_alone(move |c| {
+                    let conn = Conn::sqlite(c);
+                    run_ready(f(&conn))
+                })
+                .await
+            }
+            Driver::Postgres(p) => {
+                let mut client = p.client().await?;
+                let tx = client.transaction().await?;
+                let out = {
+                    let conn = Conn::pg_tx(&tx);
+                    f(&conn).await?
+                };
+                tx.commit().await?;
+                Ok(out)
+            }
+        }
+    }
+
     pub(super) async fn write_grouped<G: Group>(
         &self,
         item: G::Item,

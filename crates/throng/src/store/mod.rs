@@ -328,6 +328,19 @@ impl Store {
         self.driver.write(f, false).await
     }
 
+    /// Runs `f` in a transaction of its own, committed alone outside the
+    /// writer's group commit (on SQLite on a connection of its own, with
+    /// its own fsync; on PostgreSQL on a pooled connection): the bench's
+    /// comparison designs, which show what group commit buys. Nothing is
+    /// appended to the event log.
+    pub async fn write_alone<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        self.driver.write_alone(f).await
+    }
+
     /// Runs `item` with the other commands of group `G` in the writer's
     /// current batch, where writers are shared (see [`Group`]); where one
     /// process writes, as a command of its own. Answers after the commit.

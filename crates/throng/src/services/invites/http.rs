@@ -35,7 +35,7 @@ use super::model::{
 };
 use super::signed::{Signer, Visitor, DISPLAY_CHARS, VISITOR_CHARS};
 use super::sites::{self, SiteEntry};
-use super::store::AnswerCmd;
+use super::store::{self, answers::AnswerCmd};
 use super::InvitesState;
 use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::{Caller, Role, TokenKeys};
@@ -321,18 +321,14 @@ pub async fn visitor_state(
     let (visitor, standing) = match claimed.map(|(v, _)| v) {
         Some(v) => {
             // From memory on the embedded store (index.rs), else the table.
-            let key = st.visitor_key(v.id);
-            let known = st.memory.as_ref().and_then(|m| m.index.get(key));
-            match known {
-                Some(standing) => (v, standing),
-                None => (v, st.storage.standing(site_id, key).await?),
-            }
+            let key = st.storage.visitor_key(v.id);
+            (v, st.storage.standing(site_id, key).await?)
         }
         None => {
             // A first visit: sampled once, now, and kept in the signed id.
             let draw = (rand::random::<u64>() >> 32) as u32;
             let v = Visitor {
-                id: st.mint_visitor().await,
+                id: st.storage.mint_visitor().await,
                 sampled: site.samples_in(draw),
             };
             e.seen.visitors.fetch_add(1, Ordering::Relaxed);
@@ -530,7 +526,7 @@ pub async fn post_answer(
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
     let checked = check_answer(&st, site_id, request).await?;
-    let outcome = st.storage.answer(checked.cmd, st.index()).await?;
+    let outcome = st.storage.answer(checked.cmd).await?;
     answer_response(&checked, outcome)
 }
 
@@ -577,12 +573,12 @@ pub(super) async fn check_answer(
     }
     let cmd = AnswerCmd {
         site_id,
-        visitor_id: st.visitor_key(visitor.id),
+        visitor_id: st.storage.visitor_key(visitor.id),
         display,
         answer: req.answer,
         closes_max: site.closes_max,
         now_ms: now,
-        shard: st.counts_shard,
+        shard: st.storage.counts_shard(),
     };
     Ok(CheckedAnswer {
         entry: e,
@@ -636,7 +632,7 @@ pub async fn forget_me(
     let origin = allowed_origin(&e, &headers)?;
     let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
     st.storage
-        .forget_visitor(st.visitor_key(visitor.id), st.index())
+        .forget_visitor(st.storage.visitor_key(visitor.id))
         .await?;
     let mut res = StatusCode::NO_CONTENT.into_response();
     if let Ok(v) = HeaderValue::from_str(&format!(
@@ -671,7 +667,7 @@ pub async fn forget_visitor(
     }
     let n = st
         .storage
-        .forget_visitor(st.visitor_key(visitor_id), st.index())
+        .forget_visitor(st.storage.visitor_key(visitor_id))
         .await?;
     Ok(Json(Forgotten {
         visitor_id,
@@ -712,7 +708,7 @@ fn site_json(e: &SiteEntry, base: &str) -> SiteOut {
 }
 
 async fn reload(st: &InvitesState) -> ApiResult<()> {
-    sites::reload_and_announce(&st.store, &*st.storage, &st.sites)
+    sites::reload_and_announce(&st.store, &st.sites)
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, "invites: reloading the sites failed");
@@ -751,9 +747,7 @@ pub async fn create_site(
 ) -> ApiResult<Response> {
     caller.require(Role::ADMIN)?;
     let site = input.apply(None)?;
-    let id = st
-        .storage
-        .create_site(&site, now_ms(), SITES_MAX as i64)
+    let id = store::create_site(&st.store, &site, now_ms(), SITES_MAX as i64)
         .await?
         .ok_or_else(|| {
             ApiError::conflict(
@@ -836,7 +830,7 @@ async fn change_site(
 ) -> ApiResult<Json<SiteOut>> {
     let e = entry(st, site_id)?;
     let site = input.apply(Some(e.site()))?;
-    if !st.storage.update_site(site_id, &site, now_ms()).await? {
+    if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
         return Err(site_not_found(site_id));
     }
     reload(st).await?;
@@ -945,8 +939,8 @@ pub async fn site_stats(
 ) -> ApiResult<Json<SiteStats>> {
     caller.require(Role::ADMIN)?;
     entry(&st, site_id)?;
-    sites::flush(&*st.storage, &st.sites, st.counts_shard).await;
-    let c = st.storage.counts(site_id).await?;
+    sites::flush(&st.store, &st.sites, st.storage.counts_shard()).await;
+    let c = store::counts(&st.store, site_id).await?;
     let conversion = (c.invited > 0).then(|| c.yes as f64 / c.invited as f64);
     Ok(Json(SiteStats {
         site_id,
