@@ -1,6 +1,8 @@
-//! The bulk loaders: the generator runs on its own thread a few chunks
+//! The seed's bulk load, the one place of the service that reaches a
+//! database's own driver: the generator runs on its own thread a few chunks
 //! ahead while SQLite (one transaction per chunk on its own connection) or
-//! PostgreSQL (binary `COPY` in one transaction) loads them, with a progress bar.
+//! PostgreSQL (binary `COPY` in one transaction) loads them, with a
+//! progress bar.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -8,7 +10,31 @@ use std::sync::mpsc;
 use indicatif::ProgressBar;
 
 use super::super::model::CommentType;
-use super::{course_title, display_name, Chunk, Generator, Population, Snapshot};
+use super::super::seed::{course_title, display_name, Chunk, Generator, Population, Snapshot};
+use super::CommentsStore;
+
+impl CommentsStore {
+    /// Loads `gen`'s data set in bulk: on SQLite by inserts, a transaction
+    /// per chunk on a connection of its own, after deleting the comments
+    /// data when `wipe`; on PostgreSQL by binary `COPY` into emptied
+    /// tables. The snapshots written.
+    pub async fn seed_bulk(
+        &self,
+        gen: Generator,
+        wipe: bool,
+        progress: bool,
+    ) -> anyhow::Result<i64> {
+        if let Some(db) = self.store.sqlite() {
+            let path = db.path().to_path_buf();
+            return tokio::task::spawn_blocking(move || seed_sqlite(&path, gen, wipe, progress))
+                .await?;
+        }
+        match self.store.postgres() {
+            Some(db) => seed_pg(db, gen, progress).await,
+            None => anyhow::bail!("no bulk loader for this store"),
+        }
+    }
+}
 
 /// Courses per transaction / progress step / channel message.
 const COURSES_PER_CHUNK: i64 = 250;
@@ -49,12 +75,7 @@ fn total_rows(gen: &Generator) -> u64 {
 const DELETE_ALL_SQLITE: &str = "BEGIN IMMEDIATE; DELETE FROM comments; DELETE FROM comments_snapshots;
     DELETE FROM comments_ratings; DELETE FROM comments_courses; DELETE FROM comments_users; COMMIT;";
 
-pub(in crate::services::comments) fn seed_sqlite(
-    path: &Path,
-    gen: Generator,
-    wipe: bool,
-    progress: bool,
-) -> anyhow::Result<i64> {
+fn seed_sqlite(path: &Path, gen: Generator, wipe: bool, progress: bool) -> anyhow::Result<i64> {
     let mut conn = crate::store::sqlite::open_connection(path, 256 * 1024, false)?;
     // Seeding is not serving: a crash mid-seed means seeding again (--force).
     // Every transaction is still committed; it is only not fsync'd one by one.
@@ -190,7 +211,7 @@ fn sqlite_insert_chunk(
 /// 33-48 s for the default data set, bound by PostgreSQL's CPU and WAL (a
 /// record per row and per index entry); one transaction doing all of it
 /// with `COPY` took 24-26 s, one backend busy and the other core idle.
-pub(in crate::services::comments) async fn seed_pg(
+async fn seed_pg(
     store: &crate::store::postgres::PgStore,
     gen: Generator,
     progress: bool,
