@@ -97,10 +97,7 @@ impl CommentsStore {
     pub async fn delete_comment(&self, d: Deleter) -> Result<DeleteOutcome, StoreError> {
         let snapshots = self.snapshots;
         self.store
-            .write(move |tx| {
-                let d = d.clone();
-                Box::pin(async move { delete(tx, snapshots, &d).await })
-            })
+            .write(move |tx| Box::pin(async move { delete(tx, snapshots, &d).await }))
             .await
     }
 
