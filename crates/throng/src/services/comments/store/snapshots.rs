@@ -12,7 +12,7 @@
 use std::sync::LazyLock;
 
 use super::super::model::NewComment;
-use crate::store::{Columns, Sql, StoreError, Tx, Writers};
+use crate::store::{Columns, Param, Sql, StoreError, Tx, Writers};
 
 /// The designs of a snapshot's change that differ by how the store's
 /// writes are made.
@@ -199,6 +199,7 @@ static SNAPSHOT_DELETE_DELTA: LazyLock<Sql> =
     LazyLock::new(|| Sql::owned(format!("{SNAPSHOT_DELETE_TEXT} RETURNING last_rating")));
 
 impl SnapshotWrites {
+    /// The design for a store whose writes are made by `writers`.
     pub fn of(writers: Writers) -> SnapshotWrites {
         match writers {
             Writers::OneProcess => SnapshotWrites::ReadThenWrite,
@@ -216,7 +217,7 @@ impl SnapshotWrites {
         let kind = new.comment_type.as_str();
         let found = match self {
             SnapshotWrites::ReadThenWrite => {
-                let params: [&dyn crate::store::Param; 3] = [&new.course_id, &new.user_id, &kind];
+                let params: [&dyn Param; 3] = [&new.course_id, &new.user_id, &kind];
                 tx.query_opt(&POST_LOOKUP_LAST, &params, |r| {
                     let last = match r.col::<Option<i32>>(2)? {
                         Some(rating) => Some((rating, r.int(3)?, r.int(4)?)),
@@ -268,7 +269,7 @@ impl SnapshotWrites {
     ) -> Result<(Option<i32>, i32), StoreError> {
         let kind = new.comment_type.as_str();
         let rating = new.rating.get();
-        let params: [&dyn crate::store::Param; 9] = [
+        let params: [&dyn Param; 9] = [
             &new.course_id,
             &kind,
             &new.user_id,
@@ -324,7 +325,7 @@ impl SnapshotWrites {
         user_id: i64,
         before: Option<i32>,
     ) -> Result<(Option<i32>, Option<i32>), StoreError> {
-        let params: [&dyn crate::store::Param; 3] = [&course_id, &kind, &user_id];
+        let params: [&dyn Param; 3] = [&course_id, &kind, &user_id];
         match self {
             SnapshotWrites::ReadThenWrite => {
                 let after = tx
@@ -456,7 +457,7 @@ mod tests {
                 store
                     .write(move |tx| {
                         Box::pin(async move {
-                            let params: [&dyn crate::store::Param; 9] =
+                            let params: [&dyn Param; 9] =
                                 [&1, &"Course", &5, &id, &title, &4, &"r", &at_ms, &"N"];
                             tx.execute(&SNAPSHOT_UPSERT, &params).await
                         })
@@ -513,7 +514,7 @@ mod tests {
             store
                 .write(move |tx| {
                     Box::pin(async move {
-                        let params: [&dyn crate::store::Param; 9] =
+                        let params: [&dyn Param; 9] =
                             [&1, &"Course", &user, &user, &"t", &last, &"r", &100, &"N"];
                         tx.execute(&SNAPSHOT_UPSERT, &params).await
                     })
