@@ -327,7 +327,8 @@ type Local<'a> = send_wrapper::SendWrapper<&'a rusqlite::Connection>;
 enum ConnInner<'a> {
     Sqlite(Local<'a>),
     PgTx(&'a deadpool_postgres::Transaction<'a>),
-    PgClient(&'a deadpool_postgres::Client),
+    /// A pooled connection, with its store for the log's horizon.
+    PgClient(&'a deadpool_postgres::Client, &'a super::postgres::PgStore),
 }
 
 /// The parameters as PostgreSQL's driver takes them.
@@ -347,8 +348,11 @@ impl<'a> Conn<'a> {
         Conn(ConnInner::Sqlite(send_wrapper::SendWrapper::new(conn)))
     }
 
-    pub(crate) fn pg_client(client: &'a deadpool_postgres::Client) -> Conn<'a> {
-        Conn(ConnInner::PgClient(client))
+    pub(crate) fn pg_client(
+        client: &'a deadpool_postgres::Client,
+        store: &'a super::postgres::PgStore,
+    ) -> Conn<'a> {
+        Conn(ConnInner::PgClient(client, store))
     }
 
     pub(crate) fn pg_tx(tx: &'a deadpool_postgres::Transaction<'a>) -> Conn<'a> {
@@ -362,6 +366,22 @@ impl<'a> Conn<'a> {
         match &self.0 {
             ConnInner::Sqlite(_) => "sqlite",
             _ => "postgres",
+        }
+    }
+
+    /// How far the event log may be read: no event can still appear at a
+    /// position up to it. SQLite: the last committed position (one writer
+    /// commits positions in order). PostgreSQL: the horizon (positions
+    /// commit out of order; see `horizon.rs`), read on a read connection
+    /// only.
+    pub async fn log_end(&self) -> Result<i64, StoreError> {
+        static LAST: Sql = Sql::new("SELECT COALESCE(MAX(position), 0) FROM events");
+        match &self.0 {
+            ConnInner::Sqlite(_) => self.query_one(&LAST, &[], |r| r.int(0)).await,
+            ConnInner::PgClient(c, store) => store.horizon(c).await,
+            ConnInner::PgTx(_) => Err(StoreError::Internal(
+                "the event log's end is read on a read connection".into(),
+            )),
         }
     }
 
@@ -380,7 +400,7 @@ impl<'a> Conn<'a> {
                 let values = pg_values(params);
                 Ok(t.execute(&stmt, &pg_refs(&values)).await?)
             }
-            ConnInner::PgClient(c) => {
+            ConnInner::PgClient(c, _) => {
                 let stmt = c.prepare_cached(sql.postgres()).await?;
                 let values = pg_values(params);
                 Ok(c.execute(&stmt, &pg_refs(&values)).await?)
@@ -421,7 +441,7 @@ impl<'a> Conn<'a> {
         match &self.0 {
             ConnInner::Sqlite(c) => Ok(c.execute_batch(sql.sqlite())?),
             ConnInner::PgTx(t) => Ok(t.batch_execute(sql.postgres()).await?),
-            ConnInner::PgClient(c) => Ok(c.batch_execute(sql.postgres()).await?),
+            ConnInner::PgClient(c, _) => Ok(c.batch_execute(sql.postgres()).await?),
         }
     }
 
@@ -500,7 +520,7 @@ impl<'a> Conn<'a> {
                 let stmt = t.prepare_cached(sql.postgres()).await?;
                 t.query(&stmt, &refs).await?
             }
-            ConnInner::PgClient(c) => {
+            ConnInner::PgClient(c, _) => {
                 let stmt = c.prepare_cached(sql.postgres()).await?;
                 c.query(&stmt, &refs).await?
             }
@@ -574,22 +594,6 @@ impl<'a> Tx<'a> {
             t.invalidate(key);
         }
     }
-
-    /// The driver's own transaction handle, for the driver-side strategies
-    /// (see `store::strategy`).
-    pub(crate) fn pg(&self) -> Option<&'a PgTx<'a>> {
-        match &self.outbox {
-            Outbox::Postgres(t) => Some(t),
-            Outbox::Sqlite(_) => None,
-        }
-    }
-
-    pub(crate) fn sqlite_conn(&self) -> Option<&'a rusqlite::Connection> {
-        match &self.outbox {
-            Outbox::Sqlite(c) => Some(**c),
-            Outbox::Postgres(_) => None,
-        }
-    }
 }
 
 impl<'a> std::ops::Deref for Tx<'a> {
@@ -597,6 +601,21 @@ impl<'a> std::ops::Deref for Tx<'a> {
     fn deref(&self) -> &Conn<'a> {
         &self.conn
     }
+}
+
+/// A kind of write command that runs together with the others of its kind
+/// in a batch where writers are shared, as set-based statements (one
+/// statement for N commands: on PostgreSQL a statement's own cost, its
+/// protocol, executor start and round of locks, is more than a row's). See
+/// [`super::Store::write_grouped`].
+pub trait Group: Send + Sync + 'static {
+    type Item: Send + Sync + 'static;
+    type Out: Send + 'static;
+    /// Runs `items` (in arrival order) in the batch's transaction and
+    /// returns one outcome per item, in the same order. `Err` only when the
+    /// database failed (the batch is then retried command by command, so a
+    /// group may also run with one item).
+    fn run<'a>(tx: &'a Tx<'a>, items: Vec<&'a Self::Item>) -> StoreFuture<'a, Vec<Self::Out>>;
 }
 
 /// Runs an operation's future on SQLite, where every statement completes at
