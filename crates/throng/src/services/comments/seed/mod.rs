@@ -133,7 +133,7 @@ pub async fn seed(
             );
         }
         let gen = Generator::new(args);
-        let snapshots = storage.seed_bulk(gen, existing > 0, progress).await?;
+        let snapshots = storage.seed_bulk(gen, progress).await?;
         let gen = Generator::new(args);
         report = SeedReport {
             users: args.users,

@@ -3,9 +3,12 @@
 //! organised by topic: `courses.rs` (courses, ratings, the seed's reads),
 //! `listing.rs` (the listing, its JSON built by the database), `writes.rs`
 //! (posts, edits, deletes, replies and their rules) and `snapshots.rs`
-//! (how a write moves a user's snapshot and last rating: the one design
-//! that differs by how the store's writes are made, `SnapshotWrites`,
-//! chosen once by [`open`]). `bulk.rs` loads the seed's data set.
+//! (how a write moves a user's snapshot and last rating) and `bulk.rs`
+//! (the seed's data set, through the store's bulk loader). The designs that
+//! differ by how the store's writes are made are named strategies, chosen
+//! once by [`open`]: `SnapshotWrites` (a write's old rating read before it
+//! or in it) and `GroupLoads` (the seed's table groups loaded one after
+//! another or at once).
 //!
 //! The listing's JSON is built by the database and passed through as bytes,
 //! as the write-up does with `FOR JSON`: each user block (with its thread and
@@ -50,6 +53,7 @@ use super::cache::FRESH_BOUND;
 use super::model::Cursor;
 use crate::store::invalidate::Subscription;
 use crate::store::Store;
+use bulk::GroupLoads;
 use snapshots::SnapshotWrites;
 
 /// The comments service's storage over a [`Store`]: cheap to clone. Writes
@@ -60,6 +64,7 @@ use snapshots::SnapshotWrites;
 pub struct CommentsStore {
     store: Store,
     snapshots: SnapshotWrites,
+    group_loads: GroupLoads,
 }
 
 /// The comments storage of `store`.
@@ -67,6 +72,7 @@ pub fn open(store: &Store) -> CommentsStore {
     CommentsStore {
         store: store.clone(),
         snapshots: SnapshotWrites::of(store.writers()),
+        group_loads: GroupLoads::of(store.writers()),
     }
 }
 
