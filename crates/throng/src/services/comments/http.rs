@@ -316,7 +316,7 @@ pub async fn read_page(
     revalidate: bool,
 ) -> ApiResult<Arc<Page>> {
     let cache = &comments.cache;
-    let storage = &*comments.storage;
+    let storage = &comments.storage;
     // While the versions are not known current (other nodes' writes arrive
     // late), pages are read from the database.
     let version = (cache.enabled() && !revalidate && storage.cache_versions_current())

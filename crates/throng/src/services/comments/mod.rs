@@ -164,8 +164,8 @@ pub enum OnOff {
 /// [`CommentsState::put_reply`], which bump the course's version after the
 /// commit and before the answer, so no write path can forget it.
 pub struct CommentsState {
-    /// The comments tables, through the implementation for the store.
-    pub storage: Arc<dyn store::CommentsStore>,
+    /// The comments tables.
+    pub storage: store::CommentsStore,
     pub keys: Arc<TokenKeys>,
     pub cache: cache::PageCache,
     /// `serve --demo`: the demo token endpoint answers.

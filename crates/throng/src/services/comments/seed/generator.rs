@@ -202,7 +202,7 @@ fn has_reply(k: i64, ratio: f64) -> bool {
 pub struct Generator {
     pub args: SeedCommentsArgs,
     pub pop: Population,
-    pub(super) rows_per_course: i64,
+    pub(in crate::services::comments) rows_per_course: i64,
 }
 
 impl Generator {

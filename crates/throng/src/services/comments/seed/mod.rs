@@ -14,12 +14,10 @@
 //! the write-up's columns, no header) drawn from the stored snapshots.
 //!
 //! This file holds the arguments, the report and the entry points;
-//! `generator.rs` makes the data, `loaders.rs` bulk-loads it into SQLite or
-//! PostgreSQL (`CommentsStore::seed_bulk` picks the one for the store),
-//! `testdata.rs` writes the CSV.
+//! `generator.rs` makes the data, the storage's `store/bulk.rs` loads it
+//! (`CommentsStore::seed_bulk`), `testdata.rs` writes the CSV.
 
 mod generator;
-pub(super) mod loaders;
 mod testdata;
 
 use std::path::PathBuf;
@@ -135,7 +133,7 @@ pub async fn seed(
             );
         }
         let gen = Generator::new(args);
-        let snapshots = storage.seed_bulk(gen, existing > 0, progress).await?;
+        let snapshots = storage.seed_bulk(gen, progress).await?;
         let gen = Generator::new(args);
         report = SeedReport {
             users: args.users,
@@ -150,7 +148,7 @@ pub async fn seed(
     }
     if let Some(path) = &args.testdata_csv {
         report.testdata_rows =
-            write_testdata_csv(&*storage, path, args.testdata_rows, args.seed).await?;
+            write_testdata_csv(&storage, path, args.testdata_rows, args.seed).await?;
     }
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)

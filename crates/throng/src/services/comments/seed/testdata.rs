@@ -11,7 +11,7 @@ use super::Rng;
 /// sizeThread 2-10) for random stored snapshots. No header row: Artillery
 /// reads every line as data unless told to skip one.
 pub async fn write_testdata_csv(
-    storage: &dyn CommentsStore,
+    storage: &CommentsStore,
     path: &Path,
     rows: usize,
     seed: u64,

@@ -1,17 +1,292 @@
-//! The rules of the writes, the same in both dialects: what a write finds
-//! and checks before it changes anything, how a user's last rating moves
-//! the course's aggregates, what it answers and the event it appends. The
-//! dialects run them in their own statements (`sqlite.rs`, `postgres.rs`).
+//! The writes: a post, an edit, a delete and a provider's reply, each one
+//! command of the store's writer, written once. What a write finds and
+//! checks before it changes anything, what it answers and the event it
+//! appends are the rules below; how it moves the user's snapshot and the
+//! course's aggregates is `snapshots.rs`'s (one design per kind of
+//! writers).
 
 use super::super::model::{
     self, CommentEdit, CommentType, Deleter, NewComment, NewReply, EVENT_COMMENT_DELETED,
     EVENT_COMMENT_EDITED, EVENT_COMMENT_POSTED, EVENT_REPLY_DELETED, EVENT_REPLY_EDITED,
     EVENT_REPLY_POSTED,
 };
-use super::{Columns, CommentOut, DeleteOutcome, EditOutcome, ReplyOutcome};
-use crate::store::{NewEvent, StoreError};
+use super::snapshots::{apply_delta, delta, SnapshotWrites, VERSION_BUMP};
+use super::{
+    invalidation_key, CommentOut, CommentsStore, DeleteOutcome, EditOutcome, PostOutcome,
+    ReplyOutcome,
+};
+use crate::store::{Columns, NewEvent, Sql, StoreError, Tx};
 
-pub(super) fn posted_event(c: &CommentOut) -> NewEvent {
+/// A comment; its id is the store's (see `Conn::insert_id`: SQLite's
+/// text leaves out PostgreSQL's `RETURNING id`).
+static POST_INSERT: Sql = Sql::per_dialect(
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks, created_ms)
+     VALUES (?1, ?2, ?3, NULL, ?4, ?5, ?6, ?7)",
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks, created_ms)
+     VALUES ($1, $2, $3, NULL, $4, $5, $6, $7) RETURNING id",
+);
+
+/// A provider's reply to comment ?4, or nothing when the comment has one
+/// already (then [`REPLY_EDIT`] edits it); its id as [`POST_INSERT`]'s.
+static REPLY_INSERT: Sql = Sql::per_dialect(
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks,
+        created_ms) VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7)
+     ON CONFLICT (parent_id) WHERE parent_id IS NOT NULL DO NOTHING",
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks,
+        created_ms) VALUES ($1, $2, $3, $4, NULL, $5, $6, $7)
+     ON CONFLICT (parent_id) WHERE parent_id IS NOT NULL DO NOTHING RETURNING id",
+);
+
+/// Edits the reply to comment ?1.
+static REPLY_EDIT: Sql = Sql::new(
+    "UPDATE comments SET title = ?2, remarks = ?3, edited_ms = ?4
+     WHERE parent_id = ?1 RETURNING id, created_ms",
+);
+
+/// The comment a reply targets, with its course's provider.
+static TARGET: Sql = Sql::new(
+    "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name
+     FROM comments c LEFT JOIN comments_courses co ON co.id = c.course_id
+     LEFT JOIN comments_users u ON u.id = co.provider_id WHERE c.id = ?1",
+);
+
+/// The comment an edit or a delete applies to ([`Found`]).
+static FIND: Sql = Sql::new(
+    "SELECT c.course_id, c.user_id, c.comment_type, c.parent_id, c.rating, c.title,
+        c.remarks, c.created_ms, u.display_name
+     FROM comments c LEFT JOIN comments_users u ON u.id = c.user_id WHERE c.id = ?1",
+);
+
+static EDIT: Sql = Sql::new(
+    "UPDATE comments SET rating = COALESCE(?2, rating), title = COALESCE(?3, title),
+        remarks = COALESCE(?4, remarks), edited_ms = ?5 WHERE id = ?1",
+);
+static DELETE: Sql = Sql::new("DELETE FROM comments WHERE id = ?1");
+static DELETE_REPLIES: Sql = Sql::new("DELETE FROM comments WHERE parent_id = ?1");
+
+impl CommentsStore {
+    /// Posts a comment: the comment, its snapshot, the aggregates and the
+    /// event.
+    pub async fn post_comment(&self, new: NewComment) -> Result<PostOutcome, StoreError> {
+        let snapshots = self.snapshots;
+        self.store
+            .write(move |tx| {
+                let new = new.clone();
+                Box::pin(async move { post(tx, snapshots, &new).await })
+            })
+            .await
+    }
+
+    /// Edits the caller's own review (rating, title, remarks): the comment,
+    /// the user's snapshot, the course's aggregates (the user's last rating
+    /// may change) and the event.
+    pub async fn edit_comment(&self, edit: CommentEdit) -> Result<EditOutcome, StoreError> {
+        let snapshots = self.snapshots;
+        self.store
+            .write(move |tx| {
+                let e = edit.clone();
+                Box::pin(async move { self::edit(tx, snapshots, &e).await })
+            })
+            .await
+    }
+
+    /// Deletes the caller's own review (with the provider's reply to it: a
+    /// reply answers that review alone) or the provider's own reply; the
+    /// user's snapshot and the course's aggregates follow (the user's rating
+    /// is their last remaining review's, or none), and the event.
+    pub async fn delete_comment(&self, d: Deleter) -> Result<DeleteOutcome, StoreError> {
+        let snapshots = self.snapshots;
+        self.store
+            .write(move |tx| Box::pin(async move { delete(tx, snapshots, &d).await }))
+            .await
+    }
+
+    /// Creates the provider's reply to a comment, or edits it when it
+    /// exists; bumps the course's version; and the event.
+    pub async fn put_reply(&self, reply: NewReply) -> Result<ReplyOutcome, StoreError> {
+        self.store
+            .write(move |tx| {
+                let r = reply.clone();
+                Box::pin(async move { put_reply(tx, &r).await })
+            })
+            .await
+    }
+}
+
+async fn post(
+    tx: &Tx<'_>,
+    snapshots: SnapshotWrites,
+    new: &NewComment,
+) -> Result<PostOutcome, StoreError> {
+    let kind = new.comment_type.as_str();
+    let found = snapshots.post_lookup(tx, new).await?;
+    if !found.course_exists {
+        return Ok(PostOutcome::CourseNotFound);
+    }
+    let Some(display_name) = found.display_name else {
+        return Ok(PostOutcome::UnknownUser);
+    };
+    snapshots.lock_course(tx, new.course_id, kind).await?;
+    let rating = new.rating.get();
+    let id = tx
+        .insert_id(
+            &POST_INSERT,
+            &[
+                &new.course_id,
+                &new.user_id,
+                &kind,
+                &rating,
+                &new.title,
+                &new.remarks,
+                &new.created_ms,
+            ],
+        )
+        .await?
+        .ok_or_else(|| StoreError::Internal("a comment's insert inserted nothing".into()))?;
+    let (old, last) = snapshots
+        .upsert_snapshot(tx, new, id, &display_name, found.last)
+        .await?;
+    apply_delta(tx, new.course_id, kind, delta(old, Some(last))).await?;
+    let out = comment_out(new, id, display_name);
+    tx.invalidate(invalidation_key(new.course_id));
+    tx.append(posted_event(&out))?;
+    Ok(PostOutcome::Posted(out))
+}
+
+async fn edit(
+    tx: &Tx<'_>,
+    snapshots: SnapshotWrites,
+    e: &CommentEdit,
+) -> Result<EditOutcome, StoreError> {
+    let found = tx
+        .query_opt(&FIND, &[&e.comment_id], |r| found_row(r))
+        .await?;
+    let (f, kind) = match check_edit(found, e) {
+        Ok(v) => v,
+        Err(outcome) => return Ok(*outcome),
+    };
+    let k = kind.as_str();
+    snapshots.lock_course(tx, f.course_id, k).await?;
+    let before = snapshots
+        .rating_before(tx, f.course_id, k, f.user_id)
+        .await?;
+    let rating = e.rating.map(|r| r.get());
+    let n = tx
+        .execute(
+            &EDIT,
+            &[&e.comment_id, &rating, &e.title, &e.remarks, &e.at_ms],
+        )
+        .await?;
+    if n == 0 {
+        // Deleted by another writer since it was found.
+        return Ok(EditOutcome::CommentNotFound);
+    }
+    let (old, new) = snapshots
+        .rebuild_snapshot(tx, f.course_id, k, f.user_id, before)
+        .await?;
+    apply_delta(tx, f.course_id, k, delta(old, new)).await?;
+    let out = edited_out(&f, e, kind);
+    tx.invalidate(invalidation_key(f.course_id));
+    tx.append(edited_event(&out))?;
+    Ok(EditOutcome::Edited(out))
+}
+
+async fn delete(
+    tx: &Tx<'_>,
+    snapshots: SnapshotWrites,
+    d: &Deleter,
+) -> Result<DeleteOutcome, StoreError> {
+    let found = tx
+        .query_opt(&FIND, &[&d.comment_id], |r| found_row(r))
+        .await?;
+    let (f, kind, is_reply) = match check_delete(found, d) {
+        Ok(v) => v,
+        Err(outcome) => return Ok(outcome),
+    };
+    let k = kind.as_str();
+    let deleted = DeleteOutcome::Deleted {
+        course_id: f.course_id,
+    };
+    if is_reply {
+        // A reply changes no snapshot: the version bump alone (with shared
+        // writers, also the course's lock, taken first as by every write).
+        tx.execute(&VERSION_BUMP, &[&f.course_id, &k]).await?;
+        if tx.execute(&DELETE, &[&d.comment_id]).await? == 0 {
+            return Ok(DeleteOutcome::CommentNotFound);
+        }
+        tx.invalidate(invalidation_key(f.course_id));
+        tx.append(deleted_event(d, &f, kind, true, 0))?;
+        return Ok(deleted);
+    }
+    snapshots.lock_course(tx, f.course_id, k).await?;
+    let before = snapshots
+        .rating_before(tx, f.course_id, k, f.user_id)
+        .await?;
+    if tx.execute(&DELETE, &[&d.comment_id]).await? == 0 {
+        // Deleted by another writer since it was found.
+        return Ok(DeleteOutcome::CommentNotFound);
+    }
+    let replies = tx.execute(&DELETE_REPLIES, &[&d.comment_id]).await?;
+    let (old, new) = snapshots
+        .rebuild_snapshot(tx, f.course_id, k, f.user_id, before)
+        .await?;
+    apply_delta(tx, f.course_id, k, delta(old, new)).await?;
+    tx.invalidate(invalidation_key(f.course_id));
+    tx.append(deleted_event(d, &f, kind, false, replies))?;
+    Ok(deleted)
+}
+
+/// An insert that does nothing when the comment has a reply, then an
+/// update: no read before the write, so it holds with shared writers too.
+async fn put_reply(tx: &Tx<'_>, r: &NewReply) -> Result<ReplyOutcome, StoreError> {
+    let target = tx
+        .query_opt(&TARGET, &[&r.comment_id], |row| target_row(row))
+        .await?;
+    let (target, kind) = match check_target(target, r.provider_id) {
+        Ok(v) => v,
+        Err(outcome) => return Ok(*outcome),
+    };
+    let reply_type = kind.reply_type();
+    let inserted = tx
+        .insert_id(
+            &REPLY_INSERT,
+            &[
+                &target.course_id,
+                &r.provider_id,
+                &reply_type,
+                &r.comment_id,
+                &r.title,
+                &r.remarks,
+                &r.at_ms,
+            ],
+        )
+        .await?;
+    let out = match inserted {
+        Some(id) => reply_out(r, &target, kind, id, r.at_ms, false),
+        None => {
+            let (id, created_ms) = tx
+                .query_one(
+                    &REPLY_EDIT,
+                    &[&r.comment_id, &r.title, &r.remarks, &r.at_ms],
+                    |row| Ok((row.int(0)?, row.int(1)?)),
+                )
+                .await?;
+            reply_out(r, &target, kind, id, created_ms, true)
+        }
+    };
+    tx.execute(&VERSION_BUMP, &[&target.course_id, &kind.as_str()])
+        .await?;
+    tx.invalidate(invalidation_key(target.course_id));
+    let edited = out.edited_date.is_some();
+    tx.append(reply_event(&out, edited))?;
+    Ok(if edited {
+        ReplyOutcome::Edited(out)
+    } else {
+        ReplyOutcome::Created(out)
+    })
+}
+
+fn posted_event(c: &CommentOut) -> NewEvent {
     NewEvent::json(
         model::stream_of(c.course_id),
         EVENT_COMMENT_POSTED,
@@ -22,7 +297,7 @@ pub(super) fn posted_event(c: &CommentOut) -> NewEvent {
     )
 }
 
-pub(super) fn reply_event(r: &CommentOut, edited: bool) -> NewEvent {
+fn reply_event(r: &CommentOut, edited: bool) -> NewEvent {
     NewEvent::json(
         model::stream_of(r.course_id),
         if edited {
@@ -38,44 +313,7 @@ pub(super) fn reply_event(r: &CommentOut, edited: bool) -> NewEvent {
     )
 }
 
-/// What a change of one user's last rating on a course (`None`: no rating)
-/// does to the course's aggregates. A course counts each user once, with
-/// their last rating (the write-up's `LastRating`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Delta {
-    pub count: i64,
-    pub sum: i64,
-    pub stars: [i64; 5],
-}
-
-pub(super) fn delta(old: Option<i32>, new: Option<i32>) -> Delta {
-    let mut d = Delta::default();
-    if let Some(o) = old.filter(|r| (1..=5).contains(r)) {
-        d.count -= 1;
-        d.sum -= o as i64;
-        d.stars[(o - 1) as usize] -= 1;
-    }
-    if let Some(n) = new.filter(|r| (1..=5).contains(r)) {
-        d.count += 1;
-        d.sum += n as i64;
-        d.stars[(n - 1) as usize] += 1;
-    }
-    d
-}
-
-/// A user's last rating before a comment: (rating, time, comment id).
-pub(super) type LastSeen = (i32, i64, i64);
-
-/// The user's last rating after a new comment stamped `(created_ms, id)`:
-/// the new one unless the user already has a newer comment.
-pub(super) fn last_after_post(old: Option<LastSeen>, created_ms: i64, id: i64, rating: i32) -> i32 {
-    match old {
-        Some((r, ms, last_id)) if (ms, last_id) > (created_ms, id) => r,
-        _ => rating,
-    }
-}
-
-pub(super) fn comment_out(new: &NewComment, id: i64, display_name: String) -> CommentOut {
+fn comment_out(new: &NewComment, id: i64, display_name: String) -> CommentOut {
     CommentOut {
         comment_id: id,
         course_id: new.course_id,
@@ -92,7 +330,7 @@ pub(super) fn comment_out(new: &NewComment, id: i64, display_name: String) -> Co
 }
 
 /// What the reply checks need to know about the target comment.
-pub(super) struct Target {
+struct Target {
     pub course_id: i64,
     pub comment_type: String,
     pub parent_id: Option<i64>,
@@ -100,7 +338,7 @@ pub(super) struct Target {
     pub provider_name: Option<String>,
 }
 
-pub(super) fn check_target(
+fn check_target(
     target: Option<Target>,
     provider_id: i64,
 ) -> Result<(Target, CommentType), Box<ReplyOutcome>> {
@@ -120,7 +358,7 @@ pub(super) fn check_target(
 }
 
 /// A row of [`super::sql::TARGET`].
-pub(super) fn target_row(r: &impl Columns) -> Result<Target, StoreError> {
+fn target_row(r: &impl Columns) -> Result<Target, StoreError> {
     Ok(Target {
         course_id: r.col(0)?,
         comment_type: r.col(1)?,
@@ -130,7 +368,7 @@ pub(super) fn target_row(r: &impl Columns) -> Result<Target, StoreError> {
     })
 }
 
-pub(super) fn reply_out(
+fn reply_out(
     r: &NewReply,
     t: &Target,
     kind: CommentType,
@@ -155,7 +393,7 @@ pub(super) fn reply_out(
 
 /// A comment as an edit or a delete finds it.
 #[derive(Clone, Debug)]
-pub(super) struct Found {
+struct Found {
     pub course_id: i64,
     pub user_id: i64,
     pub comment_type: String,
@@ -168,7 +406,7 @@ pub(super) struct Found {
 }
 
 /// A row of [`super::sql::FIND`].
-pub(super) fn found_row(r: &impl Columns) -> Result<Found, StoreError> {
+fn found_row(r: &impl Columns) -> Result<Found, StoreError> {
     Ok(Found {
         course_id: r.col(0)?,
         user_id: r.col(1)?,
@@ -184,7 +422,7 @@ pub(super) fn found_row(r: &impl Columns) -> Result<Found, StoreError> {
 
 /// The review an edit applies to, checked: it exists, is a review (not a
 /// reply) and is the caller's.
-pub(super) fn check_edit(
+fn check_edit(
     found: Option<Found>,
     e: &CommentEdit,
 ) -> Result<(Found, CommentType), Box<EditOutcome>> {
@@ -204,7 +442,7 @@ pub(super) fn check_edit(
 }
 
 /// The comment as it reads after the edit.
-pub(super) fn edited_out(f: &Found, e: &CommentEdit, kind: CommentType) -> CommentOut {
+fn edited_out(f: &Found, e: &CommentEdit, kind: CommentType) -> CommentOut {
     CommentOut {
         comment_id: e.comment_id,
         course_id: f.course_id,
@@ -220,7 +458,7 @@ pub(super) fn edited_out(f: &Found, e: &CommentEdit, kind: CommentType) -> Comme
     }
 }
 
-pub(super) fn edited_event(c: &CommentOut) -> NewEvent {
+fn edited_event(c: &CommentOut) -> NewEvent {
     NewEvent::json(
         model::stream_of(c.course_id),
         EVENT_COMMENT_EDITED,
@@ -233,7 +471,7 @@ pub(super) fn edited_event(c: &CommentOut) -> NewEvent {
 
 /// What a delete removes, checked: a review by its author (a user token),
 /// or a reply by its provider (a provider token).
-pub(super) fn check_delete(
+fn check_delete(
     found: Option<Found>,
     d: &Deleter,
 ) -> Result<(Found, CommentType, bool), DeleteOutcome> {
@@ -250,7 +488,7 @@ pub(super) fn check_delete(
     Ok((f, kind, is_reply))
 }
 
-pub(super) fn deleted_event(
+fn deleted_event(
     d: &Deleter,
     f: &Found,
     kind: CommentType,
@@ -276,95 +514,5 @@ pub(super) fn deleted_event(
                 "commentType": kind.as_str(), "repliesDeleted": replies, "at": at,
             }),
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use rusqlite::{params, Connection};
-
-    use super::super::sql::SNAPSHOT_UPSERT;
-    use super::*;
-
-    /// A comment stamped earlier can commit later: it counts in the thread
-    /// but does not become the user's last comment; a newer one does.
-    #[test]
-    fn snapshot_upsert_counts_every_comment_and_keeps_the_newest_last() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::store::migrate::apply_sqlite(&mut conn, &crate::services::migrations()).unwrap();
-        let upsert = |id: i64, title: &str, at_ms: i64| {
-            conn.execute(
-                SNAPSHOT_UPSERT.as_str(),
-                params![1, "Course", 5, id, title, 4, "r", at_ms, "N"],
-            )
-            .unwrap();
-            conn.query_row(
-                "SELECT comment_count, first_comment_id, last_comment_id, last_title, last_update_ms
-                 FROM comments_snapshots WHERE course_id = 1 AND user_id = 5",
-                [],
-                |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, i64>(4)?,
-                    ))
-                },
-            )
-            .unwrap()
-        };
-        assert_eq!(upsert(10, "first", 200), (1, 10, 10, "first".into(), 200));
-        assert_eq!(upsert(11, "late", 100), (2, 10, 10, "first".into(), 200));
-        assert_eq!(upsert(12, "newest", 300), (3, 10, 12, "newest".into(), 300));
-    }
-
-    /// A user's rating moves from old to new: counted once.
-    #[test]
-    fn a_delta_moves_one_users_rating() {
-        let d = delta(None, Some(4));
-        assert_eq!((d.count, d.sum, d.stars), (1, 4, [0, 0, 0, 1, 0]));
-        let d = delta(Some(2), Some(5));
-        assert_eq!((d.count, d.sum, d.stars), (0, 3, [0, -1, 0, 0, 1]));
-        let d = delta(Some(3), None);
-        assert_eq!((d.count, d.sum, d.stars), (-1, -3, [0, 0, -1, 0, 0]));
-        assert_eq!(delta(Some(3), Some(3)), Delta::default());
-        // A comment stamped before the user's last one does not replace it.
-        assert_eq!(last_after_post(Some((2, 500, 9)), 400, 10, 5), 2);
-        assert_eq!(last_after_post(Some((2, 500, 9)), 600, 10, 5), 5);
-        assert_eq!(last_after_post(None, 1, 1, 4), 4);
-    }
-
-    /// Migration 0030 rebuilds aggregates that counted every comment from
-    /// the snapshots' last ratings (each user once).
-    #[test]
-    fn the_migration_rebuilds_aggregates_per_user() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        crate::store::migrate::apply_sqlite(&mut conn, &crate::services::migrations()).unwrap();
-        for (user, last) in [(5, 4), (6, 2)] {
-            conn.execute(
-                SNAPSHOT_UPSERT.as_str(),
-                params![1, "Course", user, user, "t", last, "r", 100, "N"],
-            )
-            .unwrap();
-        }
-        // As an older store kept it: user 5 posted twice (5 stars, then 4).
-        conn.execute(
-            "INSERT INTO comments_ratings VALUES (1, 'Course', 3, 11, 0, 1, 0, 1, 1, 7)",
-            [],
-        )
-        .unwrap();
-        conn.execute_batch(include_str!(
-            "../migrations/sqlite/0030_comments_rating_per_user.sql"
-        ))
-        .unwrap();
-        let row: [i64; 8] = conn
-            .query_row(
-                "SELECT count, sum, stars1, stars2, stars3, stars4, stars5, version FROM comments_ratings",
-                [],
-                |r| Ok(std::array::from_fn(|i| r.get(i).unwrap())),
-            )
-            .unwrap();
-        assert_eq!(row, [2, 6, 0, 1, 0, 1, 0, 8]);
     }
 }
