@@ -3,13 +3,12 @@
 //! `app` assembles the server from the `platform` (shared machinery), the
 //! `store` (SQLite or PostgreSQL) and the `services` (one folder each).
 
+pub use throng_platform::{base, platform, schema_type, store};
+
 pub mod app;
-pub mod base;
 pub mod bench;
 pub mod cli;
-pub mod platform;
 pub mod services;
-pub mod store;
 
 #[cfg(test)]
 mod layering;
