@@ -64,16 +64,6 @@ impl VotingStore {
             rounds,
         })
     }
-
-    /// Who decides a vote here.
-    pub fn votes(&self) -> Votes {
-        self.votes
-    }
-
-    /// How rounds run here.
-    pub fn rounds(&self) -> Rounds {
-        self.rounds
-    }
 }
 
 /// What a vote command did.
