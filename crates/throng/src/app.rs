@@ -327,6 +327,7 @@ pub fn router_for(
             }),
         )
         .merge(crate::platform::docs::router())
+        .merge(crate::platform::assets::router())
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route(
@@ -431,6 +432,7 @@ pub async fn start_for(
             Duration::from_millis(args.idle_timeout_ms),
             args.proxies(),
         ),
+        owned_events: Arc::new(crate::platform::service::OwnedEvents::of(list)),
     };
     if args.demo {
         claim_for_demo(&store, &args.store).await?;

@@ -48,6 +48,35 @@ pub struct Platform {
     pub public_url: crate::platform::public_url::PublicUrl,
     /// Bounds and the stop signal of every SSE stream (`platform::streams`).
     pub streams: Arc<LiveStreams>,
+    /// The event streams and log consumers the served services own.
+    pub owned_events: Arc<OwnedEvents>,
+}
+
+/// The event stream categories and log consumers of the services an app
+/// serves, as each declares them (`Service::event_categories`,
+/// `Service::event_consumers`): what the events API never lets a client
+/// write or lease.
+#[derive(Clone, Debug, Default)]
+pub struct OwnedEvents {
+    /// (category, owning service).
+    pub categories: Vec<(&'static str, &'static str)>,
+    /// (consumer, owning service).
+    pub consumers: Vec<(&'static str, &'static str)>,
+}
+
+impl OwnedEvents {
+    /// What the services of `list` declare.
+    pub fn of(list: &[&dyn AnyService]) -> OwnedEvents {
+        let declared = |f: fn(&dyn AnyService) -> &'static [&'static str]| {
+            list.iter()
+                .flat_map(|s| f(*s).iter().map(move |c| (*c, s.name())))
+                .collect()
+        };
+        OwnedEvents {
+            categories: declared(|s| s.event_categories()),
+            consumers: declared(|s| s.event_consumers()),
+        }
+    }
 }
 
 /// A service's own state, found in [`AppState`] by its type.
@@ -165,6 +194,12 @@ pub trait Service: Send + Sync + 'static {
         &[]
     }
 
+    /// The names of its workers' log consumers (`booking-notifier`): the
+    /// events API never lets a client lease or move them.
+    fn event_consumers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Its `throng bench` experiments.
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
         Vec::new()
@@ -214,6 +249,7 @@ pub trait AnyService: Send + Sync + 'static {
     fn openapi_limits(&self, doc: &mut serde_json::Value);
     fn links(&self) -> Vec<Link>;
     fn event_categories(&self) -> &'static [&'static str];
+    fn event_consumers(&self) -> &'static [&'static str];
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
     fn roles(&self) -> &'static [RoleSpec];
 }
@@ -293,6 +329,9 @@ impl<S: Service> AnyService for S {
 
     fn event_categories(&self) -> &'static [&'static str] {
         Service::event_categories(self)
+    }
+    fn event_consumers(&self) -> &'static [&'static str] {
+        Service::event_consumers(self)
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {

@@ -1,5 +1,8 @@
-//! Bulk loading into PostgreSQL, for the seeds: binary `COPY`, and a
-//! table's indexes set aside for a load and built once after it.
+//! Bulk loading, for the seeds: [`BulkLoad`] fills a group of tables on
+//! either database, written once by its caller (rows through [`BulkRows`]).
+//! On PostgreSQL by binary `COPY`, with the tables' indexes set aside for
+//! the load and built once after it; on SQLite by prepared inserts on a
+//! connection of its own.
 //!
 //! Both work inside one transaction that also empties the tables, so a seed
 //! that fails or is killed leaves the tables (and their indexes) as they
@@ -81,7 +84,7 @@ impl CopyRows {
     /// [, FREEZE])`; returns the rows PostgreSQL stored. `FREEZE` needs the
     /// table created or truncated earlier in the same transaction.
     pub async fn send(
-        mut self,
+        self,
         tx: &Transaction<'_>,
         table: &str,
         columns: &[&str],
@@ -91,16 +94,41 @@ impl CopyRows {
         if self.rows == 0 {
             return Ok(0);
         }
+        let (sql, body) = self.statement(table, columns, freeze);
+        let sink = tx.copy_in::<_, bytes::Bytes>(&sql).await?;
+        futures::pin_mut!(sink);
+        sink.send(body).await?;
+        sink.finish().await
+    }
+
+    /// [`CopyRows::send`] on a client in a transaction it began.
+    pub async fn send_on(
+        self,
+        client: &tokio_postgres::Client,
+        table: &str,
+        columns: &[&str],
+        freeze: bool,
+    ) -> Result<u64, tokio_postgres::Error> {
+        use futures::SinkExt;
+        if self.rows == 0 {
+            return Ok(0);
+        }
+        let (sql, body) = self.statement(table, columns, freeze);
+        let sink = client.copy_in::<_, bytes::Bytes>(&sql).await?;
+        futures::pin_mut!(sink);
+        sink.send(body).await?;
+        sink.finish().await
+    }
+
+    /// The `COPY` statement and the rows' bytes, ended.
+    fn statement(mut self, table: &str, columns: &[&str], freeze: bool) -> (String, bytes::Bytes) {
         self.buf.extend_from_slice(&(-1i16).to_be_bytes());
         let sql = format!(
             "COPY {table} ({}) FROM STDIN (FORMAT binary{})",
             columns.join(", "),
             if freeze { ", FREEZE" } else { "" }
         );
-        let sink = tx.copy_in::<_, bytes::Bytes>(&sql).await?;
-        futures::pin_mut!(sink);
-        sink.send(self.buf.freeze()).await?;
-        sink.finish().await
+        (sql, self.buf.freeze())
     }
 }
 
@@ -117,6 +145,14 @@ impl IndexesAside {
     /// Drops every index of `tables` in `tx`, remembering how to build it.
     pub async fn drop_all(
         tx: &Transaction<'_>,
+        tables: &[&str],
+    ) -> Result<IndexesAside, tokio_postgres::Error> {
+        IndexesAside::drop_all_on(tx, tables).await
+    }
+
+    /// [`IndexesAside::drop_all`] on a client in a transaction it began.
+    pub async fn drop_all_on(
+        tx: &impl tokio_postgres::GenericClient,
         tables: &[&str],
     ) -> Result<IndexesAside, tokio_postgres::Error> {
         let tables: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
@@ -161,8 +197,292 @@ impl IndexesAside {
     /// Builds them again, each from sorted input (one pass over its table,
     /// instead of an insert per row during the load).
     pub async fn rebuild(self, tx: &Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+        self.rebuild_on(tx).await
+    }
+
+    /// [`IndexesAside::rebuild`] on a client in a transaction it began.
+    pub async fn rebuild_on(
+        self,
+        tx: &impl tokio_postgres::GenericClient,
+    ) -> Result<(), tokio_postgres::Error> {
         for sql in &self.rebuild {
             tx.batch_execute(sql).await?;
+        }
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------ the loader
+
+/// A table a bulk load fills: its name and the columns each row gives, in
+/// order.
+pub struct BulkTable {
+    pub name: &'static str,
+    pub columns: &'static [&'static str],
+    /// Whether the load gathers the table's statistics when it finishes
+    /// (booking's tables are meant to run without: ARCHITECTURE.md).
+    pub analyze: bool,
+}
+
+/// Rows for one table, encoded for the database they go to: `COPY`'s
+/// binary format for PostgreSQL, values for SQLite's prepared insert.
+pub struct BulkRows {
+    table: &'static BulkTable,
+    encoded: Encoded,
+}
+
+enum Encoded {
+    Copy(CopyRows),
+    Values {
+        values: Vec<rusqlite::types::Value>,
+        rows: usize,
+    },
+}
+
+impl BulkRows {
+    /// Starts a row; each of the table's columns must follow, in order.
+    pub fn row(&mut self) -> &mut BulkRows {
+        let fields = self.table.columns.len();
+        match &mut self.encoded {
+            Encoded::Copy(c) => {
+                c.row(fields as i16);
+            }
+            Encoded::Values { rows, .. } => *rows += 1,
+        }
+        self
+    }
+
+    /// The value as COPY encodes it, or as SQLite binds it (made only
+    /// for SQLite: a PostgreSQL load copies nothing twice).
+    fn value(
+        &mut self,
+        copy: impl FnOnce(&mut CopyRows) -> &mut CopyRows,
+        value: impl FnOnce() -> rusqlite::types::Value,
+    ) -> &mut BulkRows {
+        match &mut self.encoded {
+            Encoded::Copy(c) => {
+                copy(c);
+            }
+            Encoded::Values { values, .. } => values.push(value()),
+        }
+        self
+    }
+
+    /// A `BIGINT`.
+    pub fn int8(&mut self, v: i64) -> &mut BulkRows {
+        self.value(|c| c.int8(v), || v.into())
+    }
+
+    /// An `INT`.
+    pub fn int4(&mut self, v: i32) -> &mut BulkRows {
+        self.value(|c| c.int4(v), || v.into())
+    }
+
+    /// A `SMALLINT`.
+    pub fn int2(&mut self, v: i16) -> &mut BulkRows {
+        self.value(|c| c.int2(v), || v.into())
+    }
+
+    pub fn text(&mut self, v: &str) -> &mut BulkRows {
+        self.value(|c| c.text(v), || v.to_string().into())
+    }
+
+    /// A `BYTEA` (SQLite: a blob).
+    pub fn bytes(&mut self, v: &[u8]) -> &mut BulkRows {
+        self.value(|c| c.bytes(v), || v.to_vec().into())
+    }
+
+    pub fn null(&mut self) -> &mut BulkRows {
+        self.value(|c| c.null(), || rusqlite::types::Value::Null)
+    }
+
+    pub fn opt_int8(&mut self, v: Option<i64>) -> &mut BulkRows {
+        match v {
+            Some(v) => self.int8(v),
+            None => self.null(),
+        }
+    }
+
+    pub fn opt_int4(&mut self, v: Option<i32>) -> &mut BulkRows {
+        match v {
+            Some(v) => self.int4(v),
+            None => self.null(),
+        }
+    }
+
+    pub fn opt_text(&mut self, v: Option<&str>) -> &mut BulkRows {
+        match v {
+            Some(v) => self.text(v),
+            None => self.null(),
+        }
+    }
+}
+
+impl CopyRows {
+    /// A `SMALLINT`.
+    pub fn int2(&mut self, v: i16) -> &mut CopyRows {
+        self.buf.extend_from_slice(&2i32.to_be_bytes());
+        self.buf.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+
+    /// A `BYTEA`.
+    pub fn bytes(&mut self, v: &[u8]) -> &mut CopyRows {
+        let len = i32::try_from(v.len()).expect("a COPY field under 2 GiB");
+        self.buf.extend_from_slice(&len.to_be_bytes());
+        self.buf.extend_from_slice(v);
+        self
+    }
+}
+
+/// Memory for each index build in a PostgreSQL load's transaction
+/// (`maintenance_work_mem`): the largest seeded index (comments' thread
+/// index over 3,000,000 rows) sorts in memory with it.
+const PG_INDEX_BUILD_MEMORY_MB: u32 = 512;
+
+/// SQLite page cache of a load's own connection, in KiB.
+const SQLITE_LOAD_CACHE_KIB: i64 = 256 * 1024;
+
+/// A bulk load of a group of tables, emptied first. The named strategy per
+/// database:
+/// - PostgreSQL: one transaction that empties the tables (`TRUNCATE`), sets
+///   their indexes aside, takes the rows by binary `COPY ... FREEZE` and
+///   builds the indexes once at the end, so a failed or killed load leaves
+///   the tables as they were;
+/// - SQLite: a connection of its own without `fsync` (seeding is not
+///   serving: a crash mid-seed means seeding again), a transaction per
+///   [`BulkLoad::send`] with one prepared insert per row, in the tables'
+///   key order, so every insert appends to its B-tree.
+pub struct BulkLoad {
+    tables: &'static [&'static BulkTable],
+    inner: LoadInner,
+}
+
+enum LoadInner {
+    Sqlite(rusqlite::Connection),
+    Postgres {
+        client: deadpool_postgres::Object,
+        aside: IndexesAside,
+    },
+}
+
+impl BulkLoad {
+    pub(super) fn sqlite(
+        path: &std::path::Path,
+        tables: &'static [&'static BulkTable],
+    ) -> anyhow::Result<BulkLoad> {
+        let conn = super::sqlite::open_connection(path, SQLITE_LOAD_CACHE_KIB, false)?;
+        conn.execute_batch("PRAGMA synchronous = OFF;")?;
+        let mut empty = String::from("BEGIN IMMEDIATE;");
+        for t in tables {
+            empty.push_str(&format!("DELETE FROM {};", t.name));
+        }
+        empty.push_str("COMMIT;");
+        conn.execute_batch(&empty)?;
+        Ok(BulkLoad {
+            tables,
+            inner: LoadInner::Sqlite(conn),
+        })
+    }
+
+    pub(super) async fn postgres(
+        client: deadpool_postgres::Object,
+        tables: &'static [&'static BulkTable],
+    ) -> anyhow::Result<BulkLoad> {
+        let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
+        // TRUNCATE in this transaction is also what lets COPY freeze the rows.
+        client
+            .batch_execute(&format!(
+                "BEGIN; SET LOCAL maintenance_work_mem = '{PG_INDEX_BUILD_MEMORY_MB}MB';
+                 SET LOCAL max_parallel_maintenance_workers = 0; TRUNCATE {}",
+                names.join(", ")
+            ))
+            .await?;
+        let raw: &tokio_postgres::Client = &client;
+        let aside = IndexesAside::drop_all_on(raw, &names).await?;
+        Ok(BulkLoad {
+            tables,
+            inner: LoadInner::Postgres { client, aside },
+        })
+    }
+
+    /// An empty batch of rows for `table` (one of the load's), with room
+    /// for about `rows` rows of `row_bytes` each.
+    pub fn rows(&self, table: &'static BulkTable, rows: usize, row_bytes: usize) -> BulkRows {
+        debug_assert!(self.tables.iter().any(|t| std::ptr::eq(*t, table)));
+        BulkRows {
+            table,
+            encoded: match self.inner {
+                LoadInner::Sqlite(_) => Encoded::Values {
+                    values: Vec::with_capacity(rows * table.columns.len()),
+                    rows: 0,
+                },
+                LoadInner::Postgres { .. } => {
+                    Encoded::Copy(CopyRows::with_capacity(rows * row_bytes))
+                }
+            },
+        }
+    }
+
+    /// Stores `rows`; the number of rows stored.
+    pub async fn send(&mut self, rows: BulkRows) -> anyhow::Result<u64> {
+        let table = rows.table;
+        match (&mut self.inner, rows.encoded) {
+            (LoadInner::Sqlite(conn), Encoded::Values { values, rows }) => {
+                let placeholders: Vec<String> =
+                    (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
+                let sql = format!(
+                    "INSERT INTO {} ({}) VALUES ({})",
+                    table.name,
+                    table.columns.join(", "),
+                    placeholders.join(", ")
+                );
+                let tx =
+                    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                {
+                    let mut insert = tx.prepare_cached(&sql)?;
+                    for row in values.chunks_exact(table.columns.len()) {
+                        insert.execute(rusqlite::params_from_iter(row))?;
+                    }
+                }
+                tx.commit()?;
+                Ok(rows as u64)
+            }
+            (LoadInner::Postgres { client, .. }, Encoded::Copy(copy)) => Ok(copy
+                .send_on(client, table.name, table.columns, true)
+                .await?),
+            _ => anyhow::bail!("rows encoded for another database"),
+        }
+    }
+
+    /// Ends the load: on PostgreSQL builds the indexes again and commits;
+    /// then gathers the statistics of the tables that want them.
+    pub async fn finish(self) -> anyhow::Result<()> {
+        let analyzed: Vec<&str> = self
+            .tables
+            .iter()
+            .filter(|t| t.analyze)
+            .map(|t| t.name)
+            .collect();
+        match self.inner {
+            LoadInner::Sqlite(conn) => {
+                let mut sql = String::from("PRAGMA wal_checkpoint(TRUNCATE);");
+                if !analyzed.is_empty() {
+                    sql.push_str("PRAGMA analysis_limit = 1000;");
+                    for t in &analyzed {
+                        sql.push_str(&format!("ANALYZE {t};"));
+                    }
+                }
+                conn.execute_batch(&sql)?;
+            }
+            LoadInner::Postgres { client, aside } => {
+                let raw: &tokio_postgres::Client = &client;
+                aside.rebuild_on(raw).await?;
+                client.batch_execute("COMMIT").await?;
+                for t in &analyzed {
+                    client.batch_execute(&format!("ANALYZE {t}")).await?;
+                }
+            }
         }
         Ok(())
     }

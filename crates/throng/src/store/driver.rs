@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use super::postgres::PgStore;
-use super::seam::{run_ready, Conn, StoreFuture, Tx};
+use super::postgres::{PgFuture, PgGroup, PgStore, PgTx};
+use super::seam::{run_ready, Conn, Group, StoreFuture, Tx};
 use super::sqlite::SqliteStore;
 use super::{
     eventlog, migrate, streams, NewEvent, ReadKind, Store, StoreError, StoreLimits, StoreUrl,
@@ -100,6 +100,39 @@ impl Driver {
         }
     }
 
+    pub(super) async fn write_grouped<G: Group>(
+        &self,
+        item: G::Item,
+    ) -> Result<G::Out, StoreError> {
+        match self {
+            Driver::Sqlite(s) => {
+                s.write(move |c| {
+                    let tx = Tx::sqlite(c);
+                    let mut outs = run_ready(G::run(&tx, vec![&item]))?;
+                    match (outs.pop(), outs.is_empty()) {
+                        (Some(out), true) => Ok(out),
+                        _ => Err(StoreError::Internal(
+                            "a command group answered other than one outcome for one command"
+                                .into(),
+                        )),
+                    }
+                })
+                .await
+            }
+            Driver::Postgres(p) => p.write_grouped::<PgGrouped<G>>(item).await,
+        }
+    }
+
+    pub(super) async fn bulk_load(
+        &self,
+        tables: &'static [&'static super::bulk::BulkTable],
+    ) -> anyhow::Result<super::bulk::BulkLoad> {
+        match self {
+            Driver::Sqlite(s) => super::bulk::BulkLoad::sqlite(s.path(), tables),
+            Driver::Postgres(p) => super::bulk::BulkLoad::postgres(p.client().await?, tables).await,
+        }
+    }
+
     pub(super) async fn read<T, F>(&self, f: F, kind: ReadKind) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -124,6 +157,20 @@ impl Driver {
                 f(&conn).await
             }
         }
+    }
+}
+
+/// A seam [`Group`] as the PostgreSQL writer runs groups.
+struct PgGrouped<G>(std::marker::PhantomData<G>);
+
+impl<G: Group> PgGroup for PgGrouped<G> {
+    type Item = G::Item;
+    type Out = G::Out;
+    fn run<'a>(tx: &'a PgTx<'a>, items: Vec<&'a G::Item>) -> PgFuture<'a, Vec<G::Out>> {
+        Box::pin(async move {
+            let tx = Tx::postgres(tx);
+            G::run(&tx, items).await
+        })
     }
 }
 

@@ -30,7 +30,7 @@ pub mod streams;
 pub use columns::Columns;
 pub use eventlog::{NewEvent, StoredEvent};
 pub use migrate::MigrationSet;
-pub use seam::{Conn, Param, Row, Sql, StoreFuture, Tx};
+pub use seam::{Conn, Group, Param, Row, Sql, StoreFuture, Tx, Value};
 
 /// The store's own tables, which every store has rows in once opened or
 /// served (migrations applied, the PII key's fingerprint, consumer
@@ -326,6 +326,22 @@ impl Store {
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
     {
         self.driver.write(f, false).await
+    }
+
+    /// Runs `item` with the other commands of group `G` in the writer's
+    /// current batch, where writers are shared (see [`Group`]); where one
+    /// process writes, as a command of its own. Answers after the commit.
+    pub async fn write_grouped<G: Group>(&self, item: G::Item) -> Result<G::Out, StoreError> {
+        self.driver.write_grouped::<G>(item).await
+    }
+
+    /// Starts a bulk load that empties `tables` and fills them (the seeds;
+    /// see [`bulk::BulkLoad`] for each database's way).
+    pub async fn bulk_load(
+        &self,
+        tables: &'static [&'static bulk::BulkTable],
+    ) -> anyhow::Result<bulk::BulkLoad> {
+        self.driver.bulk_load(tables).await
     }
 
     /// Runs `f` on a read connection: a bounded lookup (on SQLite inline on

@@ -640,22 +640,6 @@ impl<'a> Tx<'a> {
             Outbox::PgApart(a) => a.invalidated.lock().unwrap().push(key),
         }
     }
-
-    /// The driver's own transaction handle, for the driver-side strategies
-    /// (see `store::strategy`).
-    pub(crate) fn pg(&self) -> Option<&'a PgTx<'a>> {
-        match &self.outbox {
-            Outbox::Postgres(t) => Some(t),
-            Outbox::Sqlite(_) | Outbox::PgApart(_) => None,
-        }
-    }
-
-    pub(crate) fn sqlite_conn(&self) -> Option<&'a rusqlite::Connection> {
-        match &self.outbox {
-            Outbox::Sqlite(c) => Some(**c),
-            Outbox::Postgres(_) | Outbox::PgApart(_) => None,
-        }
-    }
 }
 
 impl<'a> std::ops::Deref for Tx<'a> {
@@ -663,6 +647,21 @@ impl<'a> std::ops::Deref for Tx<'a> {
     fn deref(&self) -> &Conn<'a> {
         &self.conn
     }
+}
+
+/// A kind of write command that runs together with the others of its kind
+/// in a batch where writers are shared, as set-based statements (one
+/// statement for N commands: on PostgreSQL a statement's own cost, its
+/// protocol, executor start and round of locks, is more than a row's). See
+/// [`super::Store::write_grouped`].
+pub trait Group: Send + Sync + 'static {
+    type Item: Send + Sync + 'static;
+    type Out: Send + 'static;
+    /// Runs `items` (in arrival order) in the batch's transaction and
+    /// returns one outcome per item, in the same order. `Err` only when the
+    /// database failed (the batch is then retried command by command, so a
+    /// group may also run with one item).
+    fn run<'a>(tx: &'a Tx<'a>, items: Vec<&'a Self::Item>) -> StoreFuture<'a, Vec<Self::Out>>;
 }
 
 /// Runs an operation's future on SQLite, where every statement completes at

@@ -14,7 +14,8 @@ use throng::store::{NewEvent, Store, StoreLimits, StoreUrl};
 both_stores!(
     health_ready_metrics_and_openapi,
     event_log_is_gapless_under_two_writers,
-    a_record_of_versions_alone_is_adopted
+    a_record_of_versions_alone_is_adopted,
+    a_bulk_load_replaces_its_tables_and_keeps_their_indexes
 );
 
 postgres_only!(
@@ -25,9 +26,7 @@ postgres_only!(
 /// Three nodes start at the same moment on an empty database and an empty
 /// data dir: migrations, secrets and the PII key fingerprint must not race.
 async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let dir = tempfile::TempDir::new().unwrap();
     let (a, b, c) = tokio::join!(
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
@@ -57,9 +56,7 @@ async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
 }
 
 async fn health_ready_metrics_and_openapi(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 2).await;
     let api = &s.api;
     let r = api.get("/health").await;
     assert_eq!(r.status, 200);
@@ -155,9 +152,7 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
             )
         }
         StoreKind::Postgres => {
-            let Some(db) = PgDb::create_or_skip().await else {
-                return;
-            };
+            let db = PgDb::fresh().await;
             (StoreUrl::Postgres(db.url.clone()), Some(db), None)
         }
     };
@@ -245,9 +240,7 @@ async fn append(store: &Store, events: Vec<NewEvent>) {
 /// The database is dropped under a running server: readiness and writes
 /// answer 503 `store_unavailable` quickly, never 500 and never a hang.
 async fn a_database_that_goes_away_answers_503(kind: StoreKind) {
-    let Some(mut s) = TestServer::seeded(kind, 1, 1, 5).await else {
-        return;
-    };
+    let mut s = TestServer::seeded(kind, 1, 1, 5).await;
     assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
     assert_eq!(s.api.get("/ready").await.status, 200);
     let pg = s.pg.take().unwrap();
@@ -338,10 +331,7 @@ async fn a_record_of_versions_alone_is_adopted(kind: StoreKind) {
     let dir = tempfile::TempDir::new().unwrap();
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let url = match &pg {
         Some(pg) => StoreUrl::Postgres(pg.url.clone()),
@@ -373,4 +363,68 @@ async fn a_record_of_versions_alone_is_adopted(kind: StoreKind) {
         .await
         .unwrap();
     assert_eq!(older, 0, "the older record is gone");
+}
+
+static PROBE: throng::store::bulk::BulkTable = throng::store::bulk::BulkTable {
+    name: "bulk_probe",
+    columns: &["id", "name", "n"],
+    analyze: true,
+};
+
+/// A bulk load (the seeds' way in) empties its tables, stores every row
+/// sent, in every type, and leaves the tables' indexes as they were: the
+/// unique index refuses a duplicate afterwards.
+async fn a_bulk_load_replaces_its_tables_and_keeps_their_indexes(kind: StoreKind) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => Some(PgDb::fresh().await),
+    };
+    let url = match &pg {
+        Some(pg) => StoreUrl::Postgres(pg.url.clone()),
+        None => StoreUrl::Sqlite(dir.path().join("throng.db")),
+    };
+    let store = Store::open(&url, StoreLimits::default()).await.unwrap();
+    crate::helpers::batch(
+        &store,
+        "CREATE TABLE bulk_probe (id BIGINT PRIMARY KEY, name TEXT, n INT NOT NULL);
+         CREATE UNIQUE INDEX bulk_probe_name ON bulk_probe (name);
+         INSERT INTO bulk_probe VALUES (999, 'before', 0);",
+    )
+    .await;
+    static TABLES: &[&throng::store::bulk::BulkTable] = &[&PROBE];
+    for round in 0..2i64 {
+        let mut load = store.bulk_load(TABLES).await.unwrap();
+        for chunk in 0..3i64 {
+            let mut rows = load.rows(&PROBE, 100, 32);
+            for i in 0..100 {
+                let id = chunk * 100 + i;
+                let name = (id % 7 != 0).then(|| format!("r{round}-{id}"));
+                rows.row()
+                    .int8(id)
+                    .opt_text(name.as_deref())
+                    .int4(id as i32 * 2);
+            }
+            assert_eq!(load.send(rows).await.unwrap(), 100);
+        }
+        load.finish().await.unwrap();
+        let rows = crate::helpers::query(
+            &store,
+            "SELECT COUNT(*), COUNT(name), SUM(n), MAX(name) FROM bulk_probe",
+            vec![],
+            |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?, r.text(3)?)),
+        )
+        .await;
+        assert_eq!(
+            rows[0],
+            (300, 300 - 43, 299 * 300, format!("r{round}-99")),
+            "round {round}: the earlier rows are gone, every row sent is stored"
+        );
+    }
+    static DUPLICATE: throng::store::Sql =
+        throng::store::Sql::new("INSERT INTO bulk_probe VALUES (1000, 'r1-1', 0)");
+    let refused = store
+        .write(|tx| Box::pin(tx.execute(&DUPLICATE, &[])))
+        .await;
+    assert!(refused.is_err(), "the unique index was built again");
 }

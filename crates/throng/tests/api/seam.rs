@@ -144,10 +144,7 @@ struct W {
 async fn a_test_only_service_plugs_in(kind: StoreKind) {
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let dir = tempfile::TempDir::new().unwrap();
     let store = match &pg {

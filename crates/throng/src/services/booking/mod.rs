@@ -92,6 +92,10 @@ impl Service for Booking {
         &[model::STREAM_CATEGORY]
     }
 
+    fn event_consumers(&self) -> &'static [&'static str] {
+        &[notifier::CONSUMER]
+    }
+
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
     }

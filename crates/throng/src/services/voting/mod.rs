@@ -143,6 +143,10 @@ impl Service for Voting {
         &[model::BALLOT_STREAM_CATEGORY]
     }
 
+    fn event_consumers(&self) -> &'static [&'static str] {
+        &[mixer::CONSUMER, tally::CONSUMER]
+    }
+
     fn roles(&self) -> &'static [RoleSpec] {
         &[RoleSpec {
             role: VOTER,
