@@ -7,6 +7,8 @@ use super::super::receipt::{ReceiptKey, RECEIPT_BYTES};
 use super::{choice, int_triple, ReceiptState, Votes, VotingStore};
 use crate::store::{Columns, Sql, StoreError};
 
+/// The box: scanned on SQLite (keyed by district first; it holds the
+/// ballots of rounds not yet due), a key lookup on PostgreSQL.
 const BOXED: &str =
     "SELECT COUNT(*) FROM voting_ballot_box WHERE election_id = ?1 AND receipt_tag = ?2";
 /// Ballots not yet settled into the box count as boxed.
