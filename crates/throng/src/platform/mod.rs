@@ -18,6 +18,7 @@ pub mod error;
 pub mod experiment;
 pub mod extract;
 pub mod headers;
+pub mod lease;
 pub mod openapi;
 pub mod progress;
 pub mod public_url;

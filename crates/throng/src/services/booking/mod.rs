@@ -30,7 +30,7 @@ use crate::platform::crypto::{BlindIndex, PiiCipher};
 use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store, StoreError};
 use model::{Day, Place, RegisterOutcome, SealedRegistration};
@@ -147,17 +147,8 @@ impl Service for Booking {
         Ok(started)
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::BookingApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {

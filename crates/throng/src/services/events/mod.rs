@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
-    AppState, Link, LinkKind, OwnedEvents, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, OwnedEvents, Platform, Service, ServiceState, Started,
 };
 use crate::store::Store;
 
@@ -178,17 +178,8 @@ impl Service for Events {
         ))))
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::EventsApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {
