@@ -77,6 +77,28 @@ impl Driver {
         }
     }
 
+    pub(super) async fn write_apart<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        match self {
+            Driver::Sqlite(_) => self.write(f, true).await,
+            Driver::Postgres(p) => {
+                let mut client = p.client().await?;
+                let tx = client.transaction().await?;
+                let out = {
+                    let apart = Tx::pg_apart(&tx);
+                    let out = f(&apart).await?;
+                    apart.finish_apart().await?;
+                    out
+                };
+                tx.commit().await?;
+                Ok(out)
+            }
+        }
+    }
+
     pub(super) async fn write_alone<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -151,6 +173,7 @@ impl Driver {
                     ReadKind::Inline => s.read(job).await,
                     ReadKind::Blocking => s.read_blocking(job).await,
                     ReadKind::Paged => s.read_paged(job).await,
+                    ReadKind::Scan => s.read_scan(job).await,
                 }
             }
             Driver::Postgres(p) => {

@@ -389,6 +389,35 @@ impl Store {
         self.driver.read(f, ReadKind::Paged).await
     }
 
+    /// Runs `f` off the async workers on a read connection for one scan of
+    /// a table far larger than the server's memory budget (an index loaded
+    /// at start): on SQLite a connection of its own, opened for it with a
+    /// small page cache and no memory map and closed after it, so the pages
+    /// it read leave the process (through the readers' map they would stay
+    /// resident). Stream its rows ([`Conn::for_each`]).
+    pub async fn read_scan<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        self.driver.read(f, ReadKind::Scan).await
+    }
+
+    /// Runs `f` in a transaction of its own, apart from other commands: on
+    /// PostgreSQL a pooled connection's transaction (a batch's commands
+    /// share one transaction id, every row's `xmin`, which would pair their
+    /// rows), committed before this answers; events appended there may be
+    /// positioned at once ([`Tx::append_positioned`]). On SQLite, whose
+    /// rows carry no transaction id, a command of the one writer as
+    /// [`Store::write`]. `f` runs once.
+    pub async fn write_apart<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        self.driver.write_apart(f).await
+    }
+
     /// Which database this is (`sqlite`, `postgres`), for logs, reports and
     /// the names of data directories.
     pub fn dialect(&self) -> &'static str {
@@ -683,10 +712,11 @@ pub enum Writers {
 }
 
 /// Which read connection a read takes (see [`Store::read`],
-/// [`Store::read_blocking`], [`Store::read_paged`]).
+/// [`Store::read_blocking`], [`Store::read_paged`], [`Store::read_scan`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ReadKind {
     Inline,
     Blocking,
     Paged,
+    Scan,
 }

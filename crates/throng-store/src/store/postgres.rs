@@ -503,17 +503,9 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
     let mut events = std::mem::take(&mut *ptx.events.lock().unwrap());
     let opening = std::mem::take(&mut *ptx.opening.lock().unwrap());
     let conditional = std::mem::take(&mut *ptx.conditional.lock().unwrap());
-    let mut invalidated = std::mem::take(&mut *ptx.invalidated.lock().unwrap());
+    let invalidated = std::mem::take(&mut *ptx.invalidated.lock().unwrap());
     drop(ptx);
-    if !invalidated.is_empty() {
-        invalidated.sort_unstable();
-        invalidated.dedup();
-        let stmt = tx
-            .prepare_cached("SELECT COUNT(pg_notify($1, k)) FROM unnest($2::TEXT[]) AS k")
-            .await?;
-        tx.query_one(&stmt, &[&super::invalidate::CHANNEL, &invalidated])
-            .await?;
-    }
+    notify_invalidated(&tx, invalidated).await?;
     if events.is_empty() && conditional.is_empty() {
         if opening.is_empty() {
             tx.commit().await?;
@@ -548,6 +540,25 @@ async fn try_run_batch(pool: &Pool, jobs: &[&dyn PgJob]) -> Result<bool, StoreEr
         *slot.lock().unwrap() = Some(outcome);
     }
     Ok(true)
+}
+
+/// Tells every node's caches that what `keys` name changed, when (and only
+/// if) `tx` commits (see `invalidate.rs`).
+pub(crate) async fn notify_invalidated(
+    tx: &deadpool_postgres::Transaction<'_>,
+    mut keys: Vec<String>,
+) -> Result<(), StoreError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    let stmt = tx
+        .prepare_cached("SELECT COUNT(pg_notify($1, k)) FROM unnest($2::TEXT[]) AS k")
+        .await?;
+    tx.query_one(&stmt, &[&super::invalidate::CHANNEL, &keys])
+        .await?;
+    Ok(())
 }
 
 /// Whether every opening event names a stream of its own.

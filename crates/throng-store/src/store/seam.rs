@@ -508,6 +508,42 @@ impl<'a> Conn<'a> {
         })
     }
 
+    /// Every row the statement answers, handed to `each` as it is read and
+    /// never all held at once: a scan of millions of rows (an index loaded
+    /// at start) keeps one row in memory, not the answer.
+    pub async fn for_each(
+        &self,
+        sql: &Sql,
+        params: &[&dyn Param],
+        mut each: impl FnMut(&Row<'_>) -> Result<(), StoreError> + Send,
+    ) -> Result<(), StoreError> {
+        use futures::TryStreamExt;
+        let stream = match &self.0 {
+            ConnInner::Sqlite(c) => {
+                let values: Vec<Value<'_>> = params.iter().map(|p| p.value()).collect();
+                let mut stmt = c.prepare_cached(sql.sqlite())?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
+                while let Some(r) = rows.next()? {
+                    each(&Row(RowInner::Sqlite(r)))?;
+                }
+                return Ok(());
+            }
+            ConnInner::PgTx(t) => {
+                let stmt = t.prepare_cached(sql.postgres()).await?;
+                t.query_raw(&stmt, pg_values(params)).await?
+            }
+            ConnInner::PgClient(c, _) => {
+                let stmt = c.prepare_cached(sql.postgres()).await?;
+                c.query_raw(&stmt, pg_values(params)).await?
+            }
+        };
+        futures::pin_mut!(stream);
+        while let Some(r) = stream.try_next().await? {
+            each(&Row(RowInner::Postgres(&r)))?;
+        }
+        Ok(())
+    }
+
     async fn pg_rows(
         &self,
         sql: &Sql,
@@ -546,6 +582,17 @@ enum Outbox<'a> {
     Sqlite(Local<'a>),
     /// PostgreSQL positions a batch's events when it commits.
     Postgres(&'a PgTx<'a>),
+    /// A PostgreSQL transaction of its own ([`super::Store::write_apart`]).
+    PgApart(Apart<'a>),
+}
+
+/// What a PostgreSQL transaction of its own appends and invalidates: sent
+/// when it commits ([`Tx::finish_apart`]), or, for events whose positions
+/// the command needs, at once ([`Tx::append_positioned`]).
+struct Apart<'a> {
+    tx: &'a deadpool_postgres::Transaction<'a>,
+    events: std::sync::Mutex<Vec<NewEvent>>,
+    invalidated: std::sync::Mutex<Vec<String>>,
 }
 
 impl<'a> Tx<'a> {
@@ -563,6 +610,31 @@ impl<'a> Tx<'a> {
         }
     }
 
+    pub(crate) fn pg_apart(tx: &'a deadpool_postgres::Transaction<'a>) -> Tx<'a> {
+        Tx {
+            conn: Conn::pg_tx(tx),
+            outbox: Outbox::PgApart(Apart {
+                tx,
+                events: Default::default(),
+                invalidated: Default::default(),
+            }),
+        }
+    }
+
+    /// Sends what a transaction of its own appended and invalidated, before
+    /// its commit.
+    pub(crate) async fn finish_apart(&self) -> Result<(), StoreError> {
+        if let Outbox::PgApart(a) = &self.outbox {
+            let events = std::mem::take(&mut *a.events.lock().unwrap());
+            if !events.is_empty() {
+                super::postgres::append_events(a.tx, &events).await?;
+            }
+            let keys = std::mem::take(&mut *a.invalidated.lock().unwrap());
+            super::postgres::notify_invalidated(a.tx, keys).await?;
+        }
+        Ok(())
+    }
+
     /// Appends an event that commits with this command.
     pub fn append(&self, event: NewEvent) -> Result<(), StoreError> {
         match &self.outbox {
@@ -570,6 +642,36 @@ impl<'a> Tx<'a> {
             Outbox::Postgres(t) => {
                 t.append(event);
                 Ok(())
+            }
+            Outbox::PgApart(a) => {
+                a.events.lock().unwrap().push(event);
+                Ok(())
+            }
+        }
+    }
+
+    /// Appends `events`, in order, and answers their positions, for a
+    /// command that stores them beside its own rows: in SQLite's writer and
+    /// in a transaction of its own ([`super::Store::write_apart`]). A
+    /// command of PostgreSQL's batched writer cannot: its batch positions
+    /// events when it commits.
+    pub async fn append_positioned(&self, events: &[NewEvent]) -> Result<Vec<i64>, StoreError> {
+        match &self.outbox {
+            Outbox::Sqlite(c) => events
+                .iter()
+                .map(|e| super::eventlog::sqlite_append(c, e))
+                .collect(),
+            Outbox::Postgres(_) => Err(StoreError::Internal(
+                "a batched command's events are positioned when its batch commits; \
+                 write it apart (Store::write_apart)"
+                    .into(),
+            )),
+            Outbox::PgApart(a) => {
+                let earlier = std::mem::take(&mut *a.events.lock().unwrap());
+                if !earlier.is_empty() {
+                    super::postgres::append_events(a.tx, &earlier).await?;
+                }
+                super::postgres::append_events(a.tx, events).await
             }
         }
     }
@@ -583,6 +685,10 @@ impl<'a> Tx<'a> {
                 t.append_opening(event);
                 Ok(())
             }
+            Outbox::PgApart(a) => {
+                a.events.lock().unwrap().push(event);
+                Ok(())
+            }
         }
     }
 
@@ -590,8 +696,10 @@ impl<'a> Tx<'a> {
     /// command commits. Where one process makes every write (SQLite) the
     /// service's own cache already knows, so nothing is sent.
     pub fn invalidate(&self, key: String) {
-        if let Outbox::Postgres(t) = &self.outbox {
-            t.invalidate(key);
+        match &self.outbox {
+            Outbox::Sqlite(_) => {}
+            Outbox::Postgres(t) => t.invalidate(key),
+            Outbox::PgApart(a) => a.invalidated.lock().unwrap().push(key),
         }
     }
 }

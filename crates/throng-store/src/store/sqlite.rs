@@ -228,6 +228,27 @@ impl SqliteStore {
         read_inline(&self.paged_readers, &self.paged_permits, f).await
     }
 
+    /// Runs `f` in the blocking pool on a connection of its own, opened for
+    /// it with a `SCAN_CACHE_KIB` page cache and no memory map and closed
+    /// after it: one scan of a table far larger than the server's memory
+    /// budget (5,000,000 roll rows read through the readers' map would stay
+    /// resident in this process).
+    pub async fn read_scan<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let c = open_connection(&path, SCAN_CACHE_KIB, false)
+                .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            c.execute_batch("PRAGMA query_only = 1")?;
+            f(&c)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("read task failed: {e}")))?
+    }
+
     /// Runs `f` on a read connection in the blocking pool, for reads that may
     /// scan (reports, exports), so they never stall the async workers.
     pub async fn read_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -297,6 +318,10 @@ impl Drop for ReturnToPool<'_> {
         }
     }
 }
+
+/// Page cache of a scan's own connection, in KiB (see
+/// [`SqliteStore::read_scan`]).
+const SCAN_CACHE_KIB: i64 = 2048;
 
 /// Bytes of the database file a read connection maps into memory at most.
 /// Reads through the map skip a `pread` and a copy per page; the mapped pages

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::both_stores;
 use crate::helpers::{
-    count, execute, query, store_flags, throng_bin, Api, PgDb, ProcessServer, Reply, StoreKind,
-    TestServer,
+    batch, count, execute, query, store_flags, throng_bin, Api, PgDb, ProcessServer, Reply,
+    StoreKind, TestServer,
 };
 use futures::FutureExt;
 use throng::platform::auth::Role;
@@ -42,6 +42,7 @@ both_stores!(
     results_carry_turnout_update_time_and_colors,
     streams_are_capped_per_client_and_end_at_their_lifetime,
     sigterm_ends_every_stream_within_the_drain,
+    legacy_ballots_are_adopted_once,
 );
 crate::postgres_only!(
     one_vote_across_two_nodes,
@@ -1455,6 +1456,88 @@ async fn a_district_is_published_only_with_k_ballots(kind: StoreKind) {
     assert_eq!(
         count(store, "SELECT COUNT(*) FROM voting_ballot_box").await,
         0
+    );
+}
+
+/// Ballots stored before receipt tags (the legacy box, published ballots'
+/// ids) are re-keyed once at start: the boxed ballot sealed under its
+/// receipt's tag, both receipts' tags counted, the old tables dropped. Two
+/// nodes adopting at once adopt once, neither failing.
+async fn legacy_ballots_are_adopted_once(kind: StoreKind) {
+    use throng::services::voting::store::{ReceiptState, VotingStore};
+    let flags = ["--voting-identity", "headers", "--voting-no-workers"];
+    let s = start(kind, &flags, seed_args()).await;
+    let store = &s.state.store;
+    let key = Arc::new(receipt_key(&s));
+    let (boxed, published) = ([7u8; 16], [9u8; 16]);
+    batch(
+        store,
+        match kind {
+            StoreKind::Sqlite => {
+                "CREATE TABLE voting_ballot_box_legacy (ballot_id BLOB PRIMARY KEY,
+                    election_id INTEGER NOT NULL, district_id INTEGER NOT NULL,
+                    party_id INTEGER NOT NULL, candidate_ids TEXT NOT NULL);
+                 INSERT INTO voting_ballot_box_legacy
+                    VALUES (X'07070707070707070707070707070707', 1, 2, 3, '[4]');
+                 CREATE TABLE voting_receipts_legacy (election_id INTEGER, ballot_id BLOB);
+                 INSERT INTO voting_receipts_legacy
+                    VALUES (1, X'09090909090909090909090909090909');"
+            }
+            StoreKind::Postgres => {
+                "CREATE TABLE voting_ballot_box_legacy (ballot_id BYTEA PRIMARY KEY,
+                    election_id BIGINT NOT NULL, district_id BIGINT NOT NULL,
+                    party_id BIGINT NOT NULL, candidate_ids TEXT NOT NULL);
+                 INSERT INTO voting_ballot_box_legacy
+                    VALUES ('\\x07070707070707070707070707070707', 1, 2, 3, '[4]');
+                 CREATE TABLE voting_receipts_legacy (election_id BIGINT, ballot_id BYTEA);
+                 INSERT INTO voting_receipts_legacy
+                    VALUES (1, '\\x09090909090909090909090909090909');"
+            }
+        },
+    )
+    .await;
+    let (one, other) = (VotingStore::open(store), VotingStore::open(store));
+    let (a, b) = tokio::join!(one.adopt_legacy(&key), other.adopt_legacy(&key));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!((a + b, a.max(b)), (1, 1), "adopted once: {a}, {b}");
+    assert_eq!(one.adopt_legacy(&key).await.unwrap(), 0, "nothing left");
+    let legacy = match kind {
+        StoreKind::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'voting_%_legacy'",
+        StoreKind::Postgres => {
+            "SELECT COUNT(*) FROM pg_tables WHERE tablename LIKE 'voting_%_legacy'"
+        }
+    };
+    assert_eq!(count(store, legacy).await, 0, "the old tables are dropped");
+    let rows = query(
+        store,
+        "SELECT receipt_tag, district_id, sealed FROM voting_ballot_box",
+        vec![],
+        |r| Ok((r.bytes(0)?, r.int(1)?, r.bytes(2)?)),
+    )
+    .await;
+    assert_eq!(rows.len(), 1);
+    let (tag, district, sealed) = &rows[0];
+    assert_eq!(
+        tag,
+        &key.tag(1, &boxed).to_vec(),
+        "keyed by the receipt's tag"
+    );
+    assert_eq!(
+        key.open(1, *district, tag, sealed).as_deref(),
+        Some(&b"3|[4]"[..]),
+        "the choice sealed"
+    );
+    assert_eq!(
+        count(store, "SELECT COUNT(*) FROM voting_receipts_counted").await,
+        2
+    );
+    assert_eq!(
+        one.receipt(1, key.tag(1, &boxed), false).await.unwrap(),
+        Some(ReceiptState::Boxed)
+    );
+    assert_eq!(
+        one.receipt(1, key.tag(1, &published), false).await.unwrap(),
+        Some(ReceiptState::Published { position: 0 })
     );
 }
 

@@ -11,9 +11,9 @@
 //! box holds at least the minimum, or, once the election has closed, every
 //! district (the final flush): its ballots move in random-tag order into
 //! `voting_ballots` with one `voting.BallotCast` event each (whole
-//! districts up to `VotingStore::round_ballots_max` ballots where a round
-//! is bounded, as on PostgreSQL; the next round follows at once), and its
-//! box rows are deleted (see `store::publish_round`). One mixer runs at a
+//! districts up to `store::Rounds::ballots_max` ballots where a round is
+//! bounded, as on PostgreSQL; the next round follows at once), and its box
+//! rows are deleted (see `VotingStore::publish_round`). One mixer runs at a
 //! time: a lease on its consumer row, as booking's confirmation worker.
 
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub struct MixerConfig {
 
 pub fn spawn(
     store: Store,
-    storage: Arc<dyn VotingStore>,
+    storage: Arc<VotingStore>,
     catalog: Arc<ArcSwap<Catalog>>,
     tally: Arc<Tally>,
     config: MixerConfig,
@@ -49,7 +49,7 @@ pub fn spawn(
         let owner = uuid::Uuid::new_v4().to_string();
         loop {
             match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
-                Ok(Some(_)) => mix(&store, &*storage, &catalog, &tally, &config, &owner).await,
+                Ok(Some(_)) => mix(&store, &storage, &catalog, &tally, &config, &owner).await,
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "the voting mixer cannot claim its lease"),
             }
@@ -61,7 +61,7 @@ pub fn spawn(
 /// Publishes rounds while this node holds the lease.
 async fn mix(
     store: &Store,
-    storage: &dyn VotingStore,
+    storage: &VotingStore,
     catalog: &ArcSwap<Catalog>,
     tally: &Tally,
     config: &MixerConfig,
@@ -89,7 +89,7 @@ async fn mix(
                 }
             }
             let min = if closed { 1 } else { config.ballots_min.max(1) };
-            match super::store::publish_round(storage, &config.keys, id, min).await {
+            match storage.publish_round(&config.keys, id, min).await {
                 Ok(round) if round.published == 0 => {}
                 Ok(round) => {
                     more_waiting |= round.more_waiting;

@@ -10,8 +10,8 @@
 //! writer only records the voter's mark and drops the ballot into the box
 //! (`VotingStore::cast`); the mixer publishes the box in rounds
 //! (`mixer.rs`), and the projector counts published ballots (`tally.rs`).
-//! Storage is reached through one [`store::VotingStore`], chosen from the
-//! store when the state is built.
+//! Storage is reached through one [`store::VotingStore`], its designs
+//! chosen from the store when the state is built.
 
 pub mod bench;
 pub mod http;
@@ -321,7 +321,7 @@ impl Catalog {
     }
 
     /// Loads every election, its roll (and who voted) and renders its ballots.
-    pub async fn load(storage: &dyn VotingStore) -> anyhow::Result<Catalog> {
+    pub async fn load(storage: &VotingStore) -> anyhow::Result<Catalog> {
         let started = std::time::Instant::now();
         let rows = storage.election_rows().await?;
         let mut district_ids: HashMap<i64, Vec<i64>> = HashMap::new();
@@ -373,8 +373,8 @@ impl Catalog {
 /// What the voting routes share.
 pub struct VotingState {
     pub store: Store,
-    /// The voting tables, through this store's dialect.
-    pub storage: Arc<dyn VotingStore>,
+    /// The voting tables.
+    pub storage: Arc<VotingStore>,
     pub keys: Arc<TokenKeys>,
     pub identity: Identity,
     /// `serve --demo`: the demo voter endpoint answers.
@@ -414,7 +414,7 @@ impl VotingState {
                  THRONG_VOTING_RECEIPT_KEY that this store was created with"
             );
         }
-        let storage = store::open(&platform.store);
+        let storage = VotingStore::open(&platform.store);
         let adopted = storage.adopt_legacy(&receipts).await?;
         if adopted > 0 {
             tracing::info!(
@@ -422,7 +422,7 @@ impl VotingState {
                 "sealed the ballot box under receipt tags"
             );
         }
-        let catalog = Catalog::load(&*storage).await?;
+        let catalog = Catalog::load(&storage).await?;
         Ok(VotingState {
             store: platform.store.clone(),
             storage,
@@ -457,7 +457,7 @@ impl VotingState {
                 let this = this.clone();
                 async move {
                     this.catalog
-                        .store(Arc::new(Catalog::load(&*this.storage).await?));
+                        .store(Arc::new(Catalog::load(&this.storage).await?));
                     Ok(())
                 }
             },

@@ -10,10 +10,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use indicatif::ProgressBar;
-
 use crate::platform::experiment::mix64;
-use crate::store::{pg_placeholders, Store};
+use crate::store::Store;
 
 use super::model::DISTRICTS_PER_ELECTION_MAX;
 use super::store::VotingStore;
@@ -60,7 +58,7 @@ pub struct SeedVotingArgs {
 pub const SEED_GENERATION_KEY: &str = "voting_seed_generation";
 
 /// Voters per transaction / progress step.
-const VOTERS_PER_CHUNK: i64 = 250_000;
+pub(super) const VOTERS_PER_CHUNK: i64 = 250_000;
 
 const PARTIES: &[(&str, &str)] = &[
     ("Civic Alliance", "CA"),
@@ -118,18 +116,18 @@ pub fn candidate_id(args: &SeedVotingArgs, district: i64, party: i64, position: 
     ((district - 1) * args.parties + (party - 1)) * args.candidates_per_party + position
 }
 
-fn district_name(d: i64) -> String {
+pub(super) fn district_name(d: i64) -> String {
     format!("{} {d}", REGIONS[(d as usize) % REGIONS.len()])
 }
 
-fn party_name(p: i64) -> (String, String) {
+pub(super) fn party_name(p: i64) -> (String, String) {
     match PARTIES.get(p as usize - 1) {
         Some((n, s)) => (n.to_string(), s.to_string()),
         None => (format!("Party {p}"), format!("P{p}")),
     }
 }
 
-fn candidate_name(id: i64) -> String {
+pub(super) fn candidate_name(id: i64) -> String {
     let h = mix64(id as u64, 7);
     format!(
         "{} {}",
@@ -187,38 +185,6 @@ pub struct SeedReport {
     pub csv_rows: i64,
 }
 
-/// Every voting table, with the column naming the election.
-const ELECTION_TABLES: &[(&str, &str)] = &[
-    ("voting_tallies", "election_id"),
-    ("voting_rounds", "election_id"),
-    ("voting_ballots", "election_id"),
-    ("voting_ballot_box", "election_id"),
-    ("voting_receipts_counted", "election_id"),
-    ("voting_marks", "election_id"),
-    ("voting_voters", "election_id"),
-    ("voting_candidates", "election_id"),
-    ("voting_parties", "election_id"),
-    ("voting_districts", "election_id"),
-    ("voting_elections", "id"),
-];
-/// SQLite's intake and marks folded into bits (PostgreSQL writes votes into
-/// the box and keeps marks by voter).
-const SQLITE_ELECTION_TABLES: &[(&str, &str)] = &[
-    ("voting_ballot_intake", "election_id"),
-    ("voting_marks_bits", "election_id"),
-];
-
-/// SQL the same in both dialects (`?N`; `$N` through `pg_placeholders`).
-const ELECTION_EXISTS: &str = "SELECT COUNT(*) FROM voting_elections WHERE id = ?1";
-const INSERT_ELECTION: &str =
-    "INSERT INTO voting_elections (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max)
-             VALUES (?1, ?2, ?3, ?4, ?5)";
-
-/// Deletes an election's rows from `table`.
-fn delete_election_rows(table: &str, column: &str) -> String {
-    format!("DELETE FROM {table} WHERE {column} = ?1")
-}
-
 pub async fn seed(
     store: &Store,
     args: &SeedVotingArgs,
@@ -232,9 +198,7 @@ pub async fn seed(
         "seeding voting",
         progress,
     );
-    super::store::open(store)
-        .seed_election(args, opens, closes, &bar)
-        .await?;
+    super::store::seed_election(store, args, opens, closes, &bar).await?;
     bar.finish();
     let csv_rows = match &args.voters_csv {
         Some(path) => {
@@ -255,208 +219,6 @@ pub async fn seed(
         elapsed_s: started.elapsed().as_secs_f64(),
         csv_rows,
     })
-}
-
-fn refuse_reseed(exists: bool, args: &SeedVotingArgs) -> anyhow::Result<()> {
-    if exists && !args.force {
-        anyhow::bail!(
-            "election {} exists; pass --force to replace it (this deletes its votes, ballots and tallies)",
-            args.election
-        );
-    }
-    Ok(())
-}
-
-fn election_name(args: &SeedVotingArgs) -> String {
-    args.name
-        .clone()
-        .unwrap_or_else(|| format!("Election {}", args.election))
-}
-
-/// The bulk load into SQLite (`VotingStore::seed_election`): the roll in key
-/// order, in transactions of `VOTERS_PER_CHUNK` voters.
-pub(super) fn seed_sqlite(
-    path: &std::path::Path,
-    args: &SeedVotingArgs,
-    opens: i64,
-    closes: i64,
-    bar: &ProgressBar,
-) -> anyhow::Result<()> {
-    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
-    let e = args.election;
-    let exists: i64 = conn.query_row(ELECTION_EXISTS, [e], |r| r.get(0))?;
-    refuse_reseed(exists > 0, args)?;
-    {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for (table, column) in ELECTION_TABLES.iter().chain(SQLITE_ELECTION_TABLES) {
-            tx.execute(&delete_election_rows(table, column), [e])?;
-        }
-        tx.execute(
-            INSERT_ELECTION,
-            rusqlite::params![
-                e,
-                election_name(args),
-                opens,
-                closes,
-                args.candidates_per_vote_max
-            ],
-        )?;
-        let mut district = tx.prepare(
-            "INSERT INTO voting_districts (election_id, district_id, name) VALUES (?1, ?2, ?3)",
-        )?;
-        for d in 1..=args.districts {
-            district.execute(rusqlite::params![e, d, district_name(d)])?;
-        }
-        let mut party = tx.prepare(
-            "INSERT INTO voting_parties (election_id, party_id, name, short_name) VALUES (?1, ?2, ?3, ?4)",
-        )?;
-        for p in 1..=args.parties {
-            let (name, short) = party_name(p);
-            party.execute(rusqlite::params![e, p, name, short])?;
-        }
-        let mut candidate = tx.prepare(
-            "INSERT INTO voting_candidates (election_id, candidate_id, district_id, party_id, list_position, name)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for d in 1..=args.districts {
-            for p in 1..=args.parties {
-                for pos in 1..=args.candidates_per_party {
-                    let id = candidate_id(args, d, p, pos);
-                    candidate.execute(rusqlite::params![e, id, d, p, pos, candidate_name(id)])?;
-                }
-            }
-        }
-        drop((district, party, candidate));
-        tx.commit()?;
-    }
-    // The roll in key order: every insert appends to the B-tree's rightmost
-    // page. A crash mid-load leaves a partial roll; seed again with --force.
-    conn.execute_batch("PRAGMA synchronous = OFF")?;
-    let mut first = 1;
-    while first <= args.voters {
-        let last = (first + VOTERS_PER_CHUNK - 1).min(args.voters);
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut voter = tx.prepare_cached(
-                "INSERT INTO voting_voters (election_id, voter_id, district_id) VALUES (?1, ?2, ?3)",
-            )?;
-            for v in first..=last {
-                voter.execute([e, v, district_of(e, v, args.districts)])?;
-            }
-        }
-        tx.commit()?;
-        bar.inc((last - first + 1) as u64);
-        first = last + 1;
-    }
-    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE);")?;
-    Ok(())
-}
-
-/// The bulk load into PostgreSQL (`VotingStore::seed_election`): `COPY`, in
-/// one transaction.
-pub(super) async fn seed_pg(
-    store: &crate::store::postgres::PgStore,
-    args: &SeedVotingArgs,
-    opens: i64,
-    closes: i64,
-    bar: &ProgressBar,
-) -> anyhow::Result<()> {
-    use futures::SinkExt;
-    let mut client = store.client().await?;
-    let e = args.election;
-    let exists: i64 = client
-        .query_one(&pg_placeholders(ELECTION_EXISTS), &[&e])
-        .await?
-        .get(0);
-    refuse_reseed(exists > 0, args)?;
-    let tx = client.transaction().await?;
-    for (table, column) in ELECTION_TABLES {
-        tx.execute(
-            &pg_placeholders(&delete_election_rows(table, column)),
-            &[&e],
-        )
-        .await?;
-    }
-    tx.execute(
-        &pg_placeholders(INSERT_ELECTION),
-        &[
-            &e,
-            &election_name(args),
-            &opens,
-            &closes,
-            &(args.candidates_per_vote_max as i32),
-        ],
-    )
-    .await?;
-    // Generated names hold no tabs, newlines or backslashes (COPY's text format).
-    let copy = |sql: &'static str, text: String| {
-        let tx = &tx;
-        async move {
-            let sink = tx.copy_in(sql).await?;
-            futures::pin_mut!(sink);
-            sink.send(bytes::Bytes::from(text)).await?;
-            sink.finish().await?;
-            Ok::<_, tokio_postgres::Error>(())
-        }
-    };
-    let mut text = String::new();
-    for d in 1..=args.districts {
-        text.push_str(&format!("{e}\t{d}\t{}\n", district_name(d)));
-    }
-    copy(
-        "COPY voting_districts (election_id, district_id, name) FROM STDIN",
-        std::mem::take(&mut text),
-    )
-    .await?;
-    for p in 1..=args.parties {
-        let (name, short) = party_name(p);
-        text.push_str(&format!("{e}\t{p}\t{name}\t{short}\n"));
-    }
-    copy(
-        "COPY voting_parties (election_id, party_id, name, short_name) FROM STDIN",
-        std::mem::take(&mut text),
-    )
-    .await?;
-    for d in 1..=args.districts {
-        for p in 1..=args.parties {
-            for pos in 1..=args.candidates_per_party {
-                let id = candidate_id(args, d, p, pos);
-                text.push_str(&format!(
-                    "{e}\t{id}\t{d}\t{p}\t{pos}\t{}\n",
-                    candidate_name(id)
-                ));
-            }
-        }
-    }
-    copy(
-        "COPY voting_candidates (election_id, candidate_id, district_id, party_id, list_position, name) FROM STDIN",
-        std::mem::take(&mut text),
-    )
-    .await?;
-    let mut first = 1;
-    while first <= args.voters {
-        let last = (first + VOTERS_PER_CHUNK - 1).min(args.voters);
-        let mut text = String::with_capacity(((last - first + 1) * 20) as usize);
-        let mut int = itoa::Buffer::new();
-        for v in first..=last {
-            text.push_str(int.format(e));
-            text.push('\t');
-            text.push_str(int.format(v));
-            text.push('\t');
-            text.push_str(int.format(district_of(e, v, args.districts)));
-            text.push('\n');
-        }
-        copy(
-            "COPY voting_voters (election_id, voter_id, district_id) FROM STDIN",
-            text,
-        )
-        .await?;
-        bar.inc((last - first + 1) as u64);
-        first = last + 1;
-    }
-    tx.commit().await?;
-    client.batch_execute("ANALYZE voting_voters").await?;
-    Ok(())
 }
 
 /// Writes every voter as `voter-id,election-district-id`, shuffled with a
@@ -508,13 +270,13 @@ pub fn demo_args() -> SeedVotingArgs {
 
 /// `serve --demo`: seeds the demo election when there is no election.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
-    let storage = super::store::open(store);
+    let storage = VotingStore::open(store);
     if !storage.election_rows().await?.elections.is_empty() {
         return Ok(());
     }
     let args = demo_args();
     let report = seed(store, &args, false).await?;
-    seed_demo_ballots(&*storage, args.election).await?;
+    seed_demo_ballots(&storage, args.election).await?;
     tracing::info!(voters = report.voters, "seeded the voting demo election");
     Ok(())
 }
@@ -526,7 +288,7 @@ pub const DEMO_BALLOTS_PER_DISTRICT: usize = 4 * super::DEMO_MIX_BALLOTS_MIN as 
 
 /// Publishes [`DEMO_BALLOTS_PER_DISTRICT`] ballots of the first voters of
 /// each district, spread over the parties and their first candidates.
-async fn seed_demo_ballots(storage: &dyn VotingStore, election_id: i64) -> anyhow::Result<()> {
+async fn seed_demo_ballots(storage: &VotingStore, election_id: i64) -> anyhow::Result<()> {
     let rows = storage.election_rows().await?;
     let Some(e) = rows
         .assemble(&Default::default())
@@ -561,6 +323,6 @@ async fn seed_demo_ballots(storage: &dyn VotingStore, election_id: i64) -> anyho
             ballots.push((voter, d.id, list.party_id, serde_json::to_string(&picks)?));
         }
     }
-    super::store::seed_published(storage, election_id, ballots).await?;
+    storage.seed_published(election_id, ballots).await?;
     Ok(())
 }

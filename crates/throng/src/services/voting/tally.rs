@@ -247,7 +247,7 @@ struct BallotCast {
 
 pub fn spawn(
     store: Store,
-    storage: Arc<dyn VotingStore>,
+    storage: Arc<VotingStore>,
     tally: Arc<Tally>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -256,11 +256,11 @@ pub fn spawn(
             match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
                 Ok(Some(_)) => {
                     tracing::info!("voting tally projector holds the lease");
-                    project(&store, &*storage, &tally, &owner).await;
+                    project(&store, &storage, &tally, &owner).await;
                     tracing::info!("voting tally projector lost its lease; standing by");
                 }
                 Ok(None) => {
-                    if let Err(e) = poll(&*storage, &tally).await {
+                    if let Err(e) = poll(&storage, &tally).await {
                         tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
                     }
                 }
@@ -274,14 +274,14 @@ pub fn spawn(
 }
 
 /// A node without the lease: the table as the leaseholder left it.
-async fn poll(storage: &dyn VotingStore, tally: &Tally) -> Result<(), crate::store::StoreError> {
+async fn poll(storage: &VotingStore, tally: &Tally) -> Result<(), crate::store::StoreError> {
     let (position, rows) = storage.read_tallies(CONSUMER).await?;
     tally.replace(position, rows.into_iter().collect());
     Ok(())
 }
 
 /// Projects while this node holds the lease; returns when it lost it.
-async fn project(store: &Store, storage: &dyn VotingStore, tally: &Tally, owner: &Arc<str>) {
+async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Arc<str>) {
     // The table and position as of the claim: only the leaseholder writes.
     let (mut position, votes) = loop {
         match storage.read_tallies(CONSUMER).await {

@@ -31,14 +31,11 @@
 //!
 //! Not secret: `voting_baseline_votes` keeps each voter beside their choice,
 //! as the write-up's table does. Both are made by the bench child at start
-//! (`sqlite::DDL`, `postgres::DDL`), only in the bench's store.
+//! ([`DDL`]), only in the bench's store.
 //!
-//! Its storage is one small trait ([`BaselineStore`], `sqlite.rs` and
-//! `postgres.rs` beside this file), chosen once from the store at start; its
-//! SQL is written once ([`sql`], `?N` made `$N` by `pg_placeholders`).
-
-mod postgres;
-mod sqlite;
+//! Its storage is four functions over the store ([`create_tables`],
+//! [`ballot_rows`], [`vote_rows`], [`insert_vote`]), written once against
+//! the store's seam.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,7 +45,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures::future::BoxFuture;
 use serde_json::json;
 
 use crate::base::clock::now_ms;
@@ -62,17 +58,17 @@ use crate::services::voting::model::{
     header_id, Candidate, District, Election, ElectionRows, PartyList, VoteRequest,
     DISTRICT_HEADER, VOTER_HEADER,
 };
+use crate::services::voting::store::{candidate_row, district_row, election_row, party_row};
 use crate::services::voting::{http, Identity, VotingState};
-use crate::store::Columns;
-use crate::store::{Store, StoreError};
+use crate::store::{Columns, Sql, Store, StoreError};
 
 /// The write-up's design as a service of the bench's child servers.
 pub struct VotingBaseline;
 
-/// What its start made: its storage (it answers from `VotingState`
-/// otherwise).
+/// What its start made: its handle on the store (it answers from
+/// `VotingState` otherwise).
 pub struct BaselineState {
-    storage: Arc<dyn BaselineStore>,
+    store: Store,
 }
 
 impl ServiceState for BaselineState {}
@@ -88,9 +84,10 @@ impl Service for VotingBaseline {
         platform: &Platform,
         _args: NoArgs,
     ) -> anyhow::Result<Started<BaselineState>> {
-        let storage = open(&platform.store);
-        storage.create_tables().await?;
-        Ok(Started::new(Arc::new(BaselineState { storage })))
+        create_tables(&platform.store).await?;
+        Ok(Started::new(Arc::new(BaselineState {
+            store: platform.store.clone(),
+        })))
     }
 
     /// Left out of the API document: the bench's routes are not the API.
@@ -120,70 +117,183 @@ where
 
 // ---------------------------------------------------------------- storage
 
-/// The baseline's storage: what its two endpoints read and write.
-trait BaselineStore: Send + Sync {
-    /// Makes its table (emptied: the bench seeds a fresh election before
-    /// its child servers start), and the candidates' index its reads need.
-    fn create_tables(&self) -> BoxFuture<'_, anyhow::Result<()>>;
+/// The baseline's table and the candidates' index.
+static DDL: Sql = Sql::per_dialect(
+    "CREATE TABLE IF NOT EXISTS voting_baseline_votes (
+        election_id INTEGER NOT NULL,
+        voter_id INTEGER NOT NULL,
+        district_id INTEGER NOT NULL,
+        party_id INTEGER NOT NULL,
+        candidate_ids TEXT NOT NULL,
+        PRIMARY KEY (election_id, voter_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS voting_candidates_by_list
+        ON voting_candidates (election_id, district_id, party_id, list_position, name);
+    DELETE FROM voting_baseline_votes;",
+    "CREATE TABLE IF NOT EXISTS voting_baseline_votes (
+        election_id BIGINT NOT NULL,
+        voter_id BIGINT NOT NULL,
+        district_id BIGINT NOT NULL,
+        party_id BIGINT NOT NULL,
+        candidate_ids TEXT NOT NULL,
+        PRIMARY KEY (election_id, voter_id)
+    );
+    CREATE INDEX IF NOT EXISTS voting_candidates_by_list
+        ON voting_candidates (election_id, district_id, party_id, list_position, name);
+    DELETE FROM voting_baseline_votes;",
+);
 
-    /// The ballot's reads: the election, the district, the parties and the
-    /// district's candidates.
-    fn ballot_rows(
-        &self,
-        election_id: i64,
-        district_id: i64,
-    ) -> BoxFuture<'_, Result<BallotRows, StoreError>>;
+static ELECTION: Sql = Sql::new(
+    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max
+       FROM voting_elections WHERE id = ?1",
+);
+static DISTRICT: Sql = Sql::new(
+    "SELECT election_id, district_id, name FROM voting_districts
+      WHERE election_id = ?1 AND district_id = ?2",
+);
+static PARTIES: Sql = Sql::new(
+    "SELECT election_id, party_id, name, short_name FROM voting_parties WHERE election_id = ?1",
+);
+static CANDIDATES: Sql = Sql::new(
+    "SELECT election_id, candidate_id, district_id, party_id, list_position, name
+       FROM voting_candidates WHERE election_id = ?1 AND district_id = ?2",
+);
+static VOTER: Sql =
+    Sql::new("SELECT district_id FROM voting_voters WHERE election_id = ?1 AND voter_id = ?2");
+static LIST: Sql = Sql::new(
+    "SELECT candidate_id FROM voting_candidates
+      WHERE election_id = ?1 AND district_id = ?2 AND party_id = ?3",
+);
+static INSERT_VOTE: Sql = Sql::new(
+    "INSERT INTO voting_baseline_votes (election_id, voter_id, district_id, party_id, candidate_ids)
+     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+);
 
-    /// The vote's reads (see [`VoteRows`]).
-    fn vote_rows(
-        &self,
-        election_id: i64,
-        voter_id: i64,
-        district_id: i64,
-        party_id: i64,
-    ) -> BoxFuture<'_, Result<VoteRows, StoreError>>;
-
-    /// Inserts the vote; `false` when the voter already has one here.
-    fn insert_vote(
-        &self,
-        election_id: i64,
-        voter_id: i64,
-        district_id: i64,
-        party_id: i64,
-        candidates_json: String,
-    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+/// Makes its table (emptied: the bench seeds a fresh election before its
+/// child servers start), and the candidates' index its reads need.
+async fn create_tables(store: &Store) -> Result<(), StoreError> {
+    store
+        .write(|tx| Box::pin(async move { tx.batch(&DDL).await }))
+        .await
 }
 
-/// The baseline storage of `store`.
-fn open(store: &Store) -> Arc<dyn BaselineStore> {
-    store.choose(
-        |s| Arc::new(sqlite::SqliteBaseline::new(s.clone())) as Arc<dyn BaselineStore>,
-        |p| Arc::new(postgres::PgBaseline::new(p.clone())) as Arc<dyn BaselineStore>,
-    )
+/// The ballot's reads: the election, the district, the parties and the
+/// district's candidates.
+async fn ballot_rows(
+    store: &Store,
+    election_id: i64,
+    district_id: i64,
+) -> Result<BallotRows, StoreError> {
+    store
+        .read(move |c| {
+            Box::pin(async move {
+                let Some(election) = c
+                    .query_opt(&ELECTION, &[&election_id], |r| election_row(r))
+                    .await?
+                else {
+                    return Ok(BallotRows::NoElection);
+                };
+                let Some(district) = c
+                    .query_opt(&DISTRICT, &[&election_id, &district_id], |r| {
+                        district_row(r)
+                    })
+                    .await?
+                else {
+                    return Ok(BallotRows::NoDistrict);
+                };
+                let parties = c.query(&PARTIES, &[&election_id], |r| party_row(r)).await?;
+                let candidates = c
+                    .query(&CANDIDATES, &[&election_id, &district_id], |r| {
+                        candidate_row(r)
+                    })
+                    .await?;
+                Ok(BallotRows::Found(ElectionRows {
+                    elections: vec![election],
+                    districts: vec![district],
+                    parties,
+                    candidates,
+                }))
+            })
+        })
+        .await
 }
 
-/// The baseline's SQL, the same in both dialects.
-mod sql {
-    pub const ELECTION: &str = "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max
-                               FROM voting_elections WHERE id = ?1";
-    pub const DISTRICT: &str = "SELECT election_id, district_id, name FROM voting_districts
-                               WHERE election_id = ?1 AND district_id = ?2";
-    pub const PARTIES: &str =
-        "SELECT election_id, party_id, name, short_name FROM voting_parties WHERE election_id = ?1";
-    pub const CANDIDATES: &str =
-        "SELECT election_id, candidate_id, district_id, party_id, list_position, name
-     FROM voting_candidates WHERE election_id = ?1 AND district_id = ?2";
-    pub const VOTER: &str =
-        "SELECT district_id FROM voting_voters WHERE election_id = ?1 AND voter_id = ?2";
-    pub const LIST: &str = "SELECT candidate_id FROM voting_candidates
-                           WHERE election_id = ?1 AND district_id = ?2 AND party_id = ?3";
-    pub const INSERT_VOTE: &str =
-        "INSERT INTO voting_baseline_votes (election_id, voter_id, district_id, party_id, candidate_ids)
-     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING";
+/// The vote's reads (see [`VoteRows`]).
+async fn vote_rows(
+    store: &Store,
+    election_id: i64,
+    voter_id: i64,
+    district_id: i64,
+    party_id: i64,
+) -> Result<VoteRows, StoreError> {
+    store
+        .read(move |c| {
+            Box::pin(async move {
+                let mut out = VoteRows {
+                    election: c
+                        .query_opt(&ELECTION, &[&election_id], |r| election_hours(r))
+                        .await?,
+                    ..VoteRows::default()
+                };
+                if out.election.is_none() {
+                    return Ok(out);
+                }
+                out.voter_district = c
+                    .query_opt(&VOTER, &[&election_id, &voter_id], |r| r.int(0))
+                    .await?;
+                if out.voter_district != Some(district_id) {
+                    out.district_exists = c
+                        .query_opt(&DISTRICT, &[&election_id, &district_id], |_| Ok(()))
+                        .await?
+                        .is_some();
+                    return Ok(out);
+                }
+                out.district_exists = true;
+                out.list = c
+                    .query(&LIST, &[&election_id, &district_id, &party_id], |r| {
+                        r.int(0)
+                    })
+                    .await?;
+                Ok(out)
+            })
+        })
+        .await
+}
+
+/// Inserts the vote; `false` when the voter already has one here.
+async fn insert_vote(
+    store: &Store,
+    election_id: i64,
+    voter_id: i64,
+    district_id: i64,
+    party_id: i64,
+    candidates_json: String,
+) -> Result<bool, StoreError> {
+    let candidates_json = Arc::new(candidates_json);
+    store
+        .write(move |tx| {
+            let candidates_json = candidates_json.clone();
+            Box::pin(async move {
+                let n = tx
+                    .execute(
+                        &INSERT_VOTE,
+                        &[
+                            &election_id,
+                            &voter_id,
+                            &district_id,
+                            &party_id,
+                            &*candidates_json,
+                        ],
+                    )
+                    .await?;
+                Ok(n == 1)
+            })
+        })
+        .await
 }
 
 /// (opens_at_ms, closes_at_ms, candidates_per_vote_max) of a row of
-/// [`sql::ELECTION`].
+/// [`ELECTION`].
 fn election_hours(r: &impl Columns) -> Result<(i64, i64, i64), StoreError> {
     Ok((r.int(2)?, r.int(3)?, r.int(4)?))
 }
@@ -202,7 +312,7 @@ async fn get_ballot(
     State(base): State<Arc<BaselineState>>,
     ApiPath((election_id, district_id)): ApiPath<(i64, i64)>,
 ) -> ApiResult<Response> {
-    let rows = match base.storage.ballot_rows(election_id, district_id).await? {
+    let rows = match ballot_rows(&base.store, election_id, district_id).await? {
         BallotRows::NoElection => return Err(http::election_not_found(election_id)),
         BallotRows::NoDistrict => return Err(http::district_not_found(election_id, district_id)),
         BallotRows::Found(rows) => rows,
@@ -246,10 +356,14 @@ async fn vote(
         http::check_token(&st.keys, req.headers(), voter_id, district_id, election_id)?;
     }
     let ApiJson(body) = ApiJson::<VoteRequest>::from_request(req, &()).await?;
-    let rows = base
-        .storage
-        .vote_rows(election_id, voter_id, district_id, body.party_id)
-        .await?;
+    let rows = vote_rows(
+        &base.store,
+        election_id,
+        voter_id,
+        district_id,
+        body.party_id,
+    )
+    .await?;
     let Some((opens_at_ms, closes_at_ms, candidates_per_vote_max)) = rows.election else {
         return Err(http::election_not_found(election_id));
     };
@@ -306,16 +420,15 @@ async fn vote(
         voters: 0,
     };
     let vote = election.parse_vote(&district, body)?;
-    let inserted = base
-        .storage
-        .insert_vote(
-            election_id,
-            voter_id,
-            district_id,
-            vote.party_id,
-            vote.candidates_json(),
-        )
-        .await?;
+    let inserted = insert_vote(
+        &base.store,
+        election_id,
+        voter_id,
+        district_id,
+        vote.party_id,
+        vote.candidates_json(),
+    )
+    .await?;
     if !inserted {
         return Err(http::already_voted());
     }
