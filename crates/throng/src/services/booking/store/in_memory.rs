@@ -329,3 +329,86 @@ impl Held {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Booking;
+    use super::*;
+    use crate::store::{Sql, StoreLimits, StoreUrl};
+
+    fn registration(id: &str, time_slot: i32, person: u8) -> SealedRegistration {
+        SealedRegistration {
+            id: id.into(),
+            access_hash: crate::platform::crypto::hash_code(id),
+            place_id: 1,
+            day: Day(100),
+            time_slot,
+            person_sealed: vec![0],
+            created_at_ms: 0,
+            person_key: Some(vec![person; 32]),
+        }
+    }
+
+    fn slot(time_slot: i32) -> SlotRef {
+        SlotRef {
+            place_id: 1,
+            day: Day(100),
+            time_slot,
+        }
+    }
+
+    /// What a command took is handed back when its batch does not commit,
+    /// and what a committed move or cancel frees is free before it answers.
+    #[tokio::test]
+    async fn the_index_follows_what_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = StoreUrl::Sqlite(dir.path().join("throng.db"));
+        let store = Store::open_with(
+            &url,
+            StoreLimits::default(),
+            &[&super::super::super::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        static ROWS: Sql = Sql::new(
+            "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20);
+             INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 1, NULL),
+                                              (1, 100, 2, NULL);",
+        );
+        store.write(|tx| Box::pin(tx.batch(&ROWS))).await.unwrap();
+        let booking = Booking::open(&store).await.unwrap();
+        let state = |slot| booking.known_state(1, Day(100), slot);
+        let registered = booking.try_register(registration("a", 0, 1)).await;
+        assert_eq!(registered.unwrap(), RegisterOutcome::Registered);
+        assert_eq!(state(0), Some(SlotState::Taken));
+
+        // The same id again fails in the database, after the slot's bit and
+        // the person were taken: the batch rolls back and both go back.
+        assert!(booking.try_register(registration("a", 1, 2)).await.is_err());
+        assert_eq!(state(1), Some(SlotState::Free));
+        let registered = booking.try_register(registration("b", 1, 2)).await;
+        assert_eq!(registered.unwrap(), RegisterOutcome::Registered);
+
+        let moved = booking
+            .move_registration("a", "a", slot(2), Some(vec![3; 32]))
+            .await
+            .unwrap();
+        assert_eq!(moved, MoveOutcome::Moved { from: slot(0) });
+        assert_eq!(state(0), Some(SlotState::Free));
+        assert_eq!(state(2), Some(SlotState::Taken));
+        // Its old person key is free, its new one held.
+        let again = booking.try_register(registration("c", 0, 3)).await;
+        assert_eq!(again.unwrap(), RegisterOutcome::AlreadyRegistered);
+        assert_eq!(state(0), Some(SlotState::Free));
+        let again = booking.try_register(registration("c", 0, 1)).await;
+        assert_eq!(again.unwrap(), RegisterOutcome::Registered);
+
+        assert_eq!(
+            booking.cancel("b", "b").await.unwrap(),
+            CancelOutcome::Cancelled
+        );
+        assert_eq!(state(1), Some(SlotState::Free));
+        let again = booking.try_register(registration("d", 1, 2)).await;
+        assert_eq!(again.unwrap(), RegisterOutcome::Registered);
+    }
+}
