@@ -204,6 +204,26 @@ for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
   });
 }
 
+test("the form's bounds are the API document's (both from the server's constants)", { timeout: TEST_MS_MAX }, async (t) => {
+  const doc = await (await fetchWithin(`${session.server.url}/openapi.json`)).json();
+  const person = doc.paths["/api/booking/registrations"].post.requestBody.content["application/json"].schema.properties.person.properties;
+  const idMax = Number(/\{1,([0-9]+)\}/.exec(person.nationalId.pattern)[1]);
+  const [phoneMin, phoneMax] = /\{([0-9]+),([0-9]+)\}/.exec(person.phone.pattern).slice(1).map(Number);
+  const { page, errors } = await newPage(t);
+  await page.goto(`${session.server.url}/booking/`);
+  await page.locator("#place option").first().waitFor({ state: "attached" });
+  assert.equal(await page.evaluate(() => document.getElementById("name").maxLength), person.name.maxLength);
+  assert.equal(await page.evaluate(() => document.getElementById("nationalId").maxLength), idMax);
+  // The rules' words and checks follow the same numbers.
+  await fillPerson(page, { ...ALICE, name: "n".repeat(person.name.maxLength), nationalId: "12 34", phone: "1".repeat(phoneMax + 1) });
+  await page.click("#submit");
+  await page.locator("#phone-error:not([hidden])").waitFor();
+  assert.match(await page.textContent("#phone-error"), new RegExp(`of ${phoneMin} to ${phoneMax} digits`));
+  assert.match(await page.textContent("#nationalId-error"), new RegExp(`up to ${idMax} letters`));
+  assert.equal(await page.locator("#name-error").isHidden(), true, `${person.name.maxLength} characters are a name`);
+  assert.deepEqual(errors, []);
+});
+
 test("a slot taken meanwhile: 409 message stays visible and the slot turns disabled", { timeout: TEST_MS_MAX }, async (t) => {
   const { page } = await newPage(t);
   const { placeId, day } = await openBooking(page, 4);

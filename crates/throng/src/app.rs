@@ -25,7 +25,7 @@ use crate::platform::error::ApiError;
 use crate::platform::headers;
 use crate::platform::secrets::Secrets;
 use crate::platform::server::{serve, ConnLimits};
-use crate::platform::service::{AnyService, LinkKind, Platform};
+use crate::platform::service::{AnyService, LinkKind, OpenApiRouter, Platform};
 use crate::platform::streams::LiveStreams;
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
@@ -315,9 +315,14 @@ pub fn router_for(
     list: &[&'static dyn AnyService],
     adm: Arc<Admission>,
 ) -> anyhow::Result<Router> {
+    let mut services = OpenApiRouter::default();
+    for s in list {
+        services = services.merge(s.routes(&state)?);
+    }
+    let (services, doc) = services.split_for_parts();
     // Built once per server; a clone of `Bytes` is a reference count.
     let index_html = bytes::Bytes::from(index_html(list));
-    let openapi = bytes::Bytes::from(openapi_json(list, args.metrics_listen.is_none()));
+    let openapi = bytes::Bytes::from(openapi_json(doc, args.metrics_listen.is_none()));
     let platform_routes = Router::new()
         .route(
             "/",
@@ -327,6 +332,7 @@ pub fn router_for(
             }),
         )
         .merge(crate::platform::docs::router())
+        .merge(crate::platform::assets::router())
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route(
@@ -340,10 +346,7 @@ pub fn router_for(
         Some(_) => platform_routes,
         None => platform_routes.route("/metrics", get(metrics_text)),
     };
-    let mut routes = platform_routes;
-    for s in list {
-        routes = routes.merge(s.router(&state)?);
-    }
+    let routes = platform_routes.merge(services);
     Ok(routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -431,6 +434,7 @@ pub async fn start_for(
             Duration::from_millis(args.idle_timeout_ms),
             args.proxies(),
         ),
+        owned_events: Arc::new(crate::platform::service::OwnedEvents::of(list)),
     };
     if args.demo {
         claim_for_demo(&store, &args.store).await?;
@@ -581,14 +585,10 @@ async fn metrics_text() -> impl IntoResponse {
     )
 }
 
-/// `/openapi.json`: every service's document merged under one title, with
-/// the platform's own paths and the answers every operation shares
-/// (`platform::openapi`).
-fn openapi_json(list: &[&'static dyn AnyService], with_metrics: bool) -> String {
-    let mut doc = utoipa::openapi::OpenApi::default();
-    for s in list {
-        doc.merge(s.openapi());
-    }
+/// `/openapi.json`: the services' operations (`doc`, merged from their
+/// routers) under one title, with the platform's own paths and the answers
+/// every operation shares (`platform::openapi`).
+fn openapi_json(mut doc: utoipa::openapi::OpenApi, with_metrics: bool) -> String {
     doc.info = utoipa::openapi::InfoBuilder::new()
         .title("throng")
         .version(env!("CARGO_PKG_VERSION"))
@@ -609,9 +609,6 @@ fn openapi_json(list: &[&'static dyn AnyService], with_metrics: bool) -> String 
         ),
     );
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
-    for s in list {
-        s.openapi_limits(&mut doc);
-    }
     crate::platform::openapi::platform_paths(&mut doc, with_metrics);
     crate::platform::openapi::finish(&mut doc);
     serde_json::to_string_pretty(&doc).expect("JSON serializes")

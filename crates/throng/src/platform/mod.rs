@@ -1,5 +1,6 @@
 //! Shared machinery every service uses: errors and the JSON envelope,
-//! extractors, auth (JWT), the API reference page (`docs`), personal-data crypto, secrets, admission control,
+//! extractors, auth (JWT), the API reference page (`docs`), the pages' shared client (`assets`),
+//! personal-data crypto, secrets, admission control,
 //! the service seam (`service`: what a service describes of itself and the
 //! application state it is given) and the bench experiments' interface
 //! (`experiment`). Sits below the services and above the store; the clock and
@@ -7,6 +8,7 @@
 //! callers outside the crate.
 
 pub mod admission;
+pub mod assets;
 pub mod auth;
 pub mod body_limit;
 pub mod client_addr;
@@ -16,6 +18,7 @@ pub mod error;
 pub mod experiment;
 pub mod extract;
 pub mod headers;
+pub mod lease;
 pub mod openapi;
 pub mod progress;
 pub mod public_url;

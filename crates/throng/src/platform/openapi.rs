@@ -1,6 +1,14 @@
-//! The parts of `/openapi.json` every operation shares, and small helpers a
-//! service uses to state its limits in its document from the same constants
-//! its handlers check.
+//! The parts of `/openapi.json` every operation shares, and the schemas a
+//! service builds from the same constants its parsers check.
+//!
+//! A service states each operation once, in its handler's
+//! `#[utoipa::path]`, and its routes are built from those
+//! (`platform::service`). utoipa's bound attributes take literals only, so
+//! a bound that is a constant goes on a type: `schema_type!` declares one
+//! from a schema built here (`int_schema`, `text_schema`, `closed_object`,
+//! ...) for a parameter (`value_type = X, inline` or `inline(X)`) or a field,
+//! or gives a request body's parser its schema
+//! (`request_body(content = inline(Parser))`).
 //!
 //! `finish` runs once over the merged document (`app::openapi_json`). For
 //! every operation it adds what the platform answers whatever the service
@@ -17,12 +25,17 @@
 //!
 //! It also makes parameters say what the server does: path parameters are
 //! required; a parameter's schema never admits `null` (a query string or a
-//! header has no null; utoipa writes `["integer","null"]` for an `Option`).
+//! header has no null; utoipa writes `["integer","null"]` or `{"oneOf":
+//! [{"type": "null"}, X]}` for an `Option`).
 //! `platform_paths` describes `/health`, `/ready`, `/metrics` and
 //! `/openapi.json` themselves.
 
 use serde_json::{json, Value};
-use utoipa::openapi::schema::{KnownFormat, Object, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, AnyOfBuilder, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat,
+    SchemaType, Type,
+};
+use utoipa::openapi::RefOr;
 
 /// The error envelope's schema, shared by every error answer.
 pub fn error_schema() -> Value {
@@ -57,28 +70,6 @@ fn retry_after() -> Value {
     }})
 }
 
-/// The operation `method path` of `doc`; panics when it is missing (the
-/// document and its edits are written together, a typo must not pass).
-pub fn operation<'a>(doc: &'a mut Value, method: &str, path: &str) -> &'a mut Value {
-    let op = &mut doc["paths"][path][method];
-    assert!(op.is_object(), "OpenAPI: no operation {method} {path}");
-    op
-}
-
-/// The schema of parameter `name` of `method path`.
-pub fn param_schema<'a>(doc: &'a mut Value, method: &str, path: &str, name: &str) -> &'a mut Value {
-    let op = operation(doc, method, path);
-    let params = op
-        .get_mut("parameters")
-        .and_then(|p| p.as_array_mut())
-        .unwrap_or_else(|| panic!("OpenAPI: {method} {path} has no parameters"));
-    let p = params
-        .iter_mut()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("OpenAPI: {method} {path} has no parameter {name}"));
-    &mut p["schema"]
-}
-
 /// Characters free text never holds: controls (except, in multi-line text,
 /// newline and tab), bidirectional embeddings, overrides and isolates, and
 /// line/paragraph separators.
@@ -93,34 +84,41 @@ fn refused_chars(multiline: bool) -> &'static str {
 /// A free-text field checked as `min..=max` characters after trimming, with
 /// no refused character (see `refused_chars`); at least one character that
 /// is not white space when `min` > 0.
-pub fn text_schema(min: usize, max: usize, multiline: bool) -> Value {
+pub fn text_schema(min: usize, max: usize, multiline: bool) -> Object {
     let bad = refused_chars(multiline);
     let pattern = if min > 0 {
         format!("^[^{bad}]*[^\\s{bad}][^{bad}]*$")
     } else {
         format!("^[^{bad}]*$")
     };
-    json!({"type": "string", "minLength": min, "maxLength": max, "pattern": pattern})
+    string_schema(min, max, Some(pattern))
 }
 
 /// Declares `$name`, a type standing for a schema built from the constants
 /// a parser checks (utoipa's `minimum`/`maximum`/`pattern` attributes take
-/// literals only), for `#[param(value_type = $name, inline)]` and
-/// `#[schema(value_type = $name, inline)]`; unlike `schema_with`, these keep
-/// the field's description and whether it is required.
+/// literals only), for `#[param(value_type = $name, inline)]`,
+/// `#[schema(value_type = $name, inline)]` and, in `#[utoipa::path]`,
+/// `("name" = inline($name), ...)` parameters; unlike `schema_with`, these
+/// keep the field's description and whether it is required.
+///
+/// `schema_type!(for $type => ...)` gives a type that exists (a request
+/// body's parser) its schema, for `request_body(content = inline($type))`.
 #[macro_export]
 macro_rules! schema_type {
+    (for $ty:ty => $schema:expr) => {
+        impl utoipa::PartialSchema for $ty {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::Schema::from($schema).into()
+            }
+        }
+
+        impl utoipa::ToSchema for $ty {}
+    };
     ($(#[$meta:meta])* $vis:vis $name:ident => $schema:expr) => {
         $(#[$meta])*
         $vis struct $name;
 
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                utoipa::openapi::schema::Schema::Object($schema).into()
-            }
-        }
-
-        impl utoipa::ToSchema for $name {}
+        $crate::schema_type!(for $name => $schema);
     };
 }
 
@@ -144,41 +142,62 @@ pub fn string_schema(min: usize, max: usize, pattern: Option<String>) -> Object 
         .build()
 }
 
-/// Sets an integer parameter's bounds.
-pub fn param_range(doc: &mut Value, method: &str, path: &str, name: &str, min: i64, max: i64) {
-    let s = param_schema(doc, method, path, name);
-    s["minimum"] = json!(min);
-    s["maximum"] = json!(max);
+/// An integer bounded `min..=max`, without a format (a count or an index
+/// well inside 32 bits).
+pub fn small_int_schema(min: i64, max: i64) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(min))
+        .maximum(Some(max))
+        .build()
 }
 
-/// Marks a parameter required.
-pub fn param_required(doc: &mut Value, method: &str, path: &str, name: &str) {
-    let op = operation(doc, method, path);
-    let params = op.get_mut("parameters").and_then(|p| p.as_array_mut());
-    for p in params.into_iter().flatten() {
-        if p["name"] == name {
-            p["required"] = json!(true);
-            return;
-        }
+/// A string matching `pattern`, of no stated length (the pattern bounds it).
+pub fn pattern_schema(pattern: String) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+        .build()
+}
+
+/// A string in `format` (`Date`: YYYY-MM-DD; `DateTime`: RFC 3339).
+pub fn format_schema(format: KnownFormat) -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(format)))
+        .build()
+}
+
+/// One of `values` (strings, or `null` where the field may be null).
+pub fn enum_schema<V: Into<serde_json::Value>>(values: impl IntoIterator<Item = V>) -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .enum_values(Some(values))
+        .build()
+}
+
+/// `schema`, or `null` (a field a client may send as null, meaning absent).
+pub fn nullable(schema: impl Into<RefOr<Schema>>) -> AnyOfBuilder {
+    AnyOfBuilder::new()
+        .item(schema)
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+}
+
+/// An object with `properties` and no other field, `required` among them.
+pub fn closed_object(
+    properties: impl IntoIterator<Item = (&'static str, RefOr<Schema>)>,
+    required: &[&str],
+) -> ObjectBuilder {
+    let mut object = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+    for (name, schema) in properties {
+        object = object.property(name, schema);
     }
-    panic!("OpenAPI: {method} {path} has no parameter {name}");
-}
-
-/// Sets (or replaces) the answer `status` of `method path`.
-pub fn response(doc: &mut Value, method: &str, path: &str, status: u16, description: &str) {
-    let op = operation(doc, method, path);
-    op["responses"][status.to_string()] = if status >= 400 {
-        error_response(description)
-    } else {
-        json!({"description": description})
-    };
-}
-
-/// Sets the request body's JSON schema of `method path`.
-pub fn body_schema(doc: &mut Value, method: &str, path: &str, schema: Value) {
-    let op = operation(doc, method, path);
-    op["requestBody"]["content"]["application/json"]["schema"] = schema;
-    op["requestBody"]["required"] = json!(true);
+    for name in required {
+        object = object.required(*name);
+    }
+    object
 }
 
 /// `/health`, `/ready`, `/metrics` (when served on the main address) and
@@ -188,19 +207,22 @@ pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
         json!({"type": "object", "required": ["status"], "additionalProperties": false,
                "properties": {"status": {"type": "string", "enum": [s]}}})
     };
-    let json_ok = |d: &str, schema: Value| json!({"description": d, "content": {"application/json": {"schema": schema}}});
+    let json_ok = |d: &str, schema: Value, example: Value| {
+        json!({"description": d,
+               "content": {"application/json": {"schema": schema, "example": example}}})
+    };
     let paths = doc["paths"].as_object_mut().expect("paths");
     paths.insert(
         "/health".into(),
         json!({"get": {"tags": ["platform"], "operationId": "health",
             "summary": "The process answers (no dependency is checked)",
-            "responses": {"200": json_ok("alive", status("ok"))}}}),
+            "responses": {"200": json_ok("alive", status("ok"), json!({"status": "ok"}))}}}),
     );
     paths.insert(
         "/ready".into(),
         json!({"get": {"tags": ["platform"], "operationId": "ready",
             "summary": "The store answers; 503 store_unavailable otherwise",
-            "responses": {"200": json_ok("ready", status("ready")),
+            "responses": {"200": json_ok("ready", status("ready"), json!({"status": "ready"})),
                           "503": error_response("store_unavailable")}}}),
     );
     if with_metrics {
@@ -209,14 +231,16 @@ pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
             json!({"get": {"tags": ["platform"], "operationId": "metrics",
                 "summary": "Prometheus text exposition (moved off this address by --metrics-listen)",
                 "responses": {"200": {"description": "metrics",
-                    "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}}}}}}),
+                    "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"},
+                        "example": "# HELP throng_http_requests_total HTTP requests by route, method and status\n# TYPE throng_http_requests_total counter\nthrong_http_requests_total{method=\"GET\",route=\"/api/booking/places\",status=\"200\"} 12\n"}}}}}}),
         );
     }
     paths.insert(
         "/openapi.json".into(),
         json!({"get": {"tags": ["platform"], "operationId": "openapi",
             "summary": "This document",
-            "responses": {"200": json_ok("the OpenAPI document", json!({"type": "object"}))}}}),
+            "responses": {"200": json_ok("the OpenAPI document", json!({"type": "object"}),
+                json!({"openapi": "3.1.0", "info": {"title": "throng"}, "paths": {}}))}}}),
     );
 }
 
@@ -320,7 +344,8 @@ pub fn finish(doc: &mut Value) {
     }
 }
 
-/// `["integer", "null"]` -> `"integer"`: a parameter cannot be null.
+/// `["integer", "null"]` -> `"integer"`, `{"oneOf": [null, X]}` -> `X`: a
+/// parameter cannot be null.
 fn strip_null(schema: &mut Value) {
     if let Some(types) = schema.get_mut("type").and_then(|t| t.as_array_mut()) {
         types.retain(|t| t != "null");
@@ -331,5 +356,9 @@ fn strip_null(schema: &mut Value) {
     }
     if let Some(any) = schema.get_mut("oneOf").and_then(|t| t.as_array_mut()) {
         any.retain(|s| s.get("type") != Some(&json!("null")));
+        // `{"oneOf": [X]}`, an `Option<X>` less its null, is X.
+        if any.len() == 1 && schema.as_object().is_some_and(|o| o.len() == 1) {
+            *schema = schema["oneOf"][0].take();
+        }
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! A service is one folder under `services/` whose `mod.rs` exposes one value
 //! implementing [`Service`]: its `serve` flags, seed flags and state as
-//! types, its router, OpenAPI document, migrations for both dialects, demo
-//! seed, bench experiments, index-page links and start-up work.
+//! types, its routes with their OpenAPI operations, migrations for both
+//! dialects, demo seed, bench experiments, index-page links and start-up
+//! work.
 //! `services::all()` lists the services once, as [`AnyService`] (the same
 //! trait with its types erased, implemented once here for every service);
 //! the app, the command line, the bench harness and the index page iterate
@@ -16,15 +17,23 @@
 //! `Service::State`, which its `start` returned) and shared parts such as
 //! `Arc<TokenKeys>`. [`AppState`] provides both, so no service names the app.
 //! A router is only mounted once its state is in the [`AppState`]
-//! ([`AnyService::router`]).
+//! ([`AnyService::routes`]).
+//!
+//! Routes and the API document are one value, an [`OpenApiRouter`]:
+//! `.routes(routes!(handler))` mounts a handler at the path and method its
+//! `#[utoipa::path]` states and adds that operation, with the schemas it
+//! names, to the service's part of `/openapi.json` (one `routes!` per path:
+//! utoipa-axum mounts every handler of a `routes!` on each of its paths);
+//! `.route(path, ...)` mounts what the document leaves out (pages, demo
+//! conveniences, aliases).
 
 use std::any::{Any, TypeId};
 use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::FromRef;
-use axum::Router;
 use futures::future::BoxFuture;
+pub use utoipa_axum::router::OpenApiRouter;
 
 use super::auth::{RoleSpec, TokenKeys};
 use super::crypto::PiiCipher;
@@ -48,6 +57,35 @@ pub struct Platform {
     pub public_url: crate::platform::public_url::PublicUrl,
     /// Bounds and the stop signal of every SSE stream (`platform::streams`).
     pub streams: Arc<LiveStreams>,
+    /// The event streams and log consumers the served services own.
+    pub owned_events: Arc<OwnedEvents>,
+}
+
+/// The event stream categories and log consumers of the services an app
+/// serves, as each declares them (`Service::event_categories`,
+/// `Service::event_consumers`): what the events API never lets a client
+/// write or lease.
+#[derive(Clone, Debug, Default)]
+pub struct OwnedEvents {
+    /// (category, owning service).
+    pub categories: Vec<(&'static str, &'static str)>,
+    /// (consumer, owning service).
+    pub consumers: Vec<(&'static str, &'static str)>,
+}
+
+impl OwnedEvents {
+    /// What the services of `list` declare.
+    pub fn of(list: &[&dyn AnyService]) -> OwnedEvents {
+        let declared = |f: fn(&dyn AnyService) -> &'static [&'static str]| {
+            list.iter()
+                .flat_map(|s| f(*s).iter().map(move |c| (*c, s.name())))
+                .collect()
+        };
+        OwnedEvents {
+            categories: declared(|s| s.event_categories()),
+            consumers: declared(|s| s.event_consumers()),
+        }
+    }
 }
 
 /// A service's own state, found in [`AppState`] by its type.
@@ -97,8 +135,8 @@ pub enum LinkKind {
 }
 
 /// One service, described once, with its flags, seed flags and state as
-/// types. Every item but `NAME`, the three types, `start`, `router` and
-/// `openapi` has a default for a service without that part. The platform
+/// types. Every item but `NAME`, the three types, `start` and `routes` has
+/// a default for a service without that part. The platform
 /// holds services as [`AnyService`], which this trait implements for every
 /// service: flags are parsed and state is filed there, once.
 pub trait Service: Send + Sync + 'static {
@@ -141,18 +179,11 @@ pub trait Service: Send + Sync + 'static {
         args: Self::Args,
     ) -> impl Future<Output = anyhow::Result<Started<Self::State>>> + Send;
 
-    /// Its routes, pages included.
-    fn router(&self) -> Router<AppState>;
-
-    /// Its part of `/openapi.json`.
-    fn openapi(&self) -> utoipa::openapi::OpenApi;
-
-    /// Edits the merged `/openapi.json` (as JSON) to state what its types
-    /// do not (patterns, enums, bodies parsed by hand), from the constants
-    /// its handlers check; helpers in `platform::openapi` (bounds go on the
-    /// types, through `schema_type!`). Runs before the platform's shared
-    /// answers are added.
-    fn openapi_limits(&self, _doc: &mut serde_json::Value) {}
+    /// Its routes, pages included, and their part of `/openapi.json`: each
+    /// documented handler's `#[utoipa::path]` states its path, method,
+    /// answers and bounds (from the constants its parsers check, see
+    /// `platform::openapi`), and the router is built from those.
+    fn routes(&self) -> OpenApiRouter<AppState>;
 
     /// Its lines on the index page.
     fn links(&self) -> Vec<Link> {
@@ -162,6 +193,12 @@ pub trait Service: Send + Sync + 'static {
     /// The categories of its event streams (a stream `{category}-{id}`):
     /// the events API reads them and never lets a client append to them.
     fn event_categories(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The names of its workers' log consumers (`booking-notifier`): the
+    /// events API never lets a client lease or move them.
+    fn event_consumers(&self) -> &'static [&'static str] {
         &[]
     }
 
@@ -207,13 +244,13 @@ pub trait AnyService: Send + Sync + 'static {
         platform: &'a Platform,
         matches: &'a clap::ArgMatches,
     ) -> BoxFuture<'a, anyhow::Result<StartedPart>>;
-    /// Its routes, once `state` holds what they read: a service whose state
-    /// is missing is an error at start-up, not a panic in a handler.
-    fn router(&self, state: &AppState) -> anyhow::Result<Router<AppState>>;
-    fn openapi(&self) -> utoipa::openapi::OpenApi;
-    fn openapi_limits(&self, doc: &mut serde_json::Value);
+    /// Its routes and their operations, once `state` holds what they read:
+    /// a service whose state is missing is an error at start-up, not a
+    /// panic in a handler.
+    fn routes(&self, state: &AppState) -> anyhow::Result<OpenApiRouter<AppState>>;
     fn links(&self) -> Vec<Link>;
     fn event_categories(&self) -> &'static [&'static str];
+    fn event_consumers(&self) -> &'static [&'static str];
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
     fn roles(&self) -> &'static [RoleSpec];
 }
@@ -268,7 +305,7 @@ impl<S: Service> AnyService for S {
         })
     }
 
-    fn router(&self, state: &AppState) -> anyhow::Result<Router<AppState>> {
+    fn routes(&self, state: &AppState) -> anyhow::Result<OpenApiRouter<AppState>> {
         if state.part::<S::State>().is_none() {
             anyhow::bail!(
                 "the {} service's routes need its state ({}), and it did not start",
@@ -276,15 +313,7 @@ impl<S: Service> AnyService for S {
                 std::any::type_name::<S::State>()
             );
         }
-        Ok(Service::router(self))
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        Service::openapi(self)
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        Service::openapi_limits(self, doc)
+        Ok(Service::routes(self))
     }
 
     fn links(&self) -> Vec<Link> {
@@ -293,6 +322,9 @@ impl<S: Service> AnyService for S {
 
     fn event_categories(&self) -> &'static [&'static str] {
         Service::event_categories(self)
+    }
+    fn event_consumers(&self) -> &'static [&'static str] {
+        Service::event_consumers(self)
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
@@ -365,7 +397,7 @@ impl AppState {
 
 impl<T: ServiceState> FromRef<AppState> for Arc<T> {
     fn from_ref(s: &AppState) -> Arc<T> {
-        // `AnyService::router` mounts a service's routes only once its
+        // `AnyService::routes` mounts a service's routes only once its
         // state is here, so a service's own routes always find it.
         s.part::<T>().unwrap_or_else(|| {
             panic!(

@@ -7,7 +7,8 @@
 //! Both work inside one transaction that also empties the tables, so a seed
 //! that fails or is killed leaves the tables (and their indexes) as they
 //! were, and `COPY ... FREEZE` may write rows already frozen (no hint-bit
-//! rewrites and no freezing vacuum later).
+//! rewrites and no freezing vacuum later; PostgreSQL refuses `FREEZE` on a
+//! partitioned table, whose rows are copied unfrozen).
 
 use tokio_postgres::Transaction;
 
@@ -310,6 +311,18 @@ impl BulkRows {
         }
     }
 
+    /// A `BIGINT[]`; SQLite, which has no arrays, takes a blob of the
+    /// values as 8-byte big-endian integers.
+    pub fn int8_array(&mut self, v: &[i64]) -> &mut BulkRows {
+        self.value(
+            |c| c.int8_array(v),
+            || {
+                let blob: Vec<u8> = v.iter().flat_map(|x| x.to_be_bytes()).collect();
+                blob.into()
+            },
+        )
+    }
+
     pub fn opt_text(&mut self, v: Option<&str>) -> &mut BulkRows {
         match v {
             Some(v) => self.text(v),
@@ -319,6 +332,26 @@ impl BulkRows {
 }
 
 impl CopyRows {
+    /// A one-dimensional `BIGINT[]` (no NULLs; empty, PostgreSQL stores
+    /// `{}`).
+    pub fn int8_array(&mut self, v: &[i64]) -> &mut CopyRows {
+        /// `int8`'s type oid, which an array names for its elements.
+        const INT8_OID: i32 = 20;
+        let n = i32::try_from(v.len()).expect("an array under 2^31 elements");
+        let len = i32::try_from(20 + 12 * v.len()).expect("a COPY field under 2 GiB");
+        self.buf.extend_from_slice(&len.to_be_bytes());
+        // One dimension, no NULLs, the elements' type; the dimension's
+        // length and lower bound.
+        for word in [1, 0, INT8_OID, n, 1] {
+            self.buf.extend_from_slice(&word.to_be_bytes());
+        }
+        for x in v {
+            self.buf.extend_from_slice(&8i32.to_be_bytes());
+            self.buf.extend_from_slice(&x.to_be_bytes());
+        }
+        self
+    }
+
     /// A `SMALLINT`.
     pub fn int2(&mut self, v: i16) -> &mut CopyRows {
         self.buf.extend_from_slice(&2i32.to_be_bytes());
@@ -363,6 +396,8 @@ enum LoadInner {
     Postgres {
         client: deadpool_postgres::Object,
         aside: IndexesAside,
+        /// The load's partitioned tables, whose rows `COPY` cannot freeze.
+        partitioned: Vec<String>,
     },
 }
 
@@ -399,10 +434,24 @@ impl BulkLoad {
             ))
             .await?;
         let raw: &tokio_postgres::Client = &client;
+        let partitioned = raw
+            .query(
+                "SELECT n FROM unnest($1::TEXT[]) AS n
+                 JOIN pg_class c ON c.oid = to_regclass(n) WHERE c.relkind = 'p'",
+                &[&names],
+            )
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
         let aside = IndexesAside::drop_all_on(raw, &names).await?;
         Ok(BulkLoad {
             tables,
-            inner: LoadInner::Postgres { client, aside },
+            inner: LoadInner::Postgres {
+                client,
+                aside,
+                partitioned,
+            },
         })
     }
 
@@ -448,9 +497,19 @@ impl BulkLoad {
                 tx.commit()?;
                 Ok(rows as u64)
             }
-            (LoadInner::Postgres { client, .. }, Encoded::Copy(copy)) => Ok(copy
-                .send_on(client, table.name, table.columns, true)
-                .await?),
+            (
+                LoadInner::Postgres {
+                    client,
+                    partitioned,
+                    ..
+                },
+                Encoded::Copy(copy),
+            ) => {
+                let freeze = !partitioned.iter().any(|t| t == table.name);
+                Ok(copy
+                    .send_on(client, table.name, table.columns, freeze)
+                    .await?)
+            }
             _ => anyhow::bail!("rows encoded for another database"),
         }
     }
@@ -475,7 +534,7 @@ impl BulkLoad {
                 }
                 conn.execute_batch(&sql)?;
             }
-            LoadInner::Postgres { client, aside } => {
+            LoadInner::Postgres { client, aside, .. } => {
                 let raw: &tokio_postgres::Client = &client;
                 aside.rebuild_on(raw).await?;
                 client.batch_execute("COMMIT").await?;
@@ -485,5 +544,27 @@ impl BulkLoad {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The array field is what tokio-postgres itself sends for a
+    /// `BIGINT[]`, after its length.
+    #[test]
+    fn int8_arrays_are_encoded_as_postgres_reads_them() {
+        use tokio_postgres::types::{ToSql, Type};
+        for v in [vec![], vec![7i64], vec![-1, 0, i64::MAX]] {
+            let mut rows = CopyRows::with_capacity(64);
+            let start = rows.buf.len();
+            rows.int8_array(&v);
+            let mut body = bytes::BytesMut::new();
+            v.to_sql(&Type::INT8_ARRAY, &mut body).unwrap();
+            let field = &rows.buf[start..];
+            assert_eq!(&field[..4], &(body.len() as i32).to_be_bytes(), "{v:?}");
+            assert_eq!(&field[4..], &body[..], "{v:?}");
+        }
     }
 }

@@ -9,8 +9,7 @@ use super::postgres::{PgFuture, PgGroup, PgStore, PgTx};
 use super::seam::{run_ready, Conn, Group, StoreFuture, Tx};
 use super::sqlite::SqliteStore;
 use super::{
-    eventlog, migrate, streams, NewEvent, ReadKind, Store, StoreError, StoreLimits, StoreUrl,
-    StoredEvent, Writers,
+    migrate, streams, NewEvent, ReadKind, Store, StoreError, StoreLimits, StoreUrl, Writers,
 };
 
 #[derive(Clone)]
@@ -78,6 +77,32 @@ impl Driver {
         }
     }
 
+    pub(super) async fn write_alone<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        match self {
+            Driver::Sqlite(s) => {
+                s.write_alone(move |c| {
+                    let conn = Conn::sqlite(c);
+                    run_ready(f(&conn))
+                })
+                .await
+            }
+            Driver::Postgres(p) => {
+                let mut client = p.client().await?;
+                let tx = client.transaction().await?;
+                let out = {
+                    let conn = Conn::pg_tx(&tx);
+                    f(&conn).await?
+                };
+                tx.commit().await?;
+                Ok(out)
+            }
+        }
+    }
+
     pub(super) async fn write_grouped<G: Group>(
         &self,
         item: G::Item,
@@ -130,7 +155,7 @@ impl Driver {
             }
             Driver::Postgres(p) => {
                 let client = p.client().await?;
-                let conn = Conn::pg_client(&client);
+                let conn = Conn::pg_client(&client, p);
                 f(&conn).await
             }
         }
@@ -277,46 +302,6 @@ impl Store {
         }
     }
 
-    /// The events of one type in the streams of one category (`{category}-...`)
-    /// among the next `limit` events after `position`, and how far that scan
-    /// reached: a service's worker (booking's notifier) reads its own
-    /// streams only, never another stream's event of a matching type nor the
-    /// other services' payloads.
-    pub async fn events_of_type_after(
-        &self,
-        position: i64,
-        limit: i64,
-        category: &'static str,
-        event_type: &'static str,
-    ) -> Result<eventlog::TypeScan, StoreError> {
-        match &self.driver {
-            Driver::Sqlite(s) => {
-                s.read(move |c| {
-                    eventlog::sqlite_events_of_type_after(c, position, limit, category, event_type)
-                })
-                .await
-            }
-            Driver::Postgres(p) => {
-                eventlog::pg_events_of_type_after(p, position, limit, category, event_type).await
-            }
-        }
-    }
-
-    /// Events after `position`, in position order, at most `limit`.
-    pub async fn events_after(
-        &self,
-        position: i64,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        match &self.driver {
-            Driver::Sqlite(s) => {
-                s.read(move |c| eventlog::sqlite_events_after(c, position, limit))
-                    .await
-            }
-            Driver::Postgres(p) => eventlog::pg_events_after(p, position, limit).await,
-        }
-    }
-
     /// Appends to a stream if it is as `append.expected` says (decided in
     /// the writer's batch, see `streams`).
     pub async fn append_to_stream(
@@ -341,69 +326,39 @@ impl Store {
         }
     }
 
-    /// A stream's last event (`None`: no such stream).
-    pub async fn stream_head(
+    /// Appends many events at versions their caller decided, in chunks of
+    /// one transaction each, outside the writer (a seed; see
+    /// `eventlog::VersionedEvent`); finishes with the log's statistics
+    /// (PostgreSQL) or its WAL folded in (SQLite).
+    pub async fn append_versioned(
         &self,
-        stream: &str,
-    ) -> Result<Option<streams::StreamHead>, StoreError> {
-        let stream = stream.to_string();
+        mut chunks: tokio::sync::mpsc::Receiver<Vec<super::eventlog::VersionedEvent>>,
+        mut appended: impl FnMut(&[super::eventlog::VersionedEvent]) + Send + 'static,
+    ) -> anyhow::Result<()> {
+        use super::eventlog::{pg_append_versioned, sqlite_append_versioned};
         match &self.driver {
             Driver::Sqlite(s) => {
-                s.read(move |c| streams::sqlite_stream_head(c, &stream))
-                    .await
-            }
-            Driver::Postgres(p) => streams::pg_stream_head(&p.client().await?, &stream).await,
-        }
-    }
-
-    /// A stream's events from `version` on (forward) or down from it
-    /// (backward), at most `limit`.
-    pub async fn read_stream(
-        &self,
-        stream: &str,
-        version: i64,
-        forward: bool,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let stream = stream.to_string();
-        match &self.driver {
-            Driver::Sqlite(s) => {
-                s.read_blocking(move |c| {
-                    streams::sqlite_read_stream(c, &stream, version, forward, limit)
+                let path = s.path().to_path_buf();
+                tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+                    let mut conn = super::sqlite::open_connection(&path, 64 * 1024, false)?;
+                    while let Some(chunk) = chunks.blocking_recv() {
+                        sqlite_append_versioned(&mut conn, &chunk)?;
+                        appended(&chunk);
+                    }
+                    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+                    Ok(())
                 })
-                .await
+                .await?
             }
             Driver::Postgres(p) => {
-                streams::pg_read_stream(&p.client().await?, &stream, version, forward, limit).await
+                let mut client = p.client().await?;
+                while let Some(chunk) = chunks.recv().await {
+                    pg_append_versioned(&mut client, &chunk).await?;
+                    appended(&chunk);
+                }
+                client.batch_execute("ANALYZE events").await?;
+                Ok(())
             }
-        }
-    }
-
-    /// A page of the global order from position `from` on (see
-    /// `streams::sqlite_scan`).
-    pub async fn scan_events(
-        &self,
-        from: i64,
-        limit: i64,
-        scan_max: i64,
-        filter: streams::Filter,
-    ) -> Result<streams::Page, StoreError> {
-        match &self.driver {
-            Driver::Sqlite(s) => {
-                s.read_blocking(move |c| streams::sqlite_scan(c, from, limit, scan_max, &filter))
-                    .await
-            }
-            Driver::Postgres(p) => {
-                streams::pg_scan(p, &p.client().await?, from, limit, scan_max, &filter).await
-            }
-        }
-    }
-
-    /// The last committed position (0 when the log is empty).
-    pub async fn head_position(&self) -> Result<i64, StoreError> {
-        match &self.driver {
-            Driver::Sqlite(s) => s.read(streams::sqlite_head_position).await,
-            Driver::Postgres(p) => streams::pg_head_position(p, &p.client().await?).await,
         }
     }
 

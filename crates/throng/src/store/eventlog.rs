@@ -8,7 +8,8 @@
 
 use rusqlite::Connection;
 
-use super::{postgres::PgStore, StoreError};
+use super::seam::{Conn, Sql};
+use super::{Columns, StoreError};
 
 /// How a payload (and metadata) is encoded, the `payload_format` column.
 pub const FORMAT_JSON: i16 = 0;
@@ -76,7 +77,7 @@ pub struct StoredEvent {
     pub format: i16,
 }
 
-/// The columns every read selects, in [`sqlite_event`]'s order (a macro,
+/// The columns every read selects, in [`event_row`]'s order (a macro,
 /// so statements are `concat!`ed literals).
 macro_rules! columns {
     () => {
@@ -85,34 +86,19 @@ macro_rules! columns {
     };
 }
 
-/// A row of `SELECT {COLUMNS}`.
-pub(crate) fn sqlite_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+/// A row of `SELECT {COLUMNS}`, from either database.
+pub(crate) fn event_row(r: &impl Columns) -> Result<StoredEvent, StoreError> {
     Ok(StoredEvent {
-        position: r.get(0)?,
-        stream: r.get(1)?,
-        event_type: r.get(2)?,
-        payload: r.get(3)?,
-        created_at_ms: r.get(4)?,
-        version: r.get(5)?,
-        event_id: r.get(6)?,
-        metadata: r.get(7)?,
-        format: r.get(8)?,
+        position: r.int(0)?,
+        stream: r.text(1)?,
+        event_type: r.text(2)?,
+        payload: r.bytes(3)?,
+        created_at_ms: r.int(4)?,
+        version: r.int(5)?,
+        event_id: r.opt_bytes(6)?,
+        metadata: r.opt_bytes(7)?,
+        format: r.int(8)? as i16,
     })
-}
-
-/// The same row from PostgreSQL.
-pub(crate) fn pg_event(r: &tokio_postgres::Row) -> StoredEvent {
-    StoredEvent {
-        position: r.get(0),
-        stream: r.get(1),
-        event_type: r.get(2),
-        payload: r.get(3),
-        created_at_ms: r.get(4),
-        version: r.get(5),
-        event_id: r.get(6),
-        metadata: r.get(7),
-        format: r.get(8),
-    }
 }
 
 /// Appends an event inside a SQLite write command.
@@ -138,18 +124,25 @@ pub fn sqlite_append(conn: &Connection, event: &NewEvent) -> Result<i64, StoreEr
     Ok(conn.last_insert_rowid())
 }
 
-pub fn sqlite_events_after(
-    conn: &Connection,
+static EVENTS_AFTER: Sql = Sql::new(concat!(
+    "SELECT ",
+    columns!(),
+    " FROM events WHERE position > ?1 AND position <= ?3 ORDER BY position LIMIT ?2"
+));
+
+/// Events after `position`, in position order, at most `limit`, up to the
+/// log's end as `c` reads it (`Conn::log_end`).
+pub async fn events_after(
+    c: &Conn<'_>,
     position: i64,
     limit: i64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        columns!(),
-        " FROM events WHERE position > ?1 ORDER BY position LIMIT ?2"
-    ))?;
-    let rows = stmt.query_map([position, limit], sqlite_event)?;
-    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    let end = c.log_end().await?;
+    if end <= position {
+        return Ok(Vec::new());
+    }
+    c.query(&EVENTS_AFTER, &[&position, &limit, &end], |r| event_row(r))
+        .await
 }
 
 /// What a consumer of one event type read: its events in position order,
@@ -163,41 +156,52 @@ pub struct TypeScan {
     pub scanned_to: i64,
 }
 
-/// The scanned range: at most `limit` events after `position`.
-const SCAN_RANGE_SQLITE: &str = "SELECT COUNT(*), COALESCE(MAX(position), ?1) FROM
-       (SELECT position FROM events WHERE position > ?1 ORDER BY position LIMIT ?2)";
-const SCAN_RANGE_PG: &str = "SELECT COUNT(*), COALESCE(MAX(position), $1) FROM
-       (SELECT position FROM events WHERE position > $1 AND position <= $3
-        ORDER BY position LIMIT $2) AS scanned";
+/// The scanned range: at most `limit` events after `position`, up to ?3.
+static SCAN_RANGE: Sql = Sql::new(
+    "SELECT COUNT(*), COALESCE(MAX(position), ?1) FROM
+       (SELECT position FROM events WHERE position > ?1 AND position <= ?3
+        ORDER BY position LIMIT ?2) AS scanned",
+);
+
+static OF_TYPE: Sql = Sql::new(concat!(
+    "SELECT ",
+    columns!(),
+    " FROM events WHERE position > ?1 AND position <= ?2 AND event_type = ?3 \
+      AND (stream = ?4 OR substr(stream, 1, length(?4) + 1) = ?4 || '-') ORDER BY position"
+));
 
 /// The events of `event_type` in the streams of `category` (`{category}-...`
 /// and the stream named `category`) among the next `limit` events after
 /// `position`: an event of that type in another stream (a client's, through
-/// the events API) is never returned. The range read first holds every event the second statement
-/// can find in it (SQLite: positions commit in order; PostgreSQL: the range
-/// stops at the horizon), and the other types' payloads are never read out.
-pub fn sqlite_events_of_type_after(
-    conn: &Connection,
+/// the events API) is never returned. The range read first holds every
+/// event the second statement can find in it (it stops at the log's end),
+/// and the other types' payloads are never read out.
+pub async fn events_of_type_after(
+    c: &Conn<'_>,
     position: i64,
     limit: i64,
     category: &str,
     event_type: &str,
 ) -> Result<TypeScan, StoreError> {
-    let (scanned, scanned_to): (i64, i64) = conn
-        .prepare_cached(SCAN_RANGE_SQLITE)?
-        .query_row([position, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        columns!(),
-        " FROM events WHERE position > ?1 AND position <= ?2 AND event_type = ?3 \
-          AND (stream = ?4 OR substr(stream, 1, length(?4) + 1) = ?4 || '-') ORDER BY position"
-    ))?;
-    let events = stmt
-        .query_map(
-            rusqlite::params![position, scanned_to, event_type, category],
-            sqlite_event,
-        )?
-        .collect::<Result<Vec<_>, _>>()?;
+    let end = c.log_end().await?;
+    if end <= position {
+        return Ok(TypeScan {
+            scanned_to: position,
+            ..TypeScan::default()
+        });
+    }
+    let (scanned, scanned_to) = c
+        .query_one(&SCAN_RANGE, &[&position, &limit, &end], |r| {
+            Ok((r.int(0)?, r.int(1)?))
+        })
+        .await?;
+    let events = c
+        .query(
+            &OF_TYPE,
+            &[&position, &scanned_to, &event_type, &category],
+            |r| event_row(r),
+        )
+        .await?;
     Ok(TypeScan {
         events,
         scanned,
@@ -205,63 +209,79 @@ pub fn sqlite_events_of_type_after(
     })
 }
 
-pub async fn pg_events_of_type_after(
-    store: &PgStore,
-    position: i64,
-    limit: i64,
-    category: &str,
-    event_type: &str,
-) -> Result<TypeScan, StoreError> {
-    let client = store.client().await?;
-    let horizon = store.horizon(&client).await?;
-    if horizon <= position {
-        return Ok(TypeScan {
-            scanned_to: position,
-            ..TypeScan::default()
-        });
-    }
-    let range = client.prepare_cached(SCAN_RANGE_PG).await?;
-    let row = client
-        .query_one(&range, &[&position, &limit, &horizon])
-        .await?;
-    let (scanned, scanned_to): (i64, i64) = (row.get(0), row.get(1));
-    let stmt = client
-        .prepare_cached(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM events WHERE position > $1 AND position <= $2 AND event_type = $3 \
-                  AND (stream = $4 OR left(stream, length($4) + 1) = $4 || '-') ORDER BY position"
-        ))
-        .await?;
-    let rows = client
-        .query(&stmt, &[&position, &scanned_to, &event_type, &category])
-        .await?;
-    Ok(TypeScan {
-        events: rows.into_iter().map(|r| pg_event(&r)).collect(),
-        scanned,
-        scanned_to,
-    })
+/// An event a bulk load appends at a version its caller decided (a seed's
+/// new streams): no head is read, no lock taken.
+pub struct VersionedEvent {
+    pub stream: String,
+    pub version: i64,
+    pub event_id: [u8; 16],
+    pub event_type: &'static str,
+    pub payload: Vec<u8>,
+    pub format: i16,
 }
 
-pub async fn pg_events_after(
-    store: &PgStore,
-    position: i64,
-    limit: i64,
-) -> Result<Vec<StoredEvent>, StoreError> {
-    let client = store.client().await?;
-    let horizon = store.horizon(&client).await?;
-    if horizon <= position {
-        return Ok(Vec::new());
+/// Appends `events` in one transaction of its own, outside the writer (a
+/// seed): the named strategy per database for putting many events in the
+/// log at once. SQLite: prepared inserts on the connection `conn` (the
+/// rowid is the position). PostgreSQL: the positions taken from the log's
+/// sequence as every append takes them (after the transaction's id, for
+/// the horizon) and one `INSERT ... SELECT FROM UNNEST`.
+pub(super) fn sqlite_append_versioned(
+    conn: &mut Connection,
+    events: &[VersionedEvent],
+) -> Result<(), StoreError> {
+    let now = crate::base::clock::now_ms();
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    {
+        let mut ins = tx.prepare_cached(
+            "INSERT INTO events (stream, event_type, payload, created_at_ms, stream_version,
+                                 event_id, metadata, payload_format)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)",
+        )?;
+        for e in events {
+            ins.execute(rusqlite::params![
+                e.stream,
+                e.event_type,
+                e.payload,
+                now,
+                e.version,
+                &e.event_id[..],
+                e.format
+            ])?;
+        }
     }
-    let stmt = client
-        .prepare_cached(concat!(
-            "SELECT ",
-            columns!(),
-            " FROM events WHERE position > $1 AND position <= $3 ORDER BY position LIMIT $2"
-        ))
-        .await?;
-    let rows = client.query(&stmt, &[&position, &limit, &horizon]).await?;
-    Ok(rows.into_iter().map(|r| pg_event(&r)).collect())
+    tx.commit()?;
+    Ok(())
+}
+
+/// See [`sqlite_append_versioned`].
+pub(super) async fn pg_append_versioned(
+    client: &mut deadpool_postgres::Object,
+    events: &[VersionedEvent],
+) -> Result<(), StoreError> {
+    let now = crate::base::clock::now_ms();
+    let tx = client.transaction().await?;
+    let positions = super::postgres::take_positions(&tx, events.len()).await?;
+    let streams: Vec<&str> = events.iter().map(|e| e.stream.as_str()).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type).collect();
+    let versions: Vec<i64> = events.iter().map(|e| e.version).collect();
+    let ids: Vec<&[u8]> = events.iter().map(|e| &e.event_id[..]).collect();
+    let payloads: Vec<&[u8]> = events.iter().map(|e| e.payload.as_slice()).collect();
+    let formats: Vec<i16> = events.iter().map(|e| e.format).collect();
+    tx.execute(
+        "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
+                             stream_version, event_id, payload_format)
+         SELECT p, s, t, pl, $4, v, id, f
+           FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $5::BYTEA[], $6::BIGINT[],
+                       $7::BYTEA[], $8::SMALLINT[])
+             AS u(p, s, t, pl, v, id, f)",
+        &[
+            &positions, &streams, &types, &now, &payloads, &versions, &ids, &formats,
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -292,7 +312,11 @@ mod tests {
 
     #[test]
     fn a_type_scan_returns_that_type_and_how_far_it_read() {
-        let c = log();
+        let raw = log();
+        let c = Conn::sqlite(&raw);
+        let sqlite_events_of_type_after = |c: &Conn<'_>, p, l, cat, t| {
+            super::super::seam::run_ready(events_of_type_after(c, p, l, cat, t))
+        };
         let s = sqlite_events_of_type_after(&c, 0, 4, "s", "Wanted").unwrap();
         assert_eq!((s.scanned, s.scanned_to), (4, 4));
         assert_eq!(s.events.iter().map(|e| e.position).collect::<Vec<_>>(), [3]);

@@ -329,6 +329,19 @@ impl Store {
         self.driver.write(f, false).await
     }
 
+    /// Runs `f` in a transaction of its own, committed alone outside the
+    /// writer's group commit (on SQLite on a connection of its own, with
+    /// its own fsync; on PostgreSQL on a pooled connection): the bench's
+    /// comparison designs, which show what group commit buys. Nothing is
+    /// appended to the event log.
+    pub async fn write_alone<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        self.driver.write_alone(f).await
+    }
+
     /// Runs `item` with the other commands of group `G` in the writer's
     /// current batch, where writers are shared (see [`Group`]); where one
     /// process writes, as a command of its own. Answers after the commit.
@@ -516,6 +529,83 @@ impl Store {
             })
         })
         .await
+    }
+
+    /// The events of one type in the streams of one category (`{category}-...`)
+    /// among the next `limit` events after `position`, and how far that scan
+    /// reached: a service's worker (booking's notifier) reads its own
+    /// streams only, never another stream's event of a matching type nor the
+    /// other services' payloads.
+    pub async fn events_of_type_after(
+        &self,
+        position: i64,
+        limit: i64,
+        category: &'static str,
+        event_type: &'static str,
+    ) -> Result<eventlog::TypeScan, StoreError> {
+        self.read(move |c| {
+            Box::pin(eventlog::events_of_type_after(
+                c, position, limit, category, event_type,
+            ))
+        })
+        .await
+    }
+
+    /// Events after `position`, in position order, at most `limit`.
+    pub async fn events_after(
+        &self,
+        position: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.read(move |c| Box::pin(eventlog::events_after(c, position, limit)))
+            .await
+    }
+
+    /// A stream's last event (`None`: no such stream).
+    pub async fn stream_head(
+        &self,
+        stream: &str,
+    ) -> Result<Option<streams::StreamHead>, StoreError> {
+        let stream = stream.to_string();
+        self.read(move |c| Box::pin(async move { streams::stream_head(c, &stream).await }))
+            .await
+    }
+
+    /// A stream's events from `version` on (forward) or down from it
+    /// (backward), at most `limit`.
+    pub async fn read_stream(
+        &self,
+        stream: &str,
+        version: i64,
+        forward: bool,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let stream = stream.to_string();
+        self.read_blocking(move |c| {
+            Box::pin(async move { streams::read_stream(c, &stream, version, forward, limit).await })
+        })
+        .await
+    }
+
+    /// A page of the global order from position `from` on (see
+    /// `streams::scan`).
+    pub async fn scan_events(
+        &self,
+        from: i64,
+        limit: i64,
+        scan_max: i64,
+        filter: streams::Filter,
+    ) -> Result<streams::Page, StoreError> {
+        self.read_blocking(move |c| {
+            Box::pin(async move { streams::scan(c, from, limit, scan_max, &filter).await })
+        })
+        .await
+    }
+
+    /// The last position readers may read (0 when the log is empty): every
+    /// event up to it committed (see `Conn::log_end`).
+    pub async fn head_position(&self) -> Result<i64, StoreError> {
+        self.read(|c| Box::pin(c.log_end())).await
     }
 
     /// Tables that hold at least one row, besides the store's own

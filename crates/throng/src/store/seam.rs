@@ -325,7 +325,8 @@ type Local<'a> = send_wrapper::SendWrapper<&'a rusqlite::Connection>;
 enum ConnInner<'a> {
     Sqlite(Local<'a>),
     PgTx(&'a deadpool_postgres::Transaction<'a>),
-    PgClient(&'a deadpool_postgres::Client),
+    /// A pooled connection, with its store for the log's horizon.
+    PgClient(&'a deadpool_postgres::Client, &'a super::postgres::PgStore),
 }
 
 /// The parameters as PostgreSQL's driver takes them.
@@ -345,8 +346,11 @@ impl<'a> Conn<'a> {
         Conn(ConnInner::Sqlite(send_wrapper::SendWrapper::new(conn)))
     }
 
-    pub(crate) fn pg_client(client: &'a deadpool_postgres::Client) -> Conn<'a> {
-        Conn(ConnInner::PgClient(client))
+    pub(crate) fn pg_client(
+        client: &'a deadpool_postgres::Client,
+        store: &'a super::postgres::PgStore,
+    ) -> Conn<'a> {
+        Conn(ConnInner::PgClient(client, store))
     }
 
     pub(crate) fn pg_tx(tx: &'a deadpool_postgres::Transaction<'a>) -> Conn<'a> {
@@ -360,6 +364,22 @@ impl<'a> Conn<'a> {
         match &self.0 {
             ConnInner::Sqlite(_) => "sqlite",
             _ => "postgres",
+        }
+    }
+
+    /// How far the event log may be read: no event can still appear at a
+    /// position up to it. SQLite: the last committed position (one writer
+    /// commits positions in order). PostgreSQL: the horizon (positions
+    /// commit out of order; see `horizon.rs`), read on a read connection
+    /// only.
+    pub async fn log_end(&self) -> Result<i64, StoreError> {
+        static LAST: Sql = Sql::new("SELECT COALESCE(MAX(position), 0) FROM events");
+        match &self.0 {
+            ConnInner::Sqlite(_) => self.query_one(&LAST, &[], |r| r.int(0)).await,
+            ConnInner::PgClient(c, store) => store.horizon(c).await,
+            ConnInner::PgTx(_) => Err(StoreError::Internal(
+                "the event log's end is read on a read connection".into(),
+            )),
         }
     }
 
@@ -378,7 +398,7 @@ impl<'a> Conn<'a> {
                 let values = pg_values(params);
                 Ok(t.execute(&stmt, &pg_refs(&values)).await?)
             }
-            ConnInner::PgClient(c) => {
+            ConnInner::PgClient(c, _) => {
                 let stmt = c.prepare_cached(sql.postgres()).await?;
                 let values = pg_values(params);
                 Ok(c.execute(&stmt, &pg_refs(&values)).await?)
@@ -392,7 +412,7 @@ impl<'a> Conn<'a> {
         match &self.0 {
             ConnInner::Sqlite(c) => Ok(c.execute_batch(sql.sqlite())?),
             ConnInner::PgTx(t) => Ok(t.batch_execute(sql.postgres()).await?),
-            ConnInner::PgClient(c) => Ok(c.batch_execute(sql.postgres()).await?),
+            ConnInner::PgClient(c, _) => Ok(c.batch_execute(sql.postgres()).await?),
         }
     }
 
@@ -471,7 +491,7 @@ impl<'a> Conn<'a> {
                 let stmt = t.prepare_cached(sql.postgres()).await?;
                 t.query(&stmt, &refs).await?
             }
-            ConnInner::PgClient(c) => {
+            ConnInner::PgClient(c, _) => {
                 let stmt = c.prepare_cached(sql.postgres()).await?;
                 c.query(&stmt, &refs).await?
             }

@@ -45,6 +45,8 @@ pub struct SqliteStore {
     /// Readers without the memory map (see [`SqliteStore::read_paged`]).
     paged_readers: Mutex<Vec<Connection>>,
     paged_permits: Semaphore,
+    /// The connection of [`SqliteStore::write_alone`], opened on first use.
+    alone: Arc<Mutex<Option<Connection>>>,
 }
 
 impl SqliteStore {
@@ -104,6 +106,7 @@ impl SqliteStore {
             reader_permits: Arc::new(Semaphore::new(permits)),
             paged_permits: Semaphore::new(paged_readers.len()),
             paged_readers: Mutex::new(paged_readers),
+            alone: Arc::default(),
         }))
     }
 
@@ -134,6 +137,33 @@ impl SqliteStore {
         T: Send + 'static,
     {
         self.enqueue(f, false).await
+    }
+
+    /// Runs `f` in a transaction of its own (`BEGIN IMMEDIATE`), committed
+    /// alone with its own fsync, outside the writer: on one connection of
+    /// its own behind a mutex, in the blocking pool. For the bench's
+    /// comparison designs, which show what group commit buys.
+    pub async fn write_alone<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (path, alone) = (self.path.clone(), self.alone.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut guard = alone.lock().unwrap();
+            if guard.is_none() {
+                let c = open_connection(&path, 4 * 1024, false)
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                *guard = Some(c);
+            }
+            let c = guard.as_mut().expect("opened above");
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("write task failed: {e}")))?
     }
 
     /// Hands `f` to the writer and waits for its answer after the commit.

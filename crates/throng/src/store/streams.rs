@@ -15,8 +15,9 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::eventlog::{NewEvent, StoredEvent, TOMBSTONE_TYPE};
-use super::StoreError;
+use super::eventlog::{event_row, NewEvent, StoredEvent, TOMBSTONE_TYPE};
+use super::seam::{run_ready, Conn, Param, Sql};
+use super::{Columns, StoreError};
 
 /// What an append expects of its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,25 +123,23 @@ pub fn replay(append: &StreamAppend, found: &[Option<IdAt>]) -> Option<AppendOut
     })
 }
 
-// ------------------------------------------------------------------ SQLite
+static HEAD: Sql = Sql::new(
+    "SELECT stream_version, event_type FROM events WHERE stream = ?1
+     ORDER BY stream_version DESC LIMIT 1",
+);
 
-pub fn sqlite_stream_head(
-    conn: &Connection,
-    stream: &str,
-) -> Result<Option<StreamHead>, StoreError> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT stream_version, event_type FROM events WHERE stream = ?1
-             ORDER BY stream_version DESC LIMIT 1",
-        )?
-        .query_row([stream], |r| {
-            Ok(StreamHead {
-                version: r.get(0)?,
-                deleted: r.get_ref(1)?.as_str().map(|t| t == TOMBSTONE_TYPE)?,
-            })
+/// A stream's last event (`None`: no such stream).
+pub async fn stream_head(c: &Conn<'_>, stream: &str) -> Result<Option<StreamHead>, StoreError> {
+    c.query_opt(&HEAD, &[&stream], |r| {
+        Ok(StreamHead {
+            version: r.int(0)?,
+            deleted: r.text(1)? == TOMBSTONE_TYPE,
         })
-        .optional()?)
+    })
+    .await
 }
+
+// ------------------------------------------------------------------ SQLite
 
 fn sqlite_find_id(conn: &Connection, id: &[u8; 16]) -> Result<Option<IdAt>, StoreError> {
     Ok(conn
@@ -171,7 +170,7 @@ pub fn sqlite_append_stream(
     if let Some(answer) = replay(append, &found) {
         return Ok(answer);
     }
-    let head = sqlite_stream_head(conn, &append.stream)?;
+    let head = run_ready(stream_head(&Conn::sqlite(conn), &append.stream))?;
     let mut version = match decide(head, append.expected) {
         Ok(v) => v,
         Err(refused) => return Ok(refused),
@@ -206,33 +205,32 @@ pub fn sqlite_append_stream(
     })
 }
 
+static READ_FORWARD: Sql = Sql::new(concat!(
+    "SELECT ",
+    columns!(),
+    " FROM events WHERE stream = ?1 AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"
+));
+static READ_BACKWARD: Sql = Sql::new(concat!(
+    "SELECT ",
+    columns!(),
+    " FROM events WHERE stream = ?1 AND stream_version <= ?2 ORDER BY stream_version DESC LIMIT ?3"
+));
+
 /// A stream's events from `version` on, forward or backward, at most `limit`.
-pub fn sqlite_read_stream(
-    conn: &Connection,
+pub async fn read_stream(
+    c: &Conn<'_>,
     stream: &str,
     version: i64,
     forward: bool,
     limit: i64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let sql = if forward {
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM events WHERE stream = ?1 AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"
-        )
+        &READ_FORWARD
     } else {
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM events WHERE stream = ?1 AND stream_version <= ?2 ORDER BY stream_version DESC LIMIT ?3"
-        )
+        &READ_BACKWARD
     };
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map(
-        rusqlite::params![stream, version, limit],
-        super::eventlog::sqlite_event,
-    )?;
-    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    c.query(sql, &[&stream, &version, &limit], |r| event_row(r))
+        .await
 }
 
 /// What a read of the global order keeps (all `None`: every event).
@@ -262,15 +260,9 @@ pub struct Page {
     pub head: i64,
 }
 
-pub fn sqlite_head_position(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT COALESCE(MAX(position), 0) FROM events")?
-        .query_row([], |r| r.get(0))?)
-}
-
-/// Builds the `WHERE` of a filtered scan for either dialect (`$n` or `?n`);
-/// positions are parameters 1 (from) and 2 (to, exclusive), then the
-/// filter's values in order.
+/// The statement of a filtered scan: positions are parameters 1 (from) and
+/// 2 (to, exclusive), then the filter's values in order. PostgreSQL is told
+/// the filter's values are text (`length(?)` alone would not say).
 fn scan_sql(filter: &Filter, pg: bool) -> String {
     let p = |n: usize| {
         if pg {
@@ -328,119 +320,44 @@ fn page_end(from: i64, limit: i64, scan_max: i64, head: i64, events: &[StoredEve
     }
 }
 
+/// The scan statement of each filter shape (which of the three filters are
+/// set), built once.
+static SCANS: std::sync::LazyLock<Vec<Sql>> = std::sync::LazyLock::new(|| {
+    (0..8)
+        .map(|shape: u8| {
+            let f = Filter {
+                event_type: (shape & 1 != 0).then(String::new),
+                type_prefix: (shape & 2 != 0).then(String::new),
+                category: (shape & 4 != 0).then(String::new),
+            };
+            Sql::owned_per_dialect(scan_sql(&f, false), scan_sql(&f, true))
+        })
+        .collect()
+});
+
 /// Events from position `from` on in the global order that pass `filter`:
 /// at most `limit`, found among at most `scan_max` positions (a sparse
 /// filter returns fewer, and `next` moves past what was scanned).
-pub fn sqlite_scan(
-    conn: &Connection,
+pub async fn scan(
+    c: &Conn<'_>,
     from: i64,
     limit: i64,
     scan_max: i64,
     filter: &Filter,
 ) -> Result<Page, StoreError> {
-    let head = sqlite_head_position(conn)?;
-    let to = if filter.is_empty() {
-        i64::MAX
-    } else {
-        from.saturating_add(scan_max)
-    };
-    let sql = scan_sql(filter, false);
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut params: Vec<&dyn rusqlite::ToSql> = vec![&from, &to];
-    for v in [&filter.event_type, &filter.type_prefix, &filter.category]
-        .into_iter()
-        .flatten()
-    {
-        params.push(v);
-    }
-    params.push(&limit);
-    let events = stmt
-        .query_map(params.as_slice(), super::eventlog::sqlite_event)?
-        .collect::<Result<Vec<_>, _>>()?;
-    let scanned = if filter.is_empty() {
-        i64::MAX
-    } else {
-        scan_max
-    };
-    Ok(Page {
-        next: page_end(from, limit, scanned, head, &events),
-        head,
-        events,
-    })
-}
-
-// -------------------------------------------------------------- PostgreSQL
-
-pub async fn pg_stream_head(
-    client: &deadpool_postgres::Client,
-    stream: &str,
-) -> Result<Option<StreamHead>, StoreError> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT stream_version, event_type FROM events WHERE stream = $1
-             ORDER BY stream_version DESC LIMIT 1",
-        )
-        .await?;
-    let row = client.query_opt(&stmt, &[&stream]).await?;
-    Ok(row.map(|r| StreamHead {
-        version: r.get(0),
-        deleted: r.get::<_, &str>(1) == TOMBSTONE_TYPE,
-    }))
-}
-
-pub async fn pg_read_stream(
-    client: &deadpool_postgres::Client,
-    stream: &str,
-    version: i64,
-    forward: bool,
-    limit: i64,
-) -> Result<Vec<StoredEvent>, StoreError> {
-    let sql = if forward {
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM events WHERE stream = $1 AND stream_version >= $2 ORDER BY stream_version LIMIT $3"
-        )
-    } else {
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM events WHERE stream = $1 AND stream_version <= $2 ORDER BY stream_version DESC LIMIT $3"
-        )
-    };
-    let stmt = client.prepare_cached(sql).await?;
-    let rows = client.query(&stmt, &[&stream, &version, &limit]).await?;
-    Ok(rows.iter().map(super::eventlog::pg_event).collect())
-}
-
-/// The log's head on PostgreSQL: its horizon, the highest position below
-/// which no event can still appear (see `horizon.rs`).
-pub async fn pg_head_position(
-    store: &super::postgres::PgStore,
-    client: &deadpool_postgres::Client,
-) -> Result<i64, StoreError> {
-    store.horizon(client).await
-}
-
-pub async fn pg_scan(
-    store: &super::postgres::PgStore,
-    client: &deadpool_postgres::Client,
-    from: i64,
-    limit: i64,
-    scan_max: i64,
-    filter: &Filter,
-) -> Result<Page, StoreError> {
-    // The horizon first: every position up to it is final, so the range
+    // The log's end first: every position up to it is final, so the range
     // read after it (and never past it) sees all of them.
-    let head = pg_head_position(store, client).await?;
+    let head = c.log_end().await?;
     let to = if filter.is_empty() {
         i64::MAX
     } else {
         from.saturating_add(scan_max)
     }
     .min(head.saturating_add(1));
-    let sql = scan_sql(filter, true);
-    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&from, &to];
+    let shape = usize::from(filter.event_type.is_some())
+        | usize::from(filter.type_prefix.is_some()) << 1
+        | usize::from(filter.category.is_some()) << 2;
+    let mut params: Vec<&dyn Param> = vec![&from, &to];
     for v in [&filter.event_type, &filter.type_prefix, &filter.category]
         .into_iter()
         .flatten()
@@ -448,10 +365,7 @@ pub async fn pg_scan(
         params.push(v);
     }
     params.push(&limit);
-    // Prepared once per connection and filter shape (a handful of texts).
-    let stmt = client.prepare_cached(sql.as_str()).await?;
-    let rows = client.query(&stmt, &params).await?;
-    let events: Vec<StoredEvent> = rows.iter().map(super::eventlog::pg_event).collect();
+    let events = c.query(&SCANS[shape], &params, |r| event_row(r)).await?;
     let scanned = if filter.is_empty() {
         i64::MAX
     } else {

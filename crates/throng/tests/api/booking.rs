@@ -50,9 +50,7 @@ postgres_only!(
 // ---------------------------------------------------------------- places
 
 async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 25, 1, 4).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 25, 1, 4).await;
     let api = &s.api;
 
     let first = api.get("/api/booking/places").await;
@@ -129,9 +127,7 @@ async fn places_pages_and_rejects_bad_paging(kind: StoreKind) {
 // ---------------------------------------------------------------- slots
 
 async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 3, 14, 5).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 3, 14, 5).await;
     let api = &s.api;
 
     let r = api.slots(2, FROM, 3).await;
@@ -249,9 +245,7 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
 // ---------------------------------------------------------------- registrations
 
 async fn register_read_cancel_round_trip(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 2, 3).await;
     let api = &s.api;
 
     let r = api.register(2, "2030-01-02", 1, person(1)).await;
@@ -376,9 +370,7 @@ fn ids(r: &crate::helpers::Reply) -> (String, String) {
 }
 
 async fn register_errors_name_the_field(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 2, 3).await;
     let api = &s.api;
 
     api.register(3, FROM, 0, person(1))
@@ -500,9 +492,7 @@ async fn register_errors_name_the_field(kind: StoreKind) {
 }
 
 async fn registration_lookups_that_fail_look_the_same(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 2).await;
     let api = &s.api;
     let r = api.register(1, FROM, 0, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
@@ -551,9 +541,7 @@ async fn registration_lookups_that_fail_look_the_same(kind: StoreKind) {
 // ---------------------------------------------------------------- admin
 
 async fn admin_stats_need_an_admin_token(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 1, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 1, 3).await;
     let api = &s.api;
     assert_eq!(api.register(1, FROM, 0, person(1)).await.status, 201);
 
@@ -682,9 +670,7 @@ fn assert_one_winner_per_slot(won: &[(i64, String, String)], slots: i64) {
 }
 
 async fn race_for_ten_slots(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 1, 10).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 1, 10).await;
     let (won, lost, other) = race(std::slice::from_ref(&s.api), 200, 10).await;
     assert!(other.is_empty(), "only 201 and 409: {other:?}");
     assert_one_winner_per_slot(&won, 10);
@@ -707,9 +693,7 @@ async fn race_for_ten_slots(kind: StoreKind) {
 }
 
 async fn race_for_ten_slots_across_two_processes(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let dir = tempfile::TempDir::new().unwrap();
     crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 2, 1, 10).await;
     // Both nodes start at once on one database and one data dir (shared secrets).
@@ -882,9 +866,7 @@ fn over_limit_body(limit: usize) -> Vec<u8> {
 }
 
 async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 3).await;
     let api = &s.api;
     let before = s.stats().await;
     for (what, body, ct, status) in bad_bodies() {
@@ -961,11 +943,7 @@ async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
 }
 
 async fn small_body_limit_gives_413(kind: StoreKind) {
-    let Some(s) =
-        TestServer::start_seeded(kind, &["--body-limit-bytes", "200"], Some((1, 1, 3))).await
-    else {
-        return;
-    };
+    let s = TestServer::start_seeded(kind, &["--body-limit-bytes", "200"], Some((1, 1, 3))).await;
     let body = registration_body(1, FROM, 0, person(1)).to_string();
     assert!(body.len() <= 200, "the valid body fits: {}", body.len());
     let r = s
@@ -988,15 +966,12 @@ async fn small_body_limit_gives_413(kind: StoreKind) {
 // ---------------------------------------------------------------- overload
 
 async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
-    let Some(s) = TestServer::start_seeded(
+    let s = TestServer::start_seeded(
         kind,
         &["--in-flight-max", "4", "--retry-after-s", "2"],
         Some((1, 1, 50)),
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     const CLIENTS: usize = 400;
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let mut tasks = Vec::new();
@@ -1144,16 +1119,12 @@ async fn mixed_load_balances(apis: &[Api], admin_token: &str, places: i64, slots
 }
 
 async fn mixed_register_and_cancel_stay_consistent(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 3, 1, 12).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 3, 1, 12).await;
     mixed_load_balances(std::slice::from_ref(&s.api), &s.token(Role::ADMIN), 3, 12).await;
 }
 
 async fn mixed_load_across_two_processes_stays_consistent(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let dir = tempfile::TempDir::new().unwrap();
     crate::helpers::seed_with_cli(dir.path(), Some(&db.url), 3, 1, 12).await;
     let (a, b) = tokio::join!(
@@ -1203,15 +1174,12 @@ async fn fake_gateway(fail_first: usize) -> (String, Arc<std::sync::Mutex<Vec<(S
 
 async fn confirmations_reach_the_gateway_at_least_once(kind: StoreKind) {
     let (url, calls) = fake_gateway(3).await;
-    let Some(s) = TestServer::start_seeded(
+    let s = TestServer::start_seeded(
         kind,
         &["--with-notifier", "--notify-webhook", &url],
         Some((1, 1, 10)),
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let mut registered = Vec::new();
     for i in 0..5u64 {
         let r = s.api.register(1, FROM, i as i64, person(100 + i)).await;
@@ -1265,15 +1233,12 @@ async fn a_dead_gateway_does_not_slow_registrations(kind: StoreKind) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/sms", l.local_addr().unwrap())
     };
-    let Some(s) = TestServer::start_seeded(
+    let s = TestServer::start_seeded(
         kind,
         &["--with-notifier", "--notify-webhook", &dead],
         Some((1, 1, 30)),
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let started = std::time::Instant::now();
     for i in 0..30 {
         assert_eq!(
@@ -1299,9 +1264,7 @@ async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
     // the consumer row lets exactly one of them deliver. The registrations
     // run all at once on both nodes, so their transactions commit out of
     // the order of their events' positions, which the worker must not skip.
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let (url, calls) = fake_gateway(0).await;
     let dir = tempfile::TempDir::new().unwrap();
     const SLOTS: i64 = 60;
@@ -1347,9 +1310,7 @@ async fn two_nodes_deliver_each_confirmation_once(_kind: StoreKind) {
 async fn a_seed_by_another_process_is_served_without_restart(kind: StoreKind) {
     // The SQLite server keeps an in-memory availability index; a seed made by
     // `throng seed` while it runs must reach it without a restart.
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     s.api
         .slots(1, FROM, 1)
         .await
@@ -1399,9 +1360,7 @@ async fn seed_cli(
 }
 
 async fn reseeding_is_refused_unless_forced(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 1, 5).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 1, 5).await;
     let pg_url = s.pg.as_ref().map(|p| p.url.clone());
     let small = [
         "--places",
@@ -1486,9 +1445,7 @@ async fn registrations_racing_a_live_reseed_take_each_slot_once(kind: StoreKind)
     const SLOTS: i64 = 40;
     const CLIENTS: u64 = 8;
     const PER_CLIENT_MAX: u64 = 3_000;
-    let Some(s) = TestServer::seeded(kind, PLACES, 1, SLOTS as i32).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, PLACES, 1, SLOTS as i32).await;
     let pg_url = s.pg.as_ref().map(|p| p.url.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let seeded = Arc::new(AtomicBool::new(false));
@@ -1639,16 +1596,13 @@ async fn past_days_and_started_slots_are_refused_and_not_offered(kind: StoreKind
     let today = today.to_text();
     // 36 slots of 20 minutes from 08:00: slot 0 at 08:00 has started, slot
     // 35 at 19:40 has not.
-    let Some(s) = TestServer::start_seeded_from(
+    let s = TestServer::start_seeded_from(
         kind,
         &["--booking-utc-offset", &offset],
         &yesterday,
         Some((2, 3, 36)),
     )
-    .await
-    else {
-        return;
-    };
+    .await;
     let api = &s.api;
 
     let msg = api
@@ -1745,9 +1699,7 @@ async fn past_days_and_started_slots_are_refused_and_not_offered(kind: StoreKind
 }
 
 async fn move_takes_the_new_slot_and_frees_the_old(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 2, 3).await;
     let api = &s.api;
     let (a, a_code) = ids(&api.register(1, FROM, 0, person(1)).await);
     let (b, b_code) = ids(&api.register(1, FROM, 1, person(2)).await);
@@ -1870,9 +1822,7 @@ async fn move_takes_the_new_slot_and_frees_the_old(kind: StoreKind) {
 }
 
 async fn moves_racing_for_one_slot_have_one_winner(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 30).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 30).await;
     let api = &s.api;
     const MOVERS: i64 = 20;
     const TARGET: i64 = 25;
@@ -1931,9 +1881,7 @@ async fn moves_racing_for_one_slot_have_one_winner(kind: StoreKind) {
 }
 
 async fn registration_calendar_file_is_rfc5545(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 3).await;
     let api = &s.api;
     let (id, code) = ids(&api.register(1, FROM, 1, person(1)).await);
     let url = format!("{REGISTRATIONS}/{id}/calendar.ics");

@@ -96,9 +96,7 @@ async fn head(s: &TestServer) -> i64 {
 }
 
 async fn expected_versions(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let one = || json!([event("Opened", json!({"n": 1}))]);
 
@@ -153,9 +151,7 @@ async fn expected_versions(kind: StoreKind) {
 }
 
 async fn one_of_100_racing_appends_wins(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, s.token(Role::ADMIN));
     let r = append(
         api,
@@ -195,9 +191,7 @@ async fn one_of_100_racing_appends_wins(kind: StoreKind) {
 }
 
 async fn idempotent_reappend(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     append(api, t, "other-1", None, &json!([event("X", json!({}))])).await;
     let body = json!([event("A", json!({"a": 1})), event("B", json!({"b": 2}))]);
@@ -243,9 +237,7 @@ async fn idempotent_reappend(kind: StoreKind) {
 }
 
 async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     for i in 0..5 {
         let body = json!([event(
@@ -375,9 +367,7 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
 
     // A scan budget smaller than the gap between matches: empty pages that
     // still move on.
-    let Some(small) = TestServer::start(kind, &["--events-scan-max", "2"]).await else {
-        return;
-    };
+    let small = TestServer::start(kind, &["--events-scan-max", "2"]).await;
     let (api2, t2) = (&small.api, &small.token(Role::ADMIN));
     for i in 0..5 {
         let ty = if i == 4 { "Rare" } else { "Common" };
@@ -403,9 +393,7 @@ async fn reads_forward_backward_by_category_and_type(kind: StoreKind) {
 }
 
 async fn tombstones_keep_the_global_order(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let body = json!([event("A", json!({})), event("B", json!({}))]);
     append(api, t, "doc-1", None, &body).await;
@@ -445,9 +433,7 @@ async fn tombstones_keep_the_global_order(kind: StoreKind) {
 }
 
 async fn messagepack_and_lz4_bodies(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let fee = throng::services::events::generator::fee_charged(1, 2);
     let data = serde_json::to_value(&fee).unwrap();
@@ -512,9 +498,7 @@ async fn messagepack_and_lz4_bodies(kind: StoreKind) {
 }
 
 async fn access_needs_an_admin_token_and_services_own_their_streams(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let api = &s.api;
     let body = json!([event("A", json!({}))]);
     let r = api
@@ -573,9 +557,7 @@ async fn access_needs_an_admin_token_and_services_own_their_streams(kind: StoreK
 }
 
 async fn services_events_are_streams(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 2, 2, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 2, 2, 3).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let r = api.register(2, "2030-01-02", 1, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
@@ -608,9 +590,7 @@ async fn services_events_are_streams(kind: StoreKind) {
 }
 
 async fn bad_input_writes_nothing(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &["--events-event-bytes-max", "4096"]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &["--events-event-bytes-max", "4096"]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let good = json!([event("A", json!({"a": 1}))]);
     let raw = |stream: &str, ct: Option<&str>, bytes: Vec<u8>| {
@@ -821,9 +801,7 @@ impl SseReader {
 }
 
 async fn sse_resumes_with_last_event_id(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     for i in 0..5 {
         append(
@@ -913,9 +891,7 @@ async fn sse_resumes_with_last_event_id(kind: StoreKind) {
 }
 
 async fn long_poll_answers_when_an_event_commits(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let v = get(api, t, "/api/events/poll?waitMs=0").await.json();
     assert_eq!(v["events"], json!([]));
@@ -938,9 +914,7 @@ async fn long_poll_answers_when_an_event_commits(kind: StoreKind) {
 }
 
 async fn consumers_hold_a_lease_and_a_checkpoint(kind: StoreKind) {
-    let Some(s) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &[]).await;
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
     let lease = |owner: &str, lease_ms: i64, token: Option<&str>, position: Option<i64>| {
         let mut body = json!({"owner": owner, "leaseMs": lease_ms});
@@ -1080,10 +1054,7 @@ async fn acknowledged_appends_survive_sigkill(kind: StoreKind) {
     use crate::helpers::{PgDb, ProcessServer};
     let db = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(db) => Some(db),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let pg_url = db.as_ref().map(|d| d.url.as_str());
     let dir = tempfile::TempDir::new().unwrap();
@@ -1161,9 +1132,7 @@ async fn acknowledged_appends_survive_sigkill(kind: StoreKind) {
 
 async fn two_nodes_append_while_readers_follow_all(_kind: StoreKind) {
     use crate::helpers::{PgDb, ProcessServer};
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let dir = tempfile::TempDir::new().unwrap();
     let (a, b) = tokio::join!(
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
@@ -1422,9 +1391,7 @@ async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
         "--voting-mix-interval-ms",
         "20",
     ];
-    let Some(s) = TestServer::start(kind, &flags).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &flags).await;
     let args = SeedVotingArgs {
         voters: 20,
         districts: 2,

@@ -14,9 +14,7 @@ fn header<'a>(r: &'a Reply, name: &str) -> &'a str {
 }
 
 async fn registration_answers_are_never_cached(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 3).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 3).await;
     let r = s.api.register(1, FROM, 0, person(1)).await;
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(header(&r, "cache-control"), "no-store", "the access code");
@@ -46,9 +44,7 @@ async fn registration_answers_are_never_cached(kind: StoreKind) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn demo_tokens_are_never_cached() {
-    let s = TestServer::start(StoreKind::Sqlite, &["--demo"])
-        .await
-        .unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &["--demo"]).await;
     let r = s.api.get("/api/comments/demo-token?role=user").await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.json()["token"].is_string());
@@ -69,7 +65,7 @@ async fn demo_tokens_are_never_cached() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_page_forbids_framing_and_sniffing() {
-    let s = TestServer::start(StoreKind::Sqlite, &[]).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
     for path in [
         "/",
         "/booking/",
@@ -111,5 +107,46 @@ async fn every_page_forbids_framing_and_sniffing() {
         let r = s.api.get(path).await;
         assert_eq!(header(&r, "x-content-type-options"), "nosniff", "{path}");
         assert!(header(&r, "content-security-policy").is_empty(), "{path}");
+    }
+}
+
+/// The pages run only their own files: every script a page names is served
+/// from this origin as JavaScript, the shared client first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_page_script_is_served_as_javascript() {
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
+    for path in [
+        "/booking/",
+        "/booking/manage",
+        "/comments/",
+        "/voting/",
+        "/voting/results",
+        "/voting/receipt",
+        "/docs/",
+    ] {
+        let page = s.api.get(path).await;
+        assert_eq!(page.status, 200, "{path}");
+        let html = page.text();
+        let scripts: Vec<&str> = html
+            .split(r#"<script src=""#)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        // The embedded widget carries its own copy of the client.
+        let own: Vec<&&str> = scripts
+            .iter()
+            .filter(|src| !src.starts_with("/widget/"))
+            .collect();
+        assert_eq!(own.first(), Some(&&"/assets/throng.js"), "{path}");
+        assert!(own.len() >= 2, "{path}: its own script too");
+        for src in scripts {
+            let r = s.api.get(src).await;
+            assert_eq!(r.status, 200, "{path}: {src}");
+            assert!(
+                header(&r, "content-type").starts_with("text/javascript"),
+                "{path}: {src}"
+            );
+            assert!(!r.text().is_empty(), "{path}: {src}");
+        }
     }
 }

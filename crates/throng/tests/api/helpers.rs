@@ -87,10 +87,9 @@ macro_rules! postgres_only {
 /// without `THRONG_TEST_PG_URL` at build time the tests are ignored (see the
 /// macros), so a missing URL now (CI, or a binary built with it and run
 /// without it) fails the test instead of passing it having done nothing.
-/// (`Option` so callers keep their shape; it is never `None`.)
-pub fn pg_admin_url() -> Option<String> {
+pub fn pg_admin_url() -> String {
     match std::env::var("THRONG_TEST_PG_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
+        Ok(url) if !url.trim().is_empty() => url.trim().to_string(),
         _ => panic!(
             "this PostgreSQL test needs THRONG_TEST_PG_URL (e.g. \
              postgres://postgres@127.0.0.1:5432/test){}",
@@ -192,9 +191,10 @@ impl PgDb {
         }
     }
 
-    /// A fresh database (`Some` always; see `pg_admin_url`).
-    pub async fn create_or_skip() -> Option<PgDb> {
-        Some(PgDb::create(&pg_admin_url()?).await)
+    /// A fresh database on the server of `THRONG_TEST_PG_URL`; panics
+    /// when the URL is missing or the server refuses (see `pg_admin_url`).
+    pub async fn fresh() -> PgDb {
+        PgDb::create(&pg_admin_url()).await
     }
 }
 
@@ -208,17 +208,18 @@ impl Drop for PgDb {
                 .build()
                 .unwrap();
             rt.block_on(async {
-                let Ok((client, conn)) =
+                // A server gone by now leaves nothing to drop.
+                if let Ok((client, conn)) =
                     tokio_postgres::connect(&admin, tokio_postgres::NoTls).await
-                else {
-                    return;
-                };
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
-                let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(10), client.batch_execute(&sql)).await;
+                {
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(10), client.batch_execute(&sql))
+                            .await;
+                }
             });
         });
         let _ = t.join();
@@ -260,10 +261,10 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts a server with a fresh store; `None` when `kind` is PostgreSQL
-    /// and PostgreSQL tests are skipped. `extra_args` are `serve` flags;
+    /// Starts a server with a fresh store; panics when it cannot (for
+    /// PostgreSQL, see `pg_admin_url`). `extra_args` are `serve` flags;
     /// `--with-notifier` runs the confirmation worker (off by default).
-    pub async fn start(kind: StoreKind, extra_args: &[&str]) -> Option<TestServer> {
+    pub async fn start(kind: StoreKind, extra_args: &[&str]) -> TestServer {
         TestServer::start_seeded(kind, extra_args, None).await
     }
 
@@ -274,7 +275,7 @@ impl TestServer {
         kind: StoreKind,
         extra_args: &[&str],
         seed: Option<(i64, i32, i32)>,
-    ) -> Option<TestServer> {
+    ) -> TestServer {
         TestServer::start_seeded_from(kind, extra_args, FROM, seed).await
     }
 
@@ -284,7 +285,7 @@ impl TestServer {
         extra_args: &[&str],
         from: &str,
         seed: Option<(i64, i32, i32)>,
-    ) -> Option<TestServer> {
+    ) -> TestServer {
         TestServer::start_services(kind, extra_args, from, seed, throng::services::all(), false)
             .await
     }
@@ -296,7 +297,7 @@ impl TestServer {
         kind: StoreKind,
         experiment: &str,
         extra_args: &[&str],
-    ) -> Option<TestServer> {
+    ) -> TestServer {
         let list = throng::bench::child_services(experiment).expect("a known experiment");
         TestServer::start_services(kind, extra_args, FROM, None, list, true).await
     }
@@ -308,10 +309,10 @@ impl TestServer {
         seed: Option<(i64, i32, i32)>,
         list: &'static [&'static dyn throng::platform::service::AnyService],
         bench_child: bool,
-    ) -> Option<TestServer> {
+    ) -> TestServer {
         let pg = match kind {
             StoreKind::Sqlite => None,
-            StoreKind::Postgres => Some(PgDb::create_or_skip().await?),
+            StoreKind::Postgres => Some(PgDb::fresh().await),
         };
         let dir = TempDir::new().expect("temp dir");
         let data_dir = dir.path().to_path_buf();
@@ -348,13 +349,13 @@ impl TestServer {
         if let Some((places, days, slots_per_day)) = seed {
             let (store, _) = throng::app::open_store(&args.store)
                 .await
-                .expect("open the store to seed");
+                .unwrap_or_else(|e| panic!("cannot open the {kind:?} store to seed it: {e:#}"));
             seed_store_from(&store, from, places, days, slots_per_day).await;
         }
         let running = throng::app::start_for(args, list)
             .await
-            .expect("server starts");
-        Some(TestServer {
+            .unwrap_or_else(|e| panic!("the test server on {kind:?} did not start: {e:#}"));
+        TestServer {
             api: Api::new(running.addr),
             addr: running.addr,
             metrics_addr: running.metrics_addr,
@@ -364,16 +365,11 @@ impl TestServer {
             running: Some(running),
             pg,
             _dir: dir,
-        })
+        }
     }
 
     /// Starts a server and seeds `places` x `days` x `slots_per_day` from `FROM`.
-    pub async fn seeded(
-        kind: StoreKind,
-        places: i64,
-        days: i32,
-        slots_per_day: i32,
-    ) -> Option<TestServer> {
+    pub async fn seeded(kind: StoreKind, places: i64, days: i32, slots_per_day: i32) -> TestServer {
         TestServer::start_seeded(kind, &[], Some((places, days, slots_per_day))).await
     }
 

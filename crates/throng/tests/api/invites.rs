@@ -226,9 +226,7 @@ fn numeric_id(signed: &str) -> i64 {
 }
 
 async fn three_closes_then_never_again(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     let (visitor, mut display) = inv.first_display().await;
     for closes in 1..=3 {
@@ -263,9 +261,7 @@ async fn three_closes_then_never_again(kind: StoreKind) {
 }
 
 async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     // Yes: final, with the survey URL; a double click counts once; another
     // display's answer is refused.
@@ -316,9 +312,7 @@ async fn yes_and_no_are_final_and_retries_count_once(kind: StoreKind) {
 }
 
 async fn sampling_is_decided_once_per_visitor_and_kept(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({ "inviteShare": 0.5 })).await;
     let mut decided = Vec::new();
     for _ in 0..200 {
@@ -347,9 +341,7 @@ async fn sampling_is_decided_once_per_visitor_and_kept(kind: StoreKind) {
 }
 
 async fn paused_and_inactive_sites_show_nothing_and_take_no_answers(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     let (visitor, display) = inv.first_display().await;
     let pause = |what: &'static str| {
@@ -403,9 +395,7 @@ async fn paused_and_inactive_sites_show_nothing_and_take_no_answers(kind: StoreK
 }
 
 async fn concurrent_answers_of_one_visitor_leave_one_state(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     // 100 closes on 100 displays at once: exactly closesMax (3) count.
     let (visitor, first) = inv.first_display().await;
@@ -457,9 +447,7 @@ async fn concurrent_answers_of_one_visitor_leave_one_state(kind: StoreKind) {
 }
 
 async fn bad_input_gets_the_envelope_or_a_fresh_visitor_and_writes_nothing(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     let (visitor, display) = inv.first_display().await;
     let before = inv.stats().await;
@@ -593,9 +581,7 @@ async fn bad_input_gets_the_envelope_or_a_fresh_visitor_and_writes_nothing(kind:
 }
 
 async fn admin_endpoints_need_an_admin_token(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let api = &server.api;
     let admin = server.token(Role::ADMIN);
     let user = server.token(throng::services::comments::USER);
@@ -692,9 +678,7 @@ async fn admin_endpoints_need_an_admin_token(kind: StoreKind) {
 }
 
 async fn a_visitor_can_be_forgotten(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     // By the visitor itself (the snippet's "forget me").
     let (visitor, display) = inv.first_display().await;
@@ -743,9 +727,7 @@ async fn a_visitor_can_be_forgotten(kind: StoreKind) {
 }
 
 async fn answers_past_the_retention_are_purged(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &["--invites-purge-interval-s", "1"]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &["--invites-purge-interval-s", "1"]).await;
     let inv = Inv::new(&server, json!({ "retentionDays": 30 })).await;
     let (old, d) = inv.first_display().await;
     assert_eq!(inv.answer(&old, "no", &d).await.status, 200);
@@ -790,10 +772,7 @@ async fn answers_past_the_retention_are_purged(kind: StoreKind) {
 async fn acknowledged_answers_survive_sigkill(kind: StoreKind) {
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let dir = tempfile::TempDir::new().unwrap();
     let pg_url = pg.as_ref().map(|p| p.url.as_str());
@@ -887,9 +866,6 @@ async fn the_baseline_route_answers_only_on_the_bench_child(kind: StoreKind) {
         } else {
             TestServer::start(kind, &[]).await
         };
-        let Some(server) = server else {
-            return;
-        };
         let inv = Inv::new(&server, json!({})).await;
         let (visitor, display) = inv.first_display().await;
         let r = inv
@@ -924,10 +900,7 @@ async fn seeded_visitors_answer_as_seeded(kind: StoreKind) {
     use throng::services::invites::signed::{Signer, KEY_PURPOSE};
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let dir = tempfile::TempDir::new().unwrap();
     let pg_url = pg.as_ref().map(|p| p.url.as_str());
@@ -1123,9 +1096,7 @@ async fn site_count(api: &Api, admin: &str) -> usize {
 }
 
 async fn survey_urls_a_browser_would_send_elsewhere_are_refused(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     let before = site_count(&inv.api, &inv.admin).await;
     for bad in [
@@ -1177,9 +1148,7 @@ async fn survey_urls_a_browser_would_send_elsewhere_are_refused(kind: StoreKind)
 }
 
 async fn origins_are_normalised_or_refused_with_a_reason(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let admin = server.token(Role::ADMIN);
     let api = &server.api;
     let r = post_site(
@@ -1246,9 +1215,7 @@ fn snippet_src(site: &Value) -> String {
 }
 
 async fn the_snippet_and_survey_url_are_absolute(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({ "surveyUrl": "/invites/demo/survey" })).await;
     let own = format!("http://{}", server.addr);
     let site = inv
@@ -1294,11 +1261,8 @@ async fn the_snippet_and_survey_url_are_absolute(kind: StoreKind) {
 }
 
 async fn the_snippet_follows_the_public_url(kind: StoreKind) {
-    let Some(server) =
-        TestServer::start(kind, &["--public-url", "https://throng.example/surveys/"]).await
-    else {
-        return;
-    };
+    let server =
+        TestServer::start(kind, &["--public-url", "https://throng.example/surveys/"]).await;
     let admin = server.token(Role::ADMIN);
     let r = post_site(
         &server.api,
@@ -1327,9 +1291,7 @@ async fn the_snippet_follows_the_public_url(kind: StoreKind) {
 }
 
 async fn a_refused_origin_can_read_its_403(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     let inv = Inv::new(&server, json!({})).await;
     // A first visit from a page the site does not allow: the browser's
     // simple GET, no visitor header.
@@ -1367,9 +1329,7 @@ async fn a_refused_origin_can_read_its_403(kind: StoreKind) {
 }
 
 async fn trigger_settings_round_trip_and_are_checked(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &[]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &[]).await;
     // Defaults: at once, as a modal.
     let plain = Inv::new(&server, json!({})).await;
     let s = plain.state(None).await.json();
@@ -1492,9 +1452,7 @@ fn holds(file: &[u8], bytes: &[u8]) -> bool {
 }
 
 async fn deleted_and_purged_answers_leave_no_bytes_in_the_file(kind: StoreKind) {
-    let Some(server) = TestServer::start(kind, &["--invites-purge-interval-s", "1"]).await else {
-        return;
-    };
+    let server = TestServer::start(kind, &["--invites-purge-interval-s", "1"]).await;
     let inv = Inv::new(&server, json!({ "retentionDays": 30 })).await;
     // Visitor A: two closes then no (the row rewritten twice), then
     // forgotten by an admin. Visitor B: no, then purged by retention.

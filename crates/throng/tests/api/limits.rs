@@ -58,7 +58,7 @@ async fn slow_clients_are_cut_off_while_health_answers() {
         "--body-timeout-ms",
         "1500",
     ];
-    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     let started = Instant::now();
     // Unfinished headers (no blank line), and two stalled bodies.
     let mut header = send_raw(s.addr, "GET /health HTTP/1.1\r\nHost: t\r\nX-Slow: 1").await;
@@ -107,7 +107,7 @@ async fn slow_clients_are_cut_off_while_health_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stalled_bodies_hold_slots_no_longer_than_the_body_deadline() {
     let flags = ["--in-flight-max", "2", "--body-timeout-ms", "1000"];
-    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     let _a = send_raw(s.addr, STALLED_POST).await;
     let _b = send_raw(s.addr, STALLED_POST).await;
     let started = Instant::now();
@@ -147,7 +147,7 @@ async fn idle_connections_are_closed() {
         "--header-read-timeout-ms",
         "5000",
     ];
-    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     let started = Instant::now();
     // Never sends a byte.
     let mut silent = TcpStream::connect(s.addr).await.unwrap();
@@ -188,7 +188,7 @@ async fn connection_caps_refuse_extra_connections() {
         "--connections-per-client-max",
         "2",
     ];
-    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     // Two from 127.0.0.1: its cap.
     let mut held = vec![
         connect_from("127.0.0.1", s.addr).await,
@@ -261,7 +261,7 @@ async fn bad_limits_are_refused_at_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invented_methods_add_no_metric_series() {
-    let s = TestServer::start(StoreKind::Sqlite, &[]).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
     let api = &s.api;
     for i in 0..1000 {
         let method = reqwest::Method::from_bytes(format!("INVENTED{i}").as_bytes()).unwrap();
@@ -301,7 +301,7 @@ async fn spoofed_forwarded_for_does_not_escape_the_rate_limit() {
         "--trusted-proxies",
         "127.0.0.1/32,10.9.0.0/16",
     ];
-    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     let api = &s.api;
     // What HAProxy sends for client 203.0.113.7 whose request carried
     // `X-Forwarded-For: <spoof>`: the spoof, then the real address.
@@ -350,7 +350,7 @@ async fn spoofed_forwarded_for_does_not_escape_the_rate_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forwarded_for_is_ignored_without_trusted_proxies() {
     let flags = ["--rate-limit-per-s", "1", "--rate-limit-burst", "2"];
-    let s = TestServer::start(StoreKind::Sqlite, &flags).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     let api = &s.api;
     let mut statuses = Vec::new();
     for i in 0..4 {
@@ -366,7 +366,7 @@ async fn forwarded_for_is_ignored_without_trusted_proxies() {
 /// The platform's answers are in the document, with the envelope's schema.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn openapi_names_the_platform_answers() {
-    let s = TestServer::start(StoreKind::Sqlite, &[]).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
     let doc = s.api.get("/openapi.json").await.json();
     let reg = &doc["paths"]["/api/booking/registrations"]["post"]["responses"];
     for status in ["408", "413", "429", "503"] {
@@ -388,9 +388,7 @@ async fn openapi_names_the_platform_answers() {
 /// With --metrics-listen, /metrics is served there and nowhere else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_can_have_an_address_of_their_own() {
-    let s = TestServer::start(StoreKind::Sqlite, &["--metrics-listen", "127.0.0.1:0"])
-        .await
-        .unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &["--metrics-listen", "127.0.0.1:0"]).await;
     s.api
         .get("/metrics")
         .await
@@ -417,9 +415,7 @@ async fn a_stuck_request_is_answered_at_the_request_deadline(kind: StoreKind) {
         "--in-flight-max",
         "1",
     ];
-    let Some(s) = TestServer::start_seeded(kind, &flags, Some((1, 1, 3))).await else {
-        return;
-    };
+    let s = TestServer::start_seeded(kind, &flags, Some((1, 1, 3))).await;
     let (mut client, _conn) = connect_pg(&s).await;
     let tx = lock_place_1(&mut client).await;
     let started = Instant::now();
@@ -469,9 +465,7 @@ async fn lock_place_1(client: &mut tokio_postgres::Client) -> tokio_postgres::Tr
 /// Stopping lets a request in flight finish (here one waiting on a database
 /// lock) and accepts no new connection meanwhile.
 async fn stopping_lets_requests_in_flight_finish(kind: StoreKind) {
-    let Some(mut s) = TestServer::start_seeded(kind, &[], Some((1, 1, 3))).await else {
-        return;
-    };
+    let mut s = TestServer::start_seeded(kind, &[], Some((1, 1, 3))).await;
     let (mut client, _conn) = connect_pg(&s).await;
     let tx = lock_place_1(&mut client).await;
     let api = s.api.clone();
@@ -507,9 +501,7 @@ crate::postgres_only!(stopping_lets_requests_in_flight_finish);
 /// A chunked body (no Content-Length) is bounded as it is read: 413.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_chunked_body_over_the_limit_is_refused() {
-    let s = TestServer::start(StoreKind::Sqlite, &["--body-limit-bytes", "1024"])
-        .await
-        .unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &["--body-limit-bytes", "1024"]).await;
     let chunk = "x".repeat(1000);
     let mut req = String::from(
         "POST /api/booking/registrations HTTP/1.1\r\nHost: t\r\n\

@@ -26,9 +26,7 @@ postgres_only!(
 /// Three nodes start at the same moment on an empty database and an empty
 /// data dir: migrations, secrets and the PII key fingerprint must not race.
 async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let dir = tempfile::TempDir::new().unwrap();
     let (a, b, c) = tokio::join!(
         ProcessServer::start(dir.path(), Some(&db.url), &[]),
@@ -58,9 +56,7 @@ async fn nodes_started_at_once_on_a_fresh_database_agree(_kind: StoreKind) {
 }
 
 async fn health_ready_metrics_and_openapi(kind: StoreKind) {
-    let Some(s) = TestServer::seeded(kind, 1, 1, 2).await else {
-        return;
-    };
+    let s = TestServer::seeded(kind, 1, 1, 2).await;
     let api = &s.api;
     let r = api.get("/health").await;
     assert_eq!(r.status, 200);
@@ -156,9 +152,7 @@ async fn event_log_is_gapless_under_two_writers(kind: StoreKind) {
             )
         }
         StoreKind::Postgres => {
-            let Some(db) = PgDb::create_or_skip().await else {
-                return;
-            };
+            let db = PgDb::fresh().await;
             (StoreUrl::Postgres(db.url.clone()), Some(db), None)
         }
     };
@@ -246,9 +240,7 @@ async fn append(store: &Store, events: Vec<NewEvent>) {
 /// The database is dropped under a running server: readiness and writes
 /// answer 503 `store_unavailable` quickly, never 500 and never a hang.
 async fn a_database_that_goes_away_answers_503(kind: StoreKind) {
-    let Some(mut s) = TestServer::seeded(kind, 1, 1, 5).await else {
-        return;
-    };
+    let mut s = TestServer::seeded(kind, 1, 1, 5).await;
     assert_eq!(s.api.register(1, FROM, 0, person(1)).await.status, 201);
     assert_eq!(s.api.get("/ready").await.status, 200);
     let pg = s.pg.take().unwrap();
@@ -339,10 +331,7 @@ async fn a_record_of_versions_alone_is_adopted(kind: StoreKind) {
     let dir = tempfile::TempDir::new().unwrap();
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let url = match &pg {
         Some(pg) => StoreUrl::Postgres(pg.url.clone()),
@@ -389,10 +378,7 @@ async fn a_bulk_load_replaces_its_tables_and_keeps_their_indexes(kind: StoreKind
     let dir = tempfile::TempDir::new().unwrap();
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let url = match &pg {
         Some(pg) => StoreUrl::Postgres(pg.url.clone()),

@@ -9,15 +9,15 @@
 use std::sync::Arc;
 
 use axum::extract::{FromRef, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use clap::Parser;
 use include_dir::{Dir, DirEntry, File};
 use serde_json::Value;
 
 use throng::app::ServeArgs;
 use throng::platform::service::{
-    AnyService, AppState, Link, LinkKind, NoArgs, Platform, Service, ServiceState, Started,
+    AnyService, AppState, Link, LinkKind, NoArgs, OpenApiRouter, Platform, Service, ServiceState,
+    Started,
 };
 use throng::services::{booking::Booking, comments::Comments};
 use throng::store::{Columns, MigrationSet, Sql, Store};
@@ -63,21 +63,24 @@ async fn greeting(store: &Store) -> Option<String> {
     read.await.unwrap()
 }
 
-/// The router, generic over the state as a real service's is.
-fn hello_router<S>() -> Router<S>
+/// The greeting and who started the state it was read through
+#[utoipa::path(get, path = "/api/hello", tag = "hello",
+    responses((status = 200, description = "{greeting, startedBy}",
+               example = json!({"greeting": "hello, crowd", "startedBy": "hello::start"}))))]
+async fn hello(State(st): State<Arc<HelloState>>) -> Json<Value> {
+    Json(serde_json::json!({
+        "greeting": greeting(&st.store).await,
+        "startedBy": st.started_by,
+    }))
+}
+
+/// The routes, generic over the state as a real service's are.
+fn hello_routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<HelloState>: FromRef<S>,
 {
-    Router::new().route(
-        "/api/hello",
-        get(|State(st): State<Arc<HelloState>>| async move {
-            Json(serde_json::json!({
-                "greeting": greeting(&st.store).await,
-                "startedBy": st.started_by,
-            }))
-        }),
-    )
+    OpenApiRouter::default().routes(utoipa_axum::routes!(hello))
 }
 
 impl Service for Hello {
@@ -103,25 +106,8 @@ impl Service for Hello {
             started_by: "hello::start",
         })))
     }
-    fn router(&self) -> Router<AppState> {
-        hello_router()
-    }
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItem, PathsBuilder};
-        use utoipa::openapi::{OpenApiBuilder, ResponseBuilder};
-        OpenApiBuilder::new()
-            .paths(
-                PathsBuilder::new().path(
-                    "/api/hello",
-                    PathItem::new(
-                        HttpMethod::Get,
-                        OperationBuilder::new()
-                            .tag("hello")
-                            .response("200", ResponseBuilder::new().description("{greeting}")),
-                    ),
-                ),
-            )
-            .build()
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        hello_routes()
     }
     fn links(&self) -> Vec<Link> {
         vec![Link {
@@ -144,10 +130,7 @@ struct W {
 async fn a_test_only_service_plugs_in(kind: StoreKind) {
     let pg = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(pg) => Some(pg),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let dir = tempfile::TempDir::new().unwrap();
     let store = match &pg {
@@ -181,7 +164,12 @@ async fn a_test_only_service_plugs_in(kind: StoreKind) {
         "migrated, demo-seeded, started and routed"
     );
     let doc: Value = api.get("/openapi.json").await.json();
-    assert!(doc["paths"]["/api/hello"]["get"].is_object(), "{doc}");
+    let hello = &doc["paths"]["/api/hello"]["get"];
+    assert_eq!(
+        hello["summary"],
+        "The greeting and who started the state it was read through"
+    );
+    assert_eq!(hello["tags"], serde_json::json!(["hello"]), "{doc}");
     assert!(doc["paths"]["/api/booking/places"]["get"].is_object());
     let index = String::from_utf8(api.get("/").await.body.to_vec()).unwrap();
     assert!(index.contains(r#"<a href="/api/hello">"#), "{index}");

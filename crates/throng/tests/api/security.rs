@@ -54,7 +54,7 @@ async fn data_and_secrets_are_private_files() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tokens_are_refused_before_their_nbf() {
-    let s = TestServer::start(StoreKind::Sqlite, &[]).await.unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
     let now = throng::base::clock::now_ms() / 1000;
     let with_nbf = |nbf: i64| {
         let mut extra = serde_json::Map::new();
@@ -81,19 +81,14 @@ both_stores!(demo_runs_only_on_a_store_it_made);
 async fn demo_runs_only_on_a_store_it_made(kind: StoreKind) {
     let db = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match crate::helpers::PgDb::create_or_skip().await {
-            Some(db) => Some(db),
-            None => return,
-        },
+        StoreKind::Postgres => Some(crate::helpers::PgDb::fresh().await),
     };
     let pg = db.as_ref().map(|d| d.url.as_str());
     // A store the demo made serves --demo again after a restart.
     let demo_dir = tempfile::TempDir::new().unwrap();
     let demo_db = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => {
-            Some(crate::helpers::PgDb::create(&crate::helpers::pg_admin_url().unwrap()).await)
-        }
+        StoreKind::Postgres => Some(crate::helpers::PgDb::fresh().await),
     };
     let demo_pg = demo_db.as_ref().map(|d| d.url.as_str());
     for _ in 0..2 {
@@ -128,9 +123,7 @@ async fn demo_runs_only_on_a_store_it_made(kind: StoreKind) {
 /// courses only, even when the store has other courses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn demo_tokens_are_for_demo_courses_only() {
-    let s = TestServer::start(StoreKind::Sqlite, &["--demo"])
-        .await
-        .unwrap();
+    let s = TestServer::start(StoreKind::Sqlite, &["--demo"]).await;
     crate::helpers::execute(
         &s.state.store,
         "INSERT INTO comments_courses (id, provider_id, title) VALUES (9999, 4242, 'real')",

@@ -87,13 +87,13 @@ fn cand(d: i64, party: i64, pos: i64) -> i64 {
 }
 
 /// A server with the test election seeded (and loaded by its seed watcher).
-async fn start(kind: StoreKind, flags: &[&str], args: SeedVotingArgs) -> Option<TestServer> {
-    let s = TestServer::start(kind, flags).await?;
+async fn start(kind: StoreKind, flags: &[&str], args: SeedVotingArgs) -> TestServer {
+    let s = TestServer::start(kind, flags).await;
     throng::services::voting::seed::seed(&s.state.store, &args, false)
         .await
         .expect("seed voting");
     wait_until(|| async { s.api.get("/api/voting/elections/1").await.status == 200 }).await;
-    Some(s)
+    s
 }
 
 async fn wait_until<F, Fut>(f: F)
@@ -234,9 +234,7 @@ fn voter_token(
 // ---------------------------------------------------------------- reads
 
 async fn elections_and_ballots(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let api = &s.api;
     let v: ElectionList = api.get("/api/voting/elections").await.body();
     let e = &v.elections[0];
@@ -334,9 +332,7 @@ async fn elections_and_ballots(kind: StoreKind) {
 // ---------------------------------------------------------------- votes
 
 async fn votes_in_headers_mode(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let (api, store) = (&s.api, &s.state.store);
     let (v, d) = (1, district(1));
     let other_district = d % DISTRICTS + 1;
@@ -463,9 +459,7 @@ async fn votes_in_headers_mode(kind: StoreKind) {
 }
 
 async fn votes_in_token_mode(kind: StoreKind) {
-    let Some(s) = start(kind, &["--voting-mix-ballots-min", "1"], seed_args()).await else {
-        return;
-    };
+    let s = start(kind, &["--voting-mix-ballots-min", "1"], seed_args()).await;
     let (api, store) = (&s.api, &s.state.store);
     let (v, d) = (5, district(5));
     let (vs, ds) = (v.to_string(), d.to_string());
@@ -633,9 +627,7 @@ async fn votes_in_token_mode(kind: StoreKind) {
 }
 
 async fn one_vote_among_200_concurrent(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let d = district(42);
     let (wins, other) = race(std::slice::from_ref(&s.api), 42, d, 200).await;
     assert_eq!(wins, 1, "exactly one 201; others: {other:?}");
@@ -667,9 +659,7 @@ async fn race(apis: &[Api], voter: i64, d: i64, n: usize) -> (usize, Vec<String>
 }
 
 async fn one_vote_across_two_nodes(_kind: StoreKind) {
-    let Some(db) = PgDb::create_or_skip().await else {
-        return;
-    };
+    let db = PgDb::fresh().await;
     let dir = tempfile::TempDir::new().unwrap();
     seed_with_cli(dir.path(), Some(&db.url), VOTERS).await;
     let flags = [
@@ -728,9 +718,7 @@ async fn seed_with_cli(data_dir: &std::path::Path, pg_url: Option<&str>, voters:
 // ---------------------------------------------------------------- bad input
 
 async fn bad_input_writes_nothing(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let (api, store) = (&s.api, &s.state.store);
     let d = district(3);
     let ds = d.to_string();
@@ -856,9 +844,7 @@ async fn bad_input_writes_nothing(kind: StoreKind) {
 // ---------------------------------------------------------------- results
 
 async fn results_count_votes_and_stream_updates(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let api = &s.api;
     let empty = results(api, "").await;
     assert_eq!(
@@ -1001,9 +987,7 @@ async fn closed_elections_refuse_votes(kind: StoreKind) {
     let mut args = seed_args();
     args.opens_at = Some("2099-01-01T08:00:00Z".into());
     args.closes_at = Some("2099-01-01T20:00:00Z".into());
-    let Some(s) = start(kind, HEADERS_MODE, args).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, args).await;
     let d = district(1);
     let msg = vote(&s.api, 1, d, &body(d, 1, &[]))
         .await
@@ -1095,9 +1079,7 @@ async fn ballots_are_secret(kind: StoreKind) {
         "--voting-mix-interval-ms",
         "20",
     ];
-    let Some(s) = start(kind, &flags, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, &flags, seed_args()).await;
     let (api, store) = (&s.api, &s.state.store);
     let key = receipt_key(&s);
     // No voter, no time, no receipt beside a ballot.
@@ -1334,9 +1316,7 @@ async fn a_district_is_published_only_with_k_ballots(kind: StoreKind) {
         "--voting-mix-interval-ms",
         "20",
     ];
-    let Some(s) = start(kind, &flags, args.clone()).await else {
-        return;
-    };
+    let s = start(kind, &flags, args.clone()).await;
     let (api, store) = (&s.api, &s.state.store);
     let admin = s.token(Role::ADMIN);
     let c = |d: i64, party: i64| candidate_id(&args, d, party, 1);
@@ -1492,9 +1472,7 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
         "--voting-mix-interval-ms",
         "20",
     ];
-    let Some(s) = start(kind, &flags, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, &flags, seed_args()).await;
     let api = &s.api;
     let admin = s.token(Role::ADMIN);
     let mut receipts = Vec::new();
@@ -1637,9 +1615,7 @@ async fn a_receipt_links_to_no_choice(kind: StoreKind) {
 }
 
 async fn demo_voter_only_with_demo(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     s.api
         .post_json(
             "/api/voting/demo/voter?electionId=1&districtId=1",
@@ -1647,9 +1623,7 @@ async fn demo_voter_only_with_demo(kind: StoreKind) {
         )
         .await
         .assert_error(404, "route_not_found");
-    let Some(s) = TestServer::start(kind, &["--demo"]).await else {
-        return;
-    };
+    let s = TestServer::start(kind, &["--demo"]).await;
     let api = &s.api;
     let e = api.get("/api/voting/elections/1").await.json();
     assert_eq!(e["name"], "Demo election");
@@ -1712,9 +1686,7 @@ async fn baseline_vote(api: &Api, election: i64, voter: i64, district: i64, body
 }
 
 async fn baseline_routes_only_on_the_bench_child(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     s.api
         .get("/api/voting/baseline/elections/1/districts/1/ballot")
         .await
@@ -1724,9 +1696,7 @@ async fn baseline_routes_only_on_the_bench_child(kind: StoreKind) {
         .assert_error(404, "route_not_found");
     drop(s);
 
-    let Some(s) = TestServer::start_bench_child(kind, "voting", HEADERS_MODE).await else {
-        return;
-    };
+    let s = TestServer::start_bench_child(kind, "voting", HEADERS_MODE).await;
     throng::services::voting::seed::seed(&s.state.store, &seed_args(), false)
         .await
         .expect("seed voting");
@@ -1795,10 +1765,7 @@ async fn every_receipt_counted_after_sigkill(kind: StoreKind) {
     const CLIENTS: usize = 64;
     let db = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(db) => Some(db),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let pg_url = db.as_ref().map(|d| d.url.as_str());
     let dir = tempfile::TempDir::new().unwrap();
@@ -1952,9 +1919,7 @@ async fn open(dir: &std::path::Path, pg_url: Option<&str>) -> Store {
 /// and counted.
 async fn a_full_box_is_published_in_bounded_rounds(kind: StoreKind) {
     use throng::services::voting::store::PG_ROUND_BALLOTS_MAX;
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let p = s.state.store.postgres().expect("PostgreSQL only");
     // Three districts just under a round each: whole districts, one per
     // round (two would pass the bound).
@@ -2038,9 +2003,7 @@ async fn open_stream(api: &Api, query: &str) -> reqwest::Response {
 }
 
 async fn results_carry_turnout_update_time_and_colors(kind: StoreKind) {
-    let Some(s) = start(kind, HEADERS_MODE, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, HEADERS_MODE, seed_args()).await;
     let api = &s.api;
     let all = results(api, "").await;
     assert_eq!(all["votersOnRoll"], VOTERS, "{all}");
@@ -2107,9 +2070,7 @@ async fn streams_are_capped_per_client_and_end_at_their_lifetime(kind: StoreKind
         "--body-timeout-ms",
         "1000",
     ]);
-    let Some(s) = start(kind, &flags, seed_args()).await else {
-        return;
-    };
+    let s = start(kind, &flags, seed_args()).await;
     let api = &s.api;
     let mut a = open_stream(api, "").await;
     let b = open_stream(api, "?districtId=1").await;
@@ -2154,10 +2115,7 @@ async fn sigterm_ends_every_stream_within_the_drain(kind: StoreKind) {
     const DRAIN_MS: u64 = 1_500;
     let db = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(db) => Some(db),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let pg_url = db.as_ref().map(|d| d.url.as_str());
     let dir = tempfile::TempDir::new().unwrap();

@@ -49,10 +49,7 @@ fn text(out: &std::process::Output) -> String {
 async fn shipped_workflow_runs_clean(kind: StoreKind) {
     let db = match kind {
         StoreKind::Sqlite => None,
-        StoreKind::Postgres => match PgDb::create_or_skip().await {
-            Some(db) => Some(db),
-            None => return,
-        },
+        StoreKind::Postgres => Some(PgDb::fresh().await),
     };
     let pg_url = db.as_ref().map(|d| d.url.as_str());
     let dir = tempfile::TempDir::new().unwrap();

@@ -188,23 +188,12 @@ impl Haproxy {
     }
 
     /// Each server's row of the stats CSV, as (name, column -> value).
+    /// A HAProxy that does not answer (yet, or any more) has none: callers
+    /// poll until the one they wait for shows.
     pub async fn servers(&self) -> Vec<(String, std::collections::HashMap<String, String>)> {
-        let url = format!("http://{}/stats;csv", self.stats);
-        let Ok(Ok(res)) = tokio::time::timeout(
-            Duration::from_secs(5),
-            reqwest::Client::new().get(&url).send(),
-        )
-        .await
-        else {
-            return Vec::new();
-        };
-        let Ok(text) = res.text().await else {
-            return Vec::new();
-        };
+        let text = self.stats_csv().await.unwrap_or_default();
         let mut lines = text.lines();
-        let Some(head) = lines.next() else {
-            return Vec::new();
-        };
+        let head = lines.next().unwrap_or_default();
         let cols: Vec<&str> = head.trim_start_matches("# ").split(',').collect();
         lines
             .filter_map(|l| {
@@ -218,6 +207,19 @@ impl Haproxy {
                     .then_some((name, row))
             })
             .collect()
+    }
+
+    /// The stats page as CSV; `None` when HAProxy does not answer in 5 s.
+    async fn stats_csv(&self) -> Option<String> {
+        let url = format!("http://{}/stats;csv", self.stats);
+        let res = tokio::time::timeout(
+            Duration::from_secs(5),
+            reqwest::Client::new().get(&url).send(),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        res.text().await.ok()
     }
 
     /// `server`'s status (UP, DOWN, UP 1/2, ...).

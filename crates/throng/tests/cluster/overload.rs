@@ -1,7 +1,8 @@
 //! A crowd at five times capacity, as an open model. Arrivals come
 //! at a fixed rate whatever the answers; each client honours 429/503 +
-//! Retry-After as the booking page does (`booking/page/app.js`: wait
-//! Retry-After plus up to 1 s of jitter, at most 20 retries). The capacity
+//! Retry-After as the pages do (their shared client,
+//! `platform/assets/throng.js`: wait Retry-After plus up to 1 s of jitter,
+//! at most 20 retries). The capacity
 //! is measured first in the same test, with a closed model of 64 clients.
 //!
 //! Both loads come from `throng-load` built with optimisations, in its own

@@ -248,13 +248,13 @@ function render(doc) {
 async function load() {
   const state = document.getElementById("state");
   try {
-    const res = await fetch("/openapi.json", { headers: { Accept: "application/json" } });
-    if (!res.ok) throw new Error("/openapi.json answered " + res.status);
-    render(await res.json());
+    render(await Throng.client().getJson("/openapi.json", { headers: { Accept: "application/json" } }));
     document.body.dataset.ready = "1";
   } catch (e) {
     state.setAttribute("role", "alert");
-    state.textContent = "The API document could not be loaded (" + e.message + "). Reload the page to try again.";
+    // The server's answer says what to do; anything else is this page's fault or the network's.
+    state.textContent = "The API document could not be loaded. " +
+      (e instanceof Throng.ApiError ? e.message : "(" + e.message + ") Reload the page to try again.");
   }
 }
 

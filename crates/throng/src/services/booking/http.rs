@@ -7,16 +7,19 @@ use axum::extract::{FromRef, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::map_response;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::KnownFormat;
 use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use super::availability::SlotState;
 use super::model::{
     national_id_key, Day, MoveOutcome, MoveRequest, NewRegistration, Now, OneRegistration, Person,
     Place, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration, SlotRef,
-    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, PLACE_ID_MAX, PLACE_ID_MIN,
+    EMAIL_CHARS_MAX, NAME_CHARS_MAX, NATIONAL_ID_CHARS_MAX, PHONE_DIGITS_MAX, PHONE_DIGITS_MIN,
+    PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, PLACE_ID_MAX, PLACE_ID_MIN, SLOTS_PER_DAY_MAX,
     SLOT_QUERY_DAYS_MAX,
 };
 use super::store::{self, BookingStats, CancelOutcome, ParkedNotification};
@@ -24,49 +27,34 @@ use super::BookingState;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::platform::openapi::int_schema;
+use crate::platform::openapi::{
+    closed_object, format_schema, int_schema, pattern_schema, small_int_schema, text_schema,
+};
 use crate::platform::{crypto, headers};
 
-/// Booking's routes, for any state that gives `Arc<BookingState>` and the
-/// token keys (see `platform::service`).
-pub fn router<S>() -> Router<S>
+/// Booking's routes and their operations, for any state that gives
+/// `Arc<BookingState>` and the token keys (see `platform::service`).
+pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<BookingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
 {
-    Router::new()
-        .route("/api/booking/places", get(list_places))
-        .route("/api/booking/places/{place_id}/slots", get(place_slots))
+    OpenApiRouter::default()
+        .routes(routes!(list_places))
+        .routes(routes!(place_slots))
         // An access code (POST) and personal data (GET): never cached.
-        .route(
-            "/api/booking/registrations",
-            post(register).layer(map_response(headers::no_store)),
-        )
-        .route(
-            "/api/booking/registrations/{registration_id}",
-            get(get_registration)
-                .delete(cancel_registration)
+        .routes(routes!(register).layer(map_response(headers::no_store)))
+        .routes(
+            routes!(get_registration, cancel_registration)
                 .layer(map_response(headers::no_store_vary_access_code)),
         )
-        .route(
-            "/api/booking/registrations/{registration_id}/move",
-            post(move_registration).layer(map_response(headers::no_store_vary_access_code)),
-        )
-        .route(
-            "/api/booking/registrations/{registration_id}/calendar.ics",
-            get(registration_ics).layer(map_response(headers::no_store_vary_access_code)),
-        )
-        .route(
-            "/api/booking/places/{place_id}/calendar",
-            get(place_calendar),
-        )
-        .route("/api/booking/admin/stats", get(stats))
-        .route(
-            "/api/booking/admin/notifications/parked",
-            get(parked_notifications),
-        )
-        .merge(super::page::router())
+        .routes(routes!(move_registration).layer(map_response(headers::no_store_vary_access_code)))
+        .routes(routes!(registration_ics).layer(map_response(headers::no_store_vary_access_code)))
+        .routes(routes!(place_calendar))
+        .routes(routes!(stats))
+        .routes(routes!(parked_notifications))
+        .merge(super::page::router().into())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -106,8 +94,12 @@ pub struct PlacesPage {
     pub total: i64,
 }
 
+/// A page of places, in id order
 #[utoipa::path(get, path = "/api/booking/places", params(PlacesQuery), tag = "booking",
-    responses((status = 200, body = PlacesPage, description = "A page of places")))]
+    responses((status = 200, body = PlacesPage, description = "A page of places",
+               example = json!({"places": [{"id": 1, "name": "Town hall", "address": "Main square 1"}],
+                                "skip": 0, "size": 20, "total": 1})),
+              (status = 422, description = "invalid_field: skip or size out of range")))]
 pub async fn list_places(
     State(st): State<Arc<BookingState>>,
     ApiQuery(q): ApiQuery<PlacesQuery>,
@@ -136,6 +128,7 @@ pub async fn list_places(
 #[serde(deny_unknown_fields)]
 pub struct SlotsQuery {
     /// First day, YYYY-MM-DD.
+    #[param(format = Date, example = "2030-01-07")]
     from: String,
     /// Days from `from` (default 1).
     #[param(value_type = Option<SlotDays>, inline)]
@@ -174,10 +167,15 @@ pub struct SlotOut {
     pub free: bool,
 }
 
+/// A place's time slots, per day, and which are free
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, PlacePath),
     tag = "booking",
-    responses((status = 200, body = SlotsPage, description = "Per day, each time slot with its start (at --booking-utc-offset) and whether it is free; a slot that has started, or of a day before today, is never free"),
-              (status = 404, description = "Unknown place")))]
+    responses((status = 200, body = SlotsPage, description = "Per day, each time slot with its start (at --booking-utc-offset) and whether it is free; a slot that has started, or of a day before today, is never free",
+               example = json!({"placeId": 1, "from": "2030-01-07", "days": [{"day": "2030-01-07", "slots": [
+                   {"timeSlot": 0, "start": "08:00", "free": true},
+                   {"timeSlot": 1, "start": "08:15", "free": false}]}]})),
+              (status = 404, description = "Unknown place"),
+              (status = 422, description = "invalid_field: from is not a date, days out of range, or the range ends after 9999-12-31")))]
 pub async fn place_slots(
     State(st): State<Arc<BookingState>>,
     ApiPath(place_id): ApiPath<i64>,
@@ -277,9 +275,15 @@ fn place_not_found(id: i64) -> ApiError {
     ApiError::not_found("place_not_found", format!("no place with id {id}"))
 }
 
+/// Books a free time slot for a person
 #[utoipa::path(post, path = "/api/booking/registrations", tag = "booking",
-    request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}"),
-    responses((status = 201, body = Registered, description = "The registration; keep the access code"),
+    request_body(content = inline(RegistrationRequest), description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}",
+                 example = json!({"placeId": 1, "day": "2030-01-07", "timeSlot": 0,
+                                  "person": {"name": "Ana Horvat", "nationalId": "12345678901",
+                                             "phone": "+385 91 234 5678", "email": "ana@example.org"}})),
+    responses((status = 201, body = Registered, description = "The registration; keep the access code",
+               example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192",
+                                "accessCode": "q3XbT9vKp2LmW8sR", "placeId": 1, "day": "2030-01-07", "timeSlot": 0})),
               (status = 409, description = "slot_taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
               (status = 422, description = "invalid_field, naming the field; day_passed: the day is before today; slot_passed: today's slot has already started (slot times are at --booking-utc-offset)"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
@@ -466,9 +470,15 @@ fn plausible_id(id: &str) -> bool {
     id.len() == 36 && uuid::Uuid::parse_str(id).is_ok()
 }
 
+/// A registration with the person's data, by its access code
 #[utoipa::path(get, path = "/api/booking/registrations/{registration_id}", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
-    responses((status = 200, body = RegistrationOut, description = "The registration with the person's data"),
+    responses((status = 200, body = RegistrationOut, description = "The registration with the person's data",
+               example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192", "placeId": 1,
+                                "placeName": "Town hall", "day": "2030-01-07", "timeSlot": 0, "start": "08:00",
+                                "address": "Main square 1", "createdAt": "2030-01-02T09:30:00.000Z",
+                                "person": {"name": "Ana Horvat", "nationalId": "12345678901",
+                                           "phone": "+385 91 234 5678", "email": "ana@example.org"}})),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn get_registration(
     State(st): State<Arc<BookingState>>,
@@ -502,8 +512,10 @@ pub async fn get_registration(
     }))
 }
 
+/// Cancels a registration, freeing its slot
 #[utoipa::path(delete, path = "/api/booking/registrations/{registration_id}", tag = "booking",
-    params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
+    params(("registration_id" = String, Path, example = "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192"),
+           ("X-Access-Code" = String, Header, example = "q3XbT9vKp2LmW8sR")),
     responses((status = 204, description = "Cancelled; the slot is free again"),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn cancel_registration(
@@ -536,10 +548,14 @@ pub struct Moved {
     pub moved: bool,
 }
 
+/// Moves a registration to another free slot
 #[utoipa::path(post, path = "/api/booking/registrations/{registration_id}/move", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
-    request_body(content = serde_json::Value, description = "{placeId, day: YYYY-MM-DD, timeSlot}: the slot to move to"),
-    responses((status = 200, body = Moved, description = "The registration holds the new slot and the old one is free (one write, RegistrationMoved appended); moved is false when it already held that slot"),
+    request_body(content = inline(MoveRequest), description = "{placeId, day: YYYY-MM-DD, timeSlot}: the slot to move to",
+                 example = json!({"placeId": 1, "day": "2030-01-08", "timeSlot": 4})),
+    responses((status = 200, body = Moved, description = "The registration holds the new slot and the old one is free (one write, RegistrationMoved appended); moved is false when it already held that slot",
+               example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192", "placeId": 1,
+                                "day": "2030-01-08", "timeSlot": 4, "start": "09:00", "moved": true})),
               (status = 404, description = "registration_not_found (unknown id or wrong access code), place_not_found or slot_not_found"),
               (status = 409, description = "slot_taken: the new slot is taken, the registration keeps its slot; already_registered: the person holds another registration that day (--booking-one-registration person-day)"),
               (status = 422, description = "invalid_field, naming the field; day_passed or slot_passed: the new slot has started (at --booking-utc-offset)"),
@@ -633,9 +649,11 @@ fn open_person(st: &BookingState, reg: &SealedRegistration) -> ApiResult<serde_j
     serde_json::from_slice(&person_json).map_err(|_| ApiError::internal())
 }
 
+/// A registration's appointment as an iCalendar file
 #[utoipa::path(get, path = "/api/booking/registrations/{registration_id}/calendar.ics", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
-    responses((status = 200, description = "The appointment as an iCalendar file (RFC 5545, text/calendar): one VEVENT with UID, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY and LOCATION; no personal data", content_type = "text/calendar", body = String),
+    responses((status = 200, description = "The appointment as an iCalendar file (RFC 5545, text/calendar): one VEVENT with UID, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY and LOCATION; no personal data", content_type = "text/calendar", body = String,
+               example = json!("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//throng//booking//EN\r\nCALSCALE:GREGORIAN\r\nMETHOD:PUBLISH\r\nBEGIN:VEVENT\r\nUID:01943b6e-8f1a-7c3e-9a4b-2d5e6f708192@booking.throng\r\nDTSTAMP:20300102T093000Z\r\nDTSTART:20300107T070000Z\r\nDTEND:20300107T071500Z\r\nSUMMARY:Appointment at Town hall\r\nLOCATION:Town hall\\, Main square 1\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn registration_ics(
     State(st): State<Arc<BookingState>>,
@@ -678,6 +696,7 @@ pub async fn registration_ics(
 #[serde(deny_unknown_fields)]
 pub struct CalendarQuery {
     /// The month, YYYY-MM.
+    #[param(pattern = "^[0-9]{4}-(0[1-9]|1[0-2])$", example = "2030-01")]
     month: String,
 }
 
@@ -702,10 +721,14 @@ pub struct DayFree {
     pub free: u32,
 }
 
+/// A place's month: free slots per day
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/calendar", params(CalendarQuery, PlacePath),
     tag = "booking",
-    responses((status = 200, body = CalendarOut, description = "Every day of the month with its count of free slots that have not started (today is at --booking-utc-offset)"),
-              (status = 404, description = "Unknown place")))]
+    responses((status = 200, body = CalendarOut, description = "Every day of the month with its count of free slots that have not started (today is at --booking-utc-offset)",
+               example = json!({"placeId": 1, "month": "2030-01", "today": "2030-01-02",
+                                "days": [{"day": "2030-01-01", "free": 0}, {"day": "2030-01-02", "free": 12}]})),
+              (status = 404, description = "Unknown place"),
+              (status = 422, description = "invalid_field: month is not YYYY-MM")))]
 pub async fn place_calendar(
     State(st): State<Arc<BookingState>>,
     ApiPath(place_id): ApiPath<i64>,
@@ -768,9 +791,12 @@ fn free_per_day(
     out
 }
 
+/// Booking's counts (admin)
 #[utoipa::path(get, path = "/api/booking/admin/stats", tag = "booking",
     security(("bearer" = [])),
-    responses((status = 200, body = BookingStats, description = "Counts and the notifier's position in the event log"),
+    responses((status = 200, body = BookingStats, description = "Counts and the notifier's position in the event log",
+               example = json!({"places": 50, "slots": 288000, "registrations": 1200,
+                                "lastEventPosition": 2410, "notifierPosition": 2409})),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
 pub async fn stats(
     State(st): State<Arc<BookingState>>,
@@ -783,9 +809,12 @@ pub async fn stats(
 /// Parked confirmations listed at most.
 const PARKED_LISTED_MAX: i64 = 1000;
 
+/// Confirmations the notifier gave up on (admin)
 #[utoipa::path(get, path = "/api/booking/admin/notifications/parked", tag = "booking",
     security(("bearer" = [])),
-    responses((status = 200, body = ParkedList, description = "Confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data"),
+    responses((status = 200, body = ParkedList, description = "Confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data",
+               example = json!({"count": 1, "parked": [{"position": 812, "registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192",
+                                                        "reason": "gateway answered 400", "attempts": 1, "parkedAtMs": 1893575400000_i64}]})),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin")))]
 pub async fn parked_notifications(
     State(st): State<Arc<BookingState>>,
@@ -805,101 +834,58 @@ pub struct ParkedList {
     pub parked: Vec<ParkedNotification>,
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    list_places,
-    place_slots,
-    register,
-    get_registration,
-    cancel_registration,
-    move_registration,
-    registration_ics,
-    place_calendar,
-    stats,
-    parked_notifications
-))]
-pub struct BookingApi;
+/// A body's slot: `placeId` (ids outside the place range are 404, not 422),
+/// `day` and `timeSlot`, as `SlotRef` is parsed.
+fn slot_fields() -> [(
+    &'static str,
+    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+); 3] {
+    [
+        ("placeId", int_schema(PLACE_ID_MIN, i64::MAX).into()),
+        ("day", format_schema(KnownFormat::Date).into()),
+        (
+            "timeSlot",
+            small_int_schema(0, (SLOTS_PER_DAY_MAX - 1).into()).into(),
+        ),
+    ]
+}
 
-/// The bounds the handlers check, stated in the document from the same
-/// constants (`platform::openapi`).
-pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::model::{
-        EMAIL_CHARS_MAX, NAME_CHARS_MAX, NATIONAL_ID_CHARS_MAX, PHONE_DIGITS_MAX, PHONE_DIGITS_MIN,
-        SLOTS_PER_DAY_MAX,
-    };
-    use crate::platform::openapi::{
-        body_schema, param_required, param_schema, response, text_schema,
-    };
-    use serde_json::json;
-    let places = "/api/booking/places";
-    response(
-        doc,
-        "get",
-        places,
-        422,
-        "invalid_field: skip or size out of range",
-    );
-    let slots = "/api/booking/places/{place_id}/slots";
-    param_required(doc, "get", slots, "from");
-    param_schema(doc, "get", slots, "from")["format"] = json!("date");
-    response(
-        doc,
-        "get",
-        slots,
-        422,
-        "invalid_field: from is not a date, days out of range, or the range ends after 9999-12-31",
-    );
-    let calendar = "/api/booking/places/{place_id}/calendar";
-    param_required(doc, "get", calendar, "month");
-    param_schema(doc, "get", calendar, "month")["pattern"] = json!("^[0-9]{4}-(0[1-9]|1[0-2])$");
-    response(
-        doc,
-        "get",
-        calendar,
-        422,
-        "invalid_field: month is not YYYY-MM",
-    );
-    body_schema(
-        doc,
-        "post",
-        "/api/booking/registrations/{registration_id}/move",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["placeId", "day", "timeSlot"],
-            "properties": {
-                "placeId": {"type": "integer", "format": "int64", "minimum": PLACE_ID_MIN, "maximum": i64::MAX},
-                "day": {"type": "string", "format": "date"},
-                "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1}
-            }
-        }),
-    );
-    let person = json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["name", "nationalId", "phone", "email"],
-        "properties": {
-            "name": text_schema(1, NAME_CHARS_MAX, false),
-            "nationalId": {"type": "string", "pattern": format!("^[A-Za-z0-9/-]{{1,{NATIONAL_ID_CHARS_MAX}}}$")},
-            "phone": {"type": "string", "pattern": format!("^\\+?([0-9] ?){{{PHONE_DIGITS_MIN},{PHONE_DIGITS_MAX}}}$")},
-            "email": {"type": "string", "maxLength": EMAIL_CHARS_MAX,
-                      "pattern": "^[^@\\s\\x00-\\x1f\\x7f-\\x9f]+@[^@.\\s\\x00-\\x1f\\x7f-\\x9f]+(\\.[^@.\\s\\x00-\\x1f\\x7f-\\x9f]+)+$"}
-        }
-    });
-    body_schema(
-        doc,
-        "post",
-        "/api/booking/registrations",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["placeId", "day", "timeSlot", "person"],
-            "properties": {
-                "placeId": {"type": "integer", "format": "int64", "minimum": PLACE_ID_MIN, "maximum": i64::MAX},
-                "day": {"type": "string", "format": "date"},
-                "timeSlot": {"type": "integer", "minimum": 0, "maximum": SLOTS_PER_DAY_MAX - 1},
-                "person": person
-            }
-        }),
-    );
+crate::schema_type!(for MoveRequest => closed_object(slot_fields(), &["placeId", "day", "timeSlot"]).build());
+
+crate::schema_type!(
+    for RegistrationRequest => closed_object(
+        slot_fields().into_iter().chain([("person", person_in().into())]),
+        &["placeId", "day", "timeSlot", "person"],
+    )
+    .build()
+);
+
+/// A person as `Person::check` accepts them.
+fn person_in() -> utoipa::openapi::schema::Object {
+    let email = utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .max_length(Some(EMAIL_CHARS_MAX))
+        .pattern(Some(
+        "^[^@\\s\\x00-\\x1f\\x7f-\\x9f]+@[^@.\\s\\x00-\\x1f\\x7f-\\x9f]+(\\.[^@.\\s\\x00-\\x1f\\x7f-\\x9f]+)+$",
+        ))
+        .build();
+    closed_object(
+        [
+            ("name", text_schema(1, NAME_CHARS_MAX, false).into()),
+            (
+                "nationalId",
+                pattern_schema(format!("^[A-Za-z0-9/-]{{1,{NATIONAL_ID_CHARS_MAX}}}$")).into(),
+            ),
+            (
+                "phone",
+                pattern_schema(format!(
+                    "^\\+?([0-9] ?){{{PHONE_DIGITS_MIN},{PHONE_DIGITS_MAX}}}$"
+                ))
+                .into(),
+            ),
+            ("email", email.into()),
+        ],
+        &["name", "nationalId", "phone", "email"],
+    )
+    .build()
 }

@@ -28,7 +28,7 @@ use crate::platform::crypto::{BlindIndex, PiiCipher};
 use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store, StoreError};
 use model::{RegisterOutcome, SealedRegistration};
@@ -90,6 +90,10 @@ impl Service for Booking {
         &[model::STREAM_CATEGORY]
     }
 
+    fn event_consumers(&self) -> &'static [&'static str] {
+        &[notifier::CONSUMER]
+    }
+
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
     }
@@ -141,17 +145,8 @@ impl Service for Booking {
         Ok(started)
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::BookingApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {

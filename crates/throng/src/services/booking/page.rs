@@ -1,11 +1,19 @@
 //! The booking pages: `/booking/` (book) and `/booking/manage` (see, move
 //! or cancel a registration with its access code), plain HTML, CSS and JS
-//! served from the binary.
+//! served from the binary, over the shared client (`/assets/throng.js`).
+//! `/booking/limits.js` gives the form the bounds `Person::validate`
+//! checks, written from the same constants.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::get;
 use axum::Router;
+use serde::Serialize;
+
+use super::model::{
+    EMAIL_CHARS_MAX, NAME_CHARS_MAX, NATIONAL_ID_CHARS_MAX, PHONE_DIGITS_MAX, PHONE_DIGITS_MIN,
+};
+use crate::platform::assets;
 
 const INDEX_HTML: &str = include_str!("page/index.html");
 const MANAGE_HTML: &str = include_str!("page/manage.html");
@@ -15,10 +23,35 @@ const COMMON_JS: &str = include_str!("page/common.js");
 const STYLE_CSS: &str = include_str!("page/style.css");
 
 const HTML: &str = "text/html; charset=utf-8";
-const JS: &str = "text/javascript; charset=utf-8";
+const JS: &str = assets::JS;
 const CSS: &str = "text/css; charset=utf-8";
 
+/// The person's bounds, as the pages read them (`BOOKING_LIMITS`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PersonLimits {
+    name_chars_max: usize,
+    national_id_chars_max: usize,
+    phone_digits_min: usize,
+    phone_digits_max: usize,
+    email_chars_max: usize,
+}
+
+const PERSON_LIMITS: PersonLimits = PersonLimits {
+    name_chars_max: NAME_CHARS_MAX,
+    national_id_chars_max: NATIONAL_ID_CHARS_MAX,
+    phone_digits_min: PHONE_DIGITS_MIN,
+    phone_digits_max: PHONE_DIGITS_MAX,
+    email_chars_max: EMAIL_CHARS_MAX,
+};
+
+fn limits_js() -> String {
+    assets::constants_script("BOOKING_LIMITS", &PERSON_LIMITS)
+}
+
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    // Built once per router; a clone of `Bytes` is a reference count.
+    let limits = bytes::Bytes::from(limits_js());
     Router::new()
         .route(
             "/booking",
@@ -29,6 +62,13 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/booking/app.js", page(JS, APP_JS))
         .route("/booking/manage.js", page(JS, MANAGE_JS))
         .route("/booking/common.js", page(JS, COMMON_JS))
+        .route(
+            "/booking/limits.js",
+            get(move || {
+                let body = limits.clone();
+                async move { assets::script(body) }
+            }),
+        )
         .route("/booking/style.css", page(CSS, STYLE_CSS))
 }
 
@@ -37,4 +77,43 @@ fn page<S: Clone + Send + Sync + 'static>(
     body: &'static str,
 ) -> axum::routing::MethodRouter<S> {
     get(move || async move { ([(header::CONTENT_TYPE, content_type)], body).into_response() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limits_script_carries_the_parsers_constants() {
+        let js = limits_js();
+        let json = js
+            .strip_prefix("const BOOKING_LIMITS = Object.freeze(")
+            .and_then(|rest| rest.strip_suffix(");\n"))
+            .expect("one frozen object");
+        let limits: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            limits,
+            serde_json::json!({
+                "nameCharsMax": NAME_CHARS_MAX,
+                "nationalIdCharsMax": NATIONAL_ID_CHARS_MAX,
+                "phoneDigitsMin": PHONE_DIGITS_MIN,
+                "phoneDigitsMax": PHONE_DIGITS_MAX,
+                "emailCharsMax": EMAIL_CHARS_MAX,
+            })
+        );
+    }
+
+    #[test]
+    fn the_pages_type_no_bound_and_load_the_client_first() {
+        for html in [INDEX_HTML, MANAGE_HTML] {
+            assert!(!html.contains(" maxlength="), "bounds come from limits.js");
+            let client = html.find(r#"src="/assets/throng.js""#).expect("client");
+            let limits = html.find(r#"src="/booking/limits.js""#).expect("limits");
+            let common = html.find(r#"src="/booking/common.js""#).expect("common");
+            assert!(client < common && limits < common);
+        }
+        for key in ["nameCharsMax", "nationalIdCharsMax"] {
+            assert!(INDEX_HTML.contains(&format!(r#"data-maxlength="{key}""#)));
+        }
+    }
 }

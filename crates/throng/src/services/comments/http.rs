@@ -24,15 +24,19 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post, put};
-use axum::{Json, Router};
+use axum::routing::{get, MethodRouter};
+use axum::Json;
 use serde::{Deserialize, Serialize};
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use serde_json::json;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use super::cache::Page;
 use super::model::{
     caller_id, parse_id, CommentRequest, CommentType, Cursor, Deleter, EditRequest, ListQuery,
-    ReplyRequest, ID_MIN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, SKIP_MAX,
+    ReplyRequest, CURSOR_CHARS_MAX, ID_MIN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATING_MAX,
+    RATING_MIN, REMARKS_CHARS_MAX, SKIP_MAX, TITLE_CHARS_MAX,
 };
 use super::store::{
     CommentOut, DeleteOutcome, EditOutcome, PostOutcome, RatingOut, ReplyOutcome, UserBlock,
@@ -43,54 +47,46 @@ use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::platform::headers;
-use crate::platform::openapi::int_schema;
+use crate::platform::openapi::{
+    closed_object, int_schema, nullable, pattern_schema, small_int_schema, text_schema,
+};
 
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
-/// Comments' routes, for any state that gives `Arc<CommentsState>` and the
-/// token keys (see `platform::service`).
-pub fn router<S>() -> Router<S>
+/// Comments' routes and their operations, for any state that gives
+/// `Arc<CommentsState>` and the token keys (see `platform::service`).
+pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<CommentsState>: axum::extract::FromRef<S>,
     Arc<TokenKeys>: axum::extract::FromRef<S>,
 {
-    Router::new()
-        .route("/api/comments", get(list_comments).options(preflight))
+    OpenApiRouter::default()
+        .routes(routes!(list_comments).map(preflighted))
+        // The write-up's paths for the same listing, left out of the document.
         .route(
             "/api/comments/method/jsonfromdapper",
-            get(list_comments).options(preflight),
+            preflighted(get(list_comments)),
         )
         .route(
             "/api/comments/method/jsonfromlinq",
-            get(list_comments).options(preflight),
+            preflighted(get(list_comments)),
         )
-        .route(
-            "/api/comments/{comment_id}",
-            patch(edit_comment)
-                .delete(delete_comment)
-                .options(preflight),
-        )
-        .route(
-            "/api/comments/{comment_id}/reply",
-            put(put_reply).options(preflight),
-        )
-        .route(
-            "/api/courses/{course_id}/comments",
-            post(post_comment).options(preflight),
-        )
-        .route(
-            "/api/courses/{course_id}/rating",
-            get(rating).options(preflight),
-        )
+        .routes(routes!(edit_comment, delete_comment).map(preflighted))
+        .routes(routes!(put_reply).map(preflighted))
+        .routes(routes!(post_comment).map(preflighted))
+        .routes(routes!(rating).map(preflighted))
         .route(
             "/api/comments/demo-token",
-            get(demo_token)
-                .options(preflight)
-                .layer(axum::middleware::map_response(headers::no_store)),
+            preflighted(get(demo_token)).layer(axum::middleware::map_response(headers::no_store)),
         )
         .layer(axum::middleware::from_fn(cors))
-        .merge(super::page::router())
+        .merge(super::page::router().into())
+}
+
+/// `methods`, and the CORS preflight of its path.
+fn preflighted<S: Clone + Send + Sync + 'static>(methods: MethodRouter<S>) -> MethodRouter<S> {
+    methods.options(preflight)
 }
 
 /// CORS preflight: answered by `cors`, which adds the headers.
@@ -135,10 +131,11 @@ async fn cors(req: Request, next: Next) -> Response {
 pub struct ListParams {
     /// `Course` (default) or `Service`.
     #[serde(alias = "ratingtype")]
+    #[param(value_type = Option<RatingType>, inline)]
     rating_type: Option<String>,
     /// The course.
     #[serde(alias = "courseid")]
-    #[param(value_type = Id, inline)]
+    #[param(value_type = Id, inline, example = 1)]
     course_id: i64,
     /// Only this user's block.
     #[serde(alias = "userid")]
@@ -157,6 +154,7 @@ pub struct ListParams {
     #[param(value_type = Option<PageSize>, inline)]
     size_thread: Option<i64>,
     /// Start after the block named by a previous page's `X-Next-Cursor`.
+    #[param(value_type = Option<CursorText>, inline)]
     cursor: Option<String>,
 }
 
@@ -167,6 +165,19 @@ crate::schema_type!(
 );
 
 crate::schema_type!(Skip => int_schema(0, SKIP_MAX));
+
+crate::schema_type!(
+    /// A comment type (`CommentType::parse`).
+    RatingType => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(CommentType::ALL.map(CommentType::as_str)))
+        .build()
+);
+
+crate::schema_type!(
+    /// A cursor as `X-Next-Cursor` gave it (`Cursor::encode`: base64url).
+    CursorText => pattern_schema(format!("^[A-Za-z0-9_-]{{1,{CURSOR_CHARS_MAX}}}$"))
+);
 
 crate::schema_type!(
     /// Sizes over `PAGE_SIZE_MAX` are capped, not refused: only the minimum
@@ -195,7 +206,7 @@ pub struct CoursePath {
 #[into_params(parameter_in = Path)]
 #[allow(dead_code)]
 pub struct CommentPath {
-    #[param(value_type = Id, inline)]
+    #[param(value_type = Id, inline, example = 42)]
     comment_id: i64,
 }
 
@@ -363,11 +374,20 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
         })
 }
 
+/// A course's reviews, one block per user with their thread
 #[utoipa::path(get, path = "/api/comments", params(ListParams), tag = "comments",
     responses(
         (status = 200, body = Vec<UserBlock>, description = "The write-up's array of user blocks, newest lastUpdate first. \
             Headers: ETag; X-Next-Cursor when the page is full (pass it as `cursor`). \
-            Also served at /api/comments/method/jsonfromdapper and /api/comments/method/jsonfromlinq."),
+            Also served at /api/comments/method/jsonfromdapper and /api/comments/method/jsonfromlinq.",
+         example = json!([{"displayName": "Mia K.", "courseId": 1, "commentType": "Course",
+                           "lastTitle": "Clear and practical", "lastRating": 5,
+                           "lastRemarks": "The exercises made it stick.", "lastUpdate": "2030-01-02T09:30:00.000Z",
+                           "lastCommentId": 42, "thread": [{"commentId": 42, "title": "Clear and practical",
+                               "rating": 5, "remarks": "The exercises made it stick.",
+                               "createdDate": "2030-01-02T09:30:00.000Z",
+                               "reply": [{"commentId": 43, "displayName": "Course team", "title": "",
+                                          "remarks": "Thank you!", "createdDate": "2030-01-03T08:00:00.000Z"}]}]}])),
         (status = 304, description = "If-None-Match matched the ETag"),
         (status = 404, description = "course_not_found"),
         (status = 422, description = "invalid_field (ratingType, negative skip or size, bad cursor)")))]
@@ -416,10 +436,15 @@ pub async fn list_comments(
     Ok(res)
 }
 
+/// Reviews a course (a user token)
 #[utoipa::path(post, path = "/api/courses/{course_id}/comments", tag = "comments",
     params(CoursePath), security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{rating, title, remarks, commentType?: Course|Service}"),
-    responses((status = 201, body = CommentOut, description = "The review"),
+    request_body(content = inline(CommentRequest), description = "{rating, title, remarks, commentType?: Course|Service}",
+                 example = json!({"rating": 5, "title": "Clear and practical", "remarks": "The exercises made it stick."})),
+    responses((status = 201, body = CommentOut, description = "The review",
+               example = json!({"commentId": 42, "courseId": 1, "userId": 7, "displayName": "Mia K.",
+                                "commentType": "Course", "rating": 5, "title": "Clear and practical",
+                                "remarks": "The exercises made it stick.", "createdDate": "2030-01-02T09:30:00.000Z"})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a user token) or unknown_user"),
               (status = 404, description = "course_not_found"), (status = 422, description = "invalid_field")))]
@@ -445,10 +470,15 @@ pub async fn post_comment(
     }
 }
 
+/// Replies to a review, or edits the reply (the course's provider)
 #[utoipa::path(put, path = "/api/comments/{comment_id}/reply", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{title?, remarks}"),
-    responses((status = 201, body = CommentOut, description = "Reply created"),
+    request_body(content = inline(ReplyRequest), description = "{title?, remarks}",
+                 example = json!({"remarks": "Thank you!"})),
+    responses((status = 201, body = CommentOut, description = "Reply created",
+               example = json!({"commentId": 43, "courseId": 1, "userId": 3, "displayName": "Course team",
+                                "commentType": "CourseReply", "parentId": 42, "title": "", "remarks": "Thank you!",
+                                "createdDate": "2030-01-03T08:00:00.000Z"})),
               (status = 200, body = CommentOut, description = "Reply edited (editedDate set)"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a provider token) or not_the_provider"),
@@ -497,11 +527,17 @@ fn comment_not_found(id: i64) -> ApiError {
     ApiError::not_found("comment_not_found", format!("no comment with id {id}"))
 }
 
+/// Edits one's own review
 #[utoipa::path(patch, path = "/api/comments/{comment_id}", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{rating?, title?, remarks?}, at least one"),
+    request_body(content = inline(EditRequest), description = "{rating?, title?, remarks?}, at least one",
+                 example = json!({"rating": 4})),
     responses((status = 200, body = CommentOut, description = "The review as edited; \
-                the course's rating counts the user's last review's rating"),
+                the course's rating counts the user's last review's rating",
+               example = json!({"commentId": 42, "courseId": 1, "userId": 7, "displayName": "Mia K.",
+                                "commentType": "Course", "rating": 4, "title": "Clear and practical",
+                                "remarks": "The exercises made it stick.", "createdDate": "2030-01-02T09:30:00.000Z",
+                                "editedDate": "2030-01-04T10:00:00.000Z"})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a user token) or not_the_author (another user's review)"),
               (status = 404, description = "comment_not_found"),
@@ -533,6 +569,7 @@ pub async fn edit_comment(
     }
 }
 
+/// Deletes one's own review (with its reply) or reply
 #[utoipa::path(delete, path = "/api/comments/{comment_id}", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
     responses((status = 204, description = "Deleted. A review goes with the provider's reply to it, and the user's rating \
@@ -586,13 +623,18 @@ pub async fn delete_comment(
 #[into_params(parameter_in = Query)]
 pub struct RatingParams {
     /// `Course` (default) or `Service`.
+    #[param(value_type = Option<RatingType>, inline)]
     rating_type: Option<String>,
 }
 
+/// A course's rating: each user's last review counts
 #[utoipa::path(get, path = "/api/courses/{course_id}/rating", tag = "comments",
     params(CoursePath, RatingParams),
-    responses((status = 200, body = RatingOut, description = "Each user counts once, with the rating of their last review"),
-              (status = 404, description = "course_not_found")))]
+    responses((status = 200, body = RatingOut, description = "Each user counts once, with the rating of their last review",
+               example = json!({"courseId": 1, "courseTitle": "Rust for services", "ratingType": "Course",
+                                "count": 4, "average": 4.25, "stars": [0, 0, 1, 1, 2]})),
+              (status = 404, description = "course_not_found"),
+              (status = 422, description = "invalid_field: ratingType is Course or Service")))]
 pub async fn rating(
     State(st): State<Arc<CommentsState>>,
     ApiPath(course_id): ApiPath<i64>,
@@ -668,87 +710,58 @@ struct DemoToken {
     role: Role,
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    list_comments,
-    post_comment,
-    edit_comment,
-    delete_comment,
-    put_reply,
-    rating
-))]
-pub struct CommentsApi;
-
-/// The bounds the handlers check, stated in the document from the same
-/// constants (`platform::openapi`).
-pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::model::{
-        CURSOR_CHARS_MAX, RATING_MAX, RATING_MIN, REMARKS_CHARS_MAX, TITLE_CHARS_MAX,
-    };
-    use crate::platform::openapi::{body_schema, param_schema, response, text_schema};
-    use serde_json::json;
-    let types = json!(["Course", "Service"]);
-    let list = "/api/comments";
-    param_schema(doc, "get", list, "ratingType")["enum"] = types.clone();
-    // The cursor is X-Next-Cursor as given: base64url.
-    param_schema(doc, "get", list, "cursor")["pattern"] =
-        json!(format!("^[A-Za-z0-9_-]{{1,{CURSOR_CHARS_MAX}}}$"));
-    let rating = "/api/courses/{course_id}/rating";
-    param_schema(doc, "get", rating, "ratingType")["enum"] = types.clone();
-    response(
-        doc,
-        "get",
-        rating,
-        422,
-        "invalid_field: ratingType is Course or Service",
-    );
-    body_schema(
-        doc,
-        "post",
-        "/api/courses/{course_id}/comments",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["rating", "title", "remarks"],
-            "properties": {
-                "rating": {"type": "integer", "minimum": RATING_MIN, "maximum": RATING_MAX},
-                "title": text_schema(1, TITLE_CHARS_MAX, false),
-                "remarks": text_schema(1, REMARKS_CHARS_MAX, true),
-                "commentType": {"enum": ["Course", "Service", null], "description": "default Course"}
-            }
-        }),
-    );
-    body_schema(
-        doc,
-        "patch",
-        "/api/comments/{comment_id}",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "minProperties": 1,
-            "properties": {
-                "rating": {"type": "integer", "minimum": RATING_MIN, "maximum": RATING_MAX},
-                "title": text_schema(1, TITLE_CHARS_MAX, false),
-                "remarks": text_schema(1, REMARKS_CHARS_MAX, true)
-            }
-        }),
-    );
-    let title = text_schema(0, TITLE_CHARS_MAX, false);
-    body_schema(
-        doc,
-        "put",
-        "/api/comments/{comment_id}/reply",
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["remarks"],
-            "properties": {
-                "title": {"anyOf": [title, {"type": "null"}], "description": "empty when absent"},
-                "remarks": text_schema(1, REMARKS_CHARS_MAX, true)
-            }
-        }),
-    );
+/// A comment's fields as `CommentRequest::parse` and `EditRequest::parse`
+/// check them.
+fn comment_fields() -> [(
+    &'static str,
+    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+); 3] {
+    [
+        ("rating", small_int_schema(RATING_MIN, RATING_MAX).into()),
+        ("title", text_schema(1, TITLE_CHARS_MAX, false).into()),
+        ("remarks", text_schema(1, REMARKS_CHARS_MAX, true).into()),
+    ]
 }
+
+crate::schema_type!(
+    for CommentRequest => {
+        let comment_type = ObjectBuilder::new()
+            .schema_type(SchemaType::AnyValue)
+            .enum_values(Some(
+                CommentType::ALL
+                    .map(|t| json!(t.as_str()))
+                    .into_iter()
+                    .chain([serde_json::Value::Null]),
+            ))
+            .description(Some("default Course"));
+        closed_object(
+            comment_fields()
+                .into_iter()
+                .chain([("commentType", comment_type.into())]),
+            &["rating", "title", "remarks"],
+        )
+        .build()
+    }
+);
+
+crate::schema_type!(
+    for EditRequest => closed_object(comment_fields(), &[]).min_properties(Some(1)).build()
+);
+
+crate::schema_type!(
+    for ReplyRequest => {
+        let title =
+            nullable(text_schema(0, TITLE_CHARS_MAX, false)).description(Some("empty when absent"));
+        closed_object(
+            [
+                ("title", title.into()),
+                ("remarks", text_schema(1, REMARKS_CHARS_MAX, true).into()),
+            ],
+            &["remarks"],
+        )
+        .build()
+    }
+);
 
 #[cfg(test)]
 mod tests {

@@ -22,7 +22,7 @@ use crate::platform::auth::TokenKeys;
 use crate::platform::auth::{Role, RoleSpec};
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store, StoreError};
 
@@ -103,17 +103,8 @@ impl Service for Comments {
         Ok(started)
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::CommentsApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {

@@ -19,47 +19,117 @@ use std::sync::Arc;
 use axum::extract::{FromRef, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::codec::{self, CodecError};
-use super::model::{self, StreamName};
+use super::model::{self, StreamName, STREAM_BYTES_MAX, TYPE_BYTES_MAX};
+use super::subscribe;
 use super::EventsState;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiPath, ApiQuery};
+use crate::platform::openapi::{closed_object, pattern_schema};
 use crate::store::eventlog::{NewEvent, StoredEvent, FORMAT_JSON, FORMAT_MSGPACK, TOMBSTONE_TYPE};
 use crate::store::streams::{AppendOutcome, Expected, Filter, StreamAppend};
 
-pub fn router<S>() -> Router<S>
+/// The events API's routes and their operations, for any state that gives
+/// `Arc<EventsState>`, the token keys and the live streams (see
+/// `platform::service`).
+pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<EventsState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
     Arc<crate::platform::streams::LiveStreams>: FromRef<S>,
 {
-    Router::new()
-        .route(
-            "/api/events/streams/{stream}",
-            get(read_stream).post(append).delete(delete_stream),
-        )
-        .route("/api/events/all", get(read_all))
-        .route("/api/events/categories/{category}", get(read_category))
-        .route("/api/events/subscribe", get(super::subscribe::subscribe))
-        .route("/api/events/poll", get(super::subscribe::poll))
-        .route(
-            "/api/events/consumers/{name}",
-            get(super::subscribe::get_consumer),
-        )
-        .route(
-            "/api/events/consumers/{name}/lease",
-            axum::routing::post(super::subscribe::lease).delete(super::subscribe::release),
-        )
+    OpenApiRouter::default()
+        .routes(routes!(read_stream, append, delete_stream))
+        .routes(routes!(read_all))
+        .routes(routes!(read_category))
+        .routes(routes!(subscribe::subscribe))
+        .routes(routes!(subscribe::poll))
+        .routes(routes!(subscribe::get_consumer))
+        .routes(routes!(subscribe::lease, subscribe::release))
 }
+
+crate::schema_type!(
+    /// A stream name (`StreamName::parse`).
+    pub(super) StreamNameText => pattern_schema(format!(
+        "^[A-Za-z0-9][A-Za-z0-9_.:@-]{{0,{}}}$",
+        STREAM_BYTES_MAX - 1
+    ))
+);
+
+crate::schema_type!(
+    /// A category (`model::parse_category`): a stream name without `-`.
+    pub(super) CategoryText => pattern_schema(format!(
+        "^[A-Za-z0-9][A-Za-z0-9_.:@]{{0,{}}}$",
+        STREAM_BYTES_MAX - 2
+    ))
+);
+
+crate::schema_type!(
+    /// An event type (`model::parse_type`), also a filter on one.
+    pub(super) EventTypeText => pattern_schema(format!(
+        "^[A-Za-z][A-Za-z0-9_.:-]{{0,{}}}$",
+        TYPE_BYTES_MAX - 1
+    ))
+);
+
+crate::schema_type!(
+    /// `Expected-Version` (`model::expected_version`).
+    ExpectedVersionText => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^(any|no_stream|exists|[0-9]{1,18})$"))
+        .description(Some("any (default), no_stream, exists or a version"))
+        .build()
+);
+
+/// An append as JSON (`events_from_json`); MessagePack (the same fields,
+/// maps for data and metadata) is described in the operation's text. Its
+/// most events are `--events-per-append-max`'s default.
+struct AppendBody;
+
+crate::schema_type!(
+    for AppendBody => {
+        let event = closed_object(
+            [
+                (
+                    "eventId",
+                    pattern_schema(
+                        "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+                            .into(),
+                    )
+                    .into(),
+                ),
+                ("type", <EventTypeText as utoipa::PartialSchema>::schema()),
+                (
+                    "data",
+                    ObjectBuilder::new().schema_type(Type::Object).build().into(),
+                ),
+                (
+                    "metadata",
+                    ObjectBuilder::new()
+                        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+                        .build()
+                        .into(),
+                ),
+            ],
+            &["eventId", "type", "data"],
+        );
+        ArrayBuilder::new()
+            .items(event)
+            .min_items(Some(1))
+            .max_items(Some(super::PER_APPEND_MAX_DEFAULT))
+            .build()
+    }
+);
 
 fn admin(caller: &Caller) -> ApiResult<()> {
     caller.require(Role::ADMIN).map(|_| ())
@@ -389,13 +459,16 @@ fn stream_deleted(stream: &StreamName) -> ApiError {
     )
 }
 
+/// Appends events to a stream, all or none
 #[utoipa::path(post, path = "/api/events/streams/{stream}", tag = "events",
-    params(("stream" = String, Path, description = "1 to 200 of A-Z a-z 0-9 - _ . : @, starting with a letter or digit; its category is the part before the first '-'"),
-           ("Expected-Version" = Option<String>, Header, description = "any (default), no_stream, exists, or the stream's current version (0 or more)"),
-           ("Content-Type" = String, Header, description = "application/json or application/vnd.msgpack (also application/msgpack, application/x-msgpack)")),
+    params(("stream" = inline(StreamNameText), Path, description = "1 to 200 of A-Z a-z 0-9 - _ . : @, starting with a letter or digit; its category is the part before the first '-'"),
+           ("Expected-Version" = inline(Option<ExpectedVersionText>), Header, description = "any (default), no_stream, exists, or the stream's current version (0 or more)")),
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "An array of 1 to --events-per-append-max (100) events {eventId: UUID, type: 1-128 of A-Z a-z 0-9 - _ . : starting with a letter, data: object, metadata?: object}. In MessagePack, data and metadata are maps, whole or as an LZ4 block (ext type 99: int32 uncompressed length, then the block). Data plus metadata at most --events-event-bytes-max (32768) bytes as uncompressed MessagePack. Appended all or none; stored as MessagePack maps with field names, LZ4-compressed when smaller."),
-    responses((status = 201, body = Appended, description = "The events' positions in the global order (consecutive) and the stream's new version. The same event ids appended again: the same answer, nothing written."),
+    request_body(content = inline(AppendBody), description = "An array of 1 to --events-per-append-max (100) events {eventId: UUID, type: 1-128 of A-Z a-z 0-9 - _ . : starting with a letter, data: object, metadata?: object}. In MessagePack, data and metadata are maps, whole or as an LZ4 block (ext type 99: int32 uncompressed length, then the block). Data plus metadata at most --events-event-bytes-max (32768) bytes as uncompressed MessagePack. Appended all or none; stored as MessagePack maps with field names, LZ4-compressed when smaller.",
+                 example = json!([{"eventId": "3f6c2a9e-8b1d-4e57-a0c4-9d2f7e1b5a63",
+                 "type": "OrderPlaced", "data": {"orderId": 17, "total": 42.5}, "metadata": {"traceId": "a1b2c3"}}])),
+    responses((status = 201, body = Appended, description = "The events' positions in the global order (consecutive) and the stream's new version. The same event ids appended again: the same answer, nothing written.",
+               example = json!({"stream": "order-17", "firstPosition": 981, "lastPosition": 981, "version": 0})),
               (status = 400, description = "invalid_stream, invalid_expected_version, malformed_json, malformed_msgpack"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token), stream_owned_by_service"),
@@ -465,11 +538,13 @@ pub async fn append(
     }
 }
 
+/// Deletes a stream with a tombstone
 #[utoipa::path(delete, path = "/api/events/streams/{stream}", tag = "events",
-    params(("stream" = String, Path),
-           ("Expected-Version" = Option<String>, Header, description = "any (default), exists, or the stream's current version")),
+    params(("stream" = inline(StreamNameText), Path),
+           ("Expected-Version" = inline(Option<ExpectedVersionText>), Header, description = "any (default), exists, or the stream's current version")),
     security(("bearer" = [])),
-    responses((status = 200, body = Deleted, description = "The tombstone ($streamDeleted), the stream's last event. Its events stay in the global order (no hole); the stream answers 410 from now on."),
+    responses((status = 200, body = Deleted, description = "The tombstone ($streamDeleted), the stream's last event. Its events stay in the global order (no hole); the stream answers 410 from now on.",
+               example = json!({"stream": "order-17", "position": 1204, "version": 3})),
               (status = 400, description = "invalid_stream, invalid_expected_version"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, stream_owned_by_service"),
@@ -709,11 +784,20 @@ pub struct StreamQuery {
     #[param(value_type = Option<Position>, inline)]
     from: Option<u64>,
     /// forward (default) or backward.
+    #[param(value_type = Option<DirectionText>, inline)]
     direction: Option<String>,
     /// Events at most, 1 to --events-read-max (1000); default 100.
     #[param(value_type = Option<ReadLimit>, inline)]
     limit: Option<u64>,
 }
+
+crate::schema_type!(
+    /// `direction` (`read_stream`).
+    DirectionText => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["forward", "backward"]))
+        .build()
+);
 
 crate::schema_type!(
     /// A position or version (`position_of`).
@@ -747,11 +831,17 @@ pub(super) fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
     }
 }
 
+/// Reads a stream's events, forward or backward
 #[utoipa::path(get, path = "/api/events/streams/{stream}", tag = "events",
-    params(("stream" = String, Path), StreamQuery,
+    params(("stream" = inline(StreamNameText), Path), StreamQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack (or application/msgpack): the same answer in MessagePack, each event's data and metadata the stored bytes (a map, or an LZ4 block as MessagePack ext 99)")),
     security(("bearer" = [])),
-    responses((status = 200, content((StreamRead = "application/json"), (StreamRead = "application/vnd.msgpack")), description = "The stream's events from `from` on in `direction`"),
+    responses((status = 200, content((StreamRead = "application/json", example = json!({"stream": "order-17", "version": 0,
+                   "direction": "forward", "next": null, "events": [{"position": 981, "stream": "order-17", "version": 0,
+                   "type": "OrderPlaced", "eventId": "3f6c2a9e-8b1d-4e57-a0c4-9d2f7e1b5a63",
+                   "created": "2030-01-02T09:30:00.000Z", "data": {"orderId": 17, "total": 42.5},
+                   "metadata": {"traceId": "a1b2c3"}}]})),
+                   (StreamRead = "application/vnd.msgpack")), description = "The stream's events from `from` on in `direction`"),
               (status = 400, description = "invalid_stream, invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -830,8 +920,10 @@ pub struct AllQuery {
     limit: Option<u64>,
     /// Only events of this type.
     #[serde(rename = "type")]
+    #[param(value_type = Option<EventTypeText>, inline)]
     event_type: Option<String>,
     /// Only events whose type starts with this.
+    #[param(value_type = Option<EventTypeText>, inline)]
     type_prefix: Option<String>,
 }
 
@@ -898,11 +990,16 @@ pub(super) fn filter_of(
     })
 }
 
+/// Reads every event in commit order, optionally by type
 #[utoipa::path(get, path = "/api/events/all", tag = "events",
     params(AllQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads, as for a stream")),
     security(("bearer" = [])),
-    responses((status = 200, content((LogPage = "application/json"), (LogPage = "application/vnd.msgpack")), description = "Every event in commit order, the services' included. With type or typePrefix, the matches among at most --events-scan-max (10,000) positions: a page may hold fewer than limit (even none) while next < head + 1."),
+    responses((status = 200, content((LogPage = "application/json", example = json!({"next": 982, "head": 981,
+                   "events": [{"position": 981, "stream": "order-17", "version": 0, "type": "OrderPlaced",
+                   "eventId": "3f6c2a9e-8b1d-4e57-a0c4-9d2f7e1b5a63", "created": "2030-01-02T09:30:00.000Z",
+                   "data": {"orderId": 17, "total": 42.5}, "metadata": null}]})),
+                   (LogPage = "application/vnd.msgpack")), description = "Every event in commit order, the services' included. With type or typePrefix, the matches among at most --events-scan-max (10,000) positions: a page may hold fewer than limit (even none) while next < head + 1."),
               (status = 400, description = "invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden")))]
@@ -917,11 +1014,16 @@ pub async fn read_all(
     page(&st, &headers, q.from, q.limit, filter).await
 }
 
+/// Reads the events of a category's streams
 #[utoipa::path(get, path = "/api/events/categories/{category}", tag = "events",
-    params(("category" = String, Path, description = "a stream name's part before its first '-'"), CategoryQuery,
+    params(("category" = inline(CategoryText), Path, description = "a stream name's part before its first '-'"), CategoryQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads")),
     security(("bearer" = [])),
-    responses((status = 200, content((LogPage = "application/json"), (LogPage = "application/vnd.msgpack")), description = "As /api/events/all, for the streams {category}-... (and the stream named {category}), among at most --events-scan-max positions per page"),
+    responses((status = 200, content((LogPage = "application/json", example = json!({"next": 982, "head": 981,
+                   "events": [{"position": 981, "stream": "order-17", "version": 0, "type": "OrderPlaced",
+                   "eventId": "3f6c2a9e-8b1d-4e57-a0c4-9d2f7e1b5a63", "created": "2030-01-02T09:30:00.000Z",
+                   "data": {"orderId": 17, "total": 42.5}, "metadata": null}]})),
+                   (LogPage = "application/vnd.msgpack")), description = "As /api/events/all, for the streams {category}-... (and the stream named {category}), among at most --events-scan-max positions per page"),
               (status = 400, description = "invalid_category, invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden")))]
@@ -939,100 +1041,4 @@ pub async fn read_category(
         ..Filter::default()
     };
     page(&st, &headers, q.from, q.limit, filter).await
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(
-        append,
-        read_stream,
-        delete_stream,
-        read_all,
-        read_category,
-        super::subscribe::subscribe,
-        super::subscribe::poll,
-        super::subscribe::get_consumer,
-        super::subscribe::lease,
-        super::subscribe::release
-    ),
-    components(schemas(super::subscribe::ClaimIn))
-)]
-pub struct EventsApi;
-
-/// The bounds the handlers check, stated in the document from the same
-/// constants (`platform::openapi`). `limit`'s maximum is
-/// `--events-read-max`'s default.
-pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::subscribe::CONSUMER_BYTES_MAX;
-    use crate::platform::openapi::{operation, param_range, param_schema};
-    use model::{STREAM_BYTES_MAX, TYPE_BYTES_MAX};
-    use serde_json::json;
-    let stream = json!({"type": "string",
-        "pattern": format!("^[A-Za-z0-9][A-Za-z0-9_.:@-]{{0,{}}}$", STREAM_BYTES_MAX - 1)});
-    let category = json!({"type": "string",
-        "pattern": format!("^[A-Za-z0-9][A-Za-z0-9_.:@]{{0,{}}}$", STREAM_BYTES_MAX - 2)});
-    let event_type = json!({"type": "string",
-        "pattern": format!("^[A-Za-z][A-Za-z0-9_.:-]{{0,{}}}$", TYPE_BYTES_MAX - 1)});
-    let expected = json!({"type": "string",
-        "pattern": "^(any|no_stream|exists|[0-9]{1,18})$",
-        "description": "any (default), no_stream, exists or a version"});
-    let s = "/api/events/streams/{stream}";
-    for m in ["get", "post", "delete"] {
-        *param_schema(doc, m, s, "stream") = stream.clone();
-    }
-    for m in ["post", "delete"] {
-        *param_schema(doc, m, s, "Expected-Version") = expected.clone();
-    }
-    param_schema(doc, "get", s, "direction")["enum"] = json!(["forward", "backward"]);
-    param_range(
-        doc,
-        "get",
-        "/api/events/subscribe",
-        "Last-Event-ID",
-        0,
-        super::subscribe::LAST_EVENT_ID_MAX,
-    );
-    for p in [
-        "/api/events/all",
-        "/api/events/poll",
-        "/api/events/subscribe",
-    ] {
-        *param_schema(doc, "get", p, "type") = event_type.clone();
-        *param_schema(doc, "get", p, "typePrefix") = event_type.clone();
-    }
-    for p in ["/api/events/poll", "/api/events/subscribe"] {
-        *param_schema(doc, "get", p, "category") = category.clone();
-    }
-    *param_schema(doc, "get", "/api/events/categories/{category}", "category") = category;
-    let consumer = json!({"type": "string",
-        "pattern": format!("^[A-Za-z0-9_.-]{{1,{CONSUMER_BYTES_MAX}}}$")});
-    *param_schema(doc, "get", "/api/events/consumers/{name}", "name") = consumer.clone();
-    let lease = "/api/events/consumers/{name}/lease";
-    *param_schema(doc, "post", lease, "name") = consumer.clone();
-    *param_schema(doc, "delete", lease, "name") = consumer;
-    *param_schema(doc, "delete", lease, "Lease-Token") =
-        json!(<super::subscribe::LeaseToken as utoipa::PartialSchema>::schema());
-    // The append: JSON's shape here; MessagePack (same fields, maps for data
-    // and metadata) is described in the operation's text.
-    let append = operation(doc, "post", s);
-    if let Some(params) = append["parameters"].as_array_mut() {
-        params.retain(|p| p["name"] != "Content-Type");
-    }
-    append["requestBody"]["content"]["application/json"]["schema"] = json!({
-        "type": "array",
-        "minItems": 1,
-        "maxItems": super::PER_APPEND_MAX_DEFAULT,
-        "items": {
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["eventId", "type", "data"],
-            "properties": {
-                "eventId": {"type": "string",
-                    "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"},
-                "type": event_type.clone(),
-                "data": {"type": "object"},
-                "metadata": {"type": ["object", "null"]}
-            }
-        }
-    });
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, OwnedEvents, Platform, Service, ServiceState, Started,
 };
 use crate::store::Store;
 
@@ -95,9 +95,10 @@ impl Default for EventsArgs {
 pub struct EventsState {
     pub store: Store,
     pub limits: EventsArgs,
-    /// Categories whose streams a service writes; never written through
+    /// Categories whose streams a service writes and consumers a service's
+    /// worker runs, of the services served; never written or leased through
     /// the API.
-    pub owned: Vec<(&'static str, &'static str)>,
+    pub owned: Arc<OwnedEvents>,
     pub subscribers: Arc<tokio::sync::Semaphore>,
     /// Woken after each append through the API, so live subscribers read
     /// at once (they also poll, for other writers and nodes).
@@ -107,11 +108,7 @@ pub struct EventsState {
 impl ServiceState for EventsState {}
 
 impl EventsState {
-    pub fn new(store: Store, limits: EventsArgs) -> EventsState {
-        let owned = crate::services::all()
-            .iter()
-            .flat_map(|s| s.event_categories().iter().map(move |c| (*c, s.name())))
-            .collect();
+    pub fn new(store: Store, limits: EventsArgs, owned: Arc<OwnedEvents>) -> EventsState {
         EventsState {
             store,
             subscribers: Arc::new(tokio::sync::Semaphore::new(limits.subscribers_max)),
@@ -121,14 +118,14 @@ impl EventsState {
         }
     }
 
-    /// The service whose worker a consumer name is (`booking-notifier`,
-    /// `voting-tally`: a service's name, then `-`), if any.
+    /// The service whose worker a consumer is (`booking-notifier`,
+    /// `voting-tally`, as the services declare them), if any.
     pub fn consumer_owner(&self, consumer: &str) -> Option<&'static str> {
-        let first = consumer.split('-').next().unwrap_or(consumer);
-        crate::services::all()
+        self.owned
+            .consumers
             .iter()
-            .map(|s| s.name())
-            .find(|name| *name == first && *name != "events")
+            .find(|(c, _)| *c == consumer)
+            .map(|(_, service)| *service)
     }
 
     /// The service that writes streams of `category`, if one does; the
@@ -136,6 +133,7 @@ impl EventsState {
     /// the voting service's as `ballots` is).
     pub fn owner_of(&self, category: &str) -> Option<&'static str> {
         self.owned
+            .categories
             .iter()
             .find(|(c, _)| c.eq_ignore_ascii_case(category))
             .map(|(_, s)| *s)
@@ -176,20 +174,12 @@ impl Service for Events {
         Ok(Started::new(Arc::new(EventsState::new(
             platform.store.clone(),
             args,
+            platform.owned_events.clone(),
         ))))
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::EventsApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {

@@ -14,12 +14,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use indicatif::ProgressBar;
-
 use super::codec;
 use super::generator::{self, CATEGORY, EVENT_TYPE};
-use crate::store::eventlog::FORMAT_MSGPACK;
-use crate::store::postgres::PgStore;
+use crate::store::eventlog::{VersionedEvent, FORMAT_MSGPACK};
 use crate::store::Store;
 
 #[derive(Clone, Debug, clap::Args)]
@@ -59,8 +56,8 @@ pub fn payload_pool() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// One seeded event: stream, version, event id, stored payload.
-type Row = (String, i64, [u8; 16], Vec<u8>);
+/// One seeded event, at its version in its new stream.
+type Row = VersionedEvent;
 
 /// The row of event `i` of a seed run: loan `i / per_stream` of this run,
 /// its month `i % per_stream`.
@@ -74,12 +71,14 @@ fn row(run: i64, per_stream: u64, i: u64) -> Row {
     let event = generator::fee_charged(loan, month);
     let payload = codec::compress(rmp_serde::to_vec_named(&event).expect("an event encodes"));
     // Time-ordered ids: their unique index grows at its right edge.
-    (
+    VersionedEvent {
         stream,
-        month as i64,
-        uuid::Uuid::now_v7().into_bytes(),
+        version: month as i64,
+        event_id: uuid::Uuid::now_v7().into_bytes(),
+        event_type: EVENT_TYPE,
         payload,
-    )
+        format: FORMAT_MSGPACK,
+    }
 }
 
 /// Generates the run's rows on a thread of its own, in chunks of [`CHUNK`]
@@ -123,18 +122,16 @@ pub async fn seed(
              another run"
         );
     }
-    let rows = produce(args, run);
-    let load = store.choose(
-        |s| BulkLoad::Sqlite(s.path().to_path_buf()),
-        |p| BulkLoad::Postgres(p.clone()),
-    );
-    let bytes = match load {
-        BulkLoad::Sqlite(path) => {
-            let bar = bar.clone();
-            tokio::task::spawn_blocking(move || seed_sqlite(&path, rows, &bar)).await??
-        }
-        BulkLoad::Postgres(pg) => seed_pg(&pg, rows, &bar).await?,
-    };
+    let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (counted, shown) = (bytes.clone(), bar.clone());
+    store
+        .append_versioned(produce(args, run), move |chunk| {
+            let n: u64 = chunk.iter().map(|r| r.payload.len() as u64).sum();
+            counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            shown.inc(chunk.len() as u64);
+        })
+        .await?;
+    let bytes = bytes.load(std::sync::atomic::Ordering::Relaxed);
     bar.finish();
     let runs = match before {
         Some(runs) => format!("{runs},{}", run + 1),
@@ -151,89 +148,3 @@ pub async fn seed(
 
 /// `meta` key set by every seed: the runs' first positions.
 const SEEDED_KEY: &str = "events_seed_runs";
-
-/// The store's own bulk path for the run's rows: [`seed_sqlite`] on the
-/// database file, [`seed_pg`] with binary `COPY`.
-enum BulkLoad {
-    Sqlite(std::path::PathBuf),
-    Postgres(Arc<PgStore>),
-}
-
-fn seed_sqlite(
-    path: &std::path::Path,
-    mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
-    bar: &ProgressBar,
-) -> anyhow::Result<u64> {
-    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
-    let now = crate::base::clock::now_ms();
-    let mut bytes = 0u64;
-    while let Some(chunk) = rows.blocking_recv() {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO events (stream, event_type, payload, created_at_ms, stream_version,
-                                     event_id, metadata, payload_format)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)",
-            )?;
-            for (stream, version, id, payload) in &chunk {
-                bytes += payload.len() as u64;
-                ins.execute(rusqlite::params![
-                    stream,
-                    EVENT_TYPE,
-                    payload,
-                    now,
-                    version,
-                    &id[..],
-                    FORMAT_MSGPACK
-                ])?;
-            }
-        }
-        tx.commit()?;
-        bar.inc(chunk.len() as u64);
-    }
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-    Ok(bytes)
-}
-
-async fn seed_pg(
-    store: &PgStore,
-    mut rows: tokio::sync::mpsc::Receiver<Vec<Row>>,
-    bar: &ProgressBar,
-) -> anyhow::Result<u64> {
-    let mut client = store.client().await?;
-    let now = crate::base::clock::now_ms();
-    let mut bytes = 0u64;
-    while let Some(chunk) = rows.recv().await {
-        let n = chunk.len() as i64;
-        let tx = client.transaction().await?;
-        // The chunk's positions, as every append takes them.
-        let positions = crate::store::postgres::take_positions(&tx, chunk.len()).await?;
-        let streams: Vec<&str> = chunk.iter().map(|r| r.0.as_str()).collect();
-        let versions: Vec<i64> = chunk.iter().map(|r| r.1).collect();
-        let ids: Vec<&[u8]> = chunk.iter().map(|r| &r.2[..]).collect();
-        let payloads: Vec<&[u8]> = chunk.iter().map(|r| r.3.as_slice()).collect();
-        bytes += payloads.iter().map(|p| p.len() as u64).sum::<u64>();
-        tx.execute(
-            "INSERT INTO events (position, stream, event_type, payload, created_at_ms,
-                                 stream_version, event_id, payload_format)
-             SELECT p, s, $3, pl, $4, v, id, $7
-               FROM UNNEST($1::BIGINT[], $2::TEXT[], $5::BYTEA[], $6::BIGINT[], $8::BYTEA[])
-                 AS t(p, s, pl, v, id)",
-            &[
-                &positions,
-                &streams,
-                &EVENT_TYPE,
-                &now,
-                &payloads,
-                &versions,
-                &FORMAT_MSGPACK,
-                &ids,
-            ],
-        )
-        .await?;
-        tx.commit().await?;
-        bar.inc(n as u64);
-    }
-    client.batch_execute("ANALYZE events").await?;
-    Ok(bytes)
-}

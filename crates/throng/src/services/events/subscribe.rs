@@ -20,7 +20,10 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::http::{event_json, filter_of, limit_of, position_of, LogPage, Position, ReadLimit};
+use super::http::{
+    event_json, filter_of, limit_of, position_of, CategoryText, EventTypeText, LogPage, Position,
+    ReadLimit,
+};
 use super::EventsState;
 use crate::platform::auth::{Caller, Role};
 use crate::platform::error::{ApiError, ApiResult};
@@ -79,10 +82,13 @@ pub struct SubscribeQuery {
     from: Option<u64>,
     /// Only events of this type.
     #[serde(rename = "type")]
+    #[param(value_type = Option<EventTypeText>, inline)]
     event_type: Option<String>,
     /// Only events whose type starts with this.
+    #[param(value_type = Option<EventTypeText>, inline)]
     type_prefix: Option<String>,
     /// Only events of this category's streams.
+    #[param(value_type = Option<CategoryText>, inline)]
     category: Option<String>,
 }
 
@@ -102,6 +108,11 @@ pub struct EventMessage {
 /// The largest `Last-Event-ID`: the stream resumes at the next position,
 /// which must still be a position (`/openapi.json` states this bound).
 pub const LAST_EVENT_ID_MAX: i64 = i64::MAX - 1;
+
+crate::schema_type!(
+    /// `Last-Event-ID` (`resume_from`).
+    LastEventId => openapi::int_schema(0, LAST_EVENT_ID_MAX)
+);
 
 /// `Last-Event-ID` as the next position to send.
 fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
@@ -123,11 +134,14 @@ fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
         })
 }
 
+/// Follows the log as server-sent events: catch-up, then live
 #[utoipa::path(get, path = "/api/events/subscribe", tag = "events",
     params(SubscribeQuery,
-           ("Last-Event-ID" = Option<i64>, Header, description = "the last position received: the stream resumes after it")),
+           ("Last-Event-ID" = inline(Option<LastEventId>), Header, description = "the last position received: the stream resumes after it")),
     security(("bearer" = [])),
-    responses((status = 200, content_type = "text/event-stream", body = EventMessage, description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID."),
+    responses((status = 200, content_type = "text/event-stream", body = EventMessage,
+               description = "text/event-stream: every event from `from` on in the global order (catch-up), then each new one as it commits (live); `id:` the position, `event:` the type, `data:` the event as in /api/events/all; `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). A filtered stream scans at most --events-scan-max positions per read. After --request-timeout-ms, or when the node stops, the stream ends with a comment `: end lifetime` or `: end stopping`: reconnect with Last-Event-ID.",
+               example = json!("id: 981\nevent: OrderPlaced\ndata: {\"position\":981,\"stream\":\"order-17\",\"version\":0,\"type\":\"OrderPlaced\",\"eventId\":\"3f6c2a9e-8b1d-4e57-a0c4-9d2f7e1b5a63\",\"created\":\"2030-01-02T09:30:00.000Z\",\"data\":{\"orderId\":17},\"metadata\":null}\n\n: keep-alive\n\n")),
               (status = 400, description = "invalid_query, invalid_last_event_id"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -234,16 +248,26 @@ pub struct PollQuery {
     /// 20,000).
     #[param(value_type = Option<PollWaitMs>, inline)]
     wait_ms: Option<u64>,
+    /// Only events of this type.
     #[serde(rename = "type")]
+    #[param(value_type = Option<EventTypeText>, inline)]
     event_type: Option<String>,
+    /// Only events whose type starts with this.
+    #[param(value_type = Option<EventTypeText>, inline)]
     type_prefix: Option<String>,
+    /// Only events of this category's streams.
+    #[param(value_type = Option<CategoryText>, inline)]
     category: Option<String>,
 }
 
+/// Waits for events at a position or later (long poll)
 #[utoipa::path(get, path = "/api/events/poll", tag = "events",
     params(PollQuery),
     security(("bearer" = [])),
-    responses((status = 200, body = LogPage, description = "As /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none, or at once when the node stops)"),
+    responses((status = 200, body = LogPage, description = "As /api/events/all, answered as soon as there are events at `from` or later (or after waitMs with none, or at once when the node stops)",
+               example = json!({"next": 982, "head": 981, "events": [{"position": 981, "stream": "order-17",
+                   "version": 0, "type": "OrderPlaced", "eventId": "3f6c2a9e-8b1d-4e57-a0c4-9d2f7e1b5a63",
+                   "created": "2030-01-02T09:30:00.000Z", "data": {"orderId": 17, "total": 42.5}, "metadata": null}]})),
               (status = 400, description = "invalid_query"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden"),
@@ -343,11 +367,15 @@ pub struct ClaimIn {
 }
 
 crate::schema_type!(PollWaitMs => openapi::int_schema(0, POLL_WAIT_MS_MAX as i64));
+crate::schema_type!(
+    /// A consumer's name (`consumer_name`).
+    ConsumerName => openapi::pattern_schema(format!("^[A-Za-z0-9_.-]{{1,{CONSUMER_BYTES_MAX}}}$"))
+);
 crate::schema_type!(Owner => openapi::string_schema(1, OWNER_CHARS_MAX, None));
 crate::schema_type!(LeaseMs => openapi::int_schema(LEASE_MS_MIN, LEASE_MS_MAX));
 crate::schema_type!(
     /// A lease token (`lease_token_of`).
-    pub(super) LeaseToken => openapi::string_schema(
+    LeaseToken => openapi::string_schema(
         2 * LEASE_TOKEN_BYTES,
         2 * LEASE_TOKEN_BYTES,
         Some(lease_token_pattern())
@@ -408,10 +436,12 @@ fn lease_holder(token: &str) -> String {
     format!("lease:{}", hex::encode(Sha256::digest(token.as_bytes())))
 }
 
+/// A named consumer's checkpoint
 #[utoipa::path(get, path = "/api/events/consumers/{name}", tag = "events",
-    params(("name" = String, Path)),
+    params(("name" = inline(ConsumerName), Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = Consumer, description = "The durable checkpoint (0 when never saved)"),
+    responses((status = 200, body = Consumer, description = "The durable checkpoint (0 when never saved)",
+               example = json!({"consumer": "invoicing", "position": 981})),
               (status = 400, description = "invalid_consumer"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden")))]
@@ -430,11 +460,15 @@ pub async fn get_consumer(
     .into_response())
 }
 
+/// Claims or renews a consumer's lease, saving its checkpoint
 #[utoipa::path(post, path = "/api/events/consumers/{name}/lease", tag = "events",
-    params(("name" = String, Path)),
+    params(("name" = inline(ConsumerName), Path)),
     security(("bearer" = [])),
-    request_body(content = ClaimIn, description = "{owner, leaseMs, leaseToken?, position?}: without leaseToken, claims the lease (granted only while none is running, whoever asks); with the token a claim answered, renews it; with position, saves the checkpoint too"),
-    responses((status = 200, body = Lease, description = "The lease is held, by the holder of leaseToken, for leaseMs; deliver events after position. Renew, save positions and release with leaseToken"),
+    request_body(content = ClaimIn, description = "{owner, leaseMs, leaseToken?, position?}: without leaseToken, claims the lease (granted only while none is running, whoever asks); with the token a claim answered, renews it; with position, saves the checkpoint too",
+                 example = json!({"owner": "worker-1", "leaseMs": 30000})),
+    responses((status = 200, body = Lease, description = "The lease is held, by the holder of leaseToken, for leaseMs; deliver events after position. Renew, save positions and release with leaseToken",
+               example = json!({"consumer": "invoicing", "owner": "worker-1", "leaseToken": "9f2c4e6a8b0d1f3a5c7e9b1d3f5a7c9e",
+                                "position": 981, "leaseMs": 30000})),
               (status = 400, description = "invalid_consumer, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, consumer_owned_by_service (a service's own worker, e.g. booking-notifier: readable, not leased here)"),
@@ -511,9 +545,11 @@ pub async fn lease(
 /// The header carrying a lease token to release.
 pub const LEASE_TOKEN_HEADER: &str = "lease-token";
 
+/// Releases a consumer's lease
 #[utoipa::path(delete, path = "/api/events/consumers/{name}/lease", tag = "events",
-    params(("name" = String, Path),
-           ("Lease-Token" = String, Header, description = "the leaseToken a claim answered")),
+    params(("name" = inline(ConsumerName), Path, example = "invoicing"),
+           ("Lease-Token" = inline(LeaseToken), Header, description = "the leaseToken a claim answered",
+            example = "9f2c4e6a8b0d1f3a5c7e9b1d3f5a7c9e")),
     security(("bearer" = [])),
     responses((status = 204, description = "released: the next claim is granted at once"),
               (status = 400, description = "invalid_consumer"),

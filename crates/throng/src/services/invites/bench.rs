@@ -131,9 +131,8 @@ impl Experiment for InvitesBench {
             let store =
                 crate::store::Store::open(store, crate::store::StoreLimits::default()).await?;
             let cipher = super::visitor_ids::load_cipher(&store).await?;
-            let answering_from = super::store::open(&store)
-                .reserve_visitor_numbers(ANSWERING_VISITORS)
-                .await?;
+            let answering_from =
+                super::store::reserve_visitor_numbers(&store, ANSWERING_VISITORS).await?;
             anyhow::Ok((cipher, answering_from))
         })?;
         let _ = self.cipher.set(cipher.0);

@@ -19,22 +19,32 @@ use std::sync::Arc;
 use axum::extract::{FromRef, FromRequest, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::routing::MethodRouter;
+use axum::Json;
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{
+    AnyOfBuilder, ArrayBuilder, KnownFormat, Object, ObjectBuilder, Schema, Type,
+};
+use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use super::model::{
     Answer, AnswerState, Outcome, SiteInput, Standing, Style, Texts, Trigger, SITES_MAX,
 };
 use super::signed::{Signer, Visitor, DISPLAY_CHARS, VISITOR_CHARS};
 use super::sites::{self, SiteEntry};
-use super::store::AnswerCmd;
+use super::store::{self, answers::AnswerCmd};
 use super::InvitesState;
 use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath};
+use crate::platform::openapi::{
+    closed_object, enum_schema, format_schema, int_schema, nullable, small_int_schema,
+    string_schema,
+};
 
 /// The header that carries the signed visitor id.
 pub const VISITOR_HEADER: &str = "x-invites-visitor";
@@ -43,42 +53,39 @@ const PREFLIGHT_MAX_AGE_S: u32 = 600;
 /// The first-party cookie's lifetime (Chromium's cap, 400 days).
 const COOKIE_MAX_AGE_S: u32 = 400 * 86_400;
 
-pub fn router<S>() -> Router<S>
+/// Invites' routes and their operations, for any state that gives
+/// `Arc<InvitesState>` and the token keys (see `platform::service`).
+pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<InvitesState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
 {
-    Router::new()
-        .route("/api/invites/sites", post(create_site).get(list_sites))
-        .route(
-            "/api/invites/sites/{site_id}",
-            get(get_site).patch(update_site),
-        )
-        .route("/api/invites/sites/{site_id}/pause", post(pause_site))
-        .route("/api/invites/sites/{site_id}/resume", post(resume_site))
-        .route("/api/invites/sites/{site_id}/stats", get(site_stats))
+    OpenApiRouter::default()
+        .routes(routes!(create_site, list_sites))
+        .routes(routes!(get_site, update_site))
+        .routes(routes!(pause_site))
+        .routes(routes!(resume_site))
+        .routes(routes!(site_stats))
         .merge(
-            Router::new()
-                .route(
-                    "/api/invites/sites/{site_id}/state",
-                    get(visitor_state).options(preflight),
-                )
-                .route(
-                    "/api/invites/sites/{site_id}/answers",
-                    post(post_answer).options(preflight),
-                )
-                .route(
-                    "/api/invites/sites/{site_id}/visitor",
-                    axum::routing::delete(forget_me).options(preflight),
-                )
+            // The page's calls; the preflight is documented once, on .../answers.
+            OpenApiRouter::default()
+                .routes(routes!(visitor_state).map(preflighted))
+                .routes(routes!(post_answer, preflight))
+                .routes(routes!(forget_me).map(preflighted))
                 .route_layer(axum::middleware::from_fn(readable_errors)),
         )
-        .route(
-            "/api/invites/visitors/{visitor_id}",
-            axum::routing::delete(forget_visitor),
-        )
-        .merge(super::page::router())
+        .routes(routes!(forget_visitor))
+        .merge(super::page::router().into())
+}
+
+/// `methods`, and the CORS preflight of its path.
+fn preflighted<S>(methods: MethodRouter<S>) -> MethodRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<InvitesState>: FromRef<S>,
+{
+    methods.options(preflight)
 }
 
 fn site_not_found(id: i64) -> ApiError {
@@ -158,8 +165,10 @@ fn with_cors(mut res: Response, origin: Option<HeaderValue>) -> Response {
     res
 }
 
+/// CORS preflight of a page's calls
 #[utoipa::path(options, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
-    params(("site_id" = i64, Path), ("Origin" = String, Header, description = "One of the site's allowedOrigins")),
+    params(("site_id" = i64, Path, example = 1),
+           ("Origin" = Option<String>, Header, description = "One of the site's allowedOrigins", example = "https://shop.example")),
     responses((status = 204, description = "CORS preflight: Access-Control-Allow-Origin (the origin), -Methods GET, POST, DELETE, -Headers content-type, x-invites-visitor, -Max-Age 600. The same for .../state and .../visitor."),
               (status = 403, description = "origin_not_allowed (with Access-Control-Allow-Origin: the origin, so a page's script can read the envelope; every error of .../state, .../answers and .../visitor carries it)"),
               (status = 404, description = "site_not_found")))]
@@ -281,11 +290,18 @@ pub struct VisitorState {
     pub style: Option<Style>,
 }
 
+/// A visitor's standing, and whether to show the popup now
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/state", tag = "invites",
     params(("site_id" = i64, Path),
            ("X-Invites-Visitor" = Option<String>, Header, description = "The signed visitor id (27 characters) an earlier answer returned; missing, forged or altered: a new visitor"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
-    responses((status = 200, body = VisitorState, description = "The visitor's standing and whether to show the popup. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store."),
+    responses((status = 200, body = VisitorState, description = "The visitor's standing and whether to show the popup. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store.",
+               example = json!({"siteId": 1, "visitor": "AAAAAAAAAAEBq3xY0pQ2r7sT9vW", "state": "asking", "closes": 0,
+                                "closesMax": 3, "show": true, "reason": null, "displayId": "Xk2p9QvL0aB7cD1eF3gH5i",
+                                "surveyUrl": "https://survey.example/s/42",
+                                "popup": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal"})),
               (status = 400, description = "invalid_path"),
               (status = 403, description = "origin_not_allowed"),
               (status = 404, description = "site_not_found"),
@@ -305,18 +321,14 @@ pub async fn visitor_state(
     let (visitor, standing) = match claimed.map(|(v, _)| v) {
         Some(v) => {
             // From memory on the embedded store (index.rs), else the table.
-            let key = st.visitor_key(v.id);
-            let known = st.memory.as_ref().and_then(|m| m.index.get(key));
-            match known {
-                Some(standing) => (v, standing),
-                None => (v, st.storage.standing(site_id, key).await?),
-            }
+            let key = st.storage.visitor_key(v.id);
+            (v, st.storage.standing(site_id, key).await?)
         }
         None => {
             // A first visit: sampled once, now, and kept in the signed id.
             let draw = (rand::random::<u64>() >> 32) as u32;
             let v = Visitor {
-                id: st.mint_visitor().await,
+                id: st.storage.mint_visitor().await,
                 sampled: site.samples_in(draw),
             };
             e.seen.visitors.fetch_add(1, Ordering::Relaxed);
@@ -489,12 +501,16 @@ fn answered_message(state: AnswerState) -> String {
     }
 }
 
+/// A visitor's answer to the popup: yes, no or close
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
     params(("site_id" = i64, Path),
-           ("X-Invites-Visitor" = String, Header, description = "The signed visitor id (or its cookie)"),
+           ("X-Invites-Visitor" = inline(VisitorText), Header, description = "The signed visitor id (or its cookie)"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
-    request_body(content = AnswerRequest, description = "{answer: yes | no | close, displayId}"),
-    responses((status = 200, body = Answered, description = "The visitor's standing after the answer. Cache-Control: no-store."),
+    request_body(content = AnswerRequest, description = "{answer: yes | no | close, displayId}",
+                 example = json!({"answer": "yes", "displayId": "Xk2p9QvL0aB7cD1eF3gH5i"})),
+    responses((status = 200, body = Answered, description = "The visitor's standing after the answer. Cache-Control: no-store.",
+               example = json!({"siteId": 1, "state": "yes", "closes": 0, "closesMax": 3, "counted": true,
+                                "surveyUrl": "https://survey.example/s/42"})),
               (status = 400, description = "visitor_required, malformed_json, invalid_path"),
               (status = 403, description = "origin_not_allowed"),
               (status = 404, description = "site_not_found"),
@@ -510,7 +526,7 @@ pub async fn post_answer(
     request: axum::extract::Request,
 ) -> ApiResult<Response> {
     let checked = check_answer(&st, site_id, request).await?;
-    let outcome = st.storage.answer(checked.cmd, st.index()).await?;
+    let outcome = st.storage.answer(checked.cmd).await?;
     answer_response(&checked, outcome)
 }
 
@@ -557,12 +573,12 @@ pub(super) async fn check_answer(
     }
     let cmd = AnswerCmd {
         site_id,
-        visitor_id: st.visitor_key(visitor.id),
+        visitor_id: st.storage.visitor_key(visitor.id),
         display,
         answer: req.answer,
         closes_max: site.closes_max,
         now_ms: now,
-        shard: st.counts_shard,
+        shard: st.storage.counts_shard(),
     };
     Ok(CheckedAnswer {
         entry: e,
@@ -597,9 +613,11 @@ pub(super) fn answer_response(
     Ok(with_cors(res, checked.origin.clone()))
 }
 
+/// A visitor forgets themselves: every answer is deleted
 #[utoipa::path(delete, path = "/api/invites/sites/{site_id}/visitor", tag = "invites",
-    params(("site_id" = i64, Path),
-           ("X-Invites-Visitor" = String, Header, description = "The signed visitor id (or its cookie)")),
+    params(("site_id" = i64, Path, example = 1),
+           ("X-Invites-Visitor" = inline(VisitorText), Header, description = "The signed visitor id (or its cookie)",
+            example = "AAAAAAAAAAEBq3xY0pQ2r7sT9vW")),
     responses((status = 204, description = "Every answer of this visitor is deleted; the cookie is cleared"),
               (status = 400, description = "visitor_required"),
               (status = 403, description = "origin_not_allowed"),
@@ -614,7 +632,7 @@ pub async fn forget_me(
     let origin = allowed_origin(&e, &headers)?;
     let visitor = claimed_visitor(&st.signer, site_id, &headers).ok_or_else(visitor_required)?;
     st.storage
-        .forget_visitor(st.visitor_key(visitor.id), st.index())
+        .forget_visitor(st.storage.visitor_key(visitor.id))
         .await?;
     let mut res = StatusCode::NO_CONTENT.into_response();
     if let Ok(v) = HeaderValue::from_str(&format!(
@@ -626,10 +644,11 @@ pub async fn forget_me(
     Ok(with_cors(res, origin))
 }
 
+/// Forgets a visitor by number, on every site (admin)
 #[utoipa::path(delete, path = "/api/invites/visitors/{visitor_id}", tag = "invites",
-    params(("visitor_id" = i64, Path, description = "The visitor's numeric id (1 to 9223372036854775807), as a support request or a data subject request names it")),
+    params(("visitor_id" = inline(VisitorId), Path, description = "The visitor's numeric id (1 to 9223372036854775807), as a support request or a data subject request names it")),
     security(("bearer" = [])),
-    responses((status = 200, body = Forgotten),
+    responses((status = 200, body = Forgotten, example = json!({"visitorId": 1234567, "answersDeleted": 2})),
               (status = 400, description = "invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -648,7 +667,7 @@ pub async fn forget_visitor(
     }
     let n = st
         .storage
-        .forget_visitor(st.visitor_key(visitor_id), st.index())
+        .forget_visitor(st.storage.visitor_key(visitor_id))
         .await?;
     Ok(Json(Forgotten {
         visitor_id,
@@ -689,7 +708,7 @@ fn site_json(e: &SiteEntry, base: &str) -> SiteOut {
 }
 
 async fn reload(st: &InvitesState) -> ApiResult<()> {
-    sites::reload_and_announce(&st.store, &*st.storage, &st.sites)
+    sites::reload_and_announce(&st.store, &st.sites)
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, "invites: reloading the sites failed");
@@ -697,10 +716,22 @@ async fn reload(st: &InvitesState) -> ApiResult<()> {
         })
 }
 
+/// Adds a site (admin)
 #[utoipa::path(post, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
-    request_body(content = SiteInput, description = "surveyUrl (absolute http(s) URL, or a /path on this server) and allowedOrigins (scheme://host[:port], stored normalised: lowercase, default port and trailing / dropped) required; name (1-100 chars), inviteShare (0-1, default 1), closesMax (1-10, default 3), activeFrom/activeUntil (RFC 3339), paused, retentionDays (1-3650, default 365), texts, trigger (load, delay, scroll, exit_intent; default load), delaySeconds (0-600, default 10), scrollPercent (1-100, default 50), style (modal, slide_in; default modal)"),
-    responses((status = 201, body = SiteOut, description = "The site; Location"),
+    request_body(content = inline(SiteCreate),
+                 description = "surveyUrl (absolute http(s) URL, or a /path on this server) and allowedOrigins (scheme://host[:port], stored normalised: lowercase, default port and trailing / dropped) required; name (1-100 chars), inviteShare (0-1, default 1), closesMax (1-10, default 3), activeFrom/activeUntil (RFC 3339), paused, retentionDays (1-3650, default 365), texts, trigger (load, delay, scroll, exit_intent; default load), delaySeconds (0-600, default 10), scrollPercent (1-100, default 50), style (modal, slide_in; default modal)",
+                 example = json!({"name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                  "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25})),
+    responses((status = 201, body = SiteOut, description = "The site; Location",
+               example = json!({"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25, "closesMax": 3,
+                                "activeFrom": null, "activeUntil": null, "paused": false, "retentionDays": 365,
+                                "texts": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal",
+                                "createdAt": "2030-01-02T09:30:00.000Z", "updatedAt": "2030-01-02T09:30:00.000Z",
+                                "snippet": "<script src=\"https://throng.example/invite.js\" data-site=\"1\" async></script>"})),
               (status = 400, description = "malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -716,9 +747,7 @@ pub async fn create_site(
 ) -> ApiResult<Response> {
     caller.require(Role::ADMIN)?;
     let site = input.apply(None)?;
-    let id = st
-        .storage
-        .create_site(&site, now_ms(), SITES_MAX as i64)
+    let id = store::create_site(&st.store, &site, now_ms(), SITES_MAX as i64)
         .await?
         .ok_or_else(|| {
             ApiError::conflict(
@@ -736,9 +765,17 @@ pub async fn create_site(
     Ok(res)
 }
 
+/// Every site (admin)
 #[utoipa::path(get, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
-    responses((status = 200, body = SiteList),
+    responses((status = 200, body = SiteList, example = json!({"sites": [{"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25, "closesMax": 3,
+                                "activeFrom": null, "activeUntil": null, "paused": false, "retentionDays": 365,
+                                "texts": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal",
+                                "createdAt": "2030-01-02T09:30:00.000Z", "updatedAt": "2030-01-02T09:30:00.000Z",
+                                "snippet": "<script src=\"https://throng.example/invite.js\" data-site=\"1\" async></script>"}]})),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)")))]
 pub async fn list_sites(
@@ -758,10 +795,18 @@ pub async fn list_sites(
     Ok(Json(SiteList { sites }))
 }
 
+/// A site (admin)
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = SiteOut),
+    responses((status = 200, body = SiteOut, example = json!({"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25, "closesMax": 3,
+                                "activeFrom": null, "activeUntil": null, "paused": false, "retentionDays": 365,
+                                "texts": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal",
+                                "createdAt": "2030-01-02T09:30:00.000Z", "updatedAt": "2030-01-02T09:30:00.000Z",
+                                "snippet": "<script src=\"https://throng.example/invite.js\" data-site=\"1\" async></script>"})),
               (status = 400, description = "invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -785,7 +830,7 @@ async fn change_site(
 ) -> ApiResult<Json<SiteOut>> {
     let e = entry(st, site_id)?;
     let site = input.apply(Some(e.site()))?;
-    if !st.storage.update_site(site_id, &site, now_ms()).await? {
+    if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
         return Err(site_not_found(site_id));
     }
     reload(st).await?;
@@ -808,11 +853,20 @@ async fn set_paused(
     change_site(st, headers, site_id, input).await
 }
 
+/// Changes a site's settings (admin)
 #[utoipa::path(patch, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    request_body(content = SiteInput, description = "The fields to change, with the bounds of POST /api/invites/sites; activeFrom/activeUntil \"\" clears them"),
-    responses((status = 200, body = SiteOut, description = "The site as changed"),
+    request_body(content = inline(SiteChange), description = "The fields to change, with the bounds of POST /api/invites/sites; activeFrom/activeUntil \"\" clears them",
+                 example = json!({"inviteShare": 0.5, "activeUntil": "2030-03-01T00:00:00Z"})),
+    responses((status = 200, body = SiteOut, description = "The site as changed", example = json!({"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25, "closesMax": 3,
+                                "activeFrom": null, "activeUntil": null, "paused": false, "retentionDays": 365,
+                                "texts": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal",
+                                "createdAt": "2030-01-02T09:30:00.000Z", "updatedAt": "2030-01-02T09:30:00.000Z",
+                                "snippet": "<script src=\"https://throng.example/invite.js\" data-site=\"1\" async></script>"})),
               (status = 400, description = "malformed_json, invalid_path"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
@@ -831,8 +885,9 @@ pub async fn update_site(
     change_site(&st, &headers, site_id, input).await
 }
 
+/// Pauses a site: no popup, no answers (admin)
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/pause", tag = "invites",
-    params(("site_id" = i64, Path)),
+    params(("site_id" = i64, Path, example = 1)),
     security(("bearer" = [])),
     responses((status = 200, body = SiteOut, description = "The site, paused: no popup, no answers"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
@@ -848,8 +903,9 @@ pub async fn pause_site(
     set_paused(&st, &caller, &headers, site_id, true).await
 }
 
+/// Resumes a paused site (admin)
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/resume", tag = "invites",
-    params(("site_id" = i64, Path)),
+    params(("site_id" = i64, Path, example = 1)),
     security(("bearer" = [])),
     responses((status = 200, body = SiteOut, description = "The site, no longer paused"),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
@@ -865,10 +921,13 @@ pub async fn resume_site(
     set_paused(&st, &caller, &headers, site_id, false).await
 }
 
+/// A site's counts and conversion (admin)
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/stats", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = SiteStats, description = "Answers are counted in their own transaction; visitors, invited and displays are flushed from each node's memory every --invites-flush-ms (this node's before answering)."),
+    responses((status = 200, body = SiteStats, description = "Answers are counted in their own transaction; visitors, invited and displays are flushed from each node's memory every --invites-flush-ms (this node's before answering).",
+               example = json!({"siteId": 1, "visitors": 10000, "invited": 2500, "displays": 2600, "yes": 300,
+                                "no": 900, "closes": 1100, "closedOut": 150, "conversion": 0.12})),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
               (status = 404, description = "site_not_found"),
@@ -880,8 +939,8 @@ pub async fn site_stats(
 ) -> ApiResult<Json<SiteStats>> {
     caller.require(Role::ADMIN)?;
     entry(&st, site_id)?;
-    sites::flush(&*st.storage, &st.sites, st.counts_shard).await;
-    let c = st.storage.counts(site_id).await?;
+    sites::flush(&st.store, &st.sites, st.storage.counts_shard()).await;
+    let c = store::counts(&st.store, site_id).await?;
     let conversion = (c.invited > 0).then(|| c.yes as f64 / c.invited as f64);
     Ok(Json(SiteStats {
         site_id,
@@ -896,121 +955,146 @@ pub async fn site_stats(
     }))
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(
-        visitor_state,
-        post_answer,
-        preflight,
-        forget_me,
-        forget_visitor,
-        create_site,
-        list_sites,
-        get_site,
-        update_site,
-        pause_site,
-        resume_site,
-        site_stats
-    ),
-    components(schemas(
-        AnswerRequest,
-        Answer,
-        SiteInput,
-        super::model::Texts,
-        super::model::Trigger,
-        super::model::Style
-    ))
-)]
-pub struct InvitesApi;
+crate::schema_type!(
+    /// A visitor id where one is required: an empty one names none (400
+    /// `visitor_required`); on .../state it is a new visitor.
+    VisitorText => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .build()
+);
 
-/// The bounds the handlers check, stated in the document from the same
-/// constants (`platform::openapi`). One rule is not expressible in JSON
-/// Schema: activeFrom before activeUntil (422), across two fields and, on
-/// PATCH, the stored settings.
-pub fn document_limits(doc: &mut serde_json::Value) {
+crate::schema_type!(
+    /// A visitor's number (`forget_visitor`).
+    VisitorId => int_schema(1, i64::MAX)
+);
+
+/// A new site's settings: `surveyUrl` and `allowedOrigins` are required.
+struct SiteCreate;
+
+/// A site's changed settings: every field may be left out or null.
+struct SiteChange;
+
+crate::schema_type!(for SiteCreate => site_input(&["surveyUrl", "allowedOrigins"]));
+crate::schema_type!(for SiteChange => site_input(&[]));
+
+/// A site's settings as `SiteInput::apply` checks them; the `required`
+/// fields are not nullable. One rule is not expressible in JSON Schema:
+/// activeFrom before activeUntil (422), across two fields and, on PATCH,
+/// the stored settings.
+fn site_input(required: &[&'static str]) -> Object {
     use super::model::{
         BAD_URL_CHARS_CLASS, BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, DELAY_SECONDS_MAX, HOST_PATTERN,
         NAME_CHARS_MAX, ORIGINS_MAX, ORIGIN_CHARS_MAX, PORT_PATTERN, RETENTION_DAYS_MAX,
         SCROLL_PERCENT_MAX, SCROLL_PERCENT_MIN, TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
-    use crate::platform::openapi::{
-        body_schema, operation, param_range, param_required, param_schema,
+    let no_controls = || Some("^[^\\x00-\\x1f\\x7f-\\x9f]*$");
+    let string = |max: usize, pattern: String| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .max_length(Some(max))
+            .pattern(Some(pattern))
     };
-    use serde_json::json;
-    let no_controls = "^[^\\x00-\\x1f\\x7f-\\x9f]*$";
-    let text = |max: usize| json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": no_controls});
-    let nullable = |mut v: serde_json::Value| json!({"anyOf": [v.take(), {"type": "null"}]});
-    let time = json!({"anyOf": [{"type": "string", "format": "date-time"}, {"const": ""}, {"type": "null"}],
-        "description": "RFC 3339; \"\" clears it"});
-    let properties = json!({
-        "name": nullable(json!({"type": "string", "maxLength": NAME_CHARS_MAX, "pattern": no_controls,
-            "description": "\"\" is Survey"})),
-        "surveyUrl": nullable(json!({"type": "string", "maxLength": URL_CHARS_MAX,
-            "pattern": format!("^(https?://{HOST_PATTERN}(:{PORT_PATTERN})?([/?#][^{BAD_URL_CHARS_CLASS}]*)?|/[^/{BAD_URL_CHARS_CLASS}][^{BAD_URL_CHARS_CLASS}]*)$")})),
-        "allowedOrigins": nullable(json!({"type": "array", "maxItems": ORIGINS_MAX, "items": {
-            "type": "string", "maxLength": ORIGIN_CHARS_MAX,
-            "pattern": format!("^[Hh][Tt][Tt][Pp][Ss]?://{HOST_PATTERN}(:{PORT_PATTERN})?/?$")}})),
-        "inviteShare": nullable(json!({"type": "number", "minimum": 0, "maximum": 1})),
-        "closesMax": nullable(json!({"type": "integer", "minimum": 1, "maximum": CLOSES_MAX_LIMIT})),
-        "activeFrom": time.clone(),
-        "activeUntil": time,
-        "paused": nullable(json!({"type": "boolean"})),
-        "retentionDays": nullable(json!({"type": "integer", "minimum": 1, "maximum": RETENTION_DAYS_MAX})),
-        "trigger": nullable(json!({"type": "string", "enum": ["load", "delay", "scroll", "exit_intent"]})),
-        "delaySeconds": nullable(json!({"type": "integer", "minimum": 0, "maximum": DELAY_SECONDS_MAX})),
-        "scrollPercent": nullable(json!({"type": "integer", "minimum": SCROLL_PERCENT_MIN, "maximum": SCROLL_PERCENT_MAX})),
-        "style": nullable(json!({"type": "string", "enum": ["modal", "slide_in"]})),
-        "texts": nullable(json!({"type": "object", "additionalProperties": false,
-            "required": ["title", "body", "yes", "no", "close"],
-            "properties": {"title": text(TITLE_CHARS_MAX), "body": text(TEXT_CHARS_MAX),
-                "yes": text(BUTTON_CHARS_MAX), "no": text(BUTTON_CHARS_MAX), "close": text(BUTTON_CHARS_MAX)}}))
-    });
-    body_schema(
-        doc,
-        "patch",
-        "/api/invites/sites/{site_id}",
-        json!({
-        "type": "object", "additionalProperties": false, "properties": properties.clone()}),
+    let text = |max: usize| string_schema(1, max, no_controls().map(String::from));
+    let time = || -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(format_schema(KnownFormat::DateTime))
+            .item(enum_schema([""]))
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .description(Some("RFC 3339; \"\" clears it"))
+            .into()
+    };
+    let names = |names: &[&'static str]| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(names.to_vec()))
+            .build()
+    };
+    let survey_url = string(
+        URL_CHARS_MAX,
+        format!(
+            "^(https?://{HOST_PATTERN}(:{PORT_PATTERN})?([/?#][^{BAD_URL_CHARS_CLASS}]*)?|/[^/{BAD_URL_CHARS_CLASS}][^{BAD_URL_CHARS_CLASS}]*)$"
+        ),
     );
-    let mut create = properties;
-    for required in ["surveyUrl", "allowedOrigins"] {
-        create[required] = create[required]["anyOf"][0].take();
-    }
-    body_schema(
-        doc,
-        "post",
-        "/api/invites/sites",
-        json!({
-        "type": "object", "additionalProperties": false,
-        "required": ["surveyUrl", "allowedOrigins"], "properties": create}),
+    let origins = ArrayBuilder::new()
+        .items(string(
+            ORIGIN_CHARS_MAX,
+            format!("^[Hh][Tt][Tt][Pp][Ss]?://{HOST_PATTERN}(:{PORT_PATTERN})?/?$"),
+        ))
+        .max_items(Some(ORIGINS_MAX));
+    let texts = closed_object(
+        [
+            ("title", text(TITLE_CHARS_MAX).into()),
+            ("body", text(TEXT_CHARS_MAX).into()),
+            ("yes", text(BUTTON_CHARS_MAX).into()),
+            ("no", text(BUTTON_CHARS_MAX).into()),
+            ("close", text(BUTTON_CHARS_MAX).into()),
+        ],
+        &["title", "body", "yes", "no", "close"],
     );
-    param_range(
-        doc,
-        "delete",
-        "/api/invites/visitors/{visitor_id}",
-        "visitor_id",
-        1,
-        i64::MAX,
-    );
-    // A preflight without Origin is no CORS request; it is answered without CORS headers.
-    let preflight = operation(doc, "options", "/api/invites/sites/{site_id}/answers");
-    for p in preflight["parameters"].as_array_mut().into_iter().flatten() {
-        if p["name"] == "Origin" {
-            p["required"] = json!(false);
+    let fields: [(&'static str, RefOr<Schema>); 12] = [
+        (
+            "name",
+            string(NAME_CHARS_MAX, no_controls().unwrap().into())
+                .description(Some("\"\" is Survey"))
+                .into(),
+        ),
+        ("surveyUrl", survey_url.into()),
+        ("allowedOrigins", origins.into()),
+        (
+            "inviteShare",
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0))
+                .maximum(Some(1))
+                .into(),
+        ),
+        ("closesMax", small_int_schema(1, CLOSES_MAX_LIMIT).into()),
+        (
+            "paused",
+            ObjectBuilder::new().schema_type(Type::Boolean).into(),
+        ),
+        (
+            "retentionDays",
+            small_int_schema(1, RETENTION_DAYS_MAX).into(),
+        ),
+        (
+            "trigger",
+            names(
+                &[
+                    Trigger::Load,
+                    Trigger::Delay,
+                    Trigger::Scroll,
+                    Trigger::ExitIntent,
+                ]
+                .map(Trigger::name),
+            )
+            .into(),
+        ),
+        (
+            "delaySeconds",
+            small_int_schema(0, DELAY_SECONDS_MAX).into(),
+        ),
+        (
+            "scrollPercent",
+            small_int_schema(SCROLL_PERCENT_MIN, SCROLL_PERCENT_MAX).into(),
+        ),
+        (
+            "style",
+            names(&[Style::Modal, Style::SlideIn].map(Style::name)).into(),
+        ),
+        ("texts", texts.into()),
+    ];
+    let fields = fields.into_iter().map(|(name, schema)| {
+        if required.contains(&name) {
+            (name, schema)
+        } else {
+            (name, nullable(schema).into())
         }
-    }
-    param_required(
-        doc,
-        "delete",
-        "/api/invites/sites/{site_id}/visitor",
-        "X-Invites-Visitor",
-    );
-    // Where a visitor is required, an empty header names none (400
-    // visitor_required); on .../state it is a new visitor.
-    for (method, path) in [
-        ("post", "/api/invites/sites/{site_id}/answers"),
-        ("delete", "/api/invites/sites/{site_id}/visitor"),
-    ] {
-        param_schema(doc, method, path, "X-Invites-Visitor")["minLength"] = json!(1);
-    }
+    });
+    closed_object(
+        fields.chain([("activeFrom", time()), ("activeUntil", time())]),
+        required,
+    )
+    .build()
 }

@@ -8,7 +8,7 @@
 //! the table is ~170 MB. A known visitor's check reads one byte instead of a
 //! B-tree (the write-up's 4,300 point queries/s on 6M rows were its limit).
 //! Rows a store kept under visitor ids (before numbers) are rekeyed once,
-//! at start (`rekey_legacy_rows`).
+//! at start (`store::numbers::rekey_by_number`).
 //!
 //! The table stays the truth; the array follows it exactly because it
 //! changes only inside the single writer's commands, in commit order: an
@@ -19,7 +19,7 @@
 //! answer a few milliseconds before it is acknowledged. A batch that fails
 //! to commit makes its answers fail, and the failure of a command that had
 //! changed a byte takes the array out of use until it is loaded again
-//! (`invalidate`, via `store::sqlite::Touching`), so it never keeps a write the
+//! (`invalidate`, via the storage's `Touching`), so it never keeps a write the
 //! table does not have; a write refused before its command ran costs no
 //! reload. A seed into a live server does the same
 //! through `ANSWERS_GENERATION_KEY`.
@@ -38,12 +38,11 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use rusqlite::Connection;
 
 use super::model::{AnswerState, Standing};
-use super::store::InvitesStore;
-use super::visitor_ids::{parse_next, IdCipher, NEXT_META};
-use crate::store::StoreError;
+use super::store::numbers;
+use super::visitor_ids::IdCipher;
+use crate::store::Store;
 
 /// The `meta` key a seed changes when it replaced the answers: the servers
 /// on the store load their standings again.
@@ -53,16 +52,6 @@ pub const ANSWERS_GENERATION_KEY: &str = "invites_answers_generation";
 /// `numbers` once its rows are keyed by visitor number.
 pub const KEYS_META: &str = "invites_answers_keys";
 pub const KEYS_NUMBERS: &str = "numbers";
-
-/// Records that the table's rows are keyed by visitor number (the seed
-/// writes them so; `rekey_legacy_rows` makes them so).
-pub fn mark_keys_numbered(c: &Connection) -> rusqlite::Result<()> {
-    c.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [KEYS_META, KEYS_NUMBERS],
-    )
-    .map(|_| ())
-}
 
 /// Visitor numbers per chunk of the array (and per block reserved).
 pub const CHUNK: u64 = 1 << 16;
@@ -191,58 +180,72 @@ impl StandingIndex {
         self.chunks.load().len() as u64 * CHUNK
     }
 
-    /// Loads the array from the table, inside one writer command (see the
-    /// module's docs); the visitors held.
-    pub async fn load(self: &Arc<Self>, storage: &dyn InvitesStore) -> Result<u64, StoreError> {
+    /// Takes the array out of use until [`StandingIndex::install`]: a
+    /// load is about to scan the table.
+    pub fn suspend(&self) {
         self.ready.store(false, Ordering::Release);
-        storage.load_standings(self.clone()).await
     }
 
-    /// Rekeys rows stored under visitor ids (before visitor numbers) by
-    /// their numbers, once per store (`meta.invites_answers_keys`); the
-    /// rows rekeyed.
-    pub async fn rekey_legacy_rows(&self, storage: &dyn InvitesStore) -> Result<usize, StoreError> {
-        storage.rekey_by_number(self.cipher.clone()).await
-    }
-
-    /// The array loaded from the table, on the writer's connection `c`.
-    pub fn load_in_writer(&self, c: &Connection) -> Result<u64, StoreError> {
-        use rusqlite::OptionalExtension;
-        let end = parse_next(
-            c.query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_META], |r| {
-                r.get::<_, String>(0)
-            })
-            .optional()?,
-        );
+    /// An empty array for numbers below `end` (within the bound), to fill
+    /// from the table's rows.
+    pub fn fresh(&self, end: u64) -> Fresh {
         let chunks_n = end.min(self.numbers_max).div_ceil(CHUNK) as usize;
-        let chunks: Vec<Chunk> = (0..chunks_n).map(|_| new_chunk()).collect();
-        let mut held = 0u64;
-        let mut stmt = c.prepare("SELECT visitor_id, state, closes FROM invites_answers")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let (key, state, closes): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
-            if key < 1 {
-                continue;
-            }
-            let n = key as u64;
-            let Some(chunk) = chunks.get((n / CHUNK) as usize) else {
-                continue;
-            };
-            let slot = &chunk[(n % CHUNK) as usize];
-            // A second row of one visitor (another site's) is not one byte:
-            // its checks read the table.
-            let b = match AnswerState::from_i64(state) {
-                _ if slot.load(Ordering::Relaxed) != NO_ROW => ASK_TABLE,
-                Some(state) if (0..16).contains(&closes) => encode(Standing { state, closes }),
-                _ => ASK_TABLE,
-            };
-            slot.store(b, Ordering::Relaxed);
-            held += 1;
+        Fresh {
+            chunks: (0..chunks_n).map(|_| new_chunk()).collect(),
+            held: 0,
         }
+    }
+
+    /// Puts a filled array in use; the visitors it holds.
+    pub fn install(&self, fresh: Fresh) -> u64 {
         self.chunks
-            .store(Arc::new(chunks.into_iter().map(Arc::new).collect()));
+            .store(Arc::new(fresh.chunks.into_iter().map(Arc::new).collect()));
         self.ready.store(true, Ordering::Release);
-        Ok(held)
+        fresh.held
+    }
+}
+
+/// An array being filled from the table (see [`StandingIndex::fresh`]).
+pub struct Fresh {
+    chunks: Vec<Chunk>,
+    held: u64,
+}
+
+impl Fresh {
+    /// A row of the table: (visitor key, state, closes).
+    pub fn hold(&mut self, key: i64, state: i64, closes: i64) {
+        if key < 1 {
+            return;
+        }
+        let n = key as u64;
+        let Some(chunk) = self.chunks.get((n / CHUNK) as usize) else {
+            return;
+        };
+        let slot = &chunk[(n % CHUNK) as usize];
+        // A second row of one visitor (another site's) is not one byte:
+        // its checks read the table.
+        let b = match AnswerState::from_i64(state) {
+            _ if slot.load(Ordering::Relaxed) != NO_ROW => ASK_TABLE,
+            Some(state) if (0..16).contains(&closes) => encode(Standing { state, closes }),
+            _ => ASK_TABLE,
+        };
+        slot.store(b, Ordering::Relaxed);
+        self.held += 1;
+    }
+}
+
+/// Visitors numbered under a cipher and their standings in memory.
+pub struct Memory {
+    pub index: Arc<StandingIndex>,
+    pub minter: Minter,
+}
+
+impl Memory {
+    pub fn new(index: Arc<StandingIndex>) -> Memory {
+        Memory {
+            index,
+            minter: Minter::default(),
+        }
     }
 }
 
@@ -266,7 +269,7 @@ impl Minter {
     /// A new visitor's id. Once per `CHUNK` visitors this waits for a block
     /// of numbers to be reserved (a durable write); if that fails the
     /// visitor gets a random id, whose checks read the table.
-    pub async fn mint(&self, storage: &dyn InvitesStore, index: &StandingIndex) -> i64 {
+    pub async fn mint(&self, store: &Store, index: &StandingIndex) -> i64 {
         loop {
             {
                 let mut b = self.block.lock().unwrap();
@@ -282,12 +285,11 @@ impl Minter {
                     continue;
                 }
             }
-            match storage.reserve_visitor_numbers(CHUNK).await {
-                Ok(Some(start)) => {
+            match numbers::reserve(store, CHUNK).await {
+                Ok(start) => {
                     index.cover(start + CHUNK);
                     *self.block.lock().unwrap() = (start, start + CHUNK);
                 }
-                Ok(None) => return super::signed::Signer::new_visitor_id(),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot reserve visitor numbers; this visitor gets a random id");
                     return super::signed::Signer::new_visitor_id();
@@ -305,15 +307,12 @@ impl Minter {
 
 /// Loads the array again whenever it was taken out of use, retrying every
 /// second while the store fails.
-pub fn spawn_loader(
-    index: Arc<StandingIndex>,
-    storage: Arc<dyn InvitesStore>,
-) -> tokio::task::JoinHandle<()> {
+pub fn spawn_loader(index: Arc<StandingIndex>, store: Store) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             index.reload.notified().await;
             loop {
-                match index.load(&*storage).await {
+                match numbers::load_standings(&store, &index).await {
                     Ok(n) => {
                         tracing::info!(
                             visitors = n,

@@ -29,7 +29,7 @@ use include_dir::include_dir;
 
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store};
 
@@ -116,43 +116,30 @@ impl Service for Invites {
         }
         let state = Arc::new(InvitesState::new(platform, &args).await?);
         let mut started = Started::new(state.clone()).with_worker(state.spawn_sites_watcher());
-        if let Some(memory) = &state.memory {
+        if let Some(index) = state.storage.index() {
             started = started
-                .with_worker(index::spawn_loader(
-                    memory.index.clone(),
-                    state.storage.clone(),
-                ))
+                .with_worker(index::spawn_loader(index.clone(), state.store.clone()))
                 .with_worker(state.spawn_answers_watcher());
         }
         if !args.invites_no_workers {
             started = started
                 .with_worker(sites::spawn_flusher(
-                    state.storage.clone(),
+                    state.store.clone(),
                     state.sites.clone(),
-                    state.counts_shard,
+                    state.storage.counts_shard(),
                     Duration::from_millis(args.invites_flush_ms),
                 ))
                 .with_worker(sites::spawn_purger(
                     state.storage.clone(),
                     state.sites.clone(),
                     Duration::from_secs(args.invites_purge_interval_s),
-                    state.index(),
                 ));
         }
         Ok(started)
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::InvitesApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {
@@ -174,28 +161,18 @@ impl Service for Invites {
 pub struct InvitesState {
     /// The store, for what every service shares (`meta`, generations).
     pub store: Store,
-    /// The invites tables, through the implementation for `store`.
-    pub storage: Arc<dyn store::InvitesStore>,
+    /// The invites tables, with the strategies chosen for `store` (the
+    /// visitors' standings in memory or in the table, how answers are
+    /// decided, the counts shard).
+    pub storage: store::InvitesStore,
     pub signer: signed::Signer,
     pub sites: Arc<ArcSwap<sites::Sites>>,
     pub cookie_secure: bool,
     /// Where browsers reach this server: the base of the snippet's and the
     /// survey's absolute URLs.
     pub public_url: crate::platform::public_url::PublicUrl,
-    /// The `invites_counts` row this node adds to.
-    pub counts_shard: i32,
-    /// The visitors in memory (`index.rs`), where the storage keeps them
-    /// (`InvitesStore::keeps_standings_in_memory`); elsewhere nodes mint
-    /// random ids and read the table.
-    pub memory: Option<Memory>,
     loaded_generation: Option<String>,
     loaded_answers: Option<String>,
-}
-
-/// Visitors numbered under a cipher and their standings in memory.
-pub struct Memory {
-    pub index: Arc<index::StandingIndex>,
-    pub minter: index::Minter,
 }
 
 impl ServiceState for InvitesState {}
@@ -207,35 +184,10 @@ impl InvitesState {
             .store
             .meta_get(index::ANSWERS_GENERATION_KEY)
             .await?;
-        let storage = store::open(&platform.store);
-        let memory = if storage.keeps_standings_in_memory() {
-            let cipher = visitor_ids::load_cipher(&platform.store).await?;
-            let index = Arc::new(index::StandingIndex::new(
-                cipher,
-                args.invites_memory_visitors_max,
-            ));
-            let started = std::time::Instant::now();
-            let rekeyed = index.rekey_legacy_rows(&*storage).await?;
-            if rekeyed > 0 {
-                tracing::info!(rows = rekeyed, "rekeyed stored answers by visitor number");
-            }
-            let held = index.load(&*storage).await?;
-            tracing::info!(
-                visitors = held,
-                bytes = index.bytes(),
-                took_ms = started.elapsed().as_millis() as u64,
-                "loaded the visitors' standings into memory"
-            );
-            Some(Memory {
-                index,
-                minter: index::Minter::default(),
-            })
-        } else {
-            None
-        };
-        let sites = sites::Sites::load(&*storage, None).await?;
+        let storage =
+            store::InvitesStore::open(&platform.store, args.invites_memory_visitors_max).await?;
+        let sites = sites::Sites::load(&platform.store, None).await?;
         tracing::info!(sites = sites.len(), "loaded the invitation sites");
-        let counts_shard = storage.counts_shard();
         Ok(InvitesState {
             store: platform.store.clone(),
             storage,
@@ -243,35 +195,9 @@ impl InvitesState {
             sites: Arc::new(ArcSwap::from_pointee(sites)),
             cookie_secure: args.invites_cookie_secure,
             public_url: platform.public_url.clone(),
-            counts_shard,
-            memory,
             loaded_generation: generation,
             loaded_answers,
         })
-    }
-
-    /// The in-memory standings, where kept.
-    pub fn index(&self) -> Option<Arc<index::StandingIndex>> {
-        self.memory.as_ref().map(|m| m.index.clone())
-    }
-
-    /// A visitor's key in `invites_answers`: its number where standings are
-    /// kept in memory (so a new visitor's answer appends to the table), else
-    /// its id.
-    pub fn visitor_key(&self, id: i64) -> i64 {
-        match &self.memory {
-            Some(m) => m.index.key_of(id),
-            None => id,
-        }
-    }
-
-    /// A new visitor's id: the next number under the cipher where
-    /// standings are kept in memory, else random.
-    pub async fn mint_visitor(&self) -> i64 {
-        match &self.memory {
-            Some(m) => m.minter.mint(&*self.storage, &m.index).await,
-            None => signed::Signer::new_visitor_id(),
-        }
     }
 
     /// Loads the standings again when a seed replaced the answers.
@@ -285,11 +211,11 @@ impl InvitesState {
             move || {
                 let this = this.clone();
                 async move {
-                    let Some(m) = &this.memory else {
+                    let Some(m) = this.storage.memory() else {
                         return Ok(());
                     };
                     m.minter.drop_block();
-                    let held = m.index.load(&*this.storage).await?;
+                    let held = store::numbers::load_standings(&this.store, &m.index).await?;
                     tracing::info!(
                         visitors = held,
                         "loaded the visitors' standings after a seed"
@@ -311,8 +237,7 @@ impl InvitesState {
             move || {
                 let this = this.clone();
                 async move {
-                    let fresh =
-                        sites::Sites::load(&*this.storage, Some(&this.sites.load())).await?;
+                    let fresh = sites::Sites::load(&this.store, Some(&this.sites.load())).await?;
                     this.sites.store(Arc::new(fresh));
                     Ok(())
                 }

@@ -7,9 +7,9 @@
 //! collide, the server holds their standings in memory, and the bench (which
 //! reads the store's key) can name known visitors without reading them. The
 //! counter moves past them, so the server mints new visitors after them.
-//! Rows are inserted in key order (SQLite keys rows by visitor number;
-//! PostgreSQL by id, sorted first), so every insert
-//! appends to the B-tree's rightmost page. Answers spread over the states
+//! Rows are loaded in key order (by visitor number where standings are
+//! kept in memory, else by id, sorted first), so every insert appends to
+//! the B-tree's rightmost page. Answers spread over the states
 //! as a busy site's would: 10% yes, 40% no, 35% one or two closes, 15%
 //! closed out.
 
@@ -18,19 +18,11 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 
 use super::model::{AnswerState, Site, SiteInput};
+use super::store::Standings;
 use super::visitor_ids::{self, IdCipher};
 use crate::platform::experiment::mix64;
-use crate::store::Store;
-
-/// A seeded site (both dialects; `pg_placeholders` for PostgreSQL).
-const INSERT_SITE: &str =
-    "INSERT INTO invites_sites (site_id, config, retention_days, created_at_ms, updated_at_ms)
-     VALUES (?1, ?2, ?3, ?4, ?4)";
-
-/// A seeded site's counts, shard 0 (both dialects).
-const INSERT_COUNTS: &str = "INSERT INTO invites_counts
-     (site_id, shard, visitors, invited, displays, yes, no, closes, closed_out)
-     VALUES (?1, 0, ?2, ?3, ?3, ?4, ?5, ?6, ?7)";
+use crate::store::bulk::BulkTable;
+use crate::store::{Sql, Store};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct SeedInvitesArgs {
@@ -48,10 +40,6 @@ pub struct SeedInvitesArgs {
     pub force: bool,
 }
 
-/// Rows per progress step and per transaction.
-const ROWS_PER_CHUNK: usize = 250_000;
-/// Rows per INSERT statement on SQLite (6 parameters each).
-const ROWS_PER_INSERT: usize = 128;
 /// Sites a seed makes at most.
 const SEED_SITES_MAX: i64 = 1000;
 
@@ -103,6 +91,63 @@ fn site_settings(n: i64, origin: &str) -> anyhow::Result<Site> {
     .map_err(|e| anyhow::anyhow!("--origin: {}", e.message))
 }
 
+fn check(args: &SeedInvitesArgs) -> anyhow::Result<()> {
+    if args.visitors < 0 || !(1..=SEED_SITES_MAX).contains(&args.sites) {
+        anyhow::bail!("--visitors: 0 or more; --sites: 1 to {SEED_SITES_MAX}");
+    }
+    Ok(())
+}
+
+/// The seed's tables, each row's columns in order.
+static SITES: BulkTable = BulkTable {
+    name: "invites_sites",
+    columns: &[
+        "site_id",
+        "config",
+        "retention_days",
+        "created_at_ms",
+        "updated_at_ms",
+    ],
+    analyze: false,
+};
+static ANSWERS: BulkTable = BulkTable {
+    name: "invites_answers",
+    columns: &[
+        "visitor_id",
+        "site_id",
+        "state",
+        "closes",
+        "displays",
+        "updated_at_ms",
+    ],
+    analyze: false,
+};
+static COUNTS: BulkTable = BulkTable {
+    name: "invites_counts",
+    columns: &[
+        "site_id",
+        "shard",
+        "visitors",
+        "invited",
+        "displays",
+        "yes",
+        "no",
+        "closes",
+        "closed_out",
+    ],
+    analyze: false,
+};
+static TABLES: &[&BulkTable] = &[&ANSWERS, &COUNTS, &SITES];
+
+/// PostgreSQL's planner statistics for the answers. SQLite keeps none, as
+/// before the loader: with STAT4, statements whose plan may depend on bound
+/// values are re-prepared every run, and every invites statement is a
+/// primary-key lookup.
+static GATHER_STATISTICS: Sql = Sql::per_dialect("", "ANALYZE invites_answers");
+
+/// Rows per progress step and per send.
+const ROWS_PER_CHUNK: usize = 250_000;
+
 /// Per site: (visitors, invited, yes, no, closes, closed out), for the counts.
 type SiteCounts = Vec<[i64; 6]>;
 
@@ -119,16 +164,11 @@ fn count(counts: &mut SiteCounts, site: i64, state: AnswerState, closes: i64) {
     c[4] += closes;
 }
 
-fn check(args: &SeedInvitesArgs) -> anyhow::Result<()> {
-    if args.visitors < 0 || !(1..=SEED_SITES_MAX).contains(&args.sites) {
-        anyhow::bail!("--visitors: 0 or more; --sites: 1 to {SEED_SITES_MAX}");
-    }
-    Ok(())
-}
-
-/// The seeded visitors (numbers 1..=n) and their ids under the store's
-/// cipher, in number order, encrypted on two threads.
-fn numbered_ids(n: i64, cipher: &IdCipher) -> Vec<(i64, i64)> {
+/// The seeded visitors' keys in key order: where standings are kept in
+/// memory rows are keyed by number (1..=n, already in order); else by id
+/// (number `i`'s id under the store's cipher), sorted. Encrypted on two
+/// threads.
+fn seeded_keys(n: i64, cipher: &IdCipher, by_number: bool) -> Vec<(i64, i64)> {
     let n = n.max(0) as u64;
     let half = n / 2;
     let pair = |i: u64| (i as i64, cipher.id_of(i));
@@ -138,17 +178,84 @@ fn numbered_ids(n: i64, cipher: &IdCipher) -> Vec<(i64, i64)> {
         (lower, upper.join().expect("the id thread ran"))
     });
     rows.extend(upper);
+    if !by_number {
+        rows.sort_unstable_by_key(|&(_, id)| id);
+    }
     rows
 }
 
-/// The seeded ids in key order, for PostgreSQL (keyed by id).
-fn sorted_ids(n: i64, cipher: &IdCipher) -> Vec<i64> {
-    let mut ids: Vec<i64> = numbered_ids(n, cipher)
-        .into_iter()
-        .map(|(_, id)| id)
-        .collect();
-    ids.sort_unstable();
-    ids
+/// Replaces the sites and every answer with `sites` and the answers of
+/// `args.visitors` seeded visitors, in bulk (`Store::bulk_load`).
+async fn load(
+    store: &Store,
+    args: &SeedInvitesArgs,
+    sites: &[Site],
+    bar: &ProgressBar,
+    cipher: &IdCipher,
+) -> anyhow::Result<()> {
+    if !args.force && !super::store::load_sites(store).await?.is_empty() {
+        anyhow::bail!(
+            "the store holds invitation sites; pass --force to replace them and every answer"
+        );
+    }
+    let by_number = Standings::in_memory(store.writers());
+    let keys = seeded_keys(args.visitors, cipher, by_number);
+    let now = crate::base::clock::now_ms();
+    let mut load = store.bulk_load(TABLES).await?;
+    if by_number {
+        // The tables are empty now: whatever rows follow are keyed by number.
+        store
+            .meta_set(super::index::KEYS_META, super::index::KEYS_NUMBERS)
+            .await?;
+    }
+    let mut rows = load.rows(&SITES, sites.len(), 512);
+    for (i, s) in sites.iter().enumerate() {
+        rows.row()
+            .int8(i as i64 + 1)
+            .text(&serde_json::to_string(s)?)
+            .int4(i32::try_from(s.retention_days)?)
+            .int8(now)
+            .int8(now);
+    }
+    load.send(rows).await?;
+    let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
+    for chunk in keys.chunks(ROWS_PER_CHUNK) {
+        let mut rows = load.rows(&ANSWERS, chunk.len(), 64);
+        for &(number, id) in chunk {
+            let site = site_of(id, args.sites);
+            let (state, closes) = seeded_standing(id);
+            count(&mut counts, site, state, closes);
+            rows.row()
+                .int8(if by_number { number } else { id })
+                .int8(site)
+                .int2(state as i16)
+                .int2(closes as i16)
+                .int8_array(&[])
+                .int8(now);
+        }
+        load.send(rows).await?;
+        bar.inc(chunk.len() as u64);
+    }
+    let mut rows = load.rows(&COUNTS, counts.len(), 128);
+    for (i, c) in counts.iter().enumerate() {
+        rows.row()
+            .int8(i as i64 + 1)
+            .int4(0)
+            .int8(c[0])
+            .int8(c[1])
+            .int8(c[1])
+            .int8(c[2])
+            .int8(c[3])
+            .int8(c[4])
+            .int8(c[5]);
+    }
+    load.send(rows).await?;
+    bar.set_message("seeding invites: building the indexes");
+    load.finish().await?;
+    store
+        .read_blocking(|c| Box::pin(c.batch(&GATHER_STATISTICS)))
+        .await?;
+    Ok(())
 }
 
 pub async fn seed(
@@ -168,9 +275,7 @@ pub async fn seed(
         "seeding invites",
         progress,
     );
-    super::store::open(store)
-        .seed_answers(args, &sites, &bar, &cipher)
-        .await?;
+    load(store, args, &sites, &bar, &cipher).await?;
     bar.finish();
     // New visitors are numbered after the seeded ones.
     let next = visitor_ids::reserved_end(store)
@@ -197,182 +302,13 @@ pub async fn seed(
     })
 }
 
-const TABLES: [&str; 3] = ["invites_answers", "invites_counts", "invites_sites"];
-
-/// The bulk load into SQLite (`InvitesStore::seed_answers`): rows in key
-/// order on a connection of its own.
-pub(super) fn seed_sqlite(
-    path: &std::path::Path,
-    args: &SeedInvitesArgs,
-    sites: &[Site],
-    bar: &ProgressBar,
-    cipher: &IdCipher,
-) -> anyhow::Result<()> {
-    let mut conn = crate::store::sqlite::open_connection(path, 64 * 1024, false)?;
-    let existing: i64 = conn.query_row("SELECT COUNT(*) FROM invites_sites", [], |r| r.get(0))?;
-    if existing > 0 && !args.force {
-        anyhow::bail!(
-            "the store holds invitation sites; pass --force to replace them and every answer"
-        );
-    }
-    let now = crate::base::clock::now_ms();
-    {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for t in TABLES {
-            tx.execute(&format!("DELETE FROM {t}"), [])?;
-        }
-        super::index::mark_keys_numbered(&tx)?;
-        for (i, s) in sites.iter().enumerate() {
-            tx.execute(
-                INSERT_SITE,
-                rusqlite::params![
-                    i as i64 + 1,
-                    serde_json::to_string(s)?,
-                    s.retention_days,
-                    now
-                ],
-            )?;
-        }
-        tx.commit()?;
-    }
-    // Keyed by visitor number (index.rs): already in key order.
-    let rows = numbered_ids(args.visitors, cipher);
-    let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
-    conn.execute_batch("PRAGMA synchronous = OFF")?;
-    let many = format!(
-        "INSERT INTO invites_answers (visitor_id, site_id, state, closes, displays, updated_at_ms) VALUES {}",
-        vec!["(?, ?, ?, ?, x'', ?)"; ROWS_PER_INSERT].join(", ")
-    );
-    for chunk in rows.chunks(ROWS_PER_CHUNK) {
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut stmt_many = tx.prepare_cached(&many)?;
-            let mut one = tx.prepare_cached(
-                "INSERT INTO invites_answers (visitor_id, site_id, state, closes, displays, updated_at_ms)
-                 VALUES (?, ?, ?, ?, x'', ?)",
-            )?;
-            let mut params: Vec<i64> = Vec::with_capacity(ROWS_PER_INSERT * 5);
-            for group in chunk.chunks(ROWS_PER_INSERT) {
-                params.clear();
-                for &(key, v) in group {
-                    let site = site_of(v, args.sites);
-                    let (state, closes) = seeded_standing(v);
-                    count(&mut counts, site, state, closes);
-                    params.extend_from_slice(&[key, site, state as i64, closes, now]);
-                }
-                if group.len() == ROWS_PER_INSERT {
-                    stmt_many.execute(rusqlite::params_from_iter(params.iter()))?;
-                } else {
-                    for row in params.chunks(5) {
-                        one.execute(rusqlite::params_from_iter(row.iter()))?;
-                    }
-                }
-            }
-        }
-        tx.commit()?;
-        bar.inc(chunk.len() as u64);
-    }
-    {
-        let tx = conn.transaction()?;
-        for (i, c) in counts.iter().enumerate() {
-            tx.execute(
-                INSERT_COUNTS,
-                rusqlite::params![i as i64 + 1, c[0], c[1], c[2], c[3], c[4], c[5]],
-            )?;
-        }
-        tx.commit()?;
-    }
-    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE);")?;
-    Ok(())
-}
-
-/// The bulk load into PostgreSQL (`InvitesStore::seed_answers`): `COPY`,
-/// the primary key built after.
-pub(super) async fn seed_pg(
-    store: &crate::store::postgres::PgStore,
-    args: &SeedInvitesArgs,
-    sites: &[Site],
-    bar: &ProgressBar,
-    cipher: &IdCipher,
-) -> anyhow::Result<()> {
-    use futures::SinkExt;
-    let mut client = store.client().await?;
-    let existing: i64 = client
-        .query_one("SELECT COUNT(*) FROM invites_sites", &[])
-        .await?
-        .get(0);
-    if existing > 0 && !args.force {
-        anyhow::bail!(
-            "the store holds invitation sites; pass --force to replace them and every answer"
-        );
-    }
-    let now = crate::base::clock::now_ms();
-    let tx = client.transaction().await?;
-    // TRUNCATE, not DELETE: 6M rows would leave 6M dead tuples behind.
-    tx.batch_execute("TRUNCATE invites_answers, invites_counts, invites_sites")
-        .await?;
-    for (i, s) in sites.iter().enumerate() {
-        tx.execute(
-            &crate::store::pg_placeholders(INSERT_SITE),
-            &[
-                &(i as i64 + 1),
-                &serde_json::to_string(s)?,
-                &(s.retention_days as i32),
-                &now,
-            ],
-        )
-        .await?;
-    }
-    // The primary key is built once after the load (a sorted build per
-    // partition) instead of row by row: both in this transaction.
-    tx.batch_execute("ALTER TABLE invites_answers DROP CONSTRAINT invites_answers_pkey")
-        .await?;
-    let ids = sorted_ids(args.visitors, cipher);
-    let mut counts: SiteCounts = vec![[0; 6]; args.sites as usize];
-    for chunk in ids.chunks(ROWS_PER_CHUNK) {
-        let mut text = String::with_capacity(chunk.len() * 40);
-        for &v in chunk {
-            use std::fmt::Write;
-            let site = site_of(v, args.sites);
-            let (state, closes) = seeded_standing(v);
-            count(&mut counts, site, state, closes);
-            let _ = writeln!(text, "{v}\t{site}\t{}\t{closes}\t{{}}\t{now}", state as i64);
-        }
-        let sink = tx
-            .copy_in(
-                "COPY invites_answers (visitor_id, site_id, state, closes, displays, updated_at_ms) FROM STDIN",
-            )
-            .await?;
-        futures::pin_mut!(sink);
-        sink.send(bytes::Bytes::from(text)).await?;
-        sink.finish().await?;
-        bar.inc(chunk.len() as u64);
-    }
-    bar.set_message("seeding invites: building the primary key");
-    tx.batch_execute(
-        "ALTER TABLE invites_answers ADD CONSTRAINT invites_answers_pkey PRIMARY KEY (visitor_id, site_id)",
-    )
-    .await?;
-    for (i, c) in counts.iter().enumerate() {
-        tx.execute(
-            &crate::store::pg_placeholders(INSERT_COUNTS),
-            &[&(i as i64 + 1), &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]],
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    client.batch_execute("ANALYZE invites_answers").await?;
-    Ok(())
-}
-
 /// The demo sites: same-origin, every visitor invited, the survey a page of
 /// throng's own; one per way of asking (`/invites/demo?site=N` picks one):
 /// 1 a modal at once, 2 a slide-in after 3 s, 3 a modal once half the page
 /// is scrolled, 4 a slide-in on exit intent.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     use super::model::{Style, Trigger};
-    let storage = super::store::open(store);
-    if !storage.load_sites().await?.is_empty() {
+    if !super::store::load_sites(store).await?.is_empty() {
         return Ok(());
     }
     let demos = [
@@ -406,9 +342,7 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
         }
         .apply(None)
         .map_err(|e| anyhow::anyhow!("the demo site: {}", e.message))?;
-        storage
-            .create_site(&site, crate::base::clock::now_ms(), n as i64 + 1)
-            .await?;
+        super::store::create_site(store, &site, crate::base::clock::now_ms(), n as i64 + 1).await?;
     }
     tracing::info!("seeded the invites demo sites (ids 1 to 4)");
     Ok(())

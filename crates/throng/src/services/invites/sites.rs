@@ -11,7 +11,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use super::model::Site;
-use super::store::{purge_before, InvitesStore, SiteRow};
+use super::store::{self as storage, InvitesStore, SiteRow};
 use crate::store::Store;
 
 /// `meta` key bumped by every change of a site; nodes watch it and reload.
@@ -81,8 +81,8 @@ impl Sites {
     }
 
     /// The sites from the store; each keeps `old`'s counts not yet flushed.
-    pub async fn load(storage: &dyn InvitesStore, old: Option<&Sites>) -> anyhow::Result<Sites> {
-        let rows = storage.load_sites().await?;
+    pub async fn load(store: &Store, old: Option<&Sites>) -> anyhow::Result<Sites> {
+        let rows = storage::load_sites(store).await?;
         let by_id = rows
             .into_iter()
             .map(|row| {
@@ -115,14 +115,10 @@ impl Sites {
 
 /// Reloads `sites` from the store now (after this node changed a site) and
 /// bumps the generation so other nodes reload too.
-pub async fn reload_and_announce(
-    store: &Store,
-    storage: &dyn InvitesStore,
-    sites: &ArcSwap<Sites>,
-) -> anyhow::Result<()> {
+pub async fn reload_and_announce(store: &Store, sites: &ArcSwap<Sites>) -> anyhow::Result<()> {
     let generation = uuid::Uuid::new_v4().to_string();
     store.meta_set(SITES_GENERATION_KEY, &generation).await?;
-    let fresh = Sites::load(storage, Some(&sites.load())).await?;
+    let fresh = Sites::load(store, Some(&sites.load())).await?;
     sites.store(Arc::new(fresh));
     Ok(())
 }
@@ -130,7 +126,7 @@ pub async fn reload_and_announce(
 /// Writes the counts gathered in memory every `interval`; on failure they
 /// are added back and written at the next flush.
 pub fn spawn_flusher(
-    storage: Arc<dyn InvitesStore>,
+    store: Store,
     sites: Arc<ArcSwap<Sites>>,
     shard: i32,
     interval: Duration,
@@ -138,13 +134,13 @@ pub fn spawn_flusher(
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(interval).await;
-            flush(&*storage, &sites, shard).await;
+            flush(&store, &sites, shard).await;
         }
     })
 }
 
 /// Flushes the gathered counts once (also on shutdown of tests' servers).
-pub async fn flush(storage: &dyn InvitesStore, sites: &ArcSwap<Sites>, shard: i32) {
+pub async fn flush(store: &Store, sites: &ArcSwap<Sites>, shard: i32) {
     let current = sites.load();
     let mut taken = Vec::new();
     for e in current.by_id.values() {
@@ -162,7 +158,7 @@ pub async fn flush(storage: &dyn InvitesStore, sites: &ArcSwap<Sites>, shard: i3
         .iter()
         .map(|(e, v, i, d)| (e.row.site_id, *v, *i, *d))
         .collect();
-    if let Err(e) = storage.add_seen(shard, deltas).await {
+    if let Err(e) = storage::add_seen(store, shard, deltas).await {
         tracing::warn!(error = %e, "invites: could not write the counts; kept for the next flush");
         for (e, v, i, d) in taken {
             e.seen.visitors.fetch_add(v, Ordering::AcqRel);
@@ -176,29 +172,24 @@ pub async fn flush(storage: &dyn InvitesStore, sites: &ArcSwap<Sites>, shard: i3
 /// (first after a tenth of it, at most a minute). Every node may run it:
 /// deleting a row twice deletes it once.
 pub fn spawn_purger(
-    storage: Arc<dyn InvitesStore>,
+    storage: InvitesStore,
     sites: Arc<ArcSwap<Sites>>,
     interval: Duration,
-    index: Option<Arc<super::index::StandingIndex>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         tokio::time::sleep((interval / 10).min(Duration::from_secs(60))).await;
         loop {
-            purge_once(&*storage, &sites, &index).await;
+            purge_once(&storage, &sites).await;
             tokio::time::sleep(interval).await;
         }
     })
 }
 
-pub async fn purge_once(
-    storage: &dyn InvitesStore,
-    sites: &ArcSwap<Sites>,
-    index: &Option<Arc<super::index::StandingIndex>>,
-) {
+pub async fn purge_once(storage: &InvitesStore, sites: &ArcSwap<Sites>) {
     let now = crate::base::clock::now_ms();
     for e in sites.load().list() {
         let before = now - e.site().retention_days * 86_400_000;
-        match purge_before(storage, e.row.site_id, before, index.clone()).await {
+        match storage.purge_before(e.row.site_id, before).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(
                 site_id = e.row.site_id,

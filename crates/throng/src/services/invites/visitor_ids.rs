@@ -2,7 +2,7 @@
 //!
 //! A new visitor on the embedded store is visitor number `n` (1, 2, 3, ...,
 //! handed out in blocks reserved durably in `meta`, see
-//! `InvitesStore::reserve_visitor_numbers`), and its id is `n`
+//! `store::numbers::reserve`), and its id is `n`
 //! encrypted: a 4-round Feistel network over 64 bits whose round function
 //! is AES-128 (Luby-Rackoff: a pseudo-random permutation), cycle-walked
 //! into 1..2^63 so the id is a positive 63-bit number. So:

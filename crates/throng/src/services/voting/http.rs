@@ -24,12 +24,18 @@ use axum::extract::{ConnectInfo, FromRef, FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::routing::post;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::model::{header_id, District, Election, VoteRequest, DISTRICT_HEADER, VOTER_HEADER};
+use super::model::{
+    header_id, District, Election, VoteRequest, CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER,
+    VOTER_HEADER,
+};
 use super::roll::Standing;
 use super::store::{self, BoxedBallot, ReceiptState, VoteOutcome};
 use super::tally::Snapshot;
@@ -38,6 +44,7 @@ use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::openapi::{closed_object, int_schema};
 use crate::platform::streams::LiveStreams;
 
 /// Results streams send at most one update per this many ms.
@@ -47,39 +54,30 @@ const CLIENT_STREAMS_RETRY_AFTER_S: u64 = 10;
 /// Demo voter tokens live this long.
 const DEMO_TOKEN_TTL_S: u64 = 3600;
 
-/// Voting's routes, for any state that gives `Arc<VotingState>` (see
-/// `platform::service`).
-pub fn router<S>() -> Router<S>
+/// Voting's routes and their operations, for any state that gives
+/// `Arc<VotingState>` (see `platform::service`).
+pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<VotingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
     Arc<LiveStreams>: FromRef<S>,
 {
-    Router::new()
-        .route("/api/voting/elections", get(list_elections))
-        .route("/api/voting/elections/{election_id}", get(get_election))
-        .route(
-            "/api/voting/elections/{election_id}/districts/{district_id}/ballot",
-            get(get_ballot),
-        )
-        .route("/api/voting/elections/{election_id}/votes", post(vote))
-        .route(
-            "/api/voting/elections/{election_id}/receipts/{receipt_id}",
-            get(get_receipt),
-        )
-        .route("/api/voting/elections/{election_id}/results", get(results))
-        .route(
-            "/api/voting/elections/{election_id}/results/stream",
-            get(results_stream),
-        )
+    OpenApiRouter::default()
+        .routes(routes!(list_elections))
+        .routes(routes!(get_election))
+        .routes(routes!(get_ballot))
+        .routes(routes!(vote))
+        .routes(routes!(get_receipt))
+        .routes(routes!(results))
+        .routes(routes!(results_stream))
         .route(
             "/api/voting/demo/voter",
             post(demo_voter).layer(axum::middleware::map_response(
                 crate::platform::headers::no_store,
             )),
         )
-        .merge(super::page::router())
+        .merge(super::page::router().into())
 }
 
 pub(super) fn election_not_found(id: i64) -> ApiError {
@@ -163,8 +161,12 @@ pub struct DistrictOut {
     pub voters: i64,
 }
 
+/// Every election
 #[utoipa::path(get, path = "/api/voting/elections", tag = "voting",
-    responses((status = 200, body = ElectionList)))]
+    responses((status = 200, body = ElectionList,
+               example = json!({"elections": [{"electionId": 1, "name": "City council 2030",
+                   "opensAt": "2030-05-05T05:00:00.000Z", "closesAt": "2030-05-05T17:00:00.000Z",
+                   "candidatesPerVoteMax": 3, "open": true}]}))))]
 pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<ElectionList> {
     let now = now_ms();
     let catalog = st.catalog.load();
@@ -176,9 +178,13 @@ pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Election
     Json(ElectionList { elections })
 }
 
+/// An election with its districts
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}", tag = "voting",
     params(("election_id" = i64, Path)),
-    responses((status = 200, body = ElectionDetail, description = "The election with its districts (at most 1,000 per election)"),
+    responses((status = 200, body = ElectionDetail, description = "The election with its districts (at most 1,000 per election)",
+               example = json!({"electionId": 1, "name": "City council 2030", "opensAt": "2030-05-05T05:00:00.000Z",
+                   "closesAt": "2030-05-05T17:00:00.000Z", "candidatesPerVoteMax": 3, "open": true,
+                   "mixBallotsMin": 100, "districts": [{"districtId": 1, "name": "North", "voters": 5200}]})),
               (status = 404, description = "election_not_found")))]
 pub async fn get_election(
     State(st): State<Arc<VotingState>>,
@@ -309,11 +315,15 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
     gzip.or(any).unwrap_or(false)
 }
 
+/// A district's ballot: its parties and their lists
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/ballot", tag = "voting",
     params(("election_id" = i64, Path), ("district_id" = i64, Path),
            ("Accept-Encoding" = Option<String>, Header, description = "gzip (or *) gets the ballot gzip-compressed, with its own ETag"),
            ("If-None-Match" = Option<String>, Header, description = "An ETag of this ballot: 304 when it matches")),
-    responses((status = 200, body = Ballot, description = "ETag, Cache-Control: public, max-age=60, Vary: Accept-Encoding; Content-Encoding: gzip when accepted"),
+    responses((status = 200, body = Ballot, description = "ETag, Cache-Control: public, max-age=60, Vary: Accept-Encoding; Content-Encoding: gzip when accepted",
+               example = json!({"electionId": 1, "districtId": 1, "districtName": "North", "candidatesPerVoteMax": 3,
+                   "parties": [{"partyId": 2, "name": "Green Future", "shortName": "GF",
+                       "candidates": [{"candidateId": 21, "name": "Ana Horvat", "listPosition": 1}]}]})),
               (status = 304, description = "If-None-Match matched the ETag"),
               (status = 404, description = "election_not_found or district_not_found")))]
 pub async fn get_ballot(
@@ -449,13 +459,16 @@ pub(super) fn already_voted() -> ApiError {
     )
 }
 
+/// Casts a voter's secret vote
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/votes", tag = "voting",
     params(("election_id" = i64, Path),
-           ("voter-id" = i64, Header, description = "The voter, 1 to 9223372036854775807"),
-           ("election-district-id" = i64, Header, description = "The voter's district")),
+           ("voter-id" = inline(HeaderId), Header, description = "The voter, 1 to 9223372036854775807"),
+           ("election-district-id" = inline(HeaderId), Header, description = "The voter's district")),
     security(("bearer" = [])),
-    request_body(content = serde_json::Value, description = "{partyId, candidateIds: [up to the election's candidatesPerVoteMax ids on that party's list in the district]}"),
-    responses((status = 201, body = Receipt, description = "Location: the receipt"),
+    request_body(content = inline(VoteRequest), description = "{partyId, candidateIds: [up to the election's candidatesPerVoteMax ids on that party's list in the district]}",
+                 example = json!({"partyId": 2, "candidateIds": [21]})),
+    responses((status = 201, body = Receipt, description = "Location: the receipt",
+               example = json!({"receiptId": "5d0c7a3e-1f2b-4c6d-8e9f-0a1b2c3d4e5f", "electionId": 1, "districtId": 1})),
               (status = 400, description = "invalid_header, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired (token mode)"),
               (status = 403, description = "identity_mismatch, not_on_roll"),
@@ -538,9 +551,12 @@ fn receipt_not_found() -> ApiError {
     )
 }
 
+/// Whether a receipt's vote was counted
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/receipts/{receipt_id}", tag = "voting",
     params(("election_id" = i64, Path), ("receipt_id" = String, Path)),
-    responses((status = 200, body = ReceiptOut),
+    responses((status = 200, body = ReceiptOut,
+               example = json!({"receiptId": "5d0c7a3e-1f2b-4c6d-8e9f-0a1b2c3d4e5f", "electionId": 1,
+                                "status": "counted", "counted": true})),
               (status = 404, description = "election_not_found, receipt_not_found")))]
 pub async fn get_receipt(
     State(st): State<Arc<VotingState>>,
@@ -744,9 +760,13 @@ fn results_target(
     Ok((entry, i))
 }
 
+/// An election's or a district's counted results
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, body = Results),
+    responses((status = 200, body = Results,
+               example = json!({"electionId": 1, "districtId": null, "ballots": 1800, "votersOnRoll": 5200,
+                   "updatedAt": "2030-05-05T12:00:00.000Z", "position": 4211,
+                   "parties": [{"partyId": 2, "name": "Green Future", "shortName": "GF", "color": "#2e8b57", "votes": 1000}]})),
               (status = 404, description = "election_not_found, district_not_found")))]
 pub async fn results(
     State(st): State<Arc<VotingState>>,
@@ -766,9 +786,12 @@ pub async fn results(
         .into_response())
 }
 
+/// The results as server-sent events, at once and after each change
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results/stream", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
-    responses((status = 200, content_type = "text/event-stream", body = ResultsMessage, description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)"),
+    responses((status = 200, content_type = "text/event-stream", body = ResultsMessage,
+               description = "text/event-stream: `event: results` with the /results JSON at once and after each change (at most one per 250 ms); `: keep-alive` every 15 s (a third of --idle-timeout-ms when that is less). After --request-timeout-ms, or at once when the node stops, a last `event: end` with data {reason: lifetime|stopping} ends the stream: reconnect after lifetime; after stopping, poll /results (or reconnect through the balancer)",
+               example = json!("event: results\ndata: {\"electionId\":1,\"districtId\":null,\"ballots\":1800,\"votersOnRoll\":5200,\"updatedAt\":\"2030-05-05T12:00:00.000Z\",\"position\":4211,\"parties\":[]}\n\n: keep-alive\n\n")),
               (status = 404, description = "election_not_found, district_not_found"),
               (status = 429, description = "too_many_client_streams: this client (IPv4 address or IPv6 /64) has --voting-streams-per-client-max streams open; poll /results; Retry-After"),
               (status = 503, description = "too_many_streams (see --voting-streams-max), draining (the node is stopping); Retry-After")))]
@@ -918,43 +941,31 @@ struct DemoVoter {
     token: String,
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    list_elections,
-    get_election,
-    get_ballot,
-    vote,
-    get_receipt,
-    results,
-    results_stream
-))]
-pub struct VotingApi;
+crate::schema_type!(
+    /// A voter or district id in a header (`header_id`).
+    HeaderId => int_schema(1, i64::MAX)
+);
 
-/// The bounds the handlers check, stated in the document from the same
-/// constants (`platform::openapi`).
-pub fn document_limits(doc: &mut serde_json::Value) {
-    use super::model::{CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER, VOTER_HEADER};
-    use crate::platform::openapi::{body_schema, param_range};
-    use serde_json::json;
-    let votes = "/api/voting/elections/{election_id}/votes";
-    param_range(doc, "post", votes, VOTER_HEADER, 1, i64::MAX);
-    param_range(doc, "post", votes, DISTRICT_HEADER, 1, i64::MAX);
-    body_schema(
-        doc,
-        "post",
-        votes,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["partyId"],
-            "properties": {
-                "partyId": {"type": "integer", "format": "int64"},
-                "candidateIds": {"type": "array", "maxItems": CANDIDATES_PER_VOTE_LIMIT,
-                    "items": {"type": "integer", "format": "int64"}, "description": "default []"}
-            }
-        }),
-    );
-}
+crate::schema_type!(
+    for VoteRequest => {
+        let id = || {
+            ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Integer)
+                .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
+                    utoipa::openapi::schema::KnownFormat::Int64,
+                )))
+        };
+        let candidates = ArrayBuilder::new()
+            .items(id())
+            .max_items(Some(CANDIDATES_PER_VOTE_LIMIT as usize))
+            .description(Some("default []"));
+        closed_object(
+            [("partyId", id().into()), ("candidateIds", candidates.into())],
+            &["partyId"],
+        )
+        .build()
+    }
+);
 
 #[cfg(test)]
 mod tests {

@@ -26,7 +26,7 @@ use super::Catalog;
 use crate::store::Store;
 use arc_swap::ArcSwap;
 
-const CONSUMER: &str = "voting-mixer";
+pub const CONSUMER: &str = "voting-mixer";
 const LEASE_MS: i64 = 15_000;
 
 pub struct MixerConfig {

@@ -38,7 +38,7 @@ use crate::platform::client_addr::ClientCounts;
 use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
-    AppState, Link, LinkKind, Platform, Service, ServiceState, Started,
+    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store};
 use model::Election;
@@ -143,6 +143,10 @@ impl Service for Voting {
         &[model::BALLOT_STREAM_CATEGORY]
     }
 
+    fn event_consumers(&self) -> &'static [&'static str] {
+        &[mixer::CONSUMER, tally::CONSUMER]
+    }
+
     fn roles(&self) -> &'static [RoleSpec] {
         &[RoleSpec {
             role: VOTER,
@@ -231,17 +235,8 @@ impl Service for Voting {
         Ok(started)
     }
 
-    fn router(&self) -> axum::Router<AppState> {
-        http::router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        use utoipa::OpenApi;
-        http::VotingApi::openapi()
-    }
-
-    fn openapi_limits(&self, doc: &mut serde_json::Value) {
-        http::document_limits(doc)
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        http::routes()
     }
 
     fn links(&self) -> Vec<Link> {

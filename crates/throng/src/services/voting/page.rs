@@ -2,7 +2,8 @@
 //! `/voting/` (pick the district's ballot, choose a party and up to N of its
 //! candidates, vote, see the receipt) and `/voting/results` (live tallies as
 //! bars with turnout, updated over Server-Sent Events, polling when no stream
-//! is to be had) and `/voting/receipt` (a receipt's answer in words).
+//! is to be had) and `/voting/receipt` (a receipt's answer in words), each
+//! over the shared client (`/assets/throng.js`).
 //! `/voting` redirects to `/voting/`.
 
 use axum::http::header;
@@ -105,8 +106,16 @@ mod tests {
             assert!(!html.contains("http://") && !html.contains("https://"));
             assert!(html.contains(r#"href="/voting/voting.css""#));
         }
-        assert!(INDEX_HTML.contains(r#"src="/voting/vote.js""#));
-        assert!(RESULTS_HTML.contains(r#"src="/voting/results.js""#));
-        assert!(RECEIPT_HTML.contains(r#"src="/voting/receipt.js""#));
+        for (html, script) in [
+            (INDEX_HTML, "vote.js"),
+            (RESULTS_HTML, "results.js"),
+            (RECEIPT_HTML, "receipt.js"),
+        ] {
+            let own = html
+                .find(&format!(r#"src="/voting/{script}""#))
+                .expect(script);
+            let client = html.find(r#"src="/assets/throng.js""#).expect("client");
+            assert!(client < own, "{script} runs after the client");
+        }
     }
 }

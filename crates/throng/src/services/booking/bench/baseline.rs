@@ -25,7 +25,9 @@ use serde::Deserialize;
 
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::ApiJson;
-use crate::platform::service::{AppState, NoArgs, Platform, Service, ServiceState, Started};
+use crate::platform::service::{
+    AppState, NoArgs, OpenApiRouter, Platform, Service, ServiceState, Started,
+};
 use crate::services::booking::model::{Day, SlotRef};
 use crate::services::booking::store::slot_rows::TAKE_SLOT;
 use crate::store::Autocommit;
@@ -48,12 +50,9 @@ impl Service for NaiveBooking {
         })))
     }
 
-    fn router(&self) -> Router<AppState> {
-        router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        utoipa::openapi::OpenApi::default()
+    /// Left out of the API document: the bench's routes are not the API.
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        router().into()
     }
 }
 

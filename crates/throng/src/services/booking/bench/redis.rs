@@ -39,7 +39,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::ApiJson;
-use crate::platform::service::{AppState, Platform, Service, ServiceState, Started};
+use crate::platform::service::{AppState, OpenApiRouter, Platform, Service, ServiceState, Started};
 use crate::services::booking::model::{RegistrationRequest, SlotRef};
 
 /// The Redis design as a service of the bench's child servers.
@@ -80,12 +80,9 @@ impl Service for RedisBooking {
         })))
     }
 
-    fn router(&self) -> Router<AppState> {
-        router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        utoipa::openapi::OpenApi::default()
+    /// Left out of the API document: the bench's routes are not the API.
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        router().into()
     }
 }
 

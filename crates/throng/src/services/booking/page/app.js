@@ -1,10 +1,10 @@
 // The booking page. Under a crowd the server answers 429 with Retry-After;
 // the page then waits that long plus random jitter (so a crowd does not come
 // back in one wave), tells the person it is waiting, and retries
-// (`Booking.politeFetch`, common.js).
+// (`Booking.api`, common.js, over the shared client /assets/throng.js).
 "use strict";
 
-const { $, setStatus, politeFetch, errorOf, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors } = Booking;
+const { $, setStatus, api, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors } = Booking;
 const FIELDS = ["place", "day", "slots", "name", "nationalId", "phone", "email"];
 let chosenSlot = null;
 let slotStarts = {};
@@ -18,8 +18,8 @@ const cal = Booking.calendar($("calendar"), {
 });
 
 async function loadPlaces() {
-  const res = await politeFetch("/api/booking/places?size=100");
-  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+  const res = await api.fetch("/api/booking/places?size=100");
+  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
   const body = await res.json();
   const sel = $("place");
   sel.innerHTML = "";
@@ -56,9 +56,9 @@ async function loadSlots() {
   box.innerHTML = "";
   chosenSlot = null;
   if (!place || !day) return;
-  const res = await politeFetch(`/api/booking/places/${encodeURIComponent(place)}/slots?from=${encodeURIComponent(day)}&days=1`);
+  const res = await api.fetch(`/api/booking/places/${encodeURIComponent(place)}/slots?from=${encodeURIComponent(day)}&days=1`);
   if (request !== slotsRequest) return;
-  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
   setStatus("");
   const body = await res.json();
   if (request !== slotsRequest) return;
@@ -101,7 +101,7 @@ async function register(ev) {
       timeSlot: chosenSlot,
       person: { name: $("name").value, nationalId: $("nationalId").value, phone: $("phone").value, email: $("email").value },
     };
-    const res = await politeFetch("/api/booking/registrations", {
+    const res = await api.fetch("/api/booking/registrations", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(payload),
@@ -120,7 +120,7 @@ async function register(ev) {
       setStatus("");
       return;
     }
-    const error = await errorOf(res);
+    const error = await api.errorOf(res);
     if (res.status === 422) {
       const field = fieldOfMessage(error.message);
       if (field) {
@@ -143,7 +143,7 @@ async function register(ev) {
     }
     setStatus(error.message, "error");
   } catch (e) {
-    setStatus("Cannot reach the server; check your connection and try again.", "error");
+    setStatus(Throng.UNREACHABLE, "error");
   } finally {
     submit.disabled = false;
   }

@@ -1,14 +1,12 @@
-// Shared by the booking pages (/booking/ and /booking/manage): polite fetch
-// (429 + Retry-After), the person's field rules (the same as the server's),
-// field errors beside their fields, the month calendar of free days, and
-// the .ics download.
+// Shared by the booking pages (/booking/ and /booking/manage): the client
+// (Throng, /assets/throng.js) telling the person while it waits out a crowd,
+// the person's field rules (the server's, with its bounds from
+// /booking/limits.js), field errors beside their fields, the month calendar
+// of free days, and the .ics download.
 "use strict";
 
 const Booking = (() => {
-  const RETRIES_MAX = 20;
-  const JITTER_MS_MAX = 1000;
   const $ = (id) => document.getElementById(id);
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
   function setStatus(text, kind) {
     const s = $("status");
@@ -16,44 +14,29 @@ const Booking = (() => {
     s.className = kind || "";
   }
 
-  // fetch that honours 429 + Retry-After (and 503) with jitter.
-  async function politeFetch(url, options) {
-    for (let attempt = 0; ; attempt++) {
-      const res = await fetch(url, options);
-      if ((res.status !== 429 && res.status !== 503) || attempt >= RETRIES_MAX) {
-        return res;
-      }
-      const retryAfterS = Number(res.headers.get("Retry-After")) || 1;
-      const waitMs = retryAfterS * 1000 + Math.floor(Math.random() * JITTER_MS_MAX);
-      setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt + 2})…`, "waiting");
-      await sleep(waitMs);
-    }
-  }
-
-  async function errorOf(res) {
-    try {
-      const body = await res.json();
-      if (body.error) return body.error;
-    } catch (_) { /* not JSON */ }
-    return { code: `http_${res.status}`, message: `The server answered ${res.status}; try again in a moment.` };
-  }
+  const api = Throng.client({
+    onWait: ({ waitMs, attempt }) => setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
+  });
+  const L = BOOKING_LIMITS;
+  Throng.applyMaxLengths(L);
 
   // The person's rules, as the server checks them (model.rs), in plain words.
+  const NATIONAL_ID = new RegExp(`^[A-Za-z0-9/-]{1,${L.nationalIdCharsMax}}$`);
   const PERSON_RULES = {
     name: {
-      ok: (v) => { const n = [...v.trim()].length; return n >= 1 && n <= 200 && !/[\u0000-\u001f\u007f-\u009f]/.test(v); },
-      text: "Enter your full name (up to 200 characters).",
+      ok: (v) => { const n = [...v.trim()].length; return n >= 1 && n <= L.nameCharsMax && !/[\u0000-\u001f\u007f-\u009f]/.test(v); },
+      text: `Enter your full name (up to ${L.nameCharsMax} characters).`,
     },
     nationalId: {
-      ok: (v) => /^[A-Za-z0-9/-]{1,32}$/.test(v.trim()),
-      text: "Enter your national id number: up to 32 letters, digits, '/' or '-' (e.g. 905123/1234).",
+      ok: (v) => NATIONAL_ID.test(v.trim()),
+      text: `Enter your national id number: up to ${L.nationalIdCharsMax} letters, digits, '/' or '-' (e.g. 905123/1234).`,
     },
     phone: {
-      ok: (v) => { const t = v.trim(); const d = (t.match(/[0-9]/g) || []).length; return /^\+?[0-9 ]*$/.test(t) && d >= 6 && d <= 15; },
-      text: "Enter a phone number of 6 to 15 digits; it may start with + and contain spaces (e.g. +421 900 123 456).",
+      ok: (v) => { const t = v.trim(); const d = (t.match(/[0-9]/g) || []).length; return /^\+?[0-9 ]*$/.test(t) && d >= L.phoneDigitsMin && d <= L.phoneDigitsMax; },
+      text: `Enter a phone number of ${L.phoneDigitsMin} to ${L.phoneDigitsMax} digits; it may start with + and contain spaces (e.g. +421 900 123 456).`,
     },
     email: {
-      ok: (v) => { const t = v.trim(); return [...t].length <= 254 && /^[^@\s]+@[^@.\s]+(\.[^@.\s]+)+$/.test(t); },
+      ok: (v) => { const t = v.trim(); return [...t].length <= L.emailCharsMax && /^[^@\s]+@[^@.\s]+(\.[^@.\s]+)+$/.test(t); },
       text: "Enter an email address like name@example.org.",
     },
   };
@@ -97,9 +80,9 @@ const Booking = (() => {
     cal.show = async (place, month) => {
       const request = ++cal.request;
       cal.place = place; cal.month = month;
-      const res = await politeFetch(`/api/booking/places/${encodeURIComponent(place)}/calendar?month=${encodeURIComponent(month)}`);
+      const res = await api.fetch(`/api/booking/places/${encodeURIComponent(place)}/calendar?month=${encodeURIComponent(month)}`);
       if (request !== cal.request) return null;
-      if (!res.ok) { box.textContent = (await errorOf(res)).message; return null; }
+      if (!res.ok) { box.textContent = (await api.errorOf(res)).message; return null; }
       const body = await res.json();
       if (request !== cal.request) return null;
       cal.today = body.today;
@@ -164,8 +147,8 @@ const Booking = (() => {
   // Saves the registration's calendar file (the code goes in a header, so
   // the download is fetched and handed to the browser as a file).
   async function downloadIcs(id, code) {
-    const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(id)}/calendar.ics`, { headers: { "X-Access-Code": code } });
-    if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+    const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(id)}/calendar.ics`, { headers: { "X-Access-Code": code } });
+    if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
     const url = URL.createObjectURL(await res.blob());
     const a = document.createElement("a");
     a.href = url;
@@ -201,5 +184,5 @@ const Booking = (() => {
     }
   }
 
-  return { $, setStatus, politeFetch, errorOf, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink, slotButtons };
+  return { $, setStatus, api, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink, slotButtons };
 })();

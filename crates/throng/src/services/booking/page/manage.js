@@ -3,7 +3,7 @@
 // the fragment never reaches a server), then viewed, moved or cancelled.
 "use strict";
 
-const { $, setStatus, politeFetch, errorOf, fieldOfMessage, plainMessage, setFieldError } = Booking;
+const { $, setStatus, api, fieldOfMessage, plainMessage, setFieldError } = Booking;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 let current = null; // { id, code, reg }
 let chosenSlot = null;
@@ -25,13 +25,13 @@ async function open(id, code) {
   if (!code) { setFieldError("m-code", "Enter the access code you were given when you registered."); ok = false; }
   if (!ok) return;
   setStatus("Opening…");
-  const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(id)}`, { headers: { "X-Access-Code": code } });
+  const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(id)}`, { headers: { "X-Access-Code": code } });
   if (res.status === 404) {
     $("registration").hidden = true;
     setStatus("No registration matches this id and access code. Check both and try again.", "error");
     return;
   }
-  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
   const reg = await res.json();
   current = { id, code, reg };
   // Keeps the registration open across a reload, in the fragment only.
@@ -69,9 +69,9 @@ async function loadSlots() {
   chosenSlot = null;
   const day = $("m-day").value;
   if (!day) return;
-  const res = await politeFetch(`/api/booking/places/${current.reg.placeId}/slots?from=${encodeURIComponent(day)}&days=1`);
+  const res = await api.fetch(`/api/booking/places/${current.reg.placeId}/slots?from=${encodeURIComponent(day)}&days=1`);
   if (request !== slotsRequest) return;
-  if (!res.ok) { setStatus((await errorOf(res)).message, "error"); return; }
+  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
   const body = await res.json();
   if (request !== slotsRequest) return;
   const slots = body.days.length ? body.days[0].slots : [];
@@ -89,7 +89,7 @@ async function move() {
   $("m-move").disabled = true;
   setStatus("Moving…");
   try {
-    const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(current.id)}/move`, {
+    const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(current.id)}/move`, {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Access-Code": current.code },
       body: JSON.stringify({ placeId: current.reg.placeId, day, timeSlot: chosenSlot }),
@@ -101,7 +101,7 @@ async function move() {
       setStatus(`Moved: your appointment is now on ${m.day} at ${m.start}.`);
       return;
     }
-    const error = await errorOf(res);
+    const error = await api.errorOf(res);
     const field = res.status === 422 ? fieldOfMessage(error.message) : undefined;
     if (res.status === 409) await loadSlots();
     if (field === "day" || field === "slots") {
@@ -114,14 +114,14 @@ async function move() {
       setStatus(error.message, "error");
     }
   } catch (_) {
-    setStatus("Cannot reach the server; check your connection and try again.", "error");
+    setStatus(Throng.UNREACHABLE, "error");
   } finally {
     $("m-move").disabled = false;
   }
 }
 
 async function cancel() {
-  const res = await politeFetch(`/api/booking/registrations/${encodeURIComponent(current.id)}`, { method: "DELETE", headers: { "X-Access-Code": current.code } });
+  const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(current.id)}`, { method: "DELETE", headers: { "X-Access-Code": current.code } });
   if (res.status === 204) {
     current = null;
     history.replaceState(null, "", "/booking/manage");
@@ -130,7 +130,7 @@ async function cancel() {
     setStatus("");
     return;
   }
-  setStatus(res.status === 404 ? "This registration no longer exists; it may have been cancelled already." : (await errorOf(res)).message, "error");
+  setStatus(res.status === 404 ? "This registration no longer exists; it may have been cancelled already." : (await api.errorOf(res)).message, "error");
 }
 
 $("find").addEventListener("submit", (ev) => { ev.preventDefault(); open($("m-id").value.trim(), $("m-code").value.trim()); });

@@ -16,14 +16,23 @@
 //     (the widget's script defines window.throngComments when it runs, and
 //     dispatches a "throng-comments:ready" event on document).
 // setCourse(id) shows another course. Text is always set with textContent.
+//
+// Served with the shared client (Throng, /assets/throng.js) and the comment
+// bounds (COMMENTS_LIMITS, from the server's constants) before it, all in
+// one function scope: the host page gets one file and no globals but
+// window.throngComments.
 (() => {
   "use strict";
+  const L = COMMENTS_LIMITS;
+  // A refused request (429/503) is tried again a little: nothing on the
+  // host's page says the widget is waiting.
+  const api = Throng.client({ retriesMax: 2, retryAfterSMax: 10 });
   const script = document.currentScript;
-  const api = new URL(script.src, location.href).origin;
+  const origin = new URL(script.src, location.href).origin;
   const opts = {
     course: Number(script.dataset.course || 1),
     type: script.dataset.ratingType || "Course",
-    size: Math.min(20, Math.max(1, Number(script.dataset.pageSize || 5))),
+    size: Math.min(L.pageSizeMax, Math.max(1, Number(script.dataset.pageSize || 5))),
     sizeThread: 5,
   };
   let token = script.dataset.token || null;
@@ -66,7 +75,13 @@
     for (const kid of kids) if (kid) e.append(kid);
     return e;
   };
-  const stars = (n) => "★".repeat(Math.round(n)) + "☆".repeat(5 - Math.round(n));
+  const stars = (n) => "★".repeat(Math.round(n)) + "☆".repeat(L.ratingMax - Math.round(n));
+  // The ratings a review may give, best first, as <option>s.
+  const ratingOptions = () => {
+    const out = [];
+    for (let n = L.ratingMax; n >= L.ratingMin; n--) out.push(el("option", { value: String(n), text: `${n} ★` }));
+    return out;
+  };
   const when = (iso) => new Date(iso).toLocaleString();
 
   function claims() {
@@ -86,17 +101,14 @@
     const headers = {};
     if (body !== undefined) headers["content-type"] = "application/json";
     if (token) headers.authorization = `Bearer ${token}`;
-    const r = await fetch(api + path, {
+    const r = await api.fetch(origin + path, {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
       cache: fresh ? "no-cache" : "default",
     });
-    const text = await r.text();
-    let json = null;
-    try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
-    return { status: r.status, ok: r.ok, json, headers: r.headers };
+    return { status: r.status, ok: r.ok, json: await Throng.readJson(r), headers: r.headers };
   }
 
-  const errorText = (res) => (res.json && res.json.error ? res.json.error.message : `error ${res.status}`);
+  const errorText = (res) => Throng.errorFromBody(res.status, res.json).message;
 
   async function render(message, afterWrite) {
     const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
@@ -106,7 +118,7 @@
     // user id): their comments get Edit and Delete.
     const mine = me && me.role === "user" && /^[0-9]+$/.test(String(me.sub))
       ? call("GET", `/api/comments?ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
-        `&userId=${me.sub}&size=1&sizeThread=20`, undefined, afterWrite)
+        `&userId=${me.sub}&size=1&sizeThread=${L.pageSizeMax}`, undefined, afterWrite)
       : Promise.resolve(null);
     const [rating, list, own] = await Promise.all([
       call("GET", `/api/courses/${opts.course}/rating?ratingType=${encodeURIComponent(opts.type)}`, undefined, afterWrite),
@@ -125,8 +137,8 @@
       el("span", { class: "tc-stars", text: stars(r.average), "data-testid": "average-stars" }),
       el("span", { text: ` ${r.average.toFixed(2)} from ${r.count} rating${r.count === 1 ? "" : "s"}`, "data-testid": "rating-summary" })));
     const hist = el("div", { class: "tc-hist" });
-    for (let s = 5; s >= 1; s--) {
-      const n = r.stars[s - 1];
+    for (let s = L.ratingMax; s >= L.ratingMin; s--) {
+      const n = r.stars[s - L.ratingMin];
       const bar = el("div", { class: "tc-bar" }, el("div"));
       bar.firstChild.style.width = r.count ? `${(100 * n) / r.count}%` : "0";
       hist.append(el("span", { text: `${s} ★` }), bar, el("span", { text: String(n) }));
@@ -160,7 +172,7 @@
       const item = el("div", { class: "tc-comment", "data-testid": "comment", "data-comment-id": String(c.commentId) });
       const view = el("div", {},
         el("div", {}, el("span", { class: "tc-stars", text: stars(c.rating), "data-testid": "comment-stars",
-          "aria-label": `${c.rating} of 5 stars` }), " ",
+          "aria-label": `${c.rating} of ${L.ratingMax} stars` }), " ",
           el("span", { class: "tc-title", text: c.title }), el("span", { class: "tc-date", text: when(c.createdDate) })),
         el("div", { class: "tc-remarks", text: c.remarks }));
       item.append(view);
@@ -185,11 +197,11 @@
     const bar = el("div", { class: "tc-actions" },
       el("button", { type: "button", text: "Edit", "data-testid": "own-edit", onclick: () => {
         const rating = el("select", { "data-testid": "edit-rating", "aria-label": "Rating" },
-          ...[5, 4, 3, 2, 1].map((n) => el("option", { value: String(n), text: `${n} ★` })));
+          ...ratingOptions());
         rating.value = String(c.rating);
-        const title = el("input", { maxlength: "200", "data-testid": "edit-title", "aria-label": "Title" });
+        const title = el("input", { maxlength: String(L.titleCharsMax), "data-testid": "edit-title", "aria-label": "Title" });
         title.value = c.title;
-        const remarks = el("textarea", { rows: "3", maxlength: "4000", "data-testid": "edit-remarks", "aria-label": "Review" });
+        const remarks = el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "edit-remarks", "aria-label": "Review" });
         remarks.value = c.remarks;
         const err = el("span", { class: "tc-error", "data-testid": "edit-error" });
         const form = el("form", { class: "tc-form", "data-testid": "edit-form" }, rating, title, remarks,
@@ -226,7 +238,7 @@
     const status = el("span", { class: "tc-note", "data-testid": "reply-status" });
     const box = el("div", { class: "tc-reply" });
     const editor = (value, label) => {
-      const remarks = el("textarea", { rows: "2", placeholder: "Your reply", maxlength: "4000",
+      const remarks = el("textarea", { rows: "2", placeholder: "Your reply", maxlength: String(L.remarksCharsMax),
         "data-testid": "reply-remarks", "aria-label": "Your reply" });
       remarks.value = value;
       box.replaceChildren(remarks,
@@ -256,9 +268,9 @@
     // (The host page signs its user in: data-token or throngComments.setToken.)
     if (me.role !== "user") return el("p", { class: "tc-note", text: `Signed in as ${me.role} ${me.sub}.` });
     const rating = el("select", { "data-testid": "form-rating", "aria-label": "Rating" },
-      ...[5, 4, 3, 2, 1].map((n) => el("option", { value: String(n), text: `${n} ★` })));
-    const title = el("input", { placeholder: "Title", maxlength: "200", "data-testid": "form-title", "aria-label": "Title" });
-    const remarks = el("textarea", { rows: "3", placeholder: "Your review", maxlength: "4000", "data-testid": "form-remarks", "aria-label": "Review" });
+      ...ratingOptions());
+    const title = el("input", { placeholder: "Title", maxlength: String(L.titleCharsMax), "data-testid": "form-title", "aria-label": "Title" });
+    const remarks = el("textarea", { rows: "3", placeholder: "Your review", maxlength: String(L.remarksCharsMax), "data-testid": "form-remarks", "aria-label": "Review" });
     const status = el("span", { class: "tc-error", "data-testid": "form-error" });
     const form = el("form", { class: "tc-form", "data-testid": "form" },
       el("strong", { text: "Write a review" }),

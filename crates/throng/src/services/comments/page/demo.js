@@ -1,6 +1,8 @@
-// The demo page's controls (a file, not inline: the pages' CSP allows no inline script).
+// The demo page's controls (a file, not inline: the pages' CSP allows no
+// inline script), over the shared client (/assets/throng.js).
 (() => {
   const $ = (id) => document.getElementById(id);
+  const api = Throng.client();
   const who = $("who");
   function signedIn(token, label) {
     window.throngComments.setToken(token);
@@ -8,12 +10,12 @@
   }
   async function demoToken(role) {
     const course = $("course").value;
-    const r = await fetch(`/api/comments/demo-token?role=${role}&courseId=${encodeURIComponent(course)}`);
-    const body = await r.json();
+    const r = await api.fetch(`/api/comments/demo-token?role=${role}&courseId=${encodeURIComponent(course)}`);
     if (!r.ok) {
-      who.textContent = body.error ? `${body.error.message} (paste a token below)` : `error ${r.status}`;
+      who.textContent = `${(await api.errorOf(r)).message} (paste a token below)`;
       return;
     }
+    const body = await r.json();
     signedIn(body.token, `signed in as ${body.role} ${body.sub}`);
   }
   $("show").onclick = () => window.throngComments.setCourse(Number($("course").value));

@@ -8,11 +8,11 @@
 //!
 //! `POST /api/invites/baseline/sites/{siteId}/answers` checks exactly what
 //! the real endpoint checks (`http::check_answer`) and applies the same
-//! rules with the same SQL (`InvitesStore::answer_alone`), but commits
-//! alone: on SQLite through one connection of its own behind a mutex
-//! (`BEGIN IMMEDIATE`, the answer, `COMMIT` with its own fsync), on
-//! PostgreSQL in its own transaction on a pooled connection. What it shows
-//! is what group commit buys.
+//! rules with the same SQL (the store's `Decider`), but commits alone
+//! (`Store::write_alone`): on SQLite through one connection of its own
+//! behind a mutex (`BEGIN IMMEDIATE`, the answer, `COMMIT` with its own
+//! fsync), on PostgreSQL in its own transaction on a pooled connection.
+//! What it shows is what group commit buys.
 
 use std::sync::Arc;
 
@@ -23,7 +23,9 @@ use axum::Router;
 
 use crate::platform::error::ApiResult;
 use crate::platform::extract::ApiPath;
-use crate::platform::service::{AppState, NoArgs, Platform, Service, ServiceState, Started};
+use crate::platform::service::{
+    AppState, NoArgs, OpenApiRouter, Platform, Service, ServiceState, Started,
+};
 use crate::services::invites::http::{answer_response, check_answer};
 use crate::services::invites::InvitesState;
 
@@ -44,12 +46,9 @@ impl Service for InvitesBaseline {
         Ok(Started::new(Arc::new(BaselineState)))
     }
 
-    fn router(&self) -> Router<AppState> {
-        router()
-    }
-
-    fn openapi(&self) -> utoipa::openapi::OpenApi {
-        utoipa::openapi::OpenApi::default()
+    /// Left out of the API document: the bench's routes are not the API.
+    fn routes(&self) -> OpenApiRouter<AppState> {
+        router().into()
     }
 }
 
@@ -65,7 +64,7 @@ where
 }
 
 /// The baseline's state: none of its own (it answers through the invites
-/// storage, `InvitesStore::answer_alone`).
+/// state's store and decider).
 pub struct BaselineState;
 
 impl ServiceState for BaselineState {}
@@ -78,9 +77,13 @@ async fn baseline_answer(
     let checked = check_answer(&st, site_id, request).await?;
     let cmd = checked.cmd;
     // Written outside the writer: this visitor's checks read the table.
-    if let Some(index) = st.index() {
+    if let Some(index) = st.storage.index() {
         index.ask_table(cmd.visitor_id);
     }
-    let outcome = st.storage.answer_alone(cmd).await?;
+    let decider = st.storage.decider();
+    let outcome = st
+        .store
+        .write_alone(move |c| Box::pin(async move { decider.decide(c, &cmd).await }))
+        .await?;
     answer_response(&checked, outcome)
 }

@@ -6,6 +6,8 @@
 "use strict";
 
 const API = "/api/voting";
+// The shared client (/assets/throng.js): it waits out a crowd and decodes answers.
+const api = Throng.client();
 const $ = (id) => document.getElementById(id);
 let mixBallotsMin = null;
 
@@ -27,8 +29,7 @@ function show(state, title, text, more) {
 async function loadElection() {
   mixBallotsMin = null;
   try {
-    const res = await fetch(`${API}/elections/${encodeURIComponent($("election").value)}`);
-    if (res.ok) mixBallotsMin = (await res.json()).mixBallotsMin ?? null;
+    mixBallotsMin = (await api.getJson(`${API}/elections/${encodeURIComponent($("election").value)}`)).mixBallotsMin ?? null;
   } catch (_) {
     // the rule's figure is a nicety; the answer does without it
   }
@@ -46,7 +47,7 @@ async function check() {
   show("checking", "Checking…", "");
   let res;
   try {
-    res = await fetch(`${API}/elections/${encodeURIComponent($("election").value)}/receipts/${encodeURIComponent(id)}`);
+    res = await api.fetch(`${API}/elections/${encodeURIComponent($("election").value)}/receipts/${encodeURIComponent(id)}`);
   } catch (_) {
     show("error", "The server cannot be reached", "Check your connection and try again.");
     return;
@@ -61,14 +62,7 @@ async function check() {
     return;
   }
   if (!res.ok) {
-    let message = `The server answered ${res.status}; try again in a moment.`;
-    try {
-      const body = await res.json();
-      if (body?.error?.message) message = body.error.message;
-    } catch (_) {
-      // not JSON
-    }
-    show("error", "The receipt could not be checked", message);
+    show("error", "The receipt could not be checked", (await api.errorOf(res)).message);
     return;
   }
   const r = await res.json();
@@ -95,9 +89,7 @@ async function check() {
 async function start() {
   const params = new URLSearchParams(location.search);
   try {
-    const res = await fetch(`${API}/elections`);
-    if (!res.ok) throw new Error(String(res.status));
-    for (const e of (await res.json()).elections) $("election").appendChild(option(e.electionId, e.name));
+    for (const e of (await api.getJson(`${API}/elections`)).elections) $("election").appendChild(option(e.electionId, e.name));
   } catch (_) {
     show("error", "The server cannot be reached", "Reload the page to try again.");
     return;

@@ -50,21 +50,9 @@ function option(value, text) {
   return o;
 }
 
-async function errorText(res) {
-  try {
-    const body = await res.json();
-    if (body && body.error && body.error.message) return body.error.message;
-  } catch (_) {
-    // not JSON
-  }
-  return `The server answered ${res.status}.`;
-}
-
-async function getJson(url) {
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(await errorText(res));
-  return res.json();
-}
+// The page has its own back-off (polling, offline), so the shared client
+// (/assets/throng.js) retries nothing here; it decodes the answers.
+const api = Throng.client({ retriesMax: 0 });
 
 const fmt = (n) => Number(n).toLocaleString("en-US");
 const pct = (part, whole) => (whole > 0 ? (100 * part) / whole : 0);
@@ -182,7 +170,7 @@ function startPolling(why) {
   const poll = async () => {
     if (mine !== generation) return;
     try {
-      const r = await getJson(`${electionPath()}/results${query()}`);
+      const r = await api.getJson(`${electionPath()}/results${query()}`);
       if (mine !== generation) return;
       render(r);
       setError("");
@@ -290,7 +278,7 @@ function syncUrl() {
 }
 
 async function loadElection() {
-  const e = await getJson(electionPath());
+  const e = await api.getJson(electionPath());
   $("title").textContent = `Results: ${e.name}`;
   const sel = $("district");
   const wanted = sel.value || new URLSearchParams(location.search).get("districtId") || "";
@@ -309,7 +297,7 @@ function restart() {
 
 async function start() {
   try {
-    const body = await getJson(`${API}/elections`);
+    const body = await api.getJson(`${API}/elections`);
     const sel = $("election");
     for (const e of body.elections) sel.appendChild(option(e.electionId, e.name));
     if (!body.elections.length) {

@@ -5,11 +5,8 @@
 // that long plus jitter and tries again.
 "use strict";
 
-const RETRIES_MAX = 20;
-const JITTER_MS_MAX = 1000;
 const API = "/api/voting";
 const $ = (id) => document.getElementById(id);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let election = null; // the election's details (districts, candidatesPerVoteMax)
 let ballot = null; // the chosen district's ballot
@@ -17,8 +14,11 @@ let ballot = null; // the chosen district's ballot
 // answer for the latest one and must then be dropped.
 let ballotRequest = 0;
 
-// Readable sentences for the API's error codes; the server's own message is
-// kept for the ones whose detail matters (which field, which candidate).
+const TOKEN_NEEDED = "A valid voter token is needed to vote on this server. Enter the token you were given.";
+
+// Readable sentences for the API's error codes (http_401: a 401 without the
+// envelope); the server's own message is kept for the ones whose detail
+// matters (which field, which candidate).
 const MESSAGES = {
   already_voted: () => "This voter has already voted. Each voter votes once, and the first vote stands.",
   election_closed: () => "The election is not open right now, so no vote can be cast.",
@@ -32,6 +32,9 @@ const MESSAGES = {
   too_many_candidates: (m) => `Too many candidates chosen: ${m}`,
   repeated_candidate: (m) => `A candidate was chosen twice: ${m}`,
   invalid_field: (m) => `The ballot is not valid: ${m}`,
+  missing_token: () => TOKEN_NEEDED,
+  invalid_token: () => TOKEN_NEEDED,
+  http_401: () => TOKEN_NEEDED,
 };
 
 function setStatus(text, kind) {
@@ -51,51 +54,12 @@ function clearStatus() {
   delete $("status").dataset.code;
 }
 
-// fetch that honours 429 + Retry-After (and 503) with jitter.
-async function politeFetch(url, options) {
-  for (let attempt = 0; ; attempt++) {
-    const res = await fetch(url, options);
-    if ((res.status !== 429 && res.status !== 503) || attempt >= RETRIES_MAX) return res;
-    const retryAfterS = Number(res.headers.get("Retry-After")) || 1;
-    const waitMs = retryAfterS * 1000 + Math.floor(Math.random() * JITTER_MS_MAX);
-    setStatus(`Many people are voting right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt + 2})…`, "waiting");
-    await sleep(waitMs);
-  }
-}
-
-// { code, text } for a failed answer: the error envelope turned into a sentence.
-async function describeError(res) {
-  let code = "", message = "";
-  try {
-    const body = await res.json();
-    if (body && body.error) {
-      code = String(body.error.code || "");
-      message = String(body.error.message || "");
-    }
-  } catch (_) {
-    // not JSON: fall through to the status
-  }
-  if (MESSAGES[code]) return { code, text: MESSAGES[code](message) };
-  if (res.status === 401) {
-    return { code: code || "unauthorized", text: "A valid voter token is needed to vote on this server. Enter the token you were given." };
-  }
-  if (res.status === 429 || res.status === 503) {
-    return { code, text: "The server is too busy right now. Please try again in a minute." };
-  }
-  if (message) return { code, text: message };
-  return { code, text: `The server answered ${res.status} ${res.statusText || ""}`.trim() + "." };
-}
-
-const UNREACHABLE = "Cannot reach the server; check your connection and try again.";
-
-async function getJson(url) {
-  const res = await politeFetch(url);
-  if (!res.ok) {
-    const e = await describeError(res);
-    throw Object.assign(new Error(e.text), { code: e.code });
-  }
-  return res.json();
-}
+// The shared client (/assets/throng.js): it waits out a crowd, saying so,
+// and turns failed answers into MESSAGES' sentences.
+const api = Throng.client({
+  onWait: ({ waitMs, attempt }) => setStatus(`Many people are voting right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
+  sentences: MESSAGES,
+});
 
 function electionId() {
   return $("election").value;
@@ -118,7 +82,7 @@ function fmtTime(iso) {
 }
 
 async function loadElections() {
-  const body = await getJson(`${API}/elections`);
+  const body = await api.getJson(`${API}/elections`);
   const sel = $("election");
   sel.replaceChildren();
   for (const e of body.elections) {
@@ -136,7 +100,7 @@ async function loadElections() {
 }
 
 async function loadElection() {
-  election = await getJson(`${API}/elections/${encodeURIComponent(electionId())}`);
+  election = await api.getJson(`${API}/elections/${encodeURIComponent(electionId())}`);
   $("title").textContent = `Vote: ${election.name}`;
   $("election-info").textContent = `${election.open ? "Open" : "Not open"}: from ${fmtTime(election.opensAt)} to ${fmtTime(election.closesAt)}.`;
   $("max").textContent = $("max2").textContent = String(election.candidatesPerVoteMax);
@@ -161,9 +125,9 @@ async function loadBallot() {
   if (!electionId() || !districtId()) return;
   let body;
   try {
-    body = await getJson(`${API}/elections/${encodeURIComponent(electionId())}/districts/${encodeURIComponent(districtId())}/ballot`);
+    body = await api.getJson(`${API}/elections/${encodeURIComponent(electionId())}/districts/${encodeURIComponent(districtId())}/ballot`);
   } catch (e) {
-    if (request === ballotRequest) showError(e.code ? e.message : UNREACHABLE, e.code);
+    if (request === ballotRequest) showError(e.code ? e.message : Throng.UNREACHABLE, e.code);
     return;
   }
   if (request !== ballotRequest) return;
@@ -237,15 +201,15 @@ async function demoVoter() {
   try {
     const q = new URLSearchParams({ electionId: electionId() });
     if (districtId()) q.set("districtId", districtId());
-    const res = await politeFetch(`${API}/demo/voter?${q}`, { method: "POST" });
+    const res = await api.fetch(`${API}/demo/voter?${q}`, { method: "POST" });
     if (!res.ok) {
-      const e = await describeError(res);
+      const e = await api.errorOf(res);
       if (res.status === 404 || res.status === 403) {
         // Not a demo server: enter a real voter id instead.
         $("demo-box").hidden = true;
         showError("This server offers no demo voters; enter your voter id and token.", e.code);
       } else {
-        showError(e.text, e.code);
+        showError(e.message, e.code);
       }
       return;
     }
@@ -258,7 +222,7 @@ async function demoVoter() {
     }
     setStatus(`Demo voter ${v.voterId} of ${$("district").selectedOptions[0]?.textContent || "district " + v.districtId} is ready to vote.`);
   } catch (_) {
-    showError(UNREACHABLE, "network");
+    showError(Throng.UNREACHABLE, "network");
   } finally {
     button.disabled = false;
   }
@@ -292,7 +256,7 @@ async function castVote(ev) {
   submit.disabled = true;
   setStatus("Casting your vote…");
   try {
-    const res = await politeFetch(`${API}/elections/${encodeURIComponent(electionId())}/votes`, {
+    const res = await api.fetch(`${API}/elections/${encodeURIComponent(electionId())}/votes`, {
       method: "POST",
       headers,
       body: JSON.stringify({ partyId: party.partyId, candidateIds }),
@@ -302,10 +266,10 @@ async function castVote(ev) {
       showReceipt(r);
       return;
     }
-    const e = await describeError(res);
-    showError(e.text, e.code);
+    const e = await api.errorOf(res);
+    showError(e.message, e.code);
   } catch (_) {
-    showError(UNREACHABLE, "network");
+    showError(Throng.UNREACHABLE, "network");
   } finally {
     submit.disabled = false;
   }
@@ -341,7 +305,7 @@ async function start() {
     await loadElection();
     await loadBallot();
   } catch (e) {
-    showError(e.code ? e.message : UNREACHABLE, e.code || "network");
+    showError(e.code ? e.message : Throng.UNREACHABLE, e.code || "network");
   }
 }
 
@@ -351,7 +315,7 @@ $("election").addEventListener("change", async () => {
     await loadElection();
     await loadBallot();
   } catch (e) {
-    showError(e.code ? e.message : UNREACHABLE, e.code || "network");
+    showError(e.code ? e.message : Throng.UNREACHABLE, e.code || "network");
   }
 });
 $("district").addEventListener("change", () => {
