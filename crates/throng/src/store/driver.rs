@@ -165,9 +165,10 @@ impl Driver {
 /// Connections of their own to the store's database, outside the writer
 /// and its batches, on which each statement commits alone (autocommit):
 /// for the benches' comparison designs, which measure a way of writing the
-/// store itself does not use. Opened on first use: SQLite one (it has one
-/// writer), behind a lock, run off the async workers; PostgreSQL a pool of
-/// the size asked.
+/// store itself does not use. Unlike [`Store::write_alone`] no transaction
+/// is begun, so a statement is one round trip to PostgreSQL, on a pool of
+/// the size asked. Opened on first use: SQLite one connection (it has one
+/// writer), behind a lock, run off the async workers.
 pub struct Autocommit(AutocommitInner);
 
 enum AutocommitInner {
@@ -222,7 +223,7 @@ impl Autocommit {
                     .await
                     .map_err(|e| StoreError::Unavailable(e.to_string()))?;
                 let client = pool.get().await?;
-                let conn = Conn::pg_client(&client);
+                let conn = Conn::pg_client(&client, store);
                 f(&conn).await
             }
         }
