@@ -185,6 +185,74 @@ impl Driver {
     }
 }
 
+/// Connections of their own to the store's database, outside the writer
+/// and its batches, on which each statement commits alone (autocommit):
+/// for the benches' comparison designs, which measure a way of writing the
+/// store itself does not use. Unlike [`Store::write_alone`] no transaction
+/// is begun, so a statement is one round trip to PostgreSQL, on a pool of
+/// the size asked. Opened on first use: SQLite one connection (it has one
+/// writer), behind a lock, run off the async workers.
+pub struct Autocommit(AutocommitInner);
+
+enum AutocommitInner {
+    Sqlite {
+        path: std::path::PathBuf,
+        conn: Arc<std::sync::Mutex<Option<rusqlite::Connection>>>,
+    },
+    Postgres {
+        store: Arc<PgStore>,
+        connections: usize,
+        pool: tokio::sync::OnceCell<deadpool_postgres::Pool>,
+    },
+}
+
+/// The page cache of an autocommit connection to SQLite, in KiB.
+const AUTOCOMMIT_SQLITE_CACHE_KIB: i64 = 4 * 1024;
+
+impl Autocommit {
+    /// Runs `f` on one of the connections.
+    pub async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
+    {
+        match &self.0 {
+            AutocommitInner::Sqlite { path, conn } => {
+                let (path, conn) = (path.clone(), conn.clone());
+                tokio::task::spawn_blocking(move || {
+                    let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+                    if guard.is_none() {
+                        let c = super::sqlite::open_connection(
+                            &path,
+                            AUTOCOMMIT_SQLITE_CACHE_KIB,
+                            false,
+                        )
+                        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                        *guard = Some(c);
+                    }
+                    let conn = Conn::sqlite(guard.as_ref().expect("opened above"));
+                    run_ready(f(&conn))
+                })
+                .await
+                .map_err(|e| StoreError::Internal(format!("an autocommit task: {e}")))?
+            }
+            AutocommitInner::Postgres {
+                store,
+                connections,
+                pool,
+            } => {
+                let pool = pool
+                    .get_or_try_init(|| async { store.pool_of(*connections) })
+                    .await
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                let client = pool.get().await?;
+                let conn = Conn::pg_client(&client, store);
+                f(&conn).await
+            }
+        }
+    }
+}
+
 /// A seam [`Group`] as the PostgreSQL writer runs groups.
 struct PgGrouped<G>(std::marker::PhantomData<G>);
 
@@ -230,6 +298,22 @@ impl Store {
             Driver::Sqlite(_) => None,
             Driver::Postgres(p) => Some(p),
         }
+    }
+
+    /// Up to `connections` connections of their own, each statement its
+    /// own transaction (see [`Autocommit`]).
+    pub fn autocommit(&self, connections: usize) -> Autocommit {
+        Autocommit(match &self.driver {
+            Driver::Sqlite(s) => AutocommitInner::Sqlite {
+                path: s.path().to_path_buf(),
+                conn: Arc::default(),
+            },
+            Driver::Postgres(p) => AutocommitInner::Postgres {
+                store: p.clone(),
+                connections,
+                pool: tokio::sync::OnceCell::new(),
+            },
+        })
     }
 
     /// Other nodes' writes, as the invalidation channel hears them: where

@@ -28,6 +28,7 @@ pub mod sqlite;
 pub mod streams;
 
 pub use columns::Columns;
+pub use driver::Autocommit;
 pub use eventlog::{NewEvent, StoredEvent};
 pub use migrate::MigrationSet;
 pub use seam::{Conn, Group, Param, Row, Sql, StoreFuture, Tx, Value};

@@ -103,6 +103,8 @@ pub enum Value<'a> {
     /// PostgreSQL arrays (`unnest($1::BIGINT[])`); SQLite has none.
     Ints(&'a [i64]),
     Texts(&'a [String]),
+    /// PostgreSQL `BYTEA[]`, elements possibly NULL.
+    Blobs(&'a [Option<&'a [u8]>]),
 }
 
 /// Something bound to a placeholder.
@@ -176,6 +178,16 @@ impl Param for Vec<String> {
         Value::Texts(self)
     }
 }
+impl Param for [Option<&[u8]>] {
+    fn value(&self) -> Value<'_> {
+        Value::Blobs(self)
+    }
+}
+impl Param for Vec<Option<&[u8]>> {
+    fn value(&self) -> Value<'_> {
+        Value::Blobs(self)
+    }
+}
 impl<T: Param + ?Sized> Param for &T {
     fn value(&self) -> Value<'_> {
         (**self).value()
@@ -205,7 +217,7 @@ impl rusqlite::ToSql for Value<'_> {
             Value::Bool(b) => ValueRef::Integer(i64::from(b)),
             Value::Text(s) => ValueRef::Text(s.as_bytes()),
             Value::Bytes(b) => ValueRef::Blob(b),
-            Value::Ints(_) | Value::Texts(_) => {
+            Value::Ints(_) | Value::Texts(_) | Value::Blobs(_) => {
                 return Err(rusqlite::Error::ToSqlConversionFailure(
                     "SQLite has no array parameters".into(),
                 ))
@@ -261,6 +273,7 @@ impl tokio_postgres::types::ToSql for Value<'_> {
                 _ => v.to_sql(ty, out),
             },
             Value::Texts(v) => v.to_sql(ty, out),
+            Value::Blobs(v) => v.to_sql(ty, out),
         }
     }
 

@@ -27,7 +27,7 @@
 //! Not used with PostgreSQL: several nodes write there, and a node's memory
 //! would not see the others' writes. A seed made by another process while a
 //! server runs bumps `meta.booking_seed_generation`; the server's seed
-//! watcher (`BookingState::spawn_seed_watcher`) then loads a new index and
+//! watcher (`store/in_memory.rs`) then loads a new index and
 //! swaps it in, both inside one writer command: no registration commits
 //! between the load and the swap, and every later command decides on the
 //! new index (write commands read the index when they run). Reads use the
@@ -36,15 +36,22 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use rusqlite::Connection;
-
 use super::model::{Day, Place};
 use super::persons::PersonSet;
+use super::store::places::{place_row, ALL_PLACES};
 use super::store::SlotRow;
-use crate::store::StoreError;
+use crate::store::{Columns, Conn, Sql, StoreError};
 
 /// Places indexed at most (ids are dense from 1 when seeded).
 const PLACE_ID_MAX: i64 = 10_000_000;
+
+/// Every slot in key order, and whether its row is free.
+static ALL_SLOTS: Sql = Sql::new(
+    "SELECT place_id, day, time_slot, registration_id IS NULL FROM booking_slots
+     ORDER BY place_id, day, time_slot",
+);
+static ALL_REGISTRATIONS: Sql =
+    Sql::new("SELECT place_id, day, time_slot, person_key FROM booking_registrations");
 
 /// One day's words of a place: which slots exist, which are taken.
 struct DaySlots<'a> {
@@ -165,21 +172,12 @@ fn flatten(days: Vec<DayBuilder>) -> (usize, Box<[u64]>, Box<[AtomicU64]>) {
 }
 
 impl Availability {
-    /// Builds the index from the database (one scan in primary-key order).
-    pub fn load(conn: &Connection) -> Result<Availability, StoreError> {
+    /// Builds the index from the database (one scan in primary-key order),
+    /// row by row as the statements answer them.
+    pub async fn load(c: &Conn<'_>) -> Result<Availability, StoreError> {
         let mut places: Vec<Option<PlaceSlots>> = Vec::new();
-        let mut stmt = conn.prepare(
-            "SELECT id, name, address, first_slot_minute, slot_minutes FROM booking_places ORDER BY id",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let place = Place {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                address: r.get(2)?,
-                first_slot_minute: r.get(3)?,
-                slot_minutes: r.get(4)?,
-            };
+        c.query(&ALL_PLACES, &[], |r| {
+            let place = place_row(r)?;
             if !(1..=PLACE_ID_MAX).contains(&place.id) {
                 return Err(StoreError::Internal(format!(
                     "place id {} is outside 1..={PLACE_ID_MAX}",
@@ -197,12 +195,9 @@ impl Availability {
                 exists: Box::new([]),
                 taken: Box::new([]),
             });
-        }
-        let mut stmt = conn.prepare(
-            "SELECT place_id, day, time_slot, registration_id IS NULL FROM booking_slots
-             ORDER BY place_id, day, time_slot",
-        )?;
-        let mut rows = stmt.query([])?;
+            Ok(())
+        })
+        .await?;
         let mut slots = 0u64;
         // (place id, first day, days so far) of the place being collected.
         let mut current: Option<(i64, i32, Vec<DayBuilder>)> = None;
@@ -215,21 +210,22 @@ impl Availability {
                 }
             }
         };
-        while let Some(r) = rows.next()? {
-            let (place_id, day, slot, free): (i64, i32, i32, bool) =
-                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        c.query(&ALL_SLOTS, &[], |r| {
+            let (place_id, day, slot, free) = (r.int(0)?, r.int4(1)?, r.int4(2)?, r.col(3)?);
             if current.as_ref().map(|c| c.0) != Some(place_id) {
                 finish(&mut places, current.take());
                 current = Some((place_id, day, Vec::new()));
             }
-            let (_, first_day, days) = current.as_mut().unwrap();
+            let (_, first_day, days) = current.as_mut().expect("set above");
             let i = (day - *first_day) as usize;
             if days.len() <= i {
                 days.resize_with(i + 1, DayBuilder::default);
             }
             days[i].set(slot, free);
             slots += 1;
-        }
+            Ok(())
+        })
+        .await?;
         finish(&mut places, current.take());
         let index = Availability {
             places,
@@ -239,17 +235,16 @@ impl Availability {
         // On SQLite the registrations are the truth about taken slots (see
         // `take` below) and about who holds one; the slots table only says
         // which slots exist.
-        let mut stmt =
-            conn.prepare("SELECT place_id, day, time_slot, person_key FROM booking_registrations")?;
-        let mut rows = stmt.query([])?;
-        let mut persons = index.persons.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(r) = rows.next()? {
-            index.set_taken(r.get(0)?, Day(r.get(1)?), r.get(2)?, true);
-            if let Some(key) = r.get::<_, Option<Vec<u8>>>(3)?.filter(|k| k.len() >= 8) {
+        let mut persons = PersonSet::default();
+        c.query(&ALL_REGISTRATIONS, &[], |r| {
+            index.set_taken(r.int(0)?, Day(r.int4(1)?), r.int4(2)?, true);
+            if let Some(key) = r.opt_bytes(3)?.filter(|k| k.len() >= 8) {
                 persons.insert(person_of(&key));
             }
-        }
-        drop(persons);
+            Ok(())
+        })
+        .await?;
+        *index.persons.lock().unwrap_or_else(|e| e.into_inner()) = persons;
         Ok(index)
     }
 
@@ -287,7 +282,7 @@ impl Availability {
     /// Takes a free slot: an atomic test-and-set of its bit. On the SQLite
     /// store this runs inside the single writer's transaction, which makes it
     /// the conditional write that decides the slot (the registration row is
-    /// appended in the same transaction; see `store.rs`).
+    /// appended in the same transaction; see `store/in_memory.rs`).
     pub fn take(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
         match self.locate(place_id, day, slot) {
             Err(missing) => missing,
@@ -361,26 +356,28 @@ impl Availability {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{Store, StoreLimits, StoreUrl};
 
-    #[test]
-    fn loads_and_tracks_slots() {
-        let c = Connection::open_in_memory().unwrap();
-        c.execute_batch(include_str!("migrations/sqlite/0002_booking.sql"))
+    #[tokio::test]
+    async fn loads_and_tracks_slots() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = StoreUrl::Sqlite(dir.path().join("throng.db"));
+        let store = Store::open_with(&url, StoreLimits::default(), &[&super::super::MIGRATIONS])
+            .await
             .unwrap();
-        c.execute_batch(include_str!(
-            "migrations/sqlite/0020_booking_person_key.sql"
-        ))
-        .unwrap();
-        c.execute_batch(
+        static ROWS: Sql = Sql::new(
             "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20), (3, 'C', 'c', 480, 20);
              INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 70, NULL), (1, 102, 5, NULL),
                                               (3, 50, 1, NULL);
              INSERT INTO booking_registrations VALUES ('r1', x'00', 1, 100, 70, x'00', 0,
                  x'0102030405060708ffff');
              INSERT INTO booking_registrations VALUES ('r2', x'00', 3, 50, 2, x'00', 0, NULL);",
-        )
-        .unwrap();
-        let a = Availability::load(&c).unwrap();
+        );
+        store.write(|tx| Box::pin(tx.batch(&ROWS))).await.unwrap();
+        let a = store
+            .read_blocking(|c| Box::pin(Availability::load(c)))
+            .await
+            .unwrap();
         // The stored person holds their place; others are free.
         let held = person_of(&[1, 2, 3, 4, 5, 6, 7, 8, 0xff, 0xff]);
         assert!(!a.take_person(held));

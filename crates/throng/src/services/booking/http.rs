@@ -198,11 +198,12 @@ pub async fn place_slots(
         return Err(place_not_found(place_id));
     }
     let now = st.clock.now();
-    st.with_place_slots(place_id, from, days as i32, |place, slots| {
-        render_slots(place, from, days as i32, slots, now)
-    })
-    .await?
-    .ok_or_else(|| place_not_found(place_id))
+    st.storage
+        .with_place_slots(place_id, from, days as i32, |place, slots| {
+            render_slots(place, from, days as i32, slots, now)
+        })
+        .await?
+        .ok_or_else(|| place_not_found(place_id))
 }
 
 /// Renders the slot page by hand: this is the hottest read, and writing the
@@ -291,7 +292,7 @@ pub async fn register(
 ) -> ApiResult<Response> {
     let new = req.parse()?;
     refuse_passed(&st, new.place_id, new.day, new.time_slot).await?;
-    match st.known_state(new.place_id, new.day, new.time_slot) {
+    match st.storage.known_state(new.place_id, new.day, new.time_slot) {
         Some(SlotState::Taken) => return Err(slot_taken()),
         Some(SlotState::UnknownPlace) => return Err(place_not_found(new.place_id)),
         Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
@@ -375,7 +376,7 @@ async fn refuse_passed(
         return Ok(());
     }
     // Today: the slot's start decides (an unknown place answers 404 later).
-    let Some(place) = st.place(place_id).await? else {
+    let Some(place) = st.storage.place(place_id).await? else {
         return Ok(());
     };
     let start = place.first_slot_minute + time_slot * place.slot_minutes;
@@ -497,7 +498,7 @@ pub async fn get_registration(
         return Err(registration_not_found());
     }
     let person = open_person(&st, &reg)?;
-    let place = st.place(reg.place_id).await?;
+    let place = st.storage.place(reg.place_id).await?;
     Ok(Json(RegistrationOut {
         place_name: place.as_ref().map(|p| p.name.clone()),
         start: place.as_ref().map(|p| p.slot_start(reg.time_slot)),
@@ -526,8 +527,8 @@ pub async fn cancel_registration(
     if !plausible_id(&id) {
         return Err(registration_not_found());
     }
-    match st.cancel(&id, code).await? {
-        CancelOutcome::Cancelled { .. } => Ok(StatusCode::NO_CONTENT),
+    match st.storage.cancel(&id, code).await? {
+        CancelOutcome::Cancelled => Ok(StatusCode::NO_CONTENT),
         CancelOutcome::NotFound => Err(registration_not_found()),
     }
 }
@@ -580,7 +581,7 @@ pub async fn move_registration(
         .filter(|r| crypto::code_matches(code, &r.access_hash))
         .ok_or_else(registration_not_found)?;
     let own = (reg.place_id, reg.day, reg.time_slot) == (to.place_id, to.day, to.time_slot);
-    if !own && st.known_state(to.place_id, to.day, to.time_slot) == Some(SlotState::Taken) {
+    if !own && st.storage.known_state(to.place_id, to.day, to.time_slot) == Some(SlotState::Taken) {
         return Err(slot_taken_for_move());
     }
     // The person key for the new day (the rule may scope it by day), from
@@ -597,7 +598,11 @@ pub async fn move_registration(
             )
         }
     };
-    let moved = match st.move_registration(&id, code, to, to_person_key).await? {
+    let moved = match st
+        .storage
+        .move_registration(&id, code, to, to_person_key)
+        .await?
+    {
         MoveOutcome::Moved { .. } => true,
         MoveOutcome::Unchanged => false,
         MoveOutcome::NotFound => return Err(registration_not_found()),
@@ -606,7 +611,7 @@ pub async fn move_registration(
         MoveOutcome::PlaceNotFound => return Err(place_not_found(to.place_id)),
         MoveOutcome::SlotNotFound => return Err(slot_ref_not_found(to)),
     };
-    let place = st.place(to.place_id).await?;
+    let place = st.storage.place(to.place_id).await?;
     Ok(Json(Moved {
         registration_id: id,
         place_id: to.place_id,
@@ -665,7 +670,7 @@ pub async fn registration_ics(
         .await?
         .filter(|r| crypto::code_matches(code, &r.access_hash))
         .ok_or_else(registration_not_found)?;
-    let place = st.place(reg.place_id).await?.ok_or_else(|| {
+    let place = st.storage.place(reg.place_id).await?.ok_or_else(|| {
         tracing::error!(registration_id = %reg.id, "a registration's place is missing");
         ApiError::internal()
     })?;
@@ -745,6 +750,7 @@ pub async fn place_calendar(
     }
     let now = st.clock.now();
     let counts = st
+        .storage
         .with_place_slots(place_id, first, days, |place, slots| {
             free_per_day(place, first, days, slots, now)
         })
@@ -797,9 +803,7 @@ pub async fn stats(
     caller: Caller,
 ) -> ApiResult<Json<BookingStats>> {
     caller.require(Role::ADMIN)?;
-    Ok(Json(
-        store::stats(&st.store, &*st.storage, super::notifier::CONSUMER).await?,
-    ))
+    Ok(Json(st.storage.stats(super::notifier::CONSUMER).await?))
 }
 
 /// Parked confirmations listed at most.

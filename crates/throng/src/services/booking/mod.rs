@@ -2,12 +2,11 @@
 //! try-register, personal data sealed at rest, confirmations sent from the
 //! event log by a worker, as in the vaccination booking write-up.
 //!
-//! Storage is reached through one trait, [`store::BookingStore`], chosen
-//! once from the store when the state is built. [`BookingState`] is the one
-//! owner of where slots are read from (the availability index where the
-//! storage keeps one, SQL otherwise) and of the index's bookkeeping after a
-//! write: handlers call its methods, never the index or the storage
-//! directly for slots, so no write path can forget the index.
+//! Storage is reached through one type, [`store::Booking`], whose way of
+//! deciding slots is chosen once from the store when the state is built:
+//! it owns where slots are read from (the availability index where one
+//! process writes, SQL otherwise) and the index's bookkeeping after a
+//! write, so no write path can forget the index.
 
 pub mod availability;
 pub mod bench;
@@ -22,7 +21,6 @@ pub mod store;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use include_dir::include_dir;
 use tokio::sync::Notify;
 
@@ -33,7 +31,7 @@ use crate::platform::service::{
     AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store, StoreError};
-use model::{Day, Place, RegisterOutcome, SealedRegistration};
+use model::{RegisterOutcome, SealedRegistration};
 
 /// The booking service, as `services::all()` lists it.
 pub struct Booking;
@@ -129,7 +127,7 @@ impl Service for Booking {
         state.clock = args.booking_utc_offset;
         let state = Arc::new(state);
         let mut started = Started::new(state.clone());
-        if let Some(watcher) = state.spawn_seed_watcher() {
+        if let Some(watcher) = state.storage.spawn_seed_watcher() {
             started = started.with_worker(watcher);
         }
         if !args.no_notifier {
@@ -208,8 +206,9 @@ async fn blind_index(platform: &Platform) -> anyhow::Result<BlindIndex> {
 pub struct BookingState {
     /// The store, for what every service shares (`meta`, the event log).
     pub store: Store,
-    /// The booking tables, through the implementation for `store`.
-    pub storage: Arc<dyn store::BookingStore>,
+    /// The booking tables (and, where one process writes, the
+    /// availability index that decides slots).
+    pub storage: store::Booking,
     pub pii: Arc<PiiCipher>,
     /// Keys the national id's blind index (one registration per person).
     pub blind_index: Arc<BlindIndex>,
@@ -218,29 +217,15 @@ pub struct BookingState {
     pub clock: model::BookingClock,
     /// Wakes the confirmation worker when a registration commits.
     pub notify_worker: Arc<Notify>,
-    /// The in-memory availability index, where the storage keeps one
-    /// (`BookingStore::load_availability`; see `availability.rs` for why
-    /// nodes sharing a PostgreSQL read the database). Shared with the
-    /// writer's commands, which read it when they run (not when they were
-    /// sent), so a reload swapped in by a writer command is the one every
-    /// later command decides on.
-    availability: Option<store::AvailabilityHandle>,
-    /// The seed generation the index was loaded at (for the seed watcher).
-    loaded_generation: Option<String>,
 }
 
 impl ServiceState for BookingState {}
 
 impl BookingState {
     pub async fn new(store: &Store, pii: Arc<PiiCipher>) -> anyhow::Result<BookingState> {
-        let generation = store.meta_get(seed::SEED_GENERATION_KEY).await?;
-        let storage = store::open(store);
-        let availability = load_index(&*storage)
-            .await?
-            .map(|index| Arc::new(ArcSwap::from_pointee(index)));
         Ok(BookingState {
             store: store.clone(),
-            storage,
+            storage: store::Booking::open(store).await?,
             pii,
             // A random key until `start` sets the platform's: only tests
             // and tools that build a state by hand see this one.
@@ -248,61 +233,12 @@ impl BookingState {
             one_registration: model::OneRegistration::Person,
             clock: model::BookingClock::UTC,
             notify_worker: Arc::new(Notify::new()),
-            availability,
-            loaded_generation: generation,
         })
     }
 
-    /// The current index, if this store keeps one.
-    pub fn index(&self) -> Option<Arc<availability::Availability>> {
-        self.availability.as_ref().map(|a| a.load_full())
-    }
-
-    /// Renders a place's slots for `days` from `from` with `render`, read from
-    /// the index when this store keeps one and from SQL otherwise; `None` for
-    /// an unknown place.
-    pub async fn with_place_slots<R>(
-        &self,
-        place_id: i64,
-        from: Day,
-        days: i32,
-        render: impl FnOnce(&Place, &[store::SlotRow]) -> R,
-    ) -> Result<Option<R>, StoreError> {
-        if let Some(index) = self.index() {
-            return Ok(index
-                .place_slots_rows(place_id, from, days)
-                .map(|(place, rows)| render(place, &rows)));
-        }
-        Ok(self
-            .storage
-            .place_slots(place_id, from, days)
-            .await?
-            .map(|(place, rows)| render(&place, &rows)))
-    }
-
-    /// A place by id, from the index or SQL.
-    pub async fn place(&self, place_id: i64) -> Result<Option<Place>, StoreError> {
-        match self.index() {
-            Some(index) => Ok(index.place(place_id).cloned()),
-            None => self.storage.place(place_id).await,
-        }
-    }
-
-    /// What the index already knows of a slot (`None` without an index):
-    /// under a crowd most attempts are for slots that are already gone, and
-    /// answering those skips the writer.
-    pub fn known_state(
-        &self,
-        place_id: i64,
-        day: Day,
-        slot: i32,
-    ) -> Option<availability::SlotState> {
-        self.index().map(|i| i.state(place_id, day, slot))
-    }
-
     /// Takes the slot and stores the registration, and wakes the
-    /// confirmation worker after a registration. The slot's bit is the
-    /// writer's to set (`BookingStore::try_register`, inside the transaction; a
+    /// confirmation worker after a registration. The slot is the writer's
+    /// to take (`store::Booking::try_register`, inside the transaction; a
     /// reload after a seed loads the index in the writer too, after it):
     /// nothing here sets it again after the answer. Setting it after a
     /// `SlotTaken` once undid a cancel of the winner that had committed
@@ -314,116 +250,10 @@ impl BookingState {
         &self,
         sealed: SealedRegistration,
     ) -> Result<RegisterOutcome, StoreError> {
-        let outcome = self
-            .storage
-            .try_register(self.availability.clone(), sealed)
-            .await?;
+        let outcome = self.storage.try_register(sealed).await?;
         if outcome == RegisterOutcome::Registered {
             self.notify_worker.notify_one();
         }
         Ok(outcome)
     }
-
-    /// Cancels a registration if the access code matches; frees its slot in
-    /// the index before returning.
-    pub async fn cancel(
-        &self,
-        id: &str,
-        access_code: &str,
-    ) -> Result<store::CancelOutcome, StoreError> {
-        let outcome = self.storage.cancel(id, access_code).await?;
-        if let (
-            Some(index),
-            store::CancelOutcome::Cancelled {
-                place_id,
-                day,
-                time_slot,
-                person,
-            },
-        ) = (self.index(), &outcome)
-        {
-            index.set_taken(*place_id, *day, *time_slot, false);
-            if let Some(p) = person {
-                index.release_person(*p);
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// Moves a registration to `to` if the access code matches: the new
-    /// slot is taken and the old one freed in one write (with its event),
-    /// and the index follows before returning. `to_person_key` is the
-    /// registration's blind-index key under the one-registration rule for
-    /// the new day.
-    pub async fn move_registration(
-        &self,
-        id: &str,
-        access_code: &str,
-        to: model::SlotRef,
-        to_person_key: Option<Vec<u8>>,
-    ) -> Result<model::MoveOutcome, StoreError> {
-        self.storage
-            .move_registration(
-                self.availability.clone(),
-                id,
-                access_code,
-                to,
-                to_person_key,
-            )
-            .await
-    }
-
-    /// Reloads the index when another process seeded the store (the seed
-    /// bumps a generation in `meta`), in the writer
-    /// (`BookingStore::reload_availability`); reads use the old index
-    /// meanwhile.
-    pub fn spawn_seed_watcher(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
-        self.availability.as_ref()?;
-        let this = self.clone();
-        Some(crate::platform::seed_watch::spawn(
-            self.store.clone(),
-            seed::SEED_GENERATION_KEY,
-            self.loaded_generation.clone(),
-            "the booking availability index",
-            move || {
-                let this = this.clone();
-                async move { reload_index(&*this.storage, this.availability.clone()).await }
-            },
-        ))
-    }
-}
-
-/// Loads the index again and swaps it in, inside one writer command
-/// (`BookingStore::reload_availability`); it runs only after a new seed.
-async fn reload_index(
-    storage: &dyn store::BookingStore,
-    handle: Option<store::AvailabilityHandle>,
-) -> anyhow::Result<()> {
-    let Some(handle) = handle else {
-        anyhow::bail!("this store keeps no availability index")
-    };
-    let started = std::time::Instant::now();
-    let slots = storage.reload_availability(handle).await?;
-    tracing::info!(
-        slots,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "reloaded the booking availability index after a new seed (in the writer)"
-    );
-    Ok(())
-}
-
-/// The availability index, where the storage keeps one.
-async fn load_index(
-    storage: &dyn store::BookingStore,
-) -> anyhow::Result<Option<availability::Availability>> {
-    let started = std::time::Instant::now();
-    let Some(index) = storage.load_availability().await? else {
-        return Ok(None);
-    };
-    tracing::info!(
-        slots = index.slots(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "loaded the booking availability index"
-    );
-    Ok(Some(index))
 }

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::sync::Notify;
 
 use super::model::{SlotEvent, EVENT_CONFIRMED, STREAM_CATEGORY};
-use super::store::{self, BookingStore};
+use super::store::{self, Booking};
 use crate::base::metrics;
 use crate::platform::crypto::PiiCipher;
 use crate::store::{Store, StoredEvent};
@@ -125,7 +125,7 @@ pub struct Attempts {
 
 pub fn spawn(
     store: Store,
-    storage: Arc<dyn BookingStore>,
+    storage: Booking,
     pii: Arc<PiiCipher>,
     notifier: Notifier,
     wake: Arc<Notify>,
@@ -136,7 +136,7 @@ pub fn spawn(
 
 async fn run(
     store: Store,
-    storage: Arc<dyn BookingStore>,
+    storage: Booking,
     pii: Arc<PiiCipher>,
     notifier: Notifier,
     wake: Arc<Notify>,
@@ -151,7 +151,7 @@ async fn run(
             Ok(Some(position)) => {
                 tracing::info!(position, "confirmation worker holds the lease");
                 let to = Deliveries {
-                    storage: &*storage,
+                    storage: &storage,
                     pii: &pii,
                     notifier: &notifier,
                     attempts,
@@ -170,7 +170,7 @@ async fn run(
 
 /// What delivering (or parking) a confirmation uses.
 struct Deliveries<'a> {
-    storage: &'a dyn BookingStore,
+    storage: &'a Booking,
     pii: &'a PiiCipher,
     notifier: &'a Notifier,
     attempts: Attempts,

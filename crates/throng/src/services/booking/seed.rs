@@ -1,6 +1,7 @@
-//! `throng seed booking`: places x days x time slots, bulk-loaded by the
-//! store (`BookingStore::seed_slots`) with a progress bar. Re-seeding a store that has places is refused unless
-//! `--force` (which deletes booking data, registrations included).
+//! `throng seed booking`: places x days x time slots, bulk-loaded
+//! (`store/seed.rs`) with a progress bar. Re-seeding a store that has
+//! places is refused unless `--force` (which deletes booking data,
+//! registrations included).
 
 use std::time::Instant;
 
@@ -42,7 +43,7 @@ pub struct SeedReport {
 /// `meta` key changed by every seed; servers watch it (see `BookingState`).
 pub const SEED_GENERATION_KEY: &str = "booking_seed_generation";
 
-/// Places per transaction / progress step.
+/// Places per bulk-load step (a transaction on SQLite) and progress step.
 pub const PLACES_PER_CHUNK: i64 = 50;
 
 const CITIES: &[&str] = &[
@@ -126,9 +127,7 @@ pub async fn seed(
         "seeding booking",
         progress,
     );
-    super::store::open(store)
-        .seed_slots(args, from, &bar)
-        .await?;
+    super::store::seed::seed_slots(store, args, from, &bar).await?;
     bar.finish();
     let payload = serde_json::json!({
         "places": args.places, "days": args.days, "slotsPerDay": args.slots_per_day, "from": from.to_text(),
@@ -162,8 +161,7 @@ pub fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
 
 /// The quick-start data set: 20 places, 14 days from today, 25 slots a day.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
-    let (_, total) = super::store::open(store).list_places(0, 1).await?;
-    if total > 0 {
+    if super::store::places::count(store).await? > 0 {
         return Ok(());
     }
     let args = SeedBookingArgs {

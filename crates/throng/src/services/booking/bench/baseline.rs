@@ -6,8 +6,9 @@
 //! one connection of its own behind a mutex (SQLite has one writer). It is
 //! what a user who wrote the endpoint in an afternoon would run, and what
 //! ours must beat while doing everything the naive one leaves out. Its
-//! statement and connections are booking storage's
-//! (`BookingStore::naive_take_slot`).
+//! statement is the conditional write that decides a slot where writers
+//! are shared (`store/slot_rows.rs`); its connections are the store's
+//! autocommit ones (`Store::autocommit`).
 //!
 //! For the bench only: a service of its own ([`NaiveBooking`]) that `throng
 //! bench`'s child servers plug in (`Experiment::comparison_services`);
@@ -28,7 +29,8 @@ use crate::platform::service::{
     AppState, NoArgs, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::services::booking::model::{Day, SlotRef};
-use crate::services::booking::store::{self, BookingStore};
+use crate::services::booking::store::slot_rows::TAKE_SLOT;
+use crate::store::Autocommit;
 
 /// The naive design's PostgreSQL pool (the figure it was measured with).
 pub const NAIVE_PG_CONNECTIONS: usize = 32;
@@ -44,7 +46,7 @@ impl Service for NaiveBooking {
 
     async fn start(&self, platform: &Platform, _args: NoArgs) -> anyhow::Result<Started<Naive>> {
         Ok(Started::new(Arc::new(Naive {
-            storage: store::open(&platform.store),
+            connections: platform.store.autocommit(NAIVE_PG_CONNECTIONS),
         })))
     }
 
@@ -62,10 +64,10 @@ where
     Router::new().route("/api/booking/baseline/registrations", post(naive_register))
 }
 
-/// What the naive endpoint keeps between requests: booking's storage,
-/// whose `naive_take_slot` opens its connections on first use.
+/// What the naive endpoint keeps between requests: its connections, opened
+/// on first use.
 pub struct Naive {
-    storage: Arc<dyn BookingStore>,
+    connections: Autocommit,
 }
 
 impl ServiceState for Naive {}
@@ -90,7 +92,19 @@ async fn naive_register(
         day,
         time_slot: req.time_slot,
     };
-    let updated = st.storage.naive_take_slot(&id, slot).await?;
+    let taken_by = id.clone();
+    let updated = st
+        .connections
+        .run(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    &TAKE_SLOT,
+                    &[&taken_by, &slot.place_id, &slot.day.0, &slot.time_slot],
+                )
+                .await
+            })
+        })
+        .await?;
     if updated == 1 {
         Ok((StatusCode::CREATED, Json(serde_json::json!({ "id": id }))).into_response())
     } else {

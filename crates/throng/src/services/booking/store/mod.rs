@@ -1,209 +1,219 @@
-//! Booking storage: the operations the service needs ([`BookingStore`]),
-//! implemented once per dialect (`sqlite.rs`, `postgres.rs`) and chosen
-//! once, from the [`Store`], by [`open`]. The service state (and through it
-//! the handlers), the notifier, the seed and the bench's baseline reach the
-//! booking tables only through an `Arc<dyn BookingStore>` and never ask
-//! which store it is: what differs between stores (the availability index
-//! kept in memory and its reload, how a slot is decided, the bulk load of a
-//! seed, the naive design's statement) is a method here.
+//! Booking storage, each operation written once against the store's seam
+//! (`crate::store::seam`): places and slots read from the tables
+//! (`places.rs`), registrations (`registrations.rs`), parked confirmations
+//! (`notifications.rs`) and the seed's bulk load (`seed.rs`).
 //!
-//! On SQLite (one process, one writer) a slot is decided by the
-//! availability index's test-and-set inside the writer's transaction
-//! (`availability.rs`). On PostgreSQL (several nodes) it is decided by one
-//! conditional write (`UPDATE .. WHERE registration_id IS NULL`), which
-//! holds across every node sharing the database: a concurrent second
-//! update waits for the first to commit, re-checks the condition and finds
-//! the slot held.
+//! What genuinely differs between stores is how a slot is decided, a named
+//! strategy ([`Slots`]) chosen once from [`Store::writers`] when [`Booking`]
+//! is opened:
 //!
-//! SQL that is the same in both dialects is written once below, with
-//! SQLite's placeholders (`?1`, turned into `$1` for PostgreSQL by
-//! [`crate::store::pg_placeholders`]); rows of one shape are mapped once
-//! ([`Columns`]).
+//! - one process writes (SQLite): the availability index in the writer's
+//!   memory decides slots and persons (`in_memory.rs`; see
+//!   `availability.rs` for why), and serves the slot reads;
+//! - writers are shared (PostgreSQL, several nodes): the slot's row decides
+//!   by one conditional write (`UPDATE .. WHERE registration_id IS NULL`),
+//!   which holds across every node sharing the database: a concurrent
+//!   second update waits for the first to commit, re-checks the condition
+//!   and finds the slot held; a batch's try-registers are one set-based
+//!   statement (`slot_rows.rs`).
+//!
+//! Handlers, the notifier and the seed reach the booking tables only
+//! through [`Booking`] (or, for the seed, the topic modules' functions over
+//! a [`Store`]) and never ask which store it is.
 
-pub mod postgres;
-pub mod sqlite;
+mod in_memory;
+pub mod notifications;
+pub mod places;
+pub mod registrations;
+pub mod seed;
+pub mod slot_rows;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use futures::future::BoxFuture;
-use indicatif::ProgressBar;
-
-use super::availability::Availability;
+use super::availability::SlotState;
 use super::model::{
     self, Day, MoveOutcome, Place, RegisterOutcome, SealedRegistration, SlotRef, EVENT_CANCELLED,
     EVENT_CONFIRMED,
 };
-use super::seed::SeedBookingArgs;
-use crate::store::{Columns, NewEvent, Store, StoreError};
+use crate::store::{Columns, NewEvent, Sql, Store, StoreError, Writers};
 
-/// The in-memory availability index as the service state holds it. Write
-/// commands read it when they run (not when they were sent), so an index
-/// swapped in by a writer command is the one every later command decides
-/// on.
-pub type AvailabilityHandle = Arc<ArcSwap<Availability>>;
+pub use notifications::ParkedNotification;
+pub use places::{PlaceSlots, SlotRow};
+
+/// How slots are decided: the named strategy of each way a store is
+/// written (see the module's documentation).
+enum Slots {
+    /// One process writes: the availability index decides, in memory.
+    InMemory(in_memory::InMemorySlots),
+    /// Writers are shared: the slot's row decides.
+    Rows(slot_rows::SlotRows),
+}
 
 /// The booking service's storage. Every method is one operation of the
-/// service; a write is one command of the store's group commit unless said
-/// otherwise. Where the availability index is kept, the writes that take a
-/// slot decide on `index` and update it inside the writer.
-pub trait BookingStore: Send + Sync {
+/// service; a write is one command of the store's group commit. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Booking {
+    store: Store,
+    slots: Arc<Slots>,
+}
+
+impl Booking {
+    /// The booking storage of `store`, with the strategy its writers call
+    /// for (loading the availability index where one process writes).
+    pub async fn open(store: &Store) -> Result<Booking, StoreError> {
+        let slots = match store.writers() {
+            Writers::OneProcess => Slots::InMemory(in_memory::InMemorySlots::load(store).await?),
+            Writers::Shared => Slots::Rows(slot_rows::SlotRows),
+        };
+        Ok(Booking {
+            store: store.clone(),
+            slots: Arc::new(slots),
+        })
+    }
+
     /// A page of places in id order, and how many places there are.
-    fn list_places(
-        &self,
-        skip: i64,
-        size: i64,
-    ) -> BoxFuture<'_, Result<(Vec<Place>, i64), StoreError>>;
+    pub async fn list_places(&self, skip: i64, size: i64) -> Result<(Vec<Place>, i64), StoreError> {
+        places::list(&self.store, skip, size).await
+    }
 
-    /// A place by id, from the table.
-    fn place(&self, id: i64) -> BoxFuture<'_, Result<Option<Place>, StoreError>>;
+    /// A place by id.
+    pub async fn place(&self, id: i64) -> Result<Option<Place>, StoreError> {
+        match &*self.slots {
+            Slots::InMemory(m) => Ok(m.place(id)),
+            Slots::Rows(_) => places::place(&self.store, id).await,
+        }
+    }
 
-    /// A place and its slots from `from` for `days` days, in one read of
-    /// the tables; an error where slots are read from the availability
-    /// index instead.
-    fn place_slots(
+    /// Renders a place's slots for `days` from `from` with `render`; `None`
+    /// for an unknown place.
+    pub async fn with_place_slots<R>(
         &self,
         place_id: i64,
         from: Day,
         days: i32,
-    ) -> BoxFuture<'_, Result<Option<PlaceSlots>, StoreError>>;
+        render: impl FnOnce(&Place, &[SlotRow]) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        match &*self.slots {
+            Slots::InMemory(m) => Ok(m.with_place_slots(place_id, from, days, render)),
+            Slots::Rows(_) => Ok(places::place_slots(&self.store, place_id, from, days)
+                .await?
+                .map(|(place, rows)| render(&place, &rows))),
+        }
+    }
 
-    /// The availability index, loaded from the tables, where this store
-    /// keeps one in memory (one writer in one process, which sees every
-    /// write; see `availability.rs`); `None` where nodes share the store
-    /// and read slots from it.
-    fn load_availability(&self) -> BoxFuture<'_, Result<Option<Availability>, StoreError>>;
-
-    /// Loads the index again and swaps it into `handle`, both inside one
-    /// writer command: no registration can commit between the read and the
-    /// swap (it would be missing from the new index, its slot free to book
-    /// twice), and every command after it decides on the new index. Writes
-    /// wait for the load (seconds for millions of slots). The slots indexed;
-    /// an error where no index is kept.
-    fn reload_availability(
-        &self,
-        handle: AvailabilityHandle,
-    ) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// What is already known of a slot without asking the writer (`None`
+    /// where nothing is): under a crowd most attempts are for slots that
+    /// are already gone, and answering those skips the writer.
+    pub fn known_state(&self, place_id: i64, day: Day, slot: i32) -> Option<SlotState> {
+        match &*self.slots {
+            Slots::InMemory(m) => Some(m.state(place_id, day, slot)),
+            Slots::Rows(_) => None,
+        }
+    }
 
     /// Takes the slot for `reg` if it is free and stores the registration
-    /// with its `RegistrationConfirmed` event. Where an index is kept,
-    /// `index` decides the slot and the person (see `sqlite.rs`); elsewhere
-    /// the slot's row does (see `postgres.rs`).
-    fn try_register(
+    /// with its `RegistrationConfirmed` event.
+    pub async fn try_register(
         &self,
-        index: Option<AvailabilityHandle>,
         reg: SealedRegistration,
-    ) -> BoxFuture<'_, Result<RegisterOutcome, StoreError>>;
+    ) -> Result<RegisterOutcome, StoreError> {
+        let event = confirmed_event(&reg);
+        match &*self.slots {
+            Slots::InMemory(m) => m.try_register(&self.store, reg, event).await,
+            Slots::Rows(r) => r.try_register(&self.store, reg, event).await,
+        }
+    }
 
     /// A registration by id.
-    fn registration(
-        &self,
-        id: &str,
-    ) -> BoxFuture<'_, Result<Option<SealedRegistration>, StoreError>>;
+    pub async fn registration(&self, id: &str) -> Result<Option<SealedRegistration>, StoreError> {
+        registrations::get(&self.store, id).await
+    }
 
-    /// Deletes a registration and frees its slot's row where slots have
-    /// rows, if the access code matches, with its `RegistrationCancelled`
-    /// event; the check and the delete are one write, so a code cannot race
-    /// a cancel. The index (where kept) is the caller's to update once this
-    /// committed.
-    fn cancel(
-        &self,
-        id: &str,
-        access_code: &str,
-    ) -> BoxFuture<'_, Result<CancelOutcome, StoreError>>;
+    /// Deletes a registration and frees its slot, if the access code
+    /// matches, with its `RegistrationCancelled` event; the check and the
+    /// delete are one write, so a code cannot race a cancel. The slot is
+    /// free before this returns.
+    pub async fn cancel(&self, id: &str, access_code: &str) -> Result<CancelOutcome, StoreError> {
+        let change = registrations::Change {
+            id: id.to_string(),
+            access_code: access_code.to_string(),
+        };
+        match &*self.slots {
+            Slots::InMemory(m) => m.cancel(&self.store, change).await,
+            Slots::Rows(r) => r.cancel(&self.store, change).await,
+        }
+    }
 
     /// Moves registration `id` to `to` if `access_code` matches: in one
     /// transaction the new slot is taken by the same decision as a
     /// registration's (one winner per slot), the old slot freed, the
-    /// registration updated and `RegistrationMoved` appended; `index` (where
-    /// kept) follows before this returns. A move that misses its slot
-    /// changes nothing.
-    fn move_registration(
+    /// registration updated and `RegistrationMoved` appended. A move that
+    /// misses its slot changes nothing. `to_person_key` is the
+    /// registration's blind-index key under the one-registration rule for
+    /// the new day.
+    pub async fn move_registration(
         &self,
-        index: Option<AvailabilityHandle>,
         id: &str,
         access_code: &str,
         to: SlotRef,
         to_person_key: Option<Vec<u8>>,
-    ) -> BoxFuture<'_, Result<MoveOutcome, StoreError>>;
-
-    /// Places, slots, registrations and the event log's last position, in
-    /// one statement.
-    fn counts(&self) -> BoxFuture<'_, Result<BookingCounts, StoreError>>;
+    ) -> Result<MoveOutcome, StoreError> {
+        let change = registrations::Change {
+            id: id.to_string(),
+            access_code: access_code.to_string(),
+        };
+        match &*self.slots {
+            Slots::InMemory(m) => m.move_to(&self.store, change, to, to_person_key).await,
+            Slots::Rows(r) => r.move_to(&self.store, change, to, to_person_key).await,
+        }
+    }
 
     /// Keeps a confirmation the notifier gave up on (once per event
     /// position).
-    fn park_notification(&self, p: ParkedNotification) -> BoxFuture<'_, Result<(), StoreError>>;
+    pub async fn park_notification(&self, p: ParkedNotification) -> Result<(), StoreError> {
+        notifications::park(&self.store, p).await
+    }
 
-    /// The oldest `limit` parked confirmations and how many there are, read
-    /// in one statement (one snapshot): a count and a list read apart could
-    /// disagree while the notifier parks one between them.
-    fn parked_notifications(
+    /// The oldest `limit` parked confirmations and how many there are.
+    pub async fn parked_notifications(
         &self,
         limit: i64,
-    ) -> BoxFuture<'_, Result<(Vec<ParkedNotification>, i64), StoreError>>;
+    ) -> Result<(Vec<ParkedNotification>, i64), StoreError> {
+        notifications::parked(&self.store, limit).await
+    }
 
-    /// Replaces the places and slots (and, with `--force`, deletes every
-    /// registration) with `args`' places x days x slots from `from`, in bulk
-    /// and in chunks of places, outside the writer (`seed.rs`).
-    fn seed_slots<'a>(
-        &'a self,
-        args: &'a SeedBookingArgs,
-        from: Day,
-        bar: &'a ProgressBar,
-    ) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Booking's counts, and where `notifier_consumer` is in the event log.
+    pub async fn stats(&self, notifier_consumer: &str) -> Result<BookingStats, StoreError> {
+        let notifier_position = self.store.consumer_position(notifier_consumer).await?;
+        let counts = counts(&self.store).await?;
+        Ok(BookingStats {
+            places: counts.places,
+            slots: counts.slots,
+            registrations: counts.registrations,
+            last_event_position: counts.last_event_position,
+            notifier_position,
+        })
+    }
 
-    /// The naive design's try-register (`bench/baseline.rs`): one
-    /// conditional `UPDATE` of the slot for `id`, in autocommit, on
-    /// connections of its own (opened on first use); the rows updated.
-    fn naive_take_slot<'a>(
-        &'a self,
-        id: &'a str,
-        slot: SlotRef,
-    ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// Where the strategy keeps what a seed changes in memory (the
+    /// availability index), a task that loads it again when another
+    /// process seeds the store (see `in_memory.rs`).
+    pub fn spawn_seed_watcher(&self) -> Option<tokio::task::JoinHandle<()>> {
+        match &*self.slots {
+            Slots::InMemory(m) => Some(m.spawn_seed_watcher(&self.store)),
+            Slots::Rows(_) => None,
+        }
+    }
 }
-
-/// The booking storage of `store`.
-pub fn open(store: &Store) -> Arc<dyn BookingStore> {
-    store.choose(
-        |s| Arc::new(sqlite::SqliteBooking::new(s.clone())) as Arc<dyn BookingStore>,
-        |p| Arc::new(postgres::PgBooking::new(p.clone())),
-    )
-}
-
-/// One time slot of one day, as the slot query returns it.
-#[derive(Clone, Debug)]
-pub struct SlotRow {
-    pub day: Day,
-    pub time_slot: i32,
-    pub free: bool,
-}
-
-/// A place and its slots over a range of days.
-pub type PlaceSlots = (Place, Vec<SlotRow>);
 
 /// What a cancellation did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// Cancelled; the slot it held is free again.
-    Cancelled {
-        place_id: i64,
-        day: Day,
-        time_slot: i32,
-        /// Its person key in the availability index (`person_of`), if any.
-        person: Option<u64>,
-    },
+    Cancelled,
     /// No such registration, or the access code did not match.
     NotFound,
-}
-
-/// What [`BookingStore::counts`] reads.
-#[derive(Clone, Copy, Debug)]
-pub struct BookingCounts {
-    pub places: i64,
-    pub slots: i64,
-    pub registrations: i64,
-    pub last_event_position: i64,
 }
 
 /// Booking's counts and the notifier's place in the event log.
@@ -217,115 +227,36 @@ pub struct BookingStats {
     pub notifier_position: i64,
 }
 
-/// Booking's counts, and where `notifier_consumer` is in the event log.
-pub async fn stats(
-    store: &Store,
-    storage: &dyn BookingStore,
-    notifier_consumer: &str,
-) -> Result<BookingStats, StoreError> {
-    let notifier_position = store.consumer_position(notifier_consumer).await?;
-    let counts = storage.counts().await?;
-    Ok(BookingStats {
-        places: counts.places,
-        slots: counts.slots,
-        registrations: counts.registrations,
-        last_event_position: counts.last_event_position,
-        notifier_position,
-    })
+/// What [`COUNTS`] reads.
+struct BookingCounts {
+    places: i64,
+    slots: i64,
+    registrations: i64,
+    last_event_position: i64,
 }
 
-/// A confirmation the notifier gave up on.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ParkedNotification {
-    pub position: i64,
-    pub registration_id: String,
-    pub reason: String,
-    pub attempts: i64,
-    pub parked_at_ms: i64,
-}
+static COUNTS: Sql = Sql::new(
+    "SELECT (SELECT COUNT(*) FROM booking_places),
+            (SELECT COUNT(*) FROM booking_slots),
+            (SELECT COUNT(*) FROM booking_registrations),
+            (SELECT COALESCE(MAX(position), 0) FROM events)",
+);
 
-/// SQL the same in both dialects.
-mod sql {
-    pub const LIST_PLACES: &str = "SELECT id, name, address, first_slot_minute, slot_minutes
-         FROM booking_places ORDER BY id LIMIT ?1 OFFSET ?2";
-    pub const COUNT_PLACES: &str = "SELECT COUNT(*) FROM booking_places";
-    pub const PLACE: &str = "SELECT id, name, address, first_slot_minute, slot_minutes
-         FROM booking_places WHERE id = ?1";
-    pub const REGISTRATION: &str =
-        "SELECT id, access_hash, place_id, day, time_slot, person_sealed, created_at_ms, person_key
-         FROM booking_registrations WHERE id = ?1";
-    pub const DELETE_REGISTRATION: &str = "DELETE FROM booking_registrations WHERE id = ?1";
-    pub const MOVE_REGISTRATION: &str =
-        "UPDATE booking_registrations SET place_id = ?2, day = ?3, time_slot = ?4, person_key = ?5
-         WHERE id = ?1";
-    /// The conditional write that takes a free slot for registration ?1.
-    pub const TAKE_SLOT: &str = "UPDATE booking_slots SET registration_id = ?1
-         WHERE place_id = ?2 AND day = ?3 AND time_slot = ?4 AND registration_id IS NULL";
-    pub const COUNTS: &str = "SELECT (SELECT COUNT(*) FROM booking_places),
-                              (SELECT COUNT(*) FROM booking_slots),
-                              (SELECT COUNT(*) FROM booking_registrations),
-                              (SELECT COALESCE(MAX(position), 0) FROM events)";
-    pub const PARK_NOTIFICATION: &str = "INSERT INTO booking_notifications_parked
-            (position, registration_id, reason, attempts, parked_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (position) DO NOTHING";
-    pub const PARKED_NOTIFICATIONS: &str =
-        "SELECT position, registration_id, reason, attempts, parked_at_ms,
-                (SELECT COUNT(*) FROM booking_notifications_parked)
-         FROM booking_notifications_parked ORDER BY position LIMIT ?1";
-    /// What a forced re-seed deletes, in one transaction.
-    pub const DELETE_BOOKING_DATA: &str =
-        "DELETE FROM booking_slots; DELETE FROM booking_registrations; DELETE FROM booking_places;";
-}
-
-/// A row of [`sql::PLACE`] or [`sql::LIST_PLACES`].
-fn place_row(r: &impl Columns) -> Result<Place, StoreError> {
-    Ok(Place {
-        id: r.int(0)?,
-        name: r.text(1)?,
-        address: r.text(2)?,
-        first_slot_minute: r.int4(3)?,
-        slot_minutes: r.int4(4)?,
-    })
-}
-
-/// A row of [`sql::REGISTRATION`].
-fn registration_row(r: &impl Columns) -> Result<SealedRegistration, StoreError> {
-    Ok(SealedRegistration {
-        id: r.text(0)?,
-        access_hash: r.bytes(1)?,
-        place_id: r.int(2)?,
-        day: Day(r.int4(3)?),
-        time_slot: r.int4(4)?,
-        person_sealed: r.bytes(5)?,
-        created_at_ms: r.int(6)?,
-        person_key: r.opt_bytes(7)?,
-    })
-}
-
-/// A row of [`sql::COUNTS`].
-fn counts_row(r: &impl Columns) -> Result<BookingCounts, StoreError> {
-    Ok(BookingCounts {
-        places: r.int(0)?,
-        slots: r.int(1)?,
-        registrations: r.int(2)?,
-        last_event_position: r.int(3)?,
-    })
-}
-
-/// A row of [`sql::PARKED_NOTIFICATIONS`]: the confirmation and how many
-/// are parked.
-fn parked_row(r: &impl Columns) -> Result<(ParkedNotification, i64), StoreError> {
-    Ok((
-        ParkedNotification {
-            position: r.int(0)?,
-            registration_id: r.text(1)?,
-            reason: r.text(2)?,
-            attempts: r.int(3)?,
-            parked_at_ms: r.int(4)?,
-        },
-        r.int(5)?,
-    ))
+/// Places, slots, registrations and the event log's last position, in one
+/// statement.
+async fn counts(store: &Store) -> Result<BookingCounts, StoreError> {
+    store
+        .read(|c| {
+            Box::pin(c.query_one(&COUNTS, &[], |r| {
+                Ok(BookingCounts {
+                    places: r.int(0)?,
+                    slots: r.int(1)?,
+                    registrations: r.int(2)?,
+                    last_event_position: r.int(3)?,
+                })
+            }))
+        })
+        .await
 }
 
 /// The event of a registration that took its slot. Built by the caller's
@@ -372,32 +303,21 @@ fn slot_of(reg: &SealedRegistration) -> SlotRef {
     }
 }
 
-/// What a cancel of `reg` answers.
-fn cancelled(reg: &SealedRegistration) -> CancelOutcome {
-    CancelOutcome::Cancelled {
-        place_id: reg.place_id,
-        day: reg.day,
-        time_slot: reg.time_slot,
-        person: person_of_reg(reg),
+/// Why a slot was missed, from how many places and slots its ids name.
+fn miss_outcome(places: i64, slots: i64) -> RegisterOutcome {
+    match (places, slots) {
+        (0, _) => RegisterOutcome::PlaceNotFound,
+        (_, 0) => RegisterOutcome::SlotNotFound,
+        _ => RegisterOutcome::SlotTaken,
     }
-}
-
-/// A registration's person key in the availability index, if it has one.
-fn person_of_reg(reg: &SealedRegistration) -> Option<u64> {
-    reg.person_key
-        .as_deref()
-        .filter(|k| k.len() >= 8)
-        .map(super::availability::person_of)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn shared_sql_takes_postgres_placeholders() {
+    fn statements_take_postgres_placeholders() {
         assert_eq!(
-            crate::store::pg_placeholders(sql::TAKE_SLOT),
+            super::slot_rows::TAKE_SLOT.postgres(),
             "UPDATE booking_slots SET registration_id = $1
          WHERE place_id = $2 AND day = $3 AND time_slot = $4 AND registration_id IS NULL"
         );

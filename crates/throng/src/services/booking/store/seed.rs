@@ -1,0 +1,84 @@
+//! The seed's bulk load of places and slots (`crate::store::bulk`).
+
+use indicatif::ProgressBar;
+
+use super::super::model::Day;
+use super::super::seed::{place_name, refuse_reseed, SeedBookingArgs, PLACES_PER_CHUNK};
+use super::places;
+use crate::store::bulk::BulkTable;
+use crate::store::{Sql, Store};
+
+// No statistics for SQLite (`analyze: false`): with STAT4 statistics SQLite
+// re-prepares every statement whose plan might depend on bound values (our
+// day ranges) on each step, and the primary key is the right plan for every
+// booking query anyway. PostgreSQL gathers them after the load
+// ([`GATHER_STATISTICS`]).
+static PLACES: BulkTable = BulkTable {
+    name: "booking_places",
+    columns: &["id", "name", "address", "first_slot_minute", "slot_minutes"],
+    analyze: false,
+};
+static SLOTS: BulkTable = BulkTable {
+    name: "booking_slots",
+    columns: &["place_id", "day", "time_slot"],
+    analyze: false,
+};
+/// Emptied by a seed (`--force`): no registration outlives its slots.
+static REGISTRATIONS: BulkTable = BulkTable {
+    name: "booking_registrations",
+    columns: &[],
+    analyze: false,
+};
+static TABLES: &[&BulkTable] = &[&PLACES, &SLOTS, &REGISTRATIONS];
+
+/// PostgreSQL plans from statistics; SQLite's booking tables run without
+/// (see [`PLACES`]).
+static GATHER_STATISTICS: Sql =
+    Sql::per_dialect("", "ANALYZE booking_slots; ANALYZE booking_places;");
+
+/// Replaces the places and slots (and, with `--force`, deletes every
+/// registration) with `args`' places x days x slots from `from`, in bulk,
+/// in chunks of places, outside the writer.
+pub async fn seed_slots(
+    store: &Store,
+    args: &SeedBookingArgs,
+    from: Day,
+    bar: &ProgressBar,
+) -> anyhow::Result<()> {
+    refuse_reseed(places::count(store).await?, args.force)?;
+    let mut load = store.bulk_load(TABLES).await?;
+    let slots_per_place = (args.days * args.slots_per_day) as usize;
+    let mut place = 1;
+    while place <= args.places {
+        let last = (place + PLACES_PER_CHUNK - 1).min(args.places);
+        let chunk = (last - place + 1) as usize;
+        let mut places = load.rows(&PLACES, chunk, 96);
+        // Rows go in primary-key order, so every insert appends to the
+        // B-tree's rightmost page.
+        let mut slots = load.rows(&SLOTS, chunk * slots_per_place, 34);
+        for p in place..=last {
+            let (name, address) = place_name(p);
+            places
+                .row()
+                .int8(p)
+                .text(&name)
+                .text(&address)
+                .int4(args.first_slot_minute)
+                .int4(args.slot_minutes);
+            for d in 0..args.days {
+                for s in 0..args.slots_per_day {
+                    slots.row().int8(p).int4(from.0 + d).int4(s);
+                }
+            }
+        }
+        load.send(places).await?;
+        load.send(slots).await?;
+        bar.inc((chunk * slots_per_place) as u64);
+        place = last + 1;
+    }
+    load.finish().await?;
+    store
+        .read_blocking(|c| Box::pin(c.batch(&GATHER_STATISTICS)))
+        .await?;
+    Ok(())
+}
