@@ -20,7 +20,7 @@ pub struct Lease {
     consumer: &'static str,
     owner: Arc<str>,
     lease_ms: i64,
-    renewed: Instant,
+    renewed: std::sync::Mutex<Instant>,
 }
 
 impl Lease {
@@ -40,23 +40,21 @@ impl Lease {
 
     /// How long since the lease was last renewed.
     pub fn since_renewed(&self) -> Duration {
-        self.renewed.elapsed()
+        self.renewed.lock().unwrap().elapsed()
     }
 
     /// Records a renewal that another write made (a position saved with
     /// the lease, as `Store::save_leased_position` does).
-    pub fn renewed(&mut self) {
-        self.renewed = Instant::now();
+    pub fn renewed(&self) {
+        *self.renewed.lock().unwrap() = Instant::now();
     }
 
     /// Renews the lease while the worker idles, when the store needs it
     /// (`Store::idle_lease_renewal_due`); `false` once it was lost. A
     /// failed renewal is logged and tried again at the next call.
-    pub async fn keep(&mut self) -> bool {
-        if !self
-            .store
-            .idle_lease_renewal_due(self.renewed, self.lease_ms)
-        {
+    pub async fn keep(&self) -> bool {
+        let renewed = *self.renewed.lock().unwrap();
+        if !self.store.idle_lease_renewal_due(renewed, self.lease_ms) {
             return true;
         }
         match self
@@ -65,7 +63,7 @@ impl Lease {
             .await
         {
             Ok(Some(_)) => {
-                self.renewed = Instant::now();
+                self.renewed();
                 true
             }
             Ok(None) => false,
@@ -78,13 +76,13 @@ impl Lease {
 
     /// Saves the consumer's position and renews the lease; `false` when the
     /// lease was lost to another node.
-    pub async fn save(&mut self, position: i64) -> Result<bool, StoreError> {
+    pub async fn save(&self, position: i64) -> Result<bool, StoreError> {
         let held = self
             .store
             .save_leased_position(self.consumer, &self.owner, position, self.lease_ms)
             .await?;
         if held {
-            self.renewed = Instant::now();
+            self.renewed();
         }
         Ok(held)
     }
@@ -131,7 +129,7 @@ where
                         consumer: worker.consumer,
                         owner: owner.clone(),
                         lease_ms: worker.lease_ms,
-                        renewed: Instant::now(),
+                        renewed: std::sync::Mutex::new(Instant::now()),
                     };
                     hold(lease, position).await;
                     tracing::info!("{} lost its lease; standing by", worker.name);

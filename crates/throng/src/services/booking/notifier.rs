@@ -19,6 +19,7 @@ use super::model::{SlotEvent, EVENT_CONFIRMED, STREAM_CATEGORY};
 use super::store::{self, Booking};
 use crate::base::metrics;
 use crate::platform::crypto::PiiCipher;
+use crate::platform::lease::{self, Lease};
 use crate::store::{Store, StoredEvent};
 
 /// The confirmation worker's counters on `/metrics`.
@@ -131,54 +132,43 @@ pub fn spawn(
     wake: Arc<Notify>,
     attempts: Attempts,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move { run(store, storage, pii, notifier, wake, attempts).await })
-}
-
-async fn run(
-    store: Store,
-    storage: Booking,
-    pii: Arc<PiiCipher>,
-    notifier: Notifier,
-    wake: Arc<Notify>,
-    attempts: Attempts,
-) {
     // Nodes sharing one PostgreSQL each run this worker; a lease on the
     // consumer row lets one deliver while the others stand by, and a node
     // that dies hands over when its lease lapses.
-    let owner = uuid::Uuid::new_v4().to_string();
-    loop {
-        match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
-            Ok(Some(position)) => {
-                tracing::info!(position, "confirmation worker holds the lease");
-                let to = Deliveries {
-                    storage: &storage,
-                    pii: &pii,
-                    notifier: &notifier,
-                    attempts,
-                };
-                follow(&store, &to, &wake, &owner, position).await;
-                tracing::info!("confirmation worker lost its lease; standing by");
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "confirmation worker cannot claim its lease; retrying")
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 / 3)).await;
-    }
+    let worker = lease::Worker {
+        consumer: CONSUMER,
+        name: "confirmation worker",
+        lease_ms: LEASE_MS,
+        standby: Duration::from_millis(LEASE_MS as u64 / 3),
+    };
+    let to = Arc::new(Deliveries {
+        storage,
+        pii,
+        notifier,
+        attempts,
+    });
+    let log = store.clone();
+    lease::spawn(
+        store,
+        worker,
+        move |lease, position| {
+            let (log, to, wake) = (log.clone(), to.clone(), wake.clone());
+            async move { follow(&log, &to, &wake, lease, position).await }
+        },
+        || async {},
+    )
 }
 
 /// What delivering (or parking) a confirmation uses.
-struct Deliveries<'a> {
-    storage: &'a Booking,
-    pii: &'a PiiCipher,
-    notifier: &'a Notifier,
+struct Deliveries {
+    storage: Booking,
+    pii: Arc<PiiCipher>,
+    notifier: Notifier,
     attempts: Attempts,
 }
 
 /// Delivers while this node holds the lease; returns when it lost it.
-async fn follow(store: &Store, to: &Deliveries<'_>, wake: &Notify, owner: &str, mut position: i64) {
-    let mut idle_since = std::time::Instant::now();
+async fn follow(store: &Store, to: &Deliveries, wake: &Notify, lease: Lease, mut position: i64) {
     loop {
         let scan = match store
             .events_of_type_after(
@@ -202,28 +192,19 @@ async fn follow(store: &Store, to: &Deliveries<'_>, wake: &Notify, owner: &str, 
                 _ = wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
             }
-            // Renew the lease while idle, when the store needs it.
-            if store.idle_lease_renewal_due(idle_since, LEASE_MS) {
-                match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
-                    Ok(Some(_)) => idle_since = std::time::Instant::now(),
-                    Ok(None) => return,
-                    Err(e) => tracing::warn!(error = %e, "cannot renew the notifier lease"),
-                }
+            if !lease.keep().await {
+                return;
             }
             continue;
         }
         futures::stream::iter(scan.events)
             .for_each_concurrent(DELIVERIES_IN_FLIGHT_MAX, |e| deliver_or_park(to, e))
             .await;
-        let held = retry_forever("save notifier position", || {
-            store.save_leased_position(CONSUMER, owner, last, LEASE_MS)
-        })
-        .await;
+        let held = retry_forever("save notifier position", || lease.save(last)).await;
         if !held {
             return;
         }
         position = last;
-        idle_since = std::time::Instant::now();
         if count < EVENTS_PER_ROUND_MAX {
             tokio::time::sleep(Duration::from_millis(ROUND_GATHER_MS)).await;
         }
@@ -252,7 +233,7 @@ where
 /// `attempts.max` times; then, or at once when the gateway rejects it, parks
 /// it durably (kept, counted, listed by the admin endpoint), so one poison
 /// event never stalls the confirmations after it.
-async fn deliver_or_park(to: &Deliveries<'_>, event: StoredEvent) {
+async fn deliver_or_park(to: &Deliveries, event: StoredEvent) {
     let mut backoff_ms = RETRY_BACKOFF_MS_FIRST;
     let mut tried = 0u32;
     let reason = loop {
@@ -296,7 +277,7 @@ async fn deliver_or_park(to: &Deliveries<'_>, event: StoredEvent) {
     NOTIFIER_METRICS.parked.inc();
 }
 
-async fn deliver(to: &Deliveries<'_>, event: &StoredEvent) -> Delivery {
+async fn deliver(to: &Deliveries, event: &StoredEvent) -> Delivery {
     let payload: SlotEvent<'_> = match serde_json::from_slice(&event.payload) {
         Ok(v) => v,
         Err(e) => {
@@ -304,7 +285,7 @@ async fn deliver(to: &Deliveries<'_>, event: &StoredEvent) -> Delivery {
         }
     };
     let id: &str = &payload.registration_id;
-    match to.notifier {
+    match &to.notifier {
         Notifier::Log => {
             tracing::info!(
                 registration_id = id,

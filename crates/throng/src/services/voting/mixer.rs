@@ -17,12 +17,13 @@
 //! time: a lease on its consumer row, as booking's confirmation worker.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::receipt::ReceiptKey;
 use super::store::VotingStore;
 use super::tally::Tally;
 use super::Catalog;
+use crate::platform::lease::{self, Lease};
 use crate::store::Store;
 use arc_swap::ArcSwap;
 
@@ -45,29 +46,33 @@ pub fn spawn(
     tally: Arc<Tally>,
     config: MixerConfig,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let owner = uuid::Uuid::new_v4().to_string();
-        loop {
-            match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
-                Ok(Some(_)) => mix(&store, &storage, &catalog, &tally, &config, &owner).await,
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "the voting mixer cannot claim its lease"),
-            }
-            tokio::time::sleep(Duration::from_millis(LEASE_MS as u64 / 3)).await;
-        }
-    })
+    let worker = lease::Worker {
+        consumer: CONSUMER,
+        name: "voting mixer",
+        lease_ms: LEASE_MS,
+        standby: Duration::from_millis(LEASE_MS as u64 / 3),
+    };
+    let config = Arc::new(config);
+    lease::spawn(
+        store,
+        worker,
+        move |lease, _| {
+            let (storage, catalog) = (storage.clone(), catalog.clone());
+            let (tally, config) = (tally.clone(), config.clone());
+            async move { mix(&storage, &catalog, &tally, &config, lease).await }
+        },
+        || async {},
+    )
 }
 
 /// Publishes rounds while this node holds the lease.
 async fn mix(
-    store: &Store,
     storage: &VotingStore,
     catalog: &ArcSwap<Catalog>,
     tally: &Tally,
     config: &MixerConfig,
-    owner: &str,
+    lease: Lease,
 ) {
-    let mut renewed = Instant::now();
     loop {
         let now = crate::base::clock::now_ms();
         let elections: Vec<(i64, bool)> = catalog
@@ -109,12 +114,8 @@ async fn mix(
         if !more_waiting {
             tokio::time::sleep(config.interval).await;
         }
-        if store.idle_lease_renewal_due(renewed, LEASE_MS) {
-            match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
-                Ok(Some(_)) => renewed = Instant::now(),
-                Ok(None) => return,
-                Err(e) => tracing::warn!(error = %e, "cannot renew the mixer lease"),
-            }
+        if !lease.keep().await {
+            return;
         }
     }
 }

@@ -14,13 +14,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use tokio::sync::{watch, Notify};
 
 use super::model::{ballot_stream, is_ballot_stream, BALLOT_STREAM_CATEGORY, EVENT_BALLOT_CAST};
 use super::store::{TallyKey, VotingStore};
+use crate::platform::lease::{self, Lease};
 use crate::store::Store;
 
 pub const CONSUMER: &str = "voting-tally";
@@ -250,27 +251,29 @@ pub fn spawn(
     storage: Arc<VotingStore>,
     tally: Arc<Tally>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let owner: Arc<str> = uuid::Uuid::new_v4().to_string().into();
-        loop {
-            match store.claim_consumer(CONSUMER, &owner, LEASE_MS).await {
-                Ok(Some(_)) => {
-                    tracing::info!("voting tally projector holds the lease");
-                    project(&store, &storage, &tally, &owner).await;
-                    tracing::info!("voting tally projector lost its lease; standing by");
-                }
-                Ok(None) => {
-                    if let Err(e) = poll(&storage, &tally).await {
-                        tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "voting tally projector cannot claim its lease")
+    let worker = lease::Worker {
+        consumer: CONSUMER,
+        name: "voting tally projector",
+        lease_ms: LEASE_MS,
+        standby: Duration::from_millis(STANDBY_POLL_MS),
+    };
+    let (log, waiting, standing) = (store.clone(), storage.clone(), tally.clone());
+    lease::spawn(
+        store,
+        worker,
+        move |lease, _| {
+            let (log, storage, tally) = (log.clone(), storage.clone(), tally.clone());
+            async move { project(&log, &storage, &tally, lease).await }
+        },
+        move || {
+            let (storage, tally) = (waiting.clone(), standing.clone());
+            async move {
+                if let Err(e) = poll(&storage, &tally).await {
+                    tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
                 }
             }
-            tokio::time::sleep(Duration::from_millis(STANDBY_POLL_MS)).await;
-        }
-    })
+        },
+    )
 }
 
 /// A node without the lease: the table as the leaseholder left it.
@@ -281,7 +284,7 @@ async fn poll(storage: &VotingStore, tally: &Tally) -> Result<(), crate::store::
 }
 
 /// Projects while this node holds the lease; returns when it lost it.
-async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Arc<str>) {
+async fn project(store: &Store, storage: &VotingStore, tally: &Tally, lease: Lease) {
     // The table and position as of the claim: only the leaseholder writes.
     let (mut position, votes) = loop {
         match storage.read_tallies(CONSUMER).await {
@@ -293,7 +296,6 @@ async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Ar
         }
     };
     tally.replace(position, votes);
-    let mut renewed = Instant::now();
     loop {
         // The ballot streams' events only: the other services' events in
         // the range are skipped by the store without reading them out.
@@ -339,7 +341,8 @@ async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Ar
             // A range without ballots (other services' events) moves the
             // position in memory only; it is saved with the next ballots,
             // or once `POSITION_SAVE_MS` passed (which renews the lease).
-            if deltas.is_empty() && renewed.elapsed() < Duration::from_millis(POSITION_SAVE_MS) {
+            if deltas.is_empty() && lease.since_renewed() < Duration::from_millis(POSITION_SAVE_MS)
+            {
                 position = last;
                 tally.advance(last);
             } else {
@@ -347,7 +350,13 @@ async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Ar
                 sorted.sort_unstable();
                 let sorted = Arc::new(sorted);
                 match storage
-                    .tally_step(CONSUMER, owner.clone(), last, LEASE_MS, sorted.clone())
+                    .tally_step(
+                        CONSUMER,
+                        lease.owner().clone(),
+                        last,
+                        lease.lease_ms(),
+                        sorted.clone(),
+                    )
                     .await
                 {
                     Ok(true) => {}
@@ -364,7 +373,7 @@ async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Ar
                     tally.add(last, &sorted);
                 }
                 position = last;
-                renewed = Instant::now();
+                lease.renewed();
             }
             if scan.scanned < EVENTS_PER_STEP_MAX {
                 tokio::time::sleep(Duration::from_millis(STEP_GATHER_MS)).await;
@@ -375,12 +384,8 @@ async fn project(store: &Store, storage: &VotingStore, tally: &Tally, owner: &Ar
             _ = tally.wake.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
         }
-        if store.idle_lease_renewal_due(renewed, LEASE_MS) {
-            match store.claim_consumer(CONSUMER, owner, LEASE_MS).await {
-                Ok(Some(_)) => renewed = Instant::now(),
-                Ok(None) => return,
-                Err(e) => tracing::warn!(error = %e, "cannot renew the tally lease"),
-            }
+        if !lease.keep().await {
+            return;
         }
     }
 }
