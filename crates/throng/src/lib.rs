@@ -3,12 +3,11 @@
 //! `app` assembles the server from the `platform` (shared machinery), the
 //! `store` (SQLite or PostgreSQL) and the `services` (one folder each).
 
-pub use throng_platform::{base, platform, schema_type, store};
+pub use throng_services::{base, platform, schema_type, services, store};
 
 pub mod app;
 pub mod bench;
 pub mod cli;
-pub mod services;
 
 #[cfg(test)]
 mod layering;

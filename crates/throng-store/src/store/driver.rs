@@ -268,20 +268,6 @@ impl<G: Group> PgGroup for PgGrouped<G> {
 }
 
 impl Store {
-    /// `sqlite` applied to the SQLite driver or `postgres` to the
-    /// PostgreSQL one: for the store's own modules and the bench's
-    /// comparison designs, which measure one database's design directly.
-    pub fn choose<T>(
-        &self,
-        sqlite: impl FnOnce(&Arc<SqliteStore>) -> T,
-        postgres: impl FnOnce(&Arc<PgStore>) -> T,
-    ) -> T {
-        match &self.driver {
-            Driver::Sqlite(s) => sqlite(s),
-            Driver::Postgres(p) => postgres(p),
-        }
-    }
-
     /// The SQLite driver, when this store is one: for what reads its files
     /// directly (a test playing an attacker with a copy of them, a seed that
     /// loads in bulk on a connection of its own).
