@@ -1,4 +1,4 @@
-// The pages' shared client (crates/throng/src/platform/assets/throng.js),
+// The pages' shared client (crates/throng-platform/src/platform/assets/throng.js),
 // run in Node against scripted answers: a 429/503 is retried after the wait
 // its Retry-After asks for (seconds or a date, capped, at least a second),
 // a bounded number of times; answers decode to JSON; the error envelope, or
@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 
 const SOURCE = readFileSync(
-  fileURLToPath(new URL("../crates/throng/src/platform/assets/throng.js", import.meta.url)),
+  fileURLToPath(new URL("../crates/throng-platform/src/platform/assets/throng.js", import.meta.url)),
   "utf8",
 );
 

@@ -21,7 +21,7 @@ const DISTRICTS: u64 = 3;
 const TEST_PHASES: [(u64, f64); 3] = [(4, 2.0), (8, 2.0), (8, 3.0)];
 
 fn script_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/services/voting/artillery")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../throng-services/src/services/voting/artillery")
 }
 
 async fn run(args: &[String], limit: Duration) -> std::process::Output {

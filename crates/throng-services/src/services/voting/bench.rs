@@ -330,7 +330,7 @@ impl Experiment for VotingBench {
              through the same group-committing writer"
                 .into(),
             "the shipped JMeter-style script (closed-model phases, CSV): \
-             crates/throng/src/services/voting/artillery/scalection.yml"
+             crates/throng-services/src/services/voting/artillery/scalection.yml"
                 .into(),
         ]
     }
