@@ -9,6 +9,12 @@
 //! were, and `COPY ... FREEZE` may write rows already frozen (no hint-bit
 //! rewrites and no freezing vacuum later; PostgreSQL refuses `FREEZE` on a
 //! partitioned table, whose rows are copied unfrozen).
+//!
+//! A replacing load ([`KeyedTable`]) deletes only the rows of one key (one
+//! election of several) and keeps the others: rows are copied unfrozen
+//! (`FREEZE` needs the table emptied in the same transaction) into tables
+//! whose indexes stay in place, since rebuilding one would sort the rows
+//! kept as well as the rows loaded.
 
 use tokio_postgres::Transaction;
 
@@ -225,6 +231,24 @@ pub struct BulkTable {
     pub analyze: bool,
 }
 
+/// A table of a replacing load, with its column holding the key whose rows
+/// the load replaces.
+pub struct KeyedTable {
+    pub table: &'static BulkTable,
+    pub column: &'static str,
+}
+
+/// The rows a load deletes before it fills its tables.
+pub(crate) enum Replaced {
+    /// Every row.
+    All,
+    /// The rows whose key column holds `key`.
+    Key {
+        tables: &'static [KeyedTable],
+        key: i64,
+    },
+}
+
 /// Rows for one table, encoded for the database they go to: `COPY`'s
 /// binary format for PostgreSQL, values for SQLite's prepared insert.
 pub struct BulkRows {
@@ -386,8 +410,13 @@ const SQLITE_LOAD_CACHE_KIB: i64 = 256 * 1024;
 ///   serving: a crash mid-seed means seeding again), a transaction per
 ///   [`BulkLoad::send`] with one prepared insert per row, in the tables'
 ///   key order, so every insert appends to its B-tree.
+///
+/// A replacing load (`Store::bulk_load_replacing`) deletes the key's rows instead of
+/// emptying its tables: on PostgreSQL in the load's transaction, with the
+/// indexes kept and the rows copied unfrozen; on SQLite in a transaction
+/// of its own before the rows.
 pub struct BulkLoad {
-    tables: &'static [&'static BulkTable],
+    tables: Vec<&'static BulkTable>,
     inner: LoadInner,
 }
 
@@ -396,26 +425,47 @@ enum LoadInner {
     Postgres {
         client: deadpool_postgres::Object,
         aside: IndexesAside,
-        /// The load's partitioned tables, whose rows `COPY` cannot freeze.
-        partitioned: Vec<String>,
+        /// The load's tables whose rows `COPY` cannot freeze: partitioned
+        /// ones, or every one when the load keeps other rows.
+        unfrozen: Vec<String>,
     },
+}
+
+impl Replaced {
+    /// The load's tables.
+    fn tables(&self, all: &'static [&'static BulkTable]) -> Vec<&'static BulkTable> {
+        match self {
+            Replaced::All => all.to_vec(),
+            Replaced::Key { tables, .. } => tables.iter().map(|t| t.table).collect(),
+        }
+    }
 }
 
 impl BulkLoad {
     pub(super) fn sqlite(
         path: &std::path::Path,
         tables: &'static [&'static BulkTable],
+        replaced: Replaced,
     ) -> anyhow::Result<BulkLoad> {
-        let conn = super::sqlite::open_connection(path, SQLITE_LOAD_CACHE_KIB, false)?;
+        let mut conn = super::sqlite::open_connection(path, SQLITE_LOAD_CACHE_KIB, false)?;
         conn.execute_batch("PRAGMA synchronous = OFF;")?;
-        let mut empty = String::from("BEGIN IMMEDIATE;");
-        for t in tables {
-            empty.push_str(&format!("DELETE FROM {};", t.name));
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        match &replaced {
+            Replaced::All => {
+                for t in tables {
+                    tx.execute(&format!("DELETE FROM {}", t.name), [])?;
+                }
+            }
+            Replaced::Key { tables, key } => {
+                for t in *tables {
+                    let sql = format!("DELETE FROM {} WHERE {} = ?1", t.table.name, t.column);
+                    tx.execute(&sql, [key])?;
+                }
+            }
         }
-        empty.push_str("COMMIT;");
-        conn.execute_batch(&empty)?;
+        tx.commit()?;
         Ok(BulkLoad {
-            tables,
+            tables: replaced.tables(tables),
             inner: LoadInner::Sqlite(conn),
         })
     }
@@ -423,7 +473,25 @@ impl BulkLoad {
     pub(super) async fn postgres(
         client: deadpool_postgres::Object,
         tables: &'static [&'static BulkTable],
+        replaced: Replaced,
     ) -> anyhow::Result<BulkLoad> {
+        let raw: &tokio_postgres::Client = &client;
+        if let Replaced::Key { tables: keyed, key } = &replaced {
+            raw.batch_execute("BEGIN").await?;
+            for t in *keyed {
+                let sql = format!("DELETE FROM {} WHERE {} = $1", t.table.name, t.column);
+                raw.execute(&sql, &[key]).await?;
+            }
+            let unfrozen = keyed.iter().map(|t| t.table.name.to_string()).collect();
+            return Ok(BulkLoad {
+                tables: replaced.tables(tables),
+                inner: LoadInner::Postgres {
+                    client,
+                    aside: IndexesAside::default(),
+                    unfrozen,
+                },
+            });
+        }
         let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
         // TRUNCATE in this transaction is also what lets COPY freeze the rows.
         client
@@ -433,8 +501,7 @@ impl BulkLoad {
                 names.join(", ")
             ))
             .await?;
-        let raw: &tokio_postgres::Client = &client;
-        let partitioned = raw
+        let unfrozen = raw
             .query(
                 "SELECT n FROM unnest($1::TEXT[]) AS n
                  JOIN pg_class c ON c.oid = to_regclass(n) WHERE c.relkind = 'p'",
@@ -446,11 +513,11 @@ impl BulkLoad {
             .collect();
         let aside = IndexesAside::drop_all_on(raw, &names).await?;
         Ok(BulkLoad {
-            tables,
+            tables: replaced.tables(tables),
             inner: LoadInner::Postgres {
                 client,
                 aside,
-                partitioned,
+                unfrozen,
             },
         })
     }
@@ -499,13 +566,11 @@ impl BulkLoad {
             }
             (
                 LoadInner::Postgres {
-                    client,
-                    partitioned,
-                    ..
+                    client, unfrozen, ..
                 },
                 Encoded::Copy(copy),
             ) => {
-                let freeze = !partitioned.iter().any(|t| t == table.name);
+                let freeze = !unfrozen.iter().any(|t| t == table.name);
                 Ok(copy
                     .send_on(client, table.name, table.columns, freeze)
                     .await?)
@@ -525,7 +590,11 @@ impl BulkLoad {
             .collect();
         match self.inner {
             LoadInner::Sqlite(conn) => {
-                let mut sql = String::from("PRAGMA wal_checkpoint(TRUNCATE);");
+                // Synchronous again for the checkpoint, which then syncs the
+                // database file before it empties the log: a load that has
+                // finished is on disk.
+                let mut sql =
+                    String::from("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE);");
                 if !analyzed.is_empty() {
                     sql.push_str("PRAGMA analysis_limit = 1000;");
                     for t in &analyzed {
