@@ -9,6 +9,12 @@
 //! were, and `COPY ... FREEZE` may write rows already frozen (no hint-bit
 //! rewrites and no freezing vacuum later; PostgreSQL refuses `FREEZE` on a
 //! partitioned table, whose rows are copied unfrozen).
+//!
+//! A replacing load ([`KeyedTable`]) deletes only the rows of one key (one
+//! election of several) and keeps the others: rows are copied unfrozen
+//! (`FREEZE` needs the table emptied in the same transaction) into tables
+//! whose indexes stay in place, since rebuilding one would sort the rows
+//! kept as well as the rows loaded.
 
 use tokio_postgres::Transaction;
 
@@ -225,6 +231,24 @@ pub struct BulkTable {
     pub analyze: bool,
 }
 
+/// A table of a replacing load, with its column holding the key whose rows
+/// the load replaces.
+pub struct KeyedTable {
+    pub table: &'static BulkTable,
+    pub column: &'static str,
+}
+
+/// The rows a load deletes before it fills its tables.
+pub(crate) enum Replaced {
+    /// Every row.
+    All,
+    /// The rows whose key column holds `key`.
+    Key {
+        tables: &'static [KeyedTable],
+        key: i64,
+    },
+}
+
 /// Rows for one table, encoded for the database they go to: `COPY`'s
 /// binary format for PostgreSQL, values for SQLite's prepared insert.
 pub struct BulkRows {
@@ -373,6 +397,20 @@ impl CopyRows {
 /// index over 3,000,000 rows) sorts in memory with it.
 const PG_INDEX_BUILD_MEMORY_MB: u32 = 512;
 
+/// How long a PostgreSQL load waits for its tables' locks per attempt, and
+/// how many attempts it makes (see `BulkLoad::postgres`).
+const PG_LOAD_LOCK_WAIT_MS: u64 = 2_000;
+const PG_LOAD_LOCK_ATTEMPTS_MAX: u32 = 10;
+
+/// Whether PostgreSQL refused a lock: a deadlock it broke (40P01) or a
+/// wait past `lock_timeout` (55P03).
+fn lock_refused(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.code().is_some_and(|c| {
+        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::LOCK_NOT_AVAILABLE
+    })
+}
+
 /// SQLite page cache of a load's own connection, in KiB.
 const SQLITE_LOAD_CACHE_KIB: i64 = 256 * 1024;
 
@@ -386,36 +424,87 @@ const SQLITE_LOAD_CACHE_KIB: i64 = 256 * 1024;
 ///   serving: a crash mid-seed means seeding again), a transaction per
 ///   [`BulkLoad::send`] with one prepared insert per row, in the tables'
 ///   key order, so every insert appends to its B-tree.
+///
+/// A replacing load (`Store::bulk_load_replacing`) deletes the key's rows instead of
+/// emptying its tables: on PostgreSQL in the load's transaction, with the
+/// indexes kept and the rows copied unfrozen; on SQLite in a transaction
+/// of its own before the rows.
 pub struct BulkLoad {
-    tables: &'static [&'static BulkTable],
+    tables: Vec<&'static BulkTable>,
     inner: LoadInner,
+}
+
+/// A pooled PostgreSQL connection inside a load's transaction. Dropped
+/// before the load committed (an error, a panic, a cancelled seed), it
+/// leaves the pool and closes, so the server rolls the transaction back;
+/// back in the pool it would carry the open transaction to its next user.
+struct InTransaction(Option<deadpool_postgres::Object>);
+
+impl InTransaction {
+    fn client(&self) -> &tokio_postgres::Client {
+        self.0.as_ref().expect("a load's connection until it ends")
+    }
+
+    /// The transaction ended: the connection may go back to the pool.
+    fn ended(mut self) {
+        self.0.take();
+    }
+}
+
+impl Drop for InTransaction {
+    fn drop(&mut self) {
+        if let Some(open) = self.0.take() {
+            drop(deadpool_postgres::Object::take(open));
+        }
+    }
 }
 
 enum LoadInner {
     Sqlite(rusqlite::Connection),
     Postgres {
-        client: deadpool_postgres::Object,
+        client: InTransaction,
         aside: IndexesAside,
-        /// The load's partitioned tables, whose rows `COPY` cannot freeze.
-        partitioned: Vec<String>,
+        /// The load's tables whose rows `COPY` cannot freeze: partitioned
+        /// ones, or every one when the load keeps other rows.
+        unfrozen: Vec<String>,
     },
+}
+
+impl Replaced {
+    /// The load's tables.
+    fn tables(&self, all: &'static [&'static BulkTable]) -> Vec<&'static BulkTable> {
+        match self {
+            Replaced::All => all.to_vec(),
+            Replaced::Key { tables, .. } => tables.iter().map(|t| t.table).collect(),
+        }
+    }
 }
 
 impl BulkLoad {
     pub(super) fn sqlite(
         path: &std::path::Path,
         tables: &'static [&'static BulkTable],
+        replaced: Replaced,
     ) -> anyhow::Result<BulkLoad> {
-        let conn = super::sqlite::open_connection(path, SQLITE_LOAD_CACHE_KIB, false)?;
+        let mut conn = super::sqlite::open_connection(path, SQLITE_LOAD_CACHE_KIB, false)?;
         conn.execute_batch("PRAGMA synchronous = OFF;")?;
-        let mut empty = String::from("BEGIN IMMEDIATE;");
-        for t in tables {
-            empty.push_str(&format!("DELETE FROM {};", t.name));
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        match &replaced {
+            Replaced::All => {
+                for t in tables {
+                    tx.execute(&format!("DELETE FROM {}", t.name), [])?;
+                }
+            }
+            Replaced::Key { tables, key } => {
+                for t in *tables {
+                    let sql = format!("DELETE FROM {} WHERE {} = ?1", t.table.name, t.column);
+                    tx.execute(&sql, [key])?;
+                }
+            }
         }
-        empty.push_str("COMMIT;");
-        conn.execute_batch(&empty)?;
+        tx.commit()?;
         Ok(BulkLoad {
-            tables,
+            tables: replaced.tables(tables),
             inner: LoadInner::Sqlite(conn),
         })
     }
@@ -423,18 +512,54 @@ impl BulkLoad {
     pub(super) async fn postgres(
         client: deadpool_postgres::Object,
         tables: &'static [&'static BulkTable],
+        replaced: Replaced,
     ) -> anyhow::Result<BulkLoad> {
+        let client = InTransaction(Some(client));
+        let raw = client.client();
+        if let Replaced::Key { tables: keyed, key } = &replaced {
+            raw.batch_execute("BEGIN").await?;
+            for t in *keyed {
+                let sql = format!("DELETE FROM {} WHERE {} = $1", t.table.name, t.column);
+                raw.execute(&sql, &[key]).await?;
+            }
+            let unfrozen = keyed.iter().map(|t| t.table.name.to_string()).collect();
+            return Ok(BulkLoad {
+                tables: replaced.tables(tables),
+                inner: LoadInner::Postgres {
+                    client,
+                    aside: IndexesAside::default(),
+                    unfrozen,
+                },
+            });
+        }
         let names: Vec<&str> = tables.iter().map(|t| t.name).collect();
         // TRUNCATE in this transaction is also what lets COPY freeze the rows.
-        client
-            .batch_execute(&format!(
-                "BEGIN; SET LOCAL maintenance_work_mem = '{PG_INDEX_BUILD_MEMORY_MB}MB';
-                 SET LOCAL max_parallel_maintenance_workers = 0; TRUNCATE {}",
-                names.join(", ")
-            ))
-            .await?;
-        let raw: &tokio_postgres::Client = &client;
-        let partitioned = raw
+        let begin = format!(
+            "BEGIN; SET LOCAL maintenance_work_mem = '{PG_INDEX_BUILD_MEMORY_MB}MB';
+             SET LOCAL max_parallel_maintenance_workers = 0; SET LOCAL lock_timeout = '{}ms';
+             TRUNCATE {}",
+            PG_LOAD_LOCK_WAIT_MS,
+            names.join(", ")
+        );
+        // A live server's transactions hold the tables too: taking their
+        // locks one after another can deadlock with one of them, or wait
+        // behind a long one. Either way the load lets go of what it took
+        // and tries again, a bounded number of times.
+        let mut attempt = 1;
+        loop {
+            match raw.batch_execute(&begin).await {
+                Ok(()) => break,
+                Err(e) if attempt < PG_LOAD_LOCK_ATTEMPTS_MAX && lock_refused(&e) => {
+                    raw.batch_execute("ROLLBACK").await?;
+                    tracing::info!(attempt, error = %e, "the bulk load waits for the tables' locks");
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * attempt as u64))
+                        .await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let unfrozen = raw
             .query(
                 "SELECT n FROM unnest($1::TEXT[]) AS n
                  JOIN pg_class c ON c.oid = to_regclass(n) WHERE c.relkind = 'p'",
@@ -446,11 +571,11 @@ impl BulkLoad {
             .collect();
         let aside = IndexesAside::drop_all_on(raw, &names).await?;
         Ok(BulkLoad {
-            tables,
+            tables: replaced.tables(tables),
             inner: LoadInner::Postgres {
                 client,
                 aside,
-                partitioned,
+                unfrozen,
             },
         })
     }
@@ -499,15 +624,13 @@ impl BulkLoad {
             }
             (
                 LoadInner::Postgres {
-                    client,
-                    partitioned,
-                    ..
+                    client, unfrozen, ..
                 },
                 Encoded::Copy(copy),
             ) => {
-                let freeze = !partitioned.iter().any(|t| t == table.name);
+                let freeze = !unfrozen.iter().any(|t| t == table.name);
                 Ok(copy
-                    .send_on(client, table.name, table.columns, freeze)
+                    .send_on(client.client(), table.name, table.columns, freeze)
                     .await?)
             }
             _ => anyhow::bail!("rows encoded for another database"),
@@ -525,7 +648,11 @@ impl BulkLoad {
             .collect();
         match self.inner {
             LoadInner::Sqlite(conn) => {
-                let mut sql = String::from("PRAGMA wal_checkpoint(TRUNCATE);");
+                // Synchronous again for the checkpoint, which then syncs the
+                // database file before it empties the log: a load that has
+                // finished is on disk.
+                let mut sql =
+                    String::from("PRAGMA synchronous = FULL; PRAGMA wal_checkpoint(TRUNCATE);");
                 if !analyzed.is_empty() {
                     sql.push_str("PRAGMA analysis_limit = 1000;");
                     for t in &analyzed {
@@ -535,12 +662,13 @@ impl BulkLoad {
                 conn.execute_batch(&sql)?;
             }
             LoadInner::Postgres { client, aside, .. } => {
-                let raw: &tokio_postgres::Client = &client;
+                let raw = client.client();
                 aside.rebuild_on(raw).await?;
-                client.batch_execute("COMMIT").await?;
+                raw.batch_execute("COMMIT").await?;
                 for t in &analyzed {
-                    client.batch_execute(&format!("ANALYZE {t}")).await?;
+                    raw.batch_execute(&format!("ANALYZE {t}")).await?;
                 }
+                client.ended();
             }
         }
         Ok(())

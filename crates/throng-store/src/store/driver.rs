@@ -151,10 +151,13 @@ impl Driver {
     pub(super) async fn bulk_load(
         &self,
         tables: &'static [&'static super::bulk::BulkTable],
+        replaced: super::bulk::Replaced,
     ) -> anyhow::Result<super::bulk::BulkLoad> {
         match self {
-            Driver::Sqlite(s) => super::bulk::BulkLoad::sqlite(s.path(), tables),
-            Driver::Postgres(p) => super::bulk::BulkLoad::postgres(p.client().await?, tables).await,
+            Driver::Sqlite(s) => super::bulk::BulkLoad::sqlite(s.path(), tables, replaced),
+            Driver::Postgres(p) => {
+                super::bulk::BulkLoad::postgres(p.client().await?, tables, replaced).await
+            }
         }
     }
 

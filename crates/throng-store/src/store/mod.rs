@@ -355,7 +355,20 @@ impl Store {
         &self,
         tables: &'static [&'static bulk::BulkTable],
     ) -> anyhow::Result<bulk::BulkLoad> {
-        self.driver.bulk_load(tables).await
+        self.driver.bulk_load(tables, bulk::Replaced::All).await
+    }
+
+    /// Starts a bulk load that deletes the rows of `tables` whose key
+    /// column holds `key`, keeping their other rows, and fills them (a seed
+    /// of one election of several; see [`bulk::BulkLoad`]).
+    pub async fn bulk_load_replacing(
+        &self,
+        tables: &'static [bulk::KeyedTable],
+        key: i64,
+    ) -> anyhow::Result<bulk::BulkLoad> {
+        self.driver
+            .bulk_load(&[], bulk::Replaced::Key { tables, key })
+            .await
     }
 
     /// Runs `f` on a read connection: a bounded lookup (on SQLite inline on

@@ -1471,8 +1471,9 @@ async fn registrations_racing_a_live_reseed_take_each_slot_once(kind: StoreKind)
                     let after = seeded.load(Ordering::Acquire);
                     let r = api.register(place, FROM, slot, person(1 + k)).await;
                     sent.fetch_add(1, Ordering::Relaxed);
-                    // 404: while the seed replaces the places (PostgreSQL
-                    // deletes, then inserts them in chunks).
+                    // 404: a place the seed has not loaded yet; 503: a
+                    // request that waited past its deadline for the
+                    // tables the seed holds (PostgreSQL).
                     assert!(
                         [201, 404, 409, 429, 503].contains(&r.status),
                         "register: {} {}",

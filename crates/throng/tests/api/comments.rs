@@ -1191,7 +1191,8 @@ async fn write_up_artillery_script_runs_with_zero_errors() {
     let data = dir.path().join("data");
     let script_dir = dir.path().join("artillery");
     std::fs::create_dir_all(&script_dir).unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../throng-services/src/services/comments/artillery");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../throng-services/src/services/comments/artillery");
     for f in ["comments.yml", "proc-functions.js"] {
         std::fs::copy(src.join(f), script_dir.join(f)).unwrap();
     }

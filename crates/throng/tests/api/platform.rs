@@ -15,10 +15,12 @@ both_stores!(
     health_ready_metrics_and_openapi,
     event_log_is_gapless_under_two_writers,
     a_record_of_versions_alone_is_adopted,
-    a_bulk_load_replaces_its_tables_and_keeps_their_indexes
+    a_bulk_load_replaces_its_tables_and_keeps_their_indexes,
+    a_replacing_bulk_load_keeps_the_rows_of_other_keys
 );
 
 postgres_only!(
+    a_load_dropped_before_it_ends_changes_nothing,
     a_database_that_goes_away_answers_503,
     nodes_started_at_once_on_a_fresh_database_agree
 );
@@ -427,4 +429,138 @@ async fn a_bulk_load_replaces_its_tables_and_keeps_their_indexes(kind: StoreKind
         .write(|tx| Box::pin(tx.execute(&DUPLICATE, &[])))
         .await;
     assert!(refused.is_err(), "the unique index was built again");
+}
+
+static KEYED_PROBE: throng::store::bulk::BulkTable = throng::store::bulk::BulkTable {
+    name: "bulk_keyed_probe",
+    columns: &["k", "id", "name"],
+    analyze: true,
+};
+static KEYS_PROBE: throng::store::bulk::BulkTable = throng::store::bulk::BulkTable {
+    name: "bulk_keys_probe",
+    columns: &["id", "label"],
+    analyze: false,
+};
+
+/// A replacing bulk load deletes and refills the rows of its key only, in
+/// each table by that table's key column: the rows of another key stay,
+/// and so do the indexes, which refuse a duplicate across keys afterwards.
+async fn a_replacing_bulk_load_keeps_the_rows_of_other_keys(kind: StoreKind) {
+    use throng::store::bulk::KeyedTable;
+    let dir = tempfile::TempDir::new().unwrap();
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => Some(PgDb::fresh().await),
+    };
+    let url = match &pg {
+        Some(pg) => StoreUrl::Postgres(pg.url.clone()),
+        None => StoreUrl::Sqlite(dir.path().join("throng.db")),
+    };
+    let store = Store::open(&url, StoreLimits::default()).await.unwrap();
+    crate::helpers::batch(
+        &store,
+        "CREATE TABLE bulk_keys_probe (id BIGINT PRIMARY KEY, label TEXT NOT NULL);
+         CREATE TABLE bulk_keyed_probe (k BIGINT NOT NULL, id BIGINT NOT NULL, name TEXT,
+                                        PRIMARY KEY (k, id));
+         CREATE UNIQUE INDEX bulk_keyed_probe_name ON bulk_keyed_probe (name);
+         INSERT INTO bulk_keys_probe VALUES (1, 'one'), (2, 'two');
+         INSERT INTO bulk_keyed_probe VALUES (1, 1, 'old-1'), (1, 2, 'old-2'), (2, 1, 'two-1');",
+    )
+    .await;
+    static TABLES: &[KeyedTable] = &[
+        KeyedTable {
+            table: &KEYED_PROBE,
+            column: "k",
+        },
+        KeyedTable {
+            table: &KEYS_PROBE,
+            column: "id",
+        },
+    ];
+    for round in 0..2i64 {
+        let mut load = store.bulk_load_replacing(TABLES, 1).await.unwrap();
+        let mut keys = load.rows(&KEYS_PROBE, 1, 32);
+        keys.row().int8(1).text(&format!("one-{round}"));
+        assert_eq!(load.send(keys).await.unwrap(), 1);
+        let mut rows = load.rows(&KEYED_PROBE, 50, 40);
+        for id in 0..50i64 {
+            let name = (id % 5 != 0).then(|| format!("r{round}-{id}"));
+            rows.row().int8(1).int8(id).opt_text(name.as_deref());
+        }
+        assert_eq!(load.send(rows).await.unwrap(), 50);
+        load.finish().await.unwrap();
+        let keyed = crate::helpers::query(
+            &store,
+            "SELECT k, COUNT(*), COUNT(name), MIN(name), MAX(name) FROM bulk_keyed_probe
+             GROUP BY k ORDER BY k",
+            vec![],
+            |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?, r.text(3)?, r.text(4)?)),
+        )
+        .await;
+        assert_eq!(
+            keyed,
+            vec![
+                (1, 50, 40, format!("r{round}-1"), format!("r{round}-9")),
+                (2, 1, 1, "two-1".to_string(), "two-1".to_string()),
+            ],
+            "round {round}: key 1's rows replaced, key 2's kept"
+        );
+        let keys = crate::helpers::query(
+            &store,
+            "SELECT id, label FROM bulk_keys_probe ORDER BY id",
+            vec![],
+            |r| Ok((r.int(0)?, r.text(1)?)),
+        )
+        .await;
+        assert_eq!(
+            keys,
+            vec![(1, format!("one-{round}")), (2, "two".to_string())],
+            "round {round}: the key column is each table's own"
+        );
+    }
+    static DUPLICATE: throng::store::Sql =
+        throng::store::Sql::new("INSERT INTO bulk_keyed_probe VALUES (3, 1, 'two-1')");
+    let refused = store
+        .write(|tx| Box::pin(tx.execute(&DUPLICATE, &[])))
+        .await;
+    assert!(refused.is_err(), "the unique index is in place");
+}
+
+/// A PostgreSQL load that ends without `finish` (an error, a cancelled
+/// seed) rolls back: the tables are as they were, and no pooled connection
+/// is left inside its transaction (a read on one would see the emptied
+/// table).
+async fn a_load_dropped_before_it_ends_changes_nothing(kind: StoreKind) {
+    let pg = PgDb::fresh().await;
+    let url = StoreUrl::Postgres(pg.url.clone());
+    let limits = StoreLimits {
+        read_connections: 1,
+        ..StoreLimits::default()
+    };
+    let store = Store::open(&url, limits).await.unwrap();
+    crate::helpers::batch(
+        &store,
+        "CREATE TABLE bulk_probe (id BIGINT PRIMARY KEY, name TEXT, n INT NOT NULL);
+         INSERT INTO bulk_probe VALUES (999, 'before', 0);",
+    )
+    .await;
+    static TABLES: &[&throng::store::bulk::BulkTable] = &[&PROBE];
+    {
+        let mut load = store.bulk_load(TABLES).await.unwrap();
+        let mut rows = load.rows(&PROBE, 10, 32);
+        for id in 0..10i64 {
+            rows.row().int8(id).text("dropped").int4(1);
+        }
+        assert_eq!(load.send(rows).await.unwrap(), 10);
+    }
+    for _ in 0..3 {
+        let rows = crate::helpers::query(
+            &store,
+            "SELECT COUNT(*), MAX(name) FROM bulk_probe",
+            vec![],
+            |r| Ok((r.int(0)?, r.text(1)?)),
+        )
+        .await;
+        assert_eq!(rows[0], (1, "before".to_string()), "{kind:?}");
+    }
 }

@@ -2,7 +2,7 @@
 //! ([`crate::store::seam`]) as a method of [`VotingStore`], by topic:
 //! `catalog.rs` (elections, the roll, who voted), `votes.rs` (a vote,
 //! settling), `receipts.rs`, `rounds.rs` (the mixer's rounds), `tallies.rs`;
-//! `bulk.rs` loads a seed in bulk, each database its own way.
+//! `seed.rs` loads a seed in bulk.
 //!
 //! A vote is one write: the voter's mark (keyed by voter) and the ballot in
 //! the ballot box (keyed by its receipt's tag, the choice sealed; no voter).
@@ -20,10 +20,10 @@
 //!   district, a statement a row; or a transaction of its own, bounded,
 //!   set-based, `VACUUM` after).
 
-mod bulk;
 mod catalog;
 mod receipts;
 mod rounds;
+mod seed;
 mod tallies;
 mod votes;
 
@@ -32,8 +32,8 @@ use std::sync::Arc;
 use super::receipt::RECEIPT_BYTES;
 use crate::store::{Columns, Store, StoreError, Writers};
 
-pub use bulk::seed_election;
 pub use rounds::{Rounds, PG_ROUND_BALLOTS_MAX};
+pub use seed::seed_election;
 pub use votes::{Votes, FOLD_MARKS_MAX};
 
 /// The voting service's storage: the store and the designs chosen for it.
