@@ -133,59 +133,26 @@ impl Param for f64 {
         Value::Real(*self)
     }
 }
-impl Param for str {
-    fn value(&self) -> Value<'_> {
-        Value::Text(self)
-    }
+/// `Param` for types that borrow as one `Value` variant.
+macro_rules! borrowed_param {
+    ($($variant:ident: $($t:ty),*;)*) => {$($(
+        impl Param for $t {
+            fn value(&self) -> Value<'_> {
+                Value::$variant(self)
+            }
+        }
+    )*)*};
 }
-impl Param for String {
-    fn value(&self) -> Value<'_> {
-        Value::Text(self)
-    }
-}
-impl Param for [u8] {
-    fn value(&self) -> Value<'_> {
-        Value::Bytes(self)
-    }
-}
-impl Param for Vec<u8> {
-    fn value(&self) -> Value<'_> {
-        Value::Bytes(self)
-    }
+borrowed_param! {
+    Text: str, String;
+    Bytes: [u8], Vec<u8>;
+    Ints: [i64], Vec<i64>;
+    Texts: [String], Vec<String>;
+    Blobs: [Option<&[u8]>], Vec<Option<&[u8]>>;
 }
 impl<const N: usize> Param for [u8; N] {
     fn value(&self) -> Value<'_> {
         Value::Bytes(self)
-    }
-}
-impl Param for [i64] {
-    fn value(&self) -> Value<'_> {
-        Value::Ints(self)
-    }
-}
-impl Param for Vec<i64> {
-    fn value(&self) -> Value<'_> {
-        Value::Ints(self)
-    }
-}
-impl Param for [String] {
-    fn value(&self) -> Value<'_> {
-        Value::Texts(self)
-    }
-}
-impl Param for Vec<String> {
-    fn value(&self) -> Value<'_> {
-        Value::Texts(self)
-    }
-}
-impl Param for [Option<&[u8]>] {
-    fn value(&self) -> Value<'_> {
-        Value::Blobs(self)
-    }
-}
-impl Param for Vec<Option<&[u8]>> {
-    fn value(&self) -> Value<'_> {
-        Value::Blobs(self)
     }
 }
 impl<T: Param + ?Sized> Param for &T {

@@ -377,16 +377,7 @@ static PROBE: throng::store::bulk::BulkTable = throng::store::bulk::BulkTable {
 /// sent, in every type, and leaves the tables' indexes as they were: the
 /// unique index refuses a duplicate afterwards.
 async fn a_bulk_load_replaces_its_tables_and_keeps_their_indexes(kind: StoreKind) {
-    let dir = tempfile::TempDir::new().unwrap();
-    let pg = match kind {
-        StoreKind::Sqlite => None,
-        StoreKind::Postgres => Some(PgDb::fresh().await),
-    };
-    let url = match &pg {
-        Some(pg) => StoreUrl::Postgres(pg.url.clone()),
-        None => StoreUrl::Sqlite(dir.path().join("throng.db")),
-    };
-    let store = Store::open(&url, StoreLimits::default()).await.unwrap();
+    let (store, _dir, _pg) = store_of_its_own(kind).await;
     crate::helpers::batch(
         &store,
         "CREATE TABLE bulk_probe (id BIGINT PRIMARY KEY, name TEXT, n INT NOT NULL);
@@ -447,16 +438,7 @@ static KEYS_PROBE: throng::store::bulk::BulkTable = throng::store::bulk::BulkTab
 /// and so do the indexes, which refuse a duplicate across keys afterwards.
 async fn a_replacing_bulk_load_keeps_the_rows_of_other_keys(kind: StoreKind) {
     use throng::store::bulk::KeyedTable;
-    let dir = tempfile::TempDir::new().unwrap();
-    let pg = match kind {
-        StoreKind::Sqlite => None,
-        StoreKind::Postgres => Some(PgDb::fresh().await),
-    };
-    let url = match &pg {
-        Some(pg) => StoreUrl::Postgres(pg.url.clone()),
-        None => StoreUrl::Sqlite(dir.path().join("throng.db")),
-    };
-    let store = Store::open(&url, StoreLimits::default()).await.unwrap();
+    let (store, _dir, _pg) = store_of_its_own(kind).await;
     crate::helpers::batch(
         &store,
         "CREATE TABLE bulk_keys_probe (id BIGINT PRIMARY KEY, label TEXT NOT NULL);
@@ -563,4 +545,20 @@ async fn a_load_dropped_before_it_ends_changes_nothing(kind: StoreKind) {
         .await;
         assert_eq!(rows[0], (1, "before".to_string()), "{kind:?}");
     }
+}
+
+/// A store of its own on `kind` with the store's tables only, and what
+/// holds it (its folder, its PostgreSQL database) until dropped.
+async fn store_of_its_own(kind: StoreKind) -> (Store, tempfile::TempDir, Option<PgDb>) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let pg = match kind {
+        StoreKind::Sqlite => None,
+        StoreKind::Postgres => Some(PgDb::fresh().await),
+    };
+    let url = match &pg {
+        Some(pg) => StoreUrl::Postgres(pg.url.clone()),
+        None => StoreUrl::Sqlite(dir.path().join("throng.db")),
+    };
+    let store = Store::open(&url, StoreLimits::default()).await.unwrap();
+    (store, dir, pg)
 }
