@@ -128,6 +128,28 @@ pub struct Link {
     pub about: &'static str,
 }
 
+impl Link {
+    /// A link to a page.
+    pub const fn page(href: &'static str, title: &'static str, about: &'static str) -> Link {
+        Link {
+            kind: LinkKind::Page,
+            href,
+            title,
+            about,
+        }
+    }
+
+    /// A link to an API endpoint, titled by its path.
+    pub const fn endpoint(href: &'static str, about: &'static str) -> Link {
+        Link {
+            kind: LinkKind::Endpoint,
+            href,
+            title: href,
+            about,
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum LinkKind {
     Page,

@@ -9,7 +9,8 @@
 //! the older `schema_migrations` (keyed by version alone, when versions were
 //! numbered across owners) has it copied over, owners found by file name.
 
-use include_dir::{include_dir, Dir};
+use include_dir::include_dir;
+pub use include_dir::{Dir, DirEntry, File};
 
 /// The migrations of one owner (the store itself or a service), one folder
 /// per dialect, each holding `NNNN_name.sql` files.
@@ -17,6 +18,27 @@ pub struct MigrationSet {
     pub owner: &'static str,
     pub sqlite: Dir<'static>,
     pub postgres: Dir<'static>,
+}
+
+/// A [`MigrationSet`] whose SQL reads the same in both dialects, written
+/// once: `portable_migrations!("owner", "0001_name.sql" => "CREATE ...")`.
+#[macro_export]
+macro_rules! portable_migrations {
+    ($owner:literal, $($file:literal => $sql:expr),+ $(,)?) => {
+        $crate::store::MigrationSet {
+            owner: $owner,
+            sqlite: $crate::portable_migrations!(@dir "sqlite", $($file => $sql),+),
+            postgres: $crate::portable_migrations!(@dir "postgres", $($file => $sql),+),
+        }
+    };
+    (@dir $name:literal, $($file:literal => $sql:expr),+) => {
+        $crate::store::migrate::Dir::new(
+            $name,
+            &[$($crate::store::migrate::DirEntry::File(
+                $crate::store::migrate::File::new($file, $sql.as_bytes()),
+            )),+],
+        )
+    };
 }
 
 /// The store's own tables.

@@ -280,6 +280,16 @@ impl Columns for Row<'_> {
 }
 
 impl Row<'_> {
+    /// A blob column's bytes, borrowed from the driver's row: a payload
+    /// decoded in place, without a `Vec` per row.
+    pub fn blob_bytes(&self, i: usize) -> Result<&[u8], StoreError> {
+        let e = |e: &dyn std::fmt::Display| StoreError::Internal(format!("column {i}: {e}"));
+        match &self.0 {
+            RowInner::Sqlite(r) => r.get_ref(i)?.as_blob().map_err(|x| e(&x)),
+            RowInner::Postgres(r) => r.try_get::<_, &[u8]>(i).map_err(|x| e(&x)),
+        }
+    }
+
     /// A text column's bytes, borrowed from the driver's row: text passed
     /// on as it is (JSON the database built) without a `String` per row.
     pub fn text_bytes(&self, i: usize) -> Result<&[u8], StoreError> {

@@ -8,79 +8,38 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRef, State};
+use axum::extract::State;
 use axum::Json;
 use clap::Parser;
-use include_dir::{Dir, DirEntry, File};
 use serde_json::Value;
 
+use serde_json::json;
 use throng::app::ServeArgs;
 use throng::platform::service::{
-    AnyService, AppState, Link, LinkKind, NoArgs, OpenApiRouter, Platform, Service, ServiceState,
-    Started,
+    AnyService, AppState, Link, NoArgs, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use throng::services::{booking::Booking, comments::Comments};
 use throng::store::{Columns, MigrationSet, Sql, Store};
+use throng_store::portable_migrations;
 
 use crate::both_stores;
 use crate::helpers::{Api, PgDb, StoreKind};
 
 struct Hello;
-
-struct HelloState {
-    store: Store,
-    /// Set by `start`: proves the route got the state `start` built.
-    started_by: &'static str,
-}
-
+struct HelloState(Store, &'static str);
 impl ServiceState for HelloState {}
 
-static HELLO_MIGRATIONS: MigrationSet = MigrationSet {
-    owner: "hello",
-    sqlite: Dir::new(
-        "sqlite",
-        &[DirEntry::File(File::new(
-            "0900_hello.sql",
-            b"CREATE TABLE hello_greetings (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
-        ))],
-    ),
-    postgres: Dir::new(
-        "postgres",
-        &[DirEntry::File(File::new(
-            "0900_hello.sql",
-            b"CREATE TABLE hello_greetings (id BIGINT PRIMARY KEY, text TEXT NOT NULL);",
-        ))],
-    ),
-};
-
+static HELLO_MIGRATIONS: MigrationSet = portable_migrations!("hello", "0900_hello.sql" =>
+    "CREATE TABLE hello_greetings (id BIGINT PRIMARY KEY, text TEXT NOT NULL)");
 static GREETING: Sql = Sql::new("SELECT text FROM hello_greetings WHERE id = 1");
-static GREET: Sql = Sql::new(
-    "INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd') ON CONFLICT (id) DO NOTHING",
-);
-
-async fn greeting(store: &Store) -> Option<String> {
-    let read = store.read(|c| Box::pin(c.query_opt(&GREETING, &[], |r| r.text(0))));
-    read.await.unwrap()
-}
-
+static GREET: Sql = Sql::new("INSERT INTO hello_greetings (id, text) VALUES (1, 'hello, crowd')");
 /// The greeting and who started the state it was read through
-#[utoipa::path(get, path = "/api/hello", tag = "hello",
-    responses((status = 200, description = "{greeting, startedBy}",
-               example = json!({"greeting": "hello, crowd", "startedBy": "hello::start"}))))]
+#[utoipa::path(get, path = "/api/hello", tag = "hello", responses((status = 200,
+    description = "{greeting, startedBy}", example = json!({"greeting": "hello, crowd", "startedBy": "hello::start"}))))]
 async fn hello(State(st): State<Arc<HelloState>>) -> Json<Value> {
-    Json(serde_json::json!({
-        "greeting": greeting(&st.store).await,
-        "startedBy": st.started_by,
-    }))
-}
-
-/// The routes, generic over the state as a real service's are.
-fn hello_routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<HelloState>: FromRef<S>,
-{
-    OpenApiRouter::default().routes(utoipa_axum::routes!(hello))
+    let (store, started_by) = (&st.0, st.1);
+    let read = store.read(|c| Box::pin(c.query_opt(&GREETING, &[], |r| r.text(0))));
+    Json(json!({"greeting": read.await.unwrap(), "startedBy": started_by}))
 }
 
 impl Service for Hello {
@@ -88,7 +47,6 @@ impl Service for Hello {
     type Args = NoArgs;
     type SeedArgs = NoArgs;
     type State = HelloState;
-
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&HELLO_MIGRATIONS)
     }
@@ -96,26 +54,15 @@ impl Service for Hello {
         store.write(|tx| Box::pin(tx.execute(&GREET, &[]))).await?;
         Ok(())
     }
-    async fn start(
-        &self,
-        platform: &Platform,
-        _args: NoArgs,
-    ) -> anyhow::Result<Started<HelloState>> {
-        Ok(Started::new(Arc::new(HelloState {
-            store: platform.store.clone(),
-            started_by: "hello::start",
-        })))
+    async fn start(&self, platform: &Platform, _: NoArgs) -> anyhow::Result<Started<HelloState>> {
+        let state = HelloState(platform.store.clone(), "hello::start");
+        Ok(Started::new(Arc::new(state)))
     }
     fn routes(&self) -> OpenApiRouter<AppState> {
-        hello_routes()
+        OpenApiRouter::default().routes(utoipa_axum::routes!(hello))
     }
     fn links(&self) -> Vec<Link> {
-        vec![Link {
-            kind: LinkKind::Endpoint,
-            href: "/api/hello",
-            title: "/api/hello",
-            about: "a test-only service.",
-        }]
+        vec![Link::endpoint("/api/hello", "a test-only service.")]
     }
 }
 

@@ -28,7 +28,7 @@ use super::codec;
 use super::generator::{self, FeeCharged, FeeChargedRead, EVENT_TYPE};
 use crate::platform::auth::{Role, TokenKeys};
 use crate::platform::experiment::{mix64, Experiment, Scale, Workload};
-use crate::store::StoreUrl;
+use crate::store::{Columns, Param, Sql, Store, StoreLimits, StoreUrl};
 
 pub struct EventsBench;
 
@@ -306,98 +306,94 @@ const REBUILD_BATCHES_IN_FLIGHT: usize = 4;
 
 /// The read model: per loan, the fees charged, their total and the last
 /// balance.
-const READ_MODEL_SQL: &str = "CREATE TABLE fee_model (
-    loan_id TEXT PRIMARY KEY, fee_type TEXT NOT NULL, fees INTEGER NOT NULL,
-    fees_total REAL NOT NULL, last_charged_on TEXT NOT NULL, balance_after REAL NOT NULL
-) WITHOUT ROWID";
-const READ_MODEL_UPSERT: &str = "INSERT INTO fee_model VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-    ON CONFLICT (loan_id) DO UPDATE SET fee_type = excluded.fee_type, fees = fees + excluded.fees,
-      fees_total = fees_total + excluded.fees_total,
-      last_charged_on = excluded.last_charged_on, balance_after = excluded.balance_after";
+static READ_MODEL_TABLE: Sql = Sql::new(
+    "CREATE TABLE fee_model (
+    loan_id TEXT PRIMARY KEY, fee_type TEXT NOT NULL, fees BIGINT NOT NULL,
+    fees_total DOUBLE PRECISION NOT NULL, last_charged_on TEXT NOT NULL,
+    balance_after DOUBLE PRECISION NOT NULL)",
+);
+static READ_MODEL_UPSERT: Sql = Sql::new(
+    "INSERT INTO fee_model VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+    ON CONFLICT (loan_id) DO UPDATE SET fee_type = excluded.fee_type,
+      fees = fee_model.fees + excluded.fees,
+      fees_total = fee_model.fees_total + excluded.fees_total,
+      last_charged_on = excluded.last_charged_on, balance_after = excluded.balance_after",
+);
+static READ_MODEL_TOTALS: Sql =
+    Sql::new("SELECT COUNT(*), COALESCE(SUM(fees), 0) FROM fee_model");
+static LOG_HEAD: Sql = Sql::new("SELECT COALESCE(MAX(position), 0) FROM events");
+static LOG_CHUNK: Sql = Sql::new(
+    "SELECT payload FROM events WHERE position >= ?1 AND position < ?2 AND event_type = ?3
+     ORDER BY position",
+);
+
+/// Events folded into the read model per transaction: a rebuild's copy is
+/// thrown away when it fails, so it commits seldom.
+const REBUILD_COMMIT_EVENTS: usize = 100_000;
+
+/// One loan's fold of a batch: its last event, how many fees, their total.
+type Folded = (FeeChargedRead, i64, f64);
 
 /// Reads every `MonthlyFeeCharged` event of the store in position order,
 /// decodes the read model's 5 fields and upserts them into a read-model
-/// table (a fresh SQLite file, as a rebuild writes a new copy), timed
+/// table (a fresh SQLite store, as a rebuild writes a new copy), timed
 /// from the first read to the last commit.
-pub fn rebuild(store: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
+pub fn rebuild(url: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
+    let readers_n = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(readers_n + 1)
+        .enable_all()
+        .build()?;
     let dir = tempfile::Builder::new()
         .prefix("throng-readmodel-")
         .tempdir()?;
-    let model = rusqlite::Connection::open(dir.path().join("fee_model.db"))?;
-    // A read model being rebuilt is thrown away if the rebuild fails: no
-    // fsync per batch.
-    model.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;",
-    )?;
-    model.execute_batch(READ_MODEL_SQL)?;
+    let model_url = StoreUrl::Sqlite(dir.path().join("fee_model.db"));
+    let (log, model) = rt.block_on(async {
+        let log = Store::open(url, StoreLimits::default()).await?;
+        let model = Store::open(&model_url, StoreLimits::default()).await?;
+        model
+            .write(|tx| Box::pin(tx.batch(&READ_MODEL_TABLE)))
+            .await?;
+        anyhow::Ok((log, model))
+    })?;
     let started = Instant::now();
     let mut anon_peak = rss_anon_kib();
-    let readers = start_readers(store)?;
-    let mut written = 0u64;
-    let mut since_commit = 0usize;
-    model.execute_batch("BEGIN")?;
-    {
-        let mut upsert = model.prepare(READ_MODEL_UPSERT)?;
-        let mut k = 0usize;
-        // Chunk k comes from reader k % n: the log's order, each reader
-        // at most REBUILD_BATCHES_IN_FLIGHT chunks ahead.
-        while let Ok(batch) = readers[k % readers.len()].0.recv() {
-            k += 1;
-            // A rebuild folds each batch per loan before writing: events of
-            // one loan come together (a stream's events are close in the
-            // log), so one upsert carries several of them.
-            let mut folded: Vec<(FeeChargedRead, i64, f64)> = Vec::new();
-            let mut at: HashMap<&str, usize> = HashMap::new();
-            for e in &batch {
-                match at.get(e.loan_id.as_str()) {
-                    Some(&k) => {
-                        let (last, n, total) = &mut folded[k];
-                        *n += 1;
-                        *total += e.amount;
-                        last.fee_type.clone_from(&e.fee_type);
-                        last.charged_on.clone_from(&e.charged_on);
-                        last.balance_after = e.balance_after;
-                    }
-                    None => {
-                        at.insert(&e.loan_id, folded.len());
-                        folded.push((e.clone(), 1, e.amount));
-                    }
-                }
-            }
-            for (e, n, total) in &folded {
-                upsert.execute(rusqlite::params![
-                    e.loan_id,
-                    e.fee_type,
-                    n,
-                    total,
-                    e.charged_on,
-                    e.balance_after
-                ])?;
-            }
-            written += batch.len() as u64;
-            anon_peak = anon_peak.max(rss_anon_kib());
-            since_commit += batch.len();
-            if since_commit >= 100_000 {
-                model.execute_batch("COMMIT; BEGIN")?;
-                since_commit = 0;
-            }
+    let head = rt.block_on(log.read(|c| Box::pin(c.query_one(&LOG_HEAD, &[], |r| r.int(0)))))?;
+    let readers: Vec<Reader> = (0..readers_n)
+        .map(|r| start_reader(&rt, &log, head, r, readers_n))
+        .collect();
+    let (mut written, mut pending) = (0u64, Vec::<Folded>::new());
+    let mut pending_events = 0usize;
+    let mut k = 0usize;
+    // Chunk k comes from reader k % n: the log's order, each reader at
+    // most REBUILD_BATCHES_IN_FLIGHT chunks ahead.
+    while let Ok(batch) = readers[k % readers.len()].0.recv() {
+        k += 1;
+        // A rebuild folds each batch per loan before writing: events of one
+        // loan come together (a stream's events are close in the log), so
+        // one upsert carries several of them.
+        pending.extend(fold(&batch));
+        written += batch.len() as u64;
+        pending_events += batch.len();
+        anon_peak = anon_peak.max(rss_anon_kib());
+        if pending_events >= REBUILD_COMMIT_EVENTS {
+            rt.block_on(upsert(&model, std::mem::take(&mut pending)))?;
+            pending_events = 0;
         }
     }
-    model.execute_batch("COMMIT")?;
+    rt.block_on(upsert(&model, pending))?;
     let (mut read, mut bytes) = (0u64, 0u64);
     for (_, handle) in readers {
-        let (n, b) = handle
-            .join()
-            .map_err(|_| anyhow::anyhow!("a reading thread panicked"))??;
+        let (n, b) = rt.block_on(handle)??;
         read += n;
         bytes += b;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let (loans, fees): (i64, i64) = model.query_row(
-        "SELECT COUNT(*), COALESCE(SUM(fees), 0) FROM fee_model",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let (loans, fees) = rt.block_on(model.read(|c| {
+        Box::pin(c.query_one(&READ_MODEL_TOTALS, &[], |r| Ok((r.int(0)?, r.int(1)?))))
+    }))?;
     anyhow::ensure!(read == written, "read {read} events, wrote {written}");
     anyhow::ensure!(
         fees as u64 == read,
@@ -409,20 +405,65 @@ pub fn rebuild(store: &StoreUrl, expected: u64) -> anyhow::Result<Vec<String>> {
     let per_s = read as f64 / elapsed;
     let extrapolated = 25_000_000.0 / per_s;
     Ok(vec![format!(
-        "read-model rebuild from the {} store: {read} events ({:.0} MB of payload, {loans} \
-         loans) in {elapsed:.2} s = {per_s:.0} events/s (target 500,000); 25,000,000 events \
-         in {:.0} s = {:.1} min (write-up: 1 h 45 min with JSON, 9 min with \
-         MessagePack+LZ4); anonymous memory of this process at most {} MiB during it \
-         (the payloads are read through a memory map of the database: page cache, not heap)",
-        match store {
-            StoreUrl::Sqlite(_) => "sqlite",
-            StoreUrl::Postgres(_) => "postgres",
-        },
+        "read-model rebuild from the {} store ({readers_n} readers): {read} events ({:.0} MB \
+         of payload, {loans} loans) in {elapsed:.2} s = {per_s:.0} events/s (target \
+         500,000); 25,000,000 events in {:.0} s = {:.1} min (write-up: 1 h 45 min with JSON, \
+         9 min with MessagePack+LZ4); anonymous memory of this process at most {} MiB during \
+         it (the payloads are read through a memory map of the database: page cache, not heap)",
+        log.dialect(),
         bytes as f64 / 1e6,
         extrapolated,
         extrapolated / 60.0,
         anon_peak / 1024,
     )])
+}
+
+/// One batch folded per loan, in the order loans first appear.
+fn fold(batch: &[FeeChargedRead]) -> Vec<Folded> {
+    let mut folded: Vec<Folded> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for e in batch {
+        match at.get(e.loan_id.as_str()) {
+            Some(&k) => {
+                let (last, n, total) = &mut folded[k];
+                *n += 1;
+                *total += e.amount;
+                last.fee_type.clone_from(&e.fee_type);
+                last.charged_on.clone_from(&e.charged_on);
+                last.balance_after = e.balance_after;
+            }
+            None => {
+                at.insert(&e.loan_id, folded.len());
+                folded.push((e.clone(), 1, e.amount));
+            }
+        }
+    }
+    folded
+}
+
+/// Upserts folded loans into the read model in one transaction.
+async fn upsert(model: &Store, rows: Vec<Folded>) -> anyhow::Result<()> {
+    let rows = Arc::new(rows);
+    model
+        .write(move |tx| {
+            let rows = rows.clone();
+            Box::pin(async move {
+                for (e, n, total) in rows.iter() {
+                    let params: [&dyn Param; 6] = [
+                        &e.loan_id,
+                        &e.fee_type,
+                        n,
+                        total,
+                        &e.charged_on,
+                        &e.balance_after,
+                    ];
+                    tx.execute(&READ_MODEL_UPSERT, &params).await?;
+                }
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(())
 }
 
 /// The process's anonymous resident memory (RssAnon: heap and stacks), in KiB.
@@ -438,129 +479,56 @@ fn rss_anon_kib() -> u64 {
         .unwrap_or(0)
 }
 
-type Sender = std::sync::mpsc::SyncSender<Vec<FeeChargedRead>>;
 type Reader = (
     std::sync::mpsc::Receiver<Vec<FeeChargedRead>>,
-    std::thread::JoinHandle<anyhow::Result<(u64, u64)>>,
+    tokio::task::JoinHandle<anyhow::Result<(u64, u64)>>,
 );
 
-/// Threads reading SQLite in parallel, one per core: reader r reads the
-/// chunks of [`REBUILD_BATCH`] positions numbered r, r + n, r + 2n, ... up
-/// to the head when the rebuild started, decodes them and hands each chunk
-/// (empty or not) to its own bounded channel. PostgreSQL: one reader.
-fn start_readers(store: &StoreUrl) -> anyhow::Result<Vec<Reader>> {
-    let channel =
-        || std::sync::mpsc::sync_channel::<Vec<FeeChargedRead>>(REBUILD_BATCHES_IN_FLIGHT);
-    match store {
-        StoreUrl::Sqlite(path) => {
-            let head = crate::store::sqlite::open_connection(path, 1024, true)?.query_row(
-                "SELECT COALESCE(MAX(position), 0) FROM events",
-                [],
-                |r| r.get::<_, i64>(0),
-            )?;
-            let n = std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .clamp(1, 8);
-            Ok((0..n)
-                .map(|r| {
-                    let (tx, rx) = channel();
-                    let path = path.clone();
-                    let handle =
-                        std::thread::spawn(move || read_sqlite_chunks(&path, head, r, n, tx));
-                    (rx, handle)
-                })
-                .collect())
-        }
-        StoreUrl::Postgres(_) => {
-            let (tx, rx) = channel();
-            let store = store.clone();
-            Ok(vec![(
-                rx,
-                std::thread::spawn(move || read_events(&store, tx)),
-            )])
-        }
-    }
-}
-
-fn read_sqlite_chunks(
-    path: &std::path::Path,
+/// Reader r of n, scanning on a connection of its own: the chunks of
+/// [`REBUILD_BATCH`] positions numbered r, r + n, r + 2n, ... up to the
+/// head when the rebuild started, each decoded and handed (empty or not)
+/// to its own bounded channel. Answers (events, payload bytes).
+fn start_reader(
+    rt: &tokio::runtime::Runtime,
+    log: &Store,
     head: i64,
     r: usize,
     n: usize,
-    tx: Sender,
-) -> anyhow::Result<(u64, u64)> {
-    let conn = crate::store::sqlite::open_connection(path, 4 * 1024, true)?;
-    let mut stmt = conn.prepare(
-        "SELECT payload FROM events WHERE position >= ?1 AND position < ?2 AND event_type = ?3
-         ORDER BY position",
-    )?;
-    let (mut events, mut bytes) = (0u64, 0u64);
-    let chunk = REBUILD_BATCH as i64;
-    let mut k = r as i64;
-    while k * chunk < head {
-        let from = 1 + k * chunk;
-        let mut batch = Vec::with_capacity(REBUILD_BATCH);
-        let mut rows = stmt.query(rusqlite::params![from, from + chunk, EVENT_TYPE])?;
-        while let Some(row) = rows.next()? {
-            let payload = row.get_ref(0)?.as_blob()?;
-            bytes += payload.len() as u64;
-            batch.push(decode_read(payload));
-        }
-        events += batch.len() as u64;
-        tx.send(batch)?;
-        k += n as i64;
-    }
-    Ok((events, bytes))
-}
-
-/// Streams PostgreSQL's events through a cursor, decoding each; returns
-/// (events, payload bytes).
-fn read_events(store: &StoreUrl, tx: Sender) -> anyhow::Result<(u64, u64)> {
-    let mut batch = Vec::with_capacity(REBUILD_BATCH);
-    let (mut n, mut bytes) = (0u64, 0u64);
-    let mut each = |payload: &[u8]| -> anyhow::Result<()> {
-        bytes += payload.len() as u64;
-        n += 1;
-        batch.push(decode_read(payload));
-        if batch.len() == REBUILD_BATCH {
-            tx.send(std::mem::replace(
-                &mut batch,
-                Vec::with_capacity(REBUILD_BATCH),
-            ))?;
-        }
-        Ok(())
-    };
-    match store {
-        StoreUrl::Sqlite(_) => anyhow::bail!("SQLite is read by read_sqlite_chunks"),
-        StoreUrl::Postgres(url) => {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async {
-                let (mut client, conn) =
-                    tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-                tokio::spawn(conn);
-                // A cursor read in bounded pages (a portal), not one result.
-                let t = client.transaction().await?;
-                let stmt = t
-                    .prepare("SELECT payload FROM events WHERE event_type = $1 ORDER BY position")
-                    .await?;
-                let portal = t.bind(&stmt, &[&EVENT_TYPE]).await?;
-                loop {
-                    let rows = t.query_portal(&portal, REBUILD_BATCH as i32).await?;
-                    if rows.is_empty() {
-                        break;
+) -> Reader {
+    let (tx, rx) = std::sync::mpsc::sync_channel(REBUILD_BATCHES_IN_FLIGHT);
+    let log = log.clone();
+    let handle = rt.spawn(async move {
+        let counts = log
+            .read_scan(move |c| {
+                Box::pin(async move {
+                    let (mut events, mut bytes) = (0u64, 0u64);
+                    let chunk = REBUILD_BATCH as i64;
+                    let mut k = r as i64;
+                    while k * chunk < head {
+                        let (from, to) = (1 + k * chunk, 1 + (k + 1) * chunk);
+                        let mut batch = Vec::with_capacity(REBUILD_BATCH);
+                        let params: [&dyn Param; 3] = [&from, &to, &EVENT_TYPE];
+                        c.for_each(&LOG_CHUNK, &params, |row| {
+                            let payload = row.blob_bytes(0)?;
+                            bytes += payload.len() as u64;
+                            batch.push(decode_read(payload));
+                            Ok(())
+                        })
+                        .await?;
+                        events += batch.len() as u64;
+                        // The writer reads the channels in turn: a full
+                        // channel holds this reader back (on PostgreSQL,
+                        // one of the runtime's reader-sized workers).
+                        if tx.send(batch).is_err() {
+                            break;
+                        }
+                        k += n as i64;
                     }
-                    for r in &rows {
-                        each(r.get::<_, &[u8]>(0))?;
-                    }
-                }
-                anyhow::Ok(())
-            })?;
-        }
-    }
-    if !batch.is_empty() {
-        tx.send(batch)?;
-    }
-    Ok((n, bytes))
+                    Ok((events, bytes))
+                })
+            })
+            .await?;
+        anyhow::Ok(counts)
+    });
+    (rx, handle)
 }
