@@ -37,6 +37,11 @@ pub enum Command {
     },
     /// Reproduce a write-up's experiment against a child server.
     Bench(crate::bench::harness::BenchArgs),
+    /// Write a consistent copy of the store while it serves, and its
+    /// secrets apart (FILE.secrets).
+    Backup(BackupArgs),
+    /// Check a backup and put it in place as the store, with its secrets.
+    Restore(RestoreArgs),
     /// `throng bench`'s child server: `serve` plus an experiment's
     /// comparison designs. Internal (hidden); the product never runs it.
     #[command(name = "bench-server", hide = true)]
@@ -126,6 +131,33 @@ impl clap::Subcommand for SeedWhat {
 }
 
 #[derive(clap::Args, Debug)]
+pub struct BackupArgs {
+    /// Where the copy goes (replaced if there). The secrets go to
+    /// FILE.secrets: keep the two apart, whoever holds both holds the
+    /// personal data.
+    #[arg(long, value_name = "FILE")]
+    pub to: std::path::PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RestoreArgs {
+    /// The copy `throng backup` wrote.
+    #[arg(value_name = "FILE")]
+    pub from: std::path::PathBuf,
+    /// The secrets bundle written with it (default FILE.secrets).
+    #[arg(long, value_name = "FILE")]
+    pub secrets: Option<std::path::PathBuf>,
+    /// Replace the store (and secrets) already there; stop its servers
+    /// first.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(clap::Args, Debug)]
 pub struct TokenArgs {
     /// Subject: the user's or provider's id.
     #[arg(long)]
@@ -175,6 +207,8 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(throng_load::cli::execute(command).clamp(0, 255) as u8)
         }
         Command::Bench(args) => crate::bench::harness::run(args),
+        Command::Backup(args) => runtime().block_on(backup(args)),
+        Command::Restore(args) => runtime().block_on(restore(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -236,6 +270,59 @@ async fn signalled(term: &mut tokio::signal::unix::Signal) {
 async fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let (store, _) = app::open_store(&args.store).await?;
     args.what.service.seed(&store, &args.what.matches).await
+}
+
+fn secrets_path(copy: &std::path::Path) -> std::path::PathBuf {
+    let mut name = copy.as_os_str().to_os_string();
+    name.push(".secrets");
+    name.into()
+}
+
+async fn backup(args: BackupArgs) -> anyhow::Result<()> {
+    let copy = crate::store::backup::backup(&args.store.url(), &args.to).await?;
+    let secrets_to = secrets_path(&args.to);
+    let names = crate::platform::secrets::write_bundle(&args.store.data_dir, &secrets_to)?;
+    println!(
+        "store copied to {} ({:.1} MB in {:.2} s)",
+        args.to.display(),
+        copy.bytes as f64 / 1e6,
+        copy.elapsed.as_secs_f64()
+    );
+    if names.is_empty() {
+        println!(
+            "no secret files in {}: the secrets come from the environment; keep them with \
+             this backup's records",
+            args.store.data_dir.display()
+        );
+    } else {
+        println!(
+            "secrets ({}) to {}: keep it apart from the copy",
+            names.join(", "),
+            secrets_to.display()
+        );
+    }
+    Ok(())
+}
+
+async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
+    let secrets_from = args.secrets.unwrap_or_else(|| secrets_path(&args.from));
+    // Both are checked before either is installed.
+    anyhow::ensure!(
+        secrets_from.is_file(),
+        "no secrets bundle at {} (name it with --secrets)",
+        secrets_from.display()
+    );
+    let copy = crate::store::backup::restore(&args.store.url(), &args.from, args.force).await?;
+    let names =
+        crate::platform::secrets::install_bundle(&secrets_from, &args.store.data_dir, args.force)?;
+    println!(
+        "store restored from {} ({:.1} MB in {:.2} s) with its secrets ({}); start the server",
+        args.from.display(),
+        copy.bytes as f64 / 1e6,
+        copy.elapsed.as_secs_f64(),
+        names.join(", ")
+    );
+    Ok(())
 }
 
 /// Every role a token can carry: the platform's and each service's.

@@ -57,6 +57,11 @@ impl Secrets {
 
     /// Where `spec` is kept in the data directory.
     pub fn path_of(&self, spec: &SecretSpec) -> std::path::PathBuf {
+        assert!(
+            is_secret_file(spec.file),
+            "secret files are named *.key or *.secret, so backups find them: {}",
+            spec.file
+        );
         self.data_dir.join(spec.file)
     }
 }
@@ -133,4 +138,105 @@ fn create(path: &Path) -> anyhow::Result<[u8; SECRET_BYTES]> {
         }
         Err(e) => Err(anyhow::anyhow!("cannot create {}: {e}", path.display())),
     }
+}
+
+/// Secret files in the data directory are named `*.key` or `*.secret`
+/// (the platform's and every [`SecretSpec`]'s): what a backup bundles.
+pub fn is_secret_file(name: &str) -> bool {
+    (name.ends_with(".key") || name.ends_with(".secret"))
+        && !name.starts_with('.')
+        && !name.contains(".tmp-")
+}
+
+/// The format of a secrets bundle: `{"throngSecrets": 1, "secrets":
+/// {"pii.key": "<base64>", ...}}`, written 0600.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Bundle {
+    throng_secrets: u32,
+    secrets: std::collections::BTreeMap<String, String>,
+}
+
+const BUNDLE_FORMAT: u32 = 1;
+
+/// Writes every secret file of `data_dir` into one bundle at `to`, apart
+/// from the database's copy: whoever holds both holds the personal data.
+/// Answers the secrets' names (none when they come from the environment).
+pub fn write_bundle(data_dir: &Path, to: &Path) -> anyhow::Result<Vec<String>> {
+    let mut secrets = std::collections::BTreeMap::new();
+    let entries = std::fs::read_dir(data_dir).map_err(|e| {
+        anyhow::anyhow!("cannot read the data directory {}: {e}", data_dir.display())
+    })?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type()?.is_file() && is_secret_file(&name) {
+            let text = std::fs::read_to_string(entry.path())?;
+            decode(text.trim()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            secrets.insert(name, text.trim().to_string());
+        }
+    }
+    let names = secrets.keys().cloned().collect();
+    let json = serde_json::to_vec_pretty(&Bundle {
+        throng_secrets: BUNDLE_FORMAT,
+        secrets,
+    })?;
+    let _ = std::fs::remove_file(to);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(to)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", to.display()))?;
+    file.write_all(&json)?;
+    file.sync_all()?;
+    Ok(names)
+}
+
+/// Installs the bundle at `from` into `data_dir`. A secret already there
+/// with another value is replaced only with `replace`: data sealed with the
+/// old key would become unreadable. Answers the names installed.
+pub fn install_bundle(from: &Path, data_dir: &Path, replace: bool) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read(from)
+        .map_err(|e| anyhow::anyhow!("cannot read the secrets {}: {e}", from.display()))?;
+    let bundle: Bundle = serde_json::from_slice(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not a secrets bundle: {e}", from.display()))?;
+    anyhow::ensure!(
+        bundle.throng_secrets == BUNDLE_FORMAT,
+        "{}: unknown bundle format {}",
+        from.display(),
+        bundle.throng_secrets
+    );
+    for (name, value) in &bundle.secrets {
+        anyhow::ensure!(
+            is_secret_file(name) && !name.contains('/'),
+            "{}: {name} is not a secret's name",
+            from.display()
+        );
+        decode(value).map_err(|e| anyhow::anyhow!("{}: {name}: {e}", from.display()))?;
+        if let Ok(old) = std::fs::read_to_string(data_dir.join(name)) {
+            if old.trim() != value && !replace {
+                anyhow::bail!(
+                    "{} already holds a different {name}: data sealed with it would become \
+                     unreadable; pass --force to replace it",
+                    data_dir.display()
+                );
+            }
+        }
+    }
+    private_fs::create_dir(data_dir)?;
+    for (name, value) in &bundle.secrets {
+        let path = data_dir.join(name);
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(value.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    std::fs::File::open(data_dir)?.sync_all()?;
+    Ok(bundle.secrets.into_keys().collect())
 }

@@ -14,6 +14,7 @@
 //! runs it through [`Store::write`] or [`Store::read`]; the drivers
 //! (`sqlite.rs`, `postgres.rs`, dispatched in `driver.rs`) run it.
 
+pub mod backup;
 pub mod bulk;
 pub mod columns;
 mod driver;

@@ -5,6 +5,7 @@
 
 mod helpers;
 
+mod backup;
 mod cli;
 mod headers;
 mod limits;
