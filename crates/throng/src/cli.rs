@@ -20,6 +20,11 @@ use crate::services;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// A configuration file (TOML): keys are `serve`'s long flag names
+    /// (`listen = "0.0.0.0:8080"`); a flag given here or in the
+    /// environment wins over the file.
+    #[arg(long, env = "THRONG_CONFIG", global = true, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -8,6 +8,7 @@ pub use throng_services::{base, platform, schema_type, services, store};
 pub mod app;
 pub mod bench;
 pub mod cli;
+pub mod config;
 
 #[cfg(test)]
 mod layering;

@@ -16,6 +16,19 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(log_colours())
         .init();
+    // The configuration file's keys become their flags' variables before
+    // the flags are read (one thread still: nothing else reads the
+    // environment yet).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(path) = throng::config::named(&args) {
+        match throng::config::variables(&path) {
+            Ok(vars) => vars.into_iter().for_each(|(k, v)| std::env::set_var(k, v)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
     let cli = throng::cli::Cli::parse();
     // The bench's child servers are `serve` plus the comparison designs:
     // they run with the same memory settings, so the bench measures what

@@ -134,6 +134,14 @@ fn sqlite_restore(from: &Path, db: &Path, replace: bool) -> anyhow::Result<()> {
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::base::private_fs::create_dir(dir)?;
     }
+    // Held while the file is swapped: no server starts on it meanwhile,
+    // and one serving it now refuses the restore.
+    let _serving = super::sqlite::lock_for_serving(db).map_err(|_| {
+        anyhow::anyhow!(
+            "a throng server is serving {}: stop it before restoring",
+            db.display()
+        )
+    })?;
     let partial = partial_name(db);
     crate::base::private_fs::create_file(&partial)?;
     std::fs::copy(from, &partial)?;

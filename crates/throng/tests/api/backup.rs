@@ -145,6 +145,16 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write(kind: Store
         before.len()
     );
     assert!(after > 0, "no write went on during the backup");
+    if kind == StoreKind::Sqlite {
+        let (ok, out) = throng(&args(
+            "restore",
+            &[copy.to_str().unwrap(), "--force"],
+            &data,
+            pg_url,
+        ))
+        .await;
+        assert!(!ok && out.contains("stop it before restoring"), "{out}");
+    }
     let secrets = dir.path().join("throng.backup.secrets");
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&secrets).unwrap().permissions(),

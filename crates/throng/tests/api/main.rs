@@ -7,6 +7,7 @@ mod helpers;
 
 mod backup;
 mod cli;
+mod deploy;
 mod headers;
 mod limits;
 mod openapi;
