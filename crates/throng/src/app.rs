@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, Method, StatusCode, Uri};
-use axum::response::{Html, IntoResponse};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::sync::oneshot;
@@ -641,12 +641,26 @@ fn index_html(list: &[&'static dyn AnyService]) -> String {
         .replace("<!--endpoints-->", &items(LinkKind::Endpoint))
 }
 
-async fn not_found(method: Method, uri: Uri) -> ApiError {
+/// A mistyped address: a page for a browser asking for one (GET of a
+/// path outside `/api/` accepting `text/html`), else the error envelope.
+async fn not_found(method: Method, uri: Uri, headers: axum::http::HeaderMap) -> Response {
+    let wants_page = matches!(method, Method::GET | Method::HEAD)
+        && !uri.path().starts_with("/api/")
+        && headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/html"));
+    if wants_page {
+        let mut res = Html(include_str!("not_found.html")).into_response();
+        *res.status_mut() = StatusCode::NOT_FOUND;
+        return res;
+    }
     ApiError::new(
         StatusCode::NOT_FOUND,
         "route_not_found",
         format!("no route for {method} {}; see /openapi.json", uri.path()),
     )
+    .into_response()
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {

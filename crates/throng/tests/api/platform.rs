@@ -562,3 +562,37 @@ async fn store_of_its_own(kind: StoreKind) -> (Store, tempfile::TempDir, Option<
     let store = Store::open(&url, StoreLimits::default()).await.unwrap();
     (store, dir, pg)
 }
+
+/// A mistyped address: a browser gets a page that says so and leads back;
+/// a client of the API (or any path under /api/) gets the error envelope.
+/// Every page fits a phone's width (a viewport tag).
+#[tokio::test]
+async fn a_mistyped_address_answers_a_page_to_a_browser() {
+    let s = crate::helpers::TestServer::start(StoreKind::Sqlite, &[]).await;
+    let api = &s.api;
+    let html = |path: &str| {
+        api.http
+            .get(api.url(path))
+            .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+    };
+    let r = api.send(html("/bookin/")).await;
+    assert_eq!(r.status, 404);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let page = r.text();
+    assert!(
+        page.contains("Page not found") && page.contains(r#"href="/""#),
+        "{page}"
+    );
+    assert!(page.contains(r#"name="viewport""#));
+    api.send(html("/api/nothing-here"))
+        .await
+        .assert_error(404, "route_not_found");
+    api.get("/bookin/")
+        .await
+        .assert_error(404, "route_not_found");
+    let index = api.send(html("/")).await.text();
+    assert!(index.contains(r#"name="viewport""#), "{index}");
+}
