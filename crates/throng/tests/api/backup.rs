@@ -12,29 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::both_stores;
-use crate::helpers::{store_flags, throng_bin, Api, PgDb, ProcessServer, StoreKind};
+use crate::helpers::{run_throng, store_flags, Api, PgDb, ProcessServer, StoreKind};
 
 both_stores!(a_backup_under_write_load_restores_every_acknowledged_write);
-
-/// Runs the binary with `args`; answers (success, stdout + stderr).
-async fn throng(args: &[String]) -> (bool, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(throng_bin())
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .output(),
-    )
-    .await
-    .expect("finishes in time")
-    .expect("runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 fn args(command: &str, rest: &[&str], data_dir: &Path, pg: Option<&str>) -> Vec<String> {
     let mut a = vec![command.to_string()];
@@ -118,7 +98,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write(kind: Store
 
     let copy = dir.path().join("throng.backup");
     let began = Instant::now();
-    let (ok, out) = throng(&args(
+    let (ok, out) = run_throng(&args(
         "backup",
         &["--to", copy.to_str().unwrap()],
         &data,
@@ -146,7 +126,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write(kind: Store
     );
     assert!(after > 0, "no write went on during the backup");
     if kind == StoreKind::Sqlite {
-        let (ok, out) = throng(&args(
+        let (ok, out) = run_throng(&args(
             "restore",
             &[copy.to_str().unwrap(), "--force"],
             &data,
@@ -164,13 +144,13 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write(kind: Store
 
     // Refused before anything is touched: an occupied target, a file that
     // is no backup, a backup without its secrets.
-    let (ok, out) = throng(&args("restore", &[copy.to_str().unwrap()], &data, pg_url)).await;
+    let (ok, out) = run_throng(&args("restore", &[copy.to_str().unwrap()], &data, pg_url)).await;
     assert!(!ok && out.contains("--force"), "{out}");
     let junk = dir.path().join("junk.backup");
     std::fs::write(&junk, b"not a database at all").unwrap();
     std::fs::copy(&secrets, dir.path().join("junk.backup.secrets")).unwrap();
     let fresh = dir.path().join("restored");
-    let (ok, out) = throng(&args(
+    let (ok, out) = run_throng(&args(
         "restore",
         &[junk.to_str().unwrap()],
         &fresh,
@@ -180,7 +160,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write(kind: Store
     assert!(!ok, "{out}");
     let lone = dir.path().join("lone.backup");
     std::fs::copy(&copy, &lone).unwrap();
-    let (ok, out) = throng(&args(
+    let (ok, out) = run_throng(&args(
         "restore",
         &[lone.to_str().unwrap()],
         &fresh,
@@ -191,7 +171,7 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write(kind: Store
     assert!(!fresh.join("throng.db").exists(), "nothing installed");
 
     // The restore, and a server on it.
-    let (ok, out) = throng(&args(
+    let (ok, out) = run_throng(&args(
         "restore",
         &[copy.to_str().unwrap()],
         &fresh,

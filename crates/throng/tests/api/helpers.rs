@@ -448,6 +448,27 @@ pub fn throng_bin() -> String {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_throng").to_string())
 }
 
+/// Runs the binary with `args` (within 120 s); answers whether it
+/// succeeded and what it printed (stdout, then stderr).
+pub async fn run_throng(args: &[String]) -> (bool, String) {
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(throng_bin())
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .output(),
+    )
+    .await
+    .expect("the command finishes in time")
+    .expect("the command runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 /// `--store` flags for `data_dir` (SQLite) or a PostgreSQL URL.
 pub fn store_flags(data_dir: &Path, pg_url: Option<&str>) -> Vec<String> {
     let mut f = vec![
