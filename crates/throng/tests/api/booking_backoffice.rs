@@ -920,9 +920,12 @@ async fn every_message_kind_is_delivered_once(kind: StoreKind) {
 
 /// A loopback SMTP server: answers each command and records each message's
 /// recipients and data; bounded by the test's waits.
-async fn smtp_server() -> (String, Arc<Mutex<Vec<(Vec<String>, String)>>>) {
+/// Each message's recipients and data, as the test's SMTP server got them.
+type Mails = Arc<Mutex<Vec<(Vec<String>, String)>>>;
+
+async fn smtp_server() -> (String, Mails) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mails: Arc<Mutex<Vec<(Vec<String>, String)>>> = Arc::default();
+    let mails: Mails = Arc::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("smtp://{}", listener.local_addr().unwrap());
     let seen = mails.clone();

@@ -210,7 +210,7 @@ impl InMemorySlots {
             + Sync
             + 'static,
     {
-        let took: Arc<Mutex<Option<(Arc<Availability>, Vec<u64>)>>> = Arc::default();
+        let took: Arc<Mutex<Option<DayTaken>>> = Arc::default();
         let (index, in_writer) = (self.index.clone(), took.clone());
         let outcome = store
             .write(move |tx| {
@@ -275,6 +275,9 @@ async fn reload(store: Store, index: Arc<ArcSwap<Availability>>) -> anyhow::Resu
     );
     Ok(())
 }
+
+/// The index a day's closing ran on and the slot bits it took there.
+type DayTaken = (Arc<Availability>, Vec<u64>);
 
 /// A registration's person key in the index, if it has one.
 fn person_of_reg(reg: &SealedRegistration) -> Option<u64> {
