@@ -395,6 +395,10 @@ async fn support_lookups_record_who_and_why(kind: StoreKind) {
             json!({"nationalId": "9001010001", "reason": "a".repeat(501)}),
             422,
         ),
+        (
+            json!({"nationalId": "9001010001", "reason": "evil \u{202e} reversed"}),
+            422,
+        ),
         (json!({"reason": "no id given at all"}), 422),
         (
             json!({"nationalId": "9001010001", "registrationId": a, "reason": "both ids given"}),

@@ -29,7 +29,9 @@ use super::store::{self as office, Attendance, PendingCode};
 use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath};
+use crate::platform::openapi::{closed_object, format_schema, pattern_schema, text_schema};
 use crate::platform::{crypto, headers};
+use utoipa::openapi::schema::KnownFormat;
 
 /// A support lookup's reason: characters at least and at most.
 pub const REASON_CHARS_MIN: usize = 5;
@@ -417,7 +419,7 @@ pub async fn mark_attendance(
 }
 
 /// A support lookup: one of a national id or a registration id, and why.
-#[derive(Deserialize, ToSchema)]
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LookupRequest {
     /// Looked up through the blind index (never stored in the clear).
@@ -431,6 +433,35 @@ pub struct LookupRequest {
     pub reason: String,
 }
 
+crate::schema_type!(
+    for LookupRequest => closed_object(
+        [
+            (
+                "nationalId",
+                pattern_schema(format!("^[A-Za-z0-9/-]{{1,{NATIONAL_ID_CHARS_MAX}}}$")).into(),
+            ),
+            (
+                "registrationId",
+                pattern_schema(
+                    "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+                        .into(),
+                )
+                .into(),
+            ),
+            ("day", format_schema(KnownFormat::Date).into()),
+            ("reason", text_schema(REASON_CHARS_MIN, REASON_CHARS_MAX, false).into()),
+        ],
+        &["reason"],
+    )
+    .build()
+);
+
+/// Characters that change how text around them shows without being seen
+/// (bidirectional controls, line and paragraph separators).
+fn is_invisible_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
 /// Registrations a lookup found.
 #[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -441,7 +472,7 @@ pub struct LookupOut {
 
 /// Looks a person's registrations up by national id or registration id, recording who and why (staff)
 #[utoipa::path(post, path = "/api/booking/staff/lookup", tag = "booking",
-    request_body(content = LookupRequest, description = "One of nationalId or registrationId, and a reason (5 to 500 characters)",
+    request_body(content = inline(LookupRequest), description = "One of nationalId or registrationId, and a reason (5 to 500 characters)",
                  example = json!({"nationalId": "12345678901", "reason": "caller lost the confirmation SMS"})),
     security(("bearer" = [])),
     responses((status = 200, body = LookupOut, description = "The registrations found at the caller's places (an admin's or a '*' token: every place); SupportLookup in the booking-audit stream records who looked, why, how and what was found",
@@ -459,10 +490,11 @@ pub async fn support_lookup(
 ) -> ApiResult<Json<LookupOut>> {
     let reason = req.reason.trim().to_string();
     let n = reason.chars().count();
-    if !(REASON_CHARS_MIN..=REASON_CHARS_MAX).contains(&n) || reason.chars().any(char::is_control) {
+    let refused = |c: char| c.is_control() || is_invisible_control(c);
+    if !(REASON_CHARS_MIN..=REASON_CHARS_MAX).contains(&n) || reason.chars().any(refused) {
         return Err(ApiError::invalid_field(format!(
             "reason: {REASON_CHARS_MIN} to {REASON_CHARS_MAX} characters saying why the data is \
-             looked at, no control characters"
+             looked at, no control characters or bidirectional controls"
         )));
     }
     let (how, found) = match (&req.national_id, &req.registration_id) {
