@@ -401,6 +401,10 @@ async fn support_lookups_record_who_and_why(kind: StoreKind) {
         ),
         (json!({"reason": "no id given at all"}), 422),
         (
+            json!({"nationalId": "9001010001", "registrationId": null, "reason": "a null id"}),
+            422,
+        ),
+        (
             json!({"nationalId": "9001010001", "registrationId": a, "reason": "both ids given"}),
             422,
         ),

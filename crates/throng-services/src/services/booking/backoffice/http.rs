@@ -423,14 +423,23 @@ pub async fn mark_attendance(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LookupRequest {
     /// Looked up through the blind index (never stored in the clear).
+    #[serde(default, deserialize_with = "given")]
     pub national_id: Option<String>,
+    #[serde(default, deserialize_with = "given")]
     pub registration_id: Option<String>,
     /// YYYY-MM-DD: the day whose registration to find by national id,
     /// needed with --booking-one-registration person-day (the index is
     /// per day there).
+    #[serde(default, deserialize_with = "given")]
     pub day: Option<String>,
     /// Why the person's data is looked at: recorded with the lookup.
     pub reason: String,
+}
+
+/// An optional field that, when present, is a string (`null` is refused,
+/// as the document states).
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 crate::schema_type!(
