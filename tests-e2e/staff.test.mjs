@@ -112,6 +112,7 @@ for (const [label, viewport, placeId, first] of [["desktop", DESKTOP, 3, 10], ["
       assert.equal(await page.locator("#d-table").isVisible(), true);
       assert.equal(await page.locator("thead").isVisible(), true);
       assert.equal(await page.locator("#pick").isVisible(), false);
+      assert.equal(await page.locator("#status").isVisible(), false);
       assert.equal(await row.getByRole("button", { name: /^Check in/ }).isVisible(), false);
       await page.emulateMedia({ media: "screen" });
 

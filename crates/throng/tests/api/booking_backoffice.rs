@@ -364,6 +364,13 @@ async fn support_lookups_record_who_and_why(kind: StoreKind) {
     )
     .await;
     assert_eq!(r.json()["count"], 0, "{}", r.text());
+    // A day narrows it (the registration is on FROM).
+    let r = lookup(
+        json!({"registrationId": a, "day": "2031-01-01", "reason": "caller names a day"}),
+        desk.clone(),
+    )
+    .await;
+    assert_eq!(r.json()["count"], 0, "{}", r.text());
     // Nobody found is an empty answer.
     let r = lookup(
         json!({"nationalId": "111111/1111", "reason": "caller has no SMS"}),
@@ -377,13 +384,13 @@ async fn support_lookups_record_who_and_why(kind: StoreKind) {
         .into_iter()
         .filter(|e| e["type"] == "SupportLookup")
         .collect();
-    assert_eq!(audit.len(), 4, "{audit:?}");
+    assert_eq!(audit.len(), 5, "{audit:?}");
     assert_eq!(audit[0]["data"]["by"]["sub"], "nurse-7");
     assert_eq!(audit[0]["data"]["reason"], "caller lost the SMS");
     assert_eq!(audit[0]["data"]["lookedUpBy"], "nationalId");
     assert_eq!(audit[0]["data"]["registrationIds"], json!([a]));
     assert_eq!(audit[1]["data"]["lookedUpBy"], "registrationId");
-    assert_eq!(audit[2]["data"]["registrationIds"], json!([]));
+    assert_eq!(audit[3]["data"]["registrationIds"], json!([]));
     // No national id in the log.
     assert!(!audit[0].to_string().contains("900101"));
 
@@ -400,6 +407,10 @@ async fn support_lookups_record_who_and_why(kind: StoreKind) {
             422,
         ),
         (json!({"reason": "no id given at all"}), 422),
+        (
+            json!({"registrationId": a, "day": "soon", "reason": "a day that is no date"}),
+            422,
+        ),
         (
             json!({"nationalId": "9001010001", "registrationId": null, "reason": "a null id"}),
             422,
@@ -422,7 +433,7 @@ async fn support_lookups_record_who_and_why(kind: StoreKind) {
     }
     assert_eq!(
         stream_events(&s, "booking-audit").await.len(),
-        4,
+        5,
         "refused lookups are not recorded as lookups"
     );
     let user = token(&s, "u", "user", json!({}));

@@ -498,19 +498,24 @@ pub async fn support_lookup(
     ApiJson(req): ApiJson<LookupRequest>,
 ) -> ApiResult<Json<LookupOut>> {
     let reason = req.reason.trim().to_string();
-    let n = reason.chars().count();
     let refused = |c: char| c.is_control() || is_invisible_control(c);
-    if !(REASON_CHARS_MIN..=REASON_CHARS_MAX).contains(&n) || reason.chars().any(refused) {
+    if reason.chars().count() < REASON_CHARS_MIN
+        || req.reason.chars().count() > REASON_CHARS_MAX
+        || req.reason.chars().any(refused)
+    {
         return Err(ApiError::invalid_field(format!(
             "reason: {REASON_CHARS_MIN} to {REASON_CHARS_MAX} characters saying why the data is \
              looked at, no control characters or bidirectional controls"
         )));
     }
+    // A day, when given, is checked whichever id is (and narrows either).
+    let day = req
+        .day
+        .as_deref()
+        .map(|d| Day::parse("day", d))
+        .transpose()?;
     let (how, found) = match (&req.national_id, &req.registration_id) {
-        (Some(nid), None) => (
-            "nationalId",
-            by_national_id(&st, nid, req.day.as_deref()).await?,
-        ),
+        (Some(nid), None) => ("nationalId", by_national_id(&st, nid, day).await?),
         (None, Some(id)) => {
             let found = if plausible_id(id) {
                 st.storage.registration(id).await?.into_iter().collect()
@@ -529,7 +534,7 @@ pub async fn support_lookup(
     };
     let found: Vec<SealedRegistration> = found
         .into_iter()
-        .filter(|r| staff.covers(r.place_id))
+        .filter(|r| staff.covers(r.place_id) && day.is_none_or(|d| r.day == d))
         .collect();
     let ids: Vec<&str> = found.iter().map(|r| r.id.as_str()).collect();
     office::audit(
@@ -569,9 +574,10 @@ pub async fn support_lookup(
 async fn by_national_id(
     st: &BookingState,
     national_id: &str,
-    day: Option<&str>,
+    day: Option<Day>,
 ) -> ApiResult<Vec<SealedRegistration>> {
-    let nid = national_id.trim();
+    // Exactly as stated (no trimming): what the document refuses is refused.
+    let nid = national_id;
     let ok = (1..=NATIONAL_ID_CHARS_MAX).contains(&nid.len())
         && nid
             .chars()
@@ -581,7 +587,6 @@ async fn by_national_id(
             "nationalId: 1 to {NATIONAL_ID_CHARS_MAX} letters, digits, '/' or '-'"
         )));
     }
-    let day = day.map(|d| Day::parse("day", d)).transpose()?;
     let scope_day =
         match (st.one_registration, day) {
             (OneRegistration::Off, _) => return Err(ApiError::new(
@@ -601,11 +606,7 @@ async fn by_national_id(
         .scope(scope_day)
         .ok_or_else(ApiError::internal)?;
     let key = st.blind_index.of(&scope, &national_id_key(nid)).to_vec();
-    let mut found = office::by_person_key(&st.store, key).await?;
-    if let Some(day) = day {
-        found.retain(|r| r.day == day);
-    }
-    Ok(found)
+    Ok(office::by_person_key(&st.store, key).await?)
 }
 
 /// Books a slot on a person's behalf (a call centre: staff of the place)

@@ -13,7 +13,8 @@ let current = null; // { place, day, list }
 function setStatus(text, kind) {
   const s = $("status");
   s.textContent = text || "";
-  s.className = kind || "";
+  s.classList.remove("error", "waiting");
+  if (kind) s.classList.add(kind);
 }
 
 function setFieldError(id, text) {
