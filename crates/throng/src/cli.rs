@@ -365,16 +365,13 @@ fn check_role_claims(
     spec: &RoleSpec,
     claims: &serde_json::Map<String, serde_json::Value>,
 ) -> anyhow::Result<()> {
-    for key in spec.claims {
-        if !claims.get(*key).is_some_and(|v| v.is_i64()) {
-            let example: Vec<String> = spec
-                .claims
-                .iter()
-                .map(|k| format!("--claim {k}=<id>"))
-                .collect();
+    for claim in spec.claims {
+        if !claims.get(claim.name).is_some_and(|v| claim.accepts(v)) {
+            let example: Vec<String> = spec.claims.iter().map(|c| c.example()).collect();
             anyhow::bail!(
-                "a {} token needs --claim {key}=<id> (an integer), e.g. --role {} {}",
+                "a {} token needs {}, e.g. --role {} {}",
                 spec.role,
+                claim.example(),
                 spec.role,
                 example.join(" ")
             );
@@ -406,7 +403,30 @@ mod tests {
         assert!(super::check_role_claims(role("admin"), &claims(&[])).is_ok());
         let mut names: Vec<_> = super::all_roles().map(|r| r.role.name()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["admin", "provider", "user", "voter"]);
+        assert_eq!(names, ["admin", "provider", "staff", "user", "voter"]);
+    }
+
+    #[test]
+    fn a_staff_token_names_its_places() {
+        let staff = super::all_roles()
+            .find(|r| r.role.name() == "staff")
+            .unwrap();
+        let with = |value: serde_json::Value| {
+            let mut m = serde_json::Map::new();
+            m.insert("places".into(), value);
+            super::check_role_claims(staff, &m)
+        };
+        let err = super::check_role_claims(staff, &serde_json::Map::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--claim places="), "{err}");
+        assert!(with("12,15".into()).is_ok());
+        assert!(with(12.into()).is_ok());
+        assert!(with("*".into()).is_ok());
+        assert!(with(serde_json::json!([12, 15])).is_ok());
+        for bad in ["", "12,x", "0", "-3", "12,,15"] {
+            assert!(with(bad.into()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -54,9 +54,125 @@ pub struct RoleSpec {
     pub role: Role,
     /// What a holder may do, for `throng token --help`.
     pub about: &'static str,
-    /// Integer claims a token of this role must carry (refused by `throng
-    /// token` without them).
-    pub claims: &'static [&'static str],
+    /// Claims a token of this role must carry (refused by `throng token`
+    /// without them).
+    pub claims: &'static [ClaimSpec],
+}
+
+/// A claim a role's tokens must carry, and its form.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimSpec {
+    pub name: &'static str,
+    pub kind: ClaimKind,
+}
+
+/// The form of a required claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimKind {
+    /// One integer (`--claim election=1`).
+    Integer,
+    /// A list of positive integer ids, or every id: a JSON array of
+    /// integers, one integer, a comma-separated string (`--claim
+    /// places=12,15`, as an identity provider may map a group list), or
+    /// `"*"` (see [`IdList`]).
+    IdList,
+}
+
+impl ClaimSpec {
+    pub const fn integer(name: &'static str) -> ClaimSpec {
+        ClaimSpec {
+            name,
+            kind: ClaimKind::Integer,
+        }
+    }
+
+    pub const fn id_list(name: &'static str) -> ClaimSpec {
+        ClaimSpec {
+            name,
+            kind: ClaimKind::IdList,
+        }
+    }
+
+    /// Whether `value` has this claim's form.
+    pub fn accepts(&self, value: &serde_json::Value) -> bool {
+        match self.kind {
+            ClaimKind::Integer => value.is_i64(),
+            ClaimKind::IdList => IdList::from_claim(value).is_some(),
+        }
+    }
+
+    /// What the claim looks like on `throng token`'s command line.
+    pub fn example(&self) -> String {
+        match self.kind {
+            ClaimKind::Integer => format!("--claim {}=<id>", self.name),
+            ClaimKind::IdList => format!("--claim {}=<id>,<id>,... (or '*' for all)", self.name),
+        }
+    }
+}
+
+/// Ids a list claim names at most.
+pub const ID_LIST_CLAIM_IDS_MAX: usize = 1000;
+
+/// A list claim's ids (see [`ClaimKind::IdList`]), sorted and without
+/// repeats.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdList {
+    /// `"*"`: every id.
+    All,
+    Ids(Vec<i64>),
+}
+
+impl IdList {
+    /// Reads a claim's value; `None` when it is not of the form (an empty
+    /// list, a non-positive id, more than [`ID_LIST_CLAIM_IDS_MAX`] ids).
+    pub fn from_claim(value: &serde_json::Value) -> Option<IdList> {
+        let mut ids: Vec<i64> = match value {
+            serde_json::Value::Number(n) => vec![n.as_i64()?],
+            serde_json::Value::String(s) if s.trim() == "*" => return Some(IdList::All),
+            serde_json::Value::String(s) => s
+                .split(',')
+                .map(|part| part.trim().parse::<i64>().ok())
+                .collect::<Option<Vec<i64>>>()?,
+            serde_json::Value::Array(items) => items
+                .iter()
+                .map(|v| {
+                    v.as_i64()
+                        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                })
+                .collect::<Option<Vec<i64>>>()?,
+            _ => return None,
+        };
+        if ids.is_empty() || ids.len() > ID_LIST_CLAIM_IDS_MAX || ids.iter().any(|id| *id < 1) {
+            return None;
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Some(IdList::Ids(ids))
+    }
+
+    pub fn contains(&self, id: i64) -> bool {
+        match self {
+            IdList::All => true,
+            IdList::Ids(ids) => ids.binary_search(&id).is_ok(),
+        }
+    }
+}
+
+impl std::fmt::Display for IdList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdList::All => f.write_str("all"),
+            IdList::Ids(ids) => {
+                for (i, id) in ids.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{id}")?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The platform's own roles.
@@ -187,6 +303,24 @@ fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
 #[derive(Clone, Debug)]
 pub struct Caller(pub Claims);
 
+/// The bearer token of a request, checked: its claims as `T`, through the
+/// same errors as [`Caller`] (a missing or malformed header is 401).
+pub fn bearer_claims<T: serde::de::DeserializeOwned>(
+    keys: &TokenKeys,
+    headers: &axum::http::HeaderMap,
+) -> Result<T, ApiError> {
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::unauthorized("missing_token", "send Authorization: Bearer <token>")
+        })?;
+    let token = header
+        .strip_prefix("Bearer ")
+        .ok_or_else(|| ApiError::unauthorized("invalid_token", "expected 'Bearer <token>'"))?;
+    keys.verify_as(token.trim())
+}
+
 impl Caller {
     pub fn require(&self, role: Role) -> Result<&Claims, ApiError> {
         if self.0.role == role || self.0.role == Role::ADMIN {
@@ -208,16 +342,6 @@ where
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let keys = Arc::<TokenKeys>::from_ref(state);
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                ApiError::unauthorized("missing_token", "send Authorization: Bearer <token>")
-            })?;
-        let token = header
-            .strip_prefix("Bearer ")
-            .ok_or_else(|| ApiError::unauthorized("invalid_token", "expected 'Bearer <token>'"))?;
-        keys.verify(token.trim()).map(Caller)
+        bearer_claims(&keys, &parts.headers).map(Caller)
     }
 }

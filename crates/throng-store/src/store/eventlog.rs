@@ -209,6 +209,49 @@ pub async fn events_of_type_after(
     })
 }
 
+static OF_TYPES: Sql = Sql::new(concat!(
+    "SELECT ",
+    columns!(),
+    " FROM events WHERE position > ?1 AND position <= ?2 \
+      AND (stream = ?3 OR substr(stream, 1, length(?3) + 1) = ?3 || '-') ORDER BY position"
+));
+
+/// Like [`events_of_type_after`], for every event type in `event_types`
+/// (a worker following several kinds of its own events): the others are
+/// read and dropped here, so `event_types` should cover most of the
+/// category's traffic.
+pub async fn events_of_types_after(
+    c: &Conn<'_>,
+    position: i64,
+    limit: i64,
+    category: &str,
+    event_types: &[&str],
+) -> Result<TypeScan, StoreError> {
+    let end = c.log_end().await?;
+    if end <= position {
+        return Ok(TypeScan {
+            scanned_to: position,
+            ..TypeScan::default()
+        });
+    }
+    let (scanned, scanned_to) = c
+        .query_one(&SCAN_RANGE, &[&position, &limit, &end], |r| {
+            Ok((r.int(0)?, r.int(1)?))
+        })
+        .await?;
+    let mut events = c
+        .query(&OF_TYPES, &[&position, &scanned_to, &category], |r| {
+            event_row(r)
+        })
+        .await?;
+    events.retain(|e| event_types.contains(&e.event_type.as_str()));
+    Ok(TypeScan {
+        events,
+        scanned,
+        scanned_to,
+    })
+}
+
 /// An event a bulk load appends at a version its caller decided (a seed's
 /// new streams): no head is read, no lock taken.
 pub struct VersionedEvent {

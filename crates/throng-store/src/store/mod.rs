@@ -594,6 +594,27 @@ impl Store {
         .await
     }
 
+    /// [`Store::events_of_type_after`] for several event types of one
+    /// category.
+    pub async fn events_of_types_after(
+        &self,
+        position: i64,
+        limit: i64,
+        category: &'static str,
+        event_types: &'static [&'static str],
+    ) -> Result<eventlog::TypeScan, StoreError> {
+        self.read(move |c| {
+            Box::pin(eventlog::events_of_types_after(
+                c,
+                position,
+                limit,
+                category,
+                event_types,
+            ))
+        })
+        .await
+    }
+
     /// Events after `position`, in position order, at most `limit`.
     pub async fn events_after(
         &self,

@@ -18,6 +18,7 @@ mod security;
 // service test modules: one line each
 mod bench_baselines;
 mod booking;
+mod booking_backoffice;
 mod booking_durability;
 mod booking_notifier;
 mod booking_person;

@@ -165,6 +165,7 @@ async fn every_documented_operation_is_routed() {
             .replace("{category}", "order")
             .replace("{name}", "invoicing")
             .replace("{place_id}", "999999")
+            .replace("{day}", "2030-01-07")
             .replace("{course_id}", "999999")
             .replace("{comment_id}", "999999")
             .replace("{site_id}", "999999")

@@ -322,6 +322,29 @@ impl Availability {
         }
     }
 
+    /// Takes every slot of a place's day (the place closes that day):
+    /// the bits this call took, per word, for [`Availability::give_back_day`]
+    /// should its command not commit. Run by the single writer.
+    pub fn take_day(&self, place_id: i64, day: Day) -> Vec<u64> {
+        let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) else {
+            return Vec::new();
+        };
+        d.exists
+            .iter()
+            .zip(d.taken)
+            .map(|(exists, taken)| exists & !taken.fetch_or(*exists, Ordering::AcqRel))
+            .collect()
+    }
+
+    /// Hands back what [`Availability::take_day`] took.
+    pub fn give_back_day(&self, place_id: i64, day: Day, took: &[u64]) {
+        if let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) {
+            for (taken, mine) in d.taken.iter().zip(took) {
+                taken.fetch_and(!mine, Ordering::AcqRel);
+            }
+        }
+    }
+
     /// The place and its slots from `from` for `days` days, as the store's
     /// query returns them.
     pub fn place_slots_rows(

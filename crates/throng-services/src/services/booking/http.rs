@@ -54,6 +54,7 @@ where
         .routes(routes!(place_calendar))
         .routes(routes!(stats))
         .routes(routes!(parked_notifications))
+        .merge(super::backoffice::http::routes())
         .merge(super::page::router().into())
 }
 
@@ -271,7 +272,7 @@ fn render_slots(
         .into_response()
 }
 
-fn place_not_found(id: i64) -> ApiError {
+pub(super) fn place_not_found(id: i64) -> ApiError {
     ApiError::not_found("place_not_found", format!("no place with id {id}"))
 }
 
@@ -354,7 +355,7 @@ pub struct RegistrationOut {
 
 /// A day before today, or today's slot whose start has passed (at the
 /// booking's offset), cannot be booked or moved to: 422 naming the field.
-async fn refuse_passed(
+pub(super) async fn refuse_passed(
     st: &BookingState,
     place_id: i64,
     day: Day,
@@ -393,14 +394,14 @@ async fn refuse_passed(
     Ok(())
 }
 
-fn slot_taken() -> ApiError {
+pub(super) fn slot_taken() -> ApiError {
     ApiError::conflict(
         "slot_taken",
         "this time slot is already taken; choose another",
     )
 }
 
-fn already_registered(rule: OneRegistration) -> ApiError {
+pub(super) fn already_registered(rule: OneRegistration) -> ApiError {
     ApiError::conflict(
         "already_registered",
         match rule {
@@ -416,7 +417,7 @@ fn already_registered(rule: OneRegistration) -> ApiError {
     )
 }
 
-fn slot_not_found(new: &NewRegistration) -> ApiError {
+pub(super) fn slot_not_found(new: &NewRegistration) -> ApiError {
     ApiError::not_found(
         "slot_not_found",
         format!(
@@ -428,7 +429,11 @@ fn slot_not_found(new: &NewRegistration) -> ApiError {
     )
 }
 
-fn seal(st: &BookingState, new: &NewRegistration, access_code: &str) -> SealedRegistration {
+pub(super) fn seal(
+    st: &BookingState,
+    new: &NewRegistration,
+    access_code: &str,
+) -> SealedRegistration {
     // Time-ordered (v7) ids append at the right edge of the primary-key B-tree
     // instead of landing on a random page; the access code is what guards access.
     let id = uuid::Uuid::now_v7().to_string();
@@ -456,7 +461,7 @@ fn access_code(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-fn registration_not_found() -> ApiError {
+pub(super) fn registration_not_found() -> ApiError {
     // The same answer for a wrong code and a missing registration, so codes
     // cannot be probed.
     ApiError::not_found(
@@ -466,7 +471,7 @@ fn registration_not_found() -> ApiError {
 }
 
 /// Registration ids are UUIDs; anything else cannot exist.
-fn plausible_id(id: &str) -> bool {
+pub(super) fn plausible_id(id: &str) -> bool {
     id.len() == 36 && uuid::Uuid::parse_str(id).is_ok()
 }
 
@@ -641,7 +646,10 @@ fn slot_ref_not_found(to: SlotRef) -> ApiError {
     )
 }
 
-fn open_person(st: &BookingState, reg: &SealedRegistration) -> ApiResult<serde_json::Value> {
+pub(super) fn open_person(
+    st: &BookingState,
+    reg: &SealedRegistration,
+) -> ApiResult<serde_json::Value> {
     let person_json = st.pii.open(&reg.id, &reg.person_sealed).ok_or_else(|| {
         tracing::error!(registration_id = %reg.id, "sealed personal data does not open with this key");
         ApiError::internal()

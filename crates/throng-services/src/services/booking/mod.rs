@@ -9,9 +9,12 @@
 //! write, so no write path can forget the index.
 
 pub mod availability;
+pub mod backoffice;
 pub mod bench;
+pub mod email;
 pub mod http;
 pub mod ics;
+pub mod messages;
 pub mod model;
 pub mod notifier;
 pub mod page;
@@ -45,10 +48,28 @@ static MIGRATIONS: MigrationSet = MigrationSet {
 /// `serve` flags of the booking service.
 #[derive(Clone, Debug, clap::Args)]
 pub struct BookingArgs {
-    /// SMS gateway webhook (http:// or https://, redirects never followed);
-    /// confirmations go to the log when absent.
+    /// SMS gateway webhook (http:// or https://, redirects never followed)
+    /// for booking's messages; with neither it nor --notify-smtp-url they
+    /// go to the log (ids only).
     #[arg(long, env = "THRONG_NOTIFY_WEBHOOK")]
     pub notify_webhook: Option<String>,
+    /// SMTP relay for booking's messages by email: smtp://host:port (in the
+    /// clear), smtp://host:port?tls=required (STARTTLS) or
+    /// smtps://user:password@host:port (TLS).
+    #[arg(long, env = "THRONG_NOTIFY_SMTP_URL")]
+    pub notify_smtp_url: Option<String>,
+    /// The sender of booking's emails.
+    #[arg(
+        long,
+        env = "THRONG_NOTIFY_SMTP_FROM",
+        default_value = "booking@localhost"
+    )]
+    pub notify_smtp_from: String,
+    /// Send a reminder this long before each appointment (90m, 24h, 2d; at
+    /// most 30d); no reminders when absent. A registration made inside the
+    /// window is reminded at once.
+    #[arg(long, env = "THRONG_BOOKING_REMINDER_BEFORE", value_parser = messages::parse_reminder_before)]
+    pub booking_reminder_before: Option<i64>,
     /// Do not run the confirmation worker on this node (nodes sharing a
     /// PostgreSQL take turns through a lease anyway; see ARCHITECTURE.md).
     #[arg(long, env = "THRONG_NO_NOTIFIER")]
@@ -64,7 +85,7 @@ pub struct BookingArgs {
         default_value = "person"
     )]
     pub booking_one_registration: model::OneRegistration,
-    /// Attempts at one confirmation before it is parked (kept, listed at
+    /// Attempts at one message before it is parked (kept, listed at
     /// GET /api/booking/admin/notifications/parked) so it stops holding
     /// back the ones after it; retries back off from 0.1 s to 30 s (10
     /// attempts: ~51 s). A gateway's refusal (4xx, a redirect) parks at once.
@@ -98,6 +119,10 @@ impl Service for Booking {
         Some(&MIGRATIONS)
     }
 
+    fn roles(&self) -> &'static [crate::platform::auth::RoleSpec] {
+        backoffice::access::ROLES
+    }
+
     async fn seed(&self, store: &Store, args: seed::SeedBookingArgs) -> anyhow::Result<()> {
         let report = seed::seed(store, &args, true).await?;
         println!(
@@ -119,7 +144,11 @@ impl Service for Booking {
         platform: &Platform,
         args: BookingArgs,
     ) -> anyhow::Result<Started<BookingState>> {
-        let notifier = notifier::Notifier::from_url(args.notify_webhook.as_deref())?;
+        let email = match &args.notify_smtp_url {
+            Some(url) => Some(email::Email::new(url, &args.notify_smtp_from)?),
+            None => None,
+        };
+        let notifier = notifier::Notifier::new(args.notify_webhook.as_deref(), email)?;
         std::sync::LazyLock::force(&notifier::NOTIFIER_METRICS);
         let mut state = BookingState::new(&platform.store, platform.pii.clone()).await?;
         state.blind_index = Arc::new(blind_index(platform).await?);
@@ -137,8 +166,13 @@ impl Service for Booking {
                 platform.pii.clone(),
                 notifier,
                 state.notify_worker.clone(),
-                notifier::Attempts {
-                    max: args.notify_attempts_max,
+                notifier::Settings {
+                    attempts: notifier::Attempts {
+                        max: args.notify_attempts_max,
+                    },
+                    reminder_before_ms: args.booking_reminder_before,
+                    clock: args.booking_utc_offset,
+                    public_base: platform.public_url.base(&axum::http::HeaderMap::new()),
                 },
             ));
         }
@@ -162,6 +196,12 @@ impl Service for Booking {
                 href: "/booking/manage",
                 title: "Your registration",
                 about: "see, move or cancel a registration with its access code.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/booking/staff/",
+                title: "Staff: a place's day",
+                about: "the day's list of a place (staff or admin token), check-in, print.",
             },
             Link {
                 kind: LinkKind::Endpoint,

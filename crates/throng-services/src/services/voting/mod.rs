@@ -33,7 +33,7 @@ use bytes::Bytes;
 use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
-use crate::platform::auth::{Role, RoleSpec};
+use crate::platform::auth::{ClaimKind, ClaimSpec, Role, RoleSpec};
 use crate::platform::client_addr::ClientCounts;
 use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
@@ -151,7 +151,16 @@ impl Service for Voting {
         &[RoleSpec {
             role: VOTER,
             about: "a voter (sub = the voter id) of the district and election its claims name",
-            claims: &["election", "district"],
+            claims: &[
+                ClaimSpec {
+                    name: "election",
+                    kind: ClaimKind::Integer,
+                },
+                ClaimSpec {
+                    name: "district",
+                    kind: ClaimKind::Integer,
+                },
+            ],
         }]
     }
 

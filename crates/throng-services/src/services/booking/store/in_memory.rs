@@ -18,7 +18,7 @@ use super::super::model::{Day, MoveOutcome, Place, RegisterOutcome, SealedRegist
 use super::super::seed::SEED_GENERATION_KEY;
 use super::registrations::{self, Change};
 use super::{slot_of, CancelOutcome, SlotRow};
-use crate::store::{NewEvent, Store, StoreError};
+use crate::store::{NewEvent, Store, StoreError, StoreFuture, Tx};
 
 pub struct InMemorySlots {
     /// Swapped whole by a reload, inside a writer command of its own; write
@@ -192,6 +192,49 @@ impl InMemorySlots {
         outcome
     }
 
+    /// Closes a place's day: every slot bit of the day taken inside the
+    /// writer's command that runs `body` (so no registration or move after
+    /// it in the writer's order takes one), handed back if the command does
+    /// not commit; the persons of the registrations `body` cancelled are
+    /// free once it did.
+    pub async fn close_day<F>(
+        &self,
+        store: &Store,
+        place_id: i64,
+        day: Day,
+        body: F,
+    ) -> Result<Option<Vec<SealedRegistration>>, StoreError>
+    where
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, Option<Vec<SealedRegistration>>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let took: Arc<Mutex<Option<DayTaken>>> = Arc::default();
+        let (index, in_writer) = (self.index.clone(), took.clone());
+        let outcome = store
+            .write(move |tx| {
+                let current = index.load_full();
+                let bits = current.take_day(place_id, day);
+                *in_writer.lock().unwrap_or_else(|e| e.into_inner()) = Some((current, bits));
+                body(tx)
+            })
+            .await;
+        let taken = took.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((index, bits)) = taken {
+            match &outcome {
+                Err(_) => index.give_back_day(place_id, day, &bits),
+                Ok(Some(cancelled)) => {
+                    for p in cancelled.iter().filter_map(person_of_reg) {
+                        index.release_person(p);
+                    }
+                }
+                Ok(None) => {}
+            }
+        }
+        outcome
+    }
+
     /// Loads the index again when another process seeded the store (the
     /// seed bumps a generation in `meta`); reads use the old index
     /// meanwhile.
@@ -232,6 +275,9 @@ async fn reload(store: Store, index: Arc<ArcSwap<Availability>>) -> anyhow::Resu
     );
     Ok(())
 }
+
+/// The index a day's closing ran on and the slot bits it took there.
+type DayTaken = (Arc<Availability>, Vec<u64>);
 
 /// A registration's person key in the index, if it has one.
 fn person_of_reg(reg: &SealedRegistration) -> Option<u64> {

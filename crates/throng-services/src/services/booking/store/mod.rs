@@ -22,6 +22,7 @@
 //! a [`Store`]) and never ask which store it is.
 
 mod in_memory;
+pub mod messages;
 pub mod notifications;
 pub mod places;
 pub mod registrations;
@@ -35,7 +36,7 @@ use super::model::{
     self, Day, MoveOutcome, Place, RegisterOutcome, SealedRegistration, SlotRef, EVENT_CANCELLED,
     EVENT_CONFIRMED,
 };
-use crate::store::{Columns, NewEvent, Sql, Store, StoreError, Writers};
+use crate::store::{Columns, NewEvent, Sql, Store, StoreError, Tx, Writers};
 
 pub use notifications::ParkedNotification;
 pub use places::{PlaceSlots, SlotRow};
@@ -169,6 +170,30 @@ impl Booking {
         }
     }
 
+    /// Closes a place's day (`backoffice::store::close_day_tx`): its
+    /// slots can no longer be taken and its registrations are cancelled,
+    /// in one write; the registrations cancelled, or `None` when the day
+    /// was closed already.
+    pub async fn close_day(
+        &self,
+        place_id: i64,
+        day: Day,
+        actor: super::backoffice::access::Actor,
+        at_ms: i64,
+    ) -> Result<Option<Vec<SealedRegistration>>, StoreError> {
+        let actor = Arc::new(actor);
+        let body = command(move |tx| {
+            let actor = actor.clone();
+            Box::pin(async move {
+                super::backoffice::store::close_day_tx(tx, place_id, day, &actor, at_ms).await
+            })
+        });
+        match &*self.slots {
+            Slots::InMemory(m) => m.close_day(&self.store, place_id, day, body).await,
+            Slots::Rows(_) => self.store.write(body).await,
+        }
+    }
+
     /// Keeps a confirmation the notifier gave up on (once per event
     /// position).
     pub async fn park_notification(&self, p: ParkedNotification) -> Result<(), StoreError> {
@@ -205,6 +230,15 @@ impl Booking {
             Slots::Rows(_) => None,
         }
     }
+}
+
+/// A write command as the store takes it (names the closure's
+/// higher-ranked signature where it is built apart from the call).
+fn command<T, F>(f: F) -> F
+where
+    F: for<'a> Fn(&'a Tx<'a>) -> crate::store::StoreFuture<'a, T>,
+{
+    f
 }
 
 /// What a cancellation did.

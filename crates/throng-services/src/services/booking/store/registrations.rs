@@ -29,6 +29,12 @@ static INSERT: Sql = Sql::new(
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 );
 static DELETE: Sql = Sql::new("DELETE FROM booking_registrations WHERE id = ?1");
+/// A cancelled registration's sealed contact data, kept for its
+/// cancellation message (the messages worker deletes it once sent).
+static KEEP_CANCELLED: Sql = Sql::new(
+    "INSERT INTO booking_cancelled (id, place_id, day, time_slot, person_sealed, cancelled_at_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO NOTHING",
+);
 static MOVE: Sql = Sql::new(
     "UPDATE booking_registrations SET place_id = ?2, day = ?3, time_slot = ?4, person_key = ?5
      WHERE id = ?1",
@@ -92,6 +98,18 @@ impl Change {
         if tx.execute(&DELETE, &[&self.id]).await? == 0 {
             return Ok(None);
         }
+        tx.execute(
+            &KEEP_CANCELLED,
+            &[
+                &reg.id,
+                &reg.place_id,
+                &reg.day.0,
+                &reg.time_slot,
+                &reg.person_sealed,
+                &crate::base::clock::now_ms(),
+            ],
+        )
+        .await?;
         tx.append(cancelled_event(&reg))?;
         Ok(Some(reg))
     }

@@ -29,7 +29,32 @@ static REGISTRATIONS: BulkTable = BulkTable {
     columns: &[],
     analyze: false,
 };
-static TABLES: &[&BulkTable] = &[&PLACES, &SLOTS, &REGISTRATIONS];
+/// The back office's tables, emptied with the registrations they describe.
+static BACK_OFFICE: [BulkTable; 5] = [
+    emptied("booking_attendance"),
+    emptied("booking_closed_days"),
+    emptied("booking_cancelled"),
+    emptied("booking_codes_pending"),
+    emptied("booking_reminders"),
+];
+static TABLES: &[&BulkTable] = &[
+    &PLACES,
+    &SLOTS,
+    &REGISTRATIONS,
+    &BACK_OFFICE[0],
+    &BACK_OFFICE[1],
+    &BACK_OFFICE[2],
+    &BACK_OFFICE[3],
+    &BACK_OFFICE[4],
+];
+
+const fn emptied(name: &'static str) -> BulkTable {
+    BulkTable {
+        name,
+        columns: &[],
+        analyze: false,
+    }
+}
 
 /// PostgreSQL plans from statistics; SQLite's booking tables run without
 /// (see [`PLACES`]).

@@ -1,0 +1,154 @@
+// The staff page: a place's day read with a staff (or admin) token, kept in
+// this tab's sessionStorage only; check-in and no-show per person, print,
+// CSV, closing the day. The token goes in Authorization, never in a URL.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const api = Throng.client({
+  onWait: ({ waitMs, attempt }) => setStatus(`The server is busy. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
+});
+const TOKEN_KEY = "throng.staff.token";
+let current = null; // { place, day, list }
+
+function setStatus(text, kind) {
+  const s = $("status");
+  s.textContent = text || "";
+  s.classList.remove("error", "waiting");
+  if (kind) s.classList.add(kind);
+}
+
+function setFieldError(id, text) {
+  const input = $(id), err = $(`${id}-error`);
+  err.textContent = text || "";
+  err.hidden = !text;
+  if (text) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
+}
+
+function auth() {
+  return { Authorization: `Bearer ${$("s-token").value.trim()}` };
+}
+
+function sentence(error) {
+  switch (error.code) {
+    case "missing_token": case "invalid_token": return "This token is not valid. Paste the token you were given.";
+    case "token_expired": return "This token has expired. Ask for a new one.";
+    case "not_your_place": case "no_places": case "forbidden": return error.message;
+    case "place_not_found": return `There is no place ${$("s-place").value.trim()}.`;
+    default: return error.message;
+  }
+}
+
+async function load(event) {
+  if (event) event.preventDefault();
+  ["s-token", "s-place", "s-day"].forEach((id) => setFieldError(id, ""));
+  const token = $("s-token").value.trim(), place = $("s-place").value.trim(), day = $("s-day").value;
+  let ok = true;
+  if (!token) { setFieldError("s-token", "Paste your staff token."); ok = false; }
+  if (!/^[1-9][0-9]{0,9}$/.test(place)) { setFieldError("s-place", "Enter the place's number, like 12."); ok = false; }
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) { setFieldError("s-day", "Choose a day."); ok = false; }
+  if (!ok) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  setStatus("Loading…");
+  const res = await api.fetch(`/api/booking/places/${place}/days/${day}/registrations`, { headers: auth() });
+  if (!res.ok) { $("day").hidden = true; setStatus(sentence(await api.errorOf(res)), "error"); return; }
+  current = { place, day, list: await res.json() };
+  show(current.list);
+  setStatus("");
+}
+
+function cell(row, label, text, className) {
+  const td = document.createElement("td");
+  td.dataset.label = label;
+  td.textContent = text;
+  if (className) td.className = className;
+  row.appendChild(td);
+  return td;
+}
+
+const ATTENDANCE = { checked_in: "Checked in", no_show: "No-show" };
+
+function show(list) {
+  $("d-title").textContent = `${list.placeName}, ${list.day}`;
+  const came = list.registrations.filter((r) => r.attendance === "checked_in").length;
+  $("d-summary").textContent = list.closed
+    ? `Closed this day. ${list.address}`
+    : `${list.count} expected, ${came} checked in. ${list.address}${list.truncated ? " (the list is cut: download the CSV)" : ""}`;
+  const rows = $("d-rows");
+  rows.replaceChildren();
+  for (const r of list.registrations) {
+    const tr = document.createElement("tr");
+    tr.dataset.id = r.registrationId;
+    if (r.attendance) tr.className = r.attendance;
+    cell(tr, "Time", r.start);
+    cell(tr, "Name", r.person.name);
+    cell(tr, "National id", r.person.nationalId);
+    cell(tr, "Phone", r.person.phone);
+    cell(tr, "Attendance", ATTENDANCE[r.attendance] || "Expected", "att");
+    const mark = cell(tr, "", "", "mark no-print");
+    for (const [status, label] of [["checked_in", "Check in"], ["no_show", "No-show"]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.dataset.status = status;
+      b.setAttribute("aria-label", `${label}: ${r.person.name} at ${r.start}`);
+      b.addEventListener("click", () => markAttendance(r, status, tr));
+      mark.appendChild(b);
+    }
+    rows.appendChild(tr);
+  }
+  $("d-empty").hidden = list.registrations.length > 0;
+  $("d-table").hidden = list.registrations.length === 0;
+  $("d-close").disabled = list.closed;
+  $("day").hidden = false;
+}
+
+async function markAttendance(r, status, tr) {
+  setStatus("Saving…");
+  const res = await api.fetch(`/api/booking/staff/registrations/${encodeURIComponent(r.registrationId)}/attendance`, {
+    method: "POST", headers: { ...auth(), "Content-Type": "application/json" }, body: JSON.stringify({ status }),
+  });
+  if (!res.ok) { setStatus(sentence(await api.errorOf(res)), "error"); return; }
+  r.attendance = status;
+  tr.className = status;
+  tr.querySelector("td.att").textContent = ATTENDANCE[status];
+  show(current.list);
+  setStatus(`${r.person.name}: ${ATTENDANCE[status].toLowerCase()}.`);
+}
+
+async function downloadCsv() {
+  if (!current) return;
+  const res = await api.fetch(`/api/booking/places/${current.place}/days/${current.day}/registrations`, {
+    headers: { ...auth(), Accept: "text/csv" },
+  });
+  if (!res.ok) { setStatus(sentence(await api.errorOf(res)), "error"); return; }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = `place-${current.place}-${current.day}.csv`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+async function closeDay() {
+  $("d-close-confirm").hidden = true;
+  setStatus("Closing the day…");
+  const res = await api.fetch(`/api/booking/places/${current.place}/days/${current.day}/close`, { method: "POST", headers: auth() });
+  if (!res.ok) { setStatus(sentence(await api.errorOf(res)), "error"); return; }
+  const closed = await res.json();
+  await load();
+  setStatus(closed.alreadyClosed ? "This day was closed already." : `Closed. ${closed.cancelled} registrations cancelled; each person is told.`);
+}
+
+$("pick").addEventListener("submit", load);
+$("d-print").addEventListener("click", () => window.print());
+$("d-csv").addEventListener("click", downloadCsv);
+$("d-close").addEventListener("click", () => { $("d-close-confirm").hidden = false; });
+$("d-close-no").addEventListener("click", () => { $("d-close-confirm").hidden = true; });
+$("d-close-yes").addEventListener("click", closeDay);
+$("s-token").value = sessionStorage.getItem(TOKEN_KEY) || "";
+if (!$("s-day").value) $("s-day").value = new Date().toISOString().slice(0, 10);
+const params = new URLSearchParams(location.hash.slice(1));
+if (params.get("place")) $("s-place").value = params.get("place");
+if (params.get("day")) $("s-day").value = params.get("day");
