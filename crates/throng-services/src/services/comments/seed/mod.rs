@@ -93,6 +93,8 @@ pub const DEMO_USERS: i64 = 200;
 pub const DEMO_COURSES: i64 = 20;
 pub const DEMO_COMMENTS_PER_COURSE: i64 = 10;
 pub const DEMO_USER_ID: i64 = 150;
+/// The demo's moderator (outside the demo's user ids).
+pub const DEMO_MODERATOR_ID: i64 = 900_001;
 
 pub fn validate(args: &SeedCommentsArgs) -> anyhow::Result<()> {
     if !(2..=10_000_000).contains(&args.users) {
@@ -134,6 +136,9 @@ pub async fn seed(
         }
         let gen = Generator::new(args);
         let snapshots = storage.seed_bulk(gen, progress).await?;
+        // Who reviewed a course was enrolled on it; the site's own data
+        // (enrolments, providers' settings, reports, votes) starts anew.
+        storage.enrol_reviewers().await?;
         let gen = Generator::new(args);
         report = SeedReport {
             users: args.users,
@@ -173,6 +178,11 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     }
     let args = SeedCommentsArgs::small(DEMO_USERS, DEMO_COURSES, DEMO_COMMENTS_PER_COURSE);
     let report = seed(store, &args, false).await?;
+    // The demo page's user may review every demo course.
+    let storage = super::store::open(store);
+    for course in 1..=DEMO_COURSES {
+        storage.enrol(course, DEMO_USER_ID, true).await?;
+    }
     tracing::info!(
         courses = report.courses,
         comments = report.comments,
