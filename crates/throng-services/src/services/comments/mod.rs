@@ -136,12 +136,20 @@ impl Service for Comments {
     }
 
     fn links(&self) -> Vec<Link> {
-        vec![Link {
-            kind: LinkKind::Page,
-            href: "/comments/",
-            title: "Comments",
-            about: "a course's rating and reviews, as an embeddable widget.",
-        }]
+        vec![
+            Link {
+                kind: LinkKind::Page,
+                href: "/comments/",
+                title: "Comments",
+                about: "a course's rating and reviews, as an embeddable widget.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/comments/moderate",
+                title: "Comments moderation",
+                about: "the queue of held and reported reviews, for moderators.",
+            },
+        ]
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {

@@ -171,6 +171,13 @@ static VOTE_SNAPSHOT: Sql = Sql::new(
 static BAN: Sql =
     Sql::new("UPDATE comments_users SET banned_ms = ?2, ban_reason = ?3 WHERE id = ?1");
 
+/// Reviews whose id modulo 1000 falls below ?1 (to hide) and in
+/// [?1, 2 * ?1) (to report): the seed's moderation.
+static SAMPLE: Sql = Sql::new(
+    "SELECT id, CASE WHEN id % 1000 < ?1 THEN 1 ELSE 0 END FROM comments
+     WHERE parent_id IS NULL AND id % 1000 < 2 * ?1 ORDER BY id",
+);
+
 static QUEUE: Sql = Sql::new(
     "SELECT c.id, c.course_id, c.user_id, COALESCE(u.display_name, ''), c.comment_type, c.parent_id,
         c.rating, c.title, c.remarks, c.created_ms, c.status, c.moderation_note, c.reports_open,
@@ -446,6 +453,30 @@ impl CommentsStore {
                 })
             })
             .await
+    }
+
+    /// The reviews the seed hides and reports, `per_mille` of each
+    /// thousand each.
+    pub async fn moderation_sample(
+        &self,
+        per_mille: i64,
+    ) -> Result<(Vec<i64>, Vec<i64>), StoreError> {
+        self.store
+            .read_blocking(move |c| {
+                Box::pin(async move {
+                    let rows = c
+                        .query(&SAMPLE, &[&per_mille], |r| Ok((r.int(0)?, r.int(1)? == 1)))
+                        .await?;
+                    Ok(rows.into_iter().partition::<Vec<_>, _>(|(_, hide)| *hide))
+                })
+            })
+            .await
+            .map(|(h, r)| {
+                (
+                    h.into_iter().map(|(id, _)| id).collect(),
+                    r.into_iter().map(|(id, _)| id).collect(),
+                )
+            })
     }
 
     /// The moderation queue: held comments and comments with open reports,

@@ -41,6 +41,7 @@ static HELD_INSERT: Sql = Sql::per_dialect(
 /// user is banned, and enrolled. No row: no such course.
 static POST_GATE: Sql = Sql::new(
     "SELECT co.premoderate, COALESCE(p.premoderate, 0),
+        (SELECT 1 FROM comments_users u WHERE u.id = ?2),
         (SELECT u.banned_ms FROM comments_users u WHERE u.id = ?2),
         (SELECT 1 FROM comments_enrolments e WHERE e.course_id = ?1 AND e.user_id = ?2)
      FROM comments_courses co LEFT JOIN comments_providers p ON p.id = co.provider_id
@@ -90,8 +91,9 @@ static FIND: Sql = Sql::new(
 static EDIT: Sql = Sql::new(
     "UPDATE comments SET rating = COALESCE(?2, rating), title = COALESCE(?3, title),
         remarks = COALESCE(?4, remarks), edited_ms = ?5,
-        status = CASE WHEN ?6 IS NOT NULL AND status = 0 THEN 1 ELSE status END,
-        moderation_note = CASE WHEN ?6 IS NOT NULL AND status = 0 THEN ?6 ELSE moderation_note END
+        status = CASE WHEN CAST(?6 AS TEXT) IS NOT NULL AND status = 0 THEN 1 ELSE status END,
+        moderation_note = CASE WHEN CAST(?6 AS TEXT) IS NOT NULL AND status = 0 THEN CAST(?6 AS TEXT)
+            ELSE moderation_note END
      WHERE id = ?1",
 );
 static DELETE: Sql = Sql::new("DELETE FROM comments WHERE id = ?1");
@@ -161,12 +163,16 @@ async fn post(
                 r.int(0)? != 0 || r.int(1)? != 0,
                 r.opt_int(2)?.is_some(),
                 r.opt_int(3)?.is_some(),
+                r.opt_int(4)?.is_some(),
             ))
         })
         .await?;
-    let Some((premoderated, banned, enrolled)) = gate else {
+    let Some((premoderated, known, banned, enrolled)) = gate else {
         return Ok(PostOutcome::CourseNotFound);
     };
+    if !known {
+        return Ok(PostOutcome::UnknownUser);
+    }
     if banned {
         return Ok(PostOutcome::Banned);
     }
