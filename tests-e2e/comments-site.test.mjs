@@ -183,7 +183,8 @@ pageTest("loading and offline states, then the reviews once back", async ({ page
   // Hold the listing: the loading state shows.
   let release;
   const held = new Promise((ok) => { release = ok; });
-  await page.route("**/api/comments?*", async (route) => { await held; await route.continue(); });
+  const listing = (url) => url.pathname === "/api/comments";
+  await page.route(listing, async (route) => { await held; await route.continue(); });
   const body = `<!doctype html><html><body><script src="${session.server.url}/widget/comments.js" data-course="3"></script></body></html>`;
   const host = createServer((req, res) => { res.writeHead(200, { "content-type": "text/html" }); res.end(body); });
   await new Promise((ok) => host.listen(0, "127.0.0.1", ok));
@@ -192,12 +193,13 @@ pageTest("loading and offline states, then the reviews once back", async ({ page
   await page.locator("[data-testid=loading]").filter({ hasText: "Loading reviews" }).waitFor();
   release();
   await page.locator("[data-testid=block]").first().waitFor();
-  await page.unroute("**/api/comments?*");
+  await page.unroute(listing);
   // Offline: the requests fail; the widget says so and offers to retry.
-  await page.route(`${session.server.url}/api/**`, (route) => route.abort("internetdisconnected"));
+  const throngApi = (url) => url.origin === session.server.url && url.pathname.startsWith("/api/");
+  await page.route(throngApi, (route) => route.abort("internetdisconnected"));
   await page.evaluate(() => window.throngComments.reload());
   await page.locator("[data-testid=offline]").filter({ hasText: "offline" }).waitFor();
-  await page.unroute(`${session.server.url}/api/**`);
+  await page.unroute(throngApi);
   await page.click("[data-testid=retry]");
   await page.locator("[data-testid=block]").first().waitFor();
   // The aborted requests are the only errors the browser logged.
@@ -208,8 +210,9 @@ pageTest("a held review shows to its author as waiting, then listed once approve
   const admin = await tokenFor("e2e", "admin");
   const course = 14;
   const now = await api("GET", `/api/courses/${course}/rating`);
+  const provider = (await api("GET", `/api/comments/demo-token?role=provider&courseId=${course}`)).json.sub;
   const put = await api("PUT", `/api/comments/host/courses/${course}`, admin,
-    { providerId: 1, title: now.json.courseTitle, premoderate: true });
+    { providerId: provider, title: now.json.courseTitle, premoderate: true });
   assert.equal(put.status, 200, JSON.stringify(put.json));
   const token = await tokenFor(DEMO_USER, "user", { name: "Demo Reader" });
   await hostPage(t, page, course, { attrs: `data-token="${token}"` });
@@ -239,7 +242,7 @@ pageTest("a held review shows to its author as waiting, then listed once approve
   await page.evaluate(() => window.throngComments.reload());
   await page.locator("[data-testid=comment]").filter({ hasText: "Waiting review" }).waitFor();
   assert.equal(await page.locator("[data-testid=held]").count(), 0);
-  await api("PUT", `/api/comments/host/courses/${course}`, admin, { providerId: 1, title: now.json.courseTitle, premoderate: false });
+  await api("PUT", `/api/comments/host/courses/${course}`, admin, { providerId: provider, title: now.json.courseTitle, premoderate: false });
   assert.deepEqual(errors, []);
   assert.deepEqual(mod.errors, []);
 }, [DESKTOP]);

@@ -119,7 +119,7 @@ impl Service for Comments {
         if let Some(worker) = state.spawn_invalidation_listener() {
             started = started.with_worker(worker);
         }
-        if let Some(url) = &args.notify_webhook {
+        if let Some(url) = &args.comments_notify_webhook {
             let webhook = notifier::Webhook::new(url)?;
             started = started.with_worker(notifier::spawn(
                 platform.store.clone(),
@@ -209,7 +209,7 @@ pub struct CommentsArgs {
         long = "comments-notify-webhook",
         env = "THRONG_COMMENTS_NOTIFY_WEBHOOK"
     )]
-    pub notify_webhook: Option<String>,
+    pub comments_notify_webhook: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

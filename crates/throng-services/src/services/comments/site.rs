@@ -318,7 +318,8 @@ pub struct HelpfulOut {
     pub comment_id: i64,
     /// This reader's first vote on it (a second one is not counted).
     pub counted: bool,
-    /// Readers who found it helpful.
+    /// Readers who found it helpful, as this vote's write read it (a
+    /// repeat's answer may not count a vote committing beside it).
     pub helpful: i64,
 }
 

@@ -1,7 +1,7 @@
 -- Comments for the sites that embed them: the host registers providers,
 -- courses and enrolments; moderators hide, restore and remove reviews and
 -- replies, ban users and work a queue of reported and held items; readers
--- report reviews and vote them helpful. As in SQLite (see its 0050).
+-- report reviews and vote them helpful. As in SQLite (see its 0051).
 ALTER TABLE comments ADD COLUMN status INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE comments ADD COLUMN moderation_note TEXT;
 ALTER TABLE comments ADD COLUMN helpful INTEGER NOT NULL DEFAULT 0;
