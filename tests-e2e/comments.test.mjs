@@ -237,7 +237,7 @@ pageTest("a user posts, edits and deletes their own review from the page", async
   assert.equal(after.count, posted.count);
   assert.equal(after.stars[1], posted.stars[1] + 1);
   assert.equal(after.stars[4], posted.stars[4] - 1);
-  assert.match(await page.textContent("[data-testid=rating-summary]"), new RegExp(`${after.average.toFixed(2)} from ${after.count} rating`));
+  assert.match(await page.textContent("[data-testid=rating-summary]"), new RegExp(`${after.average.toFixed(2)} out of 5 from ${after.count} rating`));
   assert.equal((await ownBlock(course, DEMO_USER)).lastTitle, "Second thoughts");
 
   // Delete: asked once more, then gone; the rating is as before posting.
