@@ -495,7 +495,10 @@ pub const EVENT_USER_UNBANNED: &str = "UserUnbanned";
 
 /// A comment's status: listed, held for moderation (seen by its author
 /// only), or hidden by a moderator. Only listed comments count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Status {
     Visible,
     Held,

@@ -159,7 +159,7 @@ pub struct CommentOut {
     /// `held` (waiting for a moderator: listed once approved, seen by its
     /// author only meanwhile) or `hidden`; absent when listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<super::model::Status>,
 }
 
 #[derive(Clone, Debug)]

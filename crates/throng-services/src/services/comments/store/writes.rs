@@ -338,7 +338,7 @@ async fn post_held(tx: &Tx<'_>, new: &NewComment, note: &str) -> Result<PostOutc
         .await?
         .ok_or_else(|| StoreError::Internal("a comment's insert inserted nothing".into()))?;
     let mut out = comment_out(new, id, display_name);
-    out.status = Some(Status::Held.as_str().to_string());
+    out.status = Some(Status::Held);
     tx.append(posted_event(&out))?;
     Ok(PostOutcome::Posted(out))
 }
@@ -402,7 +402,7 @@ fn posted_event(c: &CommentOut) -> NewEvent {
         &serde_json::json!({
             "commentId": c.comment_id, "courseId": c.course_id, "userId": c.user_id,
             "commentType": c.comment_type, "rating": c.rating, "createdDate": c.created_date,
-            "status": c.status.as_deref().unwrap_or(Status::Visible.as_str()),
+            "status": c.status.unwrap_or(Status::Visible).as_str(),
         }),
     )
 }
@@ -586,7 +586,7 @@ fn edited_out(f: &Found, e: &CommentEdit, kind: CommentType) -> CommentOut {
             } else {
                 Status::of_code(f.status)
             };
-            (status != Status::Visible).then(|| status.as_str().to_string())
+            (status != Status::Visible).then_some(status)
         },
     }
 }
