@@ -403,7 +403,10 @@ mod tests {
         assert!(super::check_role_claims(role("admin"), &claims(&[])).is_ok());
         let mut names: Vec<_> = super::all_roles().map(|r| r.role.name()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["admin", "provider", "staff", "user", "voter"]);
+        assert_eq!(
+            names,
+            ["admin", "host", "moderator", "provider", "staff", "user", "voter"]
+        );
     }
 
     #[test]

@@ -209,17 +209,9 @@ pub async fn events_of_type_after(
     })
 }
 
-static OF_TYPES: Sql = Sql::new(concat!(
-    "SELECT ",
-    columns!(),
-    " FROM events WHERE position > ?1 AND position <= ?2 \
-      AND (stream = ?3 OR substr(stream, 1, length(?3) + 1) = ?3 || '-') ORDER BY position"
-));
-
-/// Like [`events_of_type_after`], for every event type in `event_types`
-/// (a worker following several kinds of its own events): the others are
-/// read and dropped here, so `event_types` should cover most of the
-/// category's traffic.
+/// Like [`events_of_type_after`], for several types (at most
+/// [`EVENT_TYPES_MAX`]): a worker that follows a few of its service's
+/// event types reads them in one scan.
 pub async fn events_of_types_after(
     c: &Conn<'_>,
     position: i64,
@@ -227,6 +219,11 @@ pub async fn events_of_types_after(
     category: &str,
     event_types: &[&str],
 ) -> Result<TypeScan, StoreError> {
+    if event_types.is_empty() || event_types.len() > EVENT_TYPES_MAX {
+        return Err(StoreError::Internal(format!(
+            "a scan follows 1 to {EVENT_TYPES_MAX} event types"
+        )));
+    }
     let end = c.log_end().await?;
     if end <= position {
         return Ok(TypeScan {
@@ -239,18 +236,39 @@ pub async fn events_of_types_after(
             Ok((r.int(0)?, r.int(1)?))
         })
         .await?;
-    let mut events = c
-        .query(&OF_TYPES, &[&position, &scanned_to, &category], |r| {
-            event_row(r)
-        })
-        .await?;
-    events.retain(|e| event_types.contains(&e.event_type.as_str()));
+    let sql = &OF_TYPES[event_types.len() - 1];
+    let mut params: Vec<&dyn super::Param> = vec![&position, &scanned_to, &category];
+    for t in event_types {
+        params.push(t);
+    }
+    let events = c.query(sql, &params, |r| event_row(r)).await?;
     Ok(TypeScan {
         events,
         scanned,
         scanned_to,
     })
 }
+
+/// Event types one scan follows at most.
+pub const EVENT_TYPES_MAX: usize = 8;
+
+/// [`events_of_types_after`]'s statements, by the number of types.
+static OF_TYPES: std::sync::LazyLock<Vec<Sql>> = std::sync::LazyLock::new(|| {
+    (1..=EVENT_TYPES_MAX)
+        .map(|n| {
+            let types: Vec<String> = (0..n).map(|i| format!("?{}", i + 4)).collect();
+            Sql::owned(format!(
+                concat!(
+                    "SELECT ",
+                    columns!(),
+                    " FROM events WHERE position > ?1 AND position <= ?2 AND event_type IN ({}) \
+                      AND (stream = ?3 OR substr(stream, 1, length(?3) + 1) = ?3 || '-') ORDER BY position"
+                ),
+                types.join(", ")
+            ))
+        })
+        .collect()
+});
 
 /// An event a bulk load appends at a version its caller decided (a seed's
 /// new streams): no head is read, no lock taken.

@@ -343,6 +343,21 @@ impl Store {
         self.driver.write_alone(f).await
     }
 
+    /// After deletes that must leave no copy of the deleted rows in the
+    /// store's files (an author deleting their review): on SQLite, which
+    /// zeroes deleted rows in the database file (`secure_delete`), the WAL
+    /// is folded in and truncated to zero bytes (`false`: readers or the
+    /// writer kept it busy through every attempt; the next erasure or the
+    /// checkpointer's passes get there later). PostgreSQL keeps dead rows
+    /// until VACUUM, which does not zero them, and its WAL as configured:
+    /// nothing is done there (`true`).
+    pub async fn erase_wal(&self) -> Result<bool, StoreError> {
+        match self.sqlite() {
+            Some(s) => s.erase_wal().await,
+            None => Ok(true),
+        }
+    }
+
     /// Runs `item` with the other commands of group `G` in the writer's
     /// current batch, where writers are shared (see [`Group`]); where one
     /// process writes, as a command of its own. Answers after the commit.
@@ -594,8 +609,7 @@ impl Store {
         .await
     }
 
-    /// [`Store::events_of_type_after`] for several event types of one
-    /// category.
+    /// Like [`Store::events_of_type_after`], for a few types at once.
     pub async fn events_of_types_after(
         &self,
         position: i64,

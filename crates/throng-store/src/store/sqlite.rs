@@ -114,6 +114,39 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Folds the whole WAL into the database file and truncates the WAL to
+    /// zero bytes, so rows deleted before (zeroed in the database file by
+    /// `secure_delete`) leave no earlier page image in any file: an
+    /// erasure's last step. A checkpoint that readers or the writer keep
+    /// from finishing (SQLite answers "busy") is tried again, up to
+    /// [`ERASE_ATTEMPTS_MAX`] times; `false` when none finished.
+    pub async fn erase_wal(&self) -> Result<bool, StoreError> {
+        let (path, alone) = (self.path.clone(), self.alone.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut guard = alone.lock().unwrap();
+            if guard.is_none() {
+                let c = open_connection(&path, 4 * 1024, false)
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                *guard = Some(c);
+            }
+            let c = guard.as_mut().expect("opened above");
+            for attempt in 1..=ERASE_ATTEMPTS_MAX {
+                let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+                if busy == 0 {
+                    return Ok(true);
+                }
+                tracing::debug!(
+                    attempt,
+                    "the WAL's truncating checkpoint was busy; trying again"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(ERASE_RETRY_MS));
+            }
+            Ok(false)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(e.to_string()))?
+    }
+
     /// Runs `f` in the writer's current batch, in its own SAVEPOINT; answers
     /// after the commit.
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -528,6 +561,11 @@ fn catch_up_wal(conn: &Connection) {
         tracing::warn!(error = %e, "the writer's WAL catch-up failed; retrying later");
     }
 }
+
+/// Truncating checkpoints an erasure tries ([`SqliteStore::erase_wal`]).
+const ERASE_ATTEMPTS_MAX: u32 = 20;
+/// The pause between two of them.
+const ERASE_RETRY_MS: u64 = 50;
 
 /// How often the checkpointer looks at the WAL.
 const CHECKPOINT_INTERVAL_MS: u64 = 200;

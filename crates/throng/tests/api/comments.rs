@@ -45,9 +45,13 @@ crate::postgres_only!(two_nodes_see_each_others_writes_within_the_bound);
 
 const LIST: &str = "/api/comments";
 
-/// A server seeded with a small deterministic data set.
+/// A server seeded with a small deterministic data set. These tests post
+/// as any seeded user on any course, so reviews are open to every user
+/// (who may review what, and moderation, are `comments_site.rs`'s).
 async fn seeded(kind: StoreKind, args: SeedCommentsArgs, flags: &[&str]) -> TestServer {
-    let s = TestServer::start(kind, flags).await;
+    let mut flags = flags.to_vec();
+    flags.push("--comments-reviews-open");
+    let s = TestServer::start(kind, &flags).await;
     seed::seed(&s.state.store, &args, false)
         .await
         .expect("seed comments");

@@ -23,6 +23,7 @@ mod booking_durability;
 mod booking_notifier;
 mod booking_person;
 mod comments;
+mod comments_site;
 mod events;
 mod invites;
 mod voting;

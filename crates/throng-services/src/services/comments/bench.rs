@@ -31,6 +31,8 @@ pub struct CommentsBench {
 const TEST_ROWS: u64 = 5000;
 /// The popular courses whose first pages a crowd reads.
 const HOT_COURSES: i64 = 100;
+/// Reviews per thousand the seed hides, and as many reported.
+const MODERATED_PER_MILLE: i64 = 10;
 /// Distinct user tokens the POST workload cycles through.
 const TOKENS: usize = 1000;
 
@@ -110,6 +112,9 @@ impl Experiment for CommentsBench {
             &courses.to_string(),
             "--comments-per-course",
             &per_course.to_string(),
+            // Moderation in place: 1% of the reviews hidden, 1% reported.
+            "--moderated-per-mille",
+            &MODERATED_PER_MILLE.to_string(),
         ]
         .iter()
         .map(|s| s.to_string())
@@ -118,7 +123,13 @@ impl Experiment for CommentsBench {
     fn serve_args(&self) -> Vec<String> {
         secret();
         let cache = if self.cache { "on" } else { "off" };
-        vec!["--comments-cache".into(), cache.into()]
+        // Random users post on random courses: reviews open to all, and no
+        // filter (the bench's texts are its own).
+        vec![
+            "--comments-cache".into(),
+            cache.into(),
+            "--comments-reviews-open".into(),
+        ]
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload> {
         let (users, courses, _) = size(scale);

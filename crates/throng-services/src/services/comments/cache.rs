@@ -207,6 +207,7 @@ mod tests {
 
     fn q(course_id: i64, skip: i64) -> ListQuery {
         ListQuery {
+            sort: Default::default(),
             comment_type: CommentType::Course,
             course_id,
             user_id: None,

@@ -35,9 +35,10 @@ use utoipa_axum::routes;
 use super::cache::Page;
 use super::model::{
     caller_id, parse_id, CommentRequest, CommentType, Cursor, Deleter, EditRequest, ListQuery,
-    ReplyRequest, CURSOR_CHARS_MAX, ID_MIN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATING_MAX,
+    ReplyRequest, Sort, CURSOR_CHARS_MAX, ID_MIN, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, RATING_MAX,
     RATING_MIN, REMARKS_CHARS_MAX, SKIP_MAX, TITLE_CHARS_MAX,
 };
+use super::site::sign_in_name;
 use super::store::{
     CommentOut, DeleteOutcome, EditOutcome, PostOutcome, RatingOut, ReplyOutcome, UserBlock,
 };
@@ -80,6 +81,7 @@ where
             "/api/comments/demo-token",
             preflighted(get(demo_token)).layer(axum::middleware::map_response(headers::no_store)),
         )
+        .merge(super::site::routes())
         .layer(axum::middleware::from_fn(cors))
         .merge(super::page::router().into())
 }
@@ -153,15 +155,28 @@ pub struct ListParams {
     /// Comments per thread, newest first (default 10).
     #[param(value_type = Option<PageSize>, inline)]
     size_thread: Option<i64>,
-    /// Start after the block named by a previous page's `X-Next-Cursor`.
+    /// Start after the block named by a previous page's `X-Next-Cursor`
+    /// (of the same `sort`).
     #[param(value_type = Option<CursorText>, inline)]
     cursor: Option<String>,
+    /// The blocks' order: `newest` (default) or `oldest` last review,
+    /// `highest` or `lowest` rating, `helpful` (most helpful votes).
+    #[param(value_type = Option<SortName>, inline)]
+    sort: Option<String>,
 }
+
+crate::schema_type!(
+    /// A listing order (`Sort::parse`).
+    SortName => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(Sort::ALL.map(Sort::as_str)))
+        .build()
+);
 
 crate::schema_type!(
     /// A user, course or comment id (`parse_id`; a course or comment below
     /// `ID_MIN` is not found).
-    Id => int_schema(ID_MIN, i64::MAX)
+    pub Id => int_schema(ID_MIN, i64::MAX)
 );
 
 crate::schema_type!(Skip => int_schema(0, SKIP_MAX));
@@ -241,6 +256,7 @@ impl ListParams {
             skip_thread: None,
             size_thread: None,
             cursor: None,
+            sort: None,
         };
         let mut course_id = None;
         fn set<T>(slot: &mut Option<T>, v: T) -> Option<()> {
@@ -266,6 +282,7 @@ impl ListParams {
                 "skipThread" => set(&mut p.skip_thread, v.parse::<i64>().ok()?)?,
                 "sizeThread" => set(&mut p.size_thread, v.parse::<i64>().ok()?)?,
                 "cursor" => set(&mut p.cursor, v.to_string())?,
+                "sort" => set(&mut p.sort, v.to_string())?,
                 _ => return None,
             }
         }
@@ -274,7 +291,27 @@ impl ListParams {
     }
 
     pub fn parse(self) -> ApiResult<ListQuery> {
+        let sort = match &self.sort {
+            Some(s) => Sort::parse(s)?,
+            None => Sort::Newest,
+        };
+        let after = self
+            .cursor
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .map(Cursor::decode)
+            .transpose()?;
+        if let Some(c) = &after {
+            if c.sort != sort {
+                return Err(ApiError::invalid_field(format!(
+                    "cursor: it continues the {} order; ask with sort={} or start again without the cursor",
+                    c.sort.as_str(),
+                    c.sort.as_str()
+                )));
+            }
+        }
         Ok(ListQuery {
+            sort,
             comment_type: match &self.rating_type {
                 Some(t) => CommentType::parse("ratingType", t)?,
                 None => CommentType::Course,
@@ -291,12 +328,7 @@ impl ListParams {
                 PAGE_SIZE_MAX,
                 true,
             )?,
-            after: self
-                .cursor
-                .as_deref()
-                .filter(|c| !c.is_empty())
-                .map(Cursor::decode)
-                .transpose()?,
+            after,
         })
     }
 }
@@ -441,31 +473,39 @@ pub async fn list_comments(
     params(CoursePath), security(("bearer" = [])),
     request_body(content = inline(CommentRequest), description = "{rating, title, remarks, commentType?: Course|Service}",
                  example = json!({"rating": 5, "title": "Clear and practical", "remarks": "The exercises made it stick."})),
-    responses((status = 201, body = CommentOut, description = "The review",
+    responses((status = 201, body = CommentOut, description = "The review: listed, or held for a moderator \
+                (status held: pre-moderation or the word and link filter; seen by its author only until approved)",
                example = json!({"commentId": 42, "courseId": 1, "userId": 7, "displayName": "Mia K.",
                                 "commentType": "Course", "rating": 5, "title": "Clear and practical",
                                 "remarks": "The exercises made it stick.", "createdDate": "2030-01-02T09:30:00.000Z"})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
-              (status = 403, description = "forbidden (not a user token) or unknown_user"),
+              (status = 403, description = "forbidden (not a user token), unknown_user (a first sign-in \
+                needs the token's name claim), not_enrolled (the host has not enrolled the user on the course) or banned"),
               (status = 404, description = "course_not_found"), (status = 422, description = "invalid_field")))]
 pub async fn post_comment(
     State(st): State<Arc<CommentsState>>,
     ApiPath(course_id): ApiPath<i64>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<CommentRequest>,
 ) -> ApiResult<Response> {
     let user_id = caller_id(&caller.0, super::USER)?;
-    let new = req.parse(course_id, user_id, now_ms())?;
+    let mut new = req.parse(course_id, user_id, now_ms())?;
     if course_id < 1 {
         return Err(course_not_found(course_id));
     }
+    new.sign_in_name = sign_in_name(&st.keys, &headers)?;
+    new.hold = st.filter.check(&[&new.title, &new.remarks]);
+    new.reviews_open = st.reviews_open;
     match st.post_comment(new).await? {
         PostOutcome::Posted(out) => Ok((StatusCode::CREATED, Json(out)).into_response()),
         PostOutcome::CourseNotFound => Err(course_not_found(course_id)),
-        PostOutcome::UnknownUser => Err(ApiError::new(
+        PostOutcome::UnknownUser => Err(super::site::unknown_user()),
+        PostOutcome::Banned => Err(super::site::banned()),
+        PostOutcome::NotEnrolled => Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "unknown_user",
-            "the token's subject is not a registered user",
+            "not_enrolled",
+            "only people enrolled on this course can review it",
         )),
     }
 }
@@ -539,7 +579,7 @@ fn comment_not_found(id: i64) -> ApiError {
                                 "remarks": "The exercises made it stick.", "createdDate": "2030-01-02T09:30:00.000Z",
                                 "editedDate": "2030-01-04T10:00:00.000Z"})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
-              (status = 403, description = "forbidden (not a user token) or not_the_author (another user's review)"),
+              (status = 403, description = "forbidden (not a user token), not_the_author (another user's review) or banned"),
               (status = 404, description = "comment_not_found"),
               (status = 422, description = "invalid_field, or edit_reply (the comment is a provider's reply: PUT /api/comments/{comment_id}/reply on its review edits it)")))]
 pub async fn edit_comment(
@@ -549,10 +589,15 @@ pub async fn edit_comment(
     ApiJson(req): ApiJson<EditRequest>,
 ) -> ApiResult<Response> {
     let user_id = caller_id(&caller.0, super::USER)?;
-    let edit = req.parse(comment_id, user_id, now_ms())?;
+    let mut edit = req.parse(comment_id, user_id, now_ms())?;
     if comment_id < 1 {
         return Err(comment_not_found(comment_id));
     }
+    let texts: Vec<&str> = [edit.title.as_deref(), edit.remarks.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    edit.hold = st.filter.check(&texts);
     match st.edit_comment(edit).await? {
         EditOutcome::Edited(out) => Ok((StatusCode::OK, Json(out)).into_response()),
         EditOutcome::CommentNotFound => Err(comment_not_found(comment_id)),
@@ -566,6 +611,7 @@ pub async fn edit_comment(
             "not_the_author",
             "this review is another user's; only its author may edit it",
         )),
+        EditOutcome::Banned => Err(super::site::banned()),
     }
 }
 
@@ -573,7 +619,8 @@ pub async fn edit_comment(
 #[utoipa::path(delete, path = "/api/comments/{comment_id}", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
     responses((status = 204, description = "Deleted. A review goes with the provider's reply to it, and the user's rating \
-                becomes their last remaining review's (none when it was their only one). A reply goes alone."),
+                becomes their last remaining review's (none when it was their only one). A reply goes alone. \
+                No copy of the text stays in the store's files (SQLite: zeroed, the WAL truncated)."),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (neither a user nor a provider token) or not_the_author \
                 (a user deletes their own reviews, a provider their own replies)"),
@@ -657,7 +704,7 @@ pub async fn rating(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DemoTokenParams {
-    /// `user` (default) or `provider`.
+    /// `user` (default), `provider` or `moderator`.
     role: Option<String>,
     /// For `provider`: the course whose provider to sign in as.
     course_id: Option<i64>,
@@ -696,9 +743,17 @@ async fn demo_token(
                 .ok_or_else(|| course_not_found(course_id))?;
             (course.provider_id, super::PROVIDER)
         }
-        _ => return Err(ApiError::invalid_field("role: user or provider")),
+        "moderator" => (super::seed::DEMO_MODERATOR_ID, super::MODERATOR),
+        _ => return Err(ApiError::invalid_field("role: user, provider or moderator")),
     };
-    let token = st.keys.issue(&sub.to_string(), role, 3600);
+    let mut claims = serde_json::Map::new();
+    if role == super::USER {
+        claims.insert(
+            super::model::NAME_CLAIM.into(),
+            super::seed::display_name(sub).into(),
+        );
+    }
+    let token = st.keys.issue_with(&sub.to_string(), role, 3600, claims);
     Ok(Json(DemoToken { token, sub, role }).into_response())
 }
 

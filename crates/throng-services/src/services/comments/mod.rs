@@ -8,10 +8,13 @@
 
 pub mod bench;
 pub mod cache;
+pub mod filter;
 pub mod http;
 pub mod model;
+pub mod notifier;
 pub mod page;
 pub mod seed;
+pub mod site;
 pub mod store;
 
 use std::sync::Arc;
@@ -40,6 +43,12 @@ static MIGRATIONS: MigrationSet = MigrationSet {
 pub const USER: Role = Role::new("user");
 /// A course's provider: replies to its reviews (`sub` = the provider's id).
 pub const PROVIDER: Role = Role::new("provider");
+/// A moderator: hides, restores and removes reviews and replies, bans
+/// users, works the queue (admin may too).
+pub const MODERATOR: Role = Role::new("moderator");
+/// The host site's server: registers providers, courses and enrolments
+/// (admin may too).
+pub const HOST: Role = Role::new("host");
 
 impl Service for Comments {
     const NAME: &'static str = "comments";
@@ -63,6 +72,16 @@ impl Service for Comments {
             RoleSpec {
                 role: PROVIDER,
                 about: "a course provider (sub = its id): replies to its courses' reviews",
+                claims: &[],
+            },
+            RoleSpec {
+                role: MODERATOR,
+                about: "a comments moderator: hides, restores, removes, bans, works the queue",
+                claims: &[],
+            },
+            RoleSpec {
+                role: HOST,
+                about: "the host site: registers providers, courses and enrolments",
                 claims: &[],
             },
         ]
@@ -95,10 +114,19 @@ impl Service for Comments {
         platform: &Platform,
         args: CommentsArgs,
     ) -> anyhow::Result<Started<CommentsState>> {
-        let state = Arc::new(CommentsState::new(&args, platform));
+        let state = Arc::new(CommentsState::new(&args, platform)?);
         let mut started = Started::new(state.clone());
         if let Some(worker) = state.spawn_invalidation_listener() {
             started = started.with_worker(worker);
+        }
+        if let Some(url) = &args.comments_notify_webhook {
+            let webhook = notifier::Webhook::new(url)?;
+            started = started.with_worker(notifier::spawn(
+                platform.store.clone(),
+                state.storage.clone(),
+                webhook,
+                state.notify.clone(),
+            ));
         }
         Ok(started)
     }
@@ -108,12 +136,20 @@ impl Service for Comments {
     }
 
     fn links(&self) -> Vec<Link> {
-        vec![Link {
-            kind: LinkKind::Page,
-            href: "/comments/",
-            title: "Comments",
-            about: "a course's rating and reviews, as an embeddable widget.",
-        }]
+        vec![
+            Link {
+                kind: LinkKind::Page,
+                href: "/comments/",
+                title: "Comments",
+                about: "a course's rating and reviews, as an embeddable widget.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/comments/moderate",
+                title: "Comments moderation",
+                about: "the queue of held and reported reviews, for moderators.",
+            },
+        ]
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
@@ -150,6 +186,30 @@ pub struct CommentsArgs {
     /// PostgreSQL always concatenates (its json_build_object adds spaces).
     #[arg(long = "comments-json", env = "THRONG_COMMENTS_JSON", value_enum, default_value_t = store::JsonBuild::Concat)]
     pub json_build: store::JsonBuild,
+    /// Every signed-in user may review every course; without it, only
+    /// users the host enrolled on the course.
+    #[arg(long = "comments-reviews-open", env = "THRONG_COMMENTS_REVIEWS_OPEN")]
+    pub reviews_open: bool,
+    /// Words or phrases (comma-separated) that hold a review for
+    /// moderation, matched case-insensitively on whole words.
+    #[arg(long = "comments-filter-words", env = "THRONG_COMMENTS_FILTER_WORDS")]
+    pub filter_words: Option<String>,
+    /// A file of such words or phrases, one a line (`#` starts a comment
+    /// line).
+    #[arg(long = "comments-filter-file", env = "THRONG_COMMENTS_FILTER_FILE")]
+    pub filter_file: Option<std::path::PathBuf>,
+    /// Hold reviews with a link (a URL, `www.`, a bare domain) for
+    /// moderation.
+    #[arg(long = "comments-filter-links", env = "THRONG_COMMENTS_FILTER_LINKS", value_enum, default_value_t = OnOff::On)]
+    pub filter_links: OnOff,
+    /// POST notifications here (JSON, at least once, `Idempotency-Key`):
+    /// a course's provider of a new review, a reviewer of a reply, the
+    /// moderators of a report. Off when absent.
+    #[arg(
+        long = "comments-notify-webhook",
+        env = "THRONG_COMMENTS_NOTIFY_WEBHOOK"
+    )]
+    pub comments_notify_webhook: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -171,13 +231,26 @@ pub struct CommentsState {
     /// `serve --demo`: the demo token endpoint answers.
     pub demo: bool,
     pub json_build: store::JsonBuild,
+    /// `--comments-reviews-open`.
+    pub reviews_open: bool,
+    /// The word and link filter.
+    pub filter: filter::ContentFilter,
+    /// Wakes the notifier after a write it has news of.
+    pub notify: Arc<tokio::sync::Notify>,
 }
 
 impl ServiceState for CommentsState {}
 
 impl CommentsState {
-    pub fn new(args: &CommentsArgs, platform: &Platform) -> CommentsState {
-        CommentsState {
+    pub fn new(args: &CommentsArgs, platform: &Platform) -> anyhow::Result<CommentsState> {
+        Ok(CommentsState {
+            reviews_open: args.reviews_open,
+            filter: filter::ContentFilter::new(
+                args.filter_words.as_deref(),
+                args.filter_file.as_deref(),
+                args.filter_links == OnOff::On,
+            )?,
+            notify: Arc::new(tokio::sync::Notify::new()),
             storage: store::open(&platform.store),
             keys: platform.keys.clone(),
             cache: cache::PageCache::new(
@@ -187,7 +260,7 @@ impl CommentsState {
             ),
             demo: platform.demo,
             json_build: args.json_build,
-        }
+        })
     }
 
     /// Where the store tells of other nodes' writes (PostgreSQL): bumps the
@@ -226,6 +299,7 @@ impl CommentsState {
         let outcome = self.storage.post_comment(new).await?;
         if matches!(outcome, store::PostOutcome::Posted(_)) {
             self.cache.bump(course_id);
+            self.notify.notify_one();
         }
         Ok(outcome)
     }
@@ -251,6 +325,60 @@ impl CommentsState {
         let outcome = self.storage.delete_comment(d).await?;
         if let store::DeleteOutcome::Deleted { course_id } = &outcome {
             self.cache.bump(*course_id);
+            self.erase().await;
+        }
+        Ok(outcome)
+    }
+
+    /// After a deletion: no copy of the deleted text stays in the store's
+    /// files (`Store::erase_wal`). Logged, not failed: the rows are gone
+    /// either way and the checkpointer folds the WAL in later.
+    async fn erase(&self) {
+        match self.storage.erase_wal().await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!("the WAL stayed busy after a deletion; it is folded in later")
+            }
+            Err(e) => tracing::warn!(error = %e, "the WAL could not be truncated after a deletion"),
+        }
+    }
+
+    /// A moderator's action; bumps the course's version when the listing
+    /// changes, and erases after a removal.
+    pub async fn moderate(&self, m: store::Moderation) -> Result<store::ModOutcome, StoreError> {
+        let action = m.action;
+        let outcome = self.storage.moderate(m).await?;
+        if let store::ModOutcome::Done { course_id, .. } = &outcome {
+            if action != store::ModAction::Dismiss {
+                self.cache.bump(*course_id);
+                self.notify.notify_one();
+            }
+            if action == store::ModAction::Remove {
+                self.erase().await;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// A reader's helpful vote; bumps the course's version when counted.
+    pub async fn vote_helpful(
+        &self,
+        comment_id: i64,
+        user_id: i64,
+        name: Option<String>,
+        at_ms: i64,
+    ) -> Result<store::HelpfulOutcome, StoreError> {
+        let outcome = self
+            .storage
+            .vote_helpful(comment_id, user_id, name, at_ms)
+            .await?;
+        if let store::HelpfulOutcome::Voted {
+            counted: true,
+            course_id,
+            ..
+        } = &outcome
+        {
+            self.cache.bump(*course_id);
         }
         Ok(outcome)
     }
@@ -263,6 +391,7 @@ impl CommentsState {
         let outcome = self.storage.put_reply(reply).await?;
         if let store::ReplyOutcome::Created(out) | store::ReplyOutcome::Edited(out) = &outcome {
             self.cache.bump(out.course_id);
+            self.notify.notify_one();
         }
         Ok(outcome)
     }

@@ -152,6 +152,29 @@ pub fn caller_id(claims: &Claims, role: Role) -> Result<i64, ApiError> {
         .ok_or_else(|| ApiError::forbidden("the token's subject is not a numeric user id"))
 }
 
+/// A token's display-name claim, checked (`None` when it has none).
+pub fn name_claim(claim: Option<&serde_json::Value>) -> Result<Option<String>, ApiError> {
+    let value = match claim {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        Some(_) => {
+            return Err(ApiError::forbidden(format!(
+                "the token's {NAME_CLAIM} claim must be text (the user's display name)"
+            )))
+        }
+    };
+    text(
+        &format!("the token's {NAME_CLAIM} claim"),
+        &value,
+        1,
+        NAME_CHARS_MAX,
+        false,
+    )
+    .map(Some)
+    .map_err(|e| ApiError::forbidden(e.message))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommentRequest {
@@ -173,6 +196,13 @@ pub struct NewComment {
     pub title: String,
     pub remarks: String,
     pub created_ms: i64,
+    /// The token's name claim: the user is created with it at their first
+    /// sign-in (a known user keeps their name).
+    pub sign_in_name: Option<String>,
+    /// Why the filter holds it (`None`: it passed).
+    pub hold: Option<String>,
+    /// Every user may review (`--comments-reviews-open`), enrolled or not.
+    pub reviews_open: bool,
 }
 
 impl CommentRequest {
@@ -183,6 +213,9 @@ impl CommentRequest {
         created_ms: i64,
     ) -> Result<NewComment, ApiError> {
         Ok(NewComment {
+            sign_in_name: None,
+            hold: None,
+            reviews_open: false,
             course_id,
             user_id,
             comment_type: match &self.comment_type {
@@ -219,6 +252,8 @@ pub struct CommentEdit {
     pub title: Option<String>,
     pub remarks: Option<String>,
     pub at_ms: i64,
+    /// Why the filter holds the edited text (`None`: it passed).
+    pub hold: Option<String>,
 }
 
 impl EditRequest {
@@ -241,6 +276,7 @@ impl EditRequest {
                 .map(|t| text("remarks", &t, 1, REMARKS_CHARS_MAX, true))
                 .transpose()?,
             at_ms,
+            hold: None,
         })
     }
 }
@@ -300,31 +336,110 @@ impl ReplyRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ListQuery {
     pub comment_type: CommentType,
+    /// The blocks' order.
+    pub sort: Sort,
     pub course_id: i64,
     pub user_id: Option<i64>,
     pub skip: i64,
     pub size: i64,
     pub skip_thread: i64,
     pub size_thread: i64,
-    /// Keyset: blocks strictly after (last_update_ms, user_id) in the order.
+    /// Keyset: blocks strictly after the cursor's block in the order (its
+    /// sort is `sort`).
     pub after: Option<Cursor>,
+}
+
+/// The orders of a course's blocks (`sort`): by the block's last review's
+/// time, its rating or the block's helpful votes; ties newest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Sort {
+    #[default]
+    Newest,
+    Oldest,
+    Highest,
+    Lowest,
+    Helpful,
+}
+
+impl Sort {
+    pub const ALL: [Sort; 5] = [
+        Sort::Newest,
+        Sort::Oldest,
+        Sort::Highest,
+        Sort::Lowest,
+        Sort::Helpful,
+    ];
+
+    pub fn parse(text: &str) -> Result<Sort, ApiError> {
+        Sort::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| {
+                ApiError::invalid_field("sort: one of newest, oldest, highest, lowest, helpful")
+            })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sort::Newest => "newest",
+            Sort::Oldest => "oldest",
+            Sort::Highest => "highest",
+            Sort::Lowest => "lowest",
+            Sort::Helpful => "helpful",
+        }
+    }
+
+    /// Its place in [`Sort::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether the order has a key before the time (a rating or votes).
+    pub fn keyed(self) -> bool {
+        !matches!(self, Sort::Newest | Sort::Oldest)
+    }
 }
 
 /// The longest cursor (`X-Next-Cursor`) accepted.
 pub const CURSOR_CHARS_MAX: usize = 64;
 
-/// Position after a block in the listing order (lastUpdate DESC, userId DESC).
+/// Position after a block in a listing order: (lastUpdate, userId) in the
+/// newest and oldest orders, (key, lastUpdate, userId) in the others (key:
+/// the rating, the rating negated for lowest first, or the helpful votes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cursor {
+    pub sort: Sort,
+    pub key: i64,
     pub last_update_ms: i64,
     pub user_id: i64,
 }
 
 impl Cursor {
-    /// Opaque text: base64url of `v1:<ms>:<user>`.
+    /// The newest-first order's cursor (the write-up's).
+    pub fn newest(last_update_ms: i64, user_id: i64) -> Cursor {
+        Cursor {
+            sort: Sort::Newest,
+            key: 0,
+            last_update_ms,
+            user_id,
+        }
+    }
+
+    /// Opaque text: base64url of `v1:<ms>:<user>` (newest first, as
+    /// before orders were added) or `v2:<sort>:<key>:<ms>:<user>`.
     pub fn encode(self) -> String {
         use base64::Engine;
-        let raw = format!("v1:{}:{}", self.last_update_ms, self.user_id);
+        let raw = if self.sort == Sort::Newest {
+            format!("v1:{}:{}", self.last_update_ms, self.user_id)
+        } else {
+            format!(
+                "v2:{}:{}:{}:{}",
+                self.sort.as_str(),
+                self.key,
+                self.last_update_ms,
+                self.user_id
+            )
+        };
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
     }
     pub fn decode(text: &str) -> Result<Cursor, ApiError> {
@@ -341,16 +456,18 @@ impl Cursor {
             .decode(text)
             .map_err(|_| bad())?;
         let raw = std::str::from_utf8(&raw).map_err(|_| bad())?;
-        let mut parts = raw.split(':');
-        let (Some("v1"), Some(ms), Some(user), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(bad());
-        };
-        Ok(Cursor {
-            last_update_ms: ms.parse().map_err(|_| bad())?,
-            user_id: user.parse().map_err(|_| bad())?,
-        })
+        let parts: Vec<&str> = raw.split(':').collect();
+        let int = |t: &str| t.parse::<i64>().map_err(|_| bad());
+        match parts.as_slice() {
+            ["v1", ms, user] => Ok(Cursor::newest(int(ms)?, int(user)?)),
+            ["v2", sort, key, ms, user] => Ok(Cursor {
+                sort: Sort::parse(sort).map_err(|_| bad())?,
+                key: int(key)?,
+                last_update_ms: int(ms)?,
+                user_id: int(user)?,
+            }),
+            _ => Err(bad()),
+        }
     }
 }
 
@@ -363,6 +480,70 @@ pub const EVENT_REPLY_EDITED: &str = "ReplyEdited";
 pub const EVENT_COMMENT_EDITED: &str = "CommentEdited";
 pub const EVENT_COMMENT_DELETED: &str = "CommentDeleted";
 pub const EVENT_REPLY_DELETED: &str = "ReplyDeleted";
+/// Moderation, reports and votes: ids, the action and the moderator's
+/// reason (the moderator's own words about the action, never the review's).
+pub const EVENT_COMMENT_HIDDEN: &str = "CommentHidden";
+pub const EVENT_COMMENT_RESTORED: &str = "CommentRestored";
+/// A held review made visible by a moderator.
+pub const EVENT_COMMENT_APPROVED: &str = "CommentApproved";
+pub const EVENT_COMMENT_REMOVED: &str = "CommentRemoved";
+pub const EVENT_REPORTS_DISMISSED: &str = "ReportsDismissed";
+pub const EVENT_COMMENT_REPORTED: &str = "CommentReported";
+pub const EVENT_HELPFUL_VOTED: &str = "HelpfulVoted";
+pub const EVENT_USER_BANNED: &str = "UserBanned";
+pub const EVENT_USER_UNBANNED: &str = "UserUnbanned";
+
+/// A comment's status: listed, held for moderation (seen by its author
+/// only), or hidden by a moderator. Only listed comments count.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Visible,
+    Held,
+    Hidden,
+}
+
+impl Status {
+    /// As stored (`comments.status`).
+    pub fn code(self) -> i64 {
+        match self {
+            Status::Visible => 0,
+            Status::Held => 1,
+            Status::Hidden => 2,
+        }
+    }
+    pub fn of_code(code: i64) -> Status {
+        match code {
+            0 => Status::Visible,
+            1 => Status::Held,
+            _ => Status::Hidden,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Visible => "visible",
+            Status::Held => "held",
+            Status::Hidden => "hidden",
+        }
+    }
+}
+
+/// A moderator's reason, a reporter's reason: 1 to 500 characters.
+pub const REASON_CHARS_MAX: usize = 500;
+/// A display name (the token's name claim, a provider's name): 1 to 100
+/// characters.
+pub const NAME_CHARS_MAX: usize = 100;
+/// The token claim that names a user at their first sign-in.
+pub const NAME_CLAIM: &str = "name";
+/// A course's title: 1 to 200 characters.
+pub const COURSE_TITLE_CHARS_MAX: usize = 200;
+
+/// The stream of a user's moderation events (bans).
+pub fn user_stream_of(user_id: i64) -> String {
+    format!("comments-user-{user_id}")
+}
 
 /// RFC 3339 UTC with exactly three fraction digits, as both dialects print
 /// times in the listing (`2025-01-01T10:00:00.000Z`).
@@ -390,11 +571,19 @@ mod tests {
 
     #[test]
     fn cursor_round_trips_and_rejects_garbage() {
-        let c = Cursor {
-            last_update_ms: 1_735_689_600_123,
-            user_id: 777_001,
-        };
+        let c = Cursor::newest(1_735_689_600_123, 777_001);
         assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        // The newest order's cursor is the one it always was.
+        assert!(c.encode().starts_with("djE6"));
+        for sort in Sort::ALL {
+            let c = Cursor {
+                sort,
+                key: if sort == Sort::Newest { 0 } else { -4 },
+                last_update_ms: 1_735_689_600_123,
+                user_id: 777_001,
+            };
+            assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        }
         for bad in ["", "x", "djE6eDox", "djI6MToy", &"a".repeat(100)] {
             assert!(Cursor::decode(bad).is_err(), "{bad}");
         }

@@ -1,5 +1,7 @@
-//! The embeddable widget (`/widget/comments.js`) and its demo page
-//! (`/comments/`, its controls in `/comments/demo.js`), plain HTML and JS served from the binary.
+//! The embeddable widget (`/widget/comments.js`), its demo page
+//! (`/comments/`, its controls in `/comments/demo.js`) and the moderation
+//! page (`/comments/moderate`, `/comments/moderate.js`, the bounds in
+//! `/comments/limits.js`), plain HTML and JS served from the binary.
 //!
 //! Embed: `<script src="https://HOST/widget/comments.js" data-course="123"></script>`;
 //! optional `data-token` (a bearer token the host page made for its signed-in
@@ -16,12 +18,16 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 
-use super::model::{PAGE_SIZE_MAX, RATING_MAX, RATING_MIN, REMARKS_CHARS_MAX, TITLE_CHARS_MAX};
+use super::model::{
+    PAGE_SIZE_MAX, RATING_MAX, RATING_MIN, REASON_CHARS_MAX, REMARKS_CHARS_MAX, TITLE_CHARS_MAX,
+};
 use crate::platform::assets;
 
 const INDEX_HTML: &str = include_str!("page/index.html");
 const WIDGET_JS: &str = include_str!("page/comments.js");
 const DEMO_JS: &str = include_str!("page/demo.js");
+const MODERATE_HTML: &str = include_str!("page/moderate.html");
+const MODERATE_JS: &str = include_str!("page/moderate.js");
 
 /// The bounds the widget's forms and paging read.
 #[derive(Serialize)]
@@ -32,6 +38,7 @@ struct WidgetLimits {
     page_size_max: i64,
     rating_min: i64,
     rating_max: i64,
+    reason_chars_max: usize,
 }
 
 const WIDGET_LIMITS: WidgetLimits = WidgetLimits {
@@ -40,6 +47,7 @@ const WIDGET_LIMITS: WidgetLimits = WidgetLimits {
     page_size_max: PAGE_SIZE_MAX,
     rating_min: RATING_MIN,
     rating_max: RATING_MAX,
+    reason_chars_max: REASON_CHARS_MAX,
 };
 
 fn widget_js() -> String {
@@ -72,6 +80,26 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
             get(|| async { assets::script(DEMO_JS) }),
         )
         .route(
+            "/comments/moderate",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    MODERATE_HTML,
+                )
+                    .into_response()
+            }),
+        )
+        .route(
+            "/comments/moderate.js",
+            get(|| async { assets::script(MODERATE_JS) }),
+        )
+        .route(
+            "/comments/limits.js",
+            get(|| async {
+                assets::script(assets::constants_script("COMMENTS_LIMITS", &WIDGET_LIMITS))
+            }),
+        )
+        .route(
             "/widget/comments.js",
             get(move || {
                 let body = widget.clone();
@@ -100,7 +128,7 @@ mod tests {
         let limits = format!(
             "const COMMENTS_LIMITS = Object.freeze({{\"titleCharsMax\":{TITLE_CHARS_MAX},\
              \"remarksCharsMax\":{REMARKS_CHARS_MAX},\"pageSizeMax\":{PAGE_SIZE_MAX},\
-             \"ratingMin\":{RATING_MIN},\"ratingMax\":{RATING_MAX}}});"
+             \"ratingMin\":{RATING_MIN},\"ratingMax\":{RATING_MAX},\"reasonCharsMax\":{REASON_CHARS_MAX}}});"
         );
         let at = |needle: &str| js.find(needle).unwrap_or_else(|| panic!("{needle}"));
         assert!(at("const Throng = ") < at(&limits));

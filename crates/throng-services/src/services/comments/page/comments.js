@@ -1,15 +1,19 @@
-// throng comments widget: a course's rating and its comments with the
-// provider's replies, paging, and a form for a signed-in user, who can edit
-// and delete their own reviews (a provider: reply, edit and delete replies).
+// throng comments widget: a course's rating and its reviews with the
+// provider's replies, in the order the reader picks, and what the signed-in
+// person may do there: a user enrolled on the course writes, edits and
+// deletes their reviews (held ones shown to them as waiting for approval),
+// and reports others' reviews or finds them helpful; the course's provider
+// replies. Nobody sees a control they may not use: the server says what the
+// caller may do (GET /api/comments/me).
 //
 //   <script src="https://HOST/widget/comments.js" data-course="123"
 //           data-token="(optional bearer token)" data-page-size="5"></script>
 //
 // Signing in is the host page's job: the widget has no login of its own.
-// The host hands it its signed-in user's bearer token (a `user` token whose
-// `sub` is the user's id, or a `provider` token for the course's provider),
-// made by the host's server with the same keys as throng (`throng token` shows
-// the format):
+// The host hands it its signed-in user's bearer token, made by the host's
+// server with the same keys as throng (`throng token` shows the format: a
+// `user` token with `sub` = the user's id and a `name` claim, the name shown
+// with their reviews; a `provider` token for a course's provider):
 //   - in the tag: data-token="eyJ...", or
 //   - later, from the host's own script:
 //       window.throngComments.setToken("eyJ...")   // null signs out
@@ -17,10 +21,11 @@
 //     dispatches a "throng-comments:ready" event on document).
 // setCourse(id) shows another course. Text is always set with textContent.
 //
-// Served with the shared client (Throng, /assets/throng.js) and the comment
-// bounds (COMMENTS_LIMITS, from the server's constants) before it, all in
-// one function scope: the host page gets one file and no globals but
-// window.throngComments.
+// The widget lives in a shadow root, so the host page's CSS cannot restyle
+// it (and its own styles stay inside). Served with the shared client
+// (Throng, /assets/throng.js) and the comment bounds (COMMENTS_LIMITS, from
+// the server's constants) before it, all in one function scope: the host
+// page gets one file and no globals but window.throngComments.
 (() => {
   "use strict";
   const L = COMMENTS_LIMITS;
@@ -35,34 +40,82 @@
     size: Math.min(L.pageSizeMax, Math.max(1, Number(script.dataset.pageSize || 5))),
     sizeThread: 5,
   };
+  const SORTS = [
+    ["newest", "Newest"], ["oldest", "Oldest"], ["highest", "Highest rating"],
+    ["lowest", "Lowest rating"], ["helpful", "Most helpful"],
+  ];
   let token = script.dataset.token || null;
   let skip = 0;
+  let sort = "newest";
+  // Renders in flight: only the latest one paints.
+  let generation = 0;
 
-  const root = document.createElement("div");
-  root.className = "throng-comments";
-  script.after(root);
+  // An element of its own name: the host page's selectors for div, p,
+  // button, ... never match the widget's box.
+  const host = document.createElement("throng-comments");
+  host.setAttribute("data-throng-comments", "");
+  script.after(host);
+  const shadow = host.attachShadow({ mode: "open" });
   const style = document.createElement("style");
+  // The host page's selectors never match inside the shadow root; what it
+  // sets on the host element (a \`* { ... }\` rule) would be inherited, so
+  // the widget's root resets every property (\`all: initial\`) and sets its
+  // own.
   style.textContent = `
-    .throng-comments { font: 15px/1.4 system-ui, sans-serif; color: #222; border: 1px solid #ddd;
-      border-radius: 8px; padding: 1rem; max-width: 44rem; }
-    .throng-comments h3 { margin: 0 0 .5rem; font-size: 1.1rem; }
-    .tc-stars { color: #e6a100; letter-spacing: 1px; }
-    .tc-hist { display: grid; grid-template-columns: 3rem 1fr 3rem; gap: 2px 6px; font-size: .8rem; max-width: 20rem; }
+    :host { all: initial; display: block; }
+    .throng-comments { all: initial; display: block; font: 15px/1.45 system-ui, sans-serif; color: #222; background: #fff; border: 1px solid #ddd;
+      border-radius: 8px; padding: 1rem; max-width: 44rem; box-sizing: border-box; overflow-wrap: anywhere; text-align: left; }
+    .throng-comments *, .throng-comments *::before { box-sizing: border-box; }
+    h2 { margin: 0 0 .5rem; font: 600 1.1rem/1.3 system-ui, sans-serif; color: #222; text-transform: none; letter-spacing: 0; }
+    h3 { margin: 0; font: 600 1rem/1.3 system-ui, sans-serif; }
+    button { font: 14px/1.2 system-ui, sans-serif; padding: .35rem .7rem; border: 1px solid #999; border-radius: 5px;
+      background: #f6f6f6; color: #222; cursor: pointer; text-transform: none; margin: 0; }
+    button[disabled] { opacity: .5; cursor: default; }
+    button.tc-primary { background: #1a5fb4; border-color: #1a5fb4; color: #fff; }
+    button.tc-link { border: none; background: none; color: #1a5fb4; padding: .2rem .3rem; text-decoration: underline; }
+    div, p, span, label { color: inherit; font: inherit; }
+    .tc-stars { color: #b07800; letter-spacing: 1px; }
+    .tc-hist { display: grid; grid-template-columns: 3rem 1fr 3rem; gap: 2px 6px; font-size: .8rem; max-width: 20rem; margin: .3rem 0; }
     .tc-bar { background: #eee; border-radius: 3px; } .tc-bar > div { background: #e6a100; height: 100%; border-radius: 3px; }
+    .tc-toolbar { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; margin: .5rem 0; }
+    .tc-toolbar select { font: inherit; padding: .2rem; }
     .tc-block { border-top: 1px solid #eee; padding: .6rem 0; }
-    .tc-name { font-weight: 600; } .tc-date { color: #777; font-size: .8rem; margin-left: .4rem; }
+    .tc-name { font-weight: 600; } .tc-date { color: #666; font-size: .8rem; margin-left: .4rem; }
     .tc-comment { margin: .4rem 0 .2rem; } .tc-title { font-weight: 600; }
+    .tc-comment:focus { outline: 2px solid #1a5fb4; outline-offset: 2px; }
     .tc-remarks { white-space: pre-wrap; margin: .2rem 0; }
     .tc-reply { margin: .3rem 0 .3rem 1.2rem; padding-left: .6rem; border-left: 3px solid #cde; }
-    .tc-nav { display: flex; gap: .5rem; align-items: center; margin-top: .6rem; }
-    .tc-form { border-top: 1px solid #eee; margin-top: .8rem; padding-top: .6rem; display: grid; gap: .4rem; }
-    .tc-form input, .tc-form textarea, .tc-form select { font: inherit; padding: .3rem; }
-    .tc-error { color: #b00020; } .tc-note { color: #555; font-size: .85rem; }
-    .tc-actions { margin: .2rem 0; font-size: .85rem; }
-    .throng-comments { box-sizing: border-box; overflow-wrap: anywhere; }
-    .throng-comments textarea, .throng-comments input { box-sizing: border-box; max-width: 100%; }
-    .tc-reply textarea { width: 100%; }`;
-  root.before(style);
+    .tc-nav { display: flex; gap: .5rem; align-items: center; margin-top: .6rem; flex-wrap: wrap; }
+    .tc-form { border-top: 1px solid #eee; margin-top: .8rem; padding-top: .6rem; display: grid; gap: .6rem; }
+    .tc-field { display: grid; gap: .2rem; }
+    .tc-field > span:first-child, legend { font-weight: 600; font-size: .9rem; padding: 0; }
+    .tc-form input[type=text], .tc-form textarea, .tc-reply textarea { font: inherit; padding: .35rem; width: 100%; max-width: 100%;
+      border: 1px solid #999; border-radius: 4px; background: #fff; color: #222; }
+    fieldset { border: none; margin: 0; padding: 0; min-width: 0; }
+    .tc-picker { display: flex; gap: .15rem; }
+    .tc-picker input { position: absolute; opacity: 0; width: 1px; height: 1px; margin: 0; }
+    .tc-picker label { font-size: 1.6rem; line-height: 1; color: #aaa; cursor: pointer; padding: 0 .1rem; }
+    .tc-picker label.tc-on { color: #b07800; }
+    .tc-picker input:focus-visible + label { outline: 2px solid #1a5fb4; }
+    .tc-error { color: #b00020; font-size: .9rem; } .tc-error:empty { display: none; }
+    .tc-note { color: #555; font-size: .9rem; }
+    .tc-badge { display: inline-block; background: #fff3cd; color: #664d03; border-radius: 4px; padding: 0 .4rem; font-size: .8rem; margin-left: .4rem; }
+    .tc-actions { margin: .2rem 0; font-size: .85rem; display: flex; gap: .3rem; flex-wrap: wrap; align-items: center; }
+    .tc-status { padding: .6rem; border-radius: 6px; background: #f4f6f8; }
+    .tc-sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }`;
+  shadow.append(style);
+  const root = document.createElement("div");
+  root.className = "throng-comments";
+  root.setAttribute("role", "region");
+  root.setAttribute("aria-label", "Course reviews");
+  shadow.append(root);
+  // Announcements for screen readers (posted, held, deleted, ...).
+  const live = document.createElement("div");
+  live.className = "tc-sr";
+  live.setAttribute("aria-live", "polite");
+  live.setAttribute("data-testid", "announce");
+  shadow.append(live);
+  const announce = (text) => { live.textContent = ""; setTimeout(() => { live.textContent = text; }, 50); };
 
   const el = (tag, props = {}, ...kids) => {
     const e = document.createElement(tag);
@@ -76,13 +129,9 @@
     return e;
   };
   const stars = (n) => "★".repeat(Math.round(n)) + "☆".repeat(L.ratingMax - Math.round(n));
-  // The ratings a review may give, best first, as <option>s.
-  const ratingOptions = () => {
-    const out = [];
-    for (let n = L.ratingMax; n >= L.ratingMin; n--) out.push(el("option", { value: String(n), text: `${n} ★` }));
-    return out;
-  };
   const when = (iso) => new Date(iso).toLocaleString();
+  let ids = 0;
+  const uid = (name) => `tc-${name}-${++ids}`;
 
   function claims() {
     if (!token) return null;
@@ -96,47 +145,111 @@
 
   // `fresh`: after this page's own write, ask past every cache (the
   // browser's and the server's: Cache-Control: no-cache), so the write is
-  // seen whichever node of a cluster answers.
+  // seen whichever node of a cluster answers. A request that cannot reach
+  // the server answers { offline: true }.
   async function call(method, path, body, fresh) {
     const headers = {};
     if (body !== undefined) headers["content-type"] = "application/json";
     if (token) headers.authorization = `Bearer ${token}`;
-    const r = await api.fetch(origin + path, {
-      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-      cache: fresh ? "no-cache" : "default",
-    });
-    return { status: r.status, ok: r.ok, json: await Throng.readJson(r), headers: r.headers };
+    try {
+      const r = await api.fetch(origin + path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+        cache: fresh ? "no-cache" : "default",
+      });
+      return { status: r.status, ok: r.ok, json: await Throng.readJson(r), headers: r.headers };
+    } catch {
+      return { status: 0, ok: false, offline: true, json: null, headers: new Headers() };
+    }
   }
 
-  const errorText = (res) => Throng.errorFromBody(res.status, res.json).message;
+  // What people read when something is refused: the widget's own words
+  // for the codes it knows, never the API's field names.
+  const SENTENCES = {
+    not_enrolled: () => "Only people enrolled on this course can review it.",
+    banned: () => "Your account can't post here at the moment. Contact the site if you think this is a mistake.",
+    unknown_user: () => "We couldn't sign you in to the reviews. Please reload the page.",
+    token_expired: () => "Your sign-in has expired. Please reload the page.",
+    invalid_token: () => "We couldn't sign you in to the reviews. Please reload the page.",
+    missing_token: () => "Please sign in first.",
+    forbidden: () => "You can't do that here.",
+    not_the_author: () => "Only the person who wrote this can change it.",
+    not_the_provider: () => "Only the course's provider can reply.",
+    not_votable: (m) => (m.includes("own") ? "You can't vote on your own review." : "Only reviews take helpful votes."),
+    comment_not_found: () => "This review is no longer there. The list has been refreshed.",
+    course_not_found: () => "This course has no reviews page.",
+    too_many_requests: () => Throng.BUSY,
+    store_unavailable: () => Throng.BUSY,
+  };
+  function errorText(res) {
+    if (res.offline) return "You seem to be offline. Check your connection and try again.";
+    const e = Throng.errorFromBody(res.status, res.json, SENTENCES);
+    if (e.code === "invalid_field") return "Something in the form isn't right; check the fields above.";
+    return e.message;
+  }
+  // A field error from the server ("title: 1 to 200 characters ...") in
+  // the widget's own words, keyed by the field it names.
+  function fieldError(res) {
+    const e = Throng.errorFromBody(res.status, res.json);
+    if (e.code !== "invalid_field") return null;
+    const field = e.message.split(":")[0].trim();
+    const words = {
+      rating: "Choose a rating from 1 to 5 stars.",
+      title: `Give your review a title (up to ${L.titleCharsMax} characters, on one line).`,
+      remarks: `Write your review (up to ${L.remarksCharsMax} characters).`,
+      reason: "Say briefly why you are reporting this review.",
+    };
+    return words[field] ? { field, text: words[field] } : null;
+  }
 
-  async function render(message, afterWrite) {
-    const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
+  function status(text, testid, retry) {
+    const box = el("div", { class: "tc-status", "data-testid": testid, role: "status" }, el("p", { text }));
+    if (retry) box.append(el("button", { type: "button", text: "Try again", "data-testid": "retry", onclick: retry }));
+    return box;
+  }
+
+  // `message`: announced after the render; `focusId`: a comment to scroll
+  // to and focus (a new review).
+  async function render(message, afterWrite, focusId) {
+    const mineGen = ++generation;
+    root.setAttribute("aria-busy", "true");
+    if (!root.firstChild || root.querySelector("[data-testid=offline]")) {
+      root.replaceChildren(status("Loading reviews…", "loading"));
+    }
+    const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}&sort=${sort}` +
       `&skip=${skip}&size=${opts.size}&skipThread=0&sizeThread=${opts.sizeThread}`;
     const me = claims();
-    // A signed-in user's own reviews on this course (listing blocks carry no
-    // user id): their comments get Edit and Delete.
-    const mine = me && me.role === "user" && /^[0-9]+$/.test(String(me.sub))
-      ? call("GET", `/api/comments?ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}` +
-        `&userId=${me.sub}&size=1&sizeThread=${L.pageSizeMax}`, undefined, afterWrite)
-      : Promise.resolve(null);
-    const [rating, list, own] = await Promise.all([
+    const signedIn = token ? call("GET", `/api/comments/me?courseId=${opts.course}`, undefined, true) : null;
+    const mine = me && me.role === "user"
+      ? call("GET", `/api/comments/mine?courseId=${opts.course}`, undefined, true)
+      : null;
+    const [rating, list, who, own] = await Promise.all([
       call("GET", `/api/courses/${opts.course}/rating?ratingType=${encodeURIComponent(opts.type)}`, undefined, afterWrite),
       call("GET", `/api/comments?${q}`, undefined, afterWrite),
+      signedIn,
       mine,
     ]);
-    const myIds = new Set(own && own.ok ? own.json.flatMap((b) => b.thread.map((c) => c.commentId)) : []);
+    if (mineGen !== generation) return;
+    root.removeAttribute("aria-busy");
     root.replaceChildren();
+    if (rating.offline || list.offline) {
+      root.append(status("You seem to be offline, so the reviews can't load. They will load when you're back online.",
+        "offline", () => render()));
+      return;
+    }
     if (!rating.ok) {
       root.append(el("p", { class: "tc-error", text: errorText(rating) }));
       return;
     }
+    const can = who && who.ok ? who.json : null;
+    const ownItems = own && own.ok ? own.json : [];
+    const ownIds = new Set(ownItems.map((c) => c.commentId));
     const r = rating.json;
-    root.append(el("h3", { "data-testid": "course-title", text: `Reviews · ${r.courseTitle || `course ${opts.course}`}` }));
+    root.append(el("h2", { "data-testid": "course-title", text: `Reviews · ${r.courseTitle || `course ${opts.course}`}` }));
     root.append(el("div", {},
-      el("span", { class: "tc-stars", text: stars(r.average), "data-testid": "average-stars" }),
-      el("span", { text: ` ${r.average.toFixed(2)} from ${r.count} rating${r.count === 1 ? "" : "s"}`, "data-testid": "rating-summary" })));
-    const hist = el("div", { class: "tc-hist" });
+      el("span", { class: "tc-stars", text: stars(r.average), "aria-hidden": "true", "data-testid": "average-stars" }),
+      el("span", { text: ` ${r.average.toFixed(2)} out of ${L.ratingMax} from ${r.count} rating${r.count === 1 ? "" : "s"}`,
+        "data-testid": "rating-summary" })));
+    const hist = el("div", { class: "tc-hist", "aria-hidden": "true" });
     for (let s = L.ratingMax; s >= L.ratingMin; s--) {
       const n = r.stars[s - L.ratingMin];
       const bar = el("div", { class: "tc-bar" }, el("div"));
@@ -145,89 +258,222 @@
     }
     root.append(hist);
     if (message) root.append(el("p", { class: "tc-note", text: message, "data-testid": "message" }));
+    if (who && !who.ok) root.append(el("p", { class: "tc-error", text: errorText(who), "data-testid": "signin-error" }));
+    const held = ownItems.filter((c) => c.status !== "visible");
+    if (held.length) root.append(renderHeld(held));
+    const sortId = uid("sort");
+    const picker = el("select", { id: sortId, "data-testid": "sort" },
+      ...SORTS.map(([v, label]) => el("option", { value: v, text: label })));
+    picker.value = sort;
+    picker.addEventListener("change", () => { sort = picker.value; skip = 0; render(); });
+    root.append(el("div", { class: "tc-toolbar" }, el("label", { for: sortId, text: "Sort by" }), picker));
     if (!list.ok) {
       root.append(el("p", { class: "tc-error", text: errorText(list) }));
       return;
     }
-    const list_el = el("div", { "data-testid": "blocks" });
-    for (const block of list.json) list_el.append(renderBlock(block, me, myIds));
-    if (list.json.length === 0) list_el.append(el("p", { class: "tc-note", text: skip ? "No more comments." : "No comments yet." }));
-    root.append(list_el);
+    const blocks = el("div", { "data-testid": "blocks" });
+    for (const block of list.json) blocks.append(renderBlock(block, can, ownIds));
+    if (list.json.length === 0) blocks.append(el("p", { class: "tc-note", text: skip ? "No more reviews." : "No reviews yet." }));
+    root.append(blocks);
     const more = list.headers.get("x-next-cursor") !== null;
     root.append(el("div", { class: "tc-nav" },
-      el("button", { type: "button", text: "‹ Newer", "data-testid": "newer", ...(skip ? {} : { disabled: "" }),
+      el("button", { type: "button", text: "‹ Previous", "data-testid": "newer", ...(skip ? {} : { disabled: "" }),
         onclick: () => { skip = Math.max(0, skip - opts.size); render(); } }),
       el("span", { class: "tc-note", text: `page ${Math.floor(skip / opts.size) + 1}` }),
-      el("button", { type: "button", text: "Older ›", "data-testid": "older", ...(more ? {} : { disabled: "" }),
+      el("button", { type: "button", text: "Next ›", "data-testid": "older", ...(more ? {} : { disabled: "" }),
         onclick: () => { skip += opts.size; render(); } })));
-    root.append(renderForm(me));
+    root.append(renderForm(me, can));
+    if (message) announce(message);
+    if (focusId) {
+      const target = root.querySelector(`[data-comment-id="${focusId}"]`);
+      if (target) {
+        target.setAttribute("tabindex", "-1");
+        target.scrollIntoView({ block: "center" });
+        target.focus({ preventScroll: true });
+      }
+    }
   }
 
-  // The block's header names the user; each comment carries its own stars
+  // The signed-in user's reviews that wait for a moderator (or were
+  // hidden): only they see them.
+  function renderHeld(items) {
+    const box = el("div", { class: "tc-status", "data-testid": "held" },
+      el("h3", { text: "Your reviews not shown to others" }));
+    for (const c of items) {
+      const waiting = c.status === "held";
+      box.append(el("div", { class: "tc-comment", "data-testid": "held-comment", "data-comment-id": String(c.commentId) },
+        el("span", { class: "tc-stars", text: stars(c.rating), "aria-label": `${c.rating} of ${L.ratingMax} stars` }), " ",
+        el("span", { class: "tc-title", text: c.title }),
+        el("span", { class: "tc-badge", text: waiting ? "Waiting for approval" : "Hidden by a moderator" }),
+        el("div", { class: "tc-remarks", text: c.remarks })));
+    }
+    return box;
+  }
+
+  // The block's header names the user; each review carries its own stars
   // and date (shown once).
-  function renderBlock(b, me, myIds) {
-    const block = el("div", { class: "tc-block", "data-testid": "block" },
-      el("div", {}, el("span", { class: "tc-name", text: b.displayName })));
+  function renderBlock(b, can, ownIds) {
+    const block = el("article", { class: "tc-block", "data-testid": "block" },
+      el("h3", {}, el("span", { class: "tc-name", text: b.displayName })));
     for (const c of b.thread) {
       const item = el("div", { class: "tc-comment", "data-testid": "comment", "data-comment-id": String(c.commentId) });
       const view = el("div", {},
         el("div", {}, el("span", { class: "tc-stars", text: stars(c.rating), "data-testid": "comment-stars",
-          "aria-label": `${c.rating} of ${L.ratingMax} stars` }), " ",
+          role: "img", "aria-label": `${c.rating} of ${L.ratingMax} stars` }), " ",
           el("span", { class: "tc-title", text: c.title }), el("span", { class: "tc-date", text: when(c.createdDate) })),
-        el("div", { class: "tc-remarks", text: c.remarks }));
+        el("div", { class: "tc-remarks", text: c.remarks }),
+        c.helpful ? el("div", { class: "tc-note", "data-testid": "helpful-count",
+          text: `${c.helpful} ${c.helpful === 1 ? "person" : "people"} found this helpful` }) : null);
       item.append(view);
-      if (myIds.has(c.commentId)) item.append(ownControls(c, item, view));
+      const own = ownIds.has(c.commentId);
+      if (own) item.append(ownControls(c, item, view));
+      else if (can && can.canReact) item.append(readerControls(c));
       for (const rp of c.reply) {
-        const reply = el("div", { class: "tc-reply", "data-testid": "reply" },
+        item.append(el("div", { class: "tc-reply", "data-testid": "reply" },
           el("div", {}, el("span", { class: "tc-name", text: rp.displayName }),
             el("span", { class: "tc-date", text: `replied ${when(rp.createdDate)}` })),
           rp.title ? el("div", { class: "tc-title", text: rp.title }) : null,
-          el("div", { class: "tc-remarks", text: rp.remarks }));
-        item.append(reply);
+          el("div", { class: "tc-remarks", text: rp.remarks })));
       }
-      if (me && me.role === "provider") item.append(replyControls(c));
+      if (can && can.canReply) item.append(replyControls(c));
       block.append(item);
     }
     return block;
   }
 
+  // A star picker: radio buttons, none chosen until the person picks.
+  function starPicker(name, testid, value) {
+    const legendId = uid("legend");
+    const box = el("div", { class: "tc-picker" });
+    const labels = [];
+    const paint = (n) => labels.forEach((l, i) => l.classList.toggle("tc-on", i < n));
+    for (let n = L.ratingMin; n <= L.ratingMax; n++) {
+      const id = uid("star");
+      const input = el("input", { type: "radio", name, id, value: String(n), "data-testid": `${testid}-${n}` });
+      if (value === n) input.checked = true;
+      input.addEventListener("change", () => paint(n));
+      const label = el("label", { for: id, "data-stars": String(n), title: `${n} of ${L.ratingMax} stars`, text: "★" },
+        el("span", { class: "tc-sr", text: `${n} star${n === 1 ? "" : "s"}` }));
+      labels.push(label);
+      box.append(input, label);
+    }
+    const err = el("span", { class: "tc-error", "data-testid": `${testid}-error`, id: uid("err") });
+    const set = el("fieldset", { "data-testid": testid, "aria-describedby": err.id },
+      el("legend", { id: legendId, text: "Your rating" }), box, err);
+    paint(value || 0);
+    return {
+      el: set, err,
+      value: () => {
+        const checked = set.querySelector("input:checked");
+        return checked ? Number(checked.value) : null;
+      },
+    };
+  }
+
+  // A labelled text field with its error beside it.
+  function field(label, input, testid) {
+    const err = el("span", { class: "tc-error", "data-testid": `${testid}-error`, id: uid("err") });
+    input.setAttribute("aria-describedby", err.id);
+    const id = uid(testid);
+    input.id = id;
+    return { el: el("div", { class: "tc-field" }, el("label", { for: id, text: label }), input, err), err };
+  }
+
+  // Checks a review's fields in people's words; true when all are fine.
+  function checkReview(fields, values) {
+    let ok = true;
+    const say = (f, text) => { f.err.textContent = text; if (text) ok = false; };
+    say(fields.rating, values.rating ? "" : "Choose a rating from 1 to 5 stars.");
+    say(fields.title, values.title.trim() ? "" : "Give your review a title.");
+    say(fields.remarks, values.remarks.trim() ? "" : "Write a few words about the course.");
+    return ok;
+  }
+
+  // Puts the server's answer beside the field it names, or under the form.
+  function showRefusal(res, fields, formErr) {
+    const f = fieldError(res);
+    if (f && fields[f.field]) fields[f.field].err.textContent = f.text;
+    else formErr.textContent = errorText(res);
+  }
+
   // Edit and Delete of the signed-in user's own review.
   function ownControls(c, item, view) {
-    const status = el("span", { class: "tc-error", "data-testid": "own-error" });
+    const problem = el("span", { class: "tc-error", "data-testid": "own-error" });
     const bar = el("div", { class: "tc-actions" },
-      el("button", { type: "button", text: "Edit", "data-testid": "own-edit", onclick: () => {
-        const rating = el("select", { "data-testid": "edit-rating", "aria-label": "Rating" },
-          ...ratingOptions());
-        rating.value = String(c.rating);
-        const title = el("input", { maxlength: String(L.titleCharsMax), "data-testid": "edit-title", "aria-label": "Title" });
-        title.value = c.title;
-        const remarks = el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "edit-remarks", "aria-label": "Review" });
-        remarks.value = c.remarks;
+      el("button", { type: "button", class: "tc-link", text: "Edit", "data-testid": "own-edit", onclick: () => {
+        const rating = starPicker(uid("edit-rating"), "edit-rating", c.rating);
+        const title = field("Title", el("input", { type: "text", maxlength: String(L.titleCharsMax), "data-testid": "edit-title" }), "edit-title");
+        title.el.querySelector("input").value = c.title;
+        const remarks = field("Your review", el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "edit-remarks" }), "edit-remarks");
+        remarks.el.querySelector("textarea").value = c.remarks;
         const err = el("span", { class: "tc-error", "data-testid": "edit-error" });
-        const form = el("form", { class: "tc-form", "data-testid": "edit-form" }, rating, title, remarks,
-          el("div", {}, el("button", { type: "submit", text: "Save", "data-testid": "edit-save" }), " ",
-            el("button", { type: "button", text: "Cancel", onclick: () => { form.replaceWith(view); bar.hidden = false; } }),
-            " ", err));
+        const fields = { rating, title, remarks };
+        const form = el("form", { class: "tc-form", "data-testid": "edit-form", novalidate: "" },
+          rating.el, title.el, remarks.el,
+          el("div", { class: "tc-actions" }, el("button", { type: "submit", class: "tc-primary", text: "Save", "data-testid": "edit-save" }),
+            el("button", { type: "button", text: "Cancel", onclick: () => { form.replaceWith(view); bar.hidden = false; } }), err));
         form.addEventListener("submit", async (ev) => {
           ev.preventDefault();
-          const res = await call("PATCH", `/api/comments/${c.commentId}`,
-            { rating: Number(rating.value), title: title.value, remarks: remarks.value });
-          if (res.ok) render("Your review is updated.", true);
-          else err.textContent = errorText(res);
+          const values = { rating: rating.value(), title: title.el.querySelector("input").value, remarks: remarks.el.querySelector("textarea").value };
+          if (!checkReview(fields, values)) return;
+          const res = await call("PATCH", `/api/comments/${c.commentId}`, values);
+          if (res.ok) {
+            const held = res.json && res.json.status === "held";
+            render(held ? "Your review is updated and waits for a moderator's approval." : "Your review is updated.",
+              true, held ? null : c.commentId);
+          } else showRefusal(res, fields, err);
         });
         view.replaceWith(form);
         bar.hidden = true;
-      } }), " ",
-      el("button", { type: "button", text: "Delete", "data-testid": "own-delete", onclick: () => {
-        const ask = el("span", { "data-testid": "own-delete-ask" }, el("span", { text: "Delete this review? " }),
+      } }),
+      el("button", { type: "button", class: "tc-link", text: "Delete", "data-testid": "own-delete", onclick: () => {
+        const ask = el("span", { "data-testid": "own-delete-ask", role: "group", "aria-label": "Confirm deletion" },
+          el("span", { text: "Delete this review for good? " }),
           el("button", { type: "button", text: "Yes, delete", "data-testid": "own-delete-confirm", onclick: async () => {
             const res = await call("DELETE", `/api/comments/${c.commentId}`);
             if (res.ok) render("Your review is deleted.", true);
-            else status.textContent = errorText(res);
+            else problem.textContent = errorText(res);
           } }), " ",
-          el("button", { type: "button", text: "Keep", onclick: () => ask.remove() }));
+          el("button", { type: "button", text: "Keep it", onclick: () => ask.remove() }));
         bar.append(ask);
-      } }), " ", status);
+      } }), problem);
+    return bar;
+  }
+
+  // Helpful and Report for a reader who is not the author.
+  function readerControls(c) {
+    const note = el("span", { class: "tc-note", "data-testid": "reader-note", role: "status" });
+    const bar = el("div", { class: "tc-actions" });
+    bar.append(
+      el("button", { type: "button", class: "tc-link", text: "Helpful", "data-testid": "helpful", onclick: async () => {
+        const res = await call("POST", `/api/comments/${c.commentId}/helpful`);
+        if (res.ok) {
+          note.textContent = res.json.counted ? "Thanks for your vote." : "You already found this helpful.";
+          announce(note.textContent);
+        } else note.textContent = errorText(res);
+      } }),
+      el("button", { type: "button", class: "tc-link", text: "Report", "data-testid": "report", onclick: () => {
+        const reason = field("Why are you reporting this review?",
+          el("input", { type: "text", maxlength: String(L.reasonCharsMax), "data-testid": "report-reason" }), "report-reason");
+        const form = el("form", { class: "tc-form", "data-testid": "report-form", novalidate: "" }, reason.el,
+          el("div", { class: "tc-actions" },
+            el("button", { type: "submit", text: "Send report", "data-testid": "report-send" }),
+            el("button", { type: "button", text: "Cancel", onclick: () => form.remove() })));
+        form.addEventListener("submit", async (ev) => {
+          ev.preventDefault();
+          const text = reason.el.querySelector("input").value;
+          if (!text.trim()) { reason.err.textContent = "Say briefly why you are reporting this review."; return; }
+          const res = await call("POST", `/api/comments/${c.commentId}/reports`, { reason: text });
+          if (res.ok) {
+            form.remove();
+            note.textContent = res.json.counted ? "Thanks, a moderator will look at it." : "You have reported this review already.";
+            announce(note.textContent);
+          } else showRefusal(res, { reason }, note);
+        });
+        bar.after(form);
+        reason.el.querySelector("input").focus();
+      } }),
+      note);
     return bar;
   }
 
@@ -235,59 +481,78 @@
   // (the form prefilled) and Delete when there is.
   function replyControls(c) {
     const existing = c.reply[0];
-    const status = el("span", { class: "tc-note", "data-testid": "reply-status" });
+    const problem = el("span", { class: "tc-error", "data-testid": "reply-status" });
     const box = el("div", { class: "tc-reply" });
     const editor = (value, label) => {
-      const remarks = el("textarea", { rows: "2", placeholder: "Your reply", maxlength: String(L.remarksCharsMax),
-        "data-testid": "reply-remarks", "aria-label": "Your reply" });
-      remarks.value = value;
-      box.replaceChildren(remarks,
+      const remarks = field("Your reply", el("textarea", { rows: "2", maxlength: String(L.remarksCharsMax),
+        "data-testid": "reply-remarks" }), "reply-remarks");
+      const area = remarks.el.querySelector("textarea");
+      area.value = value;
+      box.replaceChildren(remarks.el, el("div", { class: "tc-actions" },
         el("button", { type: "button", text: label, "data-testid": "reply-send", onclick: async () => {
-          const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: remarks.value });
+          if (!area.value.trim()) { remarks.err.textContent = "Write your reply first."; return; }
+          const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: area.value });
           if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.", true);
-          else status.textContent = errorText(res);
-        } }), " ", status);
+          else showRefusal(res, { remarks }, problem);
+        } }), problem));
     };
     if (!existing) {
       editor("", "Reply");
       return box;
     }
-    box.append(
+    box.append(el("div", { class: "tc-actions" },
       el("button", { type: "button", text: "Edit reply", "data-testid": "reply-edit",
-        onclick: () => editor(existing.remarks, "Save reply") }), " ",
+        onclick: () => editor(existing.remarks, "Save reply") }),
       el("button", { type: "button", text: "Delete reply", "data-testid": "reply-delete", onclick: async () => {
         const res = await call("DELETE", `/api/comments/${existing.commentId}`);
         if (res.ok) render("Reply deleted.", true);
-        else status.textContent = errorText(res);
-      } }), " ", status);
+        else problem.textContent = errorText(res);
+      } }), problem));
     return box;
   }
 
-  function renderForm(me) {
+  function renderForm(me, can) {
     if (!me) return el("p", { class: "tc-note", text: "Sign in to write a review.", "data-testid": "signed-out" });
     // (The host page signs its user in: data-token or throngComments.setToken.)
-    if (me.role !== "user") return el("p", { class: "tc-note", text: `Signed in as ${me.role} ${me.sub}.` });
-    const rating = el("select", { "data-testid": "form-rating", "aria-label": "Rating" },
-      ...ratingOptions());
-    const title = el("input", { placeholder: "Title", maxlength: String(L.titleCharsMax), "data-testid": "form-title", "aria-label": "Title" });
-    const remarks = el("textarea", { rows: "3", placeholder: "Your review", maxlength: String(L.remarksCharsMax), "data-testid": "form-remarks", "aria-label": "Review" });
-    const status = el("span", { class: "tc-error", "data-testid": "form-error" });
-    const form = el("form", { class: "tc-form", "data-testid": "form" },
-      el("strong", { text: "Write a review" }),
-      el("span", { class: "tc-note", text: "Your latest review's stars are your rating of this course." }),
-      rating, title, remarks,
-      el("div", {}, el("button", { type: "submit", text: "Post", "data-testid": "form-send" }), " ", status));
+    if (!can) return el("p", { class: "tc-note", "data-testid": "no-form", text: "" });
+    if (me.role !== "user") return el("p", { class: "tc-note", "data-testid": "no-form", text: "" });
+    if (can.banned) {
+      return el("p", { class: "tc-note", "data-testid": "no-form", text: SENTENCES.banned() });
+    }
+    if (!can.canReview) {
+      return el("p", { class: "tc-note", "data-testid": "no-form", text: SENTENCES.not_enrolled() });
+    }
+    const rating = starPicker(uid("form-rating"), "form-rating", null);
+    const title = field("Title", el("input", { type: "text", maxlength: String(L.titleCharsMax), "data-testid": "form-title" }), "form-title");
+    const remarks = field("Your review", el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "form-remarks" }), "form-remarks");
+    const problem = el("span", { class: "tc-error", "data-testid": "form-error", role: "alert" });
+    const fields = { rating, title, remarks };
+    const form = el("form", { class: "tc-form", "data-testid": "form", novalidate: "" },
+      el("h3", { text: "Write a review" }),
+      el("span", { class: "tc-note", text: `Posting as ${can.displayName}. Your latest review's stars are your rating of this course.` }),
+      rating.el, title.el, remarks.el,
+      el("div", { class: "tc-actions" }, el("button", { type: "submit", class: "tc-primary", text: "Post review", "data-testid": "form-send" }), problem));
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
-      const res = await call("POST", `/api/courses/${opts.course}/comments`, {
-        rating: Number(rating.value), title: title.value, remarks: remarks.value, commentType: opts.type,
-      });
-      if (res.ok) { skip = 0; render("Thanks! Your review is posted.", true); }
-      else status.textContent = errorText(res);
+      problem.textContent = "";
+      const values = { rating: rating.value(), title: title.el.querySelector("input").value, remarks: remarks.el.querySelector("textarea").value };
+      if (!checkReview(fields, values)) return;
+      const send = form.querySelector("[data-testid=form-send]");
+      send.disabled = true;
+      const res = await call("POST", `/api/courses/${opts.course}/comments`, { ...values, commentType: opts.type });
+      send.disabled = false;
+      if (res.ok) {
+        const held = res.json.status === "held";
+        if (!held && sort !== "newest") sort = "newest";
+        skip = 0;
+        render(held ? "Thanks! Your review will appear once a moderator approves it." : "Thanks! Your review is posted.",
+          true, held ? null : res.json.commentId);
+      } else showRefusal(res, fields, problem);
     });
     return form;
   }
 
+  window.addEventListener("online", () => { if (root.querySelector("[data-testid=offline]")) render(); });
   window.throngComments = {
     setToken(t) { token = t || null; render(); },
     setCourse(id) { opts.course = Number(id) || 1; skip = 0; render(); },

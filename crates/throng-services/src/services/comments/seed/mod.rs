@@ -57,6 +57,10 @@ pub struct SeedCommentsArgs {
     /// Rows of testData.csv.
     #[arg(long, default_value_t = 5000)]
     pub testdata_rows: usize,
+    /// Reviews per thousand hidden by a moderator after the load, and as
+    /// many others reported (moderation in place, as the bench runs it).
+    #[arg(long, default_value_t = 0)]
+    pub moderated_per_mille: i64,
 }
 
 impl SeedCommentsArgs {
@@ -70,6 +74,7 @@ impl SeedCommentsArgs {
             seed: 2017,
             testdata_csv: None,
             testdata_rows: 5000,
+            moderated_per_mille: 0,
         }
     }
 }
@@ -93,6 +98,56 @@ pub const DEMO_USERS: i64 = 200;
 pub const DEMO_COURSES: i64 = 20;
 pub const DEMO_COMMENTS_PER_COURSE: i64 = 10;
 pub const DEMO_USER_ID: i64 = 150;
+/// The demo's moderator (outside the demo's user ids).
+pub const DEMO_MODERATOR_ID: i64 = 900_001;
+
+/// `--moderated-per-mille` at most: as many hidden as reported, each a
+/// share of the reviews.
+pub const MODERATED_PER_MILLE_MAX: i64 = 500;
+/// Moderations in flight at once while seeding (each one command of the
+/// store's group commit).
+const MODERATIONS_IN_FLIGHT_MAX: usize = 64;
+/// The seed's moderator, as events name it.
+const SEED_MODERATOR: &str = "seed";
+
+/// Hides `per_mille` of every thousand reviews and reports as many others
+/// (by user 1), through the same writes a moderator and a reader make.
+async fn moderate_some(
+    storage: &super::store::CommentsStore,
+    per_mille: i64,
+) -> anyhow::Result<(usize, usize)> {
+    use futures::StreamExt;
+    if per_mille == 0 {
+        return Ok((0, 0));
+    }
+    let (hide, report) = storage.moderation_sample(per_mille).await?;
+    let at = crate::base::clock::now_ms();
+    let hidden = futures::stream::iter(hide.clone())
+        .map(|id| {
+            storage.moderate(super::store::Moderation {
+                comment_id: id,
+                moderator: SEED_MODERATOR.into(),
+                action: super::store::ModAction::Hide,
+                reason: "seeded moderation".into(),
+                at_ms: at,
+            })
+        })
+        .buffer_unordered(MODERATIONS_IN_FLIGHT_MAX)
+        .collect::<Vec<_>>()
+        .await;
+    for h in hidden {
+        h?;
+    }
+    let reported = futures::stream::iter(report.clone())
+        .map(|id| storage.report(id, 1, None, "seeded report".into(), at))
+        .buffer_unordered(MODERATIONS_IN_FLIGHT_MAX)
+        .collect::<Vec<_>>()
+        .await;
+    for r in reported {
+        r?;
+    }
+    Ok((hide.len(), report.len()))
+}
 
 pub fn validate(args: &SeedCommentsArgs) -> anyhow::Result<()> {
     if !(2..=10_000_000).contains(&args.users) {
@@ -109,6 +164,9 @@ pub fn validate(args: &SeedCommentsArgs) -> anyhow::Result<()> {
     }
     if args.testdata_rows == 0 || args.testdata_rows > 1_000_000 {
         anyhow::bail!("--testdata-rows: 1 to 1000000");
+    }
+    if !(0..=MODERATED_PER_MILLE_MAX).contains(&args.moderated_per_mille) {
+        anyhow::bail!("--moderated-per-mille: 0 to {MODERATED_PER_MILLE_MAX}");
     }
     Ok(())
 }
@@ -134,6 +192,13 @@ pub async fn seed(
         }
         let gen = Generator::new(args);
         let snapshots = storage.seed_bulk(gen, progress).await?;
+        // Who reviewed a course was enrolled on it; the site's own data
+        // (enrolments, providers' settings, reports, votes) starts anew.
+        storage.enrol_reviewers().await?;
+        let (hidden, reported) = moderate_some(&storage, args.moderated_per_mille).await?;
+        if hidden + reported > 0 {
+            tracing::info!(hidden, reported, "seeded moderation");
+        }
         let gen = Generator::new(args);
         report = SeedReport {
             users: args.users,
@@ -173,6 +238,11 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     }
     let args = SeedCommentsArgs::small(DEMO_USERS, DEMO_COURSES, DEMO_COMMENTS_PER_COURSE);
     let report = seed(store, &args, false).await?;
+    // The demo page's user may review every demo course.
+    let storage = super::store::open(store);
+    for course in 1..=DEMO_COURSES {
+        storage.enrol(course, DEMO_USER_ID, true).await?;
+    }
     tracing::info!(
         courses = report.courses,
         comments = report.comments,

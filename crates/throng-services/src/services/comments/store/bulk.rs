@@ -97,6 +97,17 @@ static IDS_FOLLOW_THE_LOAD: Sql = Sql::per_dialect(
     "SELECT setval('comments_id_seq', (SELECT COALESCE(MAX(id), 0) + 1 FROM comments), false)",
 );
 
+/// After a seed: the site's own tables start anew and every reviewer is
+/// enrolled on the courses they reviewed.
+static ENROL_REVIEWERS: Sql = Sql::new(
+    "DELETE FROM comments_enrolments;
+     DELETE FROM comments_providers;
+     DELETE FROM comments_reports;
+     DELETE FROM comments_helpful;
+     INSERT INTO comments_enrolments (course_id, user_id)
+        SELECT DISTINCT course_id, user_id FROM comments_snapshots;",
+);
+
 /// How the seed's table groups are loaded, by how the store takes writers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum GroupLoads {
@@ -181,6 +192,17 @@ impl CommentsStore {
             .write(|tx| Box::pin(tx.query_one(&IDS_FOLLOW_THE_LOAD, &[], |_| Ok(()))))
             .await?;
         Ok(snapshots)
+    }
+}
+
+impl CommentsStore {
+    /// Enrols every seeded reviewer on the courses they reviewed, after
+    /// emptying the site's own tables (see [`ENROL_REVIEWERS`]).
+    pub async fn enrol_reviewers(&self) -> anyhow::Result<()> {
+        self.store
+            .write(|tx| Box::pin(tx.batch(&ENROL_REVIEWERS)))
+            .await?;
+        Ok(())
     }
 }
 

@@ -7,15 +7,15 @@
 
 use std::sync::LazyLock;
 
-use super::super::model::{Cursor, ListQuery};
+use super::super::model::{Cursor, ListQuery, Sort};
 use super::{CommentsStore, JsonBuild, ListPage};
 use crate::store::{pg_placeholders, Columns, Param, Sql, StoreError};
 
 /// The listing statements by build (`--comments-json`, SQLite's choice;
 /// PostgreSQL concatenates for both) and [`variant_index`].
-static LIST: LazyLock<[[Sql; 4]; 2]> = LazyLock::new(|| {
+static LIST: LazyLock<[[Sql; VARIANTS_COUNT]; 2]> = LazyLock::new(|| {
     [JsonBuild::Functions, JsonBuild::Concat].map(|build| {
-        VARIANTS.map(|v| {
+        variants().map(|v| {
             let sqlite = match build {
                 JsonBuild::Functions => sqlite_functions_sql(v),
                 JsonBuild::Concat => sqlite_printf_sql(v),
@@ -55,14 +55,21 @@ impl CommentsStore {
                         params.push(u);
                     }
                     if let Some(cur) = &q.after {
+                        if q.sort.keyed() {
+                            params.push(&cur.key);
+                        }
                         params.push(&cur.last_update_ms);
                         params.push(&cur.user_id);
                     }
                     // Each block's text goes from the driver's row straight
                     // into the page (no String per block).
-                    let mut page = PageBuilder::default();
+                    let mut page = PageBuilder {
+                        sort: q.sort,
+                        ..PageBuilder::default()
+                    };
                     c.query(sql, &params, |r| {
-                        page.push(r.text_bytes(0)?, r.int(1)?, r.int(2)?);
+                        let key = if q.sort.keyed() { r.int(3)? } else { 0 };
+                        page.push(r.text_bytes(0)?, key, r.int(1)?, r.int(2)?);
                         Ok(())
                     })
                     .await?;
@@ -73,43 +80,59 @@ impl CommentsStore {
     }
 }
 
-/// Which optional filters a listing statement has.
+/// Which optional filters a listing statement has, and its order.
 #[derive(Clone, Copy)]
 struct Variant {
     pub user: bool,
     pub cursor: bool,
+    pub sort: Sort,
 }
 
-const VARIANTS: [Variant; 4] = [
-    Variant {
-        user: false,
-        cursor: false,
-    },
-    Variant {
-        user: true,
-        cursor: false,
-    },
-    Variant {
-        user: false,
-        cursor: true,
-    },
-    Variant {
-        user: true,
-        cursor: true,
-    },
-];
+const VARIANTS_COUNT: usize = 4 * Sort::ALL.len();
+
+/// Every statement's variant, at [`variant_index`].
+fn variants() -> [Variant; VARIANTS_COUNT] {
+    std::array::from_fn(|i| Variant {
+        user: i & 1 == 1,
+        cursor: i & 2 == 2,
+        sort: Sort::ALL[i / 4],
+    })
+}
 
 fn variant_index(q: &ListQuery) -> usize {
-    q.user_id.is_some() as usize + 2 * q.after.is_some() as usize
+    q.user_id.is_some() as usize + 2 * q.after.is_some() as usize + 4 * q.sort.index()
+}
+
+/// A snapshot's key in an order before its time (`sort_key`; 0 in the
+/// time orders).
+fn sort_key(sort: Sort) -> &'static str {
+    match sort {
+        Sort::Newest | Sort::Oldest => "0",
+        Sort::Highest => "last_rating",
+        Sort::Lowest => "-last_rating",
+        Sort::Helpful => "helpful",
+    }
+}
+
+/// The order of the snapshots (`prefix`: their table's alias and a dot).
+/// Newest first is the table's own order (its primary key), as the
+/// write-up's listing; the others sort a course's snapshots.
+fn order_by(sort: Sort, prefix: &str) -> String {
+    match sort {
+        Sort::Newest => format!("{prefix}last_update_ms DESC, {prefix}user_id DESC"),
+        Sort::Oldest => format!("{prefix}last_update_ms, {prefix}user_id"),
+        _ => format!("{prefix}sort_key DESC, {prefix}last_update_ms DESC, {prefix}user_id DESC"),
+    }
 }
 
 /// The page of snapshots a listing prints. Parameters, numbered in this
 /// order in both dialects: course, type, size, skip, sizeThread,
-/// skipThread, [user], [cursor ms, cursor user].
+/// skipThread, [user], [cursor key (keyed orders), cursor ms, cursor user].
 fn snapshot_filter(v: Variant) -> String {
-    let mut sql = String::from(
+    let key = sort_key(v.sort);
+    let mut sql = format!(
         "SELECT course_id, comment_type, user_id, display_name, last_title, last_rating, last_remarks, \
-         last_update_ms, last_comment_id, comment_count FROM comments_snapshots \
+         last_update_ms, last_comment_id, comment_count, helpful, {key} AS sort_key FROM comments_snapshots \
          WHERE course_id = ?1 AND comment_type = ?2",
     );
     let mut next = 7;
@@ -118,25 +141,41 @@ fn snapshot_filter(v: Variant) -> String {
         next += 1;
     }
     if v.cursor {
-        sql.push_str(&format!(
-            " AND (last_update_ms, user_id) < (?{next}, ?{})",
-            next + 1
-        ));
+        match v.sort {
+            Sort::Newest => sql.push_str(&format!(
+                " AND (last_update_ms, user_id) < (?{next}, ?{})",
+                next + 1
+            )),
+            Sort::Oldest => sql.push_str(&format!(
+                " AND (last_update_ms, user_id) > (?{next}, ?{})",
+                next + 1
+            )),
+            _ => sql.push_str(&format!(
+                " AND ({key}, last_update_ms, user_id) < (?{next}, ?{}, ?{})",
+                next + 1,
+                next + 2
+            )),
+        }
     }
-    sql.push_str(" ORDER BY last_update_ms DESC, user_id DESC LIMIT ?3 OFFSET ?4");
+    let order = match v.sort {
+        Sort::Newest | Sort::Oldest => order_by(v.sort, ""),
+        _ => format!("{key} DESC, last_update_ms DESC, user_id DESC"),
+    };
+    sql.push_str(&format!(" ORDER BY {order} LIMIT ?3 OFFSET ?4"));
     sql
 }
 
 /// Joins blocks into the page's array as they come.
 #[derive(Default)]
 struct PageBuilder {
+    sort: Sort,
     body: Vec<u8>,
     blocks: usize,
     last: Option<Cursor>,
 }
 
 impl PageBuilder {
-    pub fn push(&mut self, json: &[u8], last_update_ms: i64, user_id: i64) {
+    pub fn push(&mut self, json: &[u8], key: i64, last_update_ms: i64, user_id: i64) {
         if self.blocks == 0 {
             self.body.reserve(json.len() * 8 + 2);
             self.body.push(b'[');
@@ -146,6 +185,8 @@ impl PageBuilder {
         self.body.extend_from_slice(json);
         self.blocks += 1;
         self.last = Some(Cursor {
+            sort: self.sort,
+            key,
             last_update_ms,
             user_id,
         });
@@ -193,6 +234,7 @@ fn sqlite_functions_sql(v: Variant) -> String {
                     'rating', c.rating,
                     'remarks', c.remarks,
                     'createdDate', {created},
+                    'helpful', c.helpful,
                     'reply', json((SELECT json_group_array(json_object(
                             'commentId', r.id,
                             'displayName', COALESCE(ru.display_name, ''),
@@ -200,17 +242,19 @@ fn sqlite_functions_sql(v: Variant) -> String {
                             'remarks', r.remarks,
                             'createdDate', {reply_created}))
                         FROM comments r LEFT JOIN comments_users ru ON ru.id = r.user_id
-                        WHERE r.parent_id = c.id))) AS j
+                        WHERE r.parent_id = c.id AND r.status = 0))) AS j
                 FROM comments c
                 WHERE c.course_id = s.course_id AND c.user_id = s.user_id AND c.comment_type = s.comment_type
+                  AND c.status = 0
                 ORDER BY c.created_ms DESC, c.id DESC LIMIT ?5 OFFSET ?6) AS t))
-         ), s.last_update_ms, s.user_id
+         ), s.last_update_ms, s.user_id, s.sort_key
          FROM ({snapshots}) AS s
-         ORDER BY s.last_update_ms DESC, s.user_id DESC",
+         ORDER BY {order}",
         last_update = sqlite_ts("s.last_update_ms"),
         created = sqlite_ts("c.created_ms"),
         reply_created = sqlite_ts("r.created_ms"),
         snapshots = snapshot_filter(v),
+        order = order_by(v.sort, "s."),
     )
 }
 
@@ -243,7 +287,7 @@ fn sqlite_printf_sql(v: Variant) -> String {
                     r.id, json_quote(COALESCE(ru.display_name, '')), json_quote(r.title),
                     json_quote(r.remarks), iso_ms(r.created_ms)))
                 FROM comments r LEFT JOIN comments_users ru ON ru.id = r.user_id
-                WHERE r.parent_id = {id}), '')"#
+                WHERE r.parent_id = {id} AND r.status = 0), '')"#
         )
     };
     format!(
@@ -255,24 +299,25 @@ fn sqlite_printf_sql(v: Variant) -> String {
                 -- never edited): a page of it is that comment or nothing,
                 -- as LIMIT ?5 OFFSET ?6 would give over a one-row thread.
                 CASE WHEN ?6 <= 0 AND ?5 <> 0 THEN
-                    printf('{{"commentId":%d,"title":%s,"rating":%d,"remarks":%s,"createdDate":"%s","reply":[%s]}}',
+                    printf('{{"commentId":%d,"title":%s,"rating":%d,"remarks":%s,"createdDate":"%s","helpful":%d,"reply":[%s]}}',
                         s.last_comment_id, json_quote(s.last_title), s.last_rating, json_quote(s.last_remarks),
-                        iso_ms(s.last_update_ms), {snapshot_reply})
+                        iso_ms(s.last_update_ms), s.helpful, {snapshot_reply})
                 ELSE '' END
             ELSE COALESCE((
-                SELECT group_concat(printf('{{"commentId":%d,"title":%s,"rating":%d,"remarks":%s,"createdDate":"%s","reply":[%s]}}',
+                SELECT group_concat(printf('{{"commentId":%d,"title":%s,"rating":%d,"remarks":%s,"createdDate":"%s","helpful":%d,"reply":[%s]}}',
                     t.id, json_quote(t.title), t.rating, json_quote(t.remarks), iso_ms(t.created_ms),
-                    {thread_reply}))
-                FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms FROM comments c
+                    t.helpful, {thread_reply}))
+                FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms, c.helpful FROM comments c
                       WHERE c.course_id = s.course_id AND c.user_id = s.user_id
-                        AND c.comment_type = s.comment_type
+                        AND c.comment_type = s.comment_type AND c.status = 0
                       ORDER BY c.created_ms DESC, c.id DESC LIMIT ?5 OFFSET ?6) AS t), '') END),
-            s.last_update_ms, s.user_id
+            s.last_update_ms, s.user_id, s.sort_key
          FROM ({snapshots}) AS s
-         ORDER BY s.last_update_ms DESC, s.user_id DESC"#,
+         ORDER BY {order}"#,
         snapshot_reply = reply("s.last_comment_id"),
         thread_reply = reply("t.id"),
         snapshots = snapshot_filter(v),
+        order = order_by(v.sort, "s."),
     )
 }
 
@@ -316,13 +361,15 @@ fn pg_sql(v: Variant) -> String {
     let comment = format!(
         "'{{\"commentId\":' || {} || ',\"title\":' || {} || ',\"rating\":' || {} \
          || ',\"remarks\":' || {} || ',\"createdDate\":\"' || {} || '\"' \
+         || ',\"helpful\":' || {} \
          || ',\"reply\":[' || COALESCE((SELECT {} FROM comments r LEFT JOIN comments_users ru \
-            ON ru.id = r.user_id WHERE r.parent_id = t.id), '') || ']}}'",
+            ON ru.id = r.user_id WHERE r.parent_id = t.id AND r.status = 0), '') || ']}}'",
         pg_int("t.id"),
         pg_quote("t.title"),
         pg_int("t.rating"),
         pg_quote("t.remarks"),
         pg_ts("t.created_ms"),
+        pg_int("t.helpful"),
         pg_agg(&reply, "r.id")
     );
     pg_placeholders(&format!(
@@ -336,13 +383,13 @@ fn pg_sql(v: Variant) -> String {
             || ',\"lastCommentId\":' || {last_id}
             || ',\"thread\":[' || COALESCE((
                 SELECT {thread}
-                FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms FROM comments c
+                FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms, c.helpful FROM comments c
                       WHERE c.course_id = s.course_id AND c.user_id = s.user_id
-                        AND c.comment_type = s.comment_type
+                        AND c.comment_type = s.comment_type AND c.status = 0
                       ORDER BY c.created_ms DESC, c.id DESC LIMIT ?5 OFFSET ?6) AS t), '')
-            || ']}}', s.last_update_ms, s.user_id
+            || ']}}', s.last_update_ms, s.user_id, s.sort_key
          FROM ({snapshots}) AS s
-         ORDER BY s.last_update_ms DESC, s.user_id DESC",
+         ORDER BY {order}",
         name = pg_quote("s.display_name"),
         course = pg_int("s.course_id"),
         kind = pg_quote("s.comment_type"),
@@ -353,6 +400,7 @@ fn pg_sql(v: Variant) -> String {
         last_id = pg_int("s.last_comment_id"),
         thread = pg_agg(&comment, "t.created_ms DESC, t.id DESC"),
         snapshots = snapshot_filter(v),
+        order = order_by(v.sort, "s."),
     ))
 }
 
@@ -374,8 +422,9 @@ mod tests {
             .unwrap();
         let storage = super::super::open(&store);
         for build in [JsonBuild::Functions, JsonBuild::Concat] {
-            for v in VARIANTS {
+            for v in variants() {
                 let q = ListQuery {
+                    sort: v.sort,
                     comment_type: CommentType::Course,
                     course_id: 1,
                     user_id: v.user.then_some(7),
@@ -384,15 +433,17 @@ mod tests {
                     skip_thread: 0,
                     size_thread: 10,
                     after: v.cursor.then_some(Cursor {
+                        sort: v.sort,
+                        key: 3,
                         last_update_ms: 1,
                         user_id: 7,
                     }),
                 };
                 assert_eq!(
                     variant_index(&q),
-                    VARIANTS
+                    variants()
                         .iter()
-                        .position(|w| (w.user, w.cursor) == (v.user, v.cursor))
+                        .position(|w| (w.user, w.cursor, w.sort) == (v.user, v.cursor, v.sort))
                         .unwrap()
                 );
                 let page = storage.list_page(&q, build).await.unwrap();
@@ -403,8 +454,8 @@ mod tests {
 
     #[test]
     fn listing_statements_number_their_parameters() {
-        for v in VARIANTS {
-            let n = 6 + v.user as usize + 2 * v.cursor as usize;
+        for v in variants() {
+            let n = 6 + v.user as usize + (2 + v.sort.keyed() as usize) * v.cursor as usize;
             for (sql, mark) in [
                 (sqlite_functions_sql(v), "?"),
                 (sqlite_printf_sql(v), "?"),

@@ -46,8 +46,15 @@
 mod bulk;
 mod courses;
 mod listing;
+mod moderation;
+mod site;
 mod snapshots;
 mod writes;
+
+pub use moderation::{
+    BanOutcome, HelpfulOutcome, ModAction, ModOutcome, Moderation, QueueItem, ReportOutcome,
+};
+pub use site::{ImportRows, MineItem, SignedIn};
 
 use super::cache::FRESH_BOUND;
 use super::model::Cursor;
@@ -86,6 +93,12 @@ impl CommentsStore {
         self.store
             .invalidations()
             .is_none_or(|i| i.fresh_within(FRESH_BOUND))
+    }
+
+    /// After a deletion: the store's files keep no copy of the deleted rows
+    /// (see `Store::erase_wal`).
+    pub async fn erase_wal(&self) -> Result<bool, crate::store::StoreError> {
+        self.store.erase_wal().await
     }
 
     /// Other nodes' writes, as the store's invalidation channel hears them
@@ -143,6 +156,10 @@ pub struct CommentOut {
     /// RFC 3339, once edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_date: Option<String>,
+    /// `held` (waiting for a moderator: listed once approved, seen by its
+    /// author only meanwhile) or `hidden`; absent when listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<super::model::Status>,
 }
 
 #[derive(Clone, Debug)]
@@ -150,6 +167,10 @@ pub enum PostOutcome {
     Posted(CommentOut),
     CourseNotFound,
     UnknownUser,
+    /// A moderator banned the user.
+    Banned,
+    /// The user is not enrolled on the course (and reviews are not open).
+    NotEnrolled,
 }
 
 #[derive(Clone, Debug)]
@@ -171,6 +192,8 @@ pub enum EditOutcome {
     IsReply,
     /// The review is another user's.
     NotTheAuthor,
+    /// A moderator banned its author.
+    Banned,
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +239,8 @@ pub struct ThreadComment {
     pub remarks: String,
     /// RFC 3339.
     pub created_date: String,
+    /// Readers who found it helpful (one vote each).
+    pub helpful: i64,
     /// The provider's reply, if any (at most one).
     pub reply: Vec<ThreadReply>,
 }

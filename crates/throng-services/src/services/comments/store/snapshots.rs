@@ -66,7 +66,7 @@ static POST_LOOKUP: Sql = Sql::new(
 
 /// A user's last rating on a course, read before a write changes it
 /// ([`SnapshotWrites::ReadThenWrite`]).
-static SNAPSHOT_LAST: Sql = Sql::new(
+pub(super) static SNAPSHOT_LAST: Sql = Sql::new(
     "SELECT last_rating FROM comments_snapshots
      WHERE course_id = ?1 AND comment_type = ?2 AND user_id = ?3",
 );
@@ -159,18 +159,37 @@ static SNAPSHOT_UPSERT_DELTA: LazyLock<Sql> = LazyLock::new(|| {
     ))
 });
 
-/// Rebuilds a user's snapshot on a course from their comments (after an
+/// A user's snapshot on a course, made anew from their listed comments
+/// (none when they have none): after a moderator's action, which may list
+/// a comment that was not. Parameters: course, type, user.
+pub(super) static SNAPSHOT_FROM_COMMENTS: Sql = Sql::new(
+    "INSERT INTO comments_snapshots (course_id, comment_type, user_id, first_comment_id,
+        last_comment_id, last_title, last_rating, last_remarks, last_update_ms, display_name,
+        comment_count, helpful)
+     SELECT c.course_id, c.comment_type, c.user_id,
+        (SELECT f.id FROM comments f WHERE f.course_id = ?1 AND f.user_id = ?3 AND f.comment_type = ?2 AND f.status = 0 ORDER BY f.created_ms, f.id LIMIT 1),
+        c.id, c.title, c.rating, c.remarks, c.created_ms, COALESCE(u.display_name, ''),
+        (SELECT count(*) FROM comments f WHERE f.course_id = ?1 AND f.user_id = ?3 AND f.comment_type = ?2 AND f.status = 0),
+        (SELECT COALESCE(sum(f.helpful), 0) FROM comments f WHERE f.course_id = ?1 AND f.user_id = ?3 AND f.comment_type = ?2 AND f.status = 0)
+     FROM comments c LEFT JOIN comments_users u ON u.id = c.user_id
+     WHERE c.course_id = ?1 AND c.user_id = ?3 AND c.comment_type = ?2 AND c.status = 0
+     ORDER BY c.created_ms DESC, c.id DESC LIMIT 1
+     RETURNING last_rating",
+);
+
+/// Rebuilds a user's snapshot on a course from their listed comments (after an
 /// edit or a delete); no row changes when the user has no comment left
 /// there (then the caller deletes the snapshot). Parameters: course,
 /// type, user. Each design adds its `RETURNING`.
 const SNAPSHOT_REBUILD_TEXT: &str =
     "UPDATE comments_snapshots SET first_comment_id = t.first_id, last_comment_id = t.id,
             last_title = t.title, last_rating = t.rating, last_remarks = t.remarks,
-            last_update_ms = t.created_ms, comment_count = t.n
+            last_update_ms = t.created_ms, comment_count = t.n, helpful = t.h
          FROM (SELECT c.id, c.title, c.rating, c.remarks, c.created_ms,
-                 (SELECT f.id FROM comments f WHERE f.course_id = c.course_id AND f.user_id = c.user_id AND f.comment_type = c.comment_type ORDER BY f.created_ms, f.id LIMIT 1) AS first_id,
-                 (SELECT count(*) FROM comments f WHERE f.course_id = c.course_id AND f.user_id = c.user_id AND f.comment_type = c.comment_type) AS n
-               FROM comments c WHERE c.course_id = ?1 AND c.user_id = ?3 AND c.comment_type = ?2
+                 (SELECT f.id FROM comments f WHERE f.course_id = c.course_id AND f.user_id = c.user_id AND f.comment_type = c.comment_type AND f.status = 0 ORDER BY f.created_ms, f.id LIMIT 1) AS first_id,
+                 (SELECT count(*) FROM comments f WHERE f.course_id = c.course_id AND f.user_id = c.user_id AND f.comment_type = c.comment_type AND f.status = 0) AS n,
+                 (SELECT COALESCE(sum(f.helpful), 0) FROM comments f WHERE f.course_id = c.course_id AND f.user_id = c.user_id AND f.comment_type = c.comment_type AND f.status = 0) AS h
+               FROM comments c WHERE c.course_id = ?1 AND c.user_id = ?3 AND c.comment_type = ?2 AND c.status = 0
                ORDER BY c.created_ms DESC, c.id DESC LIMIT 1) AS t
          WHERE comments_snapshots.course_id = ?1 AND comments_snapshots.comment_type = ?2
            AND comments_snapshots.user_id = ?3
@@ -192,7 +211,7 @@ static SNAPSHOT_REBUILD_DELTA: LazyLock<Sql> = LazyLock::new(|| {
 /// A user's snapshot on a course.
 const SNAPSHOT_DELETE_TEXT: &str =
     "DELETE FROM comments_snapshots WHERE course_id = ?1 AND comment_type = ?2 AND user_id = ?3";
-static SNAPSHOT_DELETE: Sql = Sql::new(SNAPSHOT_DELETE_TEXT);
+pub(super) static SNAPSHOT_DELETE: Sql = Sql::new(SNAPSHOT_DELETE_TEXT);
 
 /// [`SNAPSHOT_DELETE`], answering the last rating it held.
 static SNAPSHOT_DELETE_DELTA: LazyLock<Sql> =
@@ -354,6 +373,26 @@ impl SnapshotWrites {
             }
         }
     }
+}
+
+/// Makes a user's snapshot on a course anew from their listed comments,
+/// after the caller locked the course ([`SnapshotWrites::lock_course`]):
+/// their last rating before and after (`None`: no snapshot). Reading
+/// first is sound with shared writers too, since every write that changes
+/// the course's snapshots holds that lock.
+pub(super) async fn resnapshot(
+    tx: &Tx<'_>,
+    course_id: i64,
+    kind: &str,
+    user_id: i64,
+) -> Result<(Option<i32>, Option<i32>), StoreError> {
+    let params: [&dyn Param; 3] = [&course_id, &kind, &user_id];
+    let before = tx.query_opt(&SNAPSHOT_LAST, &params, |r| r.col(0)).await?;
+    tx.execute(&SNAPSHOT_DELETE, &params).await?;
+    let after = tx
+        .query_opt(&SNAPSHOT_FROM_COMMENTS, &params, |r| r.col(0))
+        .await?;
+    Ok((before, after))
 }
 
 /// Moves a course and type's aggregates by `d` and bumps its version.

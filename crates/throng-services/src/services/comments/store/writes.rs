@@ -6,7 +6,7 @@
 //! writers).
 
 use super::super::model::{
-    self, CommentEdit, CommentType, Deleter, NewComment, NewReply, EVENT_COMMENT_DELETED,
+    self, CommentEdit, CommentType, Deleter, NewComment, NewReply, Status, EVENT_COMMENT_DELETED,
     EVENT_COMMENT_EDITED, EVENT_COMMENT_POSTED, EVENT_REPLY_DELETED, EVENT_REPLY_EDITED,
     EVENT_REPLY_POSTED,
 };
@@ -24,6 +24,34 @@ static POST_INSERT: Sql = Sql::per_dialect(
      VALUES (?1, ?2, ?3, NULL, ?4, ?5, ?6, ?7)",
     "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks, created_ms)
      VALUES ($1, $2, $3, NULL, $4, $5, $6, $7) RETURNING id",
+);
+
+/// A comment held for moderation (?8: why); its id as [`POST_INSERT`]'s.
+static HELD_INSERT: Sql = Sql::per_dialect(
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks, created_ms,
+        status, moderation_note)
+     VALUES (?1, ?2, ?3, NULL, ?4, ?5, ?6, ?7, 1, ?8)",
+    "INSERT INTO comments (course_id, user_id, comment_type, parent_id, rating, title, remarks, created_ms,
+        status, moderation_note)
+     VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, 1, $8) RETURNING id",
+);
+
+/// What a post may do on course ?1 by user ?2: whether the course holds
+/// new reviews (its own or its provider's pre-moderation), whether the
+/// user is banned, and enrolled. No row: no such course.
+static POST_GATE: Sql = Sql::new(
+    "SELECT co.premoderate, COALESCE(p.premoderate, 0),
+        (SELECT 1 FROM comments_users u WHERE u.id = ?2),
+        (SELECT u.banned_ms FROM comments_users u WHERE u.id = ?2),
+        (SELECT 1 FROM comments_enrolments e WHERE e.course_id = ?1 AND e.user_id = ?2)
+     FROM comments_courses co LEFT JOIN comments_providers p ON p.id = co.provider_id
+     WHERE co.id = ?1",
+);
+
+/// A user's first sign-in: created with the token's name; a known user
+/// keeps theirs (display names are copied into snapshots).
+pub(super) static SIGN_IN: Sql = Sql::new(
+    "INSERT INTO comments_users (id, display_name) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
 );
 
 /// A provider's reply to comment ?4, or nothing when the comment has one
@@ -45,7 +73,8 @@ static REPLY_EDIT: Sql = Sql::new(
 
 /// The comment a reply targets, with its course's provider.
 static TARGET: Sql = Sql::new(
-    "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name
+    "SELECT c.course_id, c.comment_type, c.parent_id, co.provider_id, u.display_name, c.status,
+        c.user_id
      FROM comments c LEFT JOIN comments_courses co ON co.id = c.course_id
      LEFT JOIN comments_users u ON u.id = co.provider_id WHERE c.id = ?1",
 );
@@ -53,13 +82,19 @@ static TARGET: Sql = Sql::new(
 /// The comment an edit or a delete applies to ([`Found`]).
 static FIND: Sql = Sql::new(
     "SELECT c.course_id, c.user_id, c.comment_type, c.parent_id, c.rating, c.title,
-        c.remarks, c.created_ms, u.display_name
+        c.remarks, c.created_ms, u.display_name, c.status, u.banned_ms
      FROM comments c LEFT JOIN comments_users u ON u.id = c.user_id WHERE c.id = ?1",
 );
 
+/// An edit; ?6: why the filter holds the new text (NULL: it passed; a
+/// hidden comment stays hidden).
 static EDIT: Sql = Sql::new(
     "UPDATE comments SET rating = COALESCE(?2, rating), title = COALESCE(?3, title),
-        remarks = COALESCE(?4, remarks), edited_ms = ?5 WHERE id = ?1",
+        remarks = COALESCE(?4, remarks), edited_ms = ?5,
+        status = CASE WHEN CAST(?6 AS TEXT) IS NOT NULL AND status = 0 THEN 1 ELSE status END,
+        moderation_note = CASE WHEN CAST(?6 AS TEXT) IS NOT NULL AND status = 0 THEN CAST(?6 AS TEXT)
+            ELSE moderation_note END
+     WHERE id = ?1",
 );
 static DELETE: Sql = Sql::new("DELETE FROM comments WHERE id = ?1");
 static DELETE_REPLIES: Sql = Sql::new("DELETE FROM comments WHERE parent_id = ?1");
@@ -119,6 +154,38 @@ async fn post(
     new: &NewComment,
 ) -> Result<PostOutcome, StoreError> {
     let kind = new.comment_type.as_str();
+    if let Some(name) = &new.sign_in_name {
+        tx.execute(&SIGN_IN, &[&new.user_id, name]).await?;
+    }
+    let gate = tx
+        .query_opt(&POST_GATE, &[&new.course_id, &new.user_id], |r| {
+            Ok((
+                r.int(0)? != 0 || r.int(1)? != 0,
+                r.opt_int(2)?.is_some(),
+                r.opt_int(3)?.is_some(),
+                r.opt_int(4)?.is_some(),
+            ))
+        })
+        .await?;
+    let Some((premoderated, known, banned, enrolled)) = gate else {
+        return Ok(PostOutcome::CourseNotFound);
+    };
+    if !known {
+        return Ok(PostOutcome::UnknownUser);
+    }
+    if banned {
+        return Ok(PostOutcome::Banned);
+    }
+    if !enrolled && !new.reviews_open {
+        return Ok(PostOutcome::NotEnrolled);
+    }
+    let hold = new.hold.clone().or_else(|| {
+        premoderated
+            .then(|| "held for approval: the course's reviews are pre-moderated".to_string())
+    });
+    if let Some(note) = hold {
+        return post_held(tx, new, &note).await;
+    }
     let found = snapshots.post_lookup(tx, new).await?;
     if !found.course_exists {
         return Ok(PostOutcome::CourseNotFound);
@@ -174,7 +241,14 @@ async fn edit(
     let n = tx
         .execute(
             &EDIT,
-            &[&e.comment_id, &rating, &e.title, &e.remarks, &e.at_ms],
+            &[
+                &e.comment_id,
+                &rating,
+                &e.title,
+                &e.remarks,
+                &e.at_ms,
+                &e.hold,
+            ],
         )
         .await?;
     if n == 0 {
@@ -236,6 +310,41 @@ async fn delete(
     Ok(deleted)
 }
 
+/// A review held for moderation: stored, not listed, not counted (no
+/// snapshot or rating change until a moderator approves it).
+async fn post_held(tx: &Tx<'_>, new: &NewComment, note: &str) -> Result<PostOutcome, StoreError> {
+    let Some(display_name) = tx
+        .query_opt(&USER_NAME, &[&new.user_id], |r| r.text(0))
+        .await?
+    else {
+        return Ok(PostOutcome::UnknownUser);
+    };
+    let kind = new.comment_type.as_str();
+    let rating = new.rating.get();
+    let id = tx
+        .insert_id(
+            &HELD_INSERT,
+            &[
+                &new.course_id,
+                &new.user_id,
+                &kind,
+                &rating,
+                &new.title,
+                &new.remarks,
+                &new.created_ms,
+                &note,
+            ],
+        )
+        .await?
+        .ok_or_else(|| StoreError::Internal("a comment's insert inserted nothing".into()))?;
+    let mut out = comment_out(new, id, display_name);
+    out.status = Some(Status::Held);
+    tx.append(posted_event(&out))?;
+    Ok(PostOutcome::Posted(out))
+}
+
+static USER_NAME: Sql = Sql::new("SELECT display_name FROM comments_users WHERE id = ?1");
+
 /// An insert that does nothing when the comment has a reply, then an
 /// update: no read before the write, so it holds with shared writers too.
 async fn put_reply(tx: &Tx<'_>, r: &NewReply) -> Result<ReplyOutcome, StoreError> {
@@ -278,7 +387,7 @@ async fn put_reply(tx: &Tx<'_>, r: &NewReply) -> Result<ReplyOutcome, StoreError
         .await?;
     tx.invalidate(invalidation_key(target.course_id));
     let edited = out.edited_date.is_some();
-    tx.append(reply_event(&out, edited))?;
+    tx.append(reply_event(&out, edited, target.reviewer_id))?;
     Ok(if edited {
         ReplyOutcome::Edited(out)
     } else {
@@ -293,11 +402,12 @@ fn posted_event(c: &CommentOut) -> NewEvent {
         &serde_json::json!({
             "commentId": c.comment_id, "courseId": c.course_id, "userId": c.user_id,
             "commentType": c.comment_type, "rating": c.rating, "createdDate": c.created_date,
+            "status": c.status.unwrap_or(Status::Visible).as_str(),
         }),
     )
 }
 
-fn reply_event(r: &CommentOut, edited: bool) -> NewEvent {
+fn reply_event(r: &CommentOut, edited: bool, reviewer_id: i64) -> NewEvent {
     NewEvent::json(
         model::stream_of(r.course_id),
         if edited {
@@ -307,7 +417,7 @@ fn reply_event(r: &CommentOut, edited: bool) -> NewEvent {
         },
         &serde_json::json!({
             "commentId": r.parent_id, "replyId": r.comment_id, "courseId": r.course_id,
-            "providerId": r.user_id, "displayName": r.display_name,
+            "providerId": r.user_id, "displayName": r.display_name, "reviewerId": reviewer_id,
             "at": r.edited_date.as_deref().unwrap_or(&r.created_date),
         }),
     )
@@ -326,6 +436,7 @@ fn comment_out(new: &NewComment, id: i64, display_name: String) -> CommentOut {
         remarks: new.remarks.clone(),
         created_date: model::timestamp(new.created_ms),
         edited_date: None,
+        status: None,
     }
 }
 
@@ -336,13 +447,17 @@ struct Target {
     pub parent_id: Option<i64>,
     pub provider_id: Option<i64>,
     pub provider_name: Option<String>,
+    pub status: i64,
+    /// The review's author.
+    pub reviewer_id: i64,
 }
 
 fn check_target(
     target: Option<Target>,
     provider_id: i64,
 ) -> Result<(Target, CommentType), Box<ReplyOutcome>> {
-    let Some(t) = target else {
+    // A held or hidden review is not there for its provider to answer.
+    let Some(t) = target.filter(|t| t.status == Status::Visible.code()) else {
         return Err(Box::new(ReplyOutcome::CommentNotFound));
     };
     if t.parent_id.is_some() {
@@ -365,6 +480,8 @@ fn target_row(r: &impl Columns) -> Result<Target, StoreError> {
         parent_id: r.col(2)?,
         provider_id: r.col(3)?,
         provider_name: r.col(4)?,
+        status: r.int(5)?,
+        reviewer_id: r.int(6)?,
     })
 }
 
@@ -388,6 +505,7 @@ fn reply_out(
         remarks: r.remarks.clone(),
         created_date: model::timestamp(created_ms),
         edited_date: edited.then(|| model::timestamp(r.at_ms)),
+        status: None,
     }
 }
 
@@ -403,6 +521,8 @@ struct Found {
     pub remarks: String,
     pub created_ms: i64,
     pub display_name: Option<String>,
+    pub status: i64,
+    pub banned: bool,
 }
 
 /// A row of [`super::sql::FIND`].
@@ -417,6 +537,8 @@ fn found_row(r: &impl Columns) -> Result<Found, StoreError> {
         remarks: r.col(6)?,
         created_ms: r.col(7)?,
         display_name: r.col(8)?,
+        status: r.int(9)?,
+        banned: r.opt_int(10)?.is_some(),
     })
 }
 
@@ -438,6 +560,9 @@ fn check_edit(
     if f.user_id != e.user_id {
         return Err(Box::new(EditOutcome::NotTheAuthor));
     }
+    if f.banned {
+        return Err(Box::new(EditOutcome::Banned));
+    }
     Ok((f, kind))
 }
 
@@ -455,6 +580,14 @@ fn edited_out(f: &Found, e: &CommentEdit, kind: CommentType) -> CommentOut {
         remarks: e.remarks.clone().unwrap_or_else(|| f.remarks.clone()),
         created_date: model::timestamp(f.created_ms),
         edited_date: Some(model::timestamp(e.at_ms)),
+        status: {
+            let status = if e.hold.is_some() && f.status == Status::Visible.code() {
+                Status::Held
+            } else {
+                Status::of_code(f.status)
+            };
+            (status != Status::Visible).then_some(status)
+        },
     }
 }
 
