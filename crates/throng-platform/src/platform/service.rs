@@ -212,6 +212,12 @@ pub trait Service: Send + Sync + 'static {
     fn roles(&self) -> &'static [RoleSpec] {
         &[]
     }
+
+    /// Routes taking bodies larger than `--body-limit-bytes`, with their
+    /// own bounds.
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
+        &[]
+    }
 }
 
 /// A started service as the app keeps it: its state filed by type.
@@ -253,6 +259,7 @@ pub trait AnyService: Send + Sync + 'static {
     fn event_consumers(&self) -> &'static [&'static str];
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
     fn roles(&self) -> &'static [RoleSpec];
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody];
 }
 
 impl<S: Service> AnyService for S {
@@ -333,6 +340,10 @@ impl<S: Service> AnyService for S {
 
     fn roles(&self) -> &'static [RoleSpec] {
         Service::roles(self)
+    }
+
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
+        Service::large_bodies(self)
     }
 }
 

@@ -396,11 +396,15 @@ async fn vote(
         candidates_per_vote_max,
         districts: Vec::new(),
         parties: Vec::new(),
+        state: super::super::model::ElectionState::Open,
+        live_results: true,
+        roll_version: 0,
     };
     election.check_open(now_ms())?;
     let district = District {
         id: district_id,
         name: String::new(),
+        code: None,
         lists: if rows.list.is_empty() {
             Vec::new()
         } else {
