@@ -23,4 +23,5 @@ mod comments;
 mod events;
 mod invites;
 mod voting;
+mod voting_election;
 mod voting_load;

@@ -259,6 +259,14 @@ pub async fn extend_election(
 ) -> ApiResult<Json<ElectionStatus>> {
     let actor = admin(&caller)?;
     let e = entry(&st, election_id)?;
+    if e.election.state.is_over() {
+        return Err(transition_refused(
+            election_id,
+            StepRefused::In(e.election.state),
+            "extending",
+            "draft, open or suspended",
+        ));
+    }
     let closes = definition::parse_time(&patch.closes_at).ok_or_else(|| {
         ApiError::invalid_field("closesAt: an RFC 3339 time with an offset")
     })?;
@@ -555,7 +563,7 @@ pub fn parse_roll(e: &Election, body: &[u8]) -> Result<ParsedRoll, Vec<String>> 
     if errors.is_empty() && rows.is_empty() {
         errors.push("the roll names no voter".into());
     }
-    if !errors.is_empty() {
+    if first || errors.len() >= ROLL_ERRORS_MAX {
         return Err(errors);
     }
     let mut by_ref: Vec<u32> = (0..rows.len() as u32).collect();
@@ -579,6 +587,7 @@ pub fn parse_roll(e: &Election, body: &[u8]) -> Result<ParsedRoll, Vec<String>> 
                 .and_then(|m| m.split(':').next())
                 .and_then(|n| n.parse::<u64>().ok())
         });
+        errors.truncate(ROLL_ERRORS_MAX);
         return Err(errors);
     }
     Ok(ParsedRoll { rows, by_ref })
