@@ -326,10 +326,12 @@ pub struct ElectionEntry {
 }
 
 impl ElectionEntry {
-    /// The entry with the lifecycle fields of `row` (state, closing time,
-    /// live results), sharing the roll and the ballots.
+    /// The entry with the fields of `row` (name, times, state, live
+    /// results), sharing the roll and the ballots.
     pub fn with_row(&self, row: &model::ElectionRow) -> ElectionEntry {
         let mut election = self.election.clone();
+        election.name = row.name.clone();
+        election.opens_at_ms = row.opens_at_ms;
         election.state = row.state;
         election.closes_at_ms = row.closes_at_ms;
         election.live_results = row.live_results;
@@ -468,6 +470,10 @@ pub struct VotingState {
     /// Held by a roll import and by opening an election on this node, so
     /// an election is not opened here while its roll loads.
     pub roll_imports: tokio::sync::Mutex<()>,
+    /// Held while the catalog is replaced (by [`VotingState::refresh`] and
+    /// the seed watcher), so neither writes back a catalog older than the
+    /// other's.
+    catalog_writes: tokio::sync::Mutex<()>,
     /// Resolves clients behind trusted proxies.
     pub live: Arc<crate::platform::streams::LiveStreams>,
     /// The seed generation the catalog was loaded at (for the seed watcher).
@@ -541,6 +547,7 @@ impl VotingState {
                 credential::LOGIN_ATTEMPTS_PER_CLIENT_MAX,
             ),
             roll_imports: tokio::sync::Mutex::new(()),
+            catalog_writes: tokio::sync::Mutex::new(()),
             live: platform.streams.clone(),
             loaded_generation: generation,
         })
@@ -554,6 +561,7 @@ impl VotingState {
     /// with it: a new election or a new roll is loaded, a changed state,
     /// closing time or live-results setting replaces the entry's.
     pub async fn refresh(&self) -> anyhow::Result<()> {
+        let _writing = self.catalog_writes.lock().await;
         let rows = self.storage.election_states().await?;
         let mut changed = false;
         for row in rows {
@@ -562,6 +570,8 @@ impl VotingState {
                 Some(e) if e.election.roll_version == row.roll_version => {
                     let el = &e.election;
                     if el.state == row.state
+                        && el.name == row.name
+                        && el.opens_at_ms == row.opens_at_ms
                         && el.closes_at_ms == row.closes_at_ms
                         && el.live_results == row.live_results
                     {
@@ -612,6 +622,7 @@ impl VotingState {
             move || {
                 let this = this.clone();
                 async move {
+                    let _writing = this.catalog_writes.lock().await;
                     this.catalog
                         .store(Arc::new(Catalog::load(&this.storage).await?));
                     Ok(())
