@@ -15,6 +15,7 @@
 
 pub mod admin;
 pub mod bench;
+pub mod cli;
 pub mod credential;
 pub mod definition;
 pub mod http;
@@ -176,6 +177,14 @@ impl Service for Voting {
 
     fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
         admin::LARGE_BODIES
+    }
+
+    fn command(&self) -> Option<clap::Command> {
+        Some(cli::command())
+    }
+
+    async fn run_command(&self, matches: &clap::ArgMatches) -> anyhow::Result<()> {
+        cli::run(matches).await
     }
 
     async fn seed(&self, store: &Store, args: seed::SeedVotingArgs) -> anyhow::Result<()> {
