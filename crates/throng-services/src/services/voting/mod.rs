@@ -283,6 +283,12 @@ impl Service for Voting {
                 about: "live tallies, updated as ballots are published.",
             },
             Link {
+                kind: LinkKind::Page,
+                href: "/voting/admin",
+                title: "Election authority",
+                about: "draft an election, import its roll, open, close and publish it.",
+            },
+            Link {
                 kind: LinkKind::Endpoint,
                 href: "/api/voting/elections",
                 title: "/api/voting/elections",
