@@ -47,7 +47,9 @@ impl AdmissionLimits {
         self.large
             .iter()
             .find(|l| l.matches(method, path))
-            .map_or(self.request_timeout, |l| l.timeout.max(self.request_timeout))
+            .map_or(self.request_timeout, |l| {
+                l.timeout.max(self.request_timeout)
+            })
     }
 }
 

@@ -187,7 +187,10 @@ mod tests {
             timeout: Duration::from_secs(1),
             large: std::sync::Arc::new(vec![l]),
         };
-        assert_eq!(limits.of("PUT", "/api/x/7/roll"), (100, Duration::from_secs(60)));
+        assert_eq!(
+            limits.of("PUT", "/api/x/7/roll"),
+            (100, Duration::from_secs(60))
+        );
         assert_eq!(limits.of("PUT", "/api/x/7"), (10, Duration::from_secs(1)));
     }
 }

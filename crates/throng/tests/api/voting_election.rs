@@ -32,7 +32,10 @@ const FLAGS: &[&str] = &[
 const WAIT: Duration = Duration::from_secs(20);
 
 fn example(name: &str) -> String {
-    let path = format!("{}/../../examples/voting/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../examples/voting/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -214,7 +217,11 @@ async fn a_definition_is_checked_with_paths(kind: StoreKind) {
     );
     // The shipped definition is a draft with its codes, parties and lists.
     let id = created(&s, &definition(2)).await;
-    let e = s.api.get(&format!("/api/voting/elections/{id}")).await.json();
+    let e = s
+        .api
+        .get(&format!("/api/voting/elections/{id}"))
+        .await
+        .json();
     assert_eq!(e["state"], "draft");
     assert_eq!(e["open"], false);
     assert_eq!(e["liveResults"], false);
@@ -226,7 +233,10 @@ async fn a_definition_is_checked_with_paths(kind: StoreKind) {
         .await
         .json();
     assert_eq!(ballot["parties"][1]["name"], "Civic Alliance");
-    assert_eq!(ballot["parties"][1]["candidates"][2]["name"], "Monika Simko");
+    assert_eq!(
+        ballot["parties"][1]["candidates"][2]["name"],
+        "Monika Simko"
+    );
     assert_eq!(created(&s, &definition(2)).await, id + 1);
 }
 
@@ -243,7 +253,11 @@ async fn a_roll_of_10000_comes_with_credentials(kind: StoreKind) {
     }
     let distinct: std::collections::HashSet<&String> = creds.values().collect();
     assert_eq!(distinct.len(), 10_000);
-    let e = s.api.get(&format!("/api/voting/elections/{id}")).await.json();
+    let e = s
+        .api
+        .get(&format!("/api/voting/elections/{id}"))
+        .await
+        .json();
     let voters: Vec<i64> = e["districts"]
         .as_array()
         .unwrap()
@@ -296,10 +310,15 @@ async fn a_bad_roll_imports_nothing(kind: StoreKind) {
     lines[7] = "RV-00002,S".into(); // line 8 repeats line 3
     lines[9] = "RV-00009".into(); // line 10
     let bad = lines.join("\n") + "\n";
-    let msg = put_roll(&s, id, &bad).await.assert_error(422, "invalid_roll");
+    let msg = put_roll(&s, id, &bad)
+        .await
+        .assert_error(422, "invalid_roll");
     assert!(msg.contains("nothing was imported"), "{msg}");
     assert!(msg.contains("line 5: district \"EAST\""), "{msg}");
-    assert!(msg.contains("line 8: voter id \"RV-00002\" is on line 3 too"), "{msg}");
+    assert!(
+        msg.contains("line 8: voter id \"RV-00002\" is on line 3 too"),
+        "{msg}"
+    );
     assert!(msg.contains("line 10: 2 fields"), "{msg}");
     let msg = put_roll(&s, id, "id,district\nA,N\n")
         .await
@@ -347,7 +366,13 @@ async fn logins_right_wrong_unknown_and_limited(kind: StoreKind) {
     let id = created(&s, &definition(2)).await;
     let creds = credentials(&put_roll(&s, id, &example("roll.csv")).await);
     let right = &creds["RV-00002"];
-    let r = login(&s.api, id, "RV-00002", &right.to_lowercase().replace('-', " ")).await;
+    let r = login(
+        &s.api,
+        id,
+        "RV-00002",
+        &right.to_lowercase().replace('-', " "),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.headers["cache-control"], "no-store");
     let session = r.json();
@@ -370,7 +395,12 @@ async fn logins_right_wrong_unknown_and_limited(kind: StoreKind) {
             .await
             .assert_error(401, "invalid_credentials");
     }
-    assert_eq!(login(&s.api, id, "RV-00005", &creds["RV-00005"]).await.status, 200);
+    assert_eq!(
+        login(&s.api, id, "RV-00005", &creds["RV-00005"])
+            .await
+            .status,
+        200
+    );
     login(&s.api, id, "RV-00005", "AAAA-AAAA-AAAAA")
         .await
         .assert_error(401, "invalid_credentials");
@@ -379,7 +409,12 @@ async fn logins_right_wrong_unknown_and_limited(kind: StoreKind) {
     let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
     // Another voter is not held back by it.
-    assert_eq!(login(&s.api, id, "RV-00006", &creds["RV-00006"]).await.status, 200);
+    assert_eq!(
+        login(&s.api, id, "RV-00006", &creds["RV-00006"])
+            .await
+            .status,
+        200
+    );
     // Per client: 60 a minute over all voter ids.
     let mut limited = false;
     for i in 7..=40 {
@@ -434,15 +469,25 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
         .assert_error(409, "election_suspended");
     assert_eq!(step(&s, id, "resume").await.json()["state"], "open");
     assert_eq!(
-        vote(api, id, &s4, &json!({"partyId": 2, "candidateIds": [10, 11]}))
-            .await
-            .status,
+        vote(
+            api,
+            id,
+            &s4,
+            &json!({"partyId": 2, "candidateIds": [10, 11]})
+        )
+        .await
+        .status,
         201
     );
     assert_eq!(
-        vote(api, id, &south, &json!({"partyId": 2, "candidateIds": [12]}))
-            .await
-            .status,
+        vote(
+            api,
+            id,
+            &south,
+            &json!({"partyId": 2, "candidateIds": [12]})
+        )
+        .await
+        .status,
         201
     );
     // The closing time: only later, not earlier.
@@ -469,7 +514,10 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
             == 3
     })
     .await;
-    let r = api.get(&format!("/api/voting/elections/{id}/results")).await.json();
+    let r = api
+        .get(&format!("/api/voting/elections/{id}/results"))
+        .await
+        .json();
     assert_eq!(r["resultsShown"], false);
     assert_eq!(r["parties"], json!([]));
     assert_eq!(r["districtsReporting"], 2);
@@ -490,9 +538,12 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
     admin_get(&s, &format!("/api/voting/elections/{id}/audit/voters.csv"))
         .await
         .assert_error(409, "election_not_closed");
-    admin_get(&s, &format!("/api/voting/elections/{id}/audit/results.json"))
-        .await
-        .assert_error(409, "not_tallied");
+    admin_get(
+        &s,
+        &format!("/api/voting/elections/{id}/audit/results.json"),
+    )
+    .await
+    .assert_error(409, "not_tallied");
     let r = api
         .get(&format!("/api/voting/elections/{id}/audit/log"))
         .await;
@@ -509,27 +560,39 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
         .await
         .assert_error(409, "invalid_transition");
     wait_until(|| async { state(&s, id).await == "tallied" }).await;
-    let r = api.get(&format!("/api/voting/elections/{id}/results")).await.json();
+    let r = api
+        .get(&format!("/api/voting/elections/{id}/results"))
+        .await
+        .json();
     assert_eq!(r["resultsShown"], false, "tallied, not yet published");
     assert_eq!(r["ballots"], 3);
     let voters = admin_get(&s, &format!("/api/voting/elections/{id}/audit/voters.csv")).await;
     assert_eq!(voters.text(), "voter_id\nRV-00001\nRV-00002\nRV-00004\n");
     let csv = admin_get(&s, &format!("/api/voting/elections/{id}/audit/results.csv")).await;
     let text = csv.text();
-    assert!(text.starts_with("district,party,candidate,votes\n"), "{text}");
+    assert!(
+        text.starts_with("district,party,candidate,votes\n"),
+        "{text}"
+    );
     assert!(text.contains("N,GF,,1\nN,GF,Ana Horvat,1\n"), "{text}");
     assert!(text.contains("S,CA,,2\n"), "{text}");
     assert!(text.contains("S,CA,Zuzana Polak,1\n"), "{text}");
     assert!(text.contains("S,CA,Monika Simko,1\n"), "{text}");
-    let json = admin_get(&s, &format!("/api/voting/elections/{id}/audit/results.json"))
-        .await
-        .json();
+    let json = admin_get(
+        &s,
+        &format!("/api/voting/elections/{id}/audit/results.json"),
+    )
+    .await
+    .json();
     assert_eq!(json["districts"][1]["parties"][0]["partyId"], 2);
     assert_eq!(json["districts"][1]["parties"][0]["votes"], 2);
     // Published: the results are public.
     let p = step(&s, id, "publish").await;
     assert_eq!(p.json()["state"], "published");
-    let r = api.get(&format!("/api/voting/elections/{id}/results")).await.json();
+    let r = api
+        .get(&format!("/api/voting/elections/{id}/results"))
+        .await
+        .json();
     assert_eq!(r["resultsShown"], true);
     assert_eq!(r["parties"][0]["partyId"], 2);
     assert_eq!(r["parties"][0]["votes"], 2);

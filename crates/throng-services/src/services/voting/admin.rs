@@ -197,10 +197,7 @@ pub async fn create_election(
             problems_message(&p),
         )
     })?;
-    let id = st
-        .storage
-        .create_election(Arc::new(checked), actor)
-        .await?;
+    let id = st.storage.create_election(Arc::new(checked), actor).await?;
     refreshed(&st).await?;
     tracing::info!(election_id = id, "an election was drafted");
     let mut res = (
@@ -267,9 +264,8 @@ pub async fn extend_election(
             "draft, open or suspended",
         ));
     }
-    let closes = definition::parse_time(&patch.closes_at).ok_or_else(|| {
-        ApiError::invalid_field("closesAt: an RFC 3339 time with an offset")
-    })?;
+    let closes = definition::parse_time(&patch.closes_at)
+        .ok_or_else(|| ApiError::invalid_field("closesAt: an RFC 3339 time with an offset"))?;
     if closes <= e.election.closes_at_ms {
         return Err(ApiError::invalid_field(format!(
             "closesAt: later than the current closing time, {}",
@@ -360,7 +356,11 @@ async fn take_step(
         )
         .await?
         .map_err(|r| transition_refused(election_id, r, step.action, step.needs))?;
-    tracing::info!(election_id, state = step.to.as_str(), "an election's state changed");
+    tracing::info!(
+        election_id,
+        state = step.to.as_str(),
+        "an election's state changed"
+    );
     refreshed(st).await?;
     Ok(Json(status_of(&entry(st, election_id)?.election)))
 }
@@ -781,9 +781,7 @@ fn too_many_attempts(retry_after_s: u64, whose: &str) -> ApiError {
         ..ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_attempts",
-            format!(
-                "too many login attempts {whose} in a minute; try again in {retry_after_s} s"
-            ),
+            format!("too many login attempts {whose} in a minute; try again in {retry_after_s} s"),
         )
     }
 }
@@ -831,10 +829,7 @@ pub async fn login(
             ),
         ));
     }
-    let found = st
-        .storage
-        .credential_of(election_id, voter_ref)
-        .await?;
+    let found = st.storage.credential_of(election_id, voter_ref).await?;
     // An unknown voter costs the same hash as a wrong credential.
     let (number, stored) = found.unwrap_or((0, vec![0u8; CREDENTIAL_HASH_BYTES]));
     let matches = st

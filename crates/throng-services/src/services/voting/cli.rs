@@ -158,9 +158,8 @@ pub fn read_definition(file: &Path) -> anyhow::Result<serde_json::Value> {
             None => anyhow::anyhow!("{}: {e}", file.display()),
         })?
     } else {
-        serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("{}:{}: {e}", file.display(), e.line())
-        })?
+        serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}:{}: {e}", file.display(), e.line()))?
     };
     let yaml = is_yaml.then_some(text.as_str());
     let parsed: Result<Definition, _> = serde_path_to_error::deserialize(value.clone());
@@ -186,7 +185,10 @@ pub fn read_definition(file: &Path) -> anyhow::Result<serde_json::Value> {
 async fn create(file: &Path, conn: &Connection) -> anyhow::Result<()> {
     let body = read_definition(file)?;
     let res = client()?
-        .post(format!("{}/api/voting/elections", conn.url.trim_end_matches('/')))
+        .post(format!(
+            "{}/api/voting/elections",
+            conn.url.trim_end_matches('/')
+        ))
         .bearer_auth(token(conn)?)
         .json(&body)
         .send()
@@ -197,9 +199,7 @@ async fn create(file: &Path, conn: &Connection) -> anyhow::Result<()> {
     let v: serde_json::Value = res.json().await?;
     let id = v["electionId"].as_i64().unwrap_or_default();
     println!("drafted election {id}");
-    println!(
-        "next: throng voting roll {id} ROLL.csv --credentials-out credentials-{id}.csv"
-    );
+    println!("next: throng voting roll {id} ROLL.csv --credentials-out credentials-{id}.csv");
     Ok(())
 }
 
@@ -225,7 +225,11 @@ async fn roll(id: i64, file: &Path, out: &Path, conn: &Connection) -> anyhow::Re
                     Ok(0) => return,
                     Ok(n) => {
                         sent.inc(n as u64);
-                        if tx.send(Ok(bytes::Bytes::copy_from_slice(&buf[..n]))).await.is_err() {
+                        if tx
+                            .send(Ok(bytes::Bytes::copy_from_slice(&buf[..n])))
+                            .await
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -295,7 +299,9 @@ mod tests {
     use super::*;
 
     fn example(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/voting").join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/voting")
+            .join(name)
     }
 
     #[test]
@@ -315,11 +321,12 @@ mod tests {
         let file = dir.path().join("bad.yaml");
         std::fs::write(&file, &text).unwrap();
         let err = read_definition(&file).unwrap_err().to_string();
-        let line_of = |needle: &str| {
-            text.lines().position(|l| l.contains(needle)).unwrap() + 1
-        };
+        let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
         assert!(
-            err.contains(&format!("bad.yaml:{}: parties[1].colour:", line_of("colour: blue"))),
+            err.contains(&format!(
+                "bad.yaml:{}: parties[1].colour:",
+                line_of("colour: blue")
+            )),
             "{err}"
         );
         let second_n = text
@@ -336,6 +343,9 @@ mod tests {
         );
         std::fs::write(&file, "name: [unclosed\n").unwrap();
         let err = read_definition(&file).unwrap_err().to_string();
-        assert!(err.contains("bad.yaml:1:") || err.contains("bad.yaml:2:"), "{err}");
+        assert!(
+            err.contains("bad.yaml:1:") || err.contains("bad.yaml:2:"),
+            "{err}"
+        );
     }
 }

@@ -61,7 +61,12 @@ impl CredentialKey {
 
     /// The stored hash of `credential` (normalised) for voter `voter` of
     /// `election`.
-    pub fn hash(&self, election: i64, voter: i64, credential: &[u8]) -> [u8; CREDENTIAL_HASH_BYTES] {
+    pub fn hash(
+        &self,
+        election: i64,
+        voter: i64,
+        credential: &[u8],
+    ) -> [u8; CREDENTIAL_HASH_BYTES] {
         let mut m = self.mac.clone();
         m.update(&election.to_be_bytes());
         m.update(&voter.to_be_bytes());

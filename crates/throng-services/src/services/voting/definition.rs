@@ -127,7 +127,9 @@ fn name_problem(s: &str) -> Option<String> {
         return Some("give a name (not only white space)".into());
     }
     if n > NAME_CHARS_MAX {
-        return Some(format!("at most {NAME_CHARS_MAX} characters (this has {n})"));
+        return Some(format!(
+            "at most {NAME_CHARS_MAX} characters (this has {n})"
+        ));
     }
     if s.chars().any(|c| c.is_control()) {
         return Some("no control characters (line breaks, tabs)".into());
@@ -271,7 +273,9 @@ pub fn check(definition: Definition) -> Result<Checked, Vec<FieldProblem>> {
     if candidates > CANDIDATES_PER_ELECTION_MAX {
         add(
             "districts".into(),
-            format!("at most {CANDIDATES_PER_ELECTION_MAX} candidates in all (this has {candidates})"),
+            format!(
+                "at most {CANDIDATES_PER_ELECTION_MAX} candidates in all (this has {candidates})"
+            ),
         );
     }
     if !problems.is_empty() {
@@ -335,23 +339,24 @@ pub fn yaml_line(text: &str, path: &str) -> Option<usize> {
         let span: Vec<usize> = (from..to).filter(|&i| content(lines[i])).collect();
         let hit = || -> Option<(usize, usize)> {
             Some(match part {
-            Part::Key(key) => {
-                let level = key_at(lines[*span.first()?]).0;
-                span.iter().copied().find_map(|i| {
-                    let (at, t) = key_at(lines[i]);
-                    let name = t.split(':').next()?.trim().trim_matches(['"', '\'']);
-                    (at == level && name == key && t.contains(':')).then_some((i, at))
-                })?
-            }
-            Part::Index(n) => {
-                let items: Vec<usize> = span.iter().copied().filter(|&i| item(lines[i])).collect();
-                let level = indent(lines[*items.first()?]);
-                let i = items
-                    .into_iter()
-                    .filter(|&i| indent(lines[i]) == level)
-                    .nth(n)?;
-                (i, level)
-            }
+                Part::Key(key) => {
+                    let level = key_at(lines[*span.first()?]).0;
+                    span.iter().copied().find_map(|i| {
+                        let (at, t) = key_at(lines[i]);
+                        let name = t.split(':').next()?.trim().trim_matches(['"', '\'']);
+                        (at == level && name == key && t.contains(':')).then_some((i, at))
+                    })?
+                }
+                Part::Index(n) => {
+                    let items: Vec<usize> =
+                        span.iter().copied().filter(|&i| item(lines[i])).collect();
+                    let level = indent(lines[*items.first()?]);
+                    let i = items
+                        .into_iter()
+                        .filter(|&i| indent(lines[i]) == level)
+                        .nth(n)?;
+                    (i, level)
+                }
             })
         };
         let Some((i, level)) = hit() else { break };
@@ -365,7 +370,10 @@ pub fn yaml_line(text: &str, path: &str) -> Option<usize> {
                     && (indent(lines[k]) < level || (indent(lines[k]) == level && !item(lines[k])))
             })
             .unwrap_or(to);
-        let value_line = lines[i].split_once(':').map(|(_, v)| v.trim()).unwrap_or("");
+        let value_line = lines[i]
+            .split_once(':')
+            .map(|(_, v)| v.trim())
+            .unwrap_or("");
         from = if matches!(part, Part::Index(_)) || !value_line.is_empty() && !item(lines[i]) {
             i
         } else {
@@ -437,6 +445,9 @@ mod tests {
         assert_eq!(yaml_line(yaml, "parties[1].code"), Some(5));
         assert_eq!(yaml_line(yaml, "parties[1].name"), Some(6));
         assert_eq!(yaml_line(yaml, "districts[0].lists[1].party"), Some(15));
-        assert_eq!(yaml_line(yaml, "districts[0].lists[0].candidates[1]"), Some(14));
+        assert_eq!(
+            yaml_line(yaml, "districts[0].lists[0].candidates[1]"),
+            Some(14)
+        );
     }
 }

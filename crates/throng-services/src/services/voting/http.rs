@@ -33,8 +33,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::model::{
-    header_id, District, Election, ElectionState, VoteRequest, CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER,
-    VOTER_HEADER,
+    header_id, District, Election, ElectionState, VoteRequest, CANDIDATES_PER_VOTE_LIMIT,
+    DISTRICT_HEADER, VOTER_HEADER,
 };
 use super::roll::Standing;
 use super::store::{self, BoxedBallot, ReceiptState, VoteOutcome};

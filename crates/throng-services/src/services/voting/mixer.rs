@@ -19,10 +19,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::model::ElectionState;
 use super::receipt::ReceiptKey;
 use super::store::VotingStore;
 use super::tally::Tally;
-use super::model::ElectionState;
 use super::Catalog;
 use crate::platform::lease::{self, Lease};
 use crate::store::Store;
@@ -101,7 +101,9 @@ async fn mix(
                     match storage.close_by_clock(id).await {
                         Ok(true) => tracing::info!(election_id = id, "closed at its closing time"),
                         Ok(false) => {}
-                        Err(e) => tracing::warn!(election_id = id, error = %e, "closing failed; retrying"),
+                        Err(e) => {
+                            tracing::warn!(election_id = id, error = %e, "closing failed; retrying")
+                        }
                     }
                 }
                 _ => {}

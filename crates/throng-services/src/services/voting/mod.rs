@@ -156,7 +156,10 @@ impl Service for Voting {
     type State = VotingState;
 
     fn event_categories(&self) -> &'static [&'static str] {
-        &[model::BALLOT_STREAM_CATEGORY, model::ELECTION_STREAM_CATEGORY]
+        &[
+            model::BALLOT_STREAM_CATEGORY,
+            model::ELECTION_STREAM_CATEGORY,
+        ]
     }
 
     fn event_consumers(&self) -> &'static [&'static str] {
@@ -555,9 +558,7 @@ impl VotingState {
             receipts,
             mix_ballots_min: args.mix_ballots_min,
             credentials,
-            voter_logins: credential::AttemptLimiter::new(
-                credential::LOGIN_ATTEMPTS_PER_VOTER_MAX,
-            ),
+            voter_logins: credential::AttemptLimiter::new(credential::LOGIN_ATTEMPTS_PER_VOTER_MAX),
             client_logins: credential::AttemptLimiter::new(
                 credential::LOGIN_ATTEMPTS_PER_CLIENT_MAX,
             ),

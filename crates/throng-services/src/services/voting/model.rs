@@ -420,6 +420,10 @@ impl Election {
     }
 }
 
+/// A row of `voting_parties`: (election, party, name, short name, code,
+/// colour).
+pub type PartyRow = (i64, i64, String, String, Option<String>, Option<String>);
+
 /// A row of `voting_elections`.
 #[derive(Clone, Debug)]
 pub struct ElectionRow {
@@ -440,7 +444,7 @@ pub struct ElectionRows {
     /// (election, district, name, code)
     pub districts: Vec<(i64, i64, String, Option<String>)>,
     /// (election, party, name, short name, code, colour)
-    pub parties: Vec<(i64, i64, String, String, Option<String>, Option<String>)>,
+    pub parties: Vec<PartyRow>,
     /// (election, candidate, district, party, list position, name)
     pub candidates: Vec<(i64, i64, i64, i64, i32, String)>,
 }

@@ -318,7 +318,9 @@ impl VotingStore {
     /// The state of every election, as its row says.
     pub async fn election_states(&self) -> Result<Vec<ElectionRow>, StoreError> {
         self.store
-            .read(|c| Box::pin(async move { c.query(&ALL_ELECTIONS, &[], |r| election_row(r)).await }))
+            .read(|c| {
+                Box::pin(async move { c.query(&ALL_ELECTIONS, &[], |r| election_row(r)).await })
+            })
             .await
     }
 

@@ -30,7 +30,7 @@ mod votes;
 
 use std::sync::Arc;
 
-use super::model::{ElectionRow, ElectionState};
+use super::model::{ElectionRow, ElectionState, PartyRow};
 use super::receipt::RECEIPT_BYTES;
 use crate::store::{Columns, Store, StoreError, Writers};
 
@@ -146,15 +146,15 @@ pub fn election_row(r: &impl Columns) -> Result<ElectionRow, StoreError> {
     })
 }
 
-
 /// (election_id, district_id, name, code) of `voting_districts`.
 pub fn district_row(r: &impl Columns) -> Result<(i64, i64, String, Option<String>), StoreError> {
-    Ok((r.int(0)?, r.int(1)?, r.text(2)?, r.col::<Option<String>>(3)?))
+    Ok((
+        r.int(0)?,
+        r.int(1)?,
+        r.text(2)?,
+        r.col::<Option<String>>(3)?,
+    ))
 }
-
-/// A row of `voting_parties`: (election_id, party_id, name, short_name,
-/// code, colour).
-pub type PartyRow = (i64, i64, String, String, Option<String>, Option<String>);
 
 /// A row of `voting_parties` (see [`PartyRow`]).
 pub fn party_row(r: &impl Columns) -> Result<PartyRow, StoreError> {

@@ -56,7 +56,6 @@ static INSERT_INTAKE: Sql = Sql::new(
      VALUES (?1, ?2, ?3, ?4)",
 );
 
-
 static MARKS: Sql = Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1");
 static MARK_BITS_ALL: Sql =
     Sql::new("SELECT chunk, bits FROM voting_marks_bits WHERE election_id = ?1");
