@@ -133,6 +133,7 @@ test("vote through the page: demo voter, one party, at most N candidates, receip
 
   const answer = page.waitForResponse((r) => r.url().endsWith(`${API}/elections/${ELECTION}/votes`));
   await page.click("#vote");
+  await page.click("#confirm");
   const res = await answer;
   assert.equal(res.status(), 201);
   const sent = JSON.parse(res.request().postData());
@@ -163,6 +164,7 @@ test("a second vote by the same voter shows the already-voted message", { timeou
   const district = await page.inputValue("#district");
   await partyRadios(page).nth(0).check();
   await page.click("#vote");
+  await page.click("#confirm");
   await page.locator("#receipt").waitFor({ state: "visible" });
 
   // The same voter again, typed in as a person would, on a fresh page.
@@ -174,6 +176,7 @@ test("a second vote by the same voter shows the already-voted message", { timeou
   await candidateBoxes(page).nth(1).check();
   const answer = page.waitForResponse((r) => r.url().endsWith(`${API}/elections/${ELECTION}/votes`));
   await page.click("#vote");
+  await page.click("#confirm");
   assert.equal((await answer).status(), 409);
   const status = page.locator("#status.error");
   await status.waitFor();
@@ -189,6 +192,7 @@ test("a second vote by the same voter shows the already-voted message", { timeou
   await page.fill("#token", "");
   const answer2 = page.waitForResponse((r) => r.url().endsWith(`${API}/elections/${ELECTION}/votes`));
   await page.click("#vote");
+  await page.click("#confirm");
   const status2 = (await answer2).status();
   assert.ok([401, 403].includes(status2), `a vote without token or on the wrong roll is refused (${status2})`);
   await page.locator("#status.error").waitFor();
@@ -289,7 +293,12 @@ test("keyboard only: demo voter, party, candidates and vote without the mouse", 
   assert.equal(await page.locator('#candidates input[name="candidate"]:checked').count(), N);
   // The boxes left are disabled, so the last Tab skipped them to the vote button.
   assert.equal(await page.evaluate(() => document.activeElement.id), "vote");
+  await page.keyboard.press("Enter");
+  // The review comes first: the vote is cast only once confirmed.
+  await page.locator("#review").waitFor({ state: "visible" });
+  assert.equal(await page.evaluate(() => document.activeElement.id), "review", "the review gets the focus");
   const answer = page.waitForResponse((r) => r.url().endsWith(`${API}/elections/${ELECTION}/votes`));
+  await tabTo(page, "#confirm");
   await page.keyboard.press("Enter");
   assert.equal((await answer).status(), 201);
   await page.locator("#receipt").waitFor({ state: "visible" });
@@ -305,6 +314,7 @@ test("check this receipt opens a page with a human answer: counted, or not found
     await page.waitForFunction(() => document.getElementById("voter-id").value !== "");
     await partyRadios(page).nth(0).check();
     await page.click("#vote");
+    await page.click("#confirm");
     await page.locator("#receipt").waitFor({ state: "visible" });
     const receiptId = (await page.textContent("#receipt-id")).trim();
     assert.match(await page.getAttribute("#receipt-link", "href"), /^\/voting\/receipt\?/, "a page, not the API");

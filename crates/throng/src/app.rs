@@ -276,7 +276,11 @@ impl ServeArgs {
 
     /// Admission control, keyed through `proxies` (one copy, shared with
     /// the accept loop).
-    pub fn admission(&self, proxies: Arc<TrustedProxies>) -> Arc<Admission> {
+    pub fn admission(
+        &self,
+        proxies: Arc<TrustedProxies>,
+        large: Arc<Vec<crate::platform::body_limit::LargeBody>>,
+    ) -> Arc<Admission> {
         Admission::new(
             AdmissionLimits {
                 in_flight_max: self.in_flight_max,
@@ -285,6 +289,7 @@ impl ServeArgs {
                 rate_limit_per_s: self.rate_limit_per_s.and_then(NonZeroU32::new),
                 rate_limit_burst: self.rate_limit_burst,
                 rate_limit_keys_max: self.rate_limit_keys_max,
+                large,
             },
             proxies,
         )
@@ -355,6 +360,7 @@ pub fn router_for(
             BodyLimits {
                 bytes_max: args.body_limit_bytes,
                 timeout: Duration::from_millis(args.body_timeout_ms),
+                large: large_bodies(list),
             },
             crate::platform::body_limit::middleware,
         ))
@@ -401,6 +407,17 @@ impl Running {
     pub fn shutdown_handle(&mut self) -> Option<oneshot::Sender<()>> {
         self.shutdown.take()
     }
+}
+
+/// The routes of `list` with large bodies and their bounds.
+fn large_bodies(
+    list: &[&'static dyn AnyService],
+) -> Arc<Vec<crate::platform::body_limit::LargeBody>> {
+    Arc::new(
+        list.iter()
+            .flat_map(|s| s.large_bodies().iter().copied())
+            .collect(),
+    )
 }
 
 pub async fn start(args: ServeArgs) -> anyhow::Result<Running> {
@@ -463,7 +480,7 @@ pub async fn start_for(
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr()?;
     let proxies = args.proxies();
-    let adm = args.admission(proxies.clone());
+    let adm = args.admission(proxies.clone(), large_bodies(list));
     let mut workers = workers;
     workers.push(tokio::spawn(adm.pruner()));
     let app = router_for(state.clone(), &args, list, adm)?;

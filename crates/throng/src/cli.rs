@@ -47,6 +47,9 @@ pub enum Command {
     Backup(BackupArgs),
     /// Check a backup and put it in place as the store, with its secrets.
     Restore(RestoreArgs),
+    /// A service's own command (`throng voting ...`).
+    #[command(flatten)]
+    Service(ServiceCommand),
     /// `throng bench`'s child server: `serve` plus an experiment's
     /// comparison designs. Internal (hidden); the product never runs it.
     #[command(name = "bench-server", hide = true)]
@@ -63,6 +66,64 @@ pub struct BenchServerArgs {
     /// through `serve`'s service matches, which hold the whole command's.
     #[command(flatten)]
     pub comparisons: crate::bench::ComparisonArgs,
+}
+
+/// `throng NAME ...`: a service's own command (`Service::command`), kept
+/// as the service and its matches.
+#[derive(Clone)]
+pub struct ServiceCommand {
+    pub service: &'static dyn AnyService,
+    pub matches: clap::ArgMatches,
+}
+
+impl std::fmt::Debug for ServiceCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceCommand")
+            .field("service", &self.service.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl clap::FromArgMatches for ServiceCommand {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| {
+            clap::Error::raw(clap::error::ErrorKind::MissingSubcommand, "name a command")
+        })?;
+        let service = services::all()
+            .iter()
+            .find(|s| s.name() == name && s.command().is_some())
+            .ok_or_else(|| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    format!("no command named {name}"),
+                )
+            })?;
+        Ok(ServiceCommand {
+            service: *service,
+            matches: sub.clone(),
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for ServiceCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        services::all()
+            .iter()
+            .filter_map(|s| s.command())
+            .fold(cmd, |c, sub| c.subcommand(sub))
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        services::all()
+            .iter()
+            .any(|s| s.name() == name && s.command().is_some())
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -208,6 +269,7 @@ pub fn run(cli: Cli) -> ExitCode {
             .and_then(|list| runtime().block_on(serve(args.serve, list))),
         Command::Seed(args) => runtime().block_on(seed(args)),
         Command::Token(args) => token(args),
+        Command::Service(c) => runtime().block_on(c.service.run_command(&c.matches)),
         Command::Load { command } => {
             return ExitCode::from(throng_load::cli::execute(command).clamp(0, 255) as u8)
         }

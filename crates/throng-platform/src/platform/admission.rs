@@ -36,6 +36,21 @@ pub struct AdmissionLimits {
     pub rate_limit_burst: u32,
     /// Client keys the rate limiter remembers at most.
     pub rate_limit_keys_max: usize,
+    /// Routes whose large bodies take longer: their `timeout` is their
+    /// requests' deadline when longer than `request_timeout`.
+    pub large: Arc<Vec<super::body_limit::LargeBody>>,
+}
+
+impl AdmissionLimits {
+    /// The deadline of a request to `path` by `method`.
+    fn request_timeout_of(&self, method: &str, path: &str) -> Duration {
+        self.large
+            .iter()
+            .find(|l| l.matches(method, path))
+            .map_or(self.request_timeout, |l| {
+                l.timeout.max(self.request_timeout)
+            })
+    }
 }
 
 pub struct Admission {
@@ -289,7 +304,10 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
         adm.admitted.fetch_add(1, Ordering::Relaxed);
         METRICS.http_in_flight.inc();
         let _guard = InFlight(&adm);
-        match tokio::time::timeout(adm.limits.request_timeout, next.run(req)).await {
+        let deadline = adm
+            .limits
+            .request_timeout_of(req.method().as_str(), req.uri().path());
+        match tokio::time::timeout(deadline, next.run(req)).await {
             Ok(response) => response,
             Err(_) => request_timed_out(&adm.limits),
         }

@@ -10,9 +10,10 @@
 //!   close the connection mid-upload, and most clients (reqwest, curl,
 //!   browsers) then report a reset instead of the 413.
 //!
-//! Every body the services accept is a small JSON document, so reading it
-//! here costs no more than the extractor's own read (which then finds it in
-//! memory).
+//! Almost every body the services accept is a small JSON document, so
+//! reading it here costs no more than the extractor's own read (which then
+//! finds it in memory). A route that takes a large document (an election's
+//! roll) is declared by its service with its own bounds ([`LargeBody`]).
 
 use std::time::Duration;
 
@@ -31,14 +32,67 @@ use crate::base::metrics::METRICS;
 /// connection is closed without reading the rest.
 pub const OVERSIZED_BODY_DRAIN_BYTES_MAX: u64 = 2 * 1024 * 1024;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct BodyLimits {
     pub bytes_max: usize,
     /// From the request's head to the body's last byte.
     pub timeout: Duration,
+    /// Routes with bounds of their own.
+    pub large: std::sync::Arc<Vec<LargeBody>>,
+}
+
+/// A route whose bodies may be larger than `--body-limit-bytes` allows,
+/// with the bounds that apply to it instead (the larger of each): its
+/// bytes, and one deadline for the body and for the answer (in place of
+/// `--body-timeout-ms` and `--request-timeout-ms` when longer).
+#[derive(Clone, Copy, Debug)]
+pub struct LargeBody {
+    pub method: &'static str,
+    /// The route's template: `{name}` matches one non-empty segment.
+    pub path: &'static str,
+    pub bytes_max: usize,
+    pub timeout: Duration,
+}
+
+impl LargeBody {
+    pub fn matches(&self, method: &str, path: &str) -> bool {
+        if !method.eq_ignore_ascii_case(self.method) {
+            return false;
+        }
+        let mut want = self.path.split('/');
+        let mut have = path.split('/');
+        loop {
+            match (want.next(), have.next()) {
+                (None, None) => return true,
+                (Some(w), Some(h)) if w.starts_with('{') && w.ends_with('}') => {
+                    if h.is_empty() {
+                        return false;
+                    }
+                }
+                (Some(w), Some(h)) if w == h => {}
+                _ => return false,
+            }
+        }
+    }
+}
+
+impl BodyLimits {
+    /// The bounds of a request: its route's, else the server's.
+    fn of(&self, method: &str, path: &str) -> (usize, Duration) {
+        match self.large.iter().find(|l| l.matches(method, path)) {
+            Some(l) => (l.bytes_max.max(self.bytes_max), l.timeout.max(self.timeout)),
+            None => (self.bytes_max, self.timeout),
+        }
+    }
 }
 
 pub async fn middleware(State(limits): State<BodyLimits>, req: Request, next: Next) -> Response {
+    let (bytes_max, timeout) = limits.of(req.method().as_str(), req.uri().path());
+    let limits = BodyLimits {
+        bytes_max,
+        timeout,
+        large: limits.large.clone(),
+    };
     let deadline = tokio::time::Instant::now() + limits.timeout;
     let declared = req
         .headers()
@@ -109,4 +163,34 @@ fn closing(mut res: Response) -> Response {
     res.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_routes_match_their_template_only() {
+        let l = LargeBody {
+            method: "PUT",
+            path: "/api/x/{id}/roll",
+            bytes_max: 100,
+            timeout: Duration::from_secs(60),
+        };
+        assert!(l.matches("PUT", "/api/x/7/roll"));
+        assert!(!l.matches("POST", "/api/x/7/roll"));
+        assert!(!l.matches("PUT", "/api/x//roll"));
+        assert!(!l.matches("PUT", "/api/x/7/roll/more"));
+        assert!(!l.matches("PUT", "/api/x/7"));
+        let limits = BodyLimits {
+            bytes_max: 10,
+            timeout: Duration::from_secs(1),
+            large: std::sync::Arc::new(vec![l]),
+        };
+        assert_eq!(
+            limits.of("PUT", "/api/x/7/roll"),
+            (100, Duration::from_secs(60))
+        );
+        assert_eq!(limits.of("PUT", "/api/x/7"), (10, Duration::from_secs(1)));
+    }
 }

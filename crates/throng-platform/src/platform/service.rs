@@ -194,6 +194,20 @@ pub trait Service: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// Its own `throng NAME ...` command (an operator's tools talking to a
+    /// server), if any: named `NAME`.
+    fn command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// Runs its command with the command's matches.
+    fn run_command(
+        &self,
+        _matches: &clap::ArgMatches,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { anyhow::bail!("{} has no command", Self::NAME) }
+    }
+
     /// Start-up work: builds the service's state and spawns its workers.
     fn start(
         &self,
@@ -232,6 +246,12 @@ pub trait Service: Send + Sync + 'static {
     /// The token roles its handlers check (`Caller::require`), beside the
     /// platform's admin.
     fn roles(&self) -> &'static [RoleSpec] {
+        &[]
+    }
+
+    /// Routes taking bodies larger than `--body-limit-bytes`, with their
+    /// own bounds.
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
         &[]
     }
 }
@@ -275,6 +295,14 @@ pub trait AnyService: Send + Sync + 'static {
     fn event_consumers(&self) -> &'static [&'static str];
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
     fn roles(&self) -> &'static [RoleSpec];
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody];
+    /// Its `throng NAME` command, if it has one.
+    fn command(&self) -> Option<clap::Command>;
+    /// Runs `throng NAME ...` with the command's matches.
+    fn run_command<'a>(
+        &'a self,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
 }
 
 impl<S: Service> AnyService for S {
@@ -355,6 +383,21 @@ impl<S: Service> AnyService for S {
 
     fn roles(&self) -> &'static [RoleSpec] {
         Service::roles(self)
+    }
+
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
+        Service::large_bodies(self)
+    }
+
+    fn command(&self) -> Option<clap::Command> {
+        Service::command(self)
+    }
+
+    fn run_command<'a>(
+        &'a self,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(Service::run_command(self, matches))
     }
 }
 

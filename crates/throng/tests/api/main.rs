@@ -27,4 +27,5 @@ mod comments_site;
 mod events;
 mod invites;
 mod voting;
+mod voting_election;
 mod voting_load;

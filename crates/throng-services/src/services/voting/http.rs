@@ -33,8 +33,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::model::{
-    header_id, District, Election, VoteRequest, CANDIDATES_PER_VOTE_LIMIT, DISTRICT_HEADER,
-    VOTER_HEADER,
+    header_id, District, Election, ElectionState, VoteRequest, CANDIDATES_PER_VOTE_LIMIT,
+    DISTRICT_HEADER, VOTER_HEADER,
 };
 use super::roll::Standing;
 use super::store::{self, BoxedBallot, ReceiptState, VoteOutcome};
@@ -71,6 +71,7 @@ where
         .routes(routes!(get_receipt))
         .routes(routes!(results))
         .routes(routes!(results_stream))
+        .merge(super::admin::routes())
         .route(
             "/api/voting/demo/voter",
             post(demo_voter).layer(axum::middleware::map_response(
@@ -114,6 +115,10 @@ pub struct ElectionSummary {
     pub candidates_per_vote_max: i64,
     /// Whether votes are taken now.
     pub open: bool,
+    /// Where the election is in its lifecycle.
+    pub state: ElectionState,
+    /// Party and candidate figures are public while votes are taken.
+    pub live_results: bool,
 }
 
 fn election_summary(e: &Election, now: i64) -> ElectionSummary {
@@ -124,6 +129,8 @@ fn election_summary(e: &Election, now: i64) -> ElectionSummary {
         closes_at: rfc3339_ms(e.closes_at_ms),
         candidates_per_vote_max: e.candidates_per_vote_max,
         open: e.is_open(now),
+        state: e.state,
+        live_results: e.live_results,
     }
 }
 
@@ -145,6 +152,8 @@ pub struct ElectionDetail {
     pub closes_at: String,
     pub candidates_per_vote_max: i64,
     pub open: bool,
+    pub state: ElectionState,
+    pub live_results: bool,
     /// A district's ballots are published, and counted, once its box holds
     /// this many, or at the close.
     pub mix_ballots_min: i64,
@@ -156,6 +165,8 @@ pub struct ElectionDetail {
 #[serde(rename_all = "camelCase")]
 pub struct DistrictOut {
     pub district_id: i64,
+    /// As the authority's definition names it (null for seeded elections).
+    pub code: Option<String>,
     pub name: String,
     /// Voters on its roll.
     pub voters: i64,
@@ -166,7 +177,7 @@ pub struct DistrictOut {
     responses((status = 200, body = ElectionList,
                example = json!({"elections": [{"electionId": 1, "name": "City council 2030",
                    "opensAt": "2030-05-05T05:00:00.000Z", "closesAt": "2030-05-05T17:00:00.000Z",
-                   "candidatesPerVoteMax": 3, "open": true}]}))))]
+                   "candidatesPerVoteMax": 3, "open": true, "state": "open", "liveResults": false}]}))))]
 pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<ElectionList> {
     let now = now_ms();
     let catalog = st.catalog.load();
@@ -184,7 +195,8 @@ pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Election
     responses((status = 200, body = ElectionDetail, description = "The election with its districts (at most 1,000 per election)",
                example = json!({"electionId": 1, "name": "City council 2030", "opensAt": "2030-05-05T05:00:00.000Z",
                    "closesAt": "2030-05-05T17:00:00.000Z", "candidatesPerVoteMax": 3, "open": true,
-                   "mixBallotsMin": 100, "districts": [{"districtId": 1, "name": "North", "voters": 5200}]})),
+                   "state": "open", "liveResults": false,
+                   "mixBallotsMin": 100, "districts": [{"districtId": 1, "code": "N", "name": "North", "voters": 5200}]})),
               (status = 404, description = "election_not_found")))]
 pub async fn get_election(
     State(st): State<Arc<VotingState>>,
@@ -198,6 +210,7 @@ pub async fn get_election(
         .iter()
         .map(|d| DistrictOut {
             district_id: d.id,
+            code: d.code.clone(),
             name: d.name.clone(),
             voters: d.voters,
         })
@@ -209,6 +222,8 @@ pub async fn get_election(
         closes_at: s.closes_at,
         candidates_per_vote_max: s.candidates_per_vote_max,
         open: s.open,
+        state: s.state,
+        live_results: s.live_results,
         mix_ballots_min: st.mix_ballots_min,
         districts,
     }))
@@ -541,6 +556,20 @@ pub async fn vote(
             Ok(res)
         }
         VoteOutcome::AlreadyVoted => Err(already_voted()),
+        VoteOutcome::NotTakingVotes => {
+            // This node's copy of the election was behind the store's row:
+            // catch up, and explain by the row.
+            st.refresh().await.map_err(|e| {
+                tracing::warn!(error = %format!("{e:#}"), "reading the elections' states failed");
+                ApiError::internal()
+            })?;
+            let entry = election_entry(&st, election_id)?;
+            entry.election.check_open(now_ms())?;
+            Err(ApiError::conflict(
+                "election_closed",
+                "the election takes no votes now",
+            ))
+        }
     }
 }
 
@@ -616,8 +645,30 @@ pub struct Results {
     pub updated_at: Option<String>,
     /// The position of the event log the tallies reflect.
     pub position: i64,
-    /// Sorted by votes, then id.
+    /// Where the election is in its lifecycle.
+    pub state: ElectionState,
+    /// Whether party and candidate figures are shown: once the results are
+    /// published, or all along with liveResults. Turnout always is.
+    pub results_shown: bool,
+    /// Districts with counted ballots (of `districtsTotal`).
+    pub districts_reporting: i64,
+    pub districts_total: i64,
+    /// Whole-election results only: each district's turnout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub districts: Option<Vec<DistrictTurnout>>,
+    /// Sorted by votes, then id; empty while results are not shown.
     pub parties: Vec<PartyResult>,
+}
+
+/// A district's counted ballots against its roll.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DistrictTurnout {
+    pub district_id: i64,
+    pub code: Option<String>,
+    pub name: String,
+    pub ballots: i64,
+    pub voters_on_roll: i64,
 }
 
 /// A party's votes.
@@ -648,6 +699,17 @@ pub struct CandidateResult {
 /// candidates; the whole election's parties do not (candidates stand in one
 /// district each, so the district results hold every candidate's count).
 pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -> String {
+    let r = render_results_out(e, district, s, e.results_shown());
+    serde_json::to_string(&r).expect("results serialize")
+}
+
+/// The results of [`render_results`]; party figures only when `shown`.
+pub fn render_results_out(
+    e: &Election,
+    district: Option<&District>,
+    s: &Snapshot,
+    shown: bool,
+) -> Results {
     let key = |p: i64, c: i64| match district {
         Some(d) => s.votes((e.id, d.id, p, c)),
         None => 0,
@@ -721,7 +783,13 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
             .collect(),
     };
     parties.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    serde_json::to_string(&Results {
+    let counted = |d: &District| s.ballots.get(&(e.id, d.id)).copied().unwrap_or(0);
+    let reporting = |d: &&District| counted(d) > 0;
+    let districts_reporting = match district {
+        Some(d) => reporting(&d) as i64,
+        None => e.districts.iter().filter(reporting).count() as i64,
+    };
+    Results {
         election_id: e.id,
         district_id: district.map(|d| d.id),
         ballots,
@@ -730,9 +798,32 @@ pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -
             .updated_at_ms(e.id, district.map(|d| d.id))
             .map(rfc3339_ms),
         position: s.position,
-        parties: parties.into_iter().map(|p| p.2).collect(),
-    })
-    .expect("results serialize")
+        state: e.state,
+        results_shown: shown,
+        districts_reporting,
+        districts_total: if district.is_some() {
+            1
+        } else {
+            e.districts.len() as i64
+        },
+        districts: district.is_none().then(|| {
+            e.districts
+                .iter()
+                .map(|d| DistrictTurnout {
+                    district_id: d.id,
+                    code: d.code.clone(),
+                    name: d.name.clone(),
+                    ballots: counted(d),
+                    voters_on_roll: d.voters,
+                })
+                .collect()
+        }),
+        parties: if shown {
+            parties.into_iter().map(|p| p.2).collect()
+        } else {
+            Vec::new()
+        },
+    }
 }
 
 /// A server-sent event of a results stream.
@@ -765,7 +856,9 @@ fn results_target(
     params(("election_id" = i64, Path), ResultsQuery),
     responses((status = 200, body = Results,
                example = json!({"electionId": 1, "districtId": null, "ballots": 1800, "votersOnRoll": 5200,
-                   "updatedAt": "2030-05-05T12:00:00.000Z", "position": 4211,
+                   "updatedAt": "2030-05-05T12:00:00.000Z", "position": 4211, "state": "published", "resultsShown": true,
+                   "districtsReporting": 1, "districtsTotal": 1,
+                   "districts": [{"districtId": 1, "code": "N", "name": "North", "ballots": 1800, "votersOnRoll": 5200}],
                    "parties": [{"partyId": 2, "name": "Green Future", "shortName": "GF", "color": "#2e8b57", "votes": 1000}]})),
               (status = 404, description = "election_not_found, district_not_found")))]
 pub async fn results(
@@ -850,10 +943,12 @@ pub async fn results_stream(
     let first = true;
     let last_sent: Option<Instant> = None;
     let held = (permit, client_slot);
+    let st_for_stream = st.clone();
     let stream = futures::stream::unfold(
         (changes, held, first, last_sent),
         move |(mut changes, held, first, last_sent)| {
             let (tally, entry) = (tally.clone(), entry.clone());
+            let st_for_stream = st_for_stream.clone();
             async move {
                 if !first {
                     changes.changed().await.ok()?;
@@ -865,6 +960,8 @@ pub async fn results_stream(
                     }
                     changes.borrow_and_update();
                 }
+                // The election's state may have changed (published).
+                let entry = st_for_stream.election(entry.election.id).unwrap_or(entry);
                 let e = &entry.election;
                 let body = render_results(e, i.map(|i| &e.districts[i]), &tally.snapshot());
                 let event = Event::default().event("results").data(body);

@@ -19,6 +19,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::model::ElectionState;
 use super::receipt::ReceiptKey;
 use super::store::VotingStore;
 use super::tally::Tally;
@@ -75,27 +76,59 @@ async fn mix(
 ) {
     loop {
         let now = crate::base::clock::now_ms();
-        let elections: Vec<(i64, bool)> = catalog
+        let elections: Vec<(i64, ElectionState, bool)> = catalog
             .load()
             .elections
             .iter()
-            .map(|e| (e.election.id, now >= e.election.closes_at_ms))
+            .map(|e| {
+                let e = &e.election;
+                (e.id, e.state, now >= e.closes_at_ms)
+            })
             .collect();
         // A box that held more than one round takes: the next round runs
         // at once.
         let mut more_waiting = false;
-        for (id, closed) in elections {
+        for (id, state, past_closing) in elections {
+            match state {
+                // Nothing can wait in a draft's box; a tallied election's
+                // box is empty.
+                ElectionState::Draft | ElectionState::Tallied | ElectionState::Published => {
+                    continue
+                }
+                ElectionState::Open | ElectionState::Suspended if past_closing => {
+                    // The closing time passed: the store's clock decides,
+                    // and the step is logged.
+                    match storage.close_by_clock(id).await {
+                        Ok(true) => tracing::info!(election_id = id, "closed at its closing time"),
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(election_id = id, error = %e, "closing failed; retrying")
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let closed = state == ElectionState::Closed || past_closing;
             // SQLite: the votes since the last interval join the box and
             // the roll's bits first, so a round sees them.
             match storage.settle(id).await {
-                Ok(settled) => more_waiting |= settled.marks as i64 >= super::store::FOLD_MARKS_MAX,
+                Ok(settled) => {
+                    more_waiting |= settled.marks as i64 >= super::store::FOLD_MARKS_MAX
+                        || (state == ElectionState::Closed && settled.ballots > 0)
+                }
                 Err(e) => {
                     tracing::warn!(election_id = id, error = %e, "settling votes failed; retrying")
                 }
             }
             let min = if closed { 1 } else { config.ballots_min.max(1) };
             match storage.publish_round(&config.keys, id, min).await {
-                Ok(round) if round.published == 0 => {}
+                Ok(round) if round.published == 0 => {
+                    // Closed, and nothing left to settle or publish: every
+                    // ballot is in the log.
+                    if state == ElectionState::Closed && !more_waiting {
+                        tallied(storage, id).await;
+                    }
+                }
                 Ok(round) => {
                     more_waiting |= round.more_waiting;
                     tracing::info!(
@@ -117,5 +150,23 @@ async fn mix(
         if !lease.keep().await {
             return;
         }
+    }
+}
+
+/// Takes the step from closed to tallied (with its event, by the mixer).
+async fn tallied(storage: &VotingStore, election_id: i64) {
+    let (from, to, event) = super::admin::TALLIED;
+    match storage
+        .step(
+            election_id,
+            from,
+            to,
+            (event, serde_json::json!({"actor": "mixer"})),
+        )
+        .await
+    {
+        Ok(Ok(())) => tracing::info!(election_id, "every ballot is counted: tallied"),
+        Ok(Err(_)) => {}
+        Err(e) => tracing::warn!(election_id, error = %e, "marking the election tallied failed"),
     }
 }

@@ -13,7 +13,11 @@
 //! Storage is reached through one [`store::VotingStore`], its designs
 //! chosen from the store when the state is built.
 
+pub mod admin;
 pub mod bench;
+pub mod cli;
+pub mod credential;
+pub mod definition;
 pub mod http;
 pub mod mixer;
 pub mod model;
@@ -55,6 +59,18 @@ pub const RECEIPT_KEY: SecretSpec = SecretSpec {
     file: "voting-receipt.key",
     env: "THRONG_VOTING_RECEIPT_KEY",
 };
+
+/// Keys voters' credential hashes (`credential.rs`); kept out of the
+/// database, so a copy of it cannot test guessed credentials.
+pub const CREDENTIAL_KEY: SecretSpec = SecretSpec {
+    file: "voting-credential.key",
+    env: "THRONG_VOTING_CREDENTIAL_KEY",
+};
+
+/// How often every node reads the elections' states, closing times and
+/// roll versions from the store (the staleness of what its pages show; a
+/// vote is decided by the store's row, not by this copy).
+pub const STATE_REFRESH_MS: u64 = 500;
 
 /// `--voting-mix-ballots-min` when not given (and not `--demo`).
 pub const MIX_BALLOTS_MIN_DEFAULT: i64 = 100;
@@ -140,7 +156,10 @@ impl Service for Voting {
     type State = VotingState;
 
     fn event_categories(&self) -> &'static [&'static str] {
-        &[model::BALLOT_STREAM_CATEGORY]
+        &[
+            model::BALLOT_STREAM_CATEGORY,
+            model::ELECTION_STREAM_CATEGORY,
+        ]
     }
 
     fn event_consumers(&self) -> &'static [&'static str] {
@@ -166,6 +185,18 @@ impl Service for Voting {
 
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&MIGRATIONS)
+    }
+
+    fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
+        admin::LARGE_BODIES
+    }
+
+    fn command(&self) -> Option<clap::Command> {
+        Some(cli::command())
+    }
+
+    async fn run_command(&self, matches: &clap::ArgMatches) -> anyhow::Result<()> {
+        cli::run(matches).await
     }
 
     async fn seed(&self, store: &Store, args: seed::SeedVotingArgs) -> anyhow::Result<()> {
@@ -222,6 +253,7 @@ impl Service for Voting {
         let state = Arc::new(VotingState::new(platform, &args).await?);
         let mut started = Started::new(state.clone());
         started = started.with_worker(state.spawn_seed_watcher());
+        started = started.with_worker(state.spawn_refresher());
         if !args.no_workers {
             started = started
                 .with_worker(tally::spawn(
@@ -261,6 +293,12 @@ impl Service for Voting {
                 href: "/voting/results",
                 title: "Election results",
                 about: "live tallies, updated as ballots are published.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/voting/admin",
+                title: "Election authority",
+                about: "draft an election, import its roll, open, close and publish it.",
             },
             Link {
                 kind: LinkKind::Endpoint,
@@ -311,7 +349,25 @@ pub struct ElectionEntry {
     pub election: Election,
     pub roll: Arc<Roll>,
     /// Per district, in the order of `election.districts`.
-    pub ballots: Vec<BallotPage>,
+    pub ballots: Arc<[BallotPage]>,
+}
+
+impl ElectionEntry {
+    /// The entry with the fields of `row` (name, times, state, live
+    /// results), sharing the roll and the ballots.
+    pub fn with_row(&self, row: &model::ElectionRow) -> ElectionEntry {
+        let mut election = self.election.clone();
+        election.name = row.name.clone();
+        election.opens_at_ms = row.opens_at_ms;
+        election.state = row.state;
+        election.closes_at_ms = row.closes_at_ms;
+        election.live_results = row.live_results;
+        ElectionEntry {
+            election,
+            roll: self.roll.clone(),
+            ballots: self.ballots.clone(),
+        }
+    }
 }
 
 /// Every election this node serves.
@@ -329,17 +385,48 @@ impl Catalog {
             .map(|i| &self.elections[i])
     }
 
+    /// This catalog with `entry` in place of the election of its id (or
+    /// added).
+    pub fn with_entry(&self, entry: Arc<ElectionEntry>) -> Catalog {
+        let mut elections = self.elections.clone();
+        match elections.binary_search_by_key(&entry.election.id, |e| e.election.id) {
+            Ok(i) => elections[i] = entry,
+            Err(i) => elections.insert(i, entry),
+        }
+        Catalog { elections }
+    }
+
+    /// Loads one election (its roll, who voted, its ballots); `None` when
+    /// there is no such election.
+    pub async fn load_one(
+        storage: &VotingStore,
+        election_id: i64,
+    ) -> anyhow::Result<Option<Arc<ElectionEntry>>> {
+        let all = Catalog::load_filtered(storage, Some(election_id)).await?;
+        Ok(all.elections.into_iter().next())
+    }
+
     /// Loads every election, its roll (and who voted) and renders its ballots.
     pub async fn load(storage: &VotingStore) -> anyhow::Result<Catalog> {
+        Catalog::load_filtered(storage, None).await
+    }
+
+    async fn load_filtered(storage: &VotingStore, only: Option<i64>) -> anyhow::Result<Catalog> {
         let started = std::time::Instant::now();
-        let rows = storage.election_rows().await?;
+        let mut rows = storage.election_rows().await?;
+        if let Some(id) = only {
+            rows.elections.retain(|e| e.id == id);
+            rows.districts.retain(|d| d.0 == id);
+            rows.parties.retain(|p| p.0 == id);
+            rows.candidates.retain(|c| c.0 == id);
+        }
         let mut district_ids: HashMap<i64, Vec<i64>> = HashMap::new();
-        for (e, d, _) in &rows.districts {
+        for (e, d, ..) in &rows.districts {
             district_ids.entry(*e).or_default().push(*d);
         }
         let mut rolls: HashMap<i64, Roll> = HashMap::new();
         let mut voters: HashMap<(i64, i64), i64> = HashMap::new();
-        for (e, ..) in &rows.elections {
+        for e in rows.elections.iter().map(|e| &e.id) {
             let mut ids = district_ids.remove(e).unwrap_or_default();
             ids.sort_unstable();
             let roll = storage.load_roll(*e, ids.clone()).await?;
@@ -363,7 +450,8 @@ impl Catalog {
                 .districts
                 .iter()
                 .map(|d| BallotPage::new(Bytes::from(http::render_ballot(&election, d))))
-                .collect();
+                .collect::<Vec<_>>()
+                .into();
             elections.push(Arc::new(ElectionEntry {
                 election,
                 roll,
@@ -400,6 +488,21 @@ pub struct VotingState {
     pub receipts: Arc<receipt::ReceiptKey>,
     /// `--voting-mix-ballots-min`.
     pub mix_ballots_min: i64,
+    /// Hashes voters' credentials.
+    pub credentials: Arc<credential::CredentialKey>,
+    /// Login attempts per voter id (election and id).
+    pub voter_logins: credential::AttemptLimiter,
+    /// Login attempts per client address.
+    pub client_logins: credential::AttemptLimiter,
+    /// Held by a roll import and by opening an election on this node, so
+    /// an election is not opened here while its roll loads.
+    pub roll_imports: tokio::sync::Mutex<()>,
+    /// Held while the catalog is replaced (by [`VotingState::refresh`] and
+    /// the seed watcher), so neither writes back a catalog older than the
+    /// other's.
+    catalog_writes: tokio::sync::Mutex<()>,
+    /// Resolves clients behind trusted proxies.
+    pub live: Arc<crate::platform::streams::LiveStreams>,
     /// The seed generation the catalog was loaded at (for the seed watcher).
     loaded_generation: Option<String>,
 }
@@ -421,6 +524,23 @@ impl VotingState {
                 "the voting receipts and ballot box of this store were keyed with another key \
                  than this node's; start with the data directory (its voting-receipt.key) or the \
                  THRONG_VOTING_RECEIPT_KEY that this store was created with"
+            );
+        }
+        let credentials = Arc::new(credential::CredentialKey::new(
+            &platform.secrets.key(&CREDENTIAL_KEY)?,
+        ));
+        let stored = platform
+            .store
+            .meta_set_once(
+                "voting_credential_key_fingerprint",
+                credentials.fingerprint(),
+            )
+            .await?;
+        if stored != credentials.fingerprint() {
+            anyhow::bail!(
+                "the voters' credentials of this store were hashed with another key than this \
+                 node's; start with the data directory (its voting-credential.key) or the \
+                 THRONG_VOTING_CREDENTIAL_KEY that this store was created with"
             );
         }
         let storage = VotingStore::open(&platform.store);
@@ -446,12 +566,74 @@ impl VotingState {
             streams_per_client_max: args.streams_per_client_max,
             receipts,
             mix_ballots_min: args.mix_ballots_min,
+            credentials,
+            voter_logins: credential::AttemptLimiter::new(credential::LOGIN_ATTEMPTS_PER_VOTER_MAX),
+            client_logins: credential::AttemptLimiter::new(
+                credential::LOGIN_ATTEMPTS_PER_CLIENT_MAX,
+            ),
+            roll_imports: tokio::sync::Mutex::new(()),
+            catalog_writes: tokio::sync::Mutex::new(()),
+            live: platform.streams.clone(),
             loaded_generation: generation,
         })
     }
 
     pub fn election(&self, id: i64) -> Option<Arc<ElectionEntry>> {
         self.catalog.load().election(id).cloned()
+    }
+
+    /// Reads every election's row and brings this node's catalog level
+    /// with it: a new election or a new roll is loaded, a changed state,
+    /// closing time or live-results setting replaces the entry's.
+    pub async fn refresh(&self) -> anyhow::Result<()> {
+        let _writing = self.catalog_writes.lock().await;
+        let rows = self.storage.election_states().await?;
+        let mut changed = false;
+        for row in rows {
+            let current = self.election(row.id);
+            let entry = match &current {
+                Some(e) if e.election.roll_version == row.roll_version => {
+                    let el = &e.election;
+                    if el.state == row.state
+                        && el.name == row.name
+                        && el.opens_at_ms == row.opens_at_ms
+                        && el.closes_at_ms == row.closes_at_ms
+                        && el.live_results == row.live_results
+                    {
+                        continue;
+                    }
+                    Arc::new(e.with_row(&row))
+                }
+                _ => match Catalog::load_one(&self.storage, row.id).await? {
+                    Some(e) => e,
+                    None => continue,
+                },
+            };
+            let next = self.catalog.load().with_entry(entry);
+            self.catalog.store(Arc::new(next));
+            changed = true;
+        }
+        if changed {
+            // Results pages and streams show the state: wake them.
+            self.tally.touch();
+        }
+        Ok(())
+    }
+
+    /// Refreshes the catalog every [`STATE_REFRESH_MS`].
+    fn spawn_refresher(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick =
+                tokio::time::interval(std::time::Duration::from_millis(STATE_REFRESH_MS));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = this.refresh().await {
+                    tracing::warn!(error = %format!("{e:#}"), "reading the elections' states failed");
+                }
+            }
+        })
     }
 
     /// Reloads the catalog when another process seeded the store.
@@ -465,6 +647,7 @@ impl VotingState {
             move || {
                 let this = this.clone();
                 async move {
+                    let _writing = this.catalog_writes.lock().await;
                     this.catalog
                         .store(Arc::new(Catalog::load(&this.storage).await?));
                     Ok(())

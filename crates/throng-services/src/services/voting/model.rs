@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use axum::http::HeaderMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::platform::error::ApiError;
 
@@ -23,6 +24,15 @@ pub const CANDIDATES_PER_VOTE_LIMIT: i64 = 100;
 
 /// The event-stream category of the elections' ballot streams.
 pub const BALLOT_STREAM_CATEGORY: &str = "ballots";
+
+/// The category of election streams (`election-{id}`): the authority's
+/// actions on an election, each with who took it.
+pub const ELECTION_STREAM_CATEGORY: &str = "election";
+
+/// The event stream of an election's lifecycle.
+pub fn election_stream(election_id: i64) -> String {
+    format!("{ELECTION_STREAM_CATEGORY}-{election_id}")
+}
 
 /// The event stream of an election's ballots.
 pub fn ballot_stream(election_id: i64) -> String {
@@ -140,6 +150,10 @@ pub struct Party {
     pub id: i64,
     pub name: String,
     pub short_name: String,
+    /// As the authority's definition names it (none for seeded elections).
+    pub code: Option<String>,
+    /// `#rrggbb` from the definition; else derived from the id.
+    pub colour: Option<String>,
 }
 
 /// Party colours: Tableau 10, told apart by most colour-blind readers too.
@@ -154,7 +168,10 @@ impl Party {
     /// take the palette; others a hue 137.5 degrees (the golden angle)
     /// from the previous id's, so neighbours differ.
     pub fn color(&self) -> String {
-        party_color(self.id)
+        match &self.colour {
+            Some(c) => c.clone(),
+            None => party_color(self.id),
+        }
     }
 }
 
@@ -199,6 +216,8 @@ pub struct PartyList {
 pub struct District {
     pub id: i64,
     pub name: String,
+    /// As the authority's definition names it (none for seeded elections).
+    pub code: Option<String>,
     /// The district's ballot, in party-id order.
     pub lists: Vec<PartyList>,
     /// Voters on the district's roll.
@@ -226,6 +245,60 @@ pub struct Election {
     pub districts: Vec<District>,
     /// In id order.
     pub parties: Vec<Party>,
+    /// Where the election is in its lifecycle.
+    pub state: ElectionState,
+    /// Results are shown while votes are taken (else once published).
+    pub live_results: bool,
+    /// Changed by every roll import: nodes reload the roll when it does.
+    pub roll_version: i64,
+}
+
+/// An election's lifecycle: draft (defined, roll amendable), open (votes
+/// taken between the opening and closing times), suspended (no votes for
+/// now), closed (no more votes; the box is being published), tallied
+/// (every ballot published and counted), published (results public).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ElectionState {
+    Draft,
+    Open,
+    Suspended,
+    Closed,
+    Tallied,
+    Published,
+}
+
+impl ElectionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElectionState::Draft => "draft",
+            ElectionState::Open => "open",
+            ElectionState::Suspended => "suspended",
+            ElectionState::Closed => "closed",
+            ElectionState::Tallied => "tallied",
+            ElectionState::Published => "published",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ElectionState> {
+        Some(match s {
+            "draft" => ElectionState::Draft,
+            "open" => ElectionState::Open,
+            "suspended" => ElectionState::Suspended,
+            "closed" => ElectionState::Closed,
+            "tallied" => ElectionState::Tallied,
+            "published" => ElectionState::Published,
+            _ => return None,
+        })
+    }
+
+    /// No more votes will be taken: closed or later.
+    pub fn is_over(self) -> bool {
+        matches!(
+            self,
+            ElectionState::Closed | ElectionState::Tallied | ElectionState::Published
+        )
+    }
 }
 
 impl Election {
@@ -244,13 +317,45 @@ impl Election {
     }
 
     pub fn is_open(&self, now_ms: i64) -> bool {
-        (self.opens_at_ms..self.closes_at_ms).contains(&now_ms)
+        self.state == ElectionState::Open && (self.opens_at_ms..self.closes_at_ms).contains(&now_ms)
+    }
+
+    /// Whether party and candidate figures are public now.
+    pub fn results_shown(&self) -> bool {
+        self.live_results || self.state == ElectionState::Published
+    }
+
+    pub fn district_by_code(&self, code: &str) -> Option<usize> {
+        self.districts
+            .iter()
+            .position(|d| d.code.as_deref() == Some(code))
     }
 
     /// 409 `election_closed` unless open at `now_ms`, saying when it opens
     /// or when it closed.
     pub fn check_open(&self, now_ms: i64) -> Result<(), ApiError> {
         let at = |ms| crate::base::clock::rfc3339_ms(ms);
+        match self.state {
+            ElectionState::Open => {}
+            ElectionState::Draft => {
+                return Err(ApiError::conflict(
+                    "election_closed",
+                    "the election is a draft: it takes votes once its authority opens it",
+                ))
+            }
+            ElectionState::Suspended => {
+                return Err(ApiError::conflict(
+                    "election_suspended",
+                    "voting is suspended for now; try again later",
+                ))
+            }
+            _ => {
+                return Err(ApiError::conflict(
+                    "election_closed",
+                    format!("the election closed at {}", at(self.closes_at_ms)),
+                ))
+            }
+        }
         if now_ms < self.opens_at_ms {
             return Err(ApiError::conflict(
                 "election_closed",
@@ -315,12 +420,31 @@ impl Election {
     }
 }
 
+/// A row of `voting_parties`: (election, party, name, short name, code,
+/// colour).
+pub type PartyRow = (i64, i64, String, String, Option<String>, Option<String>);
+
+/// A row of `voting_elections`.
+#[derive(Clone, Debug)]
+pub struct ElectionRow {
+    pub id: i64,
+    pub name: String,
+    pub opens_at_ms: i64,
+    pub closes_at_ms: i64,
+    pub candidates_per_vote_max: i64,
+    pub state: ElectionState,
+    pub live_results: bool,
+    pub roll_version: i64,
+}
+
 /// Rows of the static tables, as loaded from either dialect.
 #[derive(Default)]
 pub struct ElectionRows {
-    pub elections: Vec<(i64, String, i64, i64, i64)>,
-    pub districts: Vec<(i64, i64, String)>,
-    pub parties: Vec<(i64, i64, String, String)>,
+    pub elections: Vec<ElectionRow>,
+    /// (election, district, name, code)
+    pub districts: Vec<(i64, i64, String, Option<String>)>,
+    /// (election, party, name, short name, code, colour)
+    pub parties: Vec<PartyRow>,
     /// (election, candidate, district, party, list position, name)
     pub candidates: Vec<(i64, i64, i64, i64, i32, String)>,
 }
@@ -331,36 +455,42 @@ impl ElectionRows {
         let mut out: Vec<Election> = self
             .elections
             .into_iter()
-            .map(|(id, name, opens_at_ms, closes_at_ms, n)| Election {
-                id,
-                name,
-                opens_at_ms,
-                closes_at_ms,
-                candidates_per_vote_max: n,
+            .map(|r| Election {
+                id: r.id,
+                name: r.name,
+                opens_at_ms: r.opens_at_ms,
+                closes_at_ms: r.closes_at_ms,
+                candidates_per_vote_max: r.candidates_per_vote_max,
                 districts: Vec::new(),
                 parties: Vec::new(),
+                state: r.state,
+                live_results: r.live_results,
+                roll_version: r.roll_version,
             })
             .collect();
         out.sort_by_key(|e| e.id);
         let find = |out: &mut Vec<Election>, id: i64| -> Option<usize> {
             out.binary_search_by_key(&id, |e| e.id).ok()
         };
-        for (e, d, name) in self.districts {
+        for (e, d, name, code) in self.districts {
             if let Some(i) = find(&mut out, e) {
                 out[i].districts.push(District {
                     id: d,
                     name,
+                    code,
                     lists: Vec::new(),
                     voters: voters.get(&(e, d)).copied().unwrap_or(0),
                 });
             }
         }
-        for (e, p, name, short_name) in self.parties {
+        for (e, p, name, short_name, code, colour) in self.parties {
             if let Some(i) = find(&mut out, e) {
                 out[i].parties.push(Party {
                     id: p,
                     name,
                     short_name,
+                    code,
+                    colour,
                 });
             }
         }

@@ -2,8 +2,10 @@
 //! `/voting/` (pick the district's ballot, choose a party and up to N of its
 //! candidates, vote, see the receipt) and `/voting/results` (live tallies as
 //! bars with turnout, updated over Server-Sent Events, polling when no stream
-//! is to be had) and `/voting/receipt` (a receipt's answer in words), each
-//! over the shared client (`/assets/throng.js`).
+//! is to be had), `/voting/receipt` (a receipt's answer in words) and
+//! `/voting/admin` (an election authority's lifecycle: definition, roll,
+//! credentials, steps, log), each over the shared client
+//! (`/assets/throng.js`).
 //! `/voting` redirects to `/voting/`.
 
 use axum::http::header;
@@ -18,6 +20,8 @@ const RESULTS_JS: &str = include_str!("page/results.js");
 const RECEIPT_HTML: &str = include_str!("page/receipt.html");
 const RECEIPT_JS: &str = include_str!("page/receipt.js");
 const VOTING_CSS: &str = include_str!("page/voting.css");
+const ADMIN_HTML: &str = include_str!("page/admin.html");
+const ADMIN_JS: &str = include_str!("page/admin.js");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
@@ -39,6 +43,8 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
             "/voting/receipt",
             get(|| async { asset(HTML, RECEIPT_HTML) }),
         )
+        .route("/voting/admin", get(|| async { asset(HTML, ADMIN_HTML) }))
+        .route("/voting/admin.js", get(|| async { asset(JS, ADMIN_JS) }))
         .route("/voting/vote.js", get(|| async { asset(JS, VOTE_JS) }))
         .route(
             "/voting/receipt.js",
@@ -85,6 +91,8 @@ mod tests {
             ("/voting/", HTML),
             ("/voting/results", HTML),
             ("/voting/receipt", HTML),
+            ("/voting/admin", HTML),
+            ("/voting/admin.js", JS),
             ("/voting/vote.js", JS),
             ("/voting/receipt.js", JS),
             ("/voting/results.js", JS),
@@ -102,7 +110,7 @@ mod tests {
 
     #[test]
     fn pages_load_only_their_own_assets() {
-        for html in [INDEX_HTML, RESULTS_HTML, RECEIPT_HTML] {
+        for html in [INDEX_HTML, RESULTS_HTML, RECEIPT_HTML, ADMIN_HTML] {
             assert!(!html.contains("http://") && !html.contains("https://"));
             assert!(html.contains(r#"href="/voting/voting.css""#));
         }
@@ -110,6 +118,7 @@ mod tests {
             (INDEX_HTML, "vote.js"),
             (RESULTS_HTML, "results.js"),
             (RECEIPT_HTML, "receipt.js"),
+            (ADMIN_HTML, "admin.js"),
         ] {
             let own = html
                 .find(&format!(r#"src="/voting/{script}""#))

@@ -168,6 +168,12 @@ impl Tally {
         self.changed.subscribe()
     }
 
+    /// Tells subscribers to render again (what they show changed besides
+    /// the counts: an election's state).
+    pub fn touch(&self) {
+        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
     /// Applies `f` to the live counts; readers are told when it says it
     /// changed something.
     fn update(&self, f: impl FnOnce(&mut Live) -> bool) {

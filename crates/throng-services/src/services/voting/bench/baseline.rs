@@ -144,15 +144,17 @@ static DDL: Sql = Sql::per_dialect(
 );
 
 static ELECTION: Sql = Sql::new(
-    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max
+    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max, state, live_results,
+            roll_version
        FROM voting_elections WHERE id = ?1",
 );
 static DISTRICT: Sql = Sql::new(
-    "SELECT election_id, district_id, name FROM voting_districts
+    "SELECT election_id, district_id, name, code FROM voting_districts
       WHERE election_id = ?1 AND district_id = ?2",
 );
 static PARTIES: Sql = Sql::new(
-    "SELECT election_id, party_id, name, short_name FROM voting_parties WHERE election_id = ?1",
+    "SELECT election_id, party_id, name, short_name, code, color FROM voting_parties
+      WHERE election_id = ?1",
 );
 static CANDIDATES: Sql = Sql::new(
     "SELECT election_id, candidate_id, district_id, party_id, list_position, name
@@ -396,11 +398,15 @@ async fn vote(
         candidates_per_vote_max,
         districts: Vec::new(),
         parties: Vec::new(),
+        state: super::super::model::ElectionState::Open,
+        live_results: true,
+        roll_version: 0,
     };
     election.check_open(now_ms())?;
     let district = District {
         id: district_id,
         name: String::new(),
+        code: None,
         lists: if rows.list.is_empty() {
             Vec::new()
         } else {

@@ -95,6 +95,9 @@ function labelRow(name, votes, share, testId, color) {
   return row;
 }
 
+// Local date and time, without seconds.
+const UPDATED_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
 function render(r) {
   updates++;
   const where = r.districtId == null ? "all districts" : $("district").selectedOptions[0]?.textContent || `district ${r.districtId}`;
@@ -109,12 +112,15 @@ function render(r) {
   }
   if (r.updatedAt) {
     const at = new Date(r.updatedAt);
-    $("updated").textContent = `Last update: ${at.toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "medium" })}.`;
+    $("updated").textContent = `Last update: ${UPDATED_FORMAT.format(at)}.`;
     $("updated").dataset.updatedAt = r.updatedAt;
   } else {
     $("updated").textContent = "No ballot counted yet.";
     delete $("updated").dataset.updatedAt;
   }
+  renderDistricts(r);
+  $("hidden-note").hidden = r.resultsShown !== false;
+  document.body.dataset.resultsShown = String(r.resultsShown !== false);
   const list = $("tally");
   const items = [];
   const parties = [...r.parties].sort((a, b) => b.votes - a.votes || a.partyId - b.partyId);
@@ -140,6 +146,29 @@ function render(r) {
   }
   list.replaceChildren(...items);
   $("candidates-hint").hidden = r.districtId != null;
+}
+
+// Districts reporting, and each district's turnout (whole-election results).
+function renderDistricts(r) {
+  if (r.districtsTotal != null) {
+    $("reporting").textContent = `${r.districtsReporting} of ${plural(r.districtsTotal, "district", "districts")} reporting.`;
+    $("reporting").dataset.reporting = String(r.districtsReporting);
+  }
+  const rows = (r.districts || []).map((d) => {
+    const tr = document.createElement("tr");
+    tr.dataset.districtId = d.districtId;
+    const cell = (text, num) => {
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (num) td.className = "num";
+      return td;
+    };
+    tr.append(cell(d.name), cell(fmt(d.ballots), true), cell(fmt(d.votersOnRoll), true),
+      cell(`${pct(d.ballots, d.votersOnRoll).toFixed(1)}%`, true));
+    return tr;
+  });
+  $("districts").replaceChildren(...rows);
+  $("districts-box").hidden = rows.length === 0;
 }
 
 function query() {

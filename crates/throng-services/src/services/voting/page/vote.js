@@ -13,6 +13,8 @@ let ballot = null; // the chosen district's ballot
 // Counts ballot loads: an answer for an earlier district can arrive after the
 // answer for the latest one and must then be dropped.
 let ballotRequest = 0;
+// The checked choice awaiting confirmation.
+let pending = null;
 
 const TOKEN_NEEDED = "A valid voter token is needed to vote on this server. Enter the token you were given.";
 
@@ -32,6 +34,11 @@ const MESSAGES = {
   too_many_candidates: (m) => `Too many candidates chosen: ${m}`,
   repeated_candidate: (m) => `A candidate was chosen twice: ${m}`,
   invalid_field: (m) => `The ballot is not valid: ${m}`,
+  election_suspended: () => "Voting is suspended for now. Try again later; your vote was not cast.",
+  invalid_credentials: () => "This voter id and credential do not match the roll. Check both as you were given them.",
+  too_many_attempts: (m) => `Too many sign-in attempts: ${m}`,
+  internal: () => "The server had an error (it was logged). Your vote was not cast; try again in a moment.",
+  http_500: () => "The server had an error. Your vote was not cast; try again in a moment.",
   missing_token: () => TOKEN_NEEDED,
   invalid_token: () => TOKEN_NEEDED,
   http_401: () => TOKEN_NEEDED,
@@ -76,9 +83,12 @@ function option(value, text) {
   return o;
 }
 
+// Local date and time, without seconds.
+const TIME_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
 function fmtTime(iso) {
   const d = new Date(iso);
-  return isNaN(d) ? String(iso) : d.toLocaleString();
+  return isNaN(d) ? String(iso) : TIME_FORMAT.format(d);
 }
 
 async function loadElections() {
@@ -102,7 +112,9 @@ async function loadElections() {
 async function loadElection() {
   election = await api.getJson(`${API}/elections/${encodeURIComponent(electionId())}`);
   $("title").textContent = `Vote: ${election.name}`;
-  $("election-info").textContent = `${election.open ? "Open" : "Not open"}: from ${fmtTime(election.opensAt)} to ${fmtTime(election.closesAt)}.`;
+  const state = election.state === "suspended" ? "Suspended" : election.open ? "Open" : "Not open";
+  $("election-info").textContent = `${state}: from ${fmtTime(election.opensAt)} to ${fmtTime(election.closesAt)}.`;
+  $("election-info").dataset.state = election.state || "";
   $("max").textContent = $("max2").textContent = String(election.candidatesPerVoteMax);
   const sel = $("district");
   const previous = sel.value || new URLSearchParams(location.search).get("districtId");
@@ -228,23 +240,54 @@ async function demoVoter() {
   }
 }
 
-async function castVote(ev) {
-  ev.preventDefault();
-  clearStatus();
+// The choice as the form holds it, checked; null (with the reason shown)
+// when something is missing.
+function choice() {
   const voter = $("voter-id").value.trim();
   const party = chosenParty();
   if (!voter) {
-    showError("Enter the voter id first (or get a demo voter).", "missing_voter");
-    $("voter-id").focus();
-    return;
+    showError("Sign in with your voter id and credential first (or get a demo voter).", "missing_voter");
+    $("login-voter").focus();
+    return null;
   }
   if (!party) {
     showError("Choose a party first.", "missing_party");
     const first = document.querySelector('#parties input[name="party"]');
     if (first) first.focus();
-    return;
+    return null;
   }
   const candidateIds = [...document.querySelectorAll('#candidates input[name="candidate"]:checked')].map((b) => Number(b.value));
+  return { voter, party, candidateIds };
+}
+
+// The review before the irreversible step: what the ballot will say.
+function review(ev) {
+  ev.preventDefault();
+  clearStatus();
+  const c = choice();
+  if (!c) return;
+  pending = c;
+  $("review-district").textContent = $("district").selectedOptions[0]?.textContent || districtId();
+  $("review-party").textContent = `${c.party.name} (${c.party.shortName})`;
+  const names = c.candidateIds.map((id) => c.party.candidates.find((x) => x.candidateId === id)?.name || String(id));
+  $("review-candidates").textContent = names.length ? names.join(", ") : "none (a vote for the party only)";
+  $("vote-form").hidden = true;
+  $("review").hidden = false;
+  $("review").focus();
+}
+
+function change() {
+  pending = null;
+  $("review").hidden = true;
+  $("vote-form").hidden = false;
+  $("vote").focus();
+}
+
+async function castVote() {
+  const c = pending;
+  if (!c) return;
+  clearStatus();
+  const { voter, party, candidateIds } = c;
   const headers = {
     "Content-Type": "application/json",
     "voter-id": voter,
@@ -252,7 +295,7 @@ async function castVote(ev) {
   };
   const token = $("token").value.trim();
   if (token) headers.Authorization = `Bearer ${token}`;
-  const submit = $("vote");
+  const submit = $("confirm");
   submit.disabled = true;
   setStatus("Casting your vote…");
   try {
@@ -263,11 +306,13 @@ async function castVote(ev) {
     });
     if (res.status === 201) {
       const r = await res.json();
+      pending = null;
       showReceipt(r);
       return;
     }
     const e = await api.errorOf(res);
     showError(e.message, e.code);
+    if (res.status >= 400 && res.status < 500) change();
   } catch (_) {
     showError(Throng.UNREACHABLE, "network");
   } finally {
@@ -277,6 +322,7 @@ async function castVote(ev) {
 
 function showReceipt(r) {
   clearStatus();
+  $("review").hidden = true;
   $("receipt-id").textContent = r.receiptId;
   $("receipt-link").href = `/voting/receipt?${new URLSearchParams({ electionId: r.electionId, receiptId: r.receiptId })}`;
   const q = new URLSearchParams({ electionId: r.electionId, districtId: r.districtId });
@@ -293,10 +339,55 @@ function again() {
   $("vote-form").hidden = false;
   $("voter-id").value = "";
   $("token").value = "";
+  $("login-voter").value = "";
+  $("login-credential").value = "";
+  $("signed-in").hidden = true;
   for (const r of document.querySelectorAll('#parties input[name="party"]')) r.checked = false;
   renderCandidates(null);
   clearStatus();
   $("voter-id").focus();
+}
+
+// Signs the voter in with the roll's voter id and credential: the answer
+// names the voter's number, district and token for the vote.
+async function signIn() {
+  clearStatus();
+  const voter = $("login-voter").value.trim();
+  const credential = $("login-credential").value.trim();
+  if (!voter || !credential) {
+    showError("Enter your voter id and your credential.", "missing_credentials");
+    (voter ? $("login-credential") : $("login-voter")).focus();
+    return;
+  }
+  const button = $("login-button");
+  button.disabled = true;
+  try {
+    const res = await api.fetch(`${API}/elections/${encodeURIComponent(electionId())}/login`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ voterId: voter, credential }),
+    });
+    if (!res.ok) {
+      const e = await api.errorOf(res);
+      showError(e.message, e.code);
+      return;
+    }
+    const s = await res.json();
+    $("voter-id").value = String(s.voterNumber);
+    $("token").value = s.token;
+    $("login-credential").value = "";
+    if (String(s.districtId) !== districtId()) {
+      $("district").value = String(s.districtId);
+      await loadBallot();
+    }
+    $("signed-in").textContent = `Signed in as ${voter}, district ${s.districtName}. Choose on the ballot below.`;
+    $("signed-in").hidden = false;
+    setStatus(`Signed in as ${voter}.`);
+  } catch (_) {
+    showError(Throng.UNREACHABLE, "network");
+  } finally {
+    button.disabled = false;
+  }
 }
 
 async function start() {
@@ -323,6 +414,9 @@ $("district").addEventListener("change", () => {
   loadBallot();
 });
 $("demo-voter").addEventListener("click", demoVoter);
-$("vote-form").addEventListener("submit", castVote);
+$("vote-form").addEventListener("submit", review);
+$("confirm").addEventListener("click", castVote);
+$("change").addEventListener("click", change);
+$("login-button").addEventListener("click", signIn);
 $("again").addEventListener("click", again);
 start();

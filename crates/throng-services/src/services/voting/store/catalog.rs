@@ -9,11 +9,13 @@ use super::{candidate_row, district_row, election_row, int_pair, party_row, Voti
 use crate::store::{Columns, Sql, StoreError};
 
 static ELECTIONS: Sql = Sql::new(
-    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max FROM voting_elections",
+    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max, state, live_results,
+            roll_version FROM voting_elections",
 );
-static DISTRICTS: Sql = Sql::new("SELECT election_id, district_id, name FROM voting_districts");
+static DISTRICTS: Sql =
+    Sql::new("SELECT election_id, district_id, name, code FROM voting_districts");
 static PARTIES: Sql =
-    Sql::new("SELECT election_id, party_id, name, short_name FROM voting_parties");
+    Sql::new("SELECT election_id, party_id, name, short_name, code, color FROM voting_parties");
 static CANDIDATES: Sql = Sql::new(
     "SELECT election_id, candidate_id, district_id, party_id, list_position, name
        FROM voting_candidates",

@@ -20,6 +20,7 @@
 //!   district, a statement a row; or a transaction of its own, bounded,
 //!   set-based, `VACUUM` after).
 
+mod authority;
 mod catalog;
 mod receipts;
 mod rounds;
@@ -29,9 +30,11 @@ mod votes;
 
 use std::sync::Arc;
 
+use super::model::{ElectionRow, ElectionState, PartyRow};
 use super::receipt::RECEIPT_BYTES;
 use crate::store::{Columns, Store, StoreError, Writers};
 
+pub use authority::{election_event, RollRows, StepRefused};
 pub use rounds::{Rounds, PG_ROUND_BALLOTS_MAX};
 pub use seed::seed_election;
 pub use votes::{Votes, FOLD_MARKS_MAX};
@@ -71,6 +74,9 @@ impl VotingStore {
 pub enum VoteOutcome {
     Cast,
     AlreadyVoted,
+    /// The election's row says it takes no votes now (not open, or outside
+    /// its times by the store's clock): nothing written.
+    NotTakingVotes,
 }
 
 /// A ballot for the box: its receipt's tag and its sealed choice.
@@ -124,20 +130,42 @@ pub fn choice(party_id: i64, candidates_json: &str) -> String {
 
 // ---------------------------------------------------------------- rows
 
-/// (id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max) of
-/// `voting_elections`.
-pub fn election_row(r: &impl Columns) -> Result<(i64, String, i64, i64, i64), StoreError> {
-    Ok((r.int(0)?, r.text(1)?, r.int(2)?, r.int(3)?, r.int(4)?))
+/// A row of `voting_elections` as [`ELECTION_COLUMNS`] select it.
+pub fn election_row(r: &impl Columns) -> Result<ElectionRow, StoreError> {
+    let state = r.text(5)?;
+    Ok(ElectionRow {
+        id: r.int(0)?,
+        name: r.text(1)?,
+        opens_at_ms: r.int(2)?,
+        closes_at_ms: r.int(3)?,
+        candidates_per_vote_max: r.int(4)?,
+        state: ElectionState::parse(&state)
+            .ok_or_else(|| StoreError::Internal(format!("election state {state:?}")))?,
+        live_results: r.col::<bool>(6)?,
+        roll_version: r.int(7)?,
+    })
 }
 
-/// (election_id, district_id, name) of `voting_districts`.
-pub fn district_row(r: &impl Columns) -> Result<(i64, i64, String), StoreError> {
-    Ok((r.int(0)?, r.int(1)?, r.text(2)?))
+/// (election_id, district_id, name, code) of `voting_districts`.
+pub fn district_row(r: &impl Columns) -> Result<(i64, i64, String, Option<String>), StoreError> {
+    Ok((
+        r.int(0)?,
+        r.int(1)?,
+        r.text(2)?,
+        r.col::<Option<String>>(3)?,
+    ))
 }
 
-/// (election_id, party_id, name, short_name) of `voting_parties`.
-pub fn party_row(r: &impl Columns) -> Result<(i64, i64, String, String), StoreError> {
-    Ok((r.int(0)?, r.int(1)?, r.text(2)?, r.text(3)?))
+/// A row of `voting_parties` (see [`PartyRow`]).
+pub fn party_row(r: &impl Columns) -> Result<PartyRow, StoreError> {
+    Ok((
+        r.int(0)?,
+        r.int(1)?,
+        r.text(2)?,
+        r.text(3)?,
+        r.col::<Option<String>>(4)?,
+        r.col::<Option<String>>(5)?,
+    ))
 }
 
 /// (election_id, candidate_id, district_id, party_id, list_position, name)

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::super::roll::Roll;
+use super::authority::{CAST_WHILE_OPEN, TAKES_VOTES};
 use super::{BoxedBallot, Settled, VoteOutcome, VotingStore};
 use crate::store::{Columns, Sql, Store, StoreError, Tx};
 
@@ -53,15 +54,6 @@ static INSERT_MARK: Sql =
 static INSERT_INTAKE: Sql = Sql::new(
     "INSERT INTO voting_ballot_intake (election_id, receipt_tag, district_id, sealed)
      VALUES (?1, ?2, ?3, ?4)",
-);
-
-/// The mark, and the ballot only if the mark is new: one statement.
-static CAST_UNLESS_MARKED: Sql = Sql::new(
-    "WITH m AS (
-        INSERT INTO voting_marks (election_id, voter_id) VALUES (?1, ?2)
-        ON CONFLICT DO NOTHING RETURNING voter_id)
-     INSERT INTO voting_ballot_box (receipt_tag, election_id, district_id, sealed)
-     SELECT ?3, ?1, ?4, ?5 FROM m",
 );
 
 static MARKS: Sql = Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1");
@@ -133,20 +125,30 @@ impl VotingStore {
                             // running it (as booking's try-register measured).
                             let n = tx
                                 .execute(
-                                    &CAST_UNLESS_MARKED,
+                                    &CAST_WHILE_OPEN,
                                     &[&b.election_id, &voter_id, &b.tag, &b.district_id, &b.sealed],
                                 )
                                 .await?;
-                            Ok(if n == 1 {
-                                VoteOutcome::Cast
-                            } else {
+                            if n == 1 {
+                                return Ok(VoteOutcome::Cast);
+                            }
+                            // Rare: a repeat (mostly answered from memory)
+                            // or an election that stopped taking votes.
+                            let open = tx
+                                .query_one(&TAKES_VOTES, &[&b.election_id], |r| r.int(0))
+                                .await?;
+                            Ok(if open > 0 {
                                 VoteOutcome::AlreadyVoted
+                            } else {
+                                VoteOutcome::NotTakingVotes
                             })
                         })
                     })
                     .await?;
                 // Remember the answer: a repeat is answered from memory.
-                roll.test_and_set(voter_id);
+                if outcome != VoteOutcome::NotTakingVotes {
+                    roll.test_and_set(voter_id);
+                }
                 Ok(outcome)
             }
         }
@@ -266,6 +268,14 @@ async fn cast_in_writer(
     voter_id: i64,
     b: &BoxedBallot,
 ) -> Result<VoteOutcome, StoreError> {
+    // The election's row decides whether it takes votes: the writer
+    // orders this read after every step that stopped votes.
+    let open = tx
+        .query_one(&TAKES_VOTES, &[&b.election_id], |r| r.int(0))
+        .await?;
+    if open == 0 {
+        return Ok(VoteOutcome::NotTakingVotes);
+    }
     if !roll.test_and_set(voter_id) {
         return Ok(VoteOutcome::AlreadyVoted);
     }
