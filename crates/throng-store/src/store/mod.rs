@@ -314,7 +314,7 @@ impl Store {
         T: Send + 'static,
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
     {
-        self.driver.write(f, true).await
+        self.driver.write(f, WriteKind::Guarded).await
     }
 
     /// Like [`Store::write`], for commands whose statements fail only when
@@ -326,7 +326,29 @@ impl Store {
         T: Send + 'static,
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
     {
-        self.driver.write(f, false).await
+        self.driver.write(f, WriteKind::Unguarded).await
+    }
+
+    /// Like [`Store::write`], for a command that erases data (a person
+    /// forgotten, answers past their retention), answering once no file of
+    /// the store holds a copy of what it deleted. On SQLite every connection
+    /// runs `secure_delete`, which zeroes deleted rows (and freed pages) in
+    /// the database file; the WAL still holds the page images of earlier
+    /// commits, so after committing a batch with such a command the one
+    /// writer copies the WAL into the database file and truncates it to
+    /// zero bytes (`wal_checkpoint(TRUNCATE)`) before answering. Should a
+    /// reader hold the WAL past the busy timeout, the command still answers
+    /// (it committed) and the checkpointer retries the truncation every
+    /// [`sqlite::CHECKPOINT_INTERVAL_MS`] until it succeeds. On PostgreSQL a
+    /// plain write: deleted tuples stay in their pages until VACUUM and
+    /// their page reuse, and in WAL segments until recycled (SECURITY.md
+    /// says what the operator configures).
+    pub async fn write_erasing<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        self.driver.write(f, WriteKind::Erasing).await
     }
 
     /// Runs `f` in a transaction of its own, committed alone outside the
@@ -710,6 +732,19 @@ impl Store {
         })
         .await
     }
+}
+
+/// How a command of the writer's group commit is run (see [`Store::write`],
+/// [`Store::write_unguarded`], [`Store::write_erasing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteKind {
+    /// In a SAVEPOINT of its own on SQLite: it fails alone.
+    Guarded,
+    /// Without one: its failure fails its batch.
+    Unguarded,
+    /// Guarded, and the batch's commit leaves no copy of what it deleted
+    /// in any file of the store before it answers.
+    Erasing,
 }
 
 /// How a store's writes are made: what the designs that differ by database

@@ -12,6 +12,7 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -35,6 +36,9 @@ struct Applied {
     /// writes cannot be undone alone, so the whole batch is rolled back and
     /// every caller in it gets this error.
     dooms_batch: Option<StoreError>,
+    /// The command erased data: the batch's commit is followed by a WAL
+    /// truncation before anyone is answered (see [`SqliteStore::write_erasing`]).
+    erases: bool,
 }
 
 pub struct SqliteStore {
@@ -78,9 +82,12 @@ impl SqliteStore {
         writer_conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
         let checkpoint_conn = open_connection(path, 1024, false)?;
         let (stop_checkpoints, stop_rx) = std::sync::mpsc::channel::<()>();
+        // Set when an erasure's WAL truncation could not finish at once.
+        let erase_pending = Arc::new(AtomicBool::new(false));
+        let pending = erase_pending.clone();
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpoint_conn, stop_rx))?;
+            .spawn(move || checkpoint_loop(checkpoint_conn, stop_rx, pending))?;
         let mut readers = Vec::with_capacity(limits.read_connections);
         let mut paged_readers = Vec::with_capacity(limits.read_connections);
         for _ in 0..limits.read_connections.max(1) {
@@ -95,7 +102,7 @@ impl SqliteStore {
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || {
-                writer_loop(writer_conn, rx, batch_max, commit_delay);
+                writer_loop(writer_conn, rx, batch_max, commit_delay, erase_pending);
                 drop(stop_checkpoints);
             })?;
         let permits = readers.len();
@@ -121,7 +128,7 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.enqueue(f, true).await
+        self.enqueue(f, true, false).await
     }
 
     /// Like [`SqliteStore::write`] but without the command's own SAVEPOINT,
@@ -136,7 +143,21 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.enqueue(f, false).await
+        self.enqueue(f, false, false).await
+    }
+
+    /// Like [`SqliteStore::write`]; once its batch committed, the writer
+    /// copies the WAL into the database file and truncates it to zero bytes
+    /// before answering, so no earlier page image of what the command
+    /// deleted stays in the WAL (`secure_delete` zeroes it in the database
+    /// file). If readers keep the truncation from finishing within the busy
+    /// timeout, the checkpointer retries it every round until it does.
+    pub async fn write_erasing<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.enqueue(f, true, true).await
     }
 
     /// Runs `f` in a transaction of its own (`BEGIN IMMEDIATE`), committed
@@ -167,7 +188,7 @@ impl SqliteStore {
     }
 
     /// Hands `f` to the writer and waits for its answer after the commit.
-    async fn enqueue<T, F>(&self, f: F, savepoint: bool) -> Result<T, StoreError>
+    async fn enqueue<T, F>(&self, f: F, savepoint: bool, erases: bool) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
@@ -188,6 +209,7 @@ impl SqliteStore {
                     let _ = reply.send(commit.and(outcome));
                 }),
                 dooms_batch,
+                erases,
             }
         });
         self.writer
@@ -447,6 +469,7 @@ fn writer_loop(
     mut rx: mpsc::Receiver<WriteJob>,
     batch_max: usize,
     commit_delay: std::time::Duration,
+    erase_pending: Arc<AtomicBool>,
 ) {
     let mut batch: Vec<WriteJob> = Vec::with_capacity(batch_max);
     let mut responders: Vec<Responder> = Vec::with_capacity(batch_max);
@@ -476,11 +499,13 @@ fn writer_loop(
         let began = conn.execute_batch("BEGIN IMMEDIATE");
         let conn_for_jobs = began.as_ref().ok().map(|_| &conn);
         let mut doomed: Option<StoreError> = None;
+        let mut erases = false;
         for job in batch.drain(..) {
             let applied = job(conn_for_jobs.filter(|_| doomed.is_none()));
             if doomed.is_none() {
                 doomed = applied.dooms_batch;
             }
+            erases |= applied.erases;
             responders.push(applied.respond);
         }
         let commit: Result<(), StoreError> = match (began, doomed) {
@@ -499,6 +524,14 @@ fn writer_loop(
             tracing::error!(error = %e, "sqlite batch failed to commit");
         }
         metrics::observe_write_batch(responders.len(), started.elapsed());
+        if erases && commit.is_ok() {
+            // Before anyone is answered: the erased rows' earlier page
+            // images go with the WAL.
+            if !truncate_wal(&conn) {
+                erase_pending.store(true, Ordering::Release);
+            }
+            wal_caught_up_at = Instant::now();
+        }
         for respond in responders.drain(..) {
             respond(commit.clone());
         }
@@ -529,17 +562,49 @@ fn catch_up_wal(conn: &Connection) {
     }
 }
 
-/// How often the checkpointer looks at the WAL.
-const CHECKPOINT_INTERVAL_MS: u64 = 200;
+/// Copies the whole WAL into the database file and truncates it to zero
+/// bytes; false when readers kept it from finishing (within the busy
+/// timeout) or it failed.
+fn truncate_wal(conn: &Connection) -> bool {
+    match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        r.get::<_, i64>(0)
+    }) {
+        Ok(0) => true,
+        Ok(_) => {
+            tracing::warn!(
+                "an erasure's WAL truncation waited on readers; the checkpointer retries it"
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "an erasure's WAL truncation failed; the checkpointer retries it");
+            false
+        }
+    }
+}
+
+/// How often the checkpointer looks at the WAL (and retries an erasure's
+/// truncation that could not finish at once).
+pub const CHECKPOINT_INTERVAL_MS: u64 = 200;
 
 /// Copies committed WAL frames into the database file, off the writer's path.
 /// PASSIVE never blocks the writer or readers; it stops early if a reader
 /// still needs old frames and finishes on a later round. The WAL is reused
 /// from its start once a checkpoint ends level with it, which under load
 /// only the writer's catch-up does ([`catch_up_wal`]).
-fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+fn checkpoint_loop(
+    conn: Connection,
+    stop: std::sync::mpsc::Receiver<()>,
+    erase_pending: Arc<AtomicBool>,
+) {
     let interval = std::time::Duration::from_millis(CHECKPOINT_INTERVAL_MS);
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
+        if erase_pending.swap(false, Ordering::AcqRel) {
+            if truncate_wal(&conn) {
+                continue;
+            }
+            erase_pending.store(true, Ordering::Release);
+        }
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!(error = %e, "wal checkpoint failed; retrying next round");
         }

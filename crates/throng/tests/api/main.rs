@@ -22,5 +22,6 @@ mod booking_person;
 mod comments;
 mod events;
 mod invites;
+mod invites_rules;
 mod voting;
 mod voting_load;

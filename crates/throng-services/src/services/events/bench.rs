@@ -319,8 +319,7 @@ static READ_MODEL_UPSERT: Sql = Sql::new(
       fees_total = fee_model.fees_total + excluded.fees_total,
       last_charged_on = excluded.last_charged_on, balance_after = excluded.balance_after",
 );
-static READ_MODEL_TOTALS: Sql =
-    Sql::new("SELECT COUNT(*), COALESCE(SUM(fees), 0) FROM fee_model");
+static READ_MODEL_TOTALS: Sql = Sql::new("SELECT COUNT(*), COALESCE(SUM(fees), 0) FROM fee_model");
 static LOG_HEAD: Sql = Sql::new("SELECT COALESCE(MAX(position), 0) FROM events");
 static LOG_CHUNK: Sql = Sql::new(
     "SELECT payload FROM events WHERE position >= ?1 AND position < ?2 AND event_type = ?3
