@@ -336,9 +336,10 @@ impl Store {
     /// the database file; the WAL still holds the page images of earlier
     /// commits, so after committing a batch with such a command the one
     /// writer copies the WAL into the database file and truncates it to
-    /// zero bytes (`wal_checkpoint(TRUNCATE)`) before answering. Should a
-    /// reader hold the WAL past the busy timeout, the command still answers
-    /// (it committed) and the checkpointer retries the truncation every
+    /// zero bytes (`wal_checkpoint(TRUNCATE)`) before answering. Should
+    /// readers or the checkpointer hold the WAL past the busy timeout three
+    /// times running, the command still answers (it committed), a warning
+    /// is logged and the checkpointer retries the truncation every
     /// [`sqlite::CHECKPOINT_INTERVAL_MS`] until it succeeds. On PostgreSQL a
     /// plain write: deleted tuples stay in their pages until VACUUM and
     /// their page reuse, and in WAL segments until recycled (SECURITY.md

@@ -527,7 +527,7 @@ fn writer_loop(
         if erases && commit.is_ok() {
             // Before anyone is answered: the erased rows' earlier page
             // images go with the WAL.
-            if !truncate_wal(&conn) {
+            if !(0..ERASE_TRUNCATE_ATTEMPTS).any(|_| truncate_wal(&conn)) {
                 erase_pending.store(true, Ordering::Release);
             }
             wal_caught_up_at = Instant::now();
@@ -561,6 +561,11 @@ fn catch_up_wal(conn: &Connection) {
         tracing::warn!(error = %e, "the writer's WAL catch-up failed; retrying later");
     }
 }
+
+/// Attempts the writer makes at an erasure's WAL truncation before it
+/// answers (each waits up to the busy timeout for readers and the
+/// checkpointer); past them the checkpointer retries every round.
+const ERASE_TRUNCATE_ATTEMPTS: usize = 3;
 
 /// Copies the whole WAL into the database file and truncates it to zero
 /// bytes; false when readers kept it from finishing (within the busy
@@ -782,6 +787,123 @@ mod tests {
         store.write_unguarded(|c| insert(c, "t-3-b")).await.unwrap();
         let after = keys(&store);
         assert!(!after.contains("t-3-a") && after.contains("t-3-b"));
+    }
+
+    /// Every file of the store whose bytes hold `marker`.
+    fn files_holding(dir: &Path, marker: &[u8]) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                std::fs::read(e.path())
+                    .unwrap_or_default()
+                    .windows(marker.len())
+                    .any(|w| w == marker)
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// An erasing write answers once neither the database file nor its WAL
+    /// holds what it deleted, readers and other writes going on meanwhile.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_erasure_leaves_no_copy_in_any_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            SqliteStore::open(&dir.path().join("t.db"), &StoreLimits::default(), &[]).unwrap();
+        // Readers reading all along.
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for _ in 0..4 {
+            let (path, stop) = (dir.path().join("t.db"), stop.clone());
+            readers.push(std::thread::spawn(move || {
+                let c = open_connection(&path, 512, true).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    let _: i64 = c
+                        .query_row("SELECT COUNT(*) FROM meta", [], |r| r.get(0))
+                        .unwrap();
+                }
+            }));
+        }
+        store
+            .write(|c| {
+                c.execute_batch(
+                    "CREATE TABLE answers (v INTEGER NOT NULL, s INTEGER NOT NULL, d BLOB NOT NULL,
+                        PRIMARY KEY (v, s)) WITHOUT ROWID",
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        // Rows keyed like invites' answers, each rewritten as its blob grows.
+        for v in 1..=3i64 {
+            for step in 0..3u8 {
+                store
+                    .write(move |c| {
+                        let mut d = Vec::new();
+                        for k in 0..=step {
+                            d.extend_from_slice(&[0xA5, 0x5A, v as u8, k, 0xEE, 0x11, 0x22, 0x33]);
+                        }
+                        c.execute(
+                            "INSERT INTO answers (v, s, d) VALUES (?1, 1, ?2)
+                             ON CONFLICT (v, s) DO UPDATE SET d = excluded.d",
+                            rusqlite::params![v, d],
+                        )?;
+                        Ok(())
+                    })
+                    .await
+                    .unwrap();
+            }
+        }
+        let mark = |v: u8, k: u8| [0xA5, 0x5A, v, k, 0xEE, 0x11, 0x22, 0x33];
+        assert!(!files_holding(dir.path(), &mark(2, 0)).is_empty());
+        store
+            .write_erasing(|c| Ok(c.execute("DELETE FROM answers WHERE v = 2", [])?))
+            .await
+            .unwrap();
+        for k in 0..3 {
+            let held = files_holding(dir.path(), &mark(2, k));
+            assert!(held.is_empty(), "answer row {k}: still in {held:?}");
+        }
+        assert!(
+            !files_holding(dir.path(), &mark(3, 2)).is_empty(),
+            "the others kept"
+        );
+        for round in 0..3 {
+            let marker = format!("erase-me-{round}-7f3a9c");
+            let m = marker.clone();
+            store
+                .write(move |c| {
+                    c.execute("INSERT INTO meta (key, value) VALUES (?1, ?1)", [&m])?;
+                    // Rewritten once: an earlier image of its page in the WAL.
+                    c.execute("UPDATE meta SET value = ?1 || 'x' WHERE key = ?1", [&m])?;
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            for i in 0..50 {
+                store
+                    .write(move |c| insert(c, &format!("t-{round}-{i}")))
+                    .await
+                    .unwrap();
+            }
+            assert!(
+                !files_holding(dir.path(), marker.as_bytes()).is_empty(),
+                "readable before"
+            );
+            let m = marker.clone();
+            let gone = store
+                .write_erasing(move |c| Ok(c.execute("DELETE FROM meta WHERE key = ?1", [&m])?))
+                .await
+                .unwrap();
+            assert_eq!(gone, 1);
+            let held = files_holding(dir.path(), marker.as_bytes());
+            assert!(held.is_empty(), "round {round}: still in {held:?}");
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
     }
 
     #[test]

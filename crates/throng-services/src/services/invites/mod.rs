@@ -1,8 +1,11 @@
 //! Invites: survey invitation popups for busy sites (the survey write-up). A script
 //! on a customer's page (`/invite.js`) asks whether to invite the current
-//! visitor; a popup offers Yes (the survey opens in a new tab), No (never
-//! asked again) and close (asked again next time; after three closes never
-//! again). See ARCHITECTURE.md ("Invites").
+//! visitor; a popup offers Yes (the survey opens in a new tab), No (not
+//! asked again, or after the site's `askAgainAfterNoDays`) and close (asked
+//! again next time; after three closes not again, or after
+//! `askAgainAfterClosesDays`). Each site also chooses the pages and devices
+//! it shows on, the share of visitors, and a cap on invitations per visitor
+//! across its owner's sites (`model.rs`). See ARCHITECTURE.md ("Invites").
 //!
 //! Sites (campaigns) are few and kept in memory by every node (`sites.rs`);
 //! a visitor is a signed random id (`signed.rs`) the script keeps in the

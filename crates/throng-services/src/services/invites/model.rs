@@ -761,9 +761,11 @@ impl SiteInput {
         if let Some(list) = self.pages_exclude {
             s.pages_exclude = check_patterns("pagesExclude", list)?;
         }
-        if let Some(mut list) = self.devices {
-            list.dedup();
-            s.devices = list;
+        if let Some(list) = self.devices {
+            s.devices = Device::ALL
+                .into_iter()
+                .filter(|d| list.contains(d))
+                .collect();
         }
         for (field, value, slot) in [
             (

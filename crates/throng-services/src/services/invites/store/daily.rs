@@ -81,5 +81,7 @@ pub async fn daily_rows(
         .await?;
     let more = rows.len() as i64 > RESULT_ROWS_MAX;
     rows.truncate(RESULT_ROWS_MAX as usize);
+    // By day, then page byte by byte, whatever the database's collation.
+    rows.sort_by(|a, b| (a.day, a.page.as_bytes()).cmp(&(b.day, b.page.as_bytes())));
     Ok((rows, more))
 }
