@@ -57,12 +57,8 @@ pub fn parse_day(text: &str) -> Option<i32> {
         &time::macros::format_description!("[year]-[month]-[day]"),
     )
     .ok()?;
-    Some(
-        (d.to_julian_day()
-            - time::Date::from_calendar_date(1970, time::Month::January, 1)
-                .ok()?
-                .to_julian_day()) as i32,
-    )
+    let epoch = time::Date::from_calendar_date(1970, time::Month::January, 1).ok()?;
+    Some(d.to_julian_day() - epoch.to_julian_day())
 }
 
 pub fn now_ms() -> i64 {

@@ -60,7 +60,7 @@ const EXCLUDED_PAGE_EVERY: u64 = 8;
 /// A page a check names, as the snippet sends it: product pages, and
 /// every `EXCLUDED_PAGE_EVERY`th the checkout the seeded sites exclude.
 fn page_query(seq: u64) -> String {
-    if seq % EXCLUDED_PAGE_EVERY == 0 {
+    if seq.is_multiple_of(EXCLUDED_PAGE_EVERY) {
         "?page=%2Fcheckout%2Fpay&device=desktop".into()
     } else {
         format!("?page=%2Fshop%2Fitem-{}&device=phone", seq % 1000)
