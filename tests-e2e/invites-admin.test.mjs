@@ -147,7 +147,9 @@ test("an admin creates a site with page rules, pastes its snippet elsewhere, see
   await item.locator(".badge:not(.paused)").waitFor();
   const resumed = await visit(fresh.page, `${shop}/shop/hats`);
   assert.equal(resumed.show, true);
-  assert.deepEqual(errors, []);
+  // The refused save (422) counts as a console error in Chromium
+  // ("Failed to load resource"); nothing else may.
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
 });
 
 test("on a 390 px phone the admin page fits and shows errors beside their fields", async (t) => {
@@ -181,5 +183,5 @@ test("on a 390 px phone the admin page fits and shows errors beside their fields
     const box = await b.boundingBox();
     assert.ok(box.height >= 44, `touch targets: ${box.height}`);
   }
-  assert.deepEqual(errors, []);
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
 });
