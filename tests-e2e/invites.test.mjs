@@ -36,7 +36,7 @@ async function withBrowser(t, options = {}) {
 
 /** Loads `url` and waits until the script has asked throng (the state call answered). */
 async function visit(page, url) {
-  const state = page.waitForResponse((r) => r.url().includes("/api/invites/sites/") && r.url().endsWith("/state"));
+  const state = page.waitForResponse((r) => r.url().includes("/api/invites/sites/") && new URL(r.url()).pathname.endsWith("/state"));
   await page.goto(url);
   const res = await state;
   assert.equal(res.status(), 200);
@@ -376,7 +376,7 @@ test("a page whose origin the site does not allow logs a readable console warnin
     if (m.type() === "warning") warnings.push(m.text());
   });
   await shotOnFailure(t, page, async () => {
-    const refused = page.waitForResponse((r) => r.url().endsWith("/state"));
+    const refused = page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/state"));
     await page.goto(url);
     assert.equal((await refused).status(), 403);
     const deadline = Date.now() + 5000;

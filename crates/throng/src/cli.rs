@@ -467,7 +467,15 @@ mod tests {
         names.sort_unstable();
         assert_eq!(
             names,
-            ["admin", "host", "moderator", "provider", "staff", "user", "voter"]
+            [
+                "admin",
+                "host",
+                "moderator",
+                "provider",
+                "staff",
+                "user",
+                "voter"
+            ]
         );
     }
 

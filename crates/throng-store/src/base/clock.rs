@@ -1,4 +1,65 @@
-//! Wall-clock helpers (milliseconds since the Unix epoch).
+//! Wall-clock helpers (milliseconds since the Unix epoch), and [`Clock`], a
+//! clock a service can be given so tests can move its time on.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+/// Milliseconds in a day.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// The system's time plus an offset that only moves forward: cheap to
+/// clone (one shared offset), read as fast as [`now_ms`]. A service holding
+/// one reads every rule's "now" from it; a test moves it on with
+/// [`Clock::advance`] instead of editing stored times.
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    offset_ms: Arc<AtomicI64>,
+}
+
+impl Clock {
+    /// The system's time.
+    pub fn system() -> Clock {
+        Clock::default()
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        now_ms() + self.offset_ms.load(Ordering::Relaxed)
+    }
+
+    /// Days since the Unix epoch (UTC) now.
+    pub fn today(&self) -> i32 {
+        day_of(self.now_ms())
+    }
+
+    /// Moves this clock (and every clone of it) `ms` on; negative is
+    /// ignored, so time never runs back.
+    pub fn advance(&self, ms: i64) {
+        self.offset_ms.fetch_add(ms.max(0), Ordering::Relaxed);
+    }
+}
+
+/// The day (since the Unix epoch, UTC) of a millisecond timestamp.
+pub fn day_of(ms: i64) -> i32 {
+    ms.div_euclid(DAY_MS) as i32
+}
+
+/// `YYYY-MM-DD` of a day since the Unix epoch.
+pub fn day_text(day: i32) -> String {
+    iso_ms(day as i64 * DAY_MS)
+        .map(|t| t[..10].to_string())
+        .unwrap_or_default()
+}
+
+/// The day since the Unix epoch of `YYYY-MM-DD`, if it is one.
+pub fn parse_day(text: &str) -> Option<i32> {
+    let d = time::Date::parse(
+        text,
+        &time::macros::format_description!("[year]-[month]-[day]"),
+    )
+    .ok()?;
+    let epoch = time::Date::from_calendar_date(1970, time::Month::January, 1).ok()?;
+    Some(d.to_julian_day() - epoch.to_julian_day())
+}
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -67,4 +128,26 @@ pub fn iso_ms(ms: i64) -> Option<String> {
         out[at] = c;
     }
     Some(String::from_utf8(out.to_vec()).expect("ASCII digits and separators"))
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    #[test]
+    fn days_round_trip_and_the_clock_moves_on() {
+        assert_eq!(parse_day("1970-01-01"), Some(0));
+        assert_eq!(
+            parse_day("2030-01-02").map(day_text).as_deref(),
+            Some("2030-01-02")
+        );
+        assert_eq!(parse_day("2030-02-30"), None);
+        assert_eq!(day_of(DAY_MS - 1), 0);
+        let c = Clock::system();
+        let (a, shared) = (c.today(), c.clone());
+        shared.advance(3 * DAY_MS);
+        assert!(c.today() >= a + 3);
+        c.advance(-10 * DAY_MS);
+        assert!(c.today() >= a + 3, "never back");
+    }
 }

@@ -9,7 +9,8 @@ use super::postgres::{PgFuture, PgGroup, PgStore, PgTx};
 use super::seam::{run_ready, Conn, Group, StoreFuture, Tx};
 use super::sqlite::SqliteStore;
 use super::{
-    migrate, streams, NewEvent, ReadKind, Store, StoreError, StoreLimits, StoreUrl, Writers,
+    migrate, streams, NewEvent, ReadKind, Store, StoreError, StoreLimits, StoreUrl, WriteKind,
+    Writers,
 };
 
 #[derive(Clone)]
@@ -46,7 +47,7 @@ impl Driver {
         }
     }
 
-    pub(super) async fn write<T, F>(&self, f: F, guarded: bool) -> Result<T, StoreError>
+    pub(super) async fn write<T, F>(&self, f: F, kind: WriteKind) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
@@ -57,10 +58,10 @@ impl Driver {
                     let tx = Tx::sqlite(c);
                     run_ready(f(&tx))
                 };
-                if guarded {
-                    s.write(job).await
-                } else {
-                    s.write_unguarded(job).await
+                match kind {
+                    WriteKind::Guarded => s.write(job).await,
+                    WriteKind::Unguarded => s.write_unguarded(job).await,
+                    WriteKind::Erasing => s.write_erasing(job).await,
                 }
             }
             Driver::Postgres(p) => {
@@ -83,7 +84,7 @@ impl Driver {
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
     {
         match self {
-            Driver::Sqlite(_) => self.write(f, true).await,
+            Driver::Sqlite(_) => self.write(f, WriteKind::Guarded).await,
             Driver::Postgres(p) => {
                 let mut client = p.client().await?;
                 let tx = client.transaction().await?;

@@ -315,7 +315,7 @@ impl Store {
         T: Send + 'static,
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
     {
-        self.driver.write(f, true).await
+        self.driver.write(f, WriteKind::Guarded).await
     }
 
     /// Like [`Store::write`], for commands whose statements fail only when
@@ -327,7 +327,30 @@ impl Store {
         T: Send + 'static,
         F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
     {
-        self.driver.write(f, false).await
+        self.driver.write(f, WriteKind::Unguarded).await
+    }
+
+    /// Like [`Store::write`], for a command that erases data (a person
+    /// forgotten, answers past their retention), answering once no file of
+    /// the store holds a copy of what it deleted. On SQLite every connection
+    /// runs `secure_delete`, which zeroes deleted rows (and freed pages) in
+    /// the database file; the WAL still holds the page images of earlier
+    /// commits, so after committing a batch with such a command the one
+    /// writer copies the WAL into the database file and truncates it to
+    /// zero bytes (`wal_checkpoint(TRUNCATE)`) before answering. Should
+    /// readers or the checkpointer hold the WAL past the busy timeout three
+    /// times running, the command still answers (it committed), a warning
+    /// is logged and the checkpointer retries the truncation every
+    /// [`sqlite::CHECKPOINT_INTERVAL_MS`] until it succeeds. On PostgreSQL a
+    /// plain write: deleted tuples stay in their pages until VACUUM and
+    /// their page reuse, and in WAL segments until recycled (SECURITY.md
+    /// says what the operator configures).
+    pub async fn write_erasing<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(&'a Tx<'a>) -> StoreFuture<'a, T> + Send + Sync + 'static,
+    {
+        self.driver.write(f, WriteKind::Erasing).await
     }
 
     /// Runs `f` in a transaction of its own, committed alone outside the
@@ -341,21 +364,6 @@ impl Store {
         F: for<'a> FnOnce(&'a Conn<'a>) -> StoreFuture<'a, T> + Send + 'static,
     {
         self.driver.write_alone(f).await
-    }
-
-    /// After deletes that must leave no copy of the deleted rows in the
-    /// store's files (an author deleting their review): on SQLite, which
-    /// zeroes deleted rows in the database file (`secure_delete`), the WAL
-    /// is folded in and truncated to zero bytes (`false`: readers or the
-    /// writer kept it busy through every attempt; the next erasure or the
-    /// checkpointer's passes get there later). PostgreSQL keeps dead rows
-    /// until VACUUM, which does not zero them, and its WAL as configured:
-    /// nothing is done there (`true`).
-    pub async fn erase_wal(&self) -> Result<bool, StoreError> {
-        match self.sqlite() {
-            Some(s) => s.erase_wal().await,
-            None => Ok(true),
-        }
     }
 
     /// Runs `item` with the other commands of group `G` in the writer's
@@ -746,6 +754,19 @@ impl Store {
         })
         .await
     }
+}
+
+/// How a command of the writer's group commit is run (see [`Store::write`],
+/// [`Store::write_unguarded`], [`Store::write_erasing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteKind {
+    /// In a SAVEPOINT of its own on SQLite: it fails alone.
+    Guarded,
+    /// Without one: its failure fails its batch.
+    Unguarded,
+    /// Guarded, and the batch's commit leaves no copy of what it deleted
+    /// in any file of the store before it answers.
+    Erasing,
 }
 
 /// How a store's writes are made: what the designs that differ by database

@@ -12,6 +12,7 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -35,6 +36,9 @@ struct Applied {
     /// writes cannot be undone alone, so the whole batch is rolled back and
     /// every caller in it gets this error.
     dooms_batch: Option<StoreError>,
+    /// The command erased data: the batch's commit is followed by a WAL
+    /// truncation before anyone is answered (see [`SqliteStore::write_erasing`]).
+    erases: bool,
 }
 
 pub struct SqliteStore {
@@ -78,9 +82,12 @@ impl SqliteStore {
         writer_conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
         let checkpoint_conn = open_connection(path, 1024, false)?;
         let (stop_checkpoints, stop_rx) = std::sync::mpsc::channel::<()>();
+        // Set when an erasure's WAL truncation could not finish at once.
+        let erase_pending = Arc::new(AtomicBool::new(false));
+        let pending = erase_pending.clone();
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpoint_conn, stop_rx))?;
+            .spawn(move || checkpoint_loop(checkpoint_conn, stop_rx, pending))?;
         let mut readers = Vec::with_capacity(limits.read_connections);
         let mut paged_readers = Vec::with_capacity(limits.read_connections);
         for _ in 0..limits.read_connections.max(1) {
@@ -95,7 +102,7 @@ impl SqliteStore {
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || {
-                writer_loop(writer_conn, rx, batch_max, commit_delay);
+                writer_loop(writer_conn, rx, batch_max, commit_delay, erase_pending);
                 drop(stop_checkpoints);
             })?;
         let permits = readers.len();
@@ -114,39 +121,6 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Folds the whole WAL into the database file and truncates the WAL to
-    /// zero bytes, so rows deleted before (zeroed in the database file by
-    /// `secure_delete`) leave no earlier page image in any file: an
-    /// erasure's last step. A checkpoint that readers or the writer keep
-    /// from finishing (SQLite answers "busy") is tried again, up to
-    /// [`ERASE_ATTEMPTS_MAX`] times; `false` when none finished.
-    pub async fn erase_wal(&self) -> Result<bool, StoreError> {
-        let (path, alone) = (self.path.clone(), self.alone.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut guard = alone.lock().unwrap();
-            if guard.is_none() {
-                let c = open_connection(&path, 4 * 1024, false)
-                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-                *guard = Some(c);
-            }
-            let c = guard.as_mut().expect("opened above");
-            for attempt in 1..=ERASE_ATTEMPTS_MAX {
-                let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-                if busy == 0 {
-                    return Ok(true);
-                }
-                tracing::debug!(
-                    attempt,
-                    "the WAL's truncating checkpoint was busy; trying again"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(ERASE_RETRY_MS));
-            }
-            Ok(false)
-        })
-        .await
-        .map_err(|e| StoreError::Internal(e.to_string()))?
-    }
-
     /// Runs `f` in the writer's current batch, in its own SAVEPOINT; answers
     /// after the commit.
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -154,7 +128,7 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.enqueue(f, true).await
+        self.enqueue(f, true, false).await
     }
 
     /// Like [`SqliteStore::write`] but without the command's own SAVEPOINT,
@@ -169,7 +143,21 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.enqueue(f, false).await
+        self.enqueue(f, false, false).await
+    }
+
+    /// Like [`SqliteStore::write`]; once its batch committed, the writer
+    /// copies the WAL into the database file and truncates it to zero bytes
+    /// before answering, so no earlier page image of what the command
+    /// deleted stays in the WAL (`secure_delete` zeroes it in the database
+    /// file). If readers keep the truncation from finishing within the busy
+    /// timeout, the checkpointer retries it every round until it does.
+    pub async fn write_erasing<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.enqueue(f, true, true).await
     }
 
     /// Runs `f` in a transaction of its own (`BEGIN IMMEDIATE`), committed
@@ -200,7 +188,7 @@ impl SqliteStore {
     }
 
     /// Hands `f` to the writer and waits for its answer after the commit.
-    async fn enqueue<T, F>(&self, f: F, savepoint: bool) -> Result<T, StoreError>
+    async fn enqueue<T, F>(&self, f: F, savepoint: bool, erases: bool) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
@@ -221,6 +209,7 @@ impl SqliteStore {
                     let _ = reply.send(commit.and(outcome));
                 }),
                 dooms_batch,
+                erases,
             }
         });
         self.writer
@@ -480,6 +469,7 @@ fn writer_loop(
     mut rx: mpsc::Receiver<WriteJob>,
     batch_max: usize,
     commit_delay: std::time::Duration,
+    erase_pending: Arc<AtomicBool>,
 ) {
     let mut batch: Vec<WriteJob> = Vec::with_capacity(batch_max);
     let mut responders: Vec<Responder> = Vec::with_capacity(batch_max);
@@ -509,11 +499,13 @@ fn writer_loop(
         let began = conn.execute_batch("BEGIN IMMEDIATE");
         let conn_for_jobs = began.as_ref().ok().map(|_| &conn);
         let mut doomed: Option<StoreError> = None;
+        let mut erases = false;
         for job in batch.drain(..) {
             let applied = job(conn_for_jobs.filter(|_| doomed.is_none()));
             if doomed.is_none() {
                 doomed = applied.dooms_batch;
             }
+            erases |= applied.erases;
             responders.push(applied.respond);
         }
         let commit: Result<(), StoreError> = match (began, doomed) {
@@ -532,6 +524,14 @@ fn writer_loop(
             tracing::error!(error = %e, "sqlite batch failed to commit");
         }
         metrics::observe_write_batch(responders.len(), started.elapsed());
+        if erases && commit.is_ok() {
+            // Before anyone is answered: the erased rows' earlier page
+            // images go with the WAL.
+            if !(0..ERASE_TRUNCATE_ATTEMPTS).any(|_| truncate_wal(&conn)) {
+                erase_pending.store(true, Ordering::Release);
+            }
+            wal_caught_up_at = Instant::now();
+        }
         for respond in responders.drain(..) {
             respond(commit.clone());
         }
@@ -562,22 +562,54 @@ fn catch_up_wal(conn: &Connection) {
     }
 }
 
-/// Truncating checkpoints an erasure tries ([`SqliteStore::erase_wal`]).
-const ERASE_ATTEMPTS_MAX: u32 = 20;
-/// The pause between two of them.
-const ERASE_RETRY_MS: u64 = 50;
+/// Attempts the writer makes at an erasure's WAL truncation before it
+/// answers (each waits up to the busy timeout for readers and the
+/// checkpointer); past them the checkpointer retries every round.
+const ERASE_TRUNCATE_ATTEMPTS: usize = 3;
 
-/// How often the checkpointer looks at the WAL.
-const CHECKPOINT_INTERVAL_MS: u64 = 200;
+/// Copies the whole WAL into the database file and truncates it to zero
+/// bytes; false when readers kept it from finishing (within the busy
+/// timeout) or it failed.
+fn truncate_wal(conn: &Connection) -> bool {
+    match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        r.get::<_, i64>(0)
+    }) {
+        Ok(0) => true,
+        Ok(_) => {
+            tracing::warn!(
+                "an erasure's WAL truncation waited on readers; the checkpointer retries it"
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "an erasure's WAL truncation failed; the checkpointer retries it");
+            false
+        }
+    }
+}
+
+/// How often the checkpointer looks at the WAL (and retries an erasure's
+/// truncation that could not finish at once).
+pub const CHECKPOINT_INTERVAL_MS: u64 = 200;
 
 /// Copies committed WAL frames into the database file, off the writer's path.
 /// PASSIVE never blocks the writer or readers; it stops early if a reader
 /// still needs old frames and finishes on a later round. The WAL is reused
 /// from its start once a checkpoint ends level with it, which under load
 /// only the writer's catch-up does ([`catch_up_wal`]).
-fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+fn checkpoint_loop(
+    conn: Connection,
+    stop: std::sync::mpsc::Receiver<()>,
+    erase_pending: Arc<AtomicBool>,
+) {
     let interval = std::time::Duration::from_millis(CHECKPOINT_INTERVAL_MS);
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
+        if erase_pending.swap(false, Ordering::AcqRel) {
+            if truncate_wal(&conn) {
+                continue;
+            }
+            erase_pending.store(true, Ordering::Release);
+        }
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::warn!(error = %e, "wal checkpoint failed; retrying next round");
         }
@@ -755,6 +787,123 @@ mod tests {
         store.write_unguarded(|c| insert(c, "t-3-b")).await.unwrap();
         let after = keys(&store);
         assert!(!after.contains("t-3-a") && after.contains("t-3-b"));
+    }
+
+    /// Every file of the store whose bytes hold `marker`.
+    fn files_holding(dir: &Path, marker: &[u8]) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                std::fs::read(e.path())
+                    .unwrap_or_default()
+                    .windows(marker.len())
+                    .any(|w| w == marker)
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// An erasing write answers once neither the database file nor its WAL
+    /// holds what it deleted, readers and other writes going on meanwhile.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_erasure_leaves_no_copy_in_any_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            SqliteStore::open(&dir.path().join("t.db"), &StoreLimits::default(), &[]).unwrap();
+        // Readers reading all along.
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for _ in 0..4 {
+            let (path, stop) = (dir.path().join("t.db"), stop.clone());
+            readers.push(std::thread::spawn(move || {
+                let c = open_connection(&path, 512, true).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    let _: i64 = c
+                        .query_row("SELECT COUNT(*) FROM meta", [], |r| r.get(0))
+                        .unwrap();
+                }
+            }));
+        }
+        store
+            .write(|c| {
+                c.execute_batch(
+                    "CREATE TABLE answers (v INTEGER NOT NULL, s INTEGER NOT NULL, d BLOB NOT NULL,
+                        PRIMARY KEY (v, s)) WITHOUT ROWID",
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        // Rows keyed like invites' answers, each rewritten as its blob grows.
+        for v in 1..=3i64 {
+            for step in 0..3u8 {
+                store
+                    .write(move |c| {
+                        let mut d = Vec::new();
+                        for k in 0..=step {
+                            d.extend_from_slice(&[0xA5, 0x5A, v as u8, k, 0xEE, 0x11, 0x22, 0x33]);
+                        }
+                        c.execute(
+                            "INSERT INTO answers (v, s, d) VALUES (?1, 1, ?2)
+                             ON CONFLICT (v, s) DO UPDATE SET d = excluded.d",
+                            rusqlite::params![v, d],
+                        )?;
+                        Ok(())
+                    })
+                    .await
+                    .unwrap();
+            }
+        }
+        let mark = |v: u8, k: u8| [0xA5, 0x5A, v, k, 0xEE, 0x11, 0x22, 0x33];
+        assert!(!files_holding(dir.path(), &mark(2, 0)).is_empty());
+        store
+            .write_erasing(|c| Ok(c.execute("DELETE FROM answers WHERE v = 2", [])?))
+            .await
+            .unwrap();
+        for k in 0..3 {
+            let held = files_holding(dir.path(), &mark(2, k));
+            assert!(held.is_empty(), "answer row {k}: still in {held:?}");
+        }
+        assert!(
+            !files_holding(dir.path(), &mark(3, 2)).is_empty(),
+            "the others kept"
+        );
+        for round in 0..3 {
+            let marker = format!("erase-me-{round}-7f3a9c");
+            let m = marker.clone();
+            store
+                .write(move |c| {
+                    c.execute("INSERT INTO meta (key, value) VALUES (?1, ?1)", [&m])?;
+                    // Rewritten once: an earlier image of its page in the WAL.
+                    c.execute("UPDATE meta SET value = ?1 || 'x' WHERE key = ?1", [&m])?;
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            for i in 0..50 {
+                store
+                    .write(move |c| insert(c, &format!("t-{round}-{i}")))
+                    .await
+                    .unwrap();
+            }
+            assert!(
+                !files_holding(dir.path(), marker.as_bytes()).is_empty(),
+                "readable before"
+            );
+            let m = marker.clone();
+            let gone = store
+                .write_erasing(move |c| Ok(c.execute("DELETE FROM meta WHERE key = ?1", [&m])?))
+                .await
+                .unwrap();
+            assert_eq!(gone, 1);
+            let held = files_holding(dir.path(), marker.as_bytes());
+            assert!(held.is_empty(), "round {round}: still in {held:?}");
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
     }
 
     #[test]

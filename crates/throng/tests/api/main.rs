@@ -26,6 +26,7 @@ mod comments;
 mod comments_site;
 mod events;
 mod invites;
+mod invites_rules;
 mod voting;
 mod voting_election;
 mod voting_load;

@@ -325,26 +325,12 @@ impl CommentsState {
         let outcome = self.storage.delete_comment(d).await?;
         if let store::DeleteOutcome::Deleted { course_id } = &outcome {
             self.cache.bump(*course_id);
-            self.erase().await;
         }
         Ok(outcome)
     }
 
-    /// After a deletion: no copy of the deleted text stays in the store's
-    /// files (`Store::erase_wal`). Logged, not failed: the rows are gone
-    /// either way and the checkpointer folds the WAL in later.
-    async fn erase(&self) {
-        match self.storage.erase_wal().await {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::warn!("the WAL stayed busy after a deletion; it is folded in later")
-            }
-            Err(e) => tracing::warn!(error = %e, "the WAL could not be truncated after a deletion"),
-        }
-    }
-
     /// A moderator's action; bumps the course's version when the listing
-    /// changes, and erases after a removal.
+    /// changes (a removal is an erasure: `store::CommentsStore::moderate`).
     pub async fn moderate(&self, m: store::Moderation) -> Result<store::ModOutcome, StoreError> {
         let action = m.action;
         let outcome = self.storage.moderate(m).await?;
@@ -352,9 +338,6 @@ impl CommentsState {
             if action != store::ModAction::Dismiss {
                 self.cache.bump(*course_id);
                 self.notify.notify_one();
-            }
-            if action == store::ModAction::Remove {
-                self.erase().await;
             }
         }
         Ok(outcome)

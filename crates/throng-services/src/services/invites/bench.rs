@@ -53,9 +53,26 @@ fn size(scale: Scale) -> (i64, i64) {
     }
 }
 
-fn state_request(signer: &Signer, visitor: i64, sites: i64) -> RequestSpec {
+/// Pages of a known visitor's checks in `1 / EXCLUDED_PAGE_EVERY`: the
+/// seeded sites' excluded checkout (the rest are product pages).
+const EXCLUDED_PAGE_EVERY: u64 = 8;
+
+/// A page a check names, as the snippet sends it: product pages, and
+/// every `EXCLUDED_PAGE_EVERY`th the checkout the seeded sites exclude.
+fn page_query(seq: u64) -> String {
+    if seq.is_multiple_of(EXCLUDED_PAGE_EVERY) {
+        "?page=%2Fcheckout%2Fpay&device=desktop".into()
+    } else {
+        format!("?page=%2Fshop%2Fitem-{}&device=phone", seq % 1000)
+    }
+}
+
+fn state_request(signer: &Signer, visitor: i64, sites: i64, seq: u64) -> RequestSpec {
     let site = site_of(visitor, sites);
-    let mut r = RequestSpec::get(format!("/api/invites/sites/{site}/state"));
+    let mut r = RequestSpec::get(format!(
+        "/api/invites/sites/{site}/state{}",
+        page_query(seq)
+    ));
     let signed = signer.sign_visitor(
         site,
         Visitor {
@@ -161,7 +178,7 @@ impl Experiment for InvitesBench {
             let (signer, cipher) = (signer.clone(), cipher.clone());
             Arc::new(move |seq: u64| {
                 let i = 1 + mix64(seq, 0x5EED) % visitors as u64;
-                state_request(&signer, cipher.id_of(i), sites)
+                state_request(&signer, cipher.id_of(i), sites, seq)
             })
         };
         // One new visitor per answer; the counter is shared by the warm-up
@@ -186,11 +203,14 @@ impl Experiment for InvitesBench {
         let baseline_answers = answers_at("/api/invites/baseline");
         let first_visits = Arc::new(move |seq: u64| {
             let site = 1 + (seq % sites as u64) as i64;
-            RequestSpec::get(format!("/api/invites/sites/{site}/state"))
+            RequestSpec::get(format!(
+                "/api/invites/sites/{site}/state{}",
+                page_query(seq)
+            ))
         });
         vec![
             Workload {
-                name: "GET state, known visitor (6M rows)".into(),
+                name: "GET state, known visitor, page rules (6M rows)".into(),
                 factory: known,
                 ok_statuses: vec![200],
                 target_ratio_min: Some(0.8),
@@ -237,8 +257,10 @@ impl Experiment for InvitesBench {
              Express; 10 threads x 1,000 sequential calls; a table of (Id bigint, Response tinyint), 6M rows \
              with a clustered index; the production target was 300-400 req/s, 800-1,000 at peak"
                 .into(),
-            "here: one process, the load generator beside it; a known visitor's check is a signed-id \
-             check and one point lookup in the 6M-row table; an answer is one durable write (group \
+            "here: one process, the load generator beside it; a known visitor's check names its page \
+             (one in 8 the checkout the seeded sites exclude, matched by the site's patterns compiled in \
+             memory) and is a signed-id check and the visitor's standing (memory on SQLite, one point \
+             lookup in the 6M-row table on PostgreSQL); an answer is one durable write (group \
              commit, fsync before the answer) with the site's counts in the same transaction"
                 .into(),
             "write-up's design (bench/baseline.rs, same server and data, on the bench's child servers only): the \
@@ -269,5 +291,12 @@ mod tests {
         let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
         let display = body["displayId"].as_str().unwrap();
         assert!(s.verify_display(site, visitor_id(7), display).is_some());
+        let check = state_request(&s, visitor_id(7), 4, 8);
+        assert!(check
+            .path_and_query
+            .ends_with("/state?page=%2Fcheckout%2Fpay&device=desktop"));
+        assert!(state_request(&s, visitor_id(7), 4, 9)
+            .path_and_query
+            .contains("page=%2Fshop%2Fitem-9"));
     }
 }

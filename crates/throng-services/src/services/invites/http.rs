@@ -31,15 +31,17 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
 use super::model::{
-    Answer, AnswerState, Outcome, SiteInput, Standing, Style, Texts, Trigger, SITES_MAX,
+    page_path, Answer, AnswerState, Device, Outcome, SiteInput, Standing, Style, Texts, Trigger,
+    Visit, SITES_MAX,
 };
 use super::signed::{Signer, Visitor, DISPLAY_CHARS, VISITOR_CHARS};
-use super::sites::{self, SiteEntry};
+use super::sites::{self, SiteEntry, Tally};
 use super::store::{self, answers::AnswerCmd};
 use super::InvitesState;
-use crate::base::clock::{now_ms, rfc3339_ms};
+use crate::base::clock::{day_of, day_text, parse_day, rfc3339_ms};
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
+use crate::platform::extract::ApiQuery;
 use crate::platform::extract::{ApiJson, ApiPath};
 use crate::platform::openapi::{
     closed_object, enum_schema, format_schema, int_schema, nullable, small_int_schema,
@@ -48,6 +50,9 @@ use crate::platform::openapi::{
 
 /// The header that carries the signed visitor id.
 pub const VISITOR_HEADER: &str = "x-invites-visitor";
+/// The header that carries the browser's pacing token (see
+/// `Signer::sign_pacing`).
+pub const PACING_HEADER: &str = "x-invites-pacing";
 /// Seconds a browser may cache a CORS preflight.
 const PREFLIGHT_MAX_AGE_S: u32 = 600;
 /// The first-party cookie's lifetime (Chromium's cap, 400 days).
@@ -67,6 +72,7 @@ where
         .routes(routes!(pause_site))
         .routes(routes!(resume_site))
         .routes(routes!(site_stats))
+        .routes(routes!(site_results))
         .merge(
             // The page's calls; the preflight is documented once, on .../answers.
             OpenApiRouter::default()
@@ -169,7 +175,7 @@ fn with_cors(mut res: Response, origin: Option<HeaderValue>) -> Response {
 #[utoipa::path(options, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
     params(("site_id" = i64, Path, example = 1),
            ("Origin" = Option<String>, Header, description = "One of the site's allowedOrigins", example = "https://shop.example")),
-    responses((status = 204, description = "CORS preflight: Access-Control-Allow-Origin (the origin), -Methods GET, POST, DELETE, -Headers content-type, x-invites-visitor, -Max-Age 600. The same for .../state and .../visitor."),
+    responses((status = 204, description = "CORS preflight: Access-Control-Allow-Origin (the origin), -Methods GET, POST, DELETE, -Headers content-type, x-invites-visitor, x-invites-pacing, -Max-Age 600. The same for .../state and .../visitor."),
               (status = 403, description = "origin_not_allowed (with Access-Control-Allow-Origin: the origin, so a page's script can read the envelope; every error of .../state, .../answers and .../visitor carries it)"),
               (status = 404, description = "site_not_found")))]
 pub async fn preflight(
@@ -187,7 +193,7 @@ pub async fn preflight(
     );
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("content-type, x-invites-visitor"),
+        HeaderValue::from_static("content-type, x-invites-visitor, x-invites-pacing"),
     );
     h.insert(
         header::ACCESS_CONTROL_MAX_AGE,
@@ -268,15 +274,21 @@ pub struct VisitorState {
     pub closes_max: i64,
     /// Whether to show the popup now.
     pub show: bool,
-    /// Why not: site_paused, not_yet_active, ended, not_sampled,
-    /// answered_yes, answered_no or closed_out; null when shown.
+    /// Why not: site_paused, not_yet_active, ended, page_excluded,
+    /// device_excluded, answered_yes, answered_no, closed_out, not_sampled
+    /// or visitor_cap; null when shown.
     pub reason: Option<String>,
     /// When shown: the display to answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_id: Option<String>,
-    /// When shown: the survey's URL, absolute.
+    /// When shown: the survey's URL, absolute, its placeholders
+    /// ({visitor}, {display}, {page}, {site}) filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survey_url: Option<String>,
+    /// When shown: the browser's pacing token to keep and send back in
+    /// X-Invites-Pacing (the days of its recent invitations, for the cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<String>,
     /// When shown: the popup's texts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub popup: Option<Texts>,
@@ -290,9 +302,21 @@ pub struct VisitorState {
     pub style: Option<Style>,
 }
 
+/// What a page's check says of where it runs.
+#[derive(Deserialize, Debug, Default)]
+pub struct StateQuery {
+    /// The page's URL or path.
+    pub page: Option<String>,
+    /// desktop, phone or tablet.
+    pub device: Option<String>,
+}
+
 /// A visitor's standing, and whether to show the popup now
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/state", tag = "invites",
     params(("site_id" = i64, Path),
+           ("page" = Option<String>, Query, description = "The page's URL (or path): its path is matched against the site's pagesInclude/pagesExclude and counted in the results; anything but an http(s) URL or a /path is no page", example = "https://shop.example/checkout/done?order=1"),
+           ("device" = Option<String>, Query, description = "desktop, phone or tablet, as the page sees itself; missing or another value: from the User-Agent", example = "phone"),
+           ("X-Invites-Pacing" = Option<String>, Header, description = "The pacing token an earlier answer returned (the days of this browser's recent invitations, for the site's capInvitations); missing or forged: none"),
            ("X-Invites-Visitor" = Option<String>, Header, description = "The signed visitor id (27 characters) an earlier answer returned; missing, forged or altered: a new visitor"),
            ("Origin" = Option<String>, Header, description = "A cross-origin page's origin: one of the site's allowedOrigins")),
     responses((status = 200, body = VisitorState, description = "The visitor's standing and whether to show the popup. Set-Cookie throng_iv_{siteId} (first-party use). Cache-Control: no-store.",
@@ -310,12 +334,38 @@ pub struct VisitorState {
 pub async fn visitor_state(
     State(st): State<Arc<InvitesState>>,
     ApiPath(site_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<StateQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let e = entry(&st, site_id)?;
     let origin = allowed_origin(&e, &headers)?;
     let site = e.site();
-    let now = now_ms();
+    let now = st.clock.now_ms();
+    let today = day_of(now);
+    let page = q.page.as_deref().and_then(page_path);
+    let device = q
+        .device
+        .as_deref()
+        .and_then(Device::parse)
+        .unwrap_or_else(|| {
+            Device::from_user_agent(
+                headers
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(""),
+            )
+        });
+    let pacing_sent = headers.get(PACING_HEADER).and_then(|v| v.to_str().ok());
+    // Verified only where a cap reads it (or a display adds to it).
+    let pacing = |sent: Option<&str>| {
+        sent.map(|t| st.signer.verify_pacing(&site.owner, t.trim()))
+            .unwrap_or_default()
+    };
+    let mut invited_days = if site.cap_invitations > 0 {
+        pacing(pacing_sent)
+    } else {
+        Vec::new()
+    };
     let claimed = claimed_visitor_signed(&st.signer, site_id, &headers);
     let known_text = claimed.map(|(_, text)| text);
     let (visitor, standing) = match claimed.map(|(v, _)| v) {
@@ -338,6 +388,9 @@ pub async fn visitor_state(
             (v, Standing::default())
         }
     };
+    // As the rules see it: a "No" or closed-out standing whose wait has
+    // passed is asked again, its closes afresh.
+    let standing = site.rules().reopen(standing, today);
     // A known visitor's signed id is the text it sent (signing is
     // deterministic): not signed again.
     let signed = match known_text {
@@ -357,16 +410,35 @@ pub async fn visitor_state(
     body.push_str(itoa::Buffer::new().format(standing.closes));
     body.push_str(",\"closesMax\":");
     body.push_str(itoa::Buffer::new().format(site.closes_max));
-    match site.decide(now, visitor.sampled, standing) {
+    let visit = Visit {
+        page: page.as_deref(),
+        device,
+        targeting: &e.targeting,
+        invited_days: &invited_days,
+    };
+    match site.decide(now, visitor.sampled, standing, &visit) {
         Ok(()) => {
             e.seen.displays.fetch_add(1, Ordering::Relaxed);
+            e.seen.tally(today, page.as_deref(), Tally::Shown);
             let (_, display) = st.signer.new_display(site_id, visitor.id);
+            if site.cap_invitations == 0 {
+                invited_days = pacing(pacing_sent);
+            }
+            invited_days.push(today);
+            let link = e.survey_link(
+                &st.public_url.base(&headers),
+                visitor.id,
+                &display,
+                page.as_deref(),
+            );
             body.push_str(",\"show\":true,\"reason\":null,\"displayId\":\"");
             body.push_str(&display);
             body.push_str("\",\"surveyUrl\":");
-            body.push_str(
-                &serde_json::Value::from(e.survey_url(&st.public_url.base(&headers))).to_string(),
-            );
+            body.push_str(&serde_json::Value::from(link).to_string());
+            // base64url: nothing to escape.
+            body.push_str(",\"pacing\":\"");
+            body.push_str(&st.signer.sign_pacing(&site.owner, &invited_days));
+            body.push('"');
             body.push_str(&e.show_json);
         }
         Err(why) => {
@@ -401,6 +473,11 @@ pub struct AnswerRequest {
     /// The displayId of the popup answered.
     #[schema(value_type = DisplayId, inline)]
     pub display_id: String,
+    /// The page's URL (or path) it was answered on, for the results by
+    /// page and the survey link's {page}.
+    #[serde(default)]
+    #[schema(max_length = 2000)]
+    pub page: Option<String>,
 }
 
 crate::schema_type!(
@@ -422,7 +499,7 @@ pub struct Answered {
     pub closes_max: i64,
     /// False: this display was answered before, nothing changed.
     pub counted: bool,
-    /// The survey's URL (absolute), on yes.
+    /// The survey's URL (absolute, its placeholders filled in), on yes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survey_url: Option<String>,
 }
@@ -457,6 +534,17 @@ pub struct SiteOut {
     pub delay_seconds: i64,
     pub scroll_percent: i64,
     pub style: Style,
+    pub owner: String,
+    pub pages_include: Vec<String>,
+    pub pages_exclude: Vec<String>,
+    pub devices: Vec<Device>,
+    /// 0: never.
+    pub ask_again_after_no_days: i64,
+    /// 0: never.
+    pub ask_again_after_closes_days: i64,
+    /// 0: no cap.
+    pub cap_invitations: i64,
+    pub cap_days: i64,
     /// RFC 3339.
     pub created_at: String,
     /// RFC 3339.
@@ -527,6 +615,17 @@ pub async fn post_answer(
 ) -> ApiResult<Response> {
     let checked = check_answer(&st, site_id, request).await?;
     let outcome = st.storage.answer(checked.cmd).await?;
+    if outcome.1 == Outcome::Counted {
+        let tally = match checked.cmd.answer {
+            Answer::Yes => Tally::Yes,
+            Answer::No => Tally::No,
+            Answer::Close => Tally::Closed,
+        };
+        checked
+            .entry
+            .seen
+            .tally(day_of(checked.cmd.now_ms), checked.page.as_deref(), tally);
+    }
     answer_response(&checked, outcome)
 }
 
@@ -534,8 +633,10 @@ pub async fn post_answer(
 pub(super) struct CheckedAnswer {
     entry: Arc<SiteEntry>,
     origin: Option<HeaderValue>,
-    /// The site's survey URL, absolute.
+    /// The site's survey URL, absolute, its placeholders filled in.
     survey_url: String,
+    /// The page's path, if the answer named one.
+    page: Option<String>,
     pub(super) cmd: AnswerCmd,
 }
 
@@ -549,7 +650,7 @@ pub(super) async fn check_answer(
 ) -> ApiResult<CheckedAnswer> {
     let e = entry(st, site_id)?;
     let origin = allowed_origin(&e, request.headers())?;
-    let survey_url = e.survey_url(&st.public_url.base(request.headers()));
+    let base = st.public_url.base(request.headers());
     let visitor =
         claimed_visitor(&st.signer, site_id, request.headers()).ok_or_else(visitor_required)?;
     let ApiJson(req) = ApiJson::<AnswerRequest>::from_request(request, &()).await?;
@@ -563,7 +664,9 @@ pub(super) async fn check_answer(
                 "displayId: send the displayId of a popup GET .../state showed this visitor",
             )
         })?;
-    let now = now_ms();
+    let page = req.page.as_deref().and_then(page_path);
+    let survey_url = e.survey_link(&base, visitor.id, req.display_id.trim(), page.as_deref());
+    let now = st.clock.now_ms();
     let site = e.site();
     if let Err(why) = site.active(now) {
         return Err(ApiError::conflict(
@@ -576,7 +679,7 @@ pub(super) async fn check_answer(
         visitor_id: st.storage.visitor_key(visitor.id),
         display,
         answer: req.answer,
-        closes_max: site.closes_max,
+        rules: site.rules(),
         now_ms: now,
         shard: st.storage.counts_shard(),
     };
@@ -584,6 +687,7 @@ pub(super) async fn check_answer(
         entry: e,
         origin,
         survey_url,
+        page,
         cmd,
     })
 }
@@ -698,6 +802,14 @@ fn site_json(e: &SiteEntry, base: &str) -> SiteOut {
         delay_seconds: s.delay_seconds,
         scroll_percent: s.scroll_percent,
         style: s.style,
+        owner: s.owner.clone(),
+        pages_include: s.pages_include.clone(),
+        pages_exclude: s.pages_exclude.clone(),
+        devices: s.devices.clone(),
+        ask_again_after_no_days: s.ask_again_after_no_days,
+        ask_again_after_closes_days: s.ask_again_after_closes_days,
+        cap_invitations: s.cap_invitations,
+        cap_days: s.cap_days,
         created_at: rfc3339_ms(e.row.created_at_ms),
         updated_at: rfc3339_ms(e.row.updated_at_ms),
         snippet: format!(
@@ -747,7 +859,7 @@ pub async fn create_site(
 ) -> ApiResult<Response> {
     caller.require(Role::ADMIN)?;
     let site = input.apply(None)?;
-    let id = store::create_site(&st.store, &site, now_ms(), SITES_MAX as i64)
+    let id = store::create_site(&st.store, &site, st.clock.now_ms(), SITES_MAX as i64)
         .await?
         .ok_or_else(|| {
             ApiError::conflict(
@@ -830,7 +942,7 @@ async fn change_site(
 ) -> ApiResult<Json<SiteOut>> {
     let e = entry(st, site_id)?;
     let site = input.apply(Some(e.site()))?;
-    if !store::update_site(&st.store, site_id, &site, now_ms()).await? {
+    if !store::update_site(&st.store, site_id, &site, st.clock.now_ms()).await? {
         return Err(site_not_found(site_id));
     }
     reload(st).await?;
@@ -955,6 +1067,243 @@ pub async fn site_stats(
     }))
 }
 
+/// Days a results read may span, and the span without `from`.
+pub const RESULTS_DAYS_MAX: i64 = 366;
+pub const RESULTS_DAYS_DEFAULT: i64 = 30;
+
+/// The days of a site's results.
+#[derive(Deserialize, Debug, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ResultsQuery {
+    /// First day, YYYY-MM-DD (UTC). Default: 29 days before `to`.
+    #[param(example = "2030-01-01")]
+    pub from: Option<String>,
+    /// Last day, YYYY-MM-DD (UTC), at most 366 days after `from`. Default: today.
+    #[param(example = "2030-01-30")]
+    pub to: Option<String>,
+}
+
+/// Shown, yes, no and closed of one day (every day of the range, zeros
+/// included).
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DayResults {
+    /// YYYY-MM-DD (UTC).
+    pub day: String,
+    pub shown: i64,
+    pub yes: i64,
+    pub no: i64,
+    /// Closes (each close of the popup).
+    pub closed: i64,
+}
+
+/// Shown, yes, no and closed of one page over the range.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PageResults {
+    /// The page's path; "(none)": checks that named no page; "(other)":
+    /// pages past the 500 a node counts per day.
+    pub page: String,
+    pub shown: i64,
+    pub yes: i64,
+    pub no: i64,
+    pub closed: i64,
+}
+
+/// Shown, yes, no and closed of one page on one day.
+#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResultRow {
+    pub day: String,
+    pub page: String,
+    pub shown: i64,
+    pub yes: i64,
+    pub no: i64,
+    pub closed: i64,
+}
+
+/// A site's results over a range of days.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SiteResults {
+    pub site_id: i64,
+    pub from: String,
+    pub to: String,
+    /// Every day of the range, in order.
+    pub days: Vec<DayResults>,
+    /// The pages, most shown first.
+    pub pages: Vec<PageResults>,
+    /// By day, then page.
+    pub rows: Vec<ResultRow>,
+    /// Rows past 20,000 were left out (a shorter range reads them).
+    pub truncated: bool,
+}
+
+fn invalid_query(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request("invalid_query", message)
+}
+
+/// The range of days a results read asks for.
+fn results_range(q: &ResultsQuery, today: i32) -> ApiResult<(i32, i32)> {
+    let day = |field: &str, v: &Option<String>| -> ApiResult<Option<i32>> {
+        v.as_deref()
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                parse_day(t).ok_or_else(|| {
+                    invalid_query(format!("{field}: a day as YYYY-MM-DD, e.g. 2030-01-31"))
+                })
+            })
+            .transpose()
+    };
+    let to = day("to", &q.to)?.unwrap_or(today);
+    let from = day("from", &q.from)?.unwrap_or(to - (RESULTS_DAYS_DEFAULT as i32 - 1));
+    if from > to {
+        return Err(invalid_query("from: on or before to"));
+    }
+    if (to - from) as i64 >= RESULTS_DAYS_MAX {
+        return Err(invalid_query(format!(
+            "from..to: at most {RESULTS_DAYS_MAX} days; ask for a shorter range"
+        )));
+    }
+    Ok((from, to))
+}
+
+/// A CSV field: quoted when it holds a comma, quote or line break, and a
+/// leading `=`, `+`, `-` or `@` made text for spreadsheets.
+fn csv_field(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+/// A site's results by day and page: shown, yes, no, closed (admin)
+#[utoipa::path(get, path = "/api/invites/sites/{site_id}/results", tag = "invites",
+    params(("site_id" = i64, Path, example = 1), ResultsQuery,
+           ("Accept" = Option<String>, Header, description = "text/csv: the rows as CSV (day,page,shown,yes,no,closed)", example = "text/csv")),
+    security(("bearer" = [])),
+    responses((status = 200, description = "Invitations shown and answers (yes, no, each close) per day (UTC) and page. Counted in each node's memory and added every --invites-flush-ms (this node's before answering).",
+               content((SiteResults = "application/json", example = json!({"siteId": 1, "from": "2030-01-01", "to": "2030-01-02",
+                   "days": [{"day": "2030-01-01", "shown": 120, "yes": 14, "no": 40, "closed": 30},
+                            {"day": "2030-01-02", "shown": 0, "yes": 0, "no": 0, "closed": 0}],
+                   "pages": [{"page": "/checkout/done", "shown": 120, "yes": 14, "no": 40, "closed": 30}],
+                   "rows": [{"day": "2030-01-01", "page": "/checkout/done", "shown": 120, "yes": 14, "no": 40, "closed": 30}],
+                   "truncated": false})),
+                       (String = "text/csv", example = "day,page,shown,yes,no,closed\n2030-01-01,/checkout/done,120,14,40,30\n"))),
+              (status = 400, description = "invalid_query (from, to: YYYY-MM-DD, from on or before to, at most 366 days), invalid_path"),
+              (status = 401, description = "missing_token, invalid_token, token_expired"),
+              (status = 403, description = "forbidden (not an admin token)"),
+              (status = 404, description = "site_not_found"),
+              (status = 503, description = "store_unavailable")))]
+pub async fn site_results(
+    State(st): State<Arc<InvitesState>>,
+    caller: Caller,
+    ApiPath(site_id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<ResultsQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require(Role::ADMIN)?;
+    entry(&st, site_id)?;
+    let (from, to) = results_range(&q, st.clock.today())?;
+    sites::flush(&st.store, &st.sites, st.storage.counts_shard()).await;
+    let (rows, truncated) = store::daily_rows(&st.store, site_id, from, to).await?;
+    let csv = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/csv"));
+    if csv {
+        let mut out = String::from("day,page,shown,yes,no,closed\n");
+        for r in &rows {
+            let [shown, yes, no, closed] = r.counts;
+            out.push_str(&format!(
+                "{},{},{shown},{yes},{no},{closed}\n",
+                day_text(r.day),
+                csv_field(&r.page)
+            ));
+        }
+        let disposition = format!(
+            "attachment; filename=\"invites-site-{site_id}-{}-{}.csv\"",
+            day_text(from),
+            day_text(to)
+        );
+        let mut res = (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/csv; charset=utf-8"),
+            )],
+            out,
+        )
+            .into_response();
+        if let Ok(v) = HeaderValue::from_str(&disposition) {
+            res.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+        }
+        return Ok(res);
+    }
+    let mut days: Vec<DayResults> = (from..=to)
+        .map(|d| DayResults {
+            day: day_text(d),
+            shown: 0,
+            yes: 0,
+            no: 0,
+            closed: 0,
+        })
+        .collect();
+    let mut pages: std::collections::HashMap<&str, [i64; 4]> = Default::default();
+    for r in &rows {
+        let d = &mut days[(r.day - from) as usize];
+        let [shown, yes, no, closed] = r.counts;
+        d.shown += shown;
+        d.yes += yes;
+        d.no += no;
+        d.closed += closed;
+        let p = pages.entry(r.page.as_str()).or_default();
+        for (sum, n) in p.iter_mut().zip(r.counts) {
+            *sum += n;
+        }
+    }
+    let mut pages: Vec<PageResults> = pages
+        .into_iter()
+        .map(|(page, [shown, yes, no, closed])| PageResults {
+            page: page.to_string(),
+            shown,
+            yes,
+            no,
+            closed,
+        })
+        .collect();
+    pages.sort_by(|a, b| b.shown.cmp(&a.shown).then_with(|| a.page.cmp(&b.page)));
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let [shown, yes, no, closed] = r.counts;
+            ResultRow {
+                day: day_text(r.day),
+                page: r.page.clone(),
+                shown,
+                yes,
+                no,
+                closed,
+            }
+        })
+        .collect();
+    Ok(Json(SiteResults {
+        site_id,
+        from: day_text(from),
+        to: day_text(to),
+        days,
+        pages,
+        rows,
+        truncated,
+    })
+    .into_response())
+}
+
 crate::schema_type!(
     /// A visitor id where one is required: an empty one names none (400
     /// `visitor_required`); on .../state it is a new visitor.
@@ -984,9 +1333,11 @@ crate::schema_type!(for SiteChange => site_input(&[]));
 /// the stored settings.
 fn site_input(required: &[&'static str]) -> Object {
     use super::model::{
-        BAD_URL_CHARS_CLASS, BUTTON_CHARS_MAX, CLOSES_MAX_LIMIT, DELAY_SECONDS_MAX, HOST_PATTERN,
-        NAME_CHARS_MAX, ORIGINS_MAX, ORIGIN_CHARS_MAX, PORT_PATTERN, RETENTION_DAYS_MAX,
-        SCROLL_PERCENT_MAX, SCROLL_PERCENT_MIN, TEXT_CHARS_MAX, TITLE_CHARS_MAX, URL_CHARS_MAX,
+        ASK_AGAIN_DAYS_MAX, BAD_URL_CHARS_CLASS, BUTTON_CHARS_MAX, CAP_DAYS_MAX,
+        CAP_INVITATIONS_MAX, CLOSES_MAX_LIMIT, DELAY_SECONDS_MAX, HOST_PATTERN, NAME_CHARS_MAX,
+        ORIGINS_MAX, ORIGIN_CHARS_MAX, OWNER_CHARS_MAX, PAGE_PATTERNS_MAX, PATTERN_CHARS_MAX,
+        PORT_PATTERN, RETENTION_DAYS_MAX, SCROLL_PERCENT_MAX, SCROLL_PERCENT_MIN, TEXT_CHARS_MAX,
+        TITLE_CHARS_MAX, URL_CHARS_MAX,
     };
     let no_controls = || Some("^[^\\x00-\\x1f\\x7f-\\x9f]*$");
     let string = |max: usize, pattern: String| {
@@ -1032,7 +1383,34 @@ fn site_input(required: &[&'static str]) -> Object {
         ],
         &["title", "body", "yes", "no", "close"],
     );
-    let fields: [(&'static str, RefOr<Schema>); 12] = [
+    let patterns = || {
+        ArrayBuilder::new()
+            .items(string(PATTERN_CHARS_MAX, "^/[!-~]*$".into()))
+            .max_items(Some(PAGE_PATTERNS_MAX))
+    };
+    let fields: [(&'static str, RefOr<Schema>); 20] = [
+        ("owner", text(OWNER_CHARS_MAX).into()),
+        ("pagesInclude", patterns().into()),
+        ("pagesExclude", patterns().into()),
+        (
+            "devices",
+            ArrayBuilder::new()
+                .items(names(&Device::ALL.map(Device::name)))
+                .into(),
+        ),
+        (
+            "askAgainAfterNoDays",
+            small_int_schema(0, ASK_AGAIN_DAYS_MAX).into(),
+        ),
+        (
+            "askAgainAfterClosesDays",
+            small_int_schema(0, ASK_AGAIN_DAYS_MAX).into(),
+        ),
+        (
+            "capInvitations",
+            small_int_schema(0, CAP_INVITATIONS_MAX).into(),
+        ),
+        ("capDays", small_int_schema(1, CAP_DAYS_MAX).into()),
         (
             "name",
             string(NAME_CHARS_MAX, no_controls().unwrap().into())

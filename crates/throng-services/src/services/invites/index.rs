@@ -1,10 +1,11 @@
-//! Every visitor's standing in memory, one byte each, on the embedded store.
+//! Every visitor's standing in memory, one byte each (and the day of its
+//! last answer, two more), on the embedded store.
 //!
 //! A visitor minted here is a dense number under a cipher
 //! (`visitor_ids.rs`), and the embedded store keys `invites_answers` by that
 //! number (`key_of`): a new visitor's answer appends to the table's B-tree
 //! instead of dirtying a random page of it, and the standings of visitors
-//! `1..n` fit in an array of `n` bytes: 6,000,000 visitors in 6 MB, where
+//! `1..n` fit in arrays of `n` bytes and `n` days: 6,000,000 visitors in 18 MB, where
 //! the table is ~170 MB. A known visitor's check reads one byte instead of a
 //! B-tree (the write-up's 4,300 point queries/s on 6M rows were its limit).
 //! Rows a store kept under visitor ids (before numbers) are rekeyed once,
@@ -34,7 +35,7 @@
 //! (visitors minted after `--invites-memory-visitors-max`, random ids from
 //! before the cipher) read the table.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -59,10 +60,31 @@ const NO_ROW: u8 = 0;
 const ASK_TABLE: u8 = 0xFF;
 const SET: u8 = 0x80;
 
-type Chunk = Box<[AtomicU8]>;
+/// A chunk's standings, a byte each, and the day of each one's last
+/// answer (days since the Unix epoch, 2 bytes: until 2149), which the
+/// rules asking again after "No" or closes read.
+struct Chunk {
+    bytes: Box<[AtomicU8]>,
+    days: Box<[AtomicU16]>,
+}
+
+impl std::ops::Index<usize> for Chunk {
+    type Output = AtomicU8;
+    fn index(&self, i: usize) -> &AtomicU8 {
+        &self.bytes[i]
+    }
+}
 
 fn new_chunk() -> Chunk {
-    (0..CHUNK).map(|_| AtomicU8::new(NO_ROW)).collect()
+    Chunk {
+        bytes: (0..CHUNK).map(|_| AtomicU8::new(NO_ROW)).collect(),
+        days: (0..CHUNK).map(|_| AtomicU16::new(0)).collect(),
+    }
+}
+
+/// A day as the array keeps it (days before 1970 or after 2149 clamp).
+fn day_u16(day: i32) -> u16 {
+    day.clamp(0, u16::MAX as i32) as u16
 }
 
 fn encode(s: Standing) -> u8 {
@@ -72,6 +94,14 @@ fn encode(s: Standing) -> u8 {
     SET | (s.state as u8) << 4 | (s.closes.clamp(0, 15) as u8)
 }
 
+/// `decode`'s standing with its day.
+fn decode_at(b: u8, day: u16) -> Option<Standing> {
+    decode(b).map(|s| Standing {
+        day: if b == NO_ROW { 0 } else { day as i32 },
+        ..s
+    })
+}
+
 fn decode(b: u8) -> Option<Standing> {
     match b {
         NO_ROW => Some(Standing::default()),
@@ -79,6 +109,7 @@ fn decode(b: u8) -> Option<Standing> {
         _ => Some(Standing {
             state: AnswerState::from_i64(((b >> 4) & 0x3) as i64)?,
             closes: (b & 0x0F) as i64,
+            day: 0,
         }),
     }
 }
@@ -111,13 +142,18 @@ impl StandingIndex {
     }
 
     fn slot<R>(&self, key: i64, f: impl FnOnce(&AtomicU8) -> R) -> Option<R> {
+        self.slot_day(key, |b, _| f(b))
+    }
+
+    fn slot_day<R>(&self, key: i64, f: impl FnOnce(&AtomicU8, &AtomicU16) -> R) -> Option<R> {
         if key < 1 {
             return None;
         }
         let n = key as u64;
         let chunks = self.chunks.load();
         let chunk = chunks.get((n / CHUNK) as usize)?;
-        Some(f(&chunk[(n % CHUNK) as usize]))
+        let i = (n % CHUNK) as usize;
+        Some(f(&chunk.bytes[i], &chunk.days[i]))
     }
 
     /// The standing of the visitor with this key from memory; `None`: read
@@ -126,8 +162,13 @@ impl StandingIndex {
         if !self.ready.load(Ordering::Acquire) {
             return None;
         }
-        self.slot(key, |b| b.load(Ordering::Acquire))
-            .and_then(decode)
+        self.slot_day(key, |b, d| {
+            // The day is stored before the byte (Release), so a byte read
+            // with Acquire sees its day.
+            let b = b.load(Ordering::Acquire);
+            (b, d.load(Ordering::Relaxed))
+        })
+        .and_then(|(b, d)| decode_at(b, d))
     }
 
     /// Inside a writer command: the visitor's standing is now `s` (`None`:
@@ -135,7 +176,9 @@ impl StandingIndex {
     /// (answers with two sites) keeps doing so until the next load.
     pub fn record(&self, key: i64, s: Option<Standing>) {
         let new = s.map_or(NO_ROW, encode);
-        self.slot(key, |slot| {
+        let day = s.map_or(0, |s| day_u16(s.day));
+        self.slot_day(key, |slot, d| {
+            d.store(day, Ordering::Relaxed);
             let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
                 (b != ASK_TABLE).then_some(new)
             });
@@ -175,9 +218,9 @@ impl StandingIndex {
         });
     }
 
-    /// Bytes the array holds.
+    /// Bytes the array holds (a standing's byte and its day's two).
     pub fn bytes(&self) -> u64 {
-        self.chunks.load().len() as u64 * CHUNK
+        self.chunks.load().len() as u64 * CHUNK * 3
     }
 
     /// Takes the array out of use until [`StandingIndex::install`]: a
@@ -212,8 +255,8 @@ pub struct Fresh {
 }
 
 impl Fresh {
-    /// A row of the table: (visitor key, state, closes).
-    pub fn hold(&mut self, key: i64, state: i64, closes: i64) {
+    /// A row of the table: (visitor key, state, closes, its time).
+    pub fn hold(&mut self, key: i64, state: i64, closes: i64, updated_at_ms: i64) {
         if key < 1 {
             return;
         }
@@ -222,11 +265,19 @@ impl Fresh {
             return;
         };
         let slot = &chunk[(n % CHUNK) as usize];
+        chunk.days[(n % CHUNK) as usize].store(
+            day_u16(crate::base::clock::day_of(updated_at_ms)),
+            Ordering::Relaxed,
+        );
         // A second row of one visitor (another site's) is not one byte:
         // its checks read the table.
         let b = match AnswerState::from_i64(state) {
             _ if slot.load(Ordering::Relaxed) != NO_ROW => ASK_TABLE,
-            Some(state) if (0..16).contains(&closes) => encode(Standing { state, closes }),
+            Some(state) if (0..16).contains(&closes) => encode(Standing {
+                state,
+                closes,
+                day: 0,
+            }),
             _ => ASK_TABLE,
         };
         slot.store(b, Ordering::Relaxed);
@@ -341,6 +392,7 @@ mod tests {
                 let s = Standing {
                     state: AnswerState::from_i64(state).unwrap(),
                     closes,
+                    day: 0,
                 };
                 let b = encode(s);
                 assert!(b != NO_ROW && b != ASK_TABLE);
@@ -369,6 +421,7 @@ mod tests {
         let s = Standing {
             state: AnswerState::No,
             closes: 2,
+            day: 20_000,
         };
         index.record(inside, Some(s));
         assert_eq!(index.get(inside), Some(s));
@@ -376,7 +429,7 @@ mod tests {
         assert_eq!(index.get(inside), None);
         // Growth stops at the bound.
         index.cover(100 * CHUNK);
-        assert_eq!(index.bytes(), 2 * CHUNK);
+        assert_eq!(index.bytes(), 2 * CHUNK * 3);
         assert_eq!(index.get(outside), Some(Standing::default()));
         index.invalidate();
         assert_eq!(index.get(outside), None);

@@ -1,8 +1,11 @@
 //! Invites: survey invitation popups for busy sites (the survey write-up). A script
 //! on a customer's page (`/invite.js`) asks whether to invite the current
-//! visitor; a popup offers Yes (the survey opens in a new tab), No (never
-//! asked again) and close (asked again next time; after three closes never
-//! again). See ARCHITECTURE.md ("Invites").
+//! visitor; a popup offers Yes (the survey opens in a new tab), No (not
+//! asked again, or after the site's `askAgainAfterNoDays`) and close (asked
+//! again next time; after three closes not again, or after
+//! `askAgainAfterClosesDays`). Each site also chooses the pages and devices
+//! it shows on, the share of visitors, and a cap on invitations per visitor
+//! across its owner's sites (`model.rs`). See ARCHITECTURE.md ("Invites").
 //!
 //! Sites (campaigns) are few and kept in memory by every node (`sites.rs`);
 //! a visitor is a signed random id (`signed.rs`) the script keeps in the
@@ -132,6 +135,7 @@ impl Service for Invites {
                 .with_worker(sites::spawn_purger(
                     state.storage.clone(),
                     state.sites.clone(),
+                    state.clock.clone(),
                     Duration::from_secs(args.invites_purge_interval_s),
                 ));
         }
@@ -143,13 +147,21 @@ impl Service for Invites {
     }
 
     fn links(&self) -> Vec<Link> {
-        vec![Link {
-            kind: LinkKind::Page,
-            href: "/invites/demo",
-            title: "Survey invitation",
-            about:
-                "a host page with the invitation popup (/invite.js): yes, no, or close three times.",
-        }]
+        vec![
+            Link {
+                kind: LinkKind::Page,
+                href: "/invites/demo",
+                title: "Survey invitation",
+                about:
+                    "a host page with the invitation popup (/invite.js): yes, no, or close three times.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/invites/admin",
+                title: "Survey invitation admin",
+                about: "sites and their rules, the snippet, pause and resume, results by day and page (admin token).",
+            },
+        ]
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
@@ -168,6 +180,8 @@ pub struct InvitesState {
     pub signer: signed::Signer,
     pub sites: Arc<ArcSwap<sites::Sites>>,
     pub cookie_secure: bool,
+    /// The time every rule reads (the system's; tests move it on).
+    pub clock: crate::base::clock::Clock,
     /// Where browsers reach this server: the base of the snippet's and the
     /// survey's absolute URLs.
     pub public_url: crate::platform::public_url::PublicUrl,
@@ -194,6 +208,7 @@ impl InvitesState {
             signer: signed::Signer::new(platform.keys.derive(signed::KEY_PURPOSE)),
             sites: Arc::new(ArcSwap::from_pointee(sites)),
             cookie_secure: args.invites_cookie_secure,
+            clock: crate::base::clock::Clock::system(),
             public_url: platform.public_url.clone(),
             loaded_generation: generation,
             loaded_answers,

@@ -35,6 +35,26 @@ pub const SCROLL_PERCENT_MIN: i64 = 1;
 pub const SCROLL_PERCENT_MAX: i64 = 100;
 /// Sites a store holds at most (each is kept in memory by every node).
 pub const SITES_MAX: usize = 10_000;
+/// Page patterns a site may list, to include and to exclude each.
+pub const PAGE_PATTERNS_MAX: usize = 50;
+/// Characters of one page pattern.
+pub const PATTERN_CHARS_MAX: usize = 200;
+/// Characters of a page's path kept (a check's `page`, the results' rows).
+pub const PAGE_CHARS_MAX: usize = 300;
+/// Longest wait before asking again after "No" or after the closes ended it, days.
+pub const ASK_AGAIN_DAYS_MAX: i64 = 3650;
+/// Most invitations a cap may allow per period (and the invitations a
+/// visitor's pacing token remembers).
+pub const CAP_INVITATIONS_MAX: i64 = 10;
+/// Longest cap period, days; and its default.
+pub const CAP_DAYS_MAX: i64 = 365;
+pub const CAP_DAYS_DEFAULT: i64 = 30;
+/// Characters of an owner's name (the sites whose invitations a cap counts together).
+pub const OWNER_CHARS_MAX: usize = 64;
+/// The owner of a site created without one.
+pub const OWNER_DEFAULT: &str = "default";
+/// The placeholders a survey URL may hold, replaced in each invitation's link.
+pub const PLACEHOLDERS: [&str; 4] = ["{visitor}", "{display}", "{page}", "{site}"];
 
 /// The popup's texts.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
@@ -115,6 +135,47 @@ impl Style {
     }
 }
 
+/// The kind of device a page is viewed on: the snippet's report, else the
+/// User-Agent's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    Desktop,
+    Phone,
+    Tablet,
+}
+
+impl Device {
+    pub const ALL: [Device; 3] = [Device::Desktop, Device::Phone, Device::Tablet];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Desktop => "desktop",
+            Device::Phone => "phone",
+            Device::Tablet => "tablet",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Device> {
+        Device::ALL.into_iter().find(|d| d.name() == text)
+    }
+
+    /// From a User-Agent: iPads and Android without "Mobile" are tablets;
+    /// "Mobi", iPhones and other Androids are phones; the rest desktops.
+    pub fn from_user_agent(ua: &str) -> Device {
+        if ua.contains("iPad")
+            || ua.contains("Tablet")
+            || (ua.contains("Android") && !ua.contains("Mobile"))
+        {
+            Device::Tablet
+        } else if ua.contains("Mobi") || ua.contains("iPhone") || ua.contains("Android") {
+            Device::Phone
+        } else {
+            Device::Desktop
+        }
+    }
+}
+
 /// A site's settings as an admin sends them (create: every field but
 /// `surveyUrl` and `allowedOrigins` has a default; update: the fields sent
 /// replace the stored ones).
@@ -156,6 +217,31 @@ pub struct SiteInput {
     pub scroll_percent: Option<i64>,
     /// modal (default) or slide_in.
     pub style: Option<Style>,
+    /// Sites of one owner count their invitations together for the
+    /// visitor cap (1 to 64 characters). Default "default".
+    pub owner: Option<String>,
+    /// Page path patterns (`/checkout/*`: `*` any characters) where the
+    /// popup may show; empty: every page. At most 50 of 200 characters.
+    pub pages_include: Option<Vec<String>>,
+    /// Page path patterns where it never shows (checked after the
+    /// included ones).
+    pub pages_exclude: Option<Vec<String>>,
+    /// desktop, phone, tablet: where the popup may show; empty: everywhere.
+    pub devices: Option<Vec<Device>>,
+    /// Days after a "No" to ask again, 1 to 3650; 0 (default): never.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
+    pub ask_again_after_no_days: Option<i64>,
+    /// Days after the closes ended the asking (closesMax closes) to ask
+    /// again, the closes counted afresh, 1 to 3650; 0 (default): never.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
+    pub ask_again_after_closes_days: Option<i64>,
+    /// Invitations a visitor is shown at most per capDays over all the
+    /// owner's sites, 1 to 10; 0 (default): no cap.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
+    pub cap_invitations: Option<i64>,
+    /// The cap's period in days, 1 to 365. Default 30.
+    #[serde(default, deserialize_with = "crate::platform::extract::whole::opt")]
+    pub cap_days: Option<i64>,
 }
 
 /// A site's settings, checked; stored as JSON (`invites_sites.config`).
@@ -181,6 +267,187 @@ pub struct Site {
     pub scroll_percent: i64,
     #[serde(default)]
     pub style: Style,
+    #[serde(default = "default_owner")]
+    pub owner: String,
+    #[serde(default)]
+    pub pages_include: Vec<String>,
+    #[serde(default)]
+    pub pages_exclude: Vec<String>,
+    #[serde(default)]
+    pub devices: Vec<Device>,
+    /// 0: never.
+    #[serde(default)]
+    pub ask_again_after_no_days: i64,
+    /// 0: never.
+    #[serde(default)]
+    pub ask_again_after_closes_days: i64,
+    /// 0: no cap.
+    #[serde(default)]
+    pub cap_invitations: i64,
+    #[serde(default = "default_cap_days")]
+    pub cap_days: i64,
+}
+
+fn default_owner() -> String {
+    OWNER_DEFAULT.into()
+}
+
+fn default_cap_days() -> i64 {
+    CAP_DAYS_DEFAULT
+}
+
+/// A page pattern as an admin writes it: a path from `/`, printable ASCII
+/// without spaces, `*` for any characters.
+fn check_pattern(field: &str, p: &str) -> Result<(), ApiError> {
+    if !p.starts_with('/')
+        || p.len() > PATTERN_CHARS_MAX
+        || !p.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(invalid(format!(
+            "{field}: {p:?}: a path from / of at most {PATTERN_CHARS_MAX} printable characters without spaces, * for any characters (e.g. /checkout/*)"
+        )));
+    }
+    Ok(())
+}
+
+fn check_patterns(field: &str, list: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if list.len() > PAGE_PATTERNS_MAX {
+        return Err(invalid(format!(
+            "{field}: at most {PAGE_PATTERNS_MAX} patterns"
+        )));
+    }
+    for p in &list {
+        check_pattern(field, p)?;
+    }
+    Ok(list)
+}
+
+/// A glob compiled once per site: the pattern's literal parts between `*`s.
+#[derive(Clone, Debug)]
+pub struct Glob {
+    parts: Vec<Box<[u8]>>,
+    /// No `*` at the start / at the end.
+    anchored_start: bool,
+    anchored_end: bool,
+}
+
+impl Glob {
+    pub fn compile(pattern: &str) -> Glob {
+        let b = pattern.as_bytes();
+        Glob {
+            parts: pattern
+                .split('*')
+                .filter(|p| !p.is_empty())
+                .map(|p| p.as_bytes().into())
+                .collect(),
+            anchored_start: !b.starts_with(b"*"),
+            anchored_end: !b.ends_with(b"*"),
+        }
+    }
+
+    /// Whether `path` matches: the parts in order, the first at the start
+    /// and the last at the end unless a `*` stands there. Greedy from the
+    /// left is exact for `*`-only globs (each part taken at its first
+    /// place leaves the most room for the rest).
+    pub fn matches(&self, path: &str) -> bool {
+        let mut rest = path.as_bytes();
+        let n = self.parts.len();
+        if n == 0 {
+            return !self.anchored_start || rest.is_empty();
+        }
+        for (i, part) in self.parts.iter().enumerate() {
+            let last = i == n - 1;
+            if i == 0 && self.anchored_start {
+                if !rest.starts_with(part) {
+                    return false;
+                }
+                if last && self.anchored_end {
+                    return rest.len() == part.len();
+                }
+                rest = &rest[part.len()..];
+                continue;
+            }
+            if last && self.anchored_end {
+                return rest.ends_with(part);
+            }
+            match find(rest, part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A site's page and device rules, compiled once when the sites are loaded.
+#[derive(Clone, Debug, Default)]
+pub struct Targeting {
+    include: Vec<Glob>,
+    exclude: Vec<Glob>,
+    /// Bit per `Device` allowed; 0: every device.
+    devices: u8,
+}
+
+impl Targeting {
+    pub fn compile(site: &Site) -> Targeting {
+        Targeting {
+            include: site
+                .pages_include
+                .iter()
+                .map(|p| Glob::compile(p))
+                .collect(),
+            exclude: site
+                .pages_exclude
+                .iter()
+                .map(|p| Glob::compile(p))
+                .collect(),
+            devices: site.devices.iter().fold(0, |m, d| m | 1 << *d as u8),
+        }
+    }
+
+    /// Whether the popup may show on this page (a path; `None` when the
+    /// page sent none: only a site without included patterns shows there).
+    pub fn page_allowed(&self, page: Option<&str>) -> bool {
+        let Some(path) = page else {
+            return self.include.is_empty();
+        };
+        (self.include.is_empty() || self.include.iter().any(|g| g.matches(path)))
+            && !self.exclude.iter().any(|g| g.matches(path))
+    }
+
+    pub fn device_allowed(&self, device: Device) -> bool {
+        self.devices == 0 || self.devices & (1 << device as u8) != 0
+    }
+}
+
+/// The path of a page as a check names it (an absolute URL or a path):
+/// without query or fragment, at most `PAGE_CHARS_MAX` characters; `None`
+/// for anything else.
+pub fn page_path(page: &str) -> Option<String> {
+    let page = page.trim();
+    let path = if let Some(rest) = page
+        .strip_prefix("https://")
+        .or_else(|| page.strip_prefix("http://"))
+    {
+        match rest.find('/') {
+            Some(i) => &rest[i..],
+            None => "/",
+        }
+    } else if page.starts_with('/') {
+        page
+    } else {
+        return None;
+    };
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    let path = &path[..end];
+    if path.chars().any(|c| c.is_control()) {
+        return None;
+    }
+    Some(path.chars().take(PAGE_CHARS_MAX).collect())
 }
 
 fn default_delay_seconds() -> i64 {
@@ -374,6 +641,14 @@ impl SiteInput {
                 delay_seconds: DELAY_SECONDS_DEFAULT,
                 scroll_percent: SCROLL_PERCENT_DEFAULT,
                 style: Style::Modal,
+                owner: default_owner(),
+                pages_include: Vec::new(),
+                pages_exclude: Vec::new(),
+                devices: Vec::new(),
+                ask_again_after_no_days: 0,
+                ask_again_after_closes_days: 0,
+                cap_invitations: 0,
+                cap_days: CAP_DAYS_DEFAULT,
             },
         };
         if base.is_none() && (self.survey_url.is_none() || self.allowed_origins.is_none()) {
@@ -476,6 +751,57 @@ impl SiteInput {
         if let Some(style) = self.style {
             s.style = style;
         }
+        if let Some(owner) = self.owner {
+            check_chars("owner", &owner, OWNER_CHARS_MAX)?;
+            s.owner = owner;
+        }
+        if let Some(list) = self.pages_include {
+            s.pages_include = check_patterns("pagesInclude", list)?;
+        }
+        if let Some(list) = self.pages_exclude {
+            s.pages_exclude = check_patterns("pagesExclude", list)?;
+        }
+        if let Some(list) = self.devices {
+            s.devices = Device::ALL
+                .into_iter()
+                .filter(|d| list.contains(d))
+                .collect();
+        }
+        for (field, value, slot) in [
+            (
+                "askAgainAfterNoDays",
+                self.ask_again_after_no_days,
+                &mut s.ask_again_after_no_days,
+            ),
+            (
+                "askAgainAfterClosesDays",
+                self.ask_again_after_closes_days,
+                &mut s.ask_again_after_closes_days,
+            ),
+        ] {
+            if let Some(d) = value {
+                if !(0..=ASK_AGAIN_DAYS_MAX).contains(&d) {
+                    return Err(invalid(format!(
+                        "{field}: 0 (never) to {ASK_AGAIN_DAYS_MAX} days"
+                    )));
+                }
+                *slot = d;
+            }
+        }
+        if let Some(n) = self.cap_invitations {
+            if !(0..=CAP_INVITATIONS_MAX).contains(&n) {
+                return Err(invalid(format!(
+                    "capInvitations: 0 (no cap) to {CAP_INVITATIONS_MAX}"
+                )));
+            }
+            s.cap_invitations = n;
+        }
+        if let Some(d) = self.cap_days {
+            if !(1..=CAP_DAYS_MAX).contains(&d) {
+                return Err(invalid(format!("capDays: 1 to {CAP_DAYS_MAX}")));
+            }
+            s.cap_days = d;
+        }
         Ok(s)
     }
 }
@@ -485,6 +811,37 @@ impl SiteInput {
 pub struct Standing {
     pub state: AnswerState,
     pub closes: i64,
+    /// The day (since the Unix epoch, UTC) of the last answer counted; 0
+    /// before any.
+    pub day: i32,
+}
+
+/// What an answer is decided by besides the standing: the site's rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnswerRules {
+    pub closes_max: i64,
+    /// 0: never.
+    pub ask_again_after_no_days: i64,
+    /// 0: never.
+    pub ask_again_after_closes_days: i64,
+}
+
+impl AnswerRules {
+    /// A standing as the rules see it on `today`: a "No" or a closed-out
+    /// standing whose wait has passed is asked again, its closes counted
+    /// afresh (a default standing).
+    pub fn reopen(&self, s: Standing, today: i32) -> Standing {
+        let wait = match s.state {
+            AnswerState::No => self.ask_again_after_no_days,
+            AnswerState::ClosedOut => self.ask_again_after_closes_days,
+            _ => 0,
+        };
+        if wait > 0 && (today as i64 - s.day as i64) >= wait {
+            Standing::default()
+        } else {
+            s
+        }
+    }
 }
 
 /// Stored as a small integer (`invites_answers.state`).
@@ -542,6 +899,10 @@ pub enum NoPopup {
     Ended,
     NotSampled,
     Answered(AnswerState),
+    PageExcluded,
+    DeviceExcluded,
+    /// The visitor was shown the cap's invitations within its period.
+    Capped,
 }
 
 impl NoPopup {
@@ -554,6 +915,9 @@ impl NoPopup {
             NoPopup::Answered(AnswerState::Yes) => "answered_yes",
             NoPopup::Answered(AnswerState::No) => "answered_no",
             NoPopup::Answered(_) => "closed_out",
+            NoPopup::PageExcluded => "page_excluded",
+            NoPopup::DeviceExcluded => "device_excluded",
+            NoPopup::Capped => "visitor_cap",
         }
     }
 }
@@ -573,14 +937,42 @@ impl Site {
         Ok(())
     }
 
-    /// Whether to show the popup now to a visitor with this standing.
-    pub fn decide(&self, now_ms: i64, sampled: bool, standing: Standing) -> Result<(), NoPopup> {
+    /// The rules an answer to this site is decided by.
+    pub fn rules(&self) -> AnswerRules {
+        AnswerRules {
+            closes_max: self.closes_max,
+            ask_again_after_no_days: self.ask_again_after_no_days,
+            ask_again_after_closes_days: self.ask_again_after_closes_days,
+        }
+    }
+
+    /// Whether to show the popup now to a visitor with this standing on
+    /// this page and device, who was shown `recent` invitations of the
+    /// owner's sites within the cap's period.
+    pub fn decide(
+        &self,
+        now_ms: i64,
+        sampled: bool,
+        standing: Standing,
+        visit: &Visit<'_>,
+    ) -> Result<(), NoPopup> {
         self.active(now_ms)?;
+        if !visit.targeting.page_allowed(visit.page) {
+            return Err(NoPopup::PageExcluded);
+        }
+        if !visit.targeting.device_allowed(visit.device) {
+            return Err(NoPopup::DeviceExcluded);
+        }
+        let today = crate::base::clock::day_of(now_ms);
+        let standing = self.rules().reopen(standing, today);
         if standing.state.is_final() {
             return Err(NoPopup::Answered(standing.state));
         }
         if !sampled {
             return Err(NoPopup::NotSampled);
+        }
+        if self.cap_invitations > 0 && visit.recent(today, self.cap_days) >= self.cap_invitations {
+            return Err(NoPopup::Capped);
         }
         Ok(())
     }
@@ -592,6 +984,26 @@ impl Site {
 
     pub fn allows_origin(&self, origin: &str) -> bool {
         self.allowed_origins.iter().any(|o| o == origin)
+    }
+}
+
+/// Where a check comes from: the page, the device, the site's compiled
+/// rules and the days of the visitor's recent invitations (its pacing).
+pub struct Visit<'a> {
+    pub page: Option<&'a str>,
+    pub device: Device,
+    pub targeting: &'a Targeting,
+    /// Days (since the Unix epoch) of the invitations the visitor was shown.
+    pub invited_days: &'a [i32],
+}
+
+impl Visit<'_> {
+    /// Invitations within the last `days` days, today included.
+    pub fn recent(&self, today: i32, days: i64) -> i64 {
+        self.invited_days
+            .iter()
+            .filter(|d| (today as i64 - **d as i64) < days && **d <= today)
+            .count() as i64
     }
 }
 
@@ -609,19 +1021,27 @@ pub enum Outcome {
 /// The standing after `answer` on display `display` (whose id is not in
 /// `answered` when it is new). The one statement of the rules; PostgreSQL's
 /// upsert (`store/postgres.rs`) mirrors it and the API tests run on both stores.
+/// A "No" or closed-out standing whose wait (`rules`) has passed on
+/// `today` is asked again: its answer counts, closes afresh.
 pub fn apply_answer(
     before: Standing,
     answered: &[i64],
     display: i64,
     answer: Answer,
-    closes_max: i64,
+    rules: &AnswerRules,
+    today: i32,
 ) -> (Standing, Outcome) {
     if answered.contains(&display) {
         return (before, Outcome::Repeated);
     }
-    if before.state.is_final() {
+    if rules.reopen(before, today).state.is_final() {
         return (before, Outcome::Final);
     }
+    let before = Standing {
+        day: today,
+        ..rules.reopen(before, today)
+    };
+    let closes_max = rules.closes_max;
     let after = match answer {
         Answer::Yes => Standing {
             state: AnswerState::Yes,
@@ -640,6 +1060,7 @@ pub fn apply_answer(
                     AnswerState::Asking
                 },
                 closes,
+                day: today,
             }
         }
     };
@@ -691,6 +1112,21 @@ mod tests {
         }
     }
 
+    const R3: AnswerRules = AnswerRules {
+        closes_max: 3,
+        ask_again_after_no_days: 0,
+        ask_again_after_closes_days: 0,
+    };
+
+    fn visit(t: &Targeting) -> Visit<'_> {
+        Visit {
+            page: Some("/"),
+            device: Device::Desktop,
+            targeting: t,
+            invited_days: &[],
+        }
+    }
+
     fn site() -> Site {
         SiteInput {
             survey_url: Some("https://survey.example/s/1".into()),
@@ -704,11 +1140,12 @@ mod tests {
     #[test]
     fn three_closes_then_never_again() {
         let s = site();
+        let t = Targeting::compile(&s);
         let mut st = Standing::default();
         let mut seen = Vec::new();
         for (i, display) in [11, 12, 13].into_iter().enumerate() {
-            assert_eq!(s.decide(0, true, st), Ok(()));
-            let (after, o) = apply_answer(st, &seen, display, Answer::Close, s.closes_max);
+            assert_eq!(s.decide(0, true, st, &visit(&t)), Ok(()));
+            let (after, o) = apply_answer(st, &seen, display, Answer::Close, &s.rules(), 0);
             assert_eq!(o, Outcome::Counted);
             assert_eq!(after.closes, i as i64 + 1);
             seen.push(display);
@@ -716,31 +1153,31 @@ mod tests {
         }
         assert_eq!(st.state, AnswerState::ClosedOut);
         assert_eq!(
-            s.decide(0, true, st),
+            s.decide(0, true, st, &visit(&t)),
             Err(NoPopup::Answered(AnswerState::ClosedOut))
         );
         assert_eq!(
-            apply_answer(st, &seen, 14, Answer::Yes, 3).1,
+            apply_answer(st, &seen, 14, Answer::Yes, &R3, 0).1,
             Outcome::Final
         );
     }
 
     #[test]
     fn a_repeated_display_counts_once_and_yes_and_no_are_final() {
-        let (st, o) = apply_answer(Standing::default(), &[], 5, Answer::Close, 3);
+        let (st, o) = apply_answer(Standing::default(), &[], 5, Answer::Close, &R3, 0);
         assert_eq!((st.closes, o), (1, Outcome::Counted));
         assert_eq!(
-            apply_answer(st, &[5], 5, Answer::Close, 3).1,
+            apply_answer(st, &[5], 5, Answer::Close, &R3, 0).1,
             Outcome::Repeated
         );
-        let (yes, o) = apply_answer(st, &[5], 6, Answer::Yes, 3);
+        let (yes, o) = apply_answer(st, &[5], 6, Answer::Yes, &R3, 0);
         assert_eq!((yes.state, o), (AnswerState::Yes, Outcome::Counted));
         assert_eq!(
-            apply_answer(yes, &[5, 6], 7, Answer::No, 3).1,
+            apply_answer(yes, &[5, 6], 7, Answer::No, &R3, 0).1,
             Outcome::Final
         );
         assert_eq!(
-            apply_answer(yes, &[5, 6], 6, Answer::No, 3).1,
+            apply_answer(yes, &[5, 6], 6, Answer::No, &R3, 0).1,
             Outcome::Repeated
         );
     }
@@ -833,5 +1270,144 @@ mod tests {
         assert_eq!(s.active(200), Err(NoPopup::Ended));
         s.paused = true;
         assert_eq!(s.active(150), Err(NoPopup::Paused));
+    }
+
+    #[test]
+    fn globs_match_paths() {
+        for (pattern, yes, no) in [
+            (
+                "/checkout/*",
+                &["/checkout/", "/checkout/pay", "/checkout/a/b"][..],
+                &["/checkout", "/shop/checkout/x"][..],
+            ),
+            ("/", &["/"][..], &["/a"][..]),
+            ("*", &["/", "/anything"][..], &[][..]),
+            (
+                "/shop/*/reviews",
+                &["/shop/1/reviews", "/shop/a/b/reviews"][..],
+                &["/shop/1/reviews/2", "/shop/reviews"][..],
+            ),
+            (
+                "*/thanks",
+                &["/order/thanks", "/thanks"][..],
+                &["/thanks/x"][..],
+            ),
+            ("/a*a", &["/aa", "/aba", "/aaa"][..], &["/a", "/ab"][..]),
+            (
+                "/p/*/*/x*",
+                &["/p/1/2/x", "/p/1/2/xyz"][..],
+                &["/p/1/x"][..],
+            ),
+        ] {
+            let g = Glob::compile(pattern);
+            for p in yes {
+                assert!(g.matches(p), "{pattern} should match {p}");
+            }
+            for p in no {
+                assert!(!g.matches(p), "{pattern} should not match {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn pages_and_devices_target_the_popup() {
+        let mut s = site();
+        s.pages_include = vec!["/shop/*".into(), "/".into()];
+        s.pages_exclude = vec!["/shop/checkout/*".into()];
+        s.devices = vec![Device::Phone, Device::Tablet];
+        let t = Targeting::compile(&s);
+        assert!(t.page_allowed(Some("/shop/shoes")));
+        assert!(t.page_allowed(Some("/")));
+        assert!(!t.page_allowed(Some("/shop/checkout/pay")));
+        assert!(!t.page_allowed(Some("/about")));
+        assert!(!t.page_allowed(None), "included patterns need a page");
+        assert!(Targeting::compile(&site()).page_allowed(None));
+        assert!(t.device_allowed(Device::Phone) && !t.device_allowed(Device::Desktop));
+        assert_eq!(
+            page_path("https://shop.example/a/b?q=1#x").as_deref(),
+            Some("/a/b")
+        );
+        assert_eq!(page_path("https://shop.example").as_deref(), Some("/"));
+        assert_eq!(page_path("/x#y").as_deref(), Some("/x"));
+        assert_eq!(page_path("javascript:1"), None);
+        let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148";
+        let ipad = "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X)";
+        let tab =
+            "Mozilla/5.0 (Linux; Android 14; SM-X710) AppleWebKit/537.36 Chrome/120 Safari/537.36";
+        let droid = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 Chrome/120 Mobile Safari/537.36";
+        assert_eq!(Device::from_user_agent(iphone), Device::Phone);
+        assert_eq!(Device::from_user_agent(droid), Device::Phone);
+        assert_eq!(Device::from_user_agent(ipad), Device::Tablet);
+        assert_eq!(Device::from_user_agent(tab), Device::Tablet);
+        assert_eq!(
+            Device::from_user_agent("Mozilla/5.0 (X11; Linux x86_64)"),
+            Device::Desktop
+        );
+    }
+
+    #[test]
+    fn no_and_closes_are_asked_again_after_their_wait() {
+        let rules = AnswerRules {
+            closes_max: 1,
+            ask_again_after_no_days: 7,
+            ask_again_after_closes_days: 2,
+        };
+        let (no, _) = apply_answer(Standing::default(), &[], 1, Answer::No, &rules, 100);
+        assert_eq!((no.state, no.day), (AnswerState::No, 100));
+        assert_eq!(
+            apply_answer(no, &[1], 2, Answer::Yes, &rules, 106).1,
+            Outcome::Final
+        );
+        let (yes, o) = apply_answer(no, &[1], 2, Answer::Yes, &rules, 107);
+        assert_eq!((yes.state, o), (AnswerState::Yes, Outcome::Counted));
+        assert_eq!(
+            apply_answer(yes, &[1, 2], 3, Answer::No, &rules, 900).1,
+            Outcome::Final,
+            "yes is final"
+        );
+        let (out, _) = apply_answer(Standing::default(), &[], 1, Answer::Close, &rules, 10);
+        assert_eq!(out.state, AnswerState::ClosedOut);
+        assert_eq!(rules.reopen(out, 11), out);
+        let (again, o) = apply_answer(out, &[1], 2, Answer::Close, &rules, 12);
+        assert_eq!(
+            (again.state, again.closes, o),
+            (AnswerState::ClosedOut, 1, Outcome::Counted)
+        );
+        assert_eq!(
+            R3.reopen(
+                Standing {
+                    state: AnswerState::No,
+                    closes: 0,
+                    day: 1
+                },
+                9999
+            )
+            .state,
+            AnswerState::No
+        );
+    }
+
+    #[test]
+    fn the_cap_counts_recent_invitations() {
+        let mut s = site();
+        s.cap_invitations = 2;
+        s.cap_days = 7;
+        let t = Targeting::compile(&s);
+        let now = 100 * crate::base::clock::DAY_MS;
+        let days = [95, 99];
+        let v = Visit {
+            invited_days: &days,
+            ..visit(&t)
+        };
+        assert_eq!(
+            s.decide(now, true, Standing::default(), &v),
+            Err(NoPopup::Capped)
+        );
+        let days = [93, 99];
+        let v = Visit {
+            invited_days: &days,
+            ..visit(&t)
+        };
+        assert_eq!(s.decide(now, true, Standing::default(), &v), Ok(()));
     }
 }

@@ -1,6 +1,7 @@
-//! The invitation script `/invite.js` (for customers' pages) and the demo:
-//! `/invites/demo` (a host page that loads it for site 1) and the survey it
-//! opens, `/invites/demo/survey`.
+//! The invitation script `/invite.js` (for customers' pages), the admin
+//! page `/invites/admin` (sites, snippets, pausing, results; its script
+//! `/invites/admin.js`) and the demo: `/invites/demo` (a host page that
+//! loads it for site 1) and the survey it opens, `/invites/demo/survey`.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -11,6 +12,8 @@ const INVITE_JS: &str = include_str!("page/invite.js");
 const DEMO_HTML: &str = include_str!("page/demo.html");
 const DEMO_PAGE_JS: &str = include_str!("page/demo-page.js");
 const SURVEY_HTML: &str = include_str!("page/survey.html");
+const ADMIN_HTML: &str = include_str!("page/admin.html");
+const ADMIN_JS: &str = include_str!("page/admin.js");
 
 const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
@@ -40,6 +43,8 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/invite.js", get(|| async { invite_js() }))
         .route("/invites/demo", get(|| async { asset(HTML, DEMO_HTML) }))
+        .route("/invites/admin", get(|| async { asset(HTML, ADMIN_HTML) }))
+        .route("/invites/admin.js", get(|| async { asset(JS, ADMIN_JS) }))
         .route(
             "/invites/demo/page.js",
             get(|| async { asset(JS, DEMO_PAGE_JS) }),

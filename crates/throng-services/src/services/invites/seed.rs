@@ -80,11 +80,17 @@ pub struct SeedReport {
     pub elapsed_s: f64,
 }
 
+/// The page patterns seeded sites exclude.
+pub const SEEDED_PAGES_EXCLUDED: [&str; 2] = ["/checkout/*", "/account/*"];
+
 fn site_settings(n: i64, origin: &str) -> anyhow::Result<Site> {
     SiteInput {
         name: Some(format!("Survey {n}")),
         survey_url: Some(format!("https://survey.example/s/{n}")),
         allowed_origins: Some(vec![origin.to_string()]),
+        // A shop's rules: never on its checkout or account pages (the
+        // bench's checks name pages, some of them excluded).
+        pages_exclude: Some(SEEDED_PAGES_EXCLUDED.map(String::from).to_vec()),
         ..Default::default()
     }
     .apply(None)

@@ -31,6 +31,11 @@ const DISPLAY_BYTES: usize = 8 + 8;
 /// Characters of a display id.
 pub const DISPLAY_CHARS: usize = 22;
 
+/// Characters of a pacing token at most (`PACING_DAYS_MAX` days).
+pub const PACING_CHARS_MAX: usize = (1 + 2 * PACING_DAYS_MAX + 8).div_ceil(3) * 4;
+/// Invitation days a pacing token remembers (the largest cap).
+pub const PACING_DAYS_MAX: usize = super::model::CAP_INVITATIONS_MAX as usize;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Visitor {
     /// 1 to 2^63-1.
@@ -97,6 +102,61 @@ impl Signer {
             id,
             sampled: raw[8] == 1,
         })
+    }
+
+    /// A pacing token: the days (since the Unix epoch) of the invitations
+    /// a browser was shown by `owner`'s sites, the latest
+    /// `PACING_DAYS_MAX`, signed for that owner. The browser keeps it and
+    /// sends it with each check (`X-Invites-Pacing`), so the visitor cap
+    /// needs no write per display and no read: clearing it is clearing
+    /// the visitor id too, a new visitor either way.
+    pub fn sign_pacing(&self, owner: &str, days: &[i32]) -> String {
+        let days = &days[days.len().saturating_sub(PACING_DAYS_MAX)..];
+        let mut raw = Vec::with_capacity(1 + 2 * days.len() + 8);
+        raw.push(days.len() as u8);
+        for d in days {
+            raw.extend_from_slice(&((*d).clamp(0, u16::MAX as i32) as u16).to_be_bytes());
+        }
+        let mac = self.mac(&[
+            b"p",
+            &(owner.len() as u32).to_be_bytes(),
+            owner.as_bytes(),
+            &raw,
+        ]);
+        raw.extend_from_slice(&mac[..8]);
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    /// The invitation days of a genuine pacing token of `owner`'s; none
+    /// for anything else (forged, another owner's, malformed).
+    pub fn verify_pacing(&self, owner: &str, text: &str) -> Vec<i32> {
+        if text.len() > PACING_CHARS_MAX {
+            return Vec::new();
+        }
+        let Ok(raw) = URL_SAFE_NO_PAD.decode(text) else {
+            return Vec::new();
+        };
+        let Some(&n) = raw.first() else {
+            return Vec::new();
+        };
+        let n = n as usize;
+        if n > PACING_DAYS_MAX || raw.len() != 1 + 2 * n + 8 {
+            return Vec::new();
+        }
+        let body = &raw[..1 + 2 * n];
+        let mac = self.mac(&[
+            b"p",
+            &(owner.len() as u32).to_be_bytes(),
+            owner.as_bytes(),
+            body,
+        ]);
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(&mac[..8], &raw[1 + 2 * n..])) {
+            return Vec::new();
+        }
+        body[1..]
+            .chunks_exact(2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]) as i32)
+            .collect()
     }
 
     /// A new display id for this visitor: (nonce, signed text).
@@ -167,6 +227,26 @@ mod tests {
             Signer::new([8; 32]).verify_visitor(3, &text),
             None,
             "another key"
+        );
+    }
+
+    #[test]
+    fn pacing_tokens_belong_to_their_owner() {
+        let s = Signer::new([2; 32]);
+        let days: Vec<i32> = (20_000..20_015).collect();
+        let t = s.sign_pacing("shop", &days);
+        assert!(t.len() <= PACING_CHARS_MAX);
+        assert_eq!(
+            s.verify_pacing("shop", &t),
+            days[5..].to_vec(),
+            "the latest kept"
+        );
+        assert!(s.verify_pacing("other", &t).is_empty());
+        assert!(s.verify_pacing("shop", &t[1..]).is_empty());
+        assert!(s.verify_pacing("shop", "").is_empty());
+        assert_eq!(
+            s.verify_pacing("shop", &s.sign_pacing("shop", &[])),
+            Vec::<i32>::new()
         );
     }
 

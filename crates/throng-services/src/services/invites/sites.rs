@@ -3,15 +3,16 @@
 //! flusher of those counts, the reload when another node changed a site
 //! (a generation in `meta`, as a seed), and the retention purge.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use super::model::Site;
-use super::store::{self as storage, InvitesStore, SiteRow};
+use super::model::{Site, Targeting};
+use super::store::{self as storage, DayCounts, InvitesStore, SiteRow};
+use crate::base::clock::Clock;
 use crate::store::Store;
 
 /// `meta` key bumped by every change of a site; nodes watch it and reload.
@@ -26,6 +27,88 @@ pub struct Seen {
     pub invited: AtomicI64,
     /// Popups shown.
     pub displays: AtomicI64,
+    /// Shown, yes, no and closed by day and page since the last flush.
+    pub daily: Mutex<Daily>,
+}
+
+/// Distinct pages a node counts per site and day; the rest are counted
+/// under [`OTHER_PAGE`] (a site's results stay bounded whatever paths its
+/// pages send).
+pub const PAGES_PER_DAY_MAX: usize = 500;
+/// Where pages past [`PAGES_PER_DAY_MAX`] are counted.
+pub const OTHER_PAGE: &str = "(other)";
+/// Where checks and answers that named no page are counted.
+pub const NO_PAGE: &str = "(none)";
+
+/// Which of a day's counts an event adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tally {
+    Shown = 0,
+    Yes = 1,
+    No = 2,
+    Closed = 3,
+}
+
+/// Counts by day, then page.
+type DayPages = HashMap<i32, HashMap<Box<str>, DayCounts>>;
+
+/// A site's counts by day and page gathered since the last flush, and the
+/// pages this node has counted today.
+#[derive(Default)]
+pub struct Daily {
+    /// By day, then page.
+    counts: DayPages,
+    pages_day: i32,
+    pages: HashSet<Box<str>>,
+}
+
+impl Daily {
+    /// Counts one event on `day` for `page` (a path, or `None`).
+    pub fn add(&mut self, day: i32, page: Option<&str>, tally: Tally) {
+        if day != self.pages_day {
+            self.pages_day = day;
+            self.pages.clear();
+        }
+        let mut page = page.unwrap_or(NO_PAGE);
+        if !self.pages.contains(page) {
+            if self.pages.len() >= PAGES_PER_DAY_MAX {
+                page = OTHER_PAGE;
+            } else {
+                self.pages.insert(page.into());
+            }
+        }
+        let pages = self.counts.entry(day).or_default();
+        let counts = match pages.get_mut(page) {
+            Some(c) => c,
+            None => pages.entry(page.into()).or_default(),
+        };
+        counts[tally as usize] += 1;
+    }
+
+    fn take(&mut self) -> DayPages {
+        std::mem::take(&mut self.counts)
+    }
+
+    fn add_back(&mut self, counts: DayPages) {
+        for (day, pages) in counts {
+            let into = self.counts.entry(day).or_default();
+            for (page, v) in pages {
+                let c = into.entry(page).or_default();
+                for (sum, n) in c.iter_mut().zip(v) {
+                    *sum += n;
+                }
+            }
+        }
+    }
+}
+
+impl Seen {
+    /// Counts one event of the site's day and page.
+    pub fn tally(&self, day: i32, page: Option<&str>, tally: Tally) {
+        if let Ok(mut d) = self.daily.lock() {
+            d.add(day, page, tally);
+        }
+    }
 }
 
 pub struct SiteEntry {
@@ -36,11 +119,36 @@ pub struct SiteEntry {
     /// the popup, the same for every visitor (the survey URL aside: a path
     /// is made absolute per request, see `survey_url`).
     pub show_json: String,
+    /// The site's page and device rules, compiled once.
+    pub targeting: Targeting,
 }
 
 impl SiteEntry {
     pub fn site(&self) -> &Site {
         &self.row.site
+    }
+
+    /// An invitation's survey link: [`SiteEntry::survey_url`] with its
+    /// placeholders filled in: `{visitor}` the visitor's numeric id (the
+    /// one `DELETE /api/invites/visitors/{id}` takes), `{display}` the
+    /// invitation's displayId, `{page}` the page's path (percent-encoded;
+    /// empty without one), `{site}` the site's id. So the survey's answers
+    /// join to the invitations.
+    pub fn survey_link(
+        &self,
+        base: &str,
+        visitor_id: i64,
+        display: &str,
+        page: Option<&str>,
+    ) -> String {
+        let url = self.survey_url(base);
+        if !url.contains('{') {
+            return url;
+        }
+        url.replace("{visitor}", itoa::Buffer::new().format(visitor_id))
+            .replace("{display}", &percent_encode(display))
+            .replace("{page}", &percent_encode(page.unwrap_or("")))
+            .replace("{site}", itoa::Buffer::new().format(self.row.site_id))
     }
 
     /// The survey URL as answers give it: absolute, a `/path` on this
@@ -53,6 +161,19 @@ impl SiteEntry {
             u.clone()
         }
     }
+}
+
+/// Every byte but an unreserved one (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[derive(Default)]
@@ -102,6 +223,7 @@ impl Sites {
                 (
                     row.site_id,
                     Arc::new(SiteEntry {
+                        targeting: Targeting::compile(&row.site),
                         row,
                         seen,
                         show_json,
@@ -151,6 +273,7 @@ pub async fn flush(store: &Store, sites: &ArcSwap<Sites>, shard: i32) {
             taken.push((e.clone(), v, i, d));
         }
     }
+    flush_daily(store, &current, shard).await;
     if taken.is_empty() {
         return;
     }
@@ -168,25 +291,62 @@ pub async fn flush(store: &Store, sites: &ArcSwap<Sites>, shard: i32) {
     }
 }
 
+/// Writes the counts by day and page gathered in memory; on failure they
+/// are added back for the next flush.
+async fn flush_daily(store: &Store, sites: &Sites, shard: i32) {
+    let mut taken = Vec::new();
+    for e in sites.by_id.values() {
+        let counts = match e.seen.daily.lock() {
+            Ok(mut d) => d.take(),
+            Err(_) => continue,
+        };
+        if !counts.is_empty() {
+            taken.push((e.clone(), counts));
+        }
+    }
+    if taken.is_empty() {
+        return;
+    }
+    let deltas = taken
+        .iter()
+        .flat_map(|(e, counts)| {
+            counts.iter().flat_map(move |(day, pages)| {
+                pages
+                    .iter()
+                    .map(move |(page, c)| (e.row.site_id, *day, page.to_string(), *c))
+            })
+        })
+        .collect();
+    if let Err(err) = storage::add_daily(store, shard, deltas).await {
+        tracing::warn!(error = %err, "invites: could not write the daily counts; kept for the next flush");
+        for (e, counts) in taken {
+            if let Ok(mut d) = e.seen.daily.lock() {
+                d.add_back(counts);
+            }
+        }
+    }
+}
+
 /// Purges answers older than each site's retention, every `interval`
 /// (first after a tenth of it, at most a minute). Every node may run it:
 /// deleting a row twice deletes it once.
 pub fn spawn_purger(
     storage: InvitesStore,
     sites: Arc<ArcSwap<Sites>>,
+    clock: Clock,
     interval: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         tokio::time::sleep((interval / 10).min(Duration::from_secs(60))).await;
         loop {
-            purge_once(&storage, &sites).await;
+            purge_once(&storage, &sites, &clock).await;
             tokio::time::sleep(interval).await;
         }
     })
 }
 
-pub async fn purge_once(storage: &InvitesStore, sites: &ArcSwap<Sites>) {
-    let now = crate::base::clock::now_ms();
+pub async fn purge_once(storage: &InvitesStore, sites: &ArcSwap<Sites>, clock: &Clock) {
+    let now = clock.now_ms();
     for e in sites.load().list() {
         let before = now - e.site().retention_days * 86_400_000;
         match storage.purge_before(e.row.site_id, before).await {

@@ -95,12 +95,6 @@ impl CommentsStore {
             .is_none_or(|i| i.fresh_within(FRESH_BOUND))
     }
 
-    /// After a deletion: the store's files keep no copy of the deleted rows
-    /// (see `Store::erase_wal`).
-    pub async fn erase_wal(&self) -> Result<bool, crate::store::StoreError> {
-        self.store.erase_wal().await
-    }
-
     /// Other nodes' writes, as the store's invalidation channel hears them
     /// (keys made by [`invalidation_key`]); `None` where every write is
     /// this process's own.

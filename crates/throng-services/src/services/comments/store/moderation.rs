@@ -223,58 +223,59 @@ impl CommentsStore {
     /// A moderator's action on a comment, with its event.
     pub async fn moderate(&self, m: Moderation) -> Result<ModOutcome, StoreError> {
         let snapshots = self.snapshots;
-        self.store
-            .write(move |tx| {
-                let m = m.clone();
-                Box::pin(async move {
-                    let Some(f) = find(tx, m.comment_id).await? else {
-                        return Ok(ModOutcome::CommentNotFound);
-                    };
-                    let k = f.kind.as_str();
-                    let after = match m.action {
-                        ModAction::Hide if f.status == Status::Hidden => {
-                            return Ok(ModOutcome::AlreadySo(f.status))
-                        }
-                        ModAction::Restore if f.status == Status::Visible => {
-                            return Ok(ModOutcome::AlreadySo(f.status))
-                        }
-                        ModAction::Hide => Some(Status::Hidden),
-                        ModAction::Restore => Some(Status::Visible),
-                        ModAction::Remove => None,
-                        ModAction::Dismiss => Some(f.status),
-                    };
-                    if m.action == ModAction::Dismiss {
-                        tx.execute(&DISMISS, &[&m.comment_id]).await?;
-                    } else {
-                        snapshots.lock_course(tx, f.course_id, k).await?;
-                        match after {
-                            Some(s) => {
-                                let note = (s != Status::Visible).then_some(m.reason.as_str());
-                                tx.execute(&SET_STATUS, &[&m.comment_id, &s.code(), &note])
-                                    .await?;
-                            }
-                            None => {
-                                tx.execute(&DELETE_VOTES, &[&m.comment_id]).await?;
-                                tx.execute(&DELETE_REPORTS, &[&m.comment_id]).await?;
-                                tx.execute(&DELETE, &[&m.comment_id]).await?;
-                            }
-                        }
-                        if f.is_reply {
-                            tx.execute(&VERSION_BUMP, &[&f.course_id, &k]).await?;
-                        } else {
-                            let (old, new) = resnapshot(tx, f.course_id, k, f.user_id).await?;
-                            apply_delta(tx, f.course_id, k, delta(old, new)).await?;
-                        }
-                        tx.invalidate(invalidation_key(f.course_id));
+        // A removal leaves no copy of the text in the store's files.
+        let erasing = m.action == ModAction::Remove;
+        write(&self.store, erasing, move |tx| {
+            let m = m.clone();
+            Box::pin(async move {
+                let Some(f) = find(tx, m.comment_id).await? else {
+                    return Ok(ModOutcome::CommentNotFound);
+                };
+                let k = f.kind.as_str();
+                let after = match m.action {
+                    ModAction::Hide if f.status == Status::Hidden => {
+                        return Ok(ModOutcome::AlreadySo(f.status))
                     }
-                    let event_type = match (m.action, f.status) {
-                        (ModAction::Hide, _) => EVENT_COMMENT_HIDDEN,
-                        (ModAction::Restore, Status::Held) => EVENT_COMMENT_APPROVED,
-                        (ModAction::Restore, _) => EVENT_COMMENT_RESTORED,
-                        (ModAction::Remove, _) => EVENT_COMMENT_REMOVED,
-                        (ModAction::Dismiss, _) => EVENT_REPORTS_DISMISSED,
-                    };
-                    tx.append(NewEvent::json(
+                    ModAction::Restore if f.status == Status::Visible => {
+                        return Ok(ModOutcome::AlreadySo(f.status))
+                    }
+                    ModAction::Hide => Some(Status::Hidden),
+                    ModAction::Restore => Some(Status::Visible),
+                    ModAction::Remove => None,
+                    ModAction::Dismiss => Some(f.status),
+                };
+                if m.action == ModAction::Dismiss {
+                    tx.execute(&DISMISS, &[&m.comment_id]).await?;
+                } else {
+                    snapshots.lock_course(tx, f.course_id, k).await?;
+                    match after {
+                        Some(s) => {
+                            let note = (s != Status::Visible).then_some(m.reason.as_str());
+                            tx.execute(&SET_STATUS, &[&m.comment_id, &s.code(), &note])
+                                .await?;
+                        }
+                        None => {
+                            tx.execute(&DELETE_VOTES, &[&m.comment_id]).await?;
+                            tx.execute(&DELETE_REPORTS, &[&m.comment_id]).await?;
+                            tx.execute(&DELETE, &[&m.comment_id]).await?;
+                        }
+                    }
+                    if f.is_reply {
+                        tx.execute(&VERSION_BUMP, &[&f.course_id, &k]).await?;
+                    } else {
+                        let (old, new) = resnapshot(tx, f.course_id, k, f.user_id).await?;
+                        apply_delta(tx, f.course_id, k, delta(old, new)).await?;
+                    }
+                    tx.invalidate(invalidation_key(f.course_id));
+                }
+                let event_type = match (m.action, f.status) {
+                    (ModAction::Hide, _) => EVENT_COMMENT_HIDDEN,
+                    (ModAction::Restore, Status::Held) => EVENT_COMMENT_APPROVED,
+                    (ModAction::Restore, _) => EVENT_COMMENT_RESTORED,
+                    (ModAction::Remove, _) => EVENT_COMMENT_REMOVED,
+                    (ModAction::Dismiss, _) => EVENT_REPORTS_DISMISSED,
+                };
+                tx.append(NewEvent::json(
                         model::stream_of(f.course_id),
                         event_type,
                         &serde_json::json!({
@@ -287,13 +288,13 @@ impl CommentsStore {
                             "at": model::timestamp(m.at_ms),
                         }),
                     ))?;
-                    Ok(ModOutcome::Done {
-                        course_id: f.course_id,
-                        status: after,
-                    })
+                Ok(ModOutcome::Done {
+                    course_id: f.course_id,
+                    status: after,
                 })
             })
-            .await
+        })
+        .await
     }
 
     /// A reader's report of a listed comment: counted once per reader.
@@ -521,5 +522,18 @@ impl CommentsStore {
                 })
             })
             .await
+    }
+}
+
+/// `f` as a write, or as an erasure (`Store::write_erasing`).
+async fn write<T, F>(store: &crate::store::Store, erasing: bool, f: F) -> Result<T, StoreError>
+where
+    T: Send + 'static,
+    F: for<'a> Fn(&'a Tx<'a>) -> crate::store::StoreFuture<'a, T> + Send + Sync + 'static,
+{
+    if erasing {
+        store.write_erasing(f).await
+    } else {
+        store.write(f).await
     }
 }

@@ -128,11 +128,13 @@ impl CommentsStore {
     /// Deletes the caller's own review (with the provider's reply to it: a
     /// reply answers that review alone) or the provider's own reply; the
     /// user's snapshot and the course's aggregates follow (the user's rating
-    /// is their last remaining review's, or none), and the event.
+    /// is their last remaining review's, or none), and the event; an
+    /// erasure (`Store::write_erasing`).
     pub async fn delete_comment(&self, d: Deleter) -> Result<DeleteOutcome, StoreError> {
         let snapshots = self.snapshots;
+        // No copy of the deleted text stays in the store's files.
         self.store
-            .write(move |tx| Box::pin(async move { delete(tx, snapshots, &d).await }))
+            .write_erasing(move |tx| Box::pin(async move { delete(tx, snapshots, &d).await }))
             .await
     }
 

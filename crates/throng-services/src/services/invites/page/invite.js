@@ -6,6 +6,8 @@
 // When and how it shows is the site's setting (trigger: load, delay,
 // scroll, exit_intent; style: modal or slide_in). A page whose origin the
 // site does not allow gets a console warning saying so.
+// The check sends the page's path (never its query) and its device kind,
+// for the site's page and device rules and its results by page.
 // Optional attributes: data-api (throng's URL; default: where this script
 // was loaded from), data-timeout-ms (default 2000).
 (function () {
@@ -35,11 +37,28 @@
   function save(v) {
     try { if (v) localStorage.setItem(key, v); } catch (e) { /* storage blocked: the cookie may still work */ }
   }
+  // The days of this browser's recent invitations, signed by throng, for
+  // the owner's cap on invitations per visitor (one per throng server).
+  var pacingKey = "throng-invites-pacing";
+  function pacing() {
+    try { return localStorage.getItem(pacingKey); } catch (e) { return null; }
+  }
+  // The page's path only: a query string may hold what is not throng's.
+  var page = location.pathname;
+  // What the site's device rule sees: a coarse pointer is a phone below
+  // 600 CSS px on its short side, a tablet from it; else a desktop.
+  function device() {
+    var coarse = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
+    if (!coarse) return "desktop";
+    return Math.min(screen.width, screen.height) < 600 ? "phone" : "tablet";
+  }
   var sameOrigin = apiOrigin === location.origin;
   function call(method, path, body) {
     var headers = {};
     var visitor = load();
     if (visitor) headers["X-Invites-Visitor"] = visitor;
+    var paced = pacing();
+    if (paced && method === "GET") headers["X-Invites-Pacing"] = paced;
     if (body) headers["Content-Type"] = "application/json";
     var ctrl = window.AbortController ? new AbortController() : null;
     var timer = ctrl && setTimeout(function () { ctrl.abort(); }, timeoutMs);
@@ -126,7 +145,7 @@
       document.removeEventListener("keydown", onKey, true);
       host.remove();
       if (before && before.focus) try { before.focus(); } catch (e) { /* gone */ }
-      call("POST", "/answers", { answer: answer, displayId: state.displayId }).catch(function () {
+      call("POST", "/answers", { answer: answer, displayId: state.displayId, page: page }).catch(function () {
         /* an answer lost in transit: the popup may show again */
       });
     }
@@ -201,9 +220,10 @@
     }
   }
 
-  call("GET", "/state")
+  call("GET", "/state?page=" + encodeURIComponent(page) + "&device=" + device())
     .then(function (state) {
       save(state.visitor);
+      if (state.pacing) try { localStorage.setItem(pacingKey, state.pacing); } catch (e) { /* no cap kept */ }
       if (state.show && state.popup && state.displayId) when(state, function () { show(state); });
     })
     .catch(function () { /* fail closed: no popup */ });

@@ -6,8 +6,11 @@
 //! `CASE`s state the same rules.
 
 use super::counts::ADD_COUNTS;
-use super::{standing_from, standing_row, InvitesStore, Touching};
-use crate::services::invites::model::{apply_answer, Answer, AnswerState, Outcome, Standing};
+use super::{standing_row, InvitesStore, Touching};
+use crate::base::clock::day_of;
+use crate::services::invites::model::{
+    apply_answer, Answer, AnswerRules, AnswerState, Outcome, Standing,
+};
 use crate::store::{Columns, Conn, Sql, StoreError, Writers};
 
 /// One answer to record.
@@ -19,7 +22,8 @@ pub struct AnswerCmd {
     pub visitor_id: i64,
     pub display: i64,
     pub answer: Answer,
-    pub closes_max: i64,
+    /// The site's rules (closesMax, asking again after No or the closes).
+    pub rules: AnswerRules,
     pub now_ms: i64,
     /// The counts row this node adds to (`invites_counts.shard`).
     pub shard: i32,
@@ -41,13 +45,14 @@ pub enum Decider {
     Upsert,
 }
 
-static STANDING: Sql =
-    Sql::new("SELECT state, closes FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2");
+static STANDING: Sql = Sql::new(
+    "SELECT state, closes, updated_at_ms FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2",
+);
 static FORGET_VISITOR: Sql = Sql::new("DELETE FROM invites_answers WHERE visitor_id = ?1");
 
 /// [`Decider::InWriter`]'s read: the row with its answered displays.
 static ANSWER_ROW: Sql = Sql::new(
-    "SELECT state, closes, displays FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2",
+    "SELECT state, closes, updated_at_ms, displays FROM invites_answers WHERE visitor_id = ?1 AND site_id = ?2",
 );
 /// [`Decider::InWriter`]'s write: the row as decided.
 static ANSWER_WRITE: Sql = Sql::new(
@@ -56,26 +61,68 @@ static ANSWER_WRITE: Sql = Sql::new(
      ON CONFLICT (visitor_id, site_id) DO UPDATE SET state = excluded.state,
         closes = excluded.closes, displays = excluded.displays, updated_at_ms = excluded.updated_at_ms",
 );
+/// Whether the stored row `a` is asked again (`AnswerRules::reopen`): a
+/// "No" (state 2) or closed-out (3) row whose wait (?9, ?10 days; 0 never)
+/// has passed on day ?11.
+macro_rules! reopened {
+    () => {
+        "((a.state = 2 AND ?9::BIGINT > 0 AND ?11::BIGINT - a.updated_at_ms / 86400000 >= ?9::BIGINT)
+          OR (a.state = 3 AND ?10::BIGINT > 0 AND ?11::BIGINT - a.updated_at_ms / 86400000 >= ?10::BIGINT))"
+    };
+}
+/// The row's state as the rules see it.
+macro_rules! eff_state {
+    () => {
+        concat!("(CASE WHEN ", reopened!(), " THEN 0 ELSE a.state END)")
+    };
+}
+/// The row's closes as the rules see it.
+macro_rules! eff_closes {
+    () => {
+        concat!("(CASE WHEN ", reopened!(), " THEN 0 ELSE a.closes END)")
+    };
+}
+/// Nothing changes: a repeated display, or a final standing.
+macro_rules! unchanged {
+    () => {
+        concat!("(?5 = ANY(a.displays) OR ", eff_state!(), " <> 0)")
+    };
+}
+
 /// [`Decider::Upsert`]'s statement, PostgreSQL's (arrays): ?5 the display,
-/// ?7 the answer (0 close, 1 yes, 2 no), ?8 closesMax; `last_outcome`
-/// reports 0 counted, 1 repeated display, 2 final already.
-static ANSWER_UPSERT: Sql = Sql::new(
+/// ?7 the answer (0 close, 1 yes, 2 no), ?8 closesMax, ?9 and ?10 the days
+/// after which "No" and closed-out are asked again (0 never), ?11 today;
+/// `last_outcome` reports 0 counted, 1 repeated display, 2 final already.
+static ANSWER_UPSERT: Sql = Sql::new(concat!(
     "INSERT INTO invites_answers AS a
         (visitor_id, site_id, state, closes, displays, updated_at_ms, last_outcome)
      VALUES (?1, ?2, ?3::SMALLINT, ?4::SMALLINT, ARRAY[?5::BIGINT], ?6, 0)
      ON CONFLICT (visitor_id, site_id) DO UPDATE SET
-        state = CASE WHEN ?5 = ANY(a.displays) OR a.state <> 0 THEN a.state
-                     WHEN ?7::SMALLINT = 0 THEN CASE WHEN a.closes + 1 >= ?8::SMALLINT THEN 3 ELSE 0 END
+        state = CASE WHEN ",
+    unchanged!(),
+    " THEN a.state
+                     WHEN ?7::SMALLINT = 0 THEN CASE WHEN ",
+    eff_closes!(),
+    " + 1 >= ?8::SMALLINT THEN 3 ELSE 0 END
                      ELSE ?7::SMALLINT END,
-        closes = CASE WHEN ?5 = ANY(a.displays) OR a.state <> 0 OR ?7 <> 0 THEN a.closes
-                      ELSE a.closes + 1 END,
-        displays = CASE WHEN ?5 = ANY(a.displays) OR a.state <> 0 THEN a.displays
-                        ELSE array_append(a.displays, ?5) END,
-        updated_at_ms = CASE WHEN ?5 = ANY(a.displays) OR a.state <> 0 THEN a.updated_at_ms
-                             ELSE ?6 END,
-        last_outcome = CASE WHEN ?5 = ANY(a.displays) THEN 1 WHEN a.state <> 0 THEN 2 ELSE 0 END
-     RETURNING state, closes, last_outcome",
-);
+        closes = CASE WHEN ",
+    unchanged!(),
+    " THEN a.closes WHEN ?7 <> 0 THEN ",
+    eff_closes!(),
+    " ELSE ",
+    eff_closes!(),
+    " + 1 END,
+        displays = CASE WHEN ",
+    unchanged!(),
+    " THEN a.displays ELSE array_append(a.displays, ?5) END,
+        updated_at_ms = CASE WHEN ",
+    unchanged!(),
+    " THEN a.updated_at_ms ELSE ?6 END,
+        last_outcome = CASE WHEN ?5 = ANY(a.displays) THEN 1 WHEN ",
+    eff_state!(),
+    " <> 0 THEN 2 ELSE 0 END
+     RETURNING state, closes, updated_at_ms, last_outcome"
+));
 
 /// What the answer changed in the site's counts.
 fn count_deltas(before: Standing, after: Standing, outcome: Outcome) -> [i64; 4] {
@@ -132,21 +179,28 @@ impl Decider {
 async fn in_writer(c: &Conn<'_>, cmd: &AnswerCmd) -> Result<(Standing, Outcome), StoreError> {
     let row = c
         .query_opt(&ANSWER_ROW, &[&cmd.visitor_id, &cmd.site_id], |r| {
-            Ok((r.int(0)?, r.int(1)?, r.bytes(2)?))
+            Ok((standing_row(r)?, r.bytes(3)?))
         })
         .await?;
-    let (before, mut displays) = match row {
-        Some((state, closes, displays)) => (standing_from(state, closes)?, displays),
-        None => (Standing::default(), Vec::new()),
-    };
+    let (before, mut displays) = row.unwrap_or_default();
+    let today = day_of(cmd.now_ms);
     let answered: Vec<i64> = displays
         .chunks_exact(8)
         .map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes")))
         .collect();
-    let (after, outcome) = apply_answer(before, &answered, cmd.display, cmd.answer, cmd.closes_max);
+    let (after, outcome) = apply_answer(
+        before,
+        &answered,
+        cmd.display,
+        cmd.answer,
+        &cmd.rules,
+        today,
+    );
     if outcome != Outcome::Counted {
         return Ok((after, outcome));
     }
+    // The counts' deltas from the standing as the rules saw it.
+    let before = cmd.rules.reopen(before, today);
     displays.extend_from_slice(&cmd.display.to_be_bytes());
     c.execute(
         &ANSWER_WRITE,
@@ -166,12 +220,14 @@ async fn in_writer(c: &Conn<'_>, cmd: &AnswerCmd) -> Result<(Standing, Outcome),
 
 async fn upsert(c: &Conn<'_>, cmd: &AnswerCmd) -> Result<(Standing, Outcome), StoreError> {
     // A first answer's row, as apply_answer makes it.
+    let today = day_of(cmd.now_ms);
     let (first, _) = apply_answer(
         Standing::default(),
         &[],
         cmd.display,
         cmd.answer,
-        cmd.closes_max,
+        &cmd.rules,
+        today,
     );
     let code: i16 = match cmd.answer {
         Answer::Close => 0,
@@ -192,9 +248,12 @@ async fn upsert(c: &Conn<'_>, cmd: &AnswerCmd) -> Result<(Standing, Outcome), St
                 &cmd.display,
                 &cmd.now_ms,
                 &code,
-                &(cmd.closes_max as i16),
+                &(cmd.rules.closes_max as i16),
+                &cmd.rules.ask_again_after_no_days,
+                &cmd.rules.ask_again_after_closes_days,
+                &(today as i64),
             ],
-            |r| Ok((standing_row(r)?, r.int(2)?)),
+            |r| Ok((standing_row(r)?, r.int(3)?)),
         )
         .await?;
     let outcome = match last_outcome {
@@ -206,6 +265,7 @@ async fn upsert(c: &Conn<'_>, cmd: &AnswerCmd) -> Result<(Standing, Outcome), St
         let before = Standing {
             state: AnswerState::Asking,
             closes: after.closes - (cmd.answer == Answer::Close) as i64,
+            day: today,
         };
         add_counts(c, cmd, before, after, outcome).await?;
     }
@@ -267,13 +327,17 @@ impl InvitesStore {
     }
 
     /// Deletes every answer of a visitor (all sites; `key`:
-    /// [`InvitesStore::visitor_key`]); the rows deleted.
+    /// [`InvitesStore::visitor_key`]); the rows deleted. An erasure
+    /// ([`Store::write_erasing`]): on SQLite no file of the store holds
+    /// the rows when this answers.
+    ///
+    /// [`Store::write_erasing`]: crate::store::Store::write_erasing
     pub async fn forget_visitor(&self, key: i64) -> Result<u64, StoreError> {
         let touching = Touching::new(self.index());
         let touch = touching.in_writer();
         let r = self
             .store
-            .write(move |tx| {
+            .write_erasing(move |tx| {
                 let touch = touch.clone();
                 Box::pin(async move {
                     let n = tx.execute(&FORGET_VISITOR, &[&key]).await?;

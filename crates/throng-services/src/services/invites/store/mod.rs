@@ -20,6 +20,7 @@
 
 pub mod answers;
 pub mod counts;
+pub mod daily;
 pub mod numbers;
 pub mod purge;
 pub mod sites;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 
 pub use answers::Decider;
 pub use counts::{add_seen, counts, Counts, SeenDeltas};
+pub use daily::{add_daily, daily_rows, DailyDeltas, DailyRow, DayCounts};
 pub use numbers::reserve_visitor_numbers;
 pub use purge::{purge_ranges, PURGE_CHUNK_ROWS, PURGE_DENSE_KEYS, PURGE_RANGES};
 pub use sites::{create_site, load_sites, update_site, SiteRow};
@@ -206,15 +208,16 @@ impl Touch {
     }
 }
 
-/// A row of (state, closes).
+/// A row of (state, closes, updated_at_ms).
 fn standing_row(r: &impl Columns) -> Result<Standing, StoreError> {
-    standing_from(r.int(0)?, r.int(1)?)
+    standing_from(r.int(0)?, r.int(1)?, r.int(2)?)
 }
 
-fn standing_from(state: i64, closes: i64) -> Result<Standing, StoreError> {
+fn standing_from(state: i64, closes: i64, updated_at_ms: i64) -> Result<Standing, StoreError> {
     Ok(Standing {
         state: AnswerState::from_i64(state)
             .ok_or_else(|| StoreError::Internal(format!("invites_answers.state {state}")))?,
         closes,
+        day: crate::base::clock::day_of(updated_at_ms),
     })
 }

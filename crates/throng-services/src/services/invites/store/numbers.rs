@@ -22,7 +22,8 @@ static RESERVE_NUMBERS: Sql = Sql::new(
      ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ?2 AS TEXT)
      RETURNING CAST(value AS INTEGER)",
 );
-static ALL_STANDINGS: Sql = Sql::new("SELECT visitor_id, state, closes FROM invites_answers");
+static ALL_STANDINGS: Sql =
+    Sql::new("SELECT visitor_id, state, closes, updated_at_ms FROM invites_answers");
 static NEGATE_KEYS: Sql =
     Sql::new("UPDATE invites_answers SET visitor_id = -visitor_id WHERE visitor_id > 0");
 static NEGATED_ROWS: Sql =
@@ -114,7 +115,7 @@ pub async fn load_standings(store: &Store, index: &Arc<StandingIndex>) -> Result
                 );
                 let mut fresh = index.fresh(end);
                 tx.query(&ALL_STANDINGS, &[], |r| {
-                    fresh.hold(r.int(0)?, r.int(1)?, r.int(2)?);
+                    fresh.hold(r.int(0)?, r.int(1)?, r.int(2)?, r.int(3)?);
                     Ok(())
                 })
                 .await?;

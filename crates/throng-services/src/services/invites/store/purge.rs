@@ -97,7 +97,8 @@ impl InvitesStore {
     }
 
     /// Deletes the answers of `ids` for `site_id` still older than
-    /// `before_ms`, in one write; the rows deleted. Where standings are
+    /// `before_ms`, in one erasing write (`Store::write_erasing`: on SQLite
+    /// no file of the store holds them when it answers); the rows deleted. Where standings are
     /// kept in memory, row by row, each deleted row clearing its byte; else
     /// in one statement.
     async fn delete_stale(
@@ -112,7 +113,7 @@ impl InvitesStore {
                 let touch = touching.in_writer();
                 let r = self
                     .store
-                    .write(move |tx| {
+                    .write_erasing(move |tx| {
                         let (touch, ids) = (touch.clone(), ids.clone());
                         Box::pin(async move {
                             let mut deleted = 0u64;
@@ -135,7 +136,7 @@ impl InvitesStore {
             }
             Standings::InTable => {
                 self.store
-                    .write(move |tx| {
+                    .write_erasing(move |tx| {
                         let ids = ids.clone();
                         Box::pin(async move {
                             tx.execute(&DELETE_STALE_SET, &[&ids, &site_id, &before_ms])
