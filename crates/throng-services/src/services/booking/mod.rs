@@ -16,6 +16,7 @@ pub mod model;
 pub mod notifier;
 pub mod page;
 pub mod persons;
+pub mod places;
 pub mod seed;
 pub mod store;
 
