@@ -19,6 +19,7 @@ mod booking;
 mod booking_durability;
 mod booking_notifier;
 mod booking_person;
+mod booking_places;
 mod comments;
 mod events;
 mod invites;
