@@ -37,6 +37,10 @@ pub enum Command {
     },
     /// Reproduce a write-up's experiment against a child server.
     Bench(crate::bench::harness::BenchArgs),
+    /// A service's own commands against the store (`throng booking
+    /// import-places FILE`, `throng booking extend`).
+    #[command(flatten)]
+    Service(ServiceWhat),
     /// `throng bench`'s child server: `serve` plus an experiment's
     /// comparison designs. Internal (hidden); the product never runs it.
     #[command(name = "bench-server", hide = true)]
@@ -125,6 +129,74 @@ impl clap::Subcommand for SeedWhat {
     }
 }
 
+/// `throng NAME ...`: a service's operator commands
+/// (`Service::command`), with the store flags, kept as the service and its
+/// matches.
+#[derive(Clone)]
+pub struct ServiceWhat {
+    pub service: &'static dyn AnyService,
+    pub matches: clap::ArgMatches,
+}
+
+impl std::fmt::Debug for ServiceWhat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceWhat")
+            .field("service", &self.service.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl clap::FromArgMatches for ServiceWhat {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| {
+            clap::Error::raw(clap::error::ErrorKind::MissingSubcommand, "name a command")
+        })?;
+        let service = services::all()
+            .iter()
+            .find(|s| s.name() == name && s.command().is_some())
+            .ok_or_else(|| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    format!("no service named {name} has commands"),
+                )
+            })?;
+        Ok(ServiceWhat {
+            service: *service,
+            matches: sub.clone(),
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for ServiceWhat {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        services::all()
+            .iter()
+            .filter_map(|s| s.command())
+            .map(|c| {
+                // The store's flags, keeping the command's own about.
+                let about = c.get_about().cloned();
+                let c = <StoreArgs as clap::Args>::augment_args(c).subcommand_required(true);
+                match about {
+                    Some(a) => c.about(a),
+                    None => c,
+                }
+            })
+            .fold(cmd, |c, sub| c.subcommand(sub))
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        services::all()
+            .iter()
+            .any(|s| s.name() == name && s.command().is_some())
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct TokenArgs {
     /// Subject: the user's or provider's id.
@@ -170,6 +242,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::BenchServer(args) => crate::bench::child_services(&args.experiment)
             .and_then(|list| runtime().block_on(serve(args.serve, list))),
         Command::Seed(args) => runtime().block_on(seed(args)),
+        Command::Service(what) => runtime().block_on(service_command(what)),
         Command::Token(args) => token(args),
         Command::Load { command } => {
             return ExitCode::from(throng_load::cli::execute(command).clamp(0, 255) as u8)
@@ -236,6 +309,12 @@ async fn signalled(term: &mut tokio::signal::unix::Signal) {
 async fn seed(args: SeedArgs) -> anyhow::Result<()> {
     let (store, _) = app::open_store(&args.store).await?;
     args.what.service.seed(&store, &args.what.matches).await
+}
+
+async fn service_command(what: ServiceWhat) -> anyhow::Result<()> {
+    let store_args = <StoreArgs as clap::FromArgMatches>::from_arg_matches(&what.matches)?;
+    let (store, _) = app::open_store(&store_args).await?;
+    what.service.run_command(&store, &what.matches).await
 }
 
 /// Every role a token can carry: the platform's and each service's.

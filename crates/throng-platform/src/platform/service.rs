@@ -172,6 +172,22 @@ pub trait Service: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// `throng NAME ...`: the service's own operator commands against the
+    /// store (subcommands of a command named after the service); `None`:
+    /// none.
+    fn command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// Runs `throng NAME ...` with the matches of [`Service::command`].
+    fn run_command(
+        &self,
+        _store: &Store,
+        _matches: &clap::ArgMatches,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { anyhow::bail!("{} has no commands", Self::NAME) }
+    }
+
     /// Start-up work: builds the service's state and spawns its workers.
     fn start(
         &self,
@@ -238,6 +254,14 @@ pub trait AnyService: Send + Sync + 'static {
         matches: &'a clap::ArgMatches,
     ) -> BoxFuture<'a, anyhow::Result<()>>;
     fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Its `throng NAME ...` command, if it has operator commands.
+    fn command(&self) -> Option<clap::Command>;
+    /// Runs `throng NAME ...` with the command's matches.
+    fn run_command<'a>(
+        &'a self,
+        store: &'a Store,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Parses its flags from `serve`'s matches and starts it.
     fn start<'a>(
         &'a self,
@@ -288,6 +312,18 @@ impl<S: Service> AnyService for S {
 
     fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(Service::seed_demo(self, store))
+    }
+
+    fn command(&self) -> Option<clap::Command> {
+        Service::command(self)
+    }
+
+    fn run_command<'a>(
+        &'a self,
+        store: &'a Store,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(Service::run_command(self, store, matches))
     }
 
     fn start<'a>(

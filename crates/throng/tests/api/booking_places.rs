@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
 use crate::both_stores;
-use crate::helpers::{person, Api, Reply, StoreKind, TestServer};
+use crate::helpers::{person, store_flags, throng_bin, Api, PgDb, Reply, StoreKind, TestServer};
 use throng::platform::auth::Role;
 use throng::services::booking::http::PlacesPage;
 use throng::services::booking::places::http::{EarliestList, PlaceChanged, PlaceDetail};
@@ -26,6 +26,7 @@ both_stores!(
     an_admin_defines_a_place_its_hours_and_its_days,
     places_are_searched_by_text_region_and_service_a_page_at_a_time,
     the_earliest_free_slots_are_listed_soonest_first,
+    the_command_line_imports_a_file_all_or_none,
 );
 
 const HEADER: &str =
@@ -669,4 +670,68 @@ async fn the_earliest_free_slots_are_listed_soonest_first(kind: StoreKind) {
             .await
             .assert_error(422, "invalid_field");
     }
+}
+
+// ---------------------------------------------------------------- the command line
+
+/// `throng booking import-places FILE ARGS`: its exit status, stdout and
+/// stderr.
+async fn cli_import(args: &[String]) -> (bool, String, String) {
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        tokio::process::Command::new(throng_bin())
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .output(),
+    )
+    .await
+    .expect("the import finishes in time")
+    .expect("the import runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn the_command_line_imports_a_file_all_or_none(kind: StoreKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = match kind {
+        StoreKind::Postgres => Some(PgDb::fresh().await),
+        StoreKind::Sqlite => None,
+    };
+    let flags = store_flags(dir.path(), pg.as_ref().map(|p| p.url.as_str()));
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        format!(
+            "{HEADER}\nA-1,Site A,Street 1,Town,111 11,R1,UTC,15,1,Mo-Fr 08:00-09:00,\nA-2,Site B,Street 2,Town,111 12,R1,UTC,15,1,Mo-Fr 08:00-09:00,2030-02-30\n"
+        ),
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["booking".into(), "import-places".into()];
+    args.push(bad.display().to_string());
+    args.extend(flags.clone());
+    let (ok, _, err) = cli_import(&args).await;
+    assert!(!ok, "a bad file fails");
+    assert!(err.contains("line 3, column closed"), "{err}");
+
+    let example =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/booking/places.csv");
+    let mut args: Vec<String> = vec!["booking".into(), "import-places".into()];
+    args.push(example.display().to_string());
+    args.extend(flags.clone());
+    let (ok, out, err) = cli_import(&args).await;
+    assert!(ok, "{out}\n{err}");
+    let summary: ChangeSummary = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary.created, 6, "the bad file imported nothing");
+    assert!(summary.slots_added > 1000);
+
+    // The horizon made by the import leaves nothing to extend.
+    let mut args: Vec<String> = vec!["booking".into(), "extend".into()];
+    args.extend(flags);
+    let (ok, out, err) = cli_import(&args).await;
+    assert!(ok, "{out}\n{err}");
+    let extended: ChangeSummary = serde_json::from_str(&out).unwrap();
+    assert_eq!(extended.slots_added, 0, "the horizon is made already");
 }

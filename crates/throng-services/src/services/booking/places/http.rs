@@ -55,7 +55,7 @@ fn place_not_found(id: i64) -> ApiError {
 }
 
 /// A refusal as an answer; `line_of` names where a change came from.
-fn refused(r: ChangeRefused, line_of: impl Fn(usize) -> String) -> ApiError {
+pub fn refusal(r: ChangeRefused, line_of: impl Fn(usize) -> String) -> ApiError {
     match r {
         ChangeRefused::UnknownPlace(id) => place_not_found(id),
         ChangeRefused::SlotMinutesFixed { at, code } => ApiError::new(
@@ -86,7 +86,7 @@ async fn change(
     st.storage
         .change_places(changes, st.clock)
         .await?
-        .map_err(|r| refused(r, line_of))
+        .map_err(|r| refusal(r, line_of))
 }
 
 fn no_line(_: usize) -> String {
