@@ -36,7 +36,7 @@
 //! new index (write commands read the index when they run). Reads use the
 //! old one meanwhile; writes wait for the load.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -390,14 +390,15 @@ impl Availability {
             fresh.push((i, b.build()));
         }
         if !fresh.is_empty() {
-            let wanted: HashSet<i64> = fresh.iter().map(|(i, _)| *i as i64).collect();
+            let at: HashMap<i64, usize> = fresh
+                .iter()
+                .enumerate()
+                .map(|(k, (i, _))| (*i as i64, k))
+                .collect();
             c.query(&ALL_REGISTRATIONS, &[], |r| {
-                let place_id = r.int(0)?;
-                if wanted.contains(&place_id) {
-                    if let Some((_, p)) = fresh.iter().find(|(i, _)| *i as i64 == place_id) {
-                        if let Ok(seat) = p.seat(Day(r.int4(1)?), r.int4(2)?) {
-                            seat.add();
-                        }
+                if let Some(&k) = at.get(&r.int(0)?) {
+                    if let Ok(seat) = fresh[k].1.seat(Day(r.int4(1)?), r.int4(2)?) {
+                        seat.add();
                     }
                 }
                 Ok(())
