@@ -517,7 +517,7 @@ async fn an_admin_defines_a_place_its_hours_and_its_days(kind: StoreKind) {
     assert_eq!(r.status, 200, "{}", r.text());
     let summary: ChangeSummary = r.body();
     assert_eq!(summary.slots_removed, 3);
-    assert_eq!(summary.affected_registrations, [reg.clone()]);
+    assert_eq!(summary.affected_registrations, std::slice::from_ref(&reg));
     assert!(day_slots(api, id, &tomorrow).await.is_empty());
     let detail: PlaceDetail = api.get(&format!("/api/booking/places/{id}")).await.body();
     assert_eq!(detail.days.len(), 1);

@@ -148,7 +148,7 @@ pub async fn create_place(
     let def = input.validate().map_err(invalid)?;
     let changes = vec![PlaceChange::Define {
         id: None,
-        def,
+        def: Box::new(def),
         closed: None,
     }];
     let summary = change(&st, changes, no_line).await?;
@@ -239,7 +239,7 @@ pub async fn update_place(
     let def = input.validate().map_err(invalid)?;
     let changes = vec![PlaceChange::Define {
         id: Some(place_id),
-        def,
+        def: Box::new(def),
         closed: None,
     }];
     let summary = change(&st, changes, no_line).await?;

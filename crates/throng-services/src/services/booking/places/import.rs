@@ -201,7 +201,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, ImportError> {
         }
         parsed.changes.push(PlaceChange::Define {
             id: None,
-            def,
+            def: Box::new(def),
             closed: Some(closed),
         });
         parsed.lines.push(line);

@@ -288,7 +288,7 @@ pub enum PlaceChange {
     /// set of closed days (days of other hours stay).
     Define {
         id: Option<i64>,
-        def: PlaceDef,
+        def: Box<PlaceDef>,
         closed: Option<Vec<Day>>,
     },
     /// New weekly hours for a place.
