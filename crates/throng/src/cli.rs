@@ -37,8 +37,8 @@ pub enum Command {
     },
     /// Reproduce a write-up's experiment against a child server.
     Bench(crate::bench::harness::BenchArgs),
-    /// A service's own commands against the store (`throng booking
-    /// import-places FILE`, `throng booking extend`).
+    /// A service's own commands against the store (`throng NAME ...`,
+    /// from `Service::command`).
     #[command(flatten)]
     Service(ServiceWhat),
     /// `throng bench`'s child server: `serve` plus an experiment's
