@@ -50,6 +50,10 @@ pub enum Command {
     /// A service's own command (`throng voting ...`).
     #[command(flatten)]
     Service(ServiceCommand),
+    /// A service's own commands on the store (`throng NAME ...`,
+    /// from `Service::store_command`).
+    #[command(flatten)]
+    StoreService(ServiceWhat),
     /// `throng bench`'s child server: `serve` plus an experiment's
     /// comparison designs. Internal (hidden); the product never runs it.
     #[command(name = "bench-server", hide = true)]
@@ -196,6 +200,74 @@ impl clap::Subcommand for SeedWhat {
     }
 }
 
+/// `throng NAME ...`: a service's operator commands
+/// (`Service::store_command`), with the store flags, kept as the service and its
+/// matches.
+#[derive(Clone)]
+pub struct ServiceWhat {
+    pub service: &'static dyn AnyService,
+    pub matches: clap::ArgMatches,
+}
+
+impl std::fmt::Debug for ServiceWhat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceWhat")
+            .field("service", &self.service.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl clap::FromArgMatches for ServiceWhat {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = m.subcommand().ok_or_else(|| {
+            clap::Error::raw(clap::error::ErrorKind::MissingSubcommand, "name a command")
+        })?;
+        let service = services::all()
+            .iter()
+            .find(|s| s.name() == name && s.store_command().is_some())
+            .ok_or_else(|| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    format!("no service named {name} has commands"),
+                )
+            })?;
+        Ok(ServiceWhat {
+            service: *service,
+            matches: sub.clone(),
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for ServiceWhat {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        services::all()
+            .iter()
+            .filter_map(|s| s.store_command())
+            .map(|c| {
+                // The store's flags, keeping the command's own about.
+                let about = c.get_about().cloned();
+                let c = <StoreArgs as clap::Args>::augment_args(c).subcommand_required(true);
+                match about {
+                    Some(a) => c.about(a),
+                    None => c,
+                }
+            })
+            .fold(cmd, |c, sub| c.subcommand(sub))
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        services::all()
+            .iter()
+            .any(|s| s.name() == name && s.store_command().is_some())
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct BackupArgs {
     /// Where the copy goes (replaced if there). The secrets go to
@@ -268,6 +340,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::BenchServer(args) => crate::bench::child_services(&args.experiment)
             .and_then(|list| runtime().block_on(serve(args.serve, list))),
         Command::Seed(args) => runtime().block_on(seed(args)),
+        Command::StoreService(what) => runtime().block_on(service_command(what)),
         Command::Token(args) => token(args),
         Command::Service(c) => runtime().block_on(c.service.run_command(&c.matches)),
         Command::Load { command } => {
@@ -390,6 +463,12 @@ async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
         names.join(", ")
     );
     Ok(())
+}
+
+async fn service_command(what: ServiceWhat) -> anyhow::Result<()> {
+    let store_args = <StoreArgs as clap::FromArgMatches>::from_arg_matches(&what.matches)?;
+    let (store, _) = app::open_store(&store_args).await?;
+    what.service.run_store_command(&store, &what.matches).await
 }
 
 /// Every role a token can carry: the platform's and each service's.

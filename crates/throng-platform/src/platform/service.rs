@@ -208,6 +208,24 @@ pub trait Service: Send + Sync + 'static {
         async { anyhow::bail!("{} has no command", Self::NAME) }
     }
 
+    /// `throng NAME ...`: the service's operator commands on the store
+    /// itself (subcommands of a command named after the service, given
+    /// the store's flags), where [`Service::command`]'s talk to a server;
+    /// a service has one or the other.
+    fn store_command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// Runs `throng NAME ...` with the matches of [`Service::store_command`]
+    /// on the store its flags name.
+    fn run_store_command(
+        &self,
+        _store: &Store,
+        _matches: &clap::ArgMatches,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { anyhow::bail!("{} has no commands", Self::NAME) }
+    }
+
     /// Start-up work: builds the service's state and spawns its workers.
     fn start(
         &self,
@@ -280,6 +298,14 @@ pub trait AnyService: Send + Sync + 'static {
         matches: &'a clap::ArgMatches,
     ) -> BoxFuture<'a, anyhow::Result<()>>;
     fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Its `throng NAME ...` commands on the store, if it has some.
+    fn store_command(&self) -> Option<clap::Command>;
+    /// Runs `throng NAME ...` on `store` with the command's matches.
+    fn run_store_command<'a>(
+        &'a self,
+        store: &'a Store,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Parses its flags from `serve`'s matches and starts it.
     fn start<'a>(
         &'a self,
@@ -338,6 +364,18 @@ impl<S: Service> AnyService for S {
 
     fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(Service::seed_demo(self, store))
+    }
+
+    fn store_command(&self) -> Option<clap::Command> {
+        Service::store_command(self)
+    }
+
+    fn run_store_command<'a>(
+        &'a self,
+        store: &'a Store,
+        matches: &'a clap::ArgMatches,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(Service::run_store_command(self, store, matches))
     }
 
     fn start<'a>(

@@ -154,11 +154,11 @@ async fn slots_of_a_place_and_their_errors(kind: StoreKind) {
     assert_eq!(slots.len(), 5);
     assert_eq!(
         slots[0],
-        json!({"timeSlot": 0, "start": "08:00", "free": true})
+        json!({"timeSlot": 0, "start": "08:00", "free": true, "seats": 1, "seatsLeft": 1})
     );
     assert_eq!(
         slots[4],
-        json!({"timeSlot": 4, "start": "09:20", "free": true})
+        json!({"timeSlot": 4, "start": "09:20", "free": true, "seats": 1, "seatsLeft": 1})
     );
 
     // days defaults to 1; 14 is the most; days outside the seeded range are empty.
@@ -268,7 +268,7 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     assert!(api.taken_slots(2, FROM, 2).await == vec![("2030-01-02".to_string(), 1)]);
     api.register(2, "2030-01-02", 1, person(2))
         .await
-        .assert_error(409, "slot_taken");
+        .assert_error(409, "slot_full");
 
     let r = api.get_registration(&id, Some(&code)).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -654,7 +654,7 @@ async fn race(
                 won.push((slot, id, code));
             }
             409 => {
-                r.assert_error(409, "slot_taken");
+                r.assert_error(409, "slot_full");
                 lost += 1;
             }
             _ => other.push(format!("{} {}", r.status, r.text())),
@@ -925,7 +925,7 @@ async fn bad_input_is_4xx_with_envelope_and_writes_nothing(kind: StoreKind) {
     api.get(REGISTRATIONS)
         .await
         .assert_error(405, "method_not_allowed");
-    api.raw_post("/api/booking/places", "{}", Some("application/json"))
+    api.send(api.http.delete(api.url("/api/booking/places")))
         .await
         .assert_error(405, "method_not_allowed");
     let r = api
@@ -989,7 +989,7 @@ async fn overload_answers_429_and_accepted_requests_complete(kind: StoreKind) {
         match r.status {
             201 => created += 1,
             409 => {
-                r.assert_error(409, "slot_taken");
+                r.assert_error(409, "slot_full");
                 taken += 1;
             }
             429 => {
@@ -1729,7 +1729,7 @@ async fn move_takes_the_new_slot_and_frees_the_old(kind: StoreKind) {
     // A taken slot: 409, and both registrations keep theirs.
     let msg = move_to(api, &a, Some(&a_code), 1, FROM, 1)
         .await
-        .assert_error(409, "slot_taken");
+        .assert_error(409, "slot_full");
     assert!(msg.contains("keeps"), "{msg}");
     assert_eq!(
         api.get_registration(&a, Some(&a_code)).await.json()["timeSlot"],
@@ -1849,7 +1849,7 @@ async fn moves_racing_for_one_slot_have_one_winner(kind: StoreKind) {
         match r.status {
             200 => winners.push(slot),
             _ => {
-                r.assert_error(409, "slot_taken");
+                r.assert_error(409, "slot_full");
             }
         }
     }

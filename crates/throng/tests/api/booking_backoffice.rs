@@ -825,12 +825,12 @@ async fn every_message_kind_is_delivered_once(kind: StoreKind) {
         .store
         .append_event(NewEvent::json(
             stream_of(&e),
-            "booking.slot_withdrawn",
+            "SlotWithdrawn",
             &json!({"registrationId": e, "placeId": 1, "day": later, "timeSlot": 2}),
         ))
         .await
         .unwrap();
-    wait("booking.slot_withdrawn", e.clone()).await;
+    wait("SlotWithdrawn", e.clone()).await;
     // F: booked by a call centre: its confirmation hands the code over.
     let r = post_as(
         &s,
@@ -857,7 +857,7 @@ async fn every_message_kind_is_delivered_once(kind: StoreKind) {
         ("RegistrationConfirmed", &d, "confirmation"),
         ("ReminderDue", &d, "reminder"),
         ("RegistrationConfirmed", &e, "confirmation"),
-        ("booking.slot_withdrawn", &e, "slot_withdrawn"),
+        ("SlotWithdrawn", &e, "slot_withdrawn"),
         ("RegistrationConfirmed", &f, "confirmation"),
     ];
     let all = calls.lock().unwrap().clone();

@@ -420,6 +420,9 @@ async fn seed_store_from(
         force: false,
         first_slot_minute: 8 * 60,
         slot_minutes: 20,
+        seats: 1,
+        seats_every: 1,
+        book_ahead_days: 0,
     };
     throng::services::booking::seed::seed(store, &args, false)
         .await

@@ -22,6 +22,7 @@ mod booking_backoffice;
 mod booking_durability;
 mod booking_notifier;
 mod booking_person;
+mod booking_places;
 mod comments;
 mod comments_site;
 mod events;

@@ -95,7 +95,7 @@ async fn racing_clients_through_the_balancer() {
         match r.status {
             201 => won += 1,
             409 => {
-                r.assert_error(409, "slot_taken");
+                r.assert_error(409, "slot_full");
                 lost += 1
             }
             _ => other.push(format!("{} {}", r.status, r.text())),

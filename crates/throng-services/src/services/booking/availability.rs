@@ -1,6 +1,9 @@
 //! In-memory availability index for the single-node SQLite store: which slots
-//! exist and which are taken, one bit each, in two word arrays per place
-//! (5,000,000 slots of 25 per day take ~3.2 MB: one 64-bit word per day).
+//! exist, one bit each, and which are taken: for a place of one seat a slot
+//! a bit each too (5,000,000 slots of 25 per day take ~3.2 MB: one 64-bit
+//! word per day per array), for a place of several seats a byte per slot
+//! counting the seats taken (~5 MB more for 5,000,000 slots, indexed by the
+//! slot's rank among its day's slots).
 //!
 //! Why: the write-up kept its hot slots in an in-memory table; here SQLite
 //! stays the durable truth and this index is a projection of it, loaded at
@@ -33,39 +36,100 @@
 //! new index (write commands read the index when they run). Reads use the
 //! old one meanwhile; writes wait for the load.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
-use super::model::{Day, Place};
+use super::model::{Day, Place, PlacePolicy, SEATS_MAX};
 use super::persons::PersonSet;
 use super::store::places::{place_row, ALL_PLACES};
 use super::store::SlotRow;
 use crate::store::{Columns, Conn, Sql, StoreError};
 
-/// Places indexed at most (ids are dense from 1 when seeded).
+/// Places indexed at most (ids are dense from 1 when seeded or imported).
 const PLACE_ID_MAX: i64 = 10_000_000;
 
-/// Every slot in key order, and whether its row is free.
+/// Every slot that is offered (withdrawn ones, of seats 0, are not), in
+/// key order.
 static ALL_SLOTS: Sql = Sql::new(
-    "SELECT place_id, day, time_slot, registration_id IS NULL FROM booking_slots
+    "SELECT place_id, day, time_slot FROM booking_slots WHERE seats > 0
      ORDER BY place_id, day, time_slot",
 );
+/// One place's offered slots, in key order.
+static PLACE_SLOTS: Sql = Sql::new(
+    "SELECT place_id, day, time_slot FROM booking_slots WHERE place_id = ?1 AND seats > 0
+     ORDER BY day, time_slot",
+);
+static PLACE: Sql = Sql::new(concat!(
+    crate::services::booking::store::places::select_place!(),
+    " WHERE id = ?1"
+));
 static ALL_REGISTRATIONS: Sql =
     Sql::new("SELECT place_id, day, time_slot, person_key FROM booking_registrations");
 
-/// One day's words of a place: which slots exist, which are taken.
-struct DaySlots<'a> {
-    exists: &'a [u64],
-    taken: &'a [AtomicU64],
+/// How a place's taken seats are kept.
+enum Seats {
+    /// One seat a slot: a taken bit per slot, laid out as `exists`.
+    One(Box<[AtomicU64]>),
+    /// Several: the seats taken of each slot, at `day_start[day]` plus the
+    /// slot's rank among its day's slots.
+    Many {
+        day_start: Box<[u32]>,
+        held: Box<[AtomicU8]>,
+    },
 }
 
-impl DaySlots<'_> {
-    fn bit(&self, slot: i32) -> Option<(usize, u64)> {
-        if slot < 0 {
-            return None;
+/// Where a slot's taken seats are.
+enum SeatRef<'a> {
+    Bit(&'a AtomicU64, u64),
+    Count(&'a AtomicU8, u8),
+}
+
+impl SeatRef<'_> {
+    fn held(&self) -> i32 {
+        match self {
+            SeatRef::Bit(w, b) => i32::from(w.load(Ordering::Acquire) & b != 0),
+            SeatRef::Count(c, _) => i32::from(c.load(Ordering::Acquire)),
         }
-        let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
-        (w < self.exists.len() && self.exists[w] & b != 0).then_some((w, b))
+    }
+    fn seats(&self) -> i32 {
+        match self {
+            SeatRef::Bit(..) => 1,
+            SeatRef::Count(_, seats) => i32::from(*seats),
+        }
+    }
+    /// Takes a seat if one is left: the test-and-set that decides it.
+    fn take(&self) -> bool {
+        match self {
+            SeatRef::Bit(w, b) => w.fetch_or(*b, Ordering::AcqRel) & b == 0,
+            SeatRef::Count(c, seats) => c
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
+                    (h < *seats).then_some(h + 1)
+                })
+                .is_ok(),
+        }
+    }
+    /// Adds a held seat whatever is left (loading registrations).
+    fn add(&self) {
+        match self {
+            SeatRef::Bit(w, b) => {
+                w.fetch_or(*b, Ordering::AcqRel);
+            }
+            SeatRef::Count(c, _) => {
+                let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_add(1));
+            }
+        }
+    }
+    /// Gives a seat back.
+    fn give_back(&self) {
+        match self {
+            SeatRef::Bit(w, b) => {
+                w.fetch_and(!b, Ordering::AcqRel);
+            }
+            SeatRef::Count(c, _) => {
+                let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(1));
+            }
+        }
     }
 }
 
@@ -74,10 +138,12 @@ impl DaySlots<'_> {
 /// made every try-register chase two more pointers to random heap lines).
 struct PlaceSlots {
     place: Place,
+    /// Seats a slot, at most `SEATS_MAX`.
+    seats: u8,
     first_day: i32,
     words_per_day: usize,
     exists: Box<[u64]>,
-    taken: Box<[AtomicU64]>,
+    taken: Seats,
 }
 
 impl PlaceSlots {
@@ -87,15 +153,28 @@ impl PlaceSlots {
             .checked_div(self.words_per_day)
             .unwrap_or(0)
     }
-    fn day(&self, day: Day) -> Option<DaySlots<'_>> {
+    fn day_index(&self, day: Day) -> Option<usize> {
         let i = usize::try_from(day.0.checked_sub(self.first_day)?).ok()?;
-        if i >= self.day_count() {
-            return None;
+        (i < self.day_count()).then_some(i)
+    }
+    /// Where a slot's seats are, or why there is no such slot.
+    fn seat(&self, day: Day, slot: i32) -> Result<SeatRef<'_>, SlotState> {
+        let i = self.day_index(day).ok_or(SlotState::UnknownSlot)?;
+        if slot < 0 {
+            return Err(SlotState::UnknownSlot);
         }
-        let words = i * self.words_per_day..(i + 1) * self.words_per_day;
-        Some(DaySlots {
-            exists: &self.exists[words.clone()],
-            taken: &self.taken[words],
+        let (w, b) = ((slot / 64) as usize, 1u64 << (slot % 64));
+        let words = &self.exists[i * self.words_per_day..(i + 1) * self.words_per_day];
+        if w >= words.len() || words[w] & b == 0 {
+            return Err(SlotState::UnknownSlot);
+        }
+        Ok(match &self.taken {
+            Seats::One(taken) => SeatRef::Bit(&taken[i * self.words_per_day + w], b),
+            Seats::Many { day_start, held } => {
+                let rank = words[..w].iter().map(|x| x.count_ones()).sum::<u32>()
+                    + (words[w] & (b - 1)).count_ones();
+                SeatRef::Count(&held[(day_start[i] + rank) as usize], self.seats)
+            }
         })
     }
     /// Slots of the place's first day: a capacity guess for a page of rows.
@@ -105,22 +184,28 @@ impl PlaceSlots {
             .map(|w| w.count_ones() as usize)
             .sum::<usize>()
     }
+    fn slot_count(&self) -> u64 {
+        self.exists.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotState {
     UnknownPlace,
     UnknownSlot,
+    /// Every seat is taken.
     Taken,
     Free,
 }
 
 pub struct Availability {
-    /// Index = place id.
-    places: Vec<Option<PlaceSlots>>,
+    /// Index = place id. A place is shared with the index it was loaded in
+    /// until it is loaded again (`reloaded`).
+    places: Vec<Option<Arc<PlaceSlots>>>,
     slots: u64,
-    /// Person keys of the active registrations (see `person_of`).
-    persons: Mutex<PersonSet>,
+    /// Person keys of the active registrations (see `person_of`), shared by
+    /// an index and the ones loaded from it.
+    persons: Arc<Mutex<PersonSet>>,
 }
 
 /// The in-memory key of a blind-index entry: its first 8 bytes. Entries are
@@ -133,119 +218,210 @@ pub fn person_of(key: &[u8]) -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// Collects one day's bits while loading.
-#[derive(Default)]
-struct DayBuilder {
-    exists: Vec<u64>,
-    taken: Vec<u64>,
+/// Collects a place's slots while loading.
+struct PlaceBuilder {
+    place: Place,
+    first_day: i32,
+    /// Per day, which slots exist.
+    days: Vec<Vec<u64>>,
 }
 
-impl DayBuilder {
-    fn set(&mut self, slot: i32, free: bool) {
+impl PlaceBuilder {
+    fn set(&mut self, day: i32, slot: i32) {
+        if self.days.is_empty() {
+            self.first_day = day;
+        }
+        let i = (day - self.first_day) as usize;
+        if self.days.len() <= i {
+            self.days.resize_with(i + 1, Vec::new);
+        }
         let w = (slot / 64) as usize;
-        if self.exists.len() <= w {
-            self.exists.resize(w + 1, 0);
-            self.taken.resize(w + 1, 0);
+        let d = &mut self.days[i];
+        if d.len() <= w {
+            d.resize(w + 1, 0);
         }
-        self.exists[w] |= 1 << (slot % 64);
-        if !free {
-            self.taken[w] |= 1 << (slot % 64);
+        d[w] |= 1 << (slot % 64);
+    }
+
+    /// Lays the days out at a fixed stride, with a seat count per slot
+    /// (turned into bits by [`PlaceSlots::settle_seats`] where one seat a
+    /// slot holds everyone).
+    fn build(self) -> PlaceSlots {
+        let words_per_day = self.days.iter().map(Vec::len).max().unwrap_or(0);
+        let mut exists = vec![0u64; self.days.len() * words_per_day];
+        let mut day_start = Vec::with_capacity(self.days.len());
+        let mut n = 0u32;
+        for (i, d) in self.days.iter().enumerate() {
+            exists[i * words_per_day..i * words_per_day + d.len()].copy_from_slice(d);
+            day_start.push(n);
+            n += d.iter().map(|w| w.count_ones()).sum::<u32>();
+        }
+        let seats = u8::try_from(self.place.seats.clamp(1, SEATS_MAX)).unwrap_or(u8::MAX);
+        PlaceSlots {
+            place: self.place,
+            seats,
+            first_day: self.first_day,
+            words_per_day,
+            exists: exists.into_boxed_slice(),
+            taken: Seats::Many {
+                day_start: day_start.into_boxed_slice(),
+                held: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            },
         }
     }
 }
 
-/// Lays a place's days out at a fixed stride of `words_per_day` words.
-fn flatten(days: Vec<DayBuilder>) -> (usize, Box<[u64]>, Box<[AtomicU64]>) {
-    let words_per_day = days.iter().map(|d| d.exists.len()).max().unwrap_or(0);
-    let mut exists = vec![0u64; days.len() * words_per_day];
-    let mut taken = vec![0u64; days.len() * words_per_day];
-    for (i, d) in days.iter().enumerate() {
-        let at = i * words_per_day;
-        exists[at..at + d.exists.len()].copy_from_slice(&d.exists);
-        taken[at..at + d.taken.len()].copy_from_slice(&d.taken);
+impl PlaceSlots {
+    /// A place of one seat whose slots hold at most one registration each
+    /// keeps a bit per slot instead of a count.
+    fn settle_seats(mut self) -> PlaceSlots {
+        let Seats::Many { day_start, held } = &self.taken else {
+            return self;
+        };
+        if self.seats != 1 || held.iter().any(|h| h.load(Ordering::Relaxed) > 1) {
+            return self;
+        }
+        let mut bits = vec![0u64; self.exists.len()];
+        for (i, &start) in day_start.iter().enumerate() {
+            let mut rank = start as usize;
+            for w in 0..self.words_per_day {
+                let mut e = self.exists[i * self.words_per_day + w];
+                while e != 0 {
+                    let b = e.trailing_zeros();
+                    e &= e - 1;
+                    if held[rank].load(Ordering::Relaxed) > 0 {
+                        bits[i * self.words_per_day + w] |= 1 << b;
+                    }
+                    rank += 1;
+                }
+            }
+        }
+        self.taken = Seats::One(bits.into_iter().map(AtomicU64::new).collect());
+        self
     }
-    (
-        words_per_day,
-        exists.into_boxed_slice(),
-        taken.into_iter().map(AtomicU64::new).collect(),
-    )
 }
 
 impl Availability {
     /// Builds the index from the database (one scan in primary-key order),
     /// row by row as the statements answer them.
     pub async fn load(c: &Conn<'_>) -> Result<Availability, StoreError> {
-        let mut places: Vec<Option<PlaceSlots>> = Vec::new();
+        let mut builders: Vec<Option<PlaceBuilder>> = Vec::new();
         c.query(&ALL_PLACES, &[], |r| {
             let place = place_row(r)?;
-            if !(1..=PLACE_ID_MAX).contains(&place.id) {
-                return Err(StoreError::Internal(format!(
-                    "place id {} is outside 1..={PLACE_ID_MAX}",
-                    place.id
-                )));
+            let i = place_index(place.id)?;
+            if builders.len() <= i {
+                builders.resize_with(i + 1, || None);
             }
-            let i = place.id as usize;
-            if places.len() <= i {
-                places.resize_with(i + 1, || None);
-            }
-            places[i] = Some(PlaceSlots {
+            builders[i] = Some(PlaceBuilder {
                 place,
                 first_day: 0,
-                words_per_day: 0,
-                exists: Box::new([]),
-                taken: Box::new([]),
+                days: Vec::new(),
             });
             Ok(())
         })
         .await?;
-        let mut slots = 0u64;
-        // (place id, first day, days so far) of the place being collected.
-        let mut current: Option<(i64, i32, Vec<DayBuilder>)> = None;
-        let finish = |places: &mut Vec<Option<PlaceSlots>>,
-                      cur: Option<(i64, i32, Vec<DayBuilder>)>| {
-            if let Some((id, first_day, days)) = cur {
-                if let Some(Some(p)) = places.get_mut(id as usize) {
-                    p.first_day = first_day;
-                    (p.words_per_day, p.exists, p.taken) = flatten(days);
-                }
-            }
-        };
         c.query(&ALL_SLOTS, &[], |r| {
-            let (place_id, day, slot, free) = (r.int(0)?, r.int4(1)?, r.int4(2)?, r.col(3)?);
-            if current.as_ref().map(|c| c.0) != Some(place_id) {
-                finish(&mut places, current.take());
-                current = Some((place_id, day, Vec::new()));
+            if let Some(Some(b)) = usize::try_from(r.int(0)?)
+                .ok()
+                .and_then(|i| builders.get_mut(i))
+            {
+                b.set(r.int4(1)?, r.int4(2)?);
             }
-            let (_, first_day, days) = current.as_mut().expect("set above");
-            let i = (day - *first_day) as usize;
-            if days.len() <= i {
-                days.resize_with(i + 1, DayBuilder::default);
-            }
-            days[i].set(slot, free);
-            slots += 1;
             Ok(())
         })
         .await?;
-        finish(&mut places, current.take());
-        let index = Availability {
-            places,
-            slots,
-            persons: Mutex::default(),
-        };
-        // On SQLite the registrations are the truth about taken slots (see
+        let built: Vec<Option<PlaceSlots>> = builders
+            .into_iter()
+            .map(|b| b.map(PlaceBuilder::build))
+            .collect();
+        // On SQLite the registrations are the truth about taken seats (see
         // `take` below) and about who holds one; the slots table only says
         // which slots exist.
         let mut persons = PersonSet::default();
         c.query(&ALL_REGISTRATIONS, &[], |r| {
-            index.set_taken(r.int(0)?, Day(r.int4(1)?), r.int4(2)?, true);
+            let place = usize::try_from(r.int(0)?)
+                .ok()
+                .and_then(|i| built.get(i))
+                .and_then(Option::as_ref);
+            let (day, slot) = (Day(r.int4(1)?), r.int4(2)?);
+            if let Some(Ok(seat)) = place.map(|p| p.seat(day, slot)) {
+                seat.add();
+            }
             if let Some(key) = r.opt_bytes(3)?.filter(|k| k.len() >= 8) {
                 persons.insert(person_of(&key));
             }
             Ok(())
         })
         .await?;
-        *index.persons.lock().unwrap_or_else(|e| e.into_inner()) = persons;
+        let mut index = Availability {
+            places: built
+                .into_iter()
+                .map(|p| p.map(|p| Arc::new(p.settle_seats())))
+                .collect(),
+            slots: 0,
+            persons: Arc::new(Mutex::new(persons)),
+        };
+        index.slots = index.count_slots();
         Ok(index)
+    }
+
+    /// This index with the places `ids` loaded again from the database
+    /// (their definition, slots and registrations), sharing every other
+    /// place and the person set: run by the writer in the transaction that
+    /// changed them, so no registration of theirs commits in between.
+    pub async fn reloaded(&self, c: &Conn<'_>, ids: &[i64]) -> Result<Availability, StoreError> {
+        let mut places = self.places.clone();
+        let mut fresh: Vec<(usize, PlaceSlots)> = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let Some(place) = c.query_opt(&PLACE, &[&id], |r| place_row(r)).await? else {
+                continue;
+            };
+            let i = place_index(id)?;
+            let mut b = PlaceBuilder {
+                place,
+                first_day: 0,
+                days: Vec::new(),
+            };
+            c.query(&PLACE_SLOTS, &[&id], |r| {
+                b.set(r.int4(1)?, r.int4(2)?);
+                Ok(())
+            })
+            .await?;
+            fresh.push((i, b.build()));
+        }
+        if !fresh.is_empty() {
+            let at: HashMap<i64, usize> = fresh
+                .iter()
+                .enumerate()
+                .map(|(k, (i, _))| (*i as i64, k))
+                .collect();
+            c.query(&ALL_REGISTRATIONS, &[], |r| {
+                if let Some(&k) = at.get(&r.int(0)?) {
+                    if let Ok(seat) = fresh[k].1.seat(Day(r.int4(1)?), r.int4(2)?) {
+                        seat.add();
+                    }
+                }
+                Ok(())
+            })
+            .await?;
+        }
+        for (i, p) in fresh {
+            if places.len() <= i {
+                places.resize_with(i + 1, || None);
+            }
+            places[i] = Some(Arc::new(p.settle_seats()));
+        }
+        let mut index = Availability {
+            places,
+            slots: 0,
+            persons: self.persons.clone(),
+        };
+        index.slots = index.count_slots();
+        Ok(index)
+    }
+
+    fn count_slots(&self) -> u64 {
+        self.places.iter().flatten().map(|p| p.slot_count()).sum()
     }
 
     pub fn slots(&self) -> u64 {
@@ -256,39 +432,55 @@ impl Availability {
         usize::try_from(id)
             .ok()
             .and_then(|i| self.places.get(i))
-            .and_then(|p| p.as_ref())
+            .and_then(|p| p.as_deref())
     }
 
     pub fn place(&self, id: i64) -> Option<&Place> {
         self.place_slots(id).map(|p| &p.place)
     }
 
-    /// The word holding a slot's taken bit, and the bit; or why there is none.
-    fn locate(&self, place_id: i64, day: Day, slot: i32) -> Result<(&AtomicU64, u64), SlotState> {
-        let p = self.place_slots(place_id).ok_or(SlotState::UnknownPlace)?;
-        let d = p.day(day).ok_or(SlotState::UnknownSlot)?;
-        let (w, b) = d.bit(slot).ok_or(SlotState::UnknownSlot)?;
-        Ok((&d.taken[w], b))
+    /// Every place's id, in id order.
+    pub fn place_ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.places
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_some())
+            .map(|(i, _)| i as i64)
+    }
+
+    pub fn policy(&self, id: i64) -> Option<PlacePolicy> {
+        self.place(id).map(Place::policy)
+    }
+
+    fn seat(&self, place_id: i64, day: Day, slot: i32) -> Result<SeatRef<'_>, SlotState> {
+        self.place_slots(place_id)
+            .ok_or(SlotState::UnknownPlace)?
+            .seat(day, slot)
     }
 
     pub fn state(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
-        match self.locate(place_id, day, slot) {
+        match self.seat(place_id, day, slot) {
             Err(missing) => missing,
-            Ok((word, b)) if word.load(Ordering::Acquire) & b != 0 => SlotState::Taken,
+            Ok(seat) if seat.held() >= seat.seats() => SlotState::Taken,
             Ok(_) => SlotState::Free,
         }
     }
 
-    /// Takes a free slot: an atomic test-and-set of its bit. On the SQLite
-    /// store this runs inside the single writer's transaction, which makes it
-    /// the conditional write that decides the slot (the registration row is
+    /// Seats taken of a slot (0 for a slot the index does not offer).
+    pub fn held(&self, place_id: i64, day: Day, slot: i32) -> i32 {
+        self.seat(place_id, day, slot).map_or(0, |s| s.held())
+    }
+
+    /// Takes a seat of a slot: an atomic test-and-set of its bit, or an
+    /// atomic increment of its count below the seats. On the SQLite store
+    /// this runs inside the single writer's transaction, which makes it the
+    /// conditional write that decides the seat (the registration row is
     /// appended in the same transaction; see `store/in_memory.rs`).
     pub fn take(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
-        match self.locate(place_id, day, slot) {
+        match self.seat(place_id, day, slot) {
             Err(missing) => missing,
-            Ok((word, b)) if word.fetch_or(b, Ordering::AcqRel) & b != 0 => SlotState::Taken,
-            // Was free; now ours.
-            Ok(_) => SlotState::Free,
+            Ok(seat) if seat.take() => SlotState::Free,
+            Ok(_) => SlotState::Taken,
         }
     }
 
@@ -311,36 +503,40 @@ impl Availability {
             .remove(person);
     }
 
-    /// Records a committed change (call after the commit, before answering).
-    pub fn set_taken(&self, place_id: i64, day: Day, slot: i32, taken: bool) {
-        if let Ok((word, b)) = self.locate(place_id, day, slot) {
-            if taken {
-                word.fetch_or(b, Ordering::AcqRel);
-            } else {
-                word.fetch_and(!b, Ordering::AcqRel);
-            }
+    /// Gives back a seat of a slot (a cancel or a move committed, or a
+    /// registration's batch did not).
+    pub fn give_back(&self, place_id: i64, day: Day, slot: i32) {
+        if let Ok(seat) = self.seat(place_id, day, slot) {
+            seat.give_back();
         }
     }
 
-    /// Takes every slot of a place's day (the place closes that day):
-    /// the bits this call took, per word, for [`Availability::give_back_day`]
-    /// should its command not commit. Run by the single writer.
-    pub fn take_day(&self, place_id: i64, day: Day) -> Vec<u64> {
-        let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) else {
-            return Vec::new();
-        };
-        d.exists
-            .iter()
-            .zip(d.taken)
-            .map(|(exists, taken)| exists & !taken.fetch_or(*exists, Ordering::AcqRel))
-            .collect()
+    /// Takes every seat left of a place's day (the place closes that day):
+    /// the seats this call took, per slot, for
+    /// [`Availability::give_back_day`] should its command not commit. Run
+    /// by the single writer.
+    pub fn take_day(&self, place_id: i64, day: Day) -> Vec<(i32, u8)> {
+        let mut took = Vec::new();
+        if let Some(p) = self.place_slots(place_id) {
+            p.each_slot(day, |slot, seat| {
+                let mut n = 0u8;
+                while seat.take() {
+                    n += 1;
+                }
+                if n > 0 {
+                    took.push((slot, n));
+                }
+                false
+            });
+        }
+        took
     }
 
     /// Hands back what [`Availability::take_day`] took.
-    pub fn give_back_day(&self, place_id: i64, day: Day, took: &[u64]) {
-        if let Some(d) = self.place_slots(place_id).and_then(|p| p.day(day)) {
-            for (taken, mine) in d.taken.iter().zip(took) {
-                taken.fetch_and(!mine, Ordering::AcqRel);
+    pub fn give_back_day(&self, place_id: i64, day: Day, took: &[(i32, u8)]) {
+        for &(slot, n) in took {
+            for _ in 0..n {
+                self.give_back(place_id, day, slot);
             }
         }
     }
@@ -357,23 +553,77 @@ impl Availability {
         let mut rows = Vec::with_capacity(days.max(0) as usize * p.slots_per_day_hint());
         for offset in 0..days {
             let day = from.plus(offset);
-            let Some(d) = p.day(day) else { continue };
-            for (w, exists) in d.exists.iter().enumerate() {
-                let taken = d.taken[w].load(Ordering::Acquire);
-                let mut bits = *exists;
-                while bits != 0 {
-                    let b = bits.trailing_zeros();
-                    bits &= bits - 1;
-                    rows.push(SlotRow {
-                        day,
-                        time_slot: (w as i32) * 64 + b as i32,
-                        free: taken & (1u64 << b) == 0,
-                    });
-                }
-            }
+            p.each_slot(day, |time_slot, seat| {
+                rows.push(SlotRow {
+                    day,
+                    time_slot,
+                    seats: seat.seats(),
+                    seats_left: seat.seats() - seat.held(),
+                });
+                false
+            });
         }
         Some((&p.place, rows))
     }
+
+    /// The first slot of a place from `from` on (within `days` days) with a
+    /// seat left for which `bookable` holds: its day, time slot and seats
+    /// left.
+    pub fn first_free(
+        &self,
+        place_id: i64,
+        from: Day,
+        days: i32,
+        bookable: impl Fn(Day, i32) -> bool,
+    ) -> Option<(Day, i32, i32)> {
+        let p = self.place_slots(place_id)?;
+        for offset in 0..days {
+            let day = from.plus(offset);
+            let mut found = None;
+            p.each_slot(day, |time_slot, seat| {
+                let left = seat.seats() - seat.held();
+                if left > 0 && bookable(day, time_slot) {
+                    found = Some((day, time_slot, left));
+                    return true;
+                }
+                false
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+}
+
+impl PlaceSlots {
+    /// Calls `f` with each slot of `day` in time order, until it answers
+    /// `true`.
+    fn each_slot(&self, day: Day, mut f: impl FnMut(i32, SeatRef<'_>) -> bool) {
+        let Some(i) = self.day_index(day) else { return };
+        for w in 0..self.words_per_day {
+            let mut bits = self.exists[i * self.words_per_day + w];
+            while bits != 0 {
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                let slot = (w as i32) * 64 + b as i32;
+                if let Ok(seat) = self.seat(day, slot) {
+                    if f(slot, seat) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn place_index(id: i64) -> Result<usize, StoreError> {
+    if !(1..=PLACE_ID_MAX).contains(&id) {
+        return Err(StoreError::Internal(format!(
+            "place id {id} is outside 1..={PLACE_ID_MAX}"
+        )));
+    }
+    Ok(id as usize)
 }
 
 #[cfg(test)]
@@ -389,12 +639,16 @@ mod tests {
             .await
             .unwrap();
         static ROWS: Sql = Sql::new(
-            "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20), (3, 'C', 'c', 480, 20);
-             INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 70, NULL), (1, 102, 5, NULL),
-                                              (3, 50, 1, NULL);
+            "INSERT INTO booking_places (id, name, address, first_slot_minute, slot_minutes, seats)
+                 VALUES (1, 'A', 'a', 480, 20, 1), (3, 'C', 'c', 480, 20, 2);
+             INSERT INTO booking_slots (place_id, day, time_slot)
+                 VALUES (1, 100, 0), (1, 100, 70), (1, 102, 5), (3, 50, 1), (3, 50, 2);
+             INSERT INTO booking_slots (place_id, day, time_slot, seats, seats_left)
+                 VALUES (1, 100, 3, 0, -1);
              INSERT INTO booking_registrations VALUES ('r1', x'00', 1, 100, 70, x'00', 0,
                  x'0102030405060708ffff');
-             INSERT INTO booking_registrations VALUES ('r2', x'00', 3, 50, 2, x'00', 0, NULL);",
+             INSERT INTO booking_registrations VALUES ('r2', x'00', 3, 50, 2, x'00', 0, NULL);
+             INSERT INTO booking_registrations VALUES ('r3', x'00', 1, 100, 3, x'00', 0, NULL);",
         );
         store.write(|tx| Box::pin(tx.batch(&ROWS))).await.unwrap();
         let a = store
@@ -407,7 +661,8 @@ mod tests {
         assert!(a.take_person(held ^ 1));
         a.release_person(held);
         assert!(a.take_person(held));
-        assert_eq!(a.slots(), 4);
+        assert_eq!(a.slots(), 5, "the withdrawn slot is not offered");
+        assert_eq!(a.state(1, Day(100), 3), SlotState::UnknownSlot);
         assert_eq!(a.state(2, Day(100), 0), SlotState::UnknownPlace);
         assert_eq!(a.state(1, Day(101), 0), SlotState::UnknownSlot);
         assert_eq!(a.state(1, Day(100), 1), SlotState::UnknownSlot);
@@ -416,14 +671,33 @@ mod tests {
         assert_eq!(a.take(1, Day(100), 0), SlotState::Free);
         assert_eq!(a.take(1, Day(100), 0), SlotState::Taken);
         assert_eq!(a.state(1, Day(100), 0), SlotState::Taken);
-        a.set_taken(1, Day(100), 70, false);
+        a.give_back(1, Day(100), 70);
         let (_, rows) = a.place_slots_rows(1, Day(99), 5).unwrap();
         let got: Vec<_> = rows
             .iter()
-            .map(|r| (r.day.0, r.time_slot, r.free))
+            .map(|r| (r.day.0, r.time_slot, r.free()))
             .collect();
         assert_eq!(got, vec![(100, 0, false), (100, 70, true), (102, 5, true)]);
-        assert_eq!(a.state(3, Day(50), 1), SlotState::Free);
         assert_eq!(a.state(1, Day(100), -1), SlotState::UnknownSlot);
+
+        // Two seats: slot 2 holds one registration, slot 1 none.
+        assert_eq!(a.held(3, Day(50), 2), 1);
+        assert_eq!(a.take(3, Day(50), 2), SlotState::Free);
+        assert_eq!(a.take(3, Day(50), 2), SlotState::Taken);
+        assert_eq!(a.take(3, Day(50), 1), SlotState::Free);
+        assert_eq!(a.state(3, Day(50), 1), SlotState::Free);
+        let (_, rows) = a.place_slots_rows(3, Day(50), 1).unwrap();
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| (r.time_slot, r.seats, r.seats_left))
+            .collect();
+        assert_eq!(got, vec![(1, 2, 1), (2, 2, 0)]);
+        a.give_back(3, Day(50), 2);
+        assert_eq!(a.state(3, Day(50), 2), SlotState::Free);
+        assert_eq!(
+            a.first_free(3, Day(49), 3, |_, s| s > 1),
+            Some((Day(50), 2, 1))
+        );
+        assert_eq!(a.first_free(3, Day(49), 3, |_, _| false), None);
     }
 }

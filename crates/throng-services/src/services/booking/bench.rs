@@ -34,6 +34,10 @@ const FROM_DAY: &str = "2030-01-01";
 const CONNECTIONS_SWEEP: [usize; 3] = [16, 64, 256];
 
 const TRY_REGISTER: &str = "POST try-register, random slot (durable)";
+const TRY_REGISTER_SEATS: &str = "POST try-register, random slot of 4 seats (durable)";
+/// Seats of the places of the 4-seat run: every even place (the 1-seat run
+/// registers at the odd ones).
+const SEATS: i64 = 4;
 const REDIS_VOLATILE: &str = "Redis design: try-register as one HSETNX (not durable)";
 const REDIS_DURABLE: &str =
     "Redis design: try-register as one HSETNX, AOF appendfsync always (durable)";
@@ -87,6 +91,10 @@ impl Experiment for BookingBench {
             &slots.to_string(),
             "--from",
             FROM_DAY,
+            "--seats",
+            &SEATS.to_string(),
+            "--seats-every",
+            "2",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -104,13 +112,18 @@ impl Experiment for BookingBench {
         // generator shares the server's cores, so its CPU is the server's loss.
         let day_texts: Arc<Vec<String>> = Arc::new((0..days).map(day_text).collect());
         let register_days = day_texts.clone();
-        let register_to = move |path: &'static str| {
+        // Odd places take one person a slot, even ones `SEATS`.
+        let register_at = move |path: &'static str, seats: i64| {
             let (counter, register_days) = (counter.clone(), register_days.clone());
+            let place_of = move |seq: u64| match seats {
+                1 => 2 * pick(seq, 1, 1, (places + 1) / 2) - 1,
+                _ => 2 * pick(seq, 1, 1, places / 2),
+            };
             Arc::new(move |_seq: u64| {
                 let seq = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let body = format!(
                     r#"{{"placeId":{},"day":"{}","timeSlot":{},"person":{{"name":"Bench Person {seq}","nationalId":"B{seq}","phone":"+421 9{:08}","email":"b{seq}@example.org"}}}}"#,
-                    pick(seq, 1, 1, places),
+                    place_of(seq),
                     register_days[pick(seq, 2, 0, days - 1) as usize],
                     pick(seq, 3, 0, slots - 1),
                     seq % 100_000_000,
@@ -149,7 +162,7 @@ impl Experiment for BookingBench {
             };
             Workload {
                 name: name.into(),
-                factory: register_to(path),
+                factory: register_at(path, 1),
                 ok_statuses: vec![201, 409],
                 published: published.into(),
                 comparison: true,
@@ -163,11 +176,20 @@ impl Experiment for BookingBench {
         vec![
             Workload {
                 name: TRY_REGISTER.into(),
-                factory: register_to("/api/booking/registrations"),
+                factory: register_at("/api/booking/registrations", 1),
                 ok_statuses: vec![201, 409],
                 target_ratio_min: Some(0.4),
                 published: "1,386 (EF Core); 10,069 (In-Memory OLTP); 36,000 (Redis, not durable)"
                     .into(),
+                connections: CONNECTIONS_SWEEP.to_vec(),
+                ..Workload::default()
+            },
+            Workload {
+                name: TRY_REGISTER_SEATS.into(),
+                factory: register_at("/api/booking/registrations", SEATS),
+                ok_statuses: vec![201, 409],
+                target_ratio_min: Some(0.4),
+                published: "-".into(),
                 connections: CONNECTIONS_SWEEP.to_vec(),
                 ..Workload::default()
             },
@@ -199,7 +221,7 @@ impl Experiment for BookingBench {
             ),
             Workload {
                 name: "naive try-register: one UPDATE per request, autocommit (comparison)".into(),
-                factory: register_to("/api/booking/baseline/registrations"),
+                factory: register_at("/api/booking/baseline/registrations", 1),
                 ok_statuses: vec![201, 409],
                 published: "-".into(),
                 comparison: true,
@@ -208,6 +230,12 @@ impl Experiment for BookingBench {
                 ..Workload::default()
             },
         ]
+    }
+    fn offline(&self, store: &crate::store::StoreUrl, scale: Scale) -> anyhow::Result<Vec<String>> {
+        let (places, days, _) = size(scale);
+        let line = import_timing(store, places, days)?;
+        eprintln!("{line}");
+        Ok(vec![line])
     }
     fn comparison_services(&self) -> Vec<&'static dyn crate::platform::service::AnyService> {
         vec![&baseline::NaiveBooking, &redis::RedisBooking]
@@ -264,7 +292,10 @@ impl Experiment for BookingBench {
              In-Memory OLTP 10,069 req/s; Redis via Rust/actix 36,000 req/s (not durable); \
              5M slots took about 1 GB of RAM"
                 .into(),
-            "try-register answers 201 or 409 (slot already taken); both are correct answers".into(),
+            "try-register answers 201 or 409 (every seat of the slot taken); both are correct \
+             answers; the 1-seat rows register at the odd places, the 4-seat row at the even ones \
+             (seeded with --seats 4 --seats-every 2)"
+                .into(),
             "naive (bench/baseline.rs, on the bench's child servers only): the endpoint as a user might first \
              write it: one conditional UPDATE of the slot per request in autocommit (PostgreSQL: \
              a pool of 32 connections; SQLite: one connection), no registration row, no event, \
@@ -292,6 +323,83 @@ impl Experiment for BookingBench {
         }
         notes
     }
+}
+
+/// Code prefix of the places the import timing defines.
+const IMPORTED_CODE_PREFIX: &str = "BENCH-IMPORT-";
+
+/// A CSV of `places` places open every day 08:00-16:20 in 20-minute slots
+/// (25 a day) of 4 seats, `days` days ahead.
+pub fn import_csv(places: i64, days: i64) -> String {
+    let mut out = String::from(
+        "code,name,address,city,postcode,region,time_zone,slot_minutes,seats,hours,closed,services,book_ahead_days\n",
+    );
+    for p in 1..=places {
+        let (name, address) = super::seed::place_name(p);
+        out.push_str(&format!(
+            "{IMPORTED_CODE_PREFIX}{p},{name},\"{address}\",Town {},{:03} {:02},R{},Europe/Bratislava,20,{SEATS},\"Mo-Su 08:00-16:20\",,vaccine-flu test-pcr,{days}\n",
+            p % 97,
+            800 + p % 100,
+            p % 100,
+            p % 8
+        ));
+    }
+    out
+}
+
+/// Times an import of `places` places whose hours make `days` days of slots:
+/// on SQLite into a store of its own; on PostgreSQL into the bench's
+/// database, the imported places deleted after.
+fn import_timing(url: &crate::store::StoreUrl, places: i64, days: i64) -> anyhow::Result<String> {
+    use crate::store::{Sql, Store, StoreLimits, StoreUrl};
+    static CLEAN_UP: Sql = Sql::new(
+        "DELETE FROM booking_slots WHERE place_id IN (SELECT id FROM booking_places WHERE code LIKE 'BENCH-IMPORT-%');
+         DELETE FROM booking_place_days WHERE place_id IN (SELECT id FROM booking_places WHERE code LIKE 'BENCH-IMPORT-%');
+         DELETE FROM booking_places WHERE code LIKE 'BENCH-IMPORT-%';",
+    );
+    static VACUUM: Sql = Sql::per_dialect("", "VACUUM booking_slots; VACUUM booking_places;");
+    let csv = import_csv(places, days);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let dir = tempfile::tempdir()?;
+    rt.block_on(async {
+        let store = match url {
+            StoreUrl::Sqlite(_) => {
+                let own = StoreUrl::Sqlite(dir.path().join("import.db"));
+                let migrations: Vec<_> = crate::services::all()
+                    .iter()
+                    .filter_map(|s| s.migrations())
+                    .collect();
+                Store::open_with(&own, StoreLimits::default(), &migrations).await?
+            }
+            StoreUrl::Postgres(_) => Store::open(url, StoreLimits::default()).await?,
+        };
+        let started = Instant::now();
+        let parsed = super::places::import::parse(csv.as_bytes())
+            .map_err(|e| anyhow::anyhow!("the bench's own CSV: {e}"))?;
+        let storage = super::store::Booking::open(&store).await?;
+        let summary = storage
+            .change_places(parsed.changes, super::model::BookingClock::UTC)
+            .await?
+            .map_err(|r| anyhow::anyhow!("the bench's own CSV was refused: {r:?}"))?;
+        let elapsed = started.elapsed().as_secs_f64();
+        if matches!(url, StoreUrl::Postgres(_)) {
+            store.write_apart(|tx| Box::pin(tx.batch(&CLEAN_UP))).await?;
+            store.read_blocking(|c| Box::pin(c.batch(&VACUUM))).await?;
+        }
+        anyhow::Ok(format!(
+            "import: {} places with weekly hours making {} slots ({days} days ahead) in {elapsed:.1} s \
+             (CSV parsed and checked, one transaction, the availability index loaded where one \
+             process writes); {}",
+            summary.created,
+            summary.slots_added,
+            match url {
+                StoreUrl::Sqlite(_) => "a store of its own",
+                StoreUrl::Postgres(_) => "the bench's database, the imported places deleted after",
+            }
+        ))
+    })
 }
 
 /// A before-run hook that empties the database of the Redis at `url`.

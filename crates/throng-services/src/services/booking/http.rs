@@ -16,8 +16,8 @@ use utoipa_axum::routes;
 
 use super::availability::SlotState;
 use super::model::{
-    national_id_key, Day, MoveOutcome, MoveRequest, NewRegistration, Now, OneRegistration, Person,
-    Place, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration, SlotRef,
+    national_id_key, Day, MoveOutcome, MoveRequest, NewRegistration, OneRegistration, Person,
+    Place, PlaceClock, PlaceId, RegisterOutcome, RegistrationRequest, SealedRegistration, SlotRef,
     EMAIL_CHARS_MAX, NAME_CHARS_MAX, NATIONAL_ID_CHARS_MAX, PHONE_DIGITS_MAX, PHONE_DIGITS_MIN,
     PLACES_PAGE_SIZE_DEFAULT, PLACES_PAGE_SIZE_MAX, PLACE_ID_MAX, PLACE_ID_MIN, SLOTS_PER_DAY_MAX,
     SLOT_QUERY_DAYS_MAX,
@@ -55,6 +55,7 @@ where
         .routes(routes!(stats))
         .routes(routes!(parked_notifications))
         .merge(super::backoffice::http::routes())
+        .merge(super::places::http::routes())
         .merge(super::page::router().into())
 }
 
@@ -62,12 +63,75 @@ where
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PlacesQuery {
-    /// Places to skip (default 0).
+    /// Places to skip after the cursor (default 0).
     #[param(value_type = Option<Skip>, inline)]
     skip: Option<i64>,
     /// Places per page (default 20).
     #[param(value_type = Option<PlacesPageSize>, inline)]
     size: Option<i64>,
+    /// Part of the name, city or postcode, any case.
+    #[param(value_type = Option<SearchText>, inline)]
+    q: Option<String>,
+    /// The region, exactly.
+    #[param(value_type = Option<RegionText>, inline)]
+    region: Option<String>,
+    /// A service code the place offers.
+    #[param(value_type = Option<ServiceCode>, inline)]
+    service: Option<String>,
+    /// `nextCursor` of the page before: the next page starts after it.
+    #[param(value_type = Option<PlaceCursor>, inline)]
+    cursor: Option<i64>,
+}
+
+/// Characters of a search text at most.
+pub const SEARCH_CHARS_MAX: usize = 100;
+
+crate::schema_type!(pub SearchText => text_schema(0, SEARCH_CHARS_MAX, true));
+crate::schema_type!(pub RegionText => text_schema(0, super::places::REGION_CHARS_MAX, true));
+crate::schema_type!(pub ServiceCode => pattern_schema(format!("^[a-z0-9_-]{{0,{}}}$", super::places::SERVICE_CHARS_MAX)));
+crate::schema_type!(PlaceCursor => int_schema(0, PLACE_ID_MAX));
+
+impl PlacesQuery {
+    /// The search asked for, checked.
+    pub fn search(&self) -> Result<store::PlaceSearch, ApiError> {
+        search_of(
+            self.q.as_deref(),
+            self.region.as_deref(),
+            self.service.as_deref(),
+        )
+    }
+}
+
+/// A place search from its query parameters, each checked.
+pub fn search_of(
+    q: Option<&str>,
+    region: Option<&str>,
+    service: Option<&str>,
+) -> Result<store::PlaceSearch, ApiError> {
+    let q = q.unwrap_or("").trim();
+    if q.chars().count() > SEARCH_CHARS_MAX || q.chars().any(char::is_control) {
+        return Err(ApiError::invalid_field(format!(
+            "q: at most {SEARCH_CHARS_MAX} characters, no control characters"
+        )));
+    }
+    let region = region.unwrap_or("").trim();
+    if region.chars().count() > super::places::REGION_CHARS_MAX {
+        return Err(ApiError::invalid_field(format!(
+            "region: at most {} characters",
+            super::places::REGION_CHARS_MAX
+        )));
+    }
+    let service = match service.map(str::trim).filter(|s| !s.is_empty()) {
+        None => String::new(),
+        Some(s) => super::places::services(&[s.to_string()])
+            .map_err(|e| ApiError::invalid_field(format!("service: {}", e.message)))?
+            .remove(0),
+    };
+    Ok(store::PlaceSearch {
+        q: q.to_string(),
+        region: region.to_string(),
+        service,
+    })
 }
 
 crate::schema_type!(Skip => int_schema(0, i64::MAX));
@@ -91,16 +155,23 @@ pub struct PlacesPage {
     pub places: Vec<Place>,
     pub skip: i64,
     pub size: i64,
-    /// Places in all.
+    /// Places in all (matching the search).
     pub total: i64,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(default)]
+    pub next_cursor: Option<i64>,
 }
 
-/// A page of places, in id order
+/// A page of places, in id order, by name, city, postcode, region or service
 #[utoipa::path(get, path = "/api/booking/places", params(PlacesQuery), tag = "booking",
-    responses((status = 200, body = PlacesPage, description = "A page of places",
-               example = json!({"places": [{"id": 1, "name": "Town hall", "address": "Main square 1"}],
+    responses((status = 200, body = PlacesPage, description = "A page of the places matching q (part of the name, city or postcode, any case), region and service, in id order; nextCursor continues it",
+               example = json!({"places": [{"id": 1, "code": "BA-01", "name": "Town hall", "address": "Main square 1",
+                                            "city": "Bratislava", "postcode": "811 01", "region": "BA",
+                                            "timeZone": "Europe/Bratislava", "latitude": 48.14, "longitude": 17.11,
+                                            "services": ["vaccine-flu"], "slotMinutes": 15, "seats": 2,
+                                            "hours": "Mo-Fr 08:00-12:00,13:00-16:00", "bookAheadDays": 60, "noticeMinutes": 60}],
                                 "skip": 0, "size": 20, "total": 1})),
-              (status = 422, description = "invalid_field: skip or size out of range")))]
+              (status = 422, description = "invalid_field: skip, size, q, region, service or cursor out of range")))]
 pub async fn list_places(
     State(st): State<Arc<BookingState>>,
     ApiQuery(q): ApiQuery<PlacesQuery>,
@@ -115,12 +186,23 @@ pub async fn list_places(
             "size: 1 to {PLACES_PAGE_SIZE_MAX}"
         )));
     }
-    let (places, total) = st.storage.list_places(skip, size).await?;
+    let search = q.search()?;
+    let after = q.cursor.unwrap_or(0);
+    if !(0..=PLACE_ID_MAX).contains(&after) {
+        return Err(ApiError::invalid_field(format!(
+            "cursor: 0 to {PLACE_ID_MAX}"
+        )));
+    }
+    let (places, total) = st.storage.search_places(search, after, skip, size).await?;
+    let next_cursor = (places.len() as i64 == size)
+        .then(|| places.last().map(|p| p.id))
+        .flatten();
     Ok(Json(PlacesPage {
         places,
         skip,
         size,
         total,
+        next_cursor,
     }))
 }
 
@@ -165,16 +247,21 @@ pub struct SlotOut {
     pub time_slot: i32,
     /// HH:MM.
     pub start: String,
+    /// A seat is left and the slot can still be booked.
     pub free: bool,
+    /// People the slot takes.
+    pub seats: i32,
+    /// Seats not taken (0 once the slot has started).
+    pub seats_left: i32,
 }
 
 /// A place's time slots, per day, and which are free
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, PlacePath),
     tag = "booking",
-    responses((status = 200, body = SlotsPage, description = "Per day, each time slot with its start (at --booking-utc-offset) and whether it is free; a slot that has started, or of a day before today, is never free",
+    responses((status = 200, body = SlotsPage, description = "Per day, each time slot with its start (at the place's time zone, or --booking-utc-offset), its seats and seats left, and whether it is free; a slot that has started, or is closer than the place's minimum notice, is never free",
                example = json!({"placeId": 1, "from": "2030-01-07", "days": [{"day": "2030-01-07", "slots": [
-                   {"timeSlot": 0, "start": "08:00", "free": true},
-                   {"timeSlot": 1, "start": "08:15", "free": false}]}]})),
+                   {"timeSlot": 0, "start": "08:00", "free": true, "seats": 2, "seatsLeft": 1},
+                   {"timeSlot": 1, "start": "08:15", "free": false, "seats": 2, "seatsLeft": 0}]}]})),
               (status = 404, description = "Unknown place"),
               (status = 422, description = "invalid_field: from is not a date, days out of range, or the range ends after 9999-12-31")))]
 pub async fn place_slots(
@@ -198,10 +285,16 @@ pub async fn place_slots(
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
-    let now = st.clock.now();
+    let (clock, now_ms) = (st.clock, crate::base::clock::now_ms());
     st.storage
         .with_place_slots(place_id, from, days as i32, |place, slots| {
-            render_slots(place, from, days as i32, slots, now)
+            render_slots(
+                place,
+                from,
+                days as i32,
+                slots,
+                place.policy().clock(clock, now_ms),
+            )
         })
         .await?
         .ok_or_else(|| place_not_found(place_id))
@@ -214,7 +307,7 @@ fn render_slots(
     from: Day,
     days: i32,
     slots: &[store::SlotRow],
-    now: Now,
+    now: PlaceClock,
 ) -> Response {
     // Integers through itoa and days through `Day::write_text`: no
     // `core::fmt` machinery and no allocation per slot.
@@ -242,8 +335,11 @@ fn render_slots(
             }
             first = false;
             let m = place.first_slot_minute + s.time_slot * place.slot_minutes;
-            // A slot that has started is not offered.
-            let free = s.free && !now.has_passed(day, m);
+            // A slot that has started (or is closer than the notice) is
+            // not offered.
+            let bookable = now.bookable(day, m);
+            let free = s.free() && bookable;
+            let left = if bookable { s.seats_left.max(0) } else { 0 };
             let (h, m) = (((m / 60) % 24) as u8, (m % 60) as u8);
             out.push_str("{\"timeSlot\":");
             out.push_str(int.format(s.time_slot));
@@ -256,10 +352,14 @@ fn render_slots(
                 out.push((b'0' + digit) as char);
             }
             out.push_str(if free {
-                "\",\"free\":true}"
+                "\",\"free\":true,\"seats\":"
             } else {
-                "\",\"free\":false}"
+                "\",\"free\":false,\"seats\":"
             });
+            out.push_str(int.format(s.seats));
+            out.push_str(",\"seatsLeft\":");
+            out.push_str(int.format(left));
+            out.push('}');
             i += 1;
         }
         out.push_str("]}");
@@ -285,8 +385,8 @@ pub(super) fn place_not_found(id: i64) -> ApiError {
     responses((status = 201, body = Registered, description = "The registration; keep the access code",
                example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192",
                                 "accessCode": "q3XbT9vKp2LmW8sR", "placeId": 1, "day": "2030-01-07", "timeSlot": 0})),
-              (status = 409, description = "slot_taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
-              (status = 422, description = "invalid_field, naming the field; day_passed: the day is before today; slot_passed: today's slot has already started (slot times are at --booking-utc-offset)"), (status = 429, description = "over capacity; see Retry-After")))]
+              (status = 409, description = "slot_full: every seat of the slot is taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
+              (status = 422, description = "invalid_field, naming the field; day_passed: the day is before today; slot_passed: today's slot has already started; notice_too_short: the slot starts sooner than the place's minimum notice (slot times are at the place's time zone, or --booking-utc-offset)"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
     State(st): State<Arc<BookingState>>,
     ApiJson(req): ApiJson<RegistrationRequest>,
@@ -294,7 +394,7 @@ pub async fn register(
     let new = req.parse()?;
     refuse_passed(&st, new.place_id, new.day, new.time_slot).await?;
     match st.storage.known_state(new.place_id, new.day, new.time_slot) {
-        Some(SlotState::Taken) => return Err(slot_taken()),
+        Some(SlotState::Taken) => return Err(slot_full()),
         Some(SlotState::UnknownPlace) => return Err(place_not_found(new.place_id)),
         Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
         Some(SlotState::Free) | None => {}
@@ -313,7 +413,7 @@ pub async fn register(
             };
             Ok((StatusCode::CREATED, Json(body)).into_response())
         }
-        RegisterOutcome::SlotTaken => Err(slot_taken()),
+        RegisterOutcome::SlotTaken => Err(slot_full()),
         RegisterOutcome::AlreadyRegistered => Err(already_registered(st.one_registration)),
         RegisterOutcome::PlaceNotFound => Err(place_not_found(new.place_id)),
         RegisterOutcome::SlotNotFound => Err(slot_not_found(&new)),
@@ -353,51 +453,79 @@ pub struct RegistrationOut {
     pub person: serde_json::Value,
 }
 
-/// A day before today, or today's slot whose start has passed (at the
-/// booking's offset), cannot be booked or moved to: 422 naming the field.
+/// Days past the server's today within which the place's own clock (its
+/// time zone, its notice) is read: every zone's today is within a day of
+/// the server's, and the notice is at most `NOTICE_MINUTES_MAX`.
+const POLICY_DAYS_AHEAD: i32 = 2 + super::places::NOTICE_MINUTES_MAX / (24 * 60);
+
+/// A day before today, or a slot whose start has passed or is closer than
+/// the place's minimum notice (at the place's time zone, or the booking's
+/// offset), cannot be booked or moved to: 422 naming the field.
 pub(super) async fn refuse_passed(
     st: &BookingState,
     place_id: i64,
     day: Day,
     time_slot: i32,
 ) -> Result<(), ApiError> {
-    let now = st.clock.now();
-    if day < now.today {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "day_passed",
-            format!(
-                "day: {} has passed; choose today ({}) or a later day",
-                day.to_text(),
-                now.today.to_text()
-            ),
-        ));
+    let now_ms = crate::base::clock::now_ms();
+    let server = st.clock.at_ms(now_ms);
+    if day < server.today.plus(-1) {
+        return Err(day_passed(day, server.today));
     }
-    if day > now.today {
+    if day > server.today.plus(POLICY_DAYS_AHEAD) {
         return Ok(());
     }
-    // Today: the slot's start decides (an unknown place answers 404 later).
-    let Some(place) = st.storage.place(place_id).await? else {
+    // Near today: the place's clock decides (an unknown place answers 404
+    // later).
+    let Some(policy) = st.storage.policy(place_id).await? else {
         return Ok(());
     };
-    let start = place.first_slot_minute + time_slot * place.slot_minutes;
-    if now.has_passed(day, start) {
+    let at = policy.clock(st.clock, now_ms);
+    if day < at.now.today {
+        return Err(day_passed(day, at.now.today));
+    }
+    let start = policy.start_minute(time_slot);
+    let hhmm = format!("{:02}:{:02}", (start / 60) % 24, start % 60);
+    if at.now.has_passed(day, start) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "slot_passed",
             format!(
-                "timeSlot: the {} slot today has already started; choose a later time or another day",
-                place.slot_start(time_slot)
+                "timeSlot: the {hhmm} slot today has already started; choose a later time or another day"
+            ),
+        ));
+    }
+    if !at.bookable(day, start) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "notice_too_short",
+            format!(
+                "timeSlot: the {hhmm} slot starts in less than the place's minimum notice of {} minutes; choose a later time",
+                policy.notice_minutes
             ),
         ));
     }
     Ok(())
 }
 
-pub(super) fn slot_taken() -> ApiError {
+fn day_passed(day: Day, today: Day) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "day_passed",
+        format!(
+            "day: {} has passed; choose today ({}) or a later day",
+            day.to_text(),
+            today.to_text()
+        ),
+    )
+}
+
+/// Every seat of the slot is taken (a slot of one seat included: one code
+/// for both).
+pub(super) fn slot_full() -> ApiError {
     ApiError::conflict(
-        "slot_taken",
-        "this time slot is already taken; choose another",
+        "slot_full",
+        "this time slot is already taken (every seat is booked); choose another",
     )
 }
 
@@ -562,8 +690,8 @@ pub struct Moved {
                example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192", "placeId": 1,
                                 "day": "2030-01-08", "timeSlot": 4, "start": "09:00", "moved": true})),
               (status = 404, description = "registration_not_found (unknown id or wrong access code), place_not_found or slot_not_found"),
-              (status = 409, description = "slot_taken: the new slot is taken, the registration keeps its slot; already_registered: the person holds another registration that day (--booking-one-registration person-day)"),
-              (status = 422, description = "invalid_field, naming the field; day_passed or slot_passed: the new slot has started (at --booking-utc-offset)"),
+              (status = 409, description = "slot_full: every seat of the new slot is taken, the registration keeps its slot; already_registered: the person holds another registration that day (--booking-one-registration person-day)"),
+              (status = 422, description = "invalid_field, naming the field; day_passed, slot_passed or notice_too_short: the new slot has started or is closer than the place's minimum notice"),
               (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn move_registration(
     State(st): State<Arc<BookingState>>,
@@ -629,8 +757,8 @@ pub async fn move_registration(
 
 fn slot_taken_for_move() -> ApiError {
     ApiError::conflict(
-        "slot_taken",
-        "this time slot is already taken; your registration keeps its time; choose another",
+        "slot_full",
+        "this time slot is already taken (every seat is booked); your registration keeps its time; choose another",
     )
 }
 
@@ -756,14 +884,16 @@ pub async fn place_calendar(
     if !PlaceId::exists_in_range(place_id) {
         return Err(place_not_found(place_id));
     }
-    let now = st.clock.now();
+    let (clock, now_ms) = (st.clock, crate::base::clock::now_ms());
     let counts = st
         .storage
         .with_place_slots(place_id, first, days, |place, slots| {
-            free_per_day(place, first, days, slots, now)
+            let at = place.policy().clock(clock, now_ms);
+            (free_per_day(place, first, days, slots, at), at.now.today)
         })
         .await?
         .ok_or_else(|| place_not_found(place_id))?;
+    let (counts, today) = counts;
     let days = counts
         .iter()
         .enumerate()
@@ -775,7 +905,7 @@ pub async fn place_calendar(
     Ok(Json(CalendarOut {
         place_id,
         month: q.month,
-        today: now.today.to_text(),
+        today: today.to_text(),
         days,
     }))
 }
@@ -786,13 +916,13 @@ fn free_per_day(
     first: Day,
     days: i32,
     slots: &[store::SlotRow],
-    now: Now,
+    now: PlaceClock,
 ) -> Vec<u32> {
     let mut out = vec![0u32; days.max(0) as usize];
     for s in slots {
         let i = (s.day.0 - first.0) as usize;
         let start = place.first_slot_minute + s.time_slot * place.slot_minutes;
-        if s.free && i < out.len() && !now.has_passed(s.day, start) {
+        if s.free() && i < out.len() && now.bookable(s.day, start) {
             out[i] += 1;
         }
     }

@@ -12,7 +12,7 @@ pub fn registration(
     now_ms: i64,
 ) -> String {
     let start_minute = place.first_slot_minute + reg.time_slot * place.slot_minutes;
-    let start = clock.epoch_ms(reg.day, start_minute);
+    let start = place.policy().epoch_ms(clock, reg.day, start_minute);
     let end = start + i64::from(place.slot_minutes.max(1)) * 60_000;
     let mut out = String::with_capacity(512);
     for line in [
@@ -105,6 +105,8 @@ mod tests {
             address: "Hlavná 1\\2".repeat(8),
             first_slot_minute: 8 * 60,
             slot_minutes: 20,
+            seats: 1,
+            ..Place::default()
         };
         let reg = SealedRegistration {
             id: "0190a000-0000-7000-8000-000000000001".into(),

@@ -17,7 +17,7 @@ use super::store::messages::EVENT_REMINDER_DUE;
 /// The event the places' opening hours emit when a change removes a slot
 /// that holds a registration (payload: at least `registrationId`), in the
 /// registration's stream.
-pub const EVENT_SLOT_WITHDRAWN: &str = "booking.slot_withdrawn";
+pub const EVENT_SLOT_WITHDRAWN: &str = model::EVENT_SLOT_WITHDRAWN;
 
 /// Every event type the notifier turns into a message.
 pub const MESSAGE_EVENTS: &[&str] = &[

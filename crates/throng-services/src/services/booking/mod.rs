@@ -11,6 +11,7 @@
 pub mod availability;
 pub mod backoffice;
 pub mod bench;
+pub mod commands;
 pub mod email;
 pub mod http;
 pub mod ics;
@@ -19,6 +20,7 @@ pub mod model;
 pub mod notifier;
 pub mod page;
 pub mod persons;
+pub mod places;
 pub mod seed;
 pub mod store;
 
@@ -139,6 +141,18 @@ impl Service for Booking {
         seed::seed_demo_if_empty(store).await
     }
 
+    fn store_command(&self) -> Option<clap::Command> {
+        Some(commands::command())
+    }
+
+    async fn run_store_command(
+        &self,
+        store: &Store,
+        matches: &clap::ArgMatches,
+    ) -> anyhow::Result<()> {
+        commands::run(store, matches).await
+    }
+
     async fn start(
         &self,
         platform: &Platform,
@@ -159,6 +173,7 @@ impl Service for Booking {
         if let Some(watcher) = state.storage.spawn_seed_watcher() {
             started = started.with_worker(watcher);
         }
+        started = started.with_worker(spawn_horizon_extender(state.clone()));
         if !args.no_notifier {
             started = started.with_worker(notifier::spawn(
                 platform.store.clone(),
@@ -215,6 +230,38 @@ impl Service for Booking {
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
         vec![Box::new(bench::BookingBench::default())]
     }
+}
+
+/// How often the places' horizons are extended (the days that came into
+/// them made from their hours): every node does it, one at a time (the
+/// places' lock), and a run that finds every day made writes nothing.
+pub const HORIZON_EXTEND_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Extends the places' horizons at start and every
+/// [`HORIZON_EXTEND_INTERVAL`].
+fn spawn_horizon_extender(state: Arc<BookingState>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(HORIZON_EXTEND_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match state
+                .storage
+                .change_places(vec![places::PlaceChange::Extend], state.clock)
+                .await
+            {
+                Ok(Ok(s)) if s.slots_added + s.slots_removed > 0 => tracing::info!(
+                    slots_added = s.slots_added,
+                    slots_removed = s.slots_removed,
+                    "extended the places' booking horizons"
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "extending the places' booking horizons failed; tried again in an hour")
+                }
+            }
+        }
+    })
 }
 
 /// Keys the blind index of national ids (one registration per person).

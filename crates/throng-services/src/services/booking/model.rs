@@ -19,6 +19,9 @@ pub const NATIONAL_ID_CHARS_MAX: usize = 32;
 pub const PHONE_DIGITS_MIN: usize = 6;
 pub const PHONE_DIGITS_MAX: usize = 15;
 pub const EMAIL_CHARS_MAX: usize = 254;
+/// People one slot may take at most (the availability index counts them in
+/// a byte).
+pub const SEATS_MAX: i32 = 250;
 
 /// A calendar day, stored as days since 1970-01-01.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,18 +91,148 @@ impl PlaceId {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
+/// A place: where people book, as the authority defines it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Place {
     pub id: i64,
+    /// The authority's code for the place (unique); absent for places made
+    /// by a seed before places had codes.
+    #[serde(default)]
+    pub code: Option<String>,
     pub name: String,
     pub address: String,
+    #[serde(default)]
+    pub city: String,
+    #[serde(default)]
+    pub postcode: String,
+    #[serde(default)]
+    pub region: String,
+    /// IANA time zone of the slot times; absent: the server's
+    /// `--booking-utc-offset`.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    #[serde(default)]
+    pub latitude: Option<f64>,
+    #[serde(default)]
+    pub longitude: Option<f64>,
+    /// Short codes of the services offered (e.g. vaccine or test types).
+    #[serde(default)]
+    pub services: Vec<String>,
+    /// Minutes a slot lasts.
+    #[serde(default)]
+    pub slot_minutes: i32,
+    /// People one slot takes.
+    #[serde(default = "one")]
+    pub seats: i32,
+    /// Weekly opening hours, e.g. `Mo-Fr 08:00-12:00,13:00-16:00; Sa 09:00-12:00`.
+    #[serde(default)]
+    pub hours: String,
+    /// Days from today that slots are made for (0: only the seed's).
+    #[serde(default)]
+    pub book_ahead_days: i32,
+    /// Minutes before a slot's start after which it can no longer be booked.
+    #[serde(default)]
+    pub notice_minutes: i32,
     #[serde(skip)]
     #[schema(ignore)]
     pub first_slot_minute: i32,
+    /// `time_zone`, parsed.
     #[serde(skip)]
     #[schema(ignore)]
+    pub tz: Option<chrono_tz::Tz>,
+}
+
+fn one() -> i32 {
+    1
+}
+
+/// What the booking rules need of a place, copied cheaply.
+#[derive(Clone, Copy, Debug)]
+pub struct PlacePolicy {
+    pub first_slot_minute: i32,
     pub slot_minutes: i32,
+    pub notice_minutes: i32,
+    pub tz: Option<chrono_tz::Tz>,
+}
+
+impl PlacePolicy {
+    /// Minutes from midnight at which a time slot starts.
+    pub fn start_minute(&self, time_slot: i32) -> i32 {
+        self.first_slot_minute + time_slot * self.slot_minutes
+    }
+
+    /// Now at the place, and the earliest moment a slot may start to be
+    /// booked now (now plus the minimum notice), in the place's local time
+    /// (its time zone, or `clock`'s offset).
+    pub fn clock(&self, clock: BookingClock, now_ms: i64) -> PlaceClock {
+        let at = |ms: i64| match self.tz {
+            Some(tz) => local_now(tz, ms),
+            None => clock.at_ms(ms),
+        };
+        PlaceClock {
+            now: at(now_ms),
+            earliest: at(now_ms + i64::from(self.notice_minutes) * 60_000),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch of `minute` (from midnight) on
+    /// `day` at the place (the earlier one where clocks go back; where
+    /// clocks go forward past it, the minute after the gap).
+    pub fn epoch_ms(&self, clock: BookingClock, day: Day, minute: i32) -> i64 {
+        match self.tz {
+            Some(tz) => local_epoch_ms(tz, day, minute)
+                .or_else(|| local_epoch_ms(tz, day, minute + 60).map(|ms| ms - 3_600_000))
+                .unwrap_or_else(|| clock.epoch_ms(day, minute)),
+            None => clock.epoch_ms(day, minute),
+        }
+    }
+}
+
+/// Now at a place and the earliest bookable moment (see
+/// [`PlacePolicy::clock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaceClock {
+    pub now: Now,
+    pub earliest: Now,
+}
+
+impl PlaceClock {
+    /// A slot starting at `start_minute` on `day` can be booked now.
+    pub fn bookable(&self, day: Day, start_minute: i32) -> bool {
+        !self.earliest.has_passed(day, start_minute)
+    }
+}
+
+/// Now in `tz` from milliseconds since the epoch.
+fn local_now(tz: chrono_tz::Tz, ms: i64) -> Now {
+    use chrono::{Datelike, TimeZone, Timelike};
+    let t = tz.timestamp_millis_opt(ms).single().unwrap_or_else(|| {
+        tz.timestamp_millis_opt(0)
+            .single()
+            .expect("the epoch exists in every zone")
+    });
+    let date = t.date_naive();
+    let today = Day(date.num_days_from_ce() - 719_163);
+    Now {
+        today,
+        second_of_day: t.num_seconds_from_midnight() as i32,
+    }
+}
+
+/// The instant of local `minute` on `day` in `tz`; `None` in a gap (clocks
+/// going forward). Where clocks go back, the earlier of the two.
+pub fn local_epoch_ms(tz: chrono_tz::Tz, day: Day, minute: i32) -> Option<i64> {
+    use chrono::TimeZone;
+    let date = chrono::NaiveDate::from_num_days_from_ce_opt(day.0 + 719_163)?;
+    let time = chrono::NaiveTime::from_num_seconds_from_midnight_opt(
+        u32::try_from(minute.rem_euclid(1440) * 60).ok()?,
+        0,
+    )?;
+    let date = date + chrono::Days::new(u64::try_from(minute.div_euclid(1440)).ok()?);
+    tz.from_local_datetime(&date.and_time(time))
+        .earliest()
+        .map(|t| t.timestamp_millis())
 }
 
 impl Place {
@@ -107,6 +240,15 @@ impl Place {
     pub fn slot_start(&self, time_slot: i32) -> String {
         let m = self.first_slot_minute + time_slot * self.slot_minutes;
         format!("{:02}:{:02}", (m / 60) % 24, m % 60)
+    }
+
+    pub fn policy(&self) -> PlacePolicy {
+        PlacePolicy {
+            first_slot_minute: self.first_slot_minute,
+            slot_minutes: self.slot_minutes,
+            notice_minutes: self.notice_minutes,
+            tz: self.tz,
+        }
     }
 }
 
@@ -233,6 +375,7 @@ impl RegistrationRequest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegisterOutcome {
     Registered,
+    /// Every seat of the slot is taken.
     SlotTaken,
     /// The person already holds an active registration (within the rule's
     /// scope: ever, or that day).
@@ -314,6 +457,9 @@ pub const EVENT_CONFIRMED: &str = "RegistrationConfirmed";
 pub const EVENT_CANCELLED: &str = "RegistrationCancelled";
 pub const EVENT_SLOTS_OPENED: &str = "SlotsOpened";
 pub const EVENT_MOVED: &str = "RegistrationMoved";
+/// A registration's slot was taken out of the place's hours (new hours, a
+/// closed day); the registration stands and the person should be told.
+pub const EVENT_SLOT_WITHDRAWN: &str = "SlotWithdrawn";
 
 /// The payload of `RegistrationMoved`: the slot it holds now and the one it
 /// left; ids and slots only, never personal data.

@@ -31,6 +31,18 @@ pub struct SeedBookingArgs {
     /// Length of one slot in minutes.
     #[arg(long, default_value_t = 20)]
     pub slot_minutes: i32,
+    /// People one slot takes (1 to 250), at the places whose id is a
+    /// multiple of --seats-every; the others take one.
+    #[arg(long, default_value_t = 1)]
+    pub seats: i32,
+    /// Which places get --seats: those whose id is a multiple of this (1:
+    /// every place).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..))]
+    pub seats_every: i64,
+    /// Days from today the server keeps making slots for from the places'
+    /// hours (0: only the seeded days).
+    #[arg(long, default_value_t = 0)]
+    pub book_ahead_days: i32,
 }
 
 #[derive(Debug)]
@@ -76,6 +88,17 @@ const STREETS: &[&str] = &[
     "Hviezdoslavova",
     "Bernolákova",
 ];
+/// Regions of the seeded places, by city (`CITIES`' order).
+const REGIONS: &[&str] = &[
+    "BA", "KE", "PO", "ZA", "NR", "BB", "TT", "TN", "ZA", "PO", "BB", "KE", "NR", "NR", "TT", "ZA",
+];
+/// Services of the seeded places, in turn.
+const SERVICES: &[&str] = &[
+    "vaccine-flu test-pcr",
+    "vaccine-covid",
+    "test-pcr test-antigen",
+    "vaccine-flu vaccine-covid",
+];
 const KINDS: &[&str] = &[
     "Vaccination centre",
     "Test site",
@@ -93,6 +116,55 @@ pub fn place_name(id: i64) -> (String, String) {
     )
 }
 
+/// A seeded place as an authority would define it: code, city, postcode,
+/// region, services, and every day open for the seeded slots.
+pub struct SeededPlace {
+    pub code: String,
+    pub name: String,
+    pub address: String,
+    pub city: &'static str,
+    pub postcode: String,
+    pub region: &'static str,
+    pub services: String,
+    pub hours: String,
+    pub search_text: String,
+}
+
+pub fn seeded_place(id: i64, args: &SeedBookingArgs) -> SeededPlace {
+    let (name, address) = place_name(id);
+    let c = (id as usize * 7) % CITIES.len();
+    let postcode = format!("{:03} {:02}", 800 + c * 10, id % 100);
+    // Hours end at midnight; a seed of more slots than fit in the day has
+    // them all the same (times past midnight are shown modulo 24 hours).
+    let end = (args.first_slot_minute + args.slots_per_day * args.slot_minutes).min(24 * 60);
+    let hours = super::places::hours::WeekHours::every_day(super::places::hours::DayHours(vec![(
+        args.first_slot_minute as u16,
+        end as u16,
+    )]));
+    SeededPlace {
+        code: format!("P{id:06}"),
+        search_text: format!("{name}\u{1f}{}\u{1f}{postcode}", CITIES[c]).to_lowercase(),
+        name,
+        address,
+        city: CITIES[c],
+        postcode,
+        region: REGIONS[c],
+        services: format!(" {} ", SERVICES[(id as usize) % SERVICES.len()]),
+        hours: hours.to_text(),
+    }
+}
+
+impl SeedBookingArgs {
+    /// People a slot of place `id` takes.
+    pub fn seats_of(&self, id: i64) -> i32 {
+        if id % self.seats_every == 0 {
+            self.seats
+        } else {
+            1
+        }
+    }
+}
+
 pub fn validate(args: &SeedBookingArgs) -> anyhow::Result<Day> {
     if !(1..=1_000_000).contains(&args.places) {
         anyhow::bail!("--places: 1 to 1000000");
@@ -107,6 +179,15 @@ pub fn validate(args: &SeedBookingArgs) -> anyhow::Result<Day> {
         || !(1..=24 * 60).contains(&args.slot_minutes)
     {
         anyhow::bail!("--first-slot-minute: 0 to 1439; --slot-minutes: 1 to 1440");
+    }
+    if !(1..=super::model::SEATS_MAX).contains(&args.seats) {
+        anyhow::bail!("--seats: 1 to {}", super::model::SEATS_MAX);
+    }
+    if !(0..=super::places::BOOK_AHEAD_DAYS_MAX).contains(&args.book_ahead_days) {
+        anyhow::bail!(
+            "--book-ahead-days: 0 to {}",
+            super::places::BOOK_AHEAD_DAYS_MAX
+        );
     }
     match &args.from {
         Some(s) => Day::parse("--from", s).map_err(|e| anyhow::anyhow!(e.message)),
@@ -159,7 +240,13 @@ pub fn refuse_reseed(existing: i64, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The quick-start data set: 20 places, 14 days from today, 25 slots a day.
+/// Seats of the demo's places whose id is a multiple of
+/// [`DEMO_SEATS_EVERY`]; the others have one.
+pub const DEMO_SEATS: i32 = 3;
+pub const DEMO_SEATS_EVERY: i64 = 10;
+
+/// The quick-start data set: 20 places, 14 days from today, 25 slots a day,
+/// the horizon kept 14 days ahead; places 10 and 20 take 3 people a slot.
 pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     if super::store::places::count(store).await? > 0 {
         return Ok(());
@@ -172,6 +259,9 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
         force: false,
         first_slot_minute: 8 * 60,
         slot_minutes: 20,
+        seats: DEMO_SEATS,
+        seats_every: DEMO_SEATS_EVERY,
+        book_ahead_days: 14,
     };
     let report = seed(store, &args, false).await?;
     tracing::info!(

@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 
 use super::super::availability::SlotState;
 use super::super::http::{
-    already_registered, open_person, place_not_found, plausible_id, refuse_passed, seal,
-    slot_not_found, slot_taken, Registered, RegistrationOut,
+    already_registered, open_person, place_not_found, plausible_id, refuse_passed, seal, slot_full,
+    slot_not_found, Registered, RegistrationOut,
 };
 use super::super::model::{
     national_id_key, Day, OneRegistration, Person, PlaceId, RegisterOutcome, RegistrationRequest,
@@ -622,7 +622,7 @@ async fn by_national_id(
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, no_places or not_your_place"),
               (status = 404, description = "place_not_found or slot_not_found"),
-              (status = 409, description = "slot_taken or already_registered"),
+              (status = 409, description = "slot_full or already_registered"),
               (status = 422, description = "invalid_field, naming the field; day_passed or slot_passed")))]
 pub async fn book_on_behalf(
     State(st): State<Arc<BookingState>>,
@@ -633,7 +633,7 @@ pub async fn book_on_behalf(
     staff.require_place(new.place_id)?;
     refuse_passed(&st, new.place_id, new.day, new.time_slot).await?;
     match st.storage.known_state(new.place_id, new.day, new.time_slot) {
-        Some(SlotState::Taken) => return Err(slot_taken()),
+        Some(SlotState::Taken) => return Err(slot_full()),
         Some(SlotState::UnknownPlace) => return Err(place_not_found(new.place_id)),
         Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
         Some(SlotState::Free) | None => {}
@@ -658,7 +658,7 @@ pub async fn book_on_behalf(
     }
     match outcome? {
         RegisterOutcome::Registered => {}
-        RegisterOutcome::SlotTaken => return Err(slot_taken()),
+        RegisterOutcome::SlotTaken => return Err(slot_full()),
         RegisterOutcome::AlreadyRegistered => return Err(already_registered(st.one_registration)),
         RegisterOutcome::PlaceNotFound => return Err(place_not_found(new.place_id)),
         RegisterOutcome::SlotNotFound => return Err(slot_not_found(&new)),

@@ -92,16 +92,12 @@ async fn naive_register(
         day,
         time_slot: req.time_slot,
     };
-    let taken_by = id.clone();
     let updated = st
         .connections
         .run(move |c| {
             Box::pin(async move {
-                c.execute(
-                    &TAKE_SLOT,
-                    &[&taken_by, &slot.place_id, &slot.day.0, &slot.time_slot],
-                )
-                .await
+                c.execute(&TAKE_SLOT, &[&slot.place_id, &slot.day.0, &slot.time_slot])
+                    .await
             })
         })
         .await?;

@@ -126,7 +126,7 @@ async function register(ev) {
       if (field) {
         setFieldError(field, plainMessage(field, error.message));
         setStatus("Please correct the fields marked below.", "error");
-        if (error.code === "slot_passed" || error.code === "day_passed") { await loadCalendar(); await loadSlots(); setFieldError(field, plainMessage(field, error.message)); setStatus("Please correct the fields marked below.", "error"); }
+        if (error.code === "slot_passed" || error.code === "day_passed" || error.code === "notice_too_short") { await loadCalendar(); await loadSlots(); setFieldError(field, plainMessage(field, error.message)); setStatus("Please correct the fields marked below.", "error"); }
         return;
       }
     }

@@ -107,7 +107,7 @@ async function move() {
     if (field === "day" || field === "slots") {
       setFieldError(field === "day" ? "m-day" : "m-slots", plainMessage(field, error.message));
       setStatus("");
-    } else if (error.code === "slot_taken") {
+    } else if (error.code === "slot_full" || error.code === "slot_taken") {
       setFieldError("m-slots", "Someone has just taken this time; your appointment keeps its time. Choose another.");
       setStatus("");
     } else {

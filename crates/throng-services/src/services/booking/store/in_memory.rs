@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 
 use super::super::availability::{person_of, Availability, SlotState};
-use super::super::model::{Day, MoveOutcome, Place, RegisterOutcome, SealedRegistration, SlotRef};
+use super::super::model::{
+    Day, MoveOutcome, Place, PlacePolicy, RegisterOutcome, SealedRegistration, SlotRef,
+};
 use super::super::seed::SEED_GENERATION_KEY;
 use super::registrations::{self, Change};
 use super::{slot_of, CancelOutcome, SlotRow};
@@ -67,6 +69,64 @@ impl InMemorySlots {
 
     pub fn state(&self, place_id: i64, day: Day, slot: i32) -> SlotState {
         self.index.load().state(place_id, day, slot)
+    }
+
+    pub fn policy(&self, id: i64) -> Option<PlacePolicy> {
+        self.index.load().policy(id)
+    }
+
+    /// For each place of `wanted` (its id, and the first day and time
+    /// slot to look at), its first slot with a seat left within `days` days:
+    /// the place, day, time slot and seats left.
+    pub fn first_free(&self, wanted: &[(i64, Day, i32)], days: i32) -> Vec<(Place, Day, i32, i32)> {
+        let index = self.index.load();
+        wanted
+            .iter()
+            .filter_map(|&(id, from, slot)| {
+                let place = index.place(id)?;
+                let (day, time_slot, left) =
+                    index.first_free(id, from, days, |d, s| d > from || s >= slot)?;
+                Some((place.clone(), day, time_slot, left))
+            })
+            .collect()
+    }
+
+    /// Runs `change` (a writer command changing places and their slots) and,
+    /// in the same command, loads the places it names again into a new
+    /// index swapped in at once, so every later command decides on it; the
+    /// old index comes back if the command does not commit.
+    pub async fn change_places<T, F>(&self, store: &Store, change: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> Fn(
+                &'a crate::store::Tx<'a>,
+                Arc<ArcSwap<Availability>>,
+            ) -> crate::store::StoreFuture<'a, (T, Vec<i64>)>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let old = self.index.load_full();
+        let index = self.index.clone();
+        let outcome = store
+            .write_apart(move |tx| {
+                let index = index.clone();
+                let ran = change(tx, index.clone());
+                Box::pin(async move {
+                    let (out, changed) = ran.await?;
+                    if !changed.is_empty() {
+                        let current = index.load_full();
+                        let fresh = current.reloaded(tx, &changed).await?;
+                        index.store(Arc::new(fresh));
+                    }
+                    Ok(out)
+                })
+            })
+            .await;
+        if outcome.is_err() {
+            self.index.store(old);
+        }
+        outcome
     }
 
     /// Decides the slot and the person in the index and appends the
@@ -215,15 +275,15 @@ impl InMemorySlots {
         let outcome = store
             .write(move |tx| {
                 let current = index.load_full();
-                let bits = current.take_day(place_id, day);
-                *in_writer.lock().unwrap_or_else(|e| e.into_inner()) = Some((current, bits));
+                let seats = current.take_day(place_id, day);
+                *in_writer.lock().unwrap_or_else(|e| e.into_inner()) = Some((current, seats));
                 body(tx)
             })
             .await;
         let taken = took.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((index, bits)) = taken {
+        if let Some((index, seats)) = taken {
             match &outcome {
-                Err(_) => index.give_back_day(place_id, day, &bits),
+                Err(_) => index.give_back_day(place_id, day, &seats),
                 Ok(Some(cancelled)) => {
                     for p in cancelled.iter().filter_map(person_of_reg) {
                         index.release_person(p);
@@ -277,7 +337,7 @@ async fn reload(store: Store, index: Arc<ArcSwap<Availability>>) -> anyhow::Resu
 }
 
 /// The index a day's closing ran on and the slot bits it took there.
-type DayTaken = (Arc<Availability>, Vec<u64>);
+type DayTaken = (Arc<Availability>, Vec<(i32, u8)>);
 
 /// A registration's person key in the index, if it has one.
 fn person_of_reg(reg: &SealedRegistration) -> Option<u64> {
@@ -352,7 +412,7 @@ impl Held {
     fn release(&self) {
         let mut bits = self.lock();
         if let Some(s) = bits.slot.take() {
-            bits.index.set_taken(s.place_id, s.day, s.time_slot, false);
+            bits.index.give_back(s.place_id, s.day, s.time_slot);
         }
         if let Some(p) = bits.person.take() {
             bits.index.release_person(p);
@@ -368,7 +428,7 @@ impl Held {
         let mut bits = self.lock();
         if let Some((slot, person)) = bits.frees.take() {
             bits.index
-                .set_taken(slot.place_id, slot.day, slot.time_slot, false);
+                .give_back(slot.place_id, slot.day, slot.time_slot);
             if let Some(p) = person {
                 bits.index.release_person(p);
             }
@@ -417,9 +477,10 @@ mod tests {
         .await
         .unwrap();
         static ROWS: Sql = Sql::new(
-            "INSERT INTO booking_places VALUES (1, 'A', 'a', 480, 20);
-             INSERT INTO booking_slots VALUES (1, 100, 0, NULL), (1, 100, 1, NULL),
-                                              (1, 100, 2, NULL);",
+            "INSERT INTO booking_places (id, name, address, first_slot_minute, slot_minutes)
+                 VALUES (1, 'A', 'a', 480, 20);
+             INSERT INTO booking_slots (place_id, day, time_slot)
+                 VALUES (1, 100, 0), (1, 100, 1), (1, 100, 2);",
         );
         store.write(|tx| Box::pin(tx.batch(&ROWS))).await.unwrap();
         let booking = Booking::open(&store).await.unwrap();

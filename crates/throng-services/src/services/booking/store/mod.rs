@@ -11,10 +11,10 @@
 //!   memory decides slots and persons (`in_memory.rs`; see
 //!   `availability.rs` for why), and serves the slot reads;
 //! - writers are shared (PostgreSQL, several nodes): the slot's row decides
-//!   by one conditional write (`UPDATE .. WHERE registration_id IS NULL`),
-//!   which holds across every node sharing the database: a concurrent
-//!   second update waits for the first to commit, re-checks the condition
-//!   and finds the slot held; a batch's try-registers are one set-based
+//!   by one conditional write (`UPDATE .. SET seats_left = seats_left - 1
+//!   WHERE seats_left > 0`), which holds across every node sharing the
+//!   database: a concurrent second update waits for the first to commit,
+//!   re-checks the condition and finds the last seat gone; a batch's try-registers are one set-based
 //!   statement (`slot_rows.rs`).
 //!
 //! Handlers, the notifier and the seed reach the booking tables only
@@ -24,6 +24,7 @@
 mod in_memory;
 pub mod messages;
 pub mod notifications;
+pub mod place_defs;
 pub mod places;
 pub mod registrations;
 pub mod seed;
@@ -33,13 +34,41 @@ use std::sync::Arc;
 
 use super::availability::SlotState;
 use super::model::{
-    self, Day, MoveOutcome, Place, RegisterOutcome, SealedRegistration, SlotRef, EVENT_CANCELLED,
-    EVENT_CONFIRMED,
+    self, BookingClock, Day, MoveOutcome, Place, PlacePolicy, RegisterOutcome, SealedRegistration,
+    SlotRef, EVENT_CANCELLED, EVENT_CONFIRMED,
 };
-use crate::store::{Columns, NewEvent, Sql, Store, StoreError, Tx, Writers};
+use super::places::{ChangeRefused, ChangeSummary, PlaceChange};
+use crate::store::{Columns, NewEvent, Param, Sql, Store, StoreError, Tx, Writers};
 
 pub use notifications::ParkedNotification;
-pub use places::{PlaceSlots, SlotRow};
+pub use places::{PlaceSearch, PlaceSlots, SlotRow};
+
+/// Places an earliest-slots search looks at at most.
+pub const EARLIEST_PLACES_MAX: i64 = 10_000;
+
+/// Each place's first slot with a seat left at or after (day, time slot)
+/// given per place (where writers are shared; the index answers it in
+/// memory otherwise).
+static FIRST_FREE: Sql = Sql::new(
+    "SELECT r.place_id, f.day, f.time_slot, f.seats, f.seats_left
+       FROM unnest(?1::BIGINT[], ?2::INT[], ?3::INT[], ?4::INT[]) AS r(place_id, day, slot, last_day)
+      CROSS JOIN LATERAL (
+        SELECT s.day, s.time_slot, s.seats, s.seats_left FROM booking_slots s
+         WHERE s.place_id = r.place_id AND s.day BETWEEN r.day AND r.last_day
+           AND (s.day > r.day OR s.time_slot >= r.slot)
+           AND s.seats_left > 0 AND s.seats > 0
+         ORDER BY s.day, s.time_slot LIMIT 1) f",
+);
+
+/// A place's earliest slot with a seat left.
+#[derive(Clone, Debug)]
+pub struct EarliestSlot {
+    pub place: Place,
+    pub day: Day,
+    pub time_slot: i32,
+    pub seats: i32,
+    pub seats_left: i32,
+}
 
 /// How slots are decided: the named strategy of each way a store is
 /// written (see the module's documentation).
@@ -73,9 +102,181 @@ impl Booking {
         })
     }
 
-    /// A page of places in id order, and how many places there are.
-    pub async fn list_places(&self, skip: i64, size: i64) -> Result<(Vec<Place>, i64), StoreError> {
-        places::list(&self.store, skip, size).await
+    /// A page of the places matching `search` in id order, after id `after`
+    /// and `skip` more, and how many match.
+    pub async fn search_places(
+        &self,
+        search: PlaceSearch,
+        after: i64,
+        skip: i64,
+        size: i64,
+    ) -> Result<(Vec<Place>, i64), StoreError> {
+        places::search(&self.store, search, after, skip, size).await
+    }
+
+    /// A place by id, from the table.
+    pub async fn place_fresh(&self, id: i64) -> Result<Option<Place>, StoreError> {
+        places::place(&self.store, id).await
+    }
+
+    /// A place's days of other hours from `from` on (hours '' for closed).
+    pub async fn own_days(&self, id: i64, from: Day) -> Result<Vec<(Day, String)>, StoreError> {
+        place_defs::own_days(&self.store, id, from).await
+    }
+
+    /// A place by its code.
+    pub async fn place_by_code(&self, code: &str) -> Result<Option<Place>, StoreError> {
+        places::place_by_code(&self.store, code).await
+    }
+
+    /// What the booking rules need of a place.
+    pub async fn policy(&self, id: i64) -> Result<Option<PlacePolicy>, StoreError> {
+        match &*self.slots {
+            Slots::InMemory(m) => Ok(m.policy(id)),
+            Slots::Rows(_) => Ok(places::place(&self.store, id).await?.map(|p| p.policy())),
+        }
+    }
+
+    /// The earliest slots that can be booked now at the places matching
+    /// `search` (at most [`EARLIEST_PLACES_MAX`] places looked at), one per
+    /// place, soonest first, at most `limit`.
+    pub async fn earliest(
+        &self,
+        search: PlaceSearch,
+        limit: usize,
+        days: i32,
+        clock: BookingClock,
+        now_ms: i64,
+    ) -> Result<Vec<EarliestSlot>, StoreError> {
+        let (places, _) = places::search(&self.store, search, 0, 0, EARLIEST_PLACES_MAX).await?;
+        // Per place, the first slot not passed (with its notice): today at
+        // the place and the first time slot starting later.
+        let first: Vec<(Day, i32)> = places
+            .iter()
+            .map(|p| {
+                let policy = p.policy();
+                let earliest = policy.clock(clock, now_ms).earliest;
+                let second = earliest.second_of_day - policy.first_slot_minute * 60;
+                let slot = if second < 0 {
+                    0
+                } else {
+                    second / (policy.slot_minutes.max(1) * 60) + 1
+                };
+                (earliest.today, slot)
+            })
+            .collect();
+        let mut found: Vec<EarliestSlot> = match &*self.slots {
+            Slots::InMemory(m) => {
+                let wanted: Vec<(i64, Day, i32)> = places
+                    .iter()
+                    .zip(&first)
+                    .map(|(p, &(day, slot))| (p.id, day, slot))
+                    .collect();
+                m.first_free(&wanted, days + 1)
+                    .into_iter()
+                    .map(|(place, day, time_slot, seats_left)| EarliestSlot {
+                        seats: place.seats,
+                        place,
+                        day,
+                        time_slot,
+                        seats_left,
+                    })
+                    .collect()
+            }
+            Slots::Rows(_) => {
+                let ids: Vec<i64> = places.iter().map(|p| p.id).collect();
+                let from_days: Vec<i64> = first.iter().map(|f| i64::from(f.0 .0)).collect();
+                let from_slots: Vec<i64> = first.iter().map(|f| i64::from(f.1)).collect();
+                let last_days: Vec<i64> = first.iter().map(|f| i64::from(f.0 .0 + days)).collect();
+                let rows = self
+                    .store
+                    .read(move |c| {
+                        Box::pin(async move {
+                            let params: [&dyn Param; 4] =
+                                [&ids, &from_days, &from_slots, &last_days];
+                            c.query(&FIRST_FREE, &params, |r| {
+                                Ok((
+                                    r.int(0)?,
+                                    Day(r.int4(1)?),
+                                    r.int4(2)?,
+                                    r.int4(3)?,
+                                    r.int4(4)?,
+                                ))
+                            })
+                            .await
+                        })
+                    })
+                    .await?;
+                let by_id: std::collections::HashMap<i64, &Place> =
+                    places.iter().map(|p| (p.id, p)).collect();
+                rows.into_iter()
+                    .filter_map(|(id, day, time_slot, seats, seats_left)| {
+                        Some(EarliestSlot {
+                            place: (*by_id.get(&id)?).clone(),
+                            day,
+                            time_slot,
+                            seats,
+                            seats_left,
+                        })
+                    })
+                    .collect()
+            }
+        };
+        found.sort_by_key(|e| {
+            let policy = e.place.policy();
+            (
+                policy.epoch_ms(clock, e.day, policy.start_minute(e.time_slot)),
+                e.place.id,
+            )
+        });
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    /// Applies changes to places in one transaction apart from the
+    /// registrations' batches, making their slots again for their horizon
+    /// (where one process writes, the availability index takes the changed
+    /// places at once, in the same writer command). A refusal writes
+    /// nothing.
+    pub async fn change_places(
+        &self,
+        changes: Vec<PlaceChange>,
+        clock: BookingClock,
+    ) -> Result<Result<ChangeSummary, ChangeRefused>, StoreError> {
+        let changes = Arc::new(changes);
+        let now_ms = crate::base::clock::now_ms();
+        match &*self.slots {
+            Slots::InMemory(m) => {
+                m.change_places(&self.store, move |tx, index| {
+                    let changes = changes.clone();
+                    Box::pin(async move {
+                        let current = index.load_full();
+                        let held = |p: i64, d: Day, s: i32| current.held(p, d, s);
+                        let from = place_defs::HeldFrom::Index(&held);
+                        Ok(
+                            match place_defs::apply(tx, &changes, &from, clock, now_ms).await? {
+                                Ok((summary, changed)) => (Ok(summary), changed),
+                                Err(refused) => (Err(refused), Vec::new()),
+                            },
+                        )
+                    })
+                })
+                .await
+            }
+            Slots::Rows(_) => {
+                self.store
+                    .write_apart(move |tx| {
+                        let changes = changes.clone();
+                        Box::pin(async move {
+                            let from = place_defs::HeldFrom::Rows;
+                            Ok(place_defs::apply(tx, &changes, &from, clock, now_ms)
+                                .await?
+                                .map(|(summary, _)| summary))
+                        })
+                    })
+                    .await
+            }
+        }
     }
 
     /// A place by id.
@@ -352,8 +553,8 @@ mod tests {
     fn statements_take_postgres_placeholders() {
         assert_eq!(
             super::slot_rows::TAKE_SLOT.postgres(),
-            "UPDATE booking_slots SET registration_id = $1
-         WHERE place_id = $2 AND day = $3 AND time_slot = $4 AND registration_id IS NULL"
+            "UPDATE booking_slots SET seats_left = seats_left - 1
+         WHERE place_id = $1 AND day = $2 AND time_slot = $3 AND seats_left > 0"
         );
     }
 }

@@ -3,7 +3,7 @@
 use indicatif::ProgressBar;
 
 use super::super::model::Day;
-use super::super::seed::{place_name, refuse_reseed, SeedBookingArgs, PLACES_PER_CHUNK};
+use super::super::seed::{refuse_reseed, seeded_place, SeedBookingArgs, PLACES_PER_CHUNK};
 use super::places;
 use crate::store::bulk::BulkTable;
 use crate::store::{Sql, Store};
@@ -15,12 +15,33 @@ use crate::store::{Sql, Store};
 // ([`GATHER_STATISTICS`]).
 static PLACES: BulkTable = BulkTable {
     name: "booking_places",
-    columns: &["id", "name", "address", "first_slot_minute", "slot_minutes"],
+    columns: &[
+        "id",
+        "name",
+        "address",
+        "first_slot_minute",
+        "slot_minutes",
+        "code",
+        "city",
+        "postcode",
+        "region",
+        "services",
+        "seats",
+        "hours",
+        "book_ahead_days",
+        "search_text",
+    ],
     analyze: false,
 };
 static SLOTS: BulkTable = BulkTable {
     name: "booking_slots",
-    columns: &["place_id", "day", "time_slot"],
+    columns: &["place_id", "day", "time_slot", "seats", "seats_left"],
+    analyze: false,
+};
+/// Emptied by a seed: its places' days of other hours.
+static PLACE_DAYS: BulkTable = BulkTable {
+    name: "booking_place_days",
+    columns: &[],
     analyze: false,
 };
 /// Emptied by a seed (`--force`): no registration outlives its slots.
@@ -40,6 +61,7 @@ static BACK_OFFICE: [BulkTable; 5] = [
 static TABLES: &[&BulkTable] = &[
     &PLACES,
     &SLOTS,
+    &PLACE_DAYS,
     &REGISTRATIONS,
     &BACK_OFFICE[0],
     &BACK_OFFICE[1],
@@ -77,22 +99,38 @@ pub async fn seed_slots(
     while place <= args.places {
         let last = (place + PLACES_PER_CHUNK - 1).min(args.places);
         let chunk = (last - place + 1) as usize;
-        let mut places = load.rows(&PLACES, chunk, 96);
+        let mut places = load.rows(&PLACES, chunk, 256);
         // Rows go in primary-key order, so every insert appends to the
         // B-tree's rightmost page.
-        let mut slots = load.rows(&SLOTS, chunk * slots_per_place, 34);
+        let mut slots = load.rows(&SLOTS, chunk * slots_per_place, 42);
         for p in place..=last {
-            let (name, address) = place_name(p);
+            let def = seeded_place(p, args);
+            let seats = args.seats_of(p);
             places
                 .row()
                 .int8(p)
-                .text(&name)
-                .text(&address)
+                .text(&def.name)
+                .text(&def.address)
                 .int4(args.first_slot_minute)
-                .int4(args.slot_minutes);
+                .int4(args.slot_minutes)
+                .text(&def.code)
+                .text(def.city)
+                .text(&def.postcode)
+                .text(def.region)
+                .text(&def.services)
+                .int4(seats)
+                .text(&def.hours)
+                .int4(args.book_ahead_days)
+                .text(&def.search_text);
             for d in 0..args.days {
                 for s in 0..args.slots_per_day {
-                    slots.row().int8(p).int4(from.0 + d).int4(s);
+                    slots
+                        .row()
+                        .int8(p)
+                        .int4(from.0 + d)
+                        .int4(s)
+                        .int4(seats)
+                        .int4(seats);
                 }
             }
         }

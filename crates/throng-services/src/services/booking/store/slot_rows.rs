@@ -1,6 +1,7 @@
 //! Slots decided by their rows, where writers are shared (PostgreSQL:
-//! other nodes write too), so slots are read from the table and decided by
-//! one conditional `UPDATE .. WHERE registration_id IS NULL`. The
+//! other nodes write too), so slots are read from the table and a seat is
+//! decided by one conditional `UPDATE .. SET seats_left = seats_left - 1
+//! WHERE seats_left > 0`. The
 //! registrations of a writer's batch take their slots and are inserted in
 //! one statement ([`TryRegisterRows`]); the unique constraint on
 //! `person_key` holds the one-registration rule across nodes. Reads and
@@ -17,15 +18,16 @@ use super::registrations::{self, Change};
 use super::{miss_outcome, slot_of, CancelOutcome};
 use crate::store::{Columns, Group, NewEvent, Sql, Store, StoreError, StoreFuture, Tx};
 
-/// The conditional write that takes a free slot for registration ?1.
+/// The conditional write that takes a seat of a slot, if one is left.
 pub static TAKE_SLOT: Sql = Sql::new(
-    "UPDATE booking_slots SET registration_id = ?1
-         WHERE place_id = ?2 AND day = ?3 AND time_slot = ?4 AND registration_id IS NULL",
+    "UPDATE booking_slots SET seats_left = seats_left - 1
+         WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3 AND seats_left > 0",
 );
-/// Frees a slot held by registration ?4.
+/// Gives a seat of a slot back (its registration was deleted or moved in
+/// the same transaction).
 static FREE_SLOT: Sql = Sql::new(
-    "UPDATE booking_slots SET registration_id = NULL
-     WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3 AND registration_id = ?4",
+    "UPDATE booking_slots SET seats_left = seats_left + 1
+     WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3",
 );
 /// Takes the slots of a group of registrations (no two of them the same
 /// slot or person) and inserts the registrations that got theirs. A person
@@ -40,10 +42,10 @@ static TAKE_SLOTS: Sql = Sql::new(
           AS r(id, place_id, day, time_slot, access_hash, person_sealed,
                created_at_ms, person_key)),
      taken AS (
-        UPDATE booking_slots s SET registration_id = r.id
+        UPDATE booking_slots s SET seats_left = s.seats_left - 1
           FROM r
          WHERE s.place_id = r.place_id AND s.day = r.day AND s.time_slot = r.time_slot
-           AND s.registration_id IS NULL
+           AND s.seats_left > 0
            AND (r.person_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM booking_registrations b WHERE b.person_key = r.person_key))
         RETURNING r.id),
@@ -64,26 +66,19 @@ static WHY_MISSED_ALL: Sql = Sql::new(
             EXISTS (SELECT 1 FROM booking_places p WHERE p.id = r.place_id),
             EXISTS (SELECT 1 FROM booking_slots s
                      WHERE s.place_id = r.place_id AND s.day = r.day
-                       AND s.time_slot = r.time_slot),
+                       AND s.time_slot = r.time_slot AND s.seats > 0),
             r.person_key IS NOT NULL AND EXISTS (
                 SELECT 1 FROM booking_registrations b WHERE b.person_key = r.person_key)
        FROM unnest(?1::INT[], ?2::BIGINT[], ?3::INT[], ?4::INT[], ?5::BYTEA[])
          AS r(ord, place_id, day, time_slot, person_key)",
 );
-/// Why one registration missed its slot, handing the slot back if it holds
-/// it (a person raced by another node).
+/// Why one registration missed its slot.
 static WHY_MISSED: Sql = Sql::new(
-    "WITH handed_back AS (
-        UPDATE booking_slots SET registration_id = NULL
-        WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3
-          AND registration_id = ?5
-        RETURNING 1)
-     SELECT (SELECT COUNT(*) FROM booking_places WHERE id = ?1),
+    "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = ?1),
             (SELECT COUNT(*) FROM booking_slots
-             WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3),
+             WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3 AND seats > 0),
             ?4::bytea IS NOT NULL AND EXISTS (
-                SELECT 1 FROM booking_registrations WHERE person_key = ?4),
-            (SELECT COUNT(*) FROM handed_back)",
+                SELECT 1 FROM booking_registrations WHERE person_key = ?4)",
 );
 /// Another registration of the person under the new day's key (the unique
 /// index on person_key still decides a race between nodes).
@@ -94,7 +89,7 @@ static PERSON_HOLDS_ANOTHER: Sql = Sql::new(
 static PLACE_AND_SLOT_EXIST: Sql = Sql::new(
     "SELECT (SELECT COUNT(*) FROM booking_places WHERE id = ?1),
             (SELECT COUNT(*) FROM booking_slots
-              WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3)",
+              WHERE place_id = ?1 AND day = ?2 AND time_slot = ?3 AND seats > 0)",
 );
 
 /// The strategy where writers are shared: the slot's row decides.
@@ -121,11 +116,8 @@ impl SlotRows {
                     let Some(reg) = change.delete(tx).await? else {
                         return Ok(CancelOutcome::NotFound);
                     };
-                    tx.execute(
-                        &FREE_SLOT,
-                        &[&reg.place_id, &reg.day.0, &reg.time_slot, &reg.id],
-                    )
-                    .await?;
+                    tx.execute(&FREE_SLOT, &[&reg.place_id, &reg.day.0, &reg.time_slot])
+                        .await?;
                     Ok(CancelOutcome::Cancelled)
                 })
             })
@@ -161,10 +153,7 @@ impl SlotRows {
                         }
                     }
                     let took = tx
-                        .execute(
-                            &TAKE_SLOT,
-                            &[&reg.id, &to.place_id, &to.day.0, &to.time_slot],
-                        )
+                        .execute(&TAKE_SLOT, &[&to.place_id, &to.day.0, &to.time_slot])
                         .await?;
                     if took == 0 {
                         let (places, slots) = tx
@@ -180,11 +169,8 @@ impl SlotRows {
                             _ => MoveOutcome::SlotTaken,
                         });
                     }
-                    tx.execute(
-                        &FREE_SLOT,
-                        &[&from.place_id, &from.day.0, &from.time_slot, &reg.id],
-                    )
-                    .await?;
+                    tx.execute(&FREE_SLOT, &[&from.place_id, &from.day.0, &from.time_slot])
+                        .await?;
                     registrations::record_move(tx, &reg, to, &to_person_key).await?;
                     Ok(MoveOutcome::Moved { from })
                 })
@@ -245,8 +231,8 @@ impl Group for TryRegisterRows {
                         out[i] = RegisterOutcome::Registered;
                     }
                     // Another node registered the person meanwhile: the
-                    // slot goes back, and the answer says why.
-                    Took::PersonRaced => out[i] = why_missed(tx, reg).await?,
+                    // seat goes back, and the answer says why.
+                    Took::PersonRaced => out[i] = hand_back(tx, reg).await?,
                     Took::Missed => missed.push(i),
                 }
             }
@@ -261,18 +247,14 @@ impl Group for TryRegisterRows {
             for (i, slot_first, person_first) in after {
                 let known = if slot_first != i {
                     match out[slot_first] {
-                        // The batch's own registration holds the slot, or it
-                        // is gone or unknown for every claim alike.
-                        RegisterOutcome::Registered
-                        | RegisterOutcome::SlotTaken
+                        // Every seat is gone, or the slot is unknown, for every
+                        // claim alike; after a registration a seat may be
+                        // left, so the claim runs alone.
+                        RegisterOutcome::SlotTaken
                         | RegisterOutcome::PlaceNotFound
                         | RegisterOutcome::SlotNotFound => Some(out[slot_first]),
                         _ => None,
                     }
-                    .map(|o| match o {
-                        RegisterOutcome::Registered => RegisterOutcome::SlotTaken,
-                        o => o,
-                    })
                 } else if person_first != i && out[person_first] == RegisterOutcome::Registered {
                     Some(RegisterOutcome::AlreadyRegistered)
                 } else {
@@ -384,23 +366,25 @@ async fn try_register_one(
             tx.append_opening(event.clone())?;
             Ok(RegisterOutcome::Registered)
         }
+        Some(Took::PersonRaced) => hand_back(tx, reg).await,
         _ => why_missed(tx, reg).await,
     }
 }
 
-/// Why `reg` missed its slot; hands the slot back if it holds it (a person
-/// raced by another node).
+/// Gives back the seat `reg` took when its person was registered by
+/// another node meanwhile, and answers why it missed.
+async fn hand_back(tx: &Tx<'_>, reg: &SealedRegistration) -> Result<RegisterOutcome, StoreError> {
+    tx.execute(&FREE_SLOT, &[&reg.place_id, &reg.day.0, &reg.time_slot])
+        .await?;
+    why_missed(tx, reg).await
+}
+
+/// Why `reg` missed its slot.
 async fn why_missed(tx: &Tx<'_>, reg: &SealedRegistration) -> Result<RegisterOutcome, StoreError> {
     let row = tx
         .query_opt(
             &WHY_MISSED,
-            &[
-                &reg.place_id,
-                &reg.day.0,
-                &reg.time_slot,
-                &reg.person_key,
-                &reg.id,
-            ],
+            &[&reg.place_id, &reg.day.0, &reg.time_slot, &reg.person_key],
             |r| Ok((r.int(0)?, r.int(1)?, r.col::<bool>(2)?)),
         )
         .await?;
