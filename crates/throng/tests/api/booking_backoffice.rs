@@ -472,7 +472,7 @@ async fn booking_on_a_persons_behalf(kind: StoreKind) {
     assert_eq!(on_behalf["data"]["timeSlot"], 0);
 
     // The public booking's rules.
-    book(1, 0, person(2)).await.assert_error(409, "slot_taken");
+    book(1, 0, person(2)).await.assert_error(409, "slot_full");
     book(1, 1, person(1))
         .await
         .assert_error(409, "already_registered");
