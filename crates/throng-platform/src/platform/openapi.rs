@@ -81,6 +81,15 @@ fn refused_chars(multiline: bool) -> &'static str {
     }
 }
 
+/// The parsers' side of [`refused_chars`]: control characters (newline and
+/// tab allowed when `multiline`), bidirectional embeddings, overrides and
+/// isolates (a title with U+202E shows its end reversed), and the line and
+/// paragraph separators.
+pub fn refused_char(c: char, multiline: bool) -> bool {
+    (c.is_control() && !(multiline && (c == '\n' || c == '\t')))
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
 /// A free-text field checked as `min..=max` characters after trimming, with
 /// no refused character (see `refused_chars`); at least one character that
 /// is not white space when `min` > 0.

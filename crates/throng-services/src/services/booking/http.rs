@@ -86,8 +86,8 @@ pub struct PlacesQuery {
 /// Characters of a search text at most.
 pub const SEARCH_CHARS_MAX: usize = 100;
 
-crate::schema_type!(pub SearchText => text_schema(0, SEARCH_CHARS_MAX, true));
-crate::schema_type!(pub RegionText => text_schema(0, super::places::REGION_CHARS_MAX, true));
+crate::schema_type!(pub SearchText => text_schema(0, SEARCH_CHARS_MAX, false));
+crate::schema_type!(pub RegionText => text_schema(0, super::places::REGION_CHARS_MAX, false));
 crate::schema_type!(pub ServiceCode => pattern_schema(format!("^[a-z0-9_-]{{0,{}}}$", super::places::SERVICE_CHARS_MAX)));
 crate::schema_type!(PlaceCursor => int_schema(0, PLACE_ID_MAX));
 
@@ -109,15 +109,16 @@ pub fn search_of(
     service: Option<&str>,
 ) -> Result<store::PlaceSearch, ApiError> {
     let q = q.unwrap_or("").trim();
-    if q.chars().count() > SEARCH_CHARS_MAX || q.chars().any(char::is_control) {
+    let refused = |c: char| crate::platform::openapi::refused_char(c, false);
+    if q.chars().count() > SEARCH_CHARS_MAX || q.chars().any(refused) {
         return Err(ApiError::invalid_field(format!(
             "q: at most {SEARCH_CHARS_MAX} characters, no control characters"
         )));
     }
     let region = region.unwrap_or("").trim();
-    if region.chars().count() > super::places::REGION_CHARS_MAX {
+    if region.chars().count() > super::places::REGION_CHARS_MAX || region.chars().any(refused) {
         return Err(ApiError::invalid_field(format!(
-            "region: at most {} characters",
+            "region: at most {} characters, no control characters",
             super::places::REGION_CHARS_MAX
         )));
     }

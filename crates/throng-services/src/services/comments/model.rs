@@ -97,12 +97,8 @@ pub fn parse_id(field: &str, value: i64) -> Result<i64, ApiError> {
     }
 }
 
-/// Characters that change how the text around them is shown without being
-/// seen: bidirectional embeddings, overrides and isolates (a title with
-/// U+202E shows its end reversed, e.g. to disguise a link), and the line and
-/// paragraph separators (which break lines where no newline is allowed).
 fn is_invisible_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+    !c.is_control() && crate::platform::openapi::refused_char(c, false)
 }
 
 /// Checks a text field: trimmed, `min..=max` characters, no control

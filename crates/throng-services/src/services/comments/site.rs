@@ -161,7 +161,8 @@ pub struct MeOut {
                example = json!({"sub": "500001", "role": "user", "displayName": "Mia K.", "banned": false,
                                 "canReview": true, "canReply": false, "canReact": true, "canModerate": false})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
-              (status = 403, description = "unknown_user (a user's first sign-in needs the name claim)")))]
+              (status = 403, description = "unknown_user (a user's first sign-in needs the name claim)"),
+              (status = 422, description = "invalid_field (courseId: a positive integer)")))]
 pub async fn me(
     State(st): State<Arc<CommentsState>>,
     caller: Caller,
@@ -502,7 +503,8 @@ pub async fn ban(
     responses((status = 204, description = "Not banned (an event records it)"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a moderator or admin token)"),
-              (status = 404, description = "user_not_found")))]
+              (status = 404, description = "user_not_found"),
+              (status = 422, description = "invalid_field (userId: a positive integer)")))]
 pub async fn unban(
     State(st): State<Arc<CommentsState>>,
     ApiPath(user_id): ApiPath<i64>,
@@ -578,7 +580,7 @@ crate::schema_type!(
     for ProviderRequest => closed_object(
         [
             ("name", text_schema(1, NAME_CHARS_MAX, false).into()),
-            ("premoderate", ObjectBuilder::new().schema_type(Type::Boolean)
+            ("premoderate", ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([Type::Boolean, Type::Null]))
                 .description(Some("hold its courses' new reviews until a moderator approves them (default false)")).into()),
         ],
         &["name"],
@@ -647,7 +649,7 @@ crate::schema_type!(
         [
             ("providerId", int_schema(ID_MIN, i64::MAX).into()),
             ("title", text_schema(1, COURSE_TITLE_CHARS_MAX, false).into()),
-            ("premoderate", ObjectBuilder::new().schema_type(Type::Boolean)
+            ("premoderate", ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([Type::Boolean, Type::Null]))
                 .description(Some("hold its new reviews until a moderator approves them (default false)")).into()),
         ],
         &["providerId", "title"],
@@ -728,7 +730,8 @@ async fn set_enrolment(
     responses((status = 204, description = "Enrolled (already: no change)"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a host or admin token)"),
-              (status = 404, description = "course_not_found")))]
+              (status = 404, description = "course_not_found"),
+              (status = 422, description = "invalid_field (userId: a positive integer)")))]
 pub async fn enrol(
     State(st): State<Arc<CommentsState>>,
     ApiPath(path): ApiPath<(i64, i64)>,
@@ -743,7 +746,8 @@ pub async fn enrol(
     responses((status = 204, description = "Not enrolled"),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a host or admin token)"),
-              (status = 404, description = "course_not_found")))]
+              (status = 404, description = "course_not_found"),
+              (status = 422, description = "invalid_field (userId: a positive integer)")))]
 pub async fn unenrol(
     State(st): State<Arc<CommentsState>>,
     ApiPath(path): ApiPath<(i64, i64)>,

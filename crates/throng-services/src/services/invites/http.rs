@@ -1074,6 +1074,7 @@ pub const RESULTS_DAYS_DEFAULT: i64 = 30;
 /// The days of a site's results.
 #[derive(Deserialize, Debug, Default, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ResultsQuery {
     /// First day, YYYY-MM-DD (UTC). Default: 29 days before `to`.
     #[param(example = "2030-01-01")]

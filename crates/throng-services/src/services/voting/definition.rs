@@ -31,8 +31,10 @@ pub const DEFINITION_ERRORS_MAX: usize = 50;
 pub struct Definition {
     pub name: String,
     /// RFC 3339, with an offset.
+    #[schema(format = DateTime)]
     pub opens_at: String,
     /// RFC 3339, with an offset; after `opensAt`.
+    #[schema(format = DateTime)]
     pub closes_at: String,
     /// Candidates a vote may name at most (0 to 100).
     pub candidates_per_vote_max: i64,

@@ -465,12 +465,6 @@ crate::schema_type!(
     .build()
 );
 
-/// Characters that change how text around them shows without being seen
-/// (bidirectional controls, line and paragraph separators).
-fn is_invisible_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
-}
-
 /// Registrations a lookup found.
 #[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -498,7 +492,7 @@ pub async fn support_lookup(
     ApiJson(req): ApiJson<LookupRequest>,
 ) -> ApiResult<Json<LookupOut>> {
     let reason = req.reason.trim().to_string();
-    let refused = |c: char| c.is_control() || is_invisible_control(c);
+    let refused = |c: char| crate::platform::openapi::refused_char(c, false);
     if reason.chars().count() < REASON_CHARS_MIN
         || req.reason.chars().count() > REASON_CHARS_MAX
         || req.reason.chars().any(refused)

@@ -137,6 +137,7 @@ fn place_input_example() -> serde_json::Value {
     responses((status = 201, body = PlaceChanged, description = "The place, and the slots made for its horizon",
                example = json!({"place": {"id": 7, "code": "BA-01", "name": "Poliklinika Ružinov", "address": "Ružinovská 10", "city": "Bratislava", "postcode": "821 01", "region": "BA", "timeZone": "Europe/Bratislava", "latitude": 48.153, "longitude": 17.155, "services": ["vaccine-flu", "test-pcr"], "slotMinutes": 15, "seats": 2, "hours": "Mo-Fr 08:00-12:00,13:00-16:00; Sa 09:00-12:00", "bookAheadDays": 60, "noticeMinutes": 60},
                                 "summary": {"created": 1, "updated": 0, "slotsAdded": 1200, "slotsRemoved": 0, "slotsChanged": 0, "registrationsOnRemovedSlots": 0, "registrationsOverSeats": 0, "affectedRegistrations": [], "placeIds": [7]}})),
+              (status = 200, body = PlaceChanged, description = "A place of this code was defined already: updated, as the import does"),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin"),
               (status = 422, description = "invalid_field, naming the field")))]
 pub async fn create_place(

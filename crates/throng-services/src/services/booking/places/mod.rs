@@ -87,13 +87,20 @@ fn field_error(json: &'static str, csv: &'static str, message: impl Into<String>
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlaceInput {
     /// The authority's code: 1 to 32 letters, digits, `_`, `-` or `.`.
+    #[schema(value_type = PlaceCode, inline)]
     pub code: String,
+    #[schema(value_type = PlaceName, inline)]
     pub name: String,
+    #[schema(value_type = PlaceAddress, inline)]
     pub address: String,
+    #[schema(value_type = PlaceCity, inline)]
     pub city: String,
+    #[schema(value_type = PlacePostcode, inline)]
     pub postcode: String,
+    #[schema(value_type = PlaceRegion, inline)]
     pub region: String,
     /// An IANA time zone, e.g. `Europe/Bratislava`.
+    #[schema(value_type = TimeZoneName, inline)]
     pub time_zone: String,
     #[serde(default)]
     pub latitude: Option<f64>,
@@ -103,11 +110,13 @@ pub struct PlaceInput {
     #[serde(default)]
     pub services: Vec<String>,
     #[serde(deserialize_with = "crate::platform::extract::whole::int")]
+    #[schema(value_type = SlotMinutes, inline)]
     pub slot_minutes: i64,
     #[serde(
         default = "one_seat",
         deserialize_with = "crate::platform::extract::whole::int"
     )]
+    #[schema(value_type = Option<Seats>, inline)]
     pub seats: i64,
     /// Weekly hours, e.g. `Mo-Fr 08:00-12:00,13:00-16:00; Sa 09:00-12:00`.
     pub hours: String,
@@ -115,10 +124,25 @@ pub struct PlaceInput {
         default = "book_ahead_default",
         deserialize_with = "crate::platform::extract::whole::int"
     )]
+    #[schema(value_type = Option<BookAheadDays>, inline)]
     pub book_ahead_days: i64,
     #[serde(default, deserialize_with = "crate::platform::extract::whole::int")]
+    #[schema(value_type = Option<NoticeMinutes>, inline)]
     pub notice_minutes: i64,
 }
+
+use crate::platform::openapi::{int_schema, pattern_schema, text_schema};
+crate::schema_type!(PlaceCode => pattern_schema(format!("^[A-Za-z0-9_.-]{{1,{CODE_CHARS_MAX}}}$")));
+crate::schema_type!(PlaceName => text_schema(1, NAME_CHARS_MAX, false));
+crate::schema_type!(PlaceAddress => text_schema(1, ADDRESS_CHARS_MAX, false));
+crate::schema_type!(PlaceCity => text_schema(1, CITY_CHARS_MAX, false));
+crate::schema_type!(PlacePostcode => text_schema(1, POSTCODE_CHARS_MAX, false));
+crate::schema_type!(PlaceRegion => text_schema(1, REGION_CHARS_MAX, false));
+crate::schema_type!(TimeZoneName => pattern_schema("^[A-Za-z][A-Za-z0-9_+/-]{0,63}$".into()));
+crate::schema_type!(SlotMinutes => int_schema(SLOT_MINUTES_MIN.into(), SLOT_MINUTES_MAX.into()));
+crate::schema_type!(Seats => int_schema(1, SEATS_MAX.into()));
+crate::schema_type!(BookAheadDays => int_schema(1, BOOK_AHEAD_DAYS_MAX.into()));
+crate::schema_type!(NoticeMinutes => int_schema(0, NOTICE_MINUTES_MAX.into()));
 
 fn one_seat() -> i64 {
     1
@@ -138,7 +162,8 @@ fn text(
 ) -> Result<String, FieldError> {
     let v = value.trim();
     let n = v.chars().count();
-    if n == 0 || n > max || v.chars().any(char::is_control) {
+    let refused = |c: char| crate::platform::openapi::refused_char(c, false);
+    if n == 0 || n > max || v.chars().any(refused) {
         return Err(field_error(
             json,
             csv,
