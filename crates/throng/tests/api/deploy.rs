@@ -22,6 +22,8 @@ fn deploy(file: &str) -> PathBuf {
 struct Node {
     api: Api,
     child: tokio::process::Child,
+    /// Its stdout, kept open: a server whose stdout closed could not print.
+    _stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
 impl Node {
@@ -55,6 +57,7 @@ async fn start(args: &[String], env: &[(&str, String)]) -> Node {
     Node {
         api: Api::new(addr),
         child,
+        _stdout: lines,
     }
 }
 
