@@ -239,11 +239,49 @@ pub struct ApiPath<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|p| ApiPath(p.0))
-            .map_err(|r: PathRejection| ApiError::bad_request("invalid_path", r.body_text()))
+        let rejection: PathRejection =
+            match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+                Ok(p) => return Ok(ApiPath(p.0)),
+                Err(r) => r,
+            };
+        // A whole number written with a fraction (`42.0`), which JSON
+        // Schema's integers allow and bodies accept (`whole::int`).
+        if let Ok(raw) = axum::extract::RawPathParams::from_request_parts(parts, state).await {
+            let params: Vec<(String, String)> = raw
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            if params.iter().any(|(_, v)| whole_float(v).is_some()) {
+                let value = |v: &str| match whole_float(v).or_else(|| v.parse::<i64>().ok()) {
+                    Some(n) => serde_json::Value::from(n),
+                    None => serde_json::Value::String(v.to_string()),
+                };
+                let positional = match params.as_slice() {
+                    [(_, v)] => value(v),
+                    many => many.iter().map(|(_, v)| value(v)).collect(),
+                };
+                let named = params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), value(v)))
+                    .collect::<serde_json::Map<_, _>>();
+                for candidate in [positional, serde_json::Value::Object(named)] {
+                    if let Ok(t) = serde_json::from_value::<T>(candidate) {
+                        return Ok(ApiPath(t));
+                    }
+                }
+            }
+        }
+        Err(ApiError::bad_request("invalid_path", rejection.body_text()))
     }
+}
+
+/// `42` of `42.0` (`42.`, `42.00`): a whole number with a zero fraction.
+fn whole_float(v: &str) -> Option<i64> {
+    let (int, fraction) = v.split_once('.')?;
+    if !fraction.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    int.parse().ok()
 }
 
 #[cfg(test)]

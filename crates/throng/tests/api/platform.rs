@@ -596,3 +596,18 @@ async fn a_mistyped_address_answers_a_page_to_a_browser() {
     let index = api.send(html("/")).await.text();
     assert!(index.contains(r#"name="viewport""#), "{index}");
 }
+
+/// An id in a path written as a whole number with a zero fraction (`1.0`,
+/// an integer to JSON Schema, as a body's numbers are) is that number; a
+/// fraction that is not zero is refused in throng's words.
+#[tokio::test]
+async fn a_whole_number_with_a_zero_fraction_is_an_id_in_a_path() {
+    let s = crate::helpers::TestServer::start(StoreKind::Sqlite, &["--demo"]).await;
+    let api = &s.api;
+    let whole = api.get("/api/courses/1.0/rating").await;
+    assert_eq!(whole.status, api.get("/api/courses/1/rating").await.status);
+    assert_eq!(whole.status, 200, "{}", whole.text());
+    api.get("/api/courses/1.5/rating")
+        .await
+        .assert_error(400, "invalid_path");
+}
