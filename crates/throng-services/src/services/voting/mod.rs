@@ -14,6 +14,7 @@
 //! chosen from the store when the state is built.
 
 pub mod admin;
+pub mod ballot;
 pub mod bench;
 pub mod cli;
 pub mod credential;
@@ -21,6 +22,7 @@ pub mod definition;
 pub mod http;
 pub mod mixer;
 pub mod model;
+pub mod opening;
 pub mod page;
 pub mod receipt;
 pub mod roll;
