@@ -74,6 +74,7 @@ fn seed_args(scale: Scale) -> SeedVotingArgs {
         closes_at: None,
         force: false,
         voters_csv: None,
+        trustees_out: None,
     }
 }
 

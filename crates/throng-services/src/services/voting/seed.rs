@@ -52,6 +52,11 @@ pub struct SeedVotingArgs {
     /// shuffled but deterministic order) for the load test.
     #[arg(long)]
     pub voters_csv: Option<std::path::PathBuf>,
+    /// Write the election key's public half and 3 trustees' shares (any 2
+    /// open the box) to this directory; without it the private key is
+    /// dropped and the election's ballots can never be opened.
+    #[arg(long, value_name = "DIR")]
+    pub trustees_out: Option<std::path::PathBuf>,
 }
 
 /// `meta` key changed by every seed; servers watch it and reload.
@@ -198,7 +203,18 @@ pub async fn seed(
         "seeding voting",
         progress,
     );
-    super::store::seed_election(store, args, opens, closes, &bar).await?;
+    // The election's key: the seed keeps only its public half, and writes
+    // the private half to the trustees' share files when asked to.
+    let (private, public) = super::ballot::generate_key(&mut rand::rngs::OsRng);
+    super::store::seed_election(store, args, opens, closes, &public, &bar).await?;
+    if let Some(dir) = &args.trustees_out {
+        super::trustee::write_key_files(dir, 2, 3, &private, &public)?;
+        println!(
+            "wrote election {}'s public key and 3 trustee shares (any 2 open the box) to {}",
+            args.election,
+            dir.display()
+        );
+    }
     bar.finish();
     let csv_rows = match &args.voters_csv {
         Some(path) => {
@@ -265,6 +281,7 @@ pub fn demo_args() -> SeedVotingArgs {
         closes_at: Some(at(now + 10 * 365 * 24 * 3600 * 1000)),
         force: false,
         voters_csv: None,
+        trustees_out: None,
     }
 }
 
@@ -276,53 +293,6 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     }
     let args = demo_args();
     let report = seed(store, &args, false).await?;
-    seed_demo_ballots(&storage, args.election).await?;
     tracing::info!(voters = report.voters, "seeded the voting demo election");
-    Ok(())
-}
-
-/// Ballots the demo election starts with, per district, already published
-/// (so its results page is not empty): several rounds' worth of the demo's
-/// mix minimum.
-pub const DEMO_BALLOTS_PER_DISTRICT: usize = 4 * super::DEMO_MIX_BALLOTS_MIN as usize;
-
-/// Publishes [`DEMO_BALLOTS_PER_DISTRICT`] ballots of the first voters of
-/// each district, spread over the parties and their first candidates.
-async fn seed_demo_ballots(storage: &VotingStore, election_id: i64) -> anyhow::Result<()> {
-    let rows = storage.election_rows().await?;
-    let Some(e) = rows
-        .assemble(&Default::default())
-        .into_iter()
-        .find(|e| e.id == election_id)
-    else {
-        return Ok(());
-    };
-    let mut ids: Vec<i64> = e.districts.iter().map(|d| d.id).collect();
-    ids.sort_unstable();
-    let roll = storage.load_roll(election_id, ids.clone()).await?;
-    let mut ballots = Vec::new();
-    for (i, d) in e.districts.iter().enumerate() {
-        let Some(di) = ids.iter().position(|x| *x == d.id) else {
-            continue;
-        };
-        let voters = roll.not_voted_in(di, 0, DEMO_BALLOTS_PER_DISTRICT);
-        for (n, voter) in voters.into_iter().enumerate() {
-            let lists = &d.lists;
-            if lists.is_empty() {
-                break;
-            }
-            // A lead for the first party, then the others (reads as a race).
-            let list = &lists[(n * n + i) % lists.len()];
-            let picks: Vec<i64> = list
-                .candidates
-                .iter()
-                .skip(n % 2)
-                .take(1 + n % 2)
-                .map(|c| c.id)
-                .collect();
-            ballots.push((voter, d.id, list.party_id, serde_json::to_string(&picks)?));
-        }
-    }
-    storage.seed_published(election_id, ballots).await?;
     Ok(())
 }

@@ -76,7 +76,8 @@ static INSERT_ELECTION: Sql = Sql::new(
      VALUES (?1, ?2, ?3, ?4, ?5, 'draft', ?6, 0)",
 );
 static INSERT_DISTRICT: Sql = Sql::new(
-    "INSERT INTO voting_districts (election_id, district_id, name, code) VALUES (?1, ?2, ?3, ?4)",
+    "INSERT INTO voting_districts (election_id, district_id, name, code, region)
+     VALUES (?1, ?2, ?3, ?4, ?5)",
 );
 static INSERT_PARTY: Sql = Sql::new(
     "INSERT INTO voting_parties (election_id, party_id, name, short_name, code, color)
@@ -124,10 +125,11 @@ static ROLL_IMPORTED: Sql = Sql::new(
     "UPDATE voting_elections SET roll_version = roll_version + 1
       WHERE id = ?1 AND state = 'draft'",
 );
-static ALL_ELECTIONS: Sql = Sql::new(
-    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max, state, live_results,
-            roll_version FROM voting_elections",
-);
+static ALL_ELECTIONS: Sql = Sql::new(concat!(
+    "SELECT ",
+    crate::voting_election_columns!(),
+    " FROM voting_elections"
+));
 static CREDENTIAL_OF: Sql = Sql::new(
     "SELECT voter_id, credential_hash FROM voting_credentials
       WHERE election_id = ?1 AND voter_ref = ?2",
@@ -494,7 +496,7 @@ async fn insert_definition(tx: &Tx<'_>, c: &Checked, actor: &str) -> Result<i64,
             &c.opens_at_ms,
             &c.closes_at_ms,
             &d.candidates_per_vote_max,
-            &d.live_results,
+            &false,
         ],
     )
     .await?;
@@ -522,6 +524,7 @@ async fn insert_definition(tx: &Tx<'_>, c: &Checked, actor: &str) -> Result<i64,
                 &district_id,
                 &district.name.as_str(),
                 &district.code.as_str(),
+                &district.region,
             ],
         )
         .await?;

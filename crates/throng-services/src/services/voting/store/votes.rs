@@ -60,16 +60,7 @@ static MARKS: Sql = Sql::new("SELECT voter_id FROM voting_marks WHERE election_i
 static MARK_BITS_ALL: Sql =
     Sql::new("SELECT chunk, bits FROM voting_marks_bits WHERE election_id = ?1");
 
-static WAITING: Sql = Sql::new(
-    "SELECT EXISTS (SELECT 1 FROM voting_marks WHERE election_id = ?1)
-         OR EXISTS (SELECT 1 FROM voting_ballot_intake WHERE election_id = ?1)",
-);
-static SETTLE_BALLOTS: Sql = Sql::new(
-    "INSERT INTO voting_ballot_box (election_id, district_id, receipt_tag, sealed)
-     SELECT election_id, district_id, receipt_tag, sealed FROM voting_ballot_intake
-      WHERE election_id = ?1 ORDER BY district_id, receipt_tag",
-);
-static EMPTY_INTAKE: Sql = Sql::new("DELETE FROM voting_ballot_intake WHERE election_id = ?1");
+static WAITING: Sql = Sql::new("SELECT EXISTS (SELECT 1 FROM voting_marks WHERE election_id = ?1)");
 static MARKS_TO_FOLD: Sql =
     Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1 ORDER BY voter_id LIMIT ?2");
 static MARK_BITS: Sql =
@@ -154,14 +145,12 @@ impl VotingStore {
         }
     }
 
-    /// Moves what votes wrote since the last settle to where rounds and the
-    /// roll read it (see [`Votes::RollDecides`]), in one write: the
-    /// election's ballots from `voting_ballot_intake` into
-    /// `voting_ballot_box`, and up to [`FOLD_MARKS_MAX`] of its marks from
-    /// `voting_marks` into the bits of `voting_marks_bits`; the moved rows
-    /// are deleted (zeroed: `secure_delete`). Nothing is written when
-    /// nothing waits. Where the marks' key decides, votes went straight
-    /// into the box and marks stay keyed by voter (their primary key
+    /// Folds up to [`FOLD_MARKS_MAX`] of the election's marks from
+    /// `voting_marks` into the bits of `voting_marks_bits` (see
+    /// [`Votes::RollDecides`]), in one write; the folded rows are deleted
+    /// (zeroed: `secure_delete`). Nothing is written when nothing waits.
+    /// (Ballots wait in the intake for the board's next period.) Where the
+    /// marks' key decides, marks stay keyed by voter (their primary key
     /// decides across nodes): nothing to settle.
     pub async fn settle(&self, election_id: i64) -> Result<Settled, StoreError> {
         if self.votes == Votes::MarksKeyDecides {
@@ -182,10 +171,7 @@ impl VotingStore {
         self.store
             .write(move |tx| {
                 Box::pin(async move {
-                    let ballots = tx.execute(&SETTLE_BALLOTS, &[&election_id]).await?;
-                    tx.execute(&EMPTY_INTAKE, &[&election_id]).await?;
                     Ok(Settled {
-                        ballots: ballots as usize,
                         marks: fold_marks(tx, election_id).await?,
                     })
                 })
