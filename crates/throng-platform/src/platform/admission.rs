@@ -39,6 +39,9 @@ pub struct AdmissionLimits {
     /// Routes whose large bodies take longer: their `timeout` is their
     /// requests' deadline when longer than `request_timeout`.
     pub large: Arc<Vec<super::body_limit::LargeBody>>,
+    /// Routes (method, path template) not counted in the metrics: those
+    /// whose counts would date anonymous acts while `/metrics` is public.
+    pub uncounted: Arc<Vec<(&'static str, &'static str)>>,
 }
 
 impl AdmissionLimits {
@@ -313,6 +316,14 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
         }
     };
     let route = route.as_ref().map(|m| m.as_str()).unwrap_or("unmatched");
+    if adm
+        .limits
+        .uncounted
+        .iter()
+        .any(|(m, r)| *m == method && *r == route)
+    {
+        return response;
+    }
     METRICS
         .http_requests
         .with_label_values(&[route, method, response.status().as_str()])

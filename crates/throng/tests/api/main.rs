@@ -4,6 +4,7 @@
 //! `THRONG_TEST_PG_URL` (see `helpers`).
 
 mod helpers;
+mod sealing;
 
 mod backup;
 mod cli;

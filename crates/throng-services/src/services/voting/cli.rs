@@ -7,6 +7,12 @@
 //! - `throng voting roll ID FILE --credentials-out FILE`: imports the roll
 //!   (CSV) with a progress bar and writes the voters' credentials (mode
 //!   0600, never over an existing file).
+//! - `throng voting key ID public.json`: gives a draft the public key of
+//!   the trustees' key ceremony.
+//! - `throng voting export-box ID --out box.json`: the closed election's
+//!   sealed ballots, for the trustees' opening.
+//! - `throng voting import-results ID results.json`: the trustees' opened
+//!   results; the election becomes tallied (publish it next).
 //!
 //! The admin token is `--token` (or `THRONG_ADMIN_TOKEN`), else one made
 //! with the token secret of `--data-dir` (the server's), naming `--as`.
@@ -63,6 +69,36 @@ pub enum VotingCommand {
         #[command(flatten)]
         conn: Connection,
     },
+    /// Gives a draft election its public key (the key ceremony's
+    /// public.json; the private key stays with the trustees).
+    Key {
+        /// The election's id.
+        id: i64,
+        /// The public key file.
+        file: PathBuf,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// Writes a closed election's ballot box (sealed ballots only) for the
+    /// trustees, and prints its digest to check against the public board.
+    ExportBox {
+        /// The election's id.
+        id: i64,
+        /// Where the box goes (never over an existing file).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// Imports the trustees' results file; the election becomes tallied.
+    ImportResults {
+        /// The election's id.
+        id: i64,
+        /// The results file the trustees' opening wrote.
+        file: PathBuf,
+        #[command(flatten)]
+        conn: Connection,
+    },
 }
 
 /// The `throng voting` command.
@@ -70,7 +106,10 @@ pub fn command() -> clap::Command {
     use clap::Subcommand;
     VotingCommand::augment_subcommands(
         clap::Command::new("voting")
-            .about("An election authority's tools: draft an election, import its roll")
+            .about(
+                "An election authority's tools: draft an election, import its roll, give its \
+                 key, export its box, import its results",
+            )
             .subcommand_required(true),
     )
 }
@@ -85,7 +124,73 @@ pub async fn run(matches: &clap::ArgMatches) -> anyhow::Result<()> {
             credentials_out,
             conn,
         } => roll(id, &file, &credentials_out, &conn).await,
+        VotingCommand::Key { id, file, conn } => send_file(id, "key", &file, &conn).await,
+        VotingCommand::ExportBox { id, out, conn } => export_box(id, &out, &conn).await,
+        VotingCommand::ImportResults { id, file, conn } => {
+            send_file(id, "results", &file, &conn).await
+        }
     }
+}
+
+/// PUTs a JSON file to the election's `what` and prints the state.
+async fn send_file(id: i64, what: &str, file: &Path, conn: &Connection) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let res = client()?
+        .put(format!(
+            "{}/api/voting/elections/{id}/{what}",
+            conn.url.trim_end_matches('/')
+        ))
+        .bearer_auth(token(conn)?)
+        .header("content-type", "application/json")
+        .body(text)
+        .send()
+        .await?;
+    if !res.status().is_success() {
+        anyhow::bail!(
+            "the server refused {}: {}",
+            file.display(),
+            error_of(res).await
+        );
+    }
+    let v: serde_json::Value = res.json().await?;
+    println!(
+        "election {id}: {}",
+        v["state"].as_str().unwrap_or("(no state)")
+    );
+    Ok(())
+}
+
+async fn export_box(id: i64, out: &Path, conn: &Connection) -> anyhow::Result<()> {
+    let res = client()?
+        .get(format!(
+            "{}/api/voting/elections/{id}/box",
+            conn.url.trim_end_matches('/')
+        ))
+        .bearer_auth(token(conn)?)
+        .send()
+        .await?;
+    if !res.status().is_success() {
+        anyhow::bail!("the server refused the export: {}", error_of(res).await);
+    }
+    let body = res.bytes().await?;
+    let file: super::opening::BoxFile = serde_json::from_slice(&body)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(out)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    f.write_all(&body)?;
+    f.sync_all()?;
+    let ballots: usize = file.districts.iter().map(|d| d.ballots.len()).sum();
+    println!(
+        "wrote {ballots} sealed ballots of election {id} to {}; box digest {} (check it against \
+         the public board: GET /api/voting/elections/{id}/board)",
+        out.display(),
+        file.digest
+    );
+    Ok(())
 }
 
 fn token(conn: &Connection) -> anyhow::Result<String> {

@@ -521,7 +521,7 @@ pub(super) fn already_voted() -> ApiError {
               (status = 401, description = "missing_token, invalid_token, token_expired (token mode)"),
               (status = 403, description = "identity_mismatch, not_on_roll"),
               (status = 404, description = "election_not_found, district_not_found, voter_not_found"),
-              (status = 409, description = "already_voted, election_closed, election_suspended"),
+              (status = 409, description = "already_voted, ballot_copied (this sealed ballot was cast already), election_closed, election_suspended"),
               (status = 415, description = "unsupported_media_type"),
               (status = 422, description = "invalid_field, invalid_sealed_ballot"),
               (status = 429, description = "over capacity; see Retry-After")))]
@@ -603,6 +603,10 @@ pub async fn vote(
             Ok(res)
         }
         VoteOutcome::AlreadyVoted => Err(already_voted()),
+        VoteOutcome::CopiedBallot => Err(ApiError::conflict(
+            "ballot_copied",
+            "this sealed ballot was cast already: the vote page seals a fresh one for every vote",
+        )),
         VoteOutcome::NotTakingVotes => {
             // This node's copy of the election was behind the store's row:
             // catch up, and explain by the row.

@@ -204,6 +204,10 @@ impl Service for Voting {
         admin::LARGE_BODIES
     }
 
+    fn uncounted_in_public_metrics(&self) -> &'static [(&'static str, &'static str)] {
+        &[("POST", "/api/voting/elections/{election_id}/votes")]
+    }
+
     fn command(&self) -> Option<clap::Command> {
         Some(cli::command())
     }

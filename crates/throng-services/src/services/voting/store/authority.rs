@@ -41,9 +41,11 @@ pub(super) static TAKES_VOTES: Sql = Sql::per_dialect(
     ),
 );
 
-/// The mark, and the ballot only if the mark is new and the election takes
+/// The mark, and the ballot only if the mark is new, no ballot with the
+/// same tracker is in the box (a copied ballot), and the election takes
 /// votes (by its row and the store's clock, in the same statement): one
-/// statement (PostgreSQL).
+/// statement (PostgreSQL). Two copies racing each other: the second's box
+/// insert fails on the tracker's key and nothing of it is written.
 pub(super) static CAST_WHILE_OPEN: Sql = Sql::per_dialect(
     "",
     concat!(
@@ -56,6 +58,7 @@ pub(super) static CAST_WHILE_OPEN: Sql = Sql::per_dialect(
         "),
          m AS (
             INSERT INTO voting_marks (election_id, voter_id) SELECT $1, $2 FROM open
+             WHERE NOT EXISTS (SELECT 1 FROM voting_ballot_box WHERE receipt_tag = $3)
             ON CONFLICT DO NOTHING RETURNING voter_id)
          INSERT INTO voting_ballot_box (receipt_tag, election_id, district_id, sealed)
          SELECT $3, $1, $4, $5 FROM m"

@@ -62,6 +62,9 @@ impl VotingStore {
 pub enum VoteOutcome {
     Cast,
     AlreadyVoted,
+    /// A ballot with the same tracker was cast already (a copy of
+    /// someone's sealed ballot): nothing written.
+    CopiedBallot,
     /// The election's row says it takes no votes now (not open, or outside
     /// its times by the store's clock): nothing written.
     NotTakingVotes,

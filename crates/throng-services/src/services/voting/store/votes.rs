@@ -57,6 +57,19 @@ static INSERT_INTAKE: Sql = Sql::new(
 );
 
 static MARKS: Sql = Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1");
+
+/// Whether a ballot with this tracker was cast already: waiting for the
+/// board's period (SQLite's intake, keyed by election and tracker) or in
+/// the box (PostgreSQL's box is keyed by the tracker alone).
+static COPY_WAITING: Sql = Sql::new(
+    "SELECT COUNT(*) FROM voting_ballot_intake WHERE election_id = ?1 AND receipt_tag = ?2",
+);
+static COPY_IN_BOX: Sql = Sql::per_dialect(
+    "SELECT COUNT(*) FROM voting_ballot_box
+      WHERE election_id = ?1 AND district_id = ?3 AND receipt_tag = ?2",
+    "SELECT COUNT(*) FROM voting_ballot_box WHERE receipt_tag = $2 AND $1::BIGINT IS NOT NULL
+        AND $3::BIGINT IS NOT NULL",
+);
 static MARK_BITS_ALL: Sql =
     Sql::new("SELECT chunk, bits FROM voting_marks_bits WHERE election_id = ?1");
 
@@ -123,21 +136,32 @@ impl VotingStore {
                             if n == 1 {
                                 return Ok(VoteOutcome::Cast);
                             }
-                            // Rare: a repeat (mostly answered from memory)
-                            // or an election that stopped taking votes.
+                            // Rare: a repeat (mostly answered from memory),
+                            // a copied ballot, or an election that stopped
+                            // taking votes.
                             let open = tx
                                 .query_one(&TAKES_VOTES, &[&b.election_id], |r| r.int(0))
                                 .await?;
-                            Ok(if open > 0 {
-                                VoteOutcome::AlreadyVoted
+                            if open == 0 {
+                                return Ok(VoteOutcome::NotTakingVotes);
+                            }
+                            let copies = tx
+                                .query_one(
+                                    &COPY_IN_BOX,
+                                    &[&b.election_id, &b.tag, &b.district_id],
+                                    |r| r.int(0),
+                                )
+                                .await?;
+                            Ok(if copies > 0 {
+                                VoteOutcome::CopiedBallot
                             } else {
-                                VoteOutcome::NotTakingVotes
+                                VoteOutcome::AlreadyVoted
                             })
                         })
                     })
                     .await?;
                 // Remember the answer: a repeat is answered from memory.
-                if outcome != VoteOutcome::NotTakingVotes {
+                if outcome == VoteOutcome::Cast || outcome == VoteOutcome::AlreadyVoted {
                     roll.test_and_set(voter_id);
                 }
                 Ok(outcome)
@@ -261,6 +285,24 @@ async fn cast_in_writer(
         .await?;
     if open == 0 {
         return Ok(VoteOutcome::NotTakingVotes);
+    }
+    if roll.has_voted(voter_id) {
+        return Ok(VoteOutcome::AlreadyVoted);
+    }
+    // A ballot cast already (its tracker waiting or in the box) is a copy:
+    // refused before anything is written, so the batch never meets the
+    // tracker's key.
+    let copies = tx
+        .query_one(&COPY_WAITING, &[&b.election_id, &b.tag], |r| r.int(0))
+        .await?
+        + tx.query_one(
+            &COPY_IN_BOX,
+            &[&b.election_id, &b.tag, &b.district_id],
+            |r| r.int(0),
+        )
+        .await?;
+    if copies > 0 {
+        return Ok(VoteOutcome::CopiedBallot);
     }
     if !roll.test_and_set(voter_id) {
         return Ok(VoteOutcome::AlreadyVoted);
