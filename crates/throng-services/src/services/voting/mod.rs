@@ -29,6 +29,7 @@ pub mod roll;
 pub mod seed;
 pub mod store;
 pub mod tally;
+pub mod trustee;
 
 use std::collections::HashMap;
 use std::sync::Arc;
