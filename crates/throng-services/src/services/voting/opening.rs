@@ -556,7 +556,17 @@ pub fn open_box(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ResultsFile, OpenError> {
     let checked = check_box(b, board_digest)?;
-    let opened = open_all(&checked, private, progress)?;
+    open_checked(&checked, private, progress)
+}
+
+/// Opens a box already checked ([`check_box`]).
+fn open_checked(
+    checked: &CheckedBox,
+    private: &[u8],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<ResultsFile, OpenError> {
+    let b = checked.file;
+    let opened = open_all(checked, private, progress)?;
     // The opened ballots by district, in box order.
     let mut by_district: Vec<Vec<OpenedBallot>> = vec![Vec::new(); b.districts.len()];
     for (i, o) in opened.into_iter().enumerate() {
@@ -605,12 +615,12 @@ pub fn open_box_with_shares(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ResultsFile, OpenError> {
     // Refuse a box that does not check before putting the key together.
-    check_box(b, board_digest)?;
+    let checked = check_box(b, board_digest)?;
     let (private, public) = super::trustee::combine(shares)?;
     if Some(public.to_vec()) != ballot::from_b64(&b.public_key) {
         return Err(OpenError::KeyMismatch);
     }
-    open_box(b, &private[..], board_digest, progress)
+    open_checked(&checked, &private[..], progress)
 }
 
 /// Problems listed at most, after which "and N more".
