@@ -177,3 +177,19 @@ async fn the_trustees_make_the_key_open_the_box_and_recount() {
         "{text}"
     );
 }
+
+/// `throng bench voting-opening` needs no server: it seals, opens with 3
+/// of 5 shares and recounts what it opened.
+#[tokio::test]
+async fn the_opening_bench_runs_offline() {
+    let (ok, text) = run_throng(&args(&["bench", "voting-opening", "--ballots", "300"])).await;
+    assert!(ok, "{text}");
+    assert!(text.contains("open (3 of 5 shares)"), "{text}");
+    assert!(text.contains("recount (with the box check)"), "{text}");
+    assert!(text.contains("matches"), "{text}");
+    let (ok, text) = run_throng(&args(&["bench", "voting-opening", "--ballots", "0"])).await;
+    assert!(
+        !ok && text.contains("--ballots must be at least 1"),
+        "{text}"
+    );
+}
