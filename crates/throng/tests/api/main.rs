@@ -32,3 +32,4 @@ mod invites_rules;
 mod voting;
 mod voting_election;
 mod voting_load;
+mod voting_trustees;

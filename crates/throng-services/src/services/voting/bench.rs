@@ -28,6 +28,7 @@
 //! different voter and a 201.
 
 pub mod baseline;
+pub mod opening;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -330,7 +330,10 @@ impl Service for Voting {
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![Box::new(bench::VotingBench)]
+        vec![
+            Box::new(bench::VotingBench),
+            Box::new(bench::opening::OpeningBench),
+        ]
     }
 }
 

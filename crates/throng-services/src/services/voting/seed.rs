@@ -204,18 +204,20 @@ pub async fn seed(
         progress,
     );
     // The election's key: the seed keeps only its public half, and writes
-    // the private half to the trustees' share files when asked to.
-    let (private, public) = super::ballot::generate_key(&mut rand::rngs::OsRng);
+    // the trustees' shares (any 2 of 3) when asked to.
+    let ceremony = super::trustee::make_key(2, 3, &mut rand::rngs::OsRng)?;
+    let public = super::ballot::from_b64(&ceremony.key.public_key)
+        .ok_or_else(|| anyhow::anyhow!("the ceremony's public key is not base64url"))?;
     super::store::seed_election(store, args, opens, closes, &public, &bar).await?;
     if let Some(dir) = &args.trustees_out {
-        super::trustee::write_key_files(dir, 2, 3, &private, &public)?;
+        super::trustee::write_ceremony(dir, &ceremony)?;
         println!(
-            "wrote election {}'s public key and 3 trustee shares (any 2 open the box) to {}",
+            "wrote election {}'s public key and 3 trustees' shares (any 2 open the box) to {}",
             args.election,
             dir.display()
         );
     }
-    bar.finish();
+    drop(ceremony);
     let csv_rows = match &args.voters_csv {
         Some(path) => {
             let (path, args) = (path.clone(), args.clone());
