@@ -32,4 +32,5 @@ mod invites_rules;
 mod voting;
 mod voting_election;
 mod voting_load;
+mod voting_secrecy;
 mod voting_trustees;

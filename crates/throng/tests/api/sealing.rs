@@ -1,6 +1,5 @@
 //! Sealing a choice as the vote page does (to the election's key from the
-//! ballot's `sealTo`), and opening sealed ballots with the trustees'
-//! shares as their opening does: what the voting tests vote and check with.
+//! ballot's `sealTo`): what the voting tests vote with.
 
 use serde_json::{json, Value};
 use throng::services::voting::ballot::{self, Choice};
@@ -87,30 +86,4 @@ pub async fn sealed_body(api: &Api, election: i64, district: i64, body: &Value) 
     let ballot = r.json();
     let plain = choice_on(&ballot, party, &ids).encode();
     json!({ "sealed": seal_plain(&ballot, &plain) })
-}
-
-/// The private key put together from the share files in `dir` (the
-/// first `threshold`), checked against the public key.
-pub fn private_key_from(dir: &std::path::Path) -> Vec<u8> {
-    let mut shares = Vec::new();
-    let mut public = None;
-    let mut threshold = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        if v["format"] == "throng-election-share/1" {
-            threshold = v["threshold"].as_u64().unwrap() as usize;
-            public = Some(v["publicKey"].as_str().unwrap().to_string());
-            shares.push(ballot::from_b64(v["share"].as_str().unwrap()).unwrap());
-        }
-    }
-    shares.truncate(threshold);
-    let private = vsss_rs::Gf256::combine_array(&shares).expect("shares combine");
-    let public = ballot::from_b64(&public.expect("share files")).unwrap();
-    assert_eq!(
-        ballot::public_of(&private).map(|p| p.to_vec()),
-        Some(public),
-        "the shares put together the election's key"
-    );
-    private
 }

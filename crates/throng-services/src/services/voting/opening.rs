@@ -507,10 +507,7 @@ fn open_all(
 /// candidate stands in one district, so a candidate's count (or a ballot's
 /// candidates) in a merged unit would publish that district's choices,
 /// which is what merging it hides.
-fn unit_lists<'a>(
-    kind: UnitKind,
-    lists: impl Iterator<Item = &'a BoxList>,
-) -> Vec<BoxList> {
+fn unit_lists<'a>(kind: UnitKind, lists: impl Iterator<Item = &'a BoxList>) -> Vec<BoxList> {
     lists
         .map(|l| BoxList {
             party_id: l.party_id,
