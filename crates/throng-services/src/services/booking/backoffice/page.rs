@@ -3,8 +3,7 @@
 //! The page holds no data of its own: the list comes from the API with the
 //! staff member's token.
 
-use axum::http::header;
-use axum::response::{IntoResponse, Redirect};
+use axum::response::Redirect;
 use axum::routing::get;
 use axum::Router;
 
@@ -14,28 +13,21 @@ const STAFF_HTML: &str = include_str!("page/staff.html");
 const STAFF_JS: &str = include_str!("page/staff.js");
 const STAFF_CSS: &str = include_str!("page/staff.css");
 
+fn bundle() -> assets::Bundle {
+    assets::Bundle::new()
+        .file("/booking/staff/staff.js", assets::JS, STAFF_JS)
+        .file("/booking/staff/staff.css", assets::CSS, STAFF_CSS)
+}
+
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    let files = bundle();
     Router::new()
         .route(
             "/booking/staff",
             get(|| async { Redirect::permanent("/booking/staff/") }),
         )
-        .route(
-            "/booking/staff/",
-            page("text/html; charset=utf-8", STAFF_HTML),
-        )
-        .route("/booking/staff/staff.js", page(assets::JS, STAFF_JS))
-        .route(
-            "/booking/staff/staff.css",
-            page("text/css; charset=utf-8", STAFF_CSS),
-        )
-}
-
-fn page<S: Clone + Send + Sync + 'static>(
-    content_type: &'static str,
-    body: &'static str,
-) -> axum::routing::MethodRouter<S> {
-    get(move || async move { ([(header::CONTENT_TYPE, content_type)], body).into_response() })
+        .route("/booking/staff/", assets::html_page(files.page(STAFF_HTML)))
+        .merge(files.router())
 }
 
 #[cfg(test)]
