@@ -70,6 +70,8 @@ async fn every_page_forbids_framing_and_sniffing() {
         "/",
         "/booking/",
         "/booking/manage",
+        "/booking/staff/",
+        "/booking/admin/",
         "/comments/",
         "/voting/",
         "/voting/results",
@@ -118,6 +120,8 @@ async fn every_page_script_is_served_as_javascript() {
     for path in [
         "/booking/",
         "/booking/manage",
+        "/booking/staff/",
+        "/booking/admin/",
         "/comments/",
         "/voting/",
         "/voting/results",
@@ -177,11 +181,17 @@ fn referenced(html: &str) -> Vec<String> {
 /// `Retry-After` (and a script's fetch by the JSON envelope, as before).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn static_files_pass_the_rate_limit_and_a_refused_page_says_so() {
-    let flags = ["--rate-limit-per-s", "1", "--rate-limit-burst", "3"];
+    // A burst of one page load each.
+    let flags = ["--rate-limit-per-s", "1", "--rate-limit-burst", "4"];
     let s = TestServer::start(StoreKind::Sqlite, &flags).await;
     let api = &s.api;
     let mut pages = Vec::new();
-    for path in ["/booking/", "/booking/manage", "/booking/staff/"] {
+    for path in [
+        "/booking/",
+        "/booking/manage",
+        "/booking/staff/",
+        "/booking/admin/",
+    ] {
         let r = api.get(path).await;
         assert_eq!(r.status, 200, "{path}");
         assert_eq!(header(&r, "cache-control"), "no-cache", "{path}");
@@ -196,7 +206,7 @@ async fn static_files_pass_the_rate_limit_and_a_refused_page_says_so() {
         }
     }
     assert!(refused, "the client is over its rate");
-    // Far more files than its burst of 3 and 1 a second would allow.
+    // Far more files than its burst of 4 and 1 a second would allow.
     for (path, html) in &pages {
         let files: Vec<String> = referenced(html)
             .into_iter()

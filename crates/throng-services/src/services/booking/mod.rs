@@ -221,6 +221,12 @@ impl Service for Booking {
                 about: "the day's list of a place (staff or admin token), check-in, print.",
             },
             Link {
+                kind: LinkKind::Page,
+                href: "/booking/admin/",
+                title: "Admin: places",
+                about: "find, define and change places, their hours and days; import a CSV (admin token).",
+            },
+            Link {
                 kind: LinkKind::Endpoint,
                 href: "/api/booking/places",
                 title: "/api/booking/places",
