@@ -42,6 +42,7 @@ where
 {
     OpenApiRouter::default()
         .routes(routes!(list_places))
+        .routes(routes!(place_filters))
         .routes(routes!(place_slots))
         // An access code (POST) and personal data (GET): never cached.
         .routes(routes!(register).layer(map_response(headers::no_store)))
@@ -204,6 +205,42 @@ pub async fn list_places(
         size,
         total,
         next_cursor,
+    }))
+}
+
+/// A value a place search can be narrowed by, and how many places have it.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct FilterValue {
+    pub value: String,
+    pub places: i64,
+}
+
+/// What a place search can be narrowed by.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PlaceFilters {
+    /// The places' regions, in order (`region` of a search).
+    pub regions: Vec<FilterValue>,
+    /// The services places offer, in order (`service` of a search).
+    pub services: Vec<FilterValue>,
+}
+
+/// The regions and services a place search can be narrowed by
+#[utoipa::path(get, path = "/api/booking/places/filters", tag = "booking",
+    responses((status = 200, body = PlaceFilters, description = "Every region places are in and every service they offer, each with its count of places, in order: the choices of a search's region and service",
+               example = json!({"regions": [{"value": "BA", "places": 120}, {"value": "KE", "places": 95}],
+                                "services": [{"value": "test-pcr", "places": 40}, {"value": "vaccine-flu", "places": 180}]}))))]
+pub async fn place_filters(State(st): State<Arc<BookingState>>) -> ApiResult<Json<PlaceFilters>> {
+    let (regions, services) = st.storage.place_filters().await?;
+    let values = |v: Vec<(String, i64)>| {
+        v.into_iter()
+            .map(|(value, places)| FilterValue { value, places })
+            .collect()
+    };
+    Ok(Json(PlaceFilters {
+        regions: values(regions),
+        services: values(services),
     }))
 }
 

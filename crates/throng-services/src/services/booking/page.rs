@@ -24,7 +24,8 @@ const STYLE_CSS: &str = include_str!("page/style.css");
 const JS: &str = assets::JS;
 const CSS: &str = assets::CSS;
 
-/// The person's bounds, as the pages read them (`BOOKING_LIMITS`).
+/// The person's bounds and the place search's, as the pages read them
+/// (`BOOKING_LIMITS`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PersonLimits {
@@ -33,6 +34,7 @@ struct PersonLimits {
     phone_digits_min: usize,
     phone_digits_max: usize,
     email_chars_max: usize,
+    search_chars_max: usize,
 }
 
 const PERSON_LIMITS: PersonLimits = PersonLimits {
@@ -41,6 +43,7 @@ const PERSON_LIMITS: PersonLimits = PersonLimits {
     phone_digits_min: PHONE_DIGITS_MIN,
     phone_digits_max: PHONE_DIGITS_MAX,
     email_chars_max: EMAIL_CHARS_MAX,
+    search_chars_max: super::http::SEARCH_CHARS_MAX,
 };
 
 fn limits_js() -> String {
@@ -93,6 +96,7 @@ mod tests {
                 "phoneDigitsMin": PHONE_DIGITS_MIN,
                 "phoneDigitsMax": PHONE_DIGITS_MAX,
                 "emailCharsMax": EMAIL_CHARS_MAX,
+                "searchCharsMax": super::super::http::SEARCH_CHARS_MAX,
             })
         );
     }

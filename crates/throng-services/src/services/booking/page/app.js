@@ -19,18 +19,87 @@ const cal = Booking.calendar($("calendar"), {
 
 // Every load throws on a failed answer (Booking.attempt shows it with a Try
 // again button) and throws STALE when a newer choice overtook it.
-async function loadPlaces() {
+
+// The places: a page of the search's matches at a time (by name, city or
+// postcode, region and service), so 2,000 places are never one list.
+const PLACES_PAGE = 20;
+let placesRequest = 0;
+let placesCursor = null;
+
+function placesSearch() {
+  const params = new URLSearchParams({ size: String(PLACES_PAGE) });
+  const q = $("place-q").value.trim();
+  if (q) params.set("q", q);
+  if ($("place-region").value) params.set("region", $("place-region").value);
+  if ($("place-service").value) params.set("service", $("place-service").value);
+  return params;
+}
+
+// The first page of matches (or, with `more`, the next one appended).
+async function loadPlaces(more) {
+  const request = ++placesRequest;
+  const params = placesSearch();
+  if (more && placesCursor) params.set("cursor", String(placesCursor));
   const sel = $("place");
-  sel.disabled = true;
-  const body = await reads.getJson("/api/booking/places?size=100");
-  sel.innerHTML = "";
+  sel.setAttribute("aria-busy", "true");
+  let body;
+  try {
+    body = await reads.getJson(`/api/booking/places?${params}`);
+  } finally {
+    if (request === placesRequest) sel.setAttribute("aria-busy", "false");
+  }
+  if (request !== placesRequest) throw STALE;
+  const chosen = sel.value;
+  if (!more) sel.innerHTML = "";
   for (const p of body.places) {
     const o = document.createElement("option");
     o.value = p.id;
-    o.textContent = `${p.name} — ${p.address}`;
+    o.textContent = p.city && !p.address.includes(p.city) ? `${p.name} — ${p.address}, ${p.city}` : `${p.name} — ${p.address}`;
     sel.appendChild(o);
   }
-  sel.disabled = false;
+  if (more) sel.value = chosen;
+  placesCursor = body.nextCursor || null;
+  $("place-more").hidden = !placesCursor;
+  const shown = sel.options.length;
+  $("place-count").textContent = body.total === 0
+    ? "No place matches. Try fewer letters, or any region and service."
+    : shown < body.total
+      ? `${body.total} places match; the first ${shown} are listed. Type more of the name, city or postcode to narrow them.`
+      : `${body.total} place${body.total === 1 ? " matches" : "s match"}.`;
+  sel.disabled = shown === 0;
+  if (shown === 0) {
+    slotsRequest++;
+    chosenSlot = null;
+    $("slots").innerHTML = "";
+    $("calendar").innerHTML = "";
+  }
+}
+
+// The regions and services a search can be narrowed by.
+async function loadFilters() {
+  const body = await reads.getJson("/api/booking/places/filters");
+  for (const [id, values] of [["place-region", body.regions], ["place-service", body.services]]) {
+    const sel = $(id);
+    for (const o of [...sel.options]) if (o.value) o.remove();
+    for (const v of values) {
+      const o = document.createElement("option");
+      o.value = v.value;
+      o.textContent = `${v.value} (${v.places})`;
+      sel.appendChild(o);
+    }
+    sel.closest("label").hidden = values.length === 0;
+  }
+}
+
+// A new search: its first page, and the days and times of its first place
+// when that changed.
+async function findPlaces() {
+  const before = $("place").value;
+  await loadPlaces(false);
+  if ($("place").value && $("place").value !== before) {
+    await loadCalendar();
+    await loadSlots();
+  }
 }
 
 // The month of the chosen day (or of today), with its free days marked; the
@@ -171,6 +240,19 @@ async function register(ev) {
 }
 
 $("place").addEventListener("change", () => attempt("Loading days and times…", async () => { await loadCalendar(); await loadSlots(); }));
+let typing = null;
+$("place-q").addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(() => attempt("Finding places…", findPlaces), 250);
+});
+$("place-q").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter") return;
+  e.preventDefault();
+  clearTimeout(typing);
+  attempt("Finding places…", findPlaces);
+});
+for (const id of ["place-region", "place-service"]) $(id).addEventListener("change", () => attempt("Finding places…", findPlaces));
+$("place-more").addEventListener("click", () => attempt("Loading more places…", () => loadPlaces(true)));
 $("day").addEventListener("change", async () => {
   setFieldError("day", "");
   if ($("day").min && $("day").value && $("day").value < $("day").min) {
@@ -195,4 +277,4 @@ for (const f of ["name", "nationalId", "phone", "email"]) {
 $("booking").addEventListener("submit", register);
 $("conf-ics").addEventListener("click", () => registered && Booking.downloadIcs(registered.registrationId, registered.accessCode));
 $("conf-copy").addEventListener("click", () => registered && Booking.copyText(registered.accessCode, $("conf-copy"), $("conf-code")));
-attempt("Loading places…", async () => { await loadPlaces(); await loadCalendar(); await loadSlots(); });
+attempt("Loading places…", async () => { await Promise.all([loadFilters(), loadPlaces(false)]); await loadCalendar(); await loadSlots(); });
