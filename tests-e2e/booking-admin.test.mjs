@@ -65,7 +65,7 @@ async function assertErrorUnder(page, field) {
   const error = await page.locator(`#${field}-error`).boundingBox();
   assert.ok(input && error, `${field} and its error are on screen`);
   const gap = error.y - (input.y + input.height);
-  assert.ok(gap >= -1 && gap < 260, `${field}'s error is ${gap} px under it`);
+  assert.ok(gap >= -1 && gap < 30, `${field}'s error is ${gap} px under it`);
 }
 
 async function assertNoSidewaysScroll(page, what) {

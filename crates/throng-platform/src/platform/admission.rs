@@ -363,6 +363,7 @@ pub fn busy_page(wait_s: u64) -> Response {
     let body = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <link rel=\"icon\" href=\"data:,\">\n\
          <meta http-equiv=\"refresh\" content=\"{wait_s}\">\n<title>Busy, trying again \u{2014} throng</title>\n\
          <style>body{{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}</style>\n\
          </head>\n<body>\n<h1>Many people are here right now</h1>\n\

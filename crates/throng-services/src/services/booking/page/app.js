@@ -45,6 +45,9 @@ async function loadPlaces(more) {
   let body;
   try {
     body = await reads.getJson(`/api/booking/places?${params}`);
+  } catch (e) {
+    if (request === placesRequest && sel.options.length === 1 && !sel.options[0].value) sel.options[0].textContent = "Places could not be loaded";
+    throw e;
   } finally {
     if (request === placesRequest) sel.setAttribute("aria-busy", "false");
   }
@@ -58,9 +61,9 @@ async function loadPlaces(more) {
     sel.appendChild(o);
   }
   if (more) sel.value = chosen;
-  placesCursor = body.nextCursor || null;
-  $("place-more").hidden = !placesCursor;
   const shown = sel.options.length;
+  placesCursor = shown < body.total ? body.nextCursor || null : null;
+  $("place-more").hidden = !placesCursor;
   $("place-count").textContent = body.total === 0
     ? "No place matches. Try fewer letters, or any region and service."
     : shown < body.total
