@@ -38,6 +38,9 @@ pub struct RunArgs {
     /// Target URL, overriding config.target (e.g. http://127.0.0.1:8080).
     #[arg(short = 't', long = "target")]
     pub target: Option<String>,
+    /// Accept any TLS certificate (as config.tls.rejectUnauthorized: false).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
     /// Write the JSON report (Artillery's shape) to this file.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -65,7 +68,7 @@ fn period(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct UrlArgs {
-    /// http://host[:port]/path?query
+    /// http(s)://host[:port]/path?query
     pub url: String,
     /// Open model: requests per second, latency measured from each intended start.
     #[arg(short = 'R', long)]
@@ -97,6 +100,12 @@ pub struct UrlArgs {
     /// Runtime worker threads (1 leaves the other core to a local server).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// HTTPS: accept any certificate (Node's rejectUnauthorized: false).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// HTTPS: trust the CA certificates of this PEM file instead of the public roots.
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
     /// HTTP client: `wire` (minimal, wrk-like CPU cost) or `hyper`.
     #[arg(long, value_enum, default_value_t = Engine::Wire)]
     pub engine: Engine,
@@ -143,6 +152,7 @@ async fn run_script(args: RunArgs) -> i32 {
     let opts = LoadOptions {
         environment: args.environment.clone(),
         target: args.target.clone(),
+        insecure: args.insecure,
     };
     let script = match script::load(&args.script, &opts) {
         Ok(s) => Arc::new(s),
@@ -310,6 +320,13 @@ async fn url_plan(args: &UrlArgs) -> Result<UrlPlan, String> {
     plan.timeout = args.timeout;
     plan.progress = true;
     plan.engine = args.engine;
+    if target.tls {
+        let opts = crate::tls::TlsOptions {
+            reject_unauthorized: !args.insecure,
+            ca_files: args.ca.iter().cloned().collect(),
+        };
+        plan.tls = Some((crate::tls::Tls::new(&opts)?, target.host.clone()));
+    }
     Ok(UrlPlan { plan, prepared })
 }
 

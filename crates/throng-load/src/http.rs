@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 /// The sending half of a connection.
 pub type Sender = http1::SendRequest<Full<Bytes>>;
 /// The connection's I/O driver; it must be polled (spawned or selected) while requests run.
-pub type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+pub type Driver = http1::Connection<TokioIo<crate::tls::Stream>, Full<Bytes>>;
 
 /// A failed request or connection, named with Node's error codes so reports read like
 /// Artillery's (`errors.ECONNREFUSED`).
@@ -111,9 +111,13 @@ pub async fn tcp_connect(addr: SocketAddr) -> Result<TcpStream, HttpError> {
     Ok(stream)
 }
 
-/// Opens a TCP connection and performs the (no-op) HTTP/1 handshake.
-pub async fn connect(addr: SocketAddr) -> Result<(Sender, Driver), HttpError> {
-    let stream = tcp_connect(addr).await?;
+/// Opens a connection (TLS to `host` when `tls` is given) and performs the (no-op) HTTP/1
+/// handshake.
+pub async fn connect(
+    addr: SocketAddr,
+    tls: Option<(&crate::tls::Tls, &str)>,
+) -> Result<(Sender, Driver), HttpError> {
+    let stream = crate::tls::connect(addr, tls).await?;
     http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| HttpError::from_hyper(&e))

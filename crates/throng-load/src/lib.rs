@@ -44,6 +44,7 @@
 //!
 //! - [`http`]: one keep-alive HTTP/1.1 connection (hyper's low-level client) and error codes.
 //! - [`wire`]: a minimal HTTP/1.1 client for the measurement loops (wrk-like CPU cost).
+//! - [`tls`]: HTTPS for both clients (rustls: SNI, ALPN http/1.1, Node's trust and error codes).
 //! - [`measure`]: closed and open loops over many connections, [`Summary`].
 //! - [`metrics`]: Artillery-named counters and HDR summaries, rolled into periods.
 //! - [`report`]: the Artillery-shaped JSON report, console printing, the offline HTML report.
@@ -66,6 +67,7 @@ pub mod runner;
 pub mod schedule;
 pub mod script;
 pub mod template;
+pub mod tls;
 mod warn;
 pub mod wire;
 

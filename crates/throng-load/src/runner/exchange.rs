@@ -67,7 +67,7 @@ impl Vu {
         let m = &self.ctx.metrics;
         m.counter("http.requests", 1);
         let timeout = self.ctx.script.timeout;
-        let key = rendered.target.authority();
+        let key = rendered.target.conn_key();
         let outcome = tokio::time::timeout(timeout, self.exchange(rendered)).await;
         let resp = match outcome {
             Ok(Ok(resp)) => resp,
@@ -206,7 +206,7 @@ impl Vu {
     }
 
     async fn exchange(&mut self, rendered: &Rendered) -> Result<Response, HttpError> {
-        let key = rendered.target.authority();
+        let key = rendered.target.conn_key();
         if self.ctx.script.pool.is_some() && !self.conns.contains_key(&key) {
             let pooled = self
                 .ctx
@@ -225,7 +225,11 @@ impl Vu {
         };
         if !reusable {
             let addr = resolve(&self.ctx, &rendered.target).await?;
-            let (sender, driver) = client::connect(addr).await?;
+            let tls = rendered
+                .target
+                .tls
+                .then(|| (&self.ctx.script.tls, rendered.target.host.as_str()));
+            let (sender, driver) = client::connect(addr, tls).await?;
             tokio::spawn(async move {
                 let _ = driver.await;
             });

@@ -48,12 +48,16 @@ pub struct LoadOptions {
     pub environment: Option<String>,
     /// `-t URL`: overrides `config.target`.
     pub target: Option<String>,
+    /// `-k/--insecure`: accept any TLS certificate (as `config.tls.rejectUnauthorized: false`).
+    pub insecure: bool,
 }
 
-/// Where relative URLs go: `http://host:port` plus an optional base path.
+/// Where relative URLs go: `http(s)://host:port` plus an optional base path.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     pub url: String,
+    /// `https://`: the connection speaks TLS.
+    pub tls: bool,
     pub host: String,
     pub port: u16,
     pub base_path: String,
@@ -65,15 +69,11 @@ impl Target {
         let uri: http::Uri = trimmed
             .parse()
             .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(format!(
-                    "{url:?}: https is not supported (throng-load speaks plain HTTP); use http://"
-                ))
-            }
-            _ => return Err(format!("{url:?} must start with http://")),
-        }
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(format!("{url:?} must start with http:// or https://")),
+        };
         let host = uri.host().ok_or_else(|| format!("{url:?} has no host"))?;
         let host = host
             .trim_start_matches('[')
@@ -82,23 +82,42 @@ impl Target {
         let base_path = uri.path().trim_end_matches('/').to_string();
         Ok(Self {
             url: trimmed.to_string(),
+            tls,
             host,
-            port: uri.port_u16().unwrap_or(80),
+            port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
             base_path,
         })
     }
 
-    /// The Host header value.
+    fn default_port(&self) -> u16 {
+        if self.tls {
+            443
+        } else {
+            80
+        }
+    }
+
+    /// The Host header value (the port only when not the scheme's default).
     pub fn authority(&self) -> String {
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == self.default_port() {
             host
         } else {
             format!("{host}:{}", self.port)
+        }
+    }
+
+    /// A virtual user's key for its connection to this origin: the authority, prefixed
+    /// with the scheme for HTTPS so `http://h:443` and `https://h` never share one.
+    pub fn conn_key(&self) -> String {
+        if self.tls {
+            format!("https://{}", self.authority())
+        } else {
+            self.authority()
         }
     }
 }
@@ -177,6 +196,8 @@ pub struct Script {
     pub scenarios: Vec<Scenario>,
     pub ensure: Ensure,
     pub endpoints: EndpointNaming,
+    /// HTTPS client configuration (`config.tls`), used by `https://` targets and URLs.
+    pub tls: crate::tls::Tls,
     /// Things Artillery would do that throng cannot (JavaScript, some plugins).
     pub warnings: Vec<String>,
 }
@@ -289,6 +310,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         })?;
     }
     let scenarios = scenarios(&file, &mut warnings)?;
+    let tls = tls(c, dir, opts, &mut warnings)?;
     Ok(Script {
         dir: dir.to_path_buf(),
         environment: opts.environment.clone(),
@@ -307,8 +329,59 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         scenarios,
         ensure,
         endpoints: endpoint_naming(c),
+        tls,
         warnings,
     })
+}
+
+/// `config.tls`: `rejectUnauthorized` (Node's, default true) and `ca` (PEM files, relative
+/// to the script, replacing the public roots); other keys are warned about by name.
+fn tls(
+    c: &Config,
+    dir: &Path,
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) -> Result<crate::tls::Tls, ScriptError> {
+    let mut o = crate::tls::TlsOptions::default();
+    if let Some(t) = &c.tls {
+        let Some(map) = t.as_object() else {
+            return err(format!(
+                "config.tls: a map (rejectUnauthorized, ca), got {t}"
+            ));
+        };
+        for (k, v) in map {
+            match k.as_str() {
+                "rejectUnauthorized" => {
+                    o.reject_unauthorized = v.as_bool().ok_or_else(|| {
+                        ScriptError(format!(
+                            "config.tls.rejectUnauthorized: true or false, got {v}"
+                        ))
+                    })?
+                }
+                "ca" => {
+                    let list = match v {
+                        Value::String(s) => vec![s.clone()],
+                        Value::Array(items) => items
+                            .iter()
+                            .map(|i| i.as_str().map(str::to_string))
+                            .collect::<Option<_>>()
+                            .ok_or_else(|| {
+                                ScriptError(
+                                    "config.tls.ca: a PEM file path or a list of them".into(),
+                                )
+                            })?,
+                        _ => return err("config.tls.ca: a PEM file path or a list of them"),
+                    };
+                    o.ca_files = list.iter().map(|p| dir.join(p)).collect();
+                }
+                other => warnings.push(format!("config.tls.{other}: not supported; ignored")),
+            }
+        }
+    }
+    if opts.insecure {
+        o.reject_unauthorized = false;
+    }
+    crate::tls::Tls::new(&o).map_err(|e| ScriptError(format!("config.tls: {e}")))
 }
 
 /// `config.http.pool`: a number (or a string holding one) from 1 to [`POOL_MAX`].
@@ -535,7 +608,6 @@ fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
         }
     }
     let ignored = [
-        ("config.tls", c.tls.is_some()),
         ("config.engines", c.engines.is_some()),
         ("config.includeFiles", c.include_files.is_some()),
         ("config.ws", c.ws.is_some()),
@@ -745,4 +817,26 @@ fn request(
         expect,
         hooks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+
+    #[test]
+    fn targets_http_and_https_with_default_ports() {
+        let t = Target::parse("https://example.org/api/").unwrap();
+        assert!(t.tls);
+        assert_eq!(
+            (t.port, t.authority(), t.base_path.as_str()),
+            (443, "example.org".into(), "/api")
+        );
+        assert_eq!(t.conn_key(), "https://example.org");
+        let t = Target::parse("https://example.org:8443").unwrap();
+        assert_eq!(t.authority(), "example.org:8443");
+        let t = Target::parse("http://example.org:443").unwrap();
+        assert!(!t.tls);
+        assert_eq!(t.conn_key(), "example.org:443");
+        assert!(Target::parse("ftp://example.org").is_err());
+    }
 }

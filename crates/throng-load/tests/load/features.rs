@@ -211,7 +211,7 @@ scenarios:
     );
     let opts = LoadOptions {
         environment: Some("test".into()),
-        target: None,
+        ..LoadOptions::default()
     };
     let outcome = run_yaml(dir.path(), &yaml, opts).await;
     let r = &outcome.report;

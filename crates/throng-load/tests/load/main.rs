@@ -6,6 +6,7 @@ mod accuracy;
 mod bad_scripts;
 mod closed;
 mod features;
+mod https;
 mod reports;
 mod server;
 

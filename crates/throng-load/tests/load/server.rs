@@ -37,6 +37,8 @@ pub struct Log {
     pub spans: Mutex<Vec<Span>>,
     /// `/peer`: the client address of each request (its port names its connection).
     pub peers: Mutex<Vec<SocketAddr>>,
+    /// HTTPS servers: each handshake's SNI host name and negotiated ALPN protocol.
+    pub hellos: Mutex<Vec<(Option<String>, Option<String>)>>,
     /// `/crowded/...`: requests answered so far.
     pub crowded: std::sync::atomic::AtomicU64,
 }
@@ -62,6 +64,11 @@ pub struct TestServer {
 impl TestServer {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The HTTPS server's URL, by the name its certificate holds.
+    pub fn https_url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
     }
 
     pub fn seen(&self) -> Vec<Seen> {
@@ -223,9 +230,8 @@ async fn other(
     "ok"
 }
 
-pub async fn start() -> TestServer {
-    let log = Arc::new(Log::default());
-    let app = Router::new()
+fn app(log: &Arc<Log>) -> Router {
+    Router::new()
         .route("/api/comments/method/jsonfromlinq", get(comments))
         .route("/items", post(create_item))
         .route("/items/{id}", get(get_item))
@@ -237,7 +243,12 @@ pub async fn start() -> TestServer {
         .route("/delay/{ms}", get(delay))
         .route("/health", get(|| async { "ok" }))
         .fallback(any(other))
-        .with_state(log.clone());
+        .with_state(log.clone())
+}
+
+pub async fn start() -> TestServer {
+    let log = Arc::new(Log::default());
+    let app = app(&log);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -249,4 +260,60 @@ pub async fn start() -> TestServer {
         .unwrap();
     });
     TestServer { addr, log }
+}
+
+/// The same server over HTTPS with a self-signed certificate for `localhost` only,
+/// made for this test; returns the server (its URL is `https://localhost:PORT`) and the
+/// certificate's PEM.
+pub async fn start_tls() -> (TestServer, String) {
+    use tokio_rustls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let pem = cert.cert.pem();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let log = Arc::new(Log::default());
+    let app = app(&log);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hellos = log.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, peer)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, app, log) = (acceptor.clone(), app.clone(), hellos.clone());
+            tokio::spawn(async move {
+                // A client refusing the certificate aborts the handshake: nothing to serve.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let (_, conn) = tls.get_ref();
+                log.hellos.lock().unwrap().push((
+                    conn.server_name().map(str::to_string),
+                    conn.alpn_protocol()
+                        .map(|p| String::from_utf8_lossy(p).into_owned()),
+                ));
+                let service = hyper::service::service_fn(
+                    move |mut req: hyper::Request<hyper::body::Incoming>| {
+                        req.extensions_mut()
+                            .insert(axum::extract::ConnectInfo(peer));
+                        tower::ServiceExt::oneshot(app.clone(), req)
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (TestServer { addr, log }, pem)
 }
