@@ -143,6 +143,19 @@ impl Prepared {
         headers: &[(String, String)],
         body: Bytes,
     ) -> Result<Self, String> {
+        Self::with_defaults(method, path_and_query, host, headers, body, &[])
+    }
+
+    /// As [`Prepared::new`], plus `defaults` for the headers `headers` does not set (a
+    /// script's `User-Agent`), without allocating them.
+    pub fn with_defaults(
+        method: Method,
+        path_and_query: &str,
+        host: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+        defaults: &[(header::HeaderName, &'static str)],
+    ) -> Result<Self, String> {
         let uri: Uri = path_and_query
             .parse()
             .map_err(|e| format!("invalid request path {path_and_query:?}: {e}"))?;
@@ -156,6 +169,11 @@ impl Prepared {
             let value = HeaderValue::from_str(value.trim())
                 .map_err(|e| format!("invalid value for header {name}: {e}"))?;
             map.append(name, value);
+        }
+        for (name, value) in defaults {
+            if !map.contains_key(name) {
+                map.insert(name.clone(), HeaderValue::from_static(value));
+            }
         }
         let mut prepared = Self {
             method,

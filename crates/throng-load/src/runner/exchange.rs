@@ -16,6 +16,8 @@ use crate::{
 
 /// Response bytes kept for captures and expectations; the rest is counted and dropped.
 pub const BODY_BYTES_MAX: usize = 8 << 20;
+/// Sent unless a script sets its own, as Artillery's.
+pub const USER_AGENT: &str = "Artillery (https://artillery.io)";
 /// Expectation failures printed in detail before going quiet.
 const EXPECT_DETAILS_MAX: u64 = 10;
 
@@ -27,6 +29,17 @@ struct Rendered {
 
 impl Vu {
     pub(crate) async fn request(&mut self, r: &Request) -> Result<(), Failed> {
+        if let Some(p) = r.probability {
+            if rand::random::<f64>() * 100.0 >= p {
+                return Ok(());
+            }
+        }
+        if let Some(cond) = &r.if_true {
+            let vars = &self.vars;
+            if !cond.eval_with(&|name| variable(name, vars)).truthy() {
+                return Ok(());
+            }
+        }
         for hook in &r.hooks {
             super::vuser::warn_function(&self.ctx, hook);
         }
@@ -159,6 +172,18 @@ impl Vu {
         }
         let has =
             |h: &[(String, String)], n: &str| h.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        if let Some((user, pass)) = &r.auth {
+            if !has(&headers, "authorization") {
+                use base64::Engine;
+                let pair = format!(
+                    "{}:{}",
+                    to_text(&render_value(user, vars)),
+                    to_text(&render_value(pass, vars))
+                );
+                let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+                headers.push(("authorization".into(), format!("Basic {encoded}")));
+            }
+        }
         let body = match &r.body {
             Body::None => Bytes::new(),
             Body::Json(j) => {
@@ -182,7 +207,14 @@ impl Vu {
                 Bytes::from(urlencode_pairs(&pairs))
             }
         };
-        let prepared = Prepared::new(r.method.clone(), &path, &target.authority(), &headers, body)?;
+        let prepared = Prepared::with_defaults(
+            r.method.clone(),
+            &path,
+            &target.authority(),
+            &headers,
+            body,
+            &[(http::header::USER_AGENT, USER_AGENT)],
+        )?;
         Ok(Rendered {
             target,
             path,
@@ -401,6 +433,18 @@ fn actual(kind: &str, resp: &Response) -> String {
         "statusCode" => resp.status.to_string(),
         "contentType" => format!("{:?}", resp.headers.get("content-type")),
         _ => "no match".into(),
+    }
+}
+
+/// A variable as an `ifTrue` expression sees it (absent: NaN, so comparisons fail).
+fn variable(name: &str, vars: &crate::template::Vars) -> crate::ensure::Val {
+    use crate::ensure::Val;
+    match crate::template::lookup(name, vars) {
+        Some(Value::Number(n)) => Val::Num(n.as_f64().unwrap_or(f64::NAN)),
+        Some(Value::String(s)) => Val::Str(s.clone()),
+        Some(Value::Bool(b)) => Val::Num(if *b { 1.0 } else { 0.0 }),
+        Some(Value::Null) | None => Val::Num(f64::NAN),
+        Some(other) => Val::Str(other.to_string()),
     }
 }
 

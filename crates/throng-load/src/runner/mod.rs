@@ -7,6 +7,8 @@ mod exchange;
 mod pool;
 mod vuser;
 
+pub(crate) use vuser::number;
+
 use std::{
     collections::{BTreeSet, HashMap},
     net::SocketAddr,

@@ -114,8 +114,7 @@ impl Vu {
         match step {
             Step::Request(r) => self.request(r).await,
             Step::Think(t) => {
-                let secs = number(&render_value(t, &self.vars)).unwrap_or(0.0);
-                if let Ok(d) = crate::script::duration::from_secs(secs) {
+                if let Some(d) = think_time(&render_value(t, &self.vars)) {
                     tokio::time::sleep(d).await;
                 }
                 Ok(())
@@ -128,16 +127,48 @@ impl Vu {
                 warn_function(&self.ctx, name);
                 Ok(())
             }
-            Step::Parallel(steps) => {
-                self.ctx.warnings.once("parallel", || {
-                    "parallel steps run one after another in throng-load".into()
-                });
-                self.steps(steps).await
-            }
-            Step::Loop { steps, count, over } => {
-                self.run_loop(steps, count.as_ref(), over.as_ref()).await
+            Step::Parallel(steps) => self.parallel(steps).await,
+            Step::Loop {
+                steps,
+                count,
+                over,
+                loop_value,
+            } => {
+                self.run_loop(steps, count.as_ref(), over.as_ref(), loop_value.as_deref())
+                    .await
             }
         }
+    }
+
+    /// Artillery's `parallel`: every step at once, each on connections of its own, sharing
+    /// the user's variables; what a step captures is there afterwards. The first failure
+    /// fails the user once all have ended.
+    async fn parallel(&mut self, steps: &[Step]) -> Result<(), Failed> {
+        let branches = steps.iter().map(|step| {
+            let mut branch = Vu {
+                ctx: self.ctx.clone(),
+                vars: self.vars.clone(),
+                conns: HashMap::new(),
+            };
+            async move {
+                let outcome = branch.step(step).await;
+                (branch, outcome)
+            }
+        });
+        let ended = futures::future::join_all(branches).await;
+        let mut outcome = Ok(());
+        for (branch, o) in ended {
+            for (k, v) in branch.vars {
+                if self.vars.get(&k) != Some(&v) {
+                    self.vars.insert(k, v);
+                }
+            }
+            for (k, c) in branch.conns {
+                self.conns.entry(k).or_insert(c);
+            }
+            outcome = outcome.and(o);
+        }
+        outcome
     }
 
     async fn run_loop(
@@ -145,33 +176,43 @@ impl Vu {
         steps: &[Step],
         count: Option<&Value>,
         over: Option<&Value>,
+        loop_value: Option<&str>,
     ) -> Result<(), Failed> {
         let items: Option<Vec<Value>> = over.map(|o| self.loop_items(o));
-        let n = match &items {
-            Some(list) => list.len() as u64,
-            None => count
-                .map(|c| number(&render_value(c, &self.vars)).unwrap_or(0.0))
-                .unwrap_or(0.0)
-                .max(0.0) as u64,
+        let n = match (&items, count) {
+            (Some(list), _) => list.len() as u64,
+            (None, Some(c)) => loop_count(&render_value(c, &self.vars)),
+            // No count: until the last phase ends (Artillery's runs on).
+            (None, None) => LOOP_COUNT_MAX,
         }
         .min(LOOP_COUNT_MAX);
+        let until_end = items.is_none() && count.is_none();
+        let element_var = loop_value.unwrap_or("$loopElement");
         let saved = (
-            self.vars.get("$loopElement").cloned(),
+            self.vars.get(element_var).cloned(),
             self.vars.get("$loopCount").cloned(),
         );
         let mut outcome = Ok(());
         for i in 0..n {
+            if until_end && tokio::time::Instant::now() >= self.ctx.phases_end {
+                break;
+            }
             let element = items
                 .as_ref()
                 .map_or(Value::from(i), |l| l[i as usize].clone());
-            self.vars.insert("$loopElement".into(), element);
-            self.vars.insert("$loopCount".into(), Value::from(i + 1));
+            self.vars.insert(element_var.into(), element);
+            // As Artillery's: the iteration's index, from 0.
+            self.vars.insert("$loopCount".into(), Value::from(i));
             outcome = self.steps(steps).await;
             if outcome.is_err() {
                 break;
             }
+            if until_end {
+                // A loop of steps that never wait must not starve the other users.
+                tokio::task::yield_now().await;
+            }
         }
-        for (key, old) in [("$loopElement", saved.0), ("$loopCount", saved.1)] {
+        for (key, old) in [(element_var, saved.0), ("$loopCount", saved.1)] {
             match old {
                 Some(v) => self.vars.insert(key.into(), v),
                 None => self.vars.remove(key),
@@ -196,6 +237,30 @@ impl Vu {
             one => vec![one],
         }
     }
+}
+
+/// A think time: seconds as a number, or a string with a unit (`"2s"`, `"500ms"`, `"1m"`;
+/// a bare number is seconds).
+fn think_time(v: &Value) -> Option<std::time::Duration> {
+    match v {
+        Value::Number(n) => crate::script::duration::from_secs(n.as_f64()?).ok(),
+        Value::String(s) => crate::script::duration::parse(s).ok(),
+        _ => None,
+    }
+}
+
+/// A loop count: a number, or a `"min-max"` range picked at random per loop (Artillery's
+/// `count: "9-12"`).
+fn loop_count(v: &Value) -> u64 {
+    if let Value::String(s) = v {
+        if let Some((lo, hi)) = s.split_once('-') {
+            if let (Ok(lo), Ok(hi)) = (lo.trim().parse::<u64>(), hi.trim().parse::<u64>()) {
+                let (lo, hi) = (lo.min(hi), lo.max(hi));
+                return rand::Rng::gen_range(&mut rand::thread_rng(), lo..=hi);
+            }
+        }
+    }
+    number(v).unwrap_or(0.0).max(0.0) as u64
 }
 
 /// A number, or a string holding one.

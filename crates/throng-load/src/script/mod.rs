@@ -143,6 +143,12 @@ pub struct Request {
     pub expect: Vec<(String, Value)>,
     /// JavaScript hooks (`beforeRequest`, `afterResponse`): warned about once, skipped.
     pub hooks: Vec<String>,
+    /// `ifTrue`: the request is sent only when this holds on the user's variables.
+    pub if_true: Option<crate::ensure::Expr>,
+    /// `probability`: percent chance (0-100) that the request is sent.
+    pub probability: Option<f64>,
+    /// `auth: {user, pass}`: HTTP basic authentication (templates allowed).
+    pub auth: Option<(Value, Value)>,
 }
 
 #[derive(Debug, Clone)]
@@ -150,10 +156,13 @@ pub enum Step {
     Request(Box<Request>),
     Think(Value),
     Log(String),
+    /// `count` (a number, a `"min-max"` range or a template) or `over`; neither loops until
+    /// the last phase ends. `loop_value` names the element's variable.
     Loop {
         steps: Vec<Step>,
         count: Option<Value>,
         over: Option<Value>,
+        loop_value: Option<String>,
     },
     /// A JavaScript `function` step: warned about once, skipped.
     Function(String),
@@ -252,7 +261,54 @@ fn effective(text: &str, checked: &Config, opts: &LoadOptions) -> Result<ScriptF
     if let Some(target) = &opts.target {
         config["target"] = serde_yaml::Value::String(target.clone());
     }
+    render_config_templates(config, opts);
     serde_yaml::from_value(raw).map_err(|e| ScriptError(format!("config after merging -e: {e}")))
+}
+
+/// Artillery renders `{{ }}` in the target and the phases before running (`arrivalRate:
+/// "{{ $env.RATE }}"`), from `config.variables`, `$env` and `$environment`; a value that
+/// renders to a number becomes one.
+fn render_config_templates(config: &mut serde_yaml::Value, opts: &LoadOptions) {
+    let mut vars = crate::template::Vars::new();
+    if let Some(serde_yaml::Value::Mapping(m)) = config.get("variables") {
+        for (k, v) in m {
+            if let (Some(k), Ok(v)) = (k.as_str(), serde_json::to_value(v)) {
+                vars.insert(k.to_string(), v);
+            }
+        }
+    }
+    if let Some(env) = &opts.environment {
+        vars.insert("$environment".into(), Value::String(env.clone()));
+    }
+    let render = |v: &mut serde_yaml::Value| {
+        if let serde_yaml::Value::String(s) = v {
+            if s.contains("{{") {
+                let text = crate::template::render_str(s, &vars);
+                *v = match text.trim().parse::<f64>() {
+                    Ok(n) if n.fract() == 0.0 && n.abs() < 9e15 => (n as i64).into(),
+                    Ok(n) => n.into(),
+                    Err(_) => serde_yaml::Value::String(text),
+                };
+            }
+        }
+    };
+    if let Some(t) = config.get_mut("target") {
+        render(t);
+        if let serde_yaml::Value::Number(n) = t {
+            *t = serde_yaml::Value::String(n.to_string());
+        }
+    }
+    if let Some(serde_yaml::Value::Sequence(phases)) = config.get_mut("phases") {
+        for phase in phases {
+            if let serde_yaml::Value::Mapping(m) = phase {
+                for (k, v) in m.iter_mut() {
+                    if k.as_str() != Some("name") {
+                        render(v);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Maps merge key by key (recursively); anything else is replaced.
@@ -284,7 +340,14 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         } else {
             "config.payload".to_string()
         };
-        payloads.push(Payload::load(spec, dir, &key).map_err(ScriptError)?);
+        let mut spec = spec.clone();
+        if let Some(env) = &opts.environment {
+            // `path: "users-{{ $environment }}.csv"`.
+            let mut vars = crate::template::Vars::new();
+            vars.insert("$environment".into(), Value::String(env.clone()));
+            spec.path = crate::template::render_str(&spec.path, &vars);
+        }
+        payloads.push(Payload::load(&spec, dir, &key, &mut warnings).map_err(ScriptError)?);
     }
     let http = c.http.clone().unwrap_or_default();
     for key in http.other.keys() {
@@ -446,10 +509,10 @@ fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
             _ => Ok(()),
         }
     };
-    non_negative("arrivalRate", p.arrival_rate)?;
-    non_negative("arrivalCount", p.arrival_count)?;
-    non_negative("rampTo", p.ramp_to)?;
-    non_negative("maxVusers", p.max_vusers)?;
+    non_negative("arrivalRate", p.arrival_rate.map(|n| n.0))?;
+    non_negative("arrivalCount", p.arrival_count.map(|n| n.0))?;
+    non_negative("rampTo", p.ramp_to.map(|n| n.0))?;
+    non_negative("maxVusers", p.max_vusers.map(|n| n.0))?;
     if p.vusers.is_some() {
         return closed_phase(&key, name, p);
     }
@@ -478,7 +541,11 @@ fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
         }
         Some(d) => d.0,
     };
-    let arrivals = match (p.arrival_rate, p.arrival_count, p.ramp_to) {
+    let arrivals = match (
+        p.arrival_rate.map(|n| n.0),
+        p.arrival_count.map(|n| n.0),
+        p.ramp_to.map(|n| n.0),
+    ) {
         (Some(_), Some(_), _) => {
             return err(format!(
                 "{key}: use either arrivalRate or arrivalCount, not both"
@@ -507,7 +574,7 @@ fn phase(i: usize, p: &model::Phase) -> Result<Phase, ScriptError> {
             ))
         }
     };
-    let max_vusers = p.max_vusers.map(|m| m as u64);
+    let max_vusers = p.max_vusers.map(|n| n.0).map(|m| m as u64);
     Ok(Phase::Arrivals {
         name,
         duration,
@@ -531,7 +598,7 @@ fn closed_phase(key: &str, name: String, p: &model::Phase) -> Result<Phase, Scri
             "{key}.{field}: cannot be combined with vusers (closed model); {ACCEPTED}"
         ));
     }
-    let n = p.vusers.unwrap_or_default();
+    let n = p.vusers.map(|n| n.0).unwrap_or_default();
     if !n.is_finite() || n.fract() != 0.0 || n < 1.0 || n > VUSERS_MAX as f64 {
         return err(format!(
             "{key}.vusers: must be a whole number from 1 to {VUSERS_MAX}, got {n}"
@@ -693,6 +760,11 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
         }
     }
     if let Some(t) = &s.think {
+        if let Value::String(text) = t {
+            if !text.contains("{{") {
+                duration::parse(text).map_err(|e| ScriptError(format!("{key}.think: {e}")))?;
+            }
+        }
         found.push(Step::Think(t.clone()));
     }
     if let Some(l) = &s.log {
@@ -715,17 +787,24 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
             ));
         }
         if s.count.is_none() && s.over.is_none() {
-            return err(format!("{key}.loop: needs count or over"));
+            warnings.push(format!(
+                "{key}.loop: no count or over; it repeats until the last phase ends, as Artillery's runs on"
+            ));
         }
         let steps = steps(body, &format!("{key}.loop"), warnings)?;
         found.push(Step::Loop {
             steps,
             count: s.count.clone(),
             over: s.over.clone(),
+            loop_value: s.loop_value.clone(),
         });
-    } else if s.count.is_some() || s.over.is_some() || s.while_true.is_some() {
+    } else if s.count.is_some()
+        || s.over.is_some()
+        || s.while_true.is_some()
+        || s.loop_value.is_some()
+    {
         return err(format!(
-            "{key}: count, over and whileTrue belong to a loop step"
+            "{key}: count, over, loopValue and whileTrue belong to a loop step"
         ));
     }
     match found.len() {
@@ -750,11 +829,9 @@ fn request(
     let ignored = [
         ("formData", r.form_data.is_some()),
         ("cookie", r.cookie.is_some()),
-        ("auth", r.auth.is_some()),
         ("followRedirect", r.follow_redirect.is_some()),
         ("gzip", r.gzip.is_some()),
         ("compress", r.compress.is_some()),
-        ("ifTrue", r.if_true.is_some()),
         ("match", r.match_.is_some()),
     ];
     for (name, present) in ignored {
@@ -806,7 +883,35 @@ fn request(
         .flatten()
         .flat_map(|h: &OneOrMany<String>| h.0.clone())
         .collect();
+    let if_true = match &r.if_true {
+        Some(text) => Some(
+            crate::ensure::parse(text)
+                .map_err(|e| ScriptError(format!("{key}.ifTrue {text:?}: {e}")))?,
+        ),
+        None => None,
+    };
+    let probability = match &r.probability {
+        None => None,
+        Some(v) => match crate::runner::number(v) {
+            Some(p) if (0.0..=100.0).contains(&p) => Some(p),
+            _ => {
+                return err(format!(
+                    "{key}.probability: a percentage from 0 to 100, got {v}"
+                ))
+            }
+        },
+    };
+    let auth = match &r.auth {
+        None => None,
+        Some(a) => match (a.get("user"), a.get("pass")) {
+            (Some(u), p) if a.is_object() => Some((u.clone(), p.cloned().unwrap_or_default())),
+            _ => return err(format!("{key}.auth: needs user (and pass), got {a}")),
+        },
+    };
     Ok(Request {
+        if_true,
+        probability,
+        auth,
         method,
         url: r.url.clone(),
         name: r.name.clone(),

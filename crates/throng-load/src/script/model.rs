@@ -115,18 +115,55 @@ pub struct Config {
     pub statsd: Option<Value>,
 }
 
+/// A phase's number: a number, or a string holding one (`"{{ $env.RATE }}"` is rendered
+/// to one before the script is read for good; until then it reads as NaN).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Num(pub f64);
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(v as f64))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Num, E> {
+                Ok(Num(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Num, E> {
+                if v.contains("{{") {
+                    return Ok(Num(f64::NAN));
+                }
+                v.trim().parse().map(Num).map_err(|_| {
+                    E::custom(format!(
+                        "expected a number, got {v:?} (a template that rendered to this?)"
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Phase {
     pub name: Option<String>,
     pub duration: Option<Seconds>,
-    pub arrival_rate: Option<f64>,
-    pub arrival_count: Option<f64>,
-    pub ramp_to: Option<f64>,
-    pub max_vusers: Option<f64>,
+    pub arrival_rate: Option<Num>,
+    pub arrival_count: Option<Num>,
+    pub ramp_to: Option<Num>,
+    pub max_vusers: Option<Num>,
     pub pause: Option<Seconds>,
     /// throng extension: a closed-model phase holding this many looping virtual users.
-    pub vusers: Option<f64>,
+    pub vusers: Option<Num>,
     /// throng extension: spread a closed phase's new users over this time.
     pub ramp_up: Option<Seconds>,
 }
@@ -247,6 +284,8 @@ pub struct StepRaw {
     pub count: Option<Value>,
     pub over: Option<Value>,
     pub while_true: Option<String>,
+    /// The variable a loop's element is bound to (`$loopElement` otherwise).
+    pub loop_value: Option<String>,
     pub function: Option<String>,
     pub parallel: Option<Vec<StepRaw>>,
 }
@@ -273,6 +312,8 @@ pub struct RequestRaw {
     pub gzip: Option<bool>,
     pub compress: Option<bool>,
     pub if_true: Option<String>,
+    /// Percent chance (0-100) that the request is sent; otherwise the step is skipped.
+    pub probability: Option<Value>,
     #[serde(rename = "match")]
     pub match_: Option<Value>,
 }

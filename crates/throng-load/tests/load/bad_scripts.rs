@@ -161,8 +161,12 @@ async fn bad_steps_and_conditions() {
             "scenarios[0].flow[0]",
         ),
         (
-            "scenarios:\n  - flow:\n      - loop:\n          - get: {url: /}\n",
-            "count or over",
+            "scenarios:\n  - flow:\n      - loop:\n          - get: {url: /}\n        loopValue: x\n        count: \"a-b\"\n      - get: {url: /, ifTrue: \"x <\"}\n",
+            "flow[1].get.ifTrue",
+        ),
+        (
+            "scenarios:\n  - flow:\n      - get: {url: /, probability: 120}\n",
+            "probability",
         ),
         ("scenarios: []\n", "scenarios"),
         (

@@ -3,6 +3,7 @@
 //! and still run with `cargo test`.
 
 mod accuracy;
+mod artillery;
 mod bad_scripts;
 mod closed;
 mod features;
