@@ -16,7 +16,8 @@ use crate::{
 
 /// Response bytes kept for captures and expectations; the rest is counted and dropped.
 pub const BODY_BYTES_MAX: usize = 8 << 20;
-/// Sent unless a script sets its own, as Artillery's.
+/// Artillery's `User-Agent`, sent (as Artillery does) only by scripts without default
+/// headers, unless the request sets its own.
 pub const USER_AGENT: &str = "Artillery (https://artillery.io)";
 /// Expectation failures printed in detail before going quiet.
 const EXPECT_DETAILS_MAX: u64 = 10;
@@ -25,12 +26,21 @@ struct Rendered {
     target: Target,
     path: String,
     prepared: Prepared,
+    /// The request's URL, made only when the user has cookies.
+    url: Option<url::Url>,
+}
+
+/// The URL the cookie jar matches a request by.
+fn request_url(target: &Target, path: &str) -> Option<url::Url> {
+    let scheme = if target.tls { "https" } else { "http" };
+    url::Url::parse(&format!("{scheme}://{}{path}", target.authority())).ok()
 }
 
 impl Vu {
     pub(crate) async fn request(&mut self, r: &Request) -> Result<(), Failed> {
         if let Some(p) = r.probability {
-            if rand::random::<f64>() * 100.0 >= p {
+            // As Artillery: a whole number from 0 to 100 drawn, sent when below `p`.
+            if rand::Rng::gen_range(&mut rand::thread_rng(), 0..=100u32) as f64 >= p {
                 return Ok(());
             }
         }
@@ -62,6 +72,7 @@ impl Vu {
         let resp = loop {
             let (resp, us) = self.attempt(&rendered).await?;
             self.endpoint_metrics(r, &rendered, &resp, us);
+            self.store_cookies(&rendered, &resp);
             match self.retry_wait(&resp, retries_left) {
                 Some(wait) => {
                     retries_left -= 1;
@@ -131,7 +142,72 @@ impl Vu {
         Failed
     }
 
-    fn render(&self, r: &Request) -> Result<Rendered, String> {
+    /// Keeps the answer's `Set-Cookie`s in the user's jar, by RFC 6265's domain, path and
+    /// expiry rules. One the jar refuses (unparsable, another domain's) is skipped and
+    /// counted as Artillery counts it, `errors.cookie_parse_error_invalid_cookie`; the user
+    /// goes on.
+    fn store_cookies(&mut self, rendered: &Rendered, resp: &Response) {
+        let mut set = resp
+            .headers
+            .get_all(http::header::SET_COOKIE)
+            .iter()
+            .peekable();
+        if set.peek().is_none() {
+            return;
+        }
+        let Some(url) = rendered
+            .url
+            .clone()
+            .or_else(|| request_url(&rendered.target, &rendered.path))
+        else {
+            return;
+        };
+        let jar = self.jar.get_or_insert_with(Default::default);
+        let mut jar = jar.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refused = 0;
+        for value in set {
+            let text = String::from_utf8_lossy(value.as_bytes());
+            match jar.parse(&text, &url) {
+                Ok(_) | Err(cookie_store::CookieError::Expired) => {}
+                Err(_) => refused += 1,
+            }
+        }
+        drop(jar);
+        for _ in 0..refused {
+            self.ctx.metrics.error("cookie_parse_error_invalid_cookie");
+        }
+    }
+
+    /// The `Cookie` header for a request: the request's and the defaults' `cookie`s go into
+    /// the jar for its URL first, as Artillery sets them; `None` without cookies.
+    fn cookie_header(&mut self, r: &Request, url: &url::Url) -> Option<String> {
+        let defaults = &self.ctx.script.default_cookies;
+        if !defaults.is_empty() || !r.cookies.is_empty() {
+            let jar = self.jar.get_or_insert_with(Default::default);
+            let mut jar = jar.lock().unwrap_or_else(|p| p.into_inner());
+            for (name, value) in defaults.iter().chain(r.cookies.iter()) {
+                let pair = format!("{name}={}", to_text(&render_value(value, &self.vars)));
+                if jar.parse(&pair, url).is_err() {
+                    self.ctx.warnings.once(&format!("cookie:{name}"), || {
+                        format!("cookie {name:?}: not a valid cookie; not sent")
+                    });
+                }
+            }
+        }
+        let jar = self.jar.as_ref()?.lock().unwrap_or_else(|p| p.into_inner());
+        let mut header = String::new();
+        for (name, value) in jar.get_request_values(url) {
+            if !header.is_empty() {
+                header.push_str("; ");
+            }
+            header.push_str(name);
+            header.push('=');
+            header.push_str(value);
+        }
+        (!header.is_empty()).then_some(header)
+    }
+
+    fn render(&mut self, r: &Request) -> Result<Rendered, String> {
         let vars = &self.vars;
         let url = render_str(&r.url, vars);
         let script = &self.ctx.script;
@@ -207,18 +283,34 @@ impl Vu {
                 Bytes::from(urlencode_pairs(&pairs))
             }
         };
+        let with_cookies = self.jar.is_some()
+            || !r.cookies.is_empty()
+            || !self.ctx.script.default_cookies.is_empty();
+        let mut url = None;
+        if with_cookies {
+            url = request_url(&target, &path);
+            if let Some(cookie) = url.as_ref().and_then(|u| self.cookie_header(r, u)) {
+                headers.retain(|(name, _)| !name.eq_ignore_ascii_case("cookie"));
+                headers.push(("cookie".into(), cookie));
+            }
+        }
         let prepared = Prepared::with_defaults(
             r.method.clone(),
             &path,
             &target.authority(),
             &headers,
             body,
-            &[(http::header::USER_AGENT, USER_AGENT)],
+            if self.ctx.script.default_headers.is_empty() {
+                &[(http::header::USER_AGENT, USER_AGENT)]
+            } else {
+                &[]
+            },
         )?;
         Ok(Rendered {
             target,
             path,
             prepared,
+            url,
         })
     }
 

@@ -26,7 +26,12 @@ pub(crate) struct Vu {
     pub vars: Vars,
     /// Open connections by `host:port`.
     pub conns: HashMap<String, Sender>,
+    /// The user's cookie jar, made by the first cookie it receives or sends (so a script
+    /// without cookies never has one); shared by the branches of a `parallel` step.
+    pub jar: Option<Jar>,
 }
+
+pub(crate) type Jar = Arc<std::sync::Mutex<cookie_store::CookieStore>>;
 
 /// One open-model arrival: one run of the scenario, then the user leaves.
 pub(crate) async fn run(ctx: Arc<Ctx>, scenario: usize) {
@@ -51,6 +56,7 @@ pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap
         vars: initial_vars(ctx),
         ctx: ctx.clone(),
         conns: std::mem::take(conns),
+        jar: None,
     };
     let outcome = vu.steps(&s.flow).await;
     *conns = std::mem::take(&mut vu.conns);
@@ -127,35 +133,47 @@ impl Vu {
                 warn_function(&self.ctx, name);
                 Ok(())
             }
-            Step::Parallel(steps) => self.parallel(steps).await,
+            Step::Parallel { steps, limit } => self.parallel(steps, *limit).await,
             Step::Loop {
                 steps,
                 count,
                 over,
                 loop_value,
+                loop_element,
             } => {
-                self.run_loop(steps, count.as_ref(), over.as_ref(), loop_value.as_deref())
+                let names = (
+                    loop_value.as_deref().unwrap_or("$loopCount"),
+                    loop_element.as_deref().unwrap_or("$loopElement"),
+                );
+                self.run_loop(steps, count.as_ref(), over.as_ref(), names)
                     .await
             }
         }
     }
 
-    /// Artillery's `parallel`: every step at once, each on connections of its own, sharing
-    /// the user's variables; what a step captures is there afterwards. The first failure
-    /// fails the user once all have ended.
-    async fn parallel(&mut self, steps: &[Step]) -> Result<(), Failed> {
-        let branches = steps.iter().map(|step| {
+    /// Artillery's `parallel`: the steps at once (at most `limit`), each on connections of
+    /// its own, sharing the user's variables and cookie jar; what a step captures is there
+    /// afterwards. The first failure fails the user once all have ended.
+    async fn parallel(&mut self, steps: &[Step], limit: usize) -> Result<(), Failed> {
+        use futures::StreamExt;
+        let jar = self.jar.get_or_insert_with(Jar::default).clone();
+        let mut branches = Vec::with_capacity(steps.len());
+        for step in steps {
             let mut branch = Vu {
                 ctx: self.ctx.clone(),
                 vars: self.vars.clone(),
                 conns: HashMap::new(),
+                jar: Some(jar.clone()),
             };
-            async move {
+            branches.push(async move {
                 let outcome = branch.step(step).await;
                 (branch, outcome)
-            }
-        });
-        let ended = futures::future::join_all(branches).await;
+            });
+        }
+        let ended: Vec<_> = futures::stream::iter(branches)
+            .buffered(limit.max(1))
+            .collect()
+            .await;
         let mut outcome = Ok(());
         for (branch, o) in ended {
             for (k, v) in branch.vars {
@@ -171,38 +189,41 @@ impl Vu {
         outcome
     }
 
+    /// A loop as Artillery's runs it: over a list, or from `from` to `to` (a count `n` is
+    /// `0-n`), the index in `$loopCount` (or `loopValue`), the element in `$loopElement`
+    /// (or `loopElement`: a count loop's stays at its first index, as in Artillery).
     async fn run_loop(
         &mut self,
         steps: &[Step],
         count: Option<&Value>,
         over: Option<&Value>,
-        loop_value: Option<&str>,
+        (index_var, element_var): (&str, &str),
     ) -> Result<(), Failed> {
         let items: Option<Vec<Value>> = over.map(|o| self.loop_items(o));
-        let n = match (&items, count) {
-            (Some(list), _) => list.len() as u64,
-            (None, Some(c)) => loop_count(&render_value(c, &self.vars)),
-            // No count: until the last phase ends (Artillery's runs on).
-            (None, None) => LOOP_COUNT_MAX,
-        }
-        .min(LOOP_COUNT_MAX);
-        let until_end = items.is_none() && count.is_none();
-        let element_var = loop_value.unwrap_or("$loopElement");
+        let (from, to) = match (&items, count) {
+            (Some(list), _) => (0, Some(list.len() as u64)),
+            (None, Some(c)) => loop_range(c, &render_value(c, &self.vars)),
+            (None, None) => (0, None),
+        };
+        // No count: until the last phase ends (Artillery's runs on).
+        let until_end = to.is_none();
+        let to = to
+            .unwrap_or(u64::MAX)
+            .min(from.saturating_add(LOOP_COUNT_MAX));
         let saved = (
+            self.vars.get(index_var).cloned(),
             self.vars.get(element_var).cloned(),
-            self.vars.get("$loopCount").cloned(),
         );
         let mut outcome = Ok(());
-        for i in 0..n {
+        for i in from..to {
             if until_end && tokio::time::Instant::now() >= self.ctx.phases_end {
                 break;
             }
             let element = items
                 .as_ref()
-                .map_or(Value::from(i), |l| l[i as usize].clone());
+                .map_or(Value::from(from), |l| l[i as usize].clone());
             self.vars.insert(element_var.into(), element);
-            // As Artillery's: the iteration's index, from 0.
-            self.vars.insert("$loopCount".into(), Value::from(i));
+            self.vars.insert(index_var.into(), Value::from(i));
             outcome = self.steps(steps).await;
             if outcome.is_err() {
                 break;
@@ -212,7 +233,7 @@ impl Vu {
                 tokio::task::yield_now().await;
             }
         }
-        for (key, old) in [(element_var, saved.0), ("$loopCount", saved.1)] {
+        for (key, old) in [(index_var, saved.0), (element_var, saved.1)] {
             match old {
                 Some(v) => self.vars.insert(key.into(), v),
                 None => self.vars.remove(key),
@@ -239,28 +260,49 @@ impl Vu {
     }
 }
 
-/// A think time: seconds as a number, or a string with a unit (`"2s"`, `"500ms"`, `"1m"`;
-/// a bare number is seconds).
+/// A think time as Artillery reads it: the leading number (`parseFloat`) in seconds, so
+/// `"2s"` is 2 s (and `"500ms"` 500 s: the script's load warns about such units).
 fn think_time(v: &Value) -> Option<std::time::Duration> {
-    match v {
-        Value::Number(n) => crate::script::duration::from_secs(n.as_f64()?).ok(),
-        Value::String(s) => crate::script::duration::parse(s).ok(),
-        _ => None,
-    }
+    let secs = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => crate::script::leading_number(s),
+        _ => return None,
+    };
+    crate::script::duration::from_secs(secs).ok()
 }
 
-/// A loop count: a number, or a `"min-max"` range picked at random per loop (Artillery's
-/// `count: "9-12"`).
-fn loop_count(v: &Value) -> u64 {
-    if let Value::String(s) = v {
-        if let Some((lo, hi)) = s.split_once('-') {
-            if let (Ok(lo), Ok(hi)) = (lo.trim().parse::<u64>(), hi.trim().parse::<u64>()) {
-                let (lo, hi) = (lo.min(hi), lo.max(hi));
-                return rand::Rng::gen_range(&mut rand::thread_rng(), lo..=hi);
-            }
+/// A loop's `count` as Artillery reads it: `(from, to)`, `to` `None` for endless (a
+/// literal 0); a number `n` is `0..n`, a string `"9-12"` is `9..12` (three turns, from
+/// index 9), a template renders first; anything else runs no turn.
+fn loop_range(written: &Value, rendered: &Value) -> (u64, Option<u64>) {
+    if let Value::Number(n) = written {
+        if n.as_f64() == Some(0.0) {
+            return (0, None);
         }
     }
-    number(v).unwrap_or(0.0).max(0.0) as u64
+    let whole = |x: f64| {
+        if x.is_finite() && x > 0.0 {
+            x as u64
+        } else {
+            0
+        }
+    };
+    match rendered {
+        Value::Number(n) => (0, Some(whole(n.as_f64().unwrap_or(0.0)))),
+        Value::String(s) => {
+            if let Ok(n) = s.trim().parse::<f64>() {
+                return (0, Some(whole(n)));
+            }
+            match s.split_once('-') {
+                Some((a, b)) => match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+                    (Ok(a), Ok(b)) => (whole(a), Some(whole(b))),
+                    _ => (0, Some(0)),
+                },
+                None => (0, Some(0)),
+            }
+        }
+        _ => (0, Some(0)),
+    }
 }
 
 /// A number, or a string holding one.

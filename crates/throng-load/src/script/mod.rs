@@ -149,6 +149,8 @@ pub struct Request {
     pub probability: Option<f64>,
     /// `auth: {user, pass}`: HTTP basic authentication (templates allowed).
     pub auth: Option<(Value, Value)>,
+    /// `cookie: {name: value}`: set in the user's jar for this request's URL, then sent.
+    pub cookies: Vec<(String, Value)>,
 }
 
 #[derive(Debug, Clone)]
@@ -156,18 +158,23 @@ pub enum Step {
     Request(Box<Request>),
     Think(Value),
     Log(String),
-    /// `count` (a number, a `"min-max"` range or a template) or `over`; neither loops until
-    /// the last phase ends. `loop_value` names the element's variable.
+    /// `count` (a number, a `"from-to"` range or a template) or `over`; neither (or a
+    /// count of 0, as Artillery reads it) loops until the last phase ends.
+    /// `loop_value` renames `$loopCount`, `loop_element` renames `$loopElement`.
     Loop {
         steps: Vec<Step>,
         count: Option<Value>,
         over: Option<Value>,
         loop_value: Option<String>,
+        loop_element: Option<String>,
     },
     /// A JavaScript `function` step: warned about once, skipped.
     Function(String),
-    /// Steps Artillery runs concurrently; run here in order (warned once).
-    Parallel(Vec<Step>),
+    /// Steps run concurrently, at most `limit` at once (Artillery's default 100).
+    Parallel {
+        steps: Vec<Step>,
+        limit: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -196,6 +203,8 @@ pub struct Script {
     pub payloads: Vec<Payload>,
     pub variables: BTreeMap<String, Value>,
     pub default_headers: Vec<(String, Value)>,
+    /// `config.defaults.cookie`: set in the jar for every request's URL.
+    pub default_cookies: Vec<(String, Value)>,
     pub timeout: Duration,
     /// `config.http.pool`: idle keep-alive connections per host shared by every virtual user
     /// (without it each virtual user has its own, as in Artillery).
@@ -354,12 +363,21 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         warnings.push(format!("config.http.{key} is not supported and is ignored"));
     }
     let mut default_headers = Vec::new();
-    for d in [&c.defaults, &http.defaults].into_iter().flatten() {
+    let mut default_cookies = Vec::new();
+    for (d, key) in [
+        (&c.defaults, "config.defaults"),
+        (&http.defaults, "config.http.defaults"),
+    ] {
+        let Some(d) = d else { continue };
         default_headers.extend(d.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if d.cookie.is_some() || d.think.is_some() {
-            warnings.push(
-                "config.defaults: only headers are supported (cookie and think are ignored)".into(),
-            );
+        if let Some(cookie) = &d.cookie {
+            default_cookies.extend(cookie_map(cookie, &format!("{key}.cookie"))?);
+        }
+        if d.think.is_some() {
+            warnings.push(format!("{key}.think: not supported; ignored"));
+        }
+        if d.strict_capture.is_some() {
+            warnings.push(format!("{key}.strictCapture: not supported; ignored"));
         }
     }
     warn_unsupported(c, &file, &mut warnings);
@@ -382,6 +400,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         payloads,
         variables: c.variables.clone().unwrap_or_default(),
         default_headers,
+        default_cookies,
         timeout: http.timeout.map_or(TIMEOUT_DEFAULT, |s| s.0),
         pool: http.pool.as_ref().map(pool_size).transpose()?,
         retry_after: http
@@ -445,6 +464,24 @@ fn tls(
         o.reject_unauthorized = false;
     }
     crate::tls::Tls::new(&o).map_err(|e| ScriptError(format!("config.tls: {e}")))
+}
+
+/// The number JavaScript's `parseFloat` reads at the start of `text` (0 when none).
+pub fn leading_number(text: &str) -> f64 {
+    let t = text.trim_start();
+    let end = t
+        .char_indices()
+        .find(|(i, c)| !(c.is_ascii_digit() || *c == '.' || (*i == 0 && (*c == '-' || *c == '+'))))
+        .map_or(t.len(), |(i, _)| i);
+    t[..end].parse().unwrap_or(0.0)
+}
+
+/// A `cookie` map: names to values (templates allowed).
+fn cookie_map(v: &Value, key: &str) -> Result<Vec<(String, Value)>, ScriptError> {
+    match v.as_object() {
+        Some(m) => Ok(m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        None => err(format!("{key}: a map of cookie names to values, got {v}")),
+    }
 }
 
 /// `config.http.pool`: a number (or a string holding one) from 1 to [`POOL_MAX`].
@@ -762,10 +799,23 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
     if let Some(t) = &s.think {
         if let Value::String(text) = t {
             if !text.contains("{{") {
-                duration::parse(text).map_err(|e| ScriptError(format!("{key}.think: {e}")))?;
+                let d =
+                    duration::parse(text).map_err(|e| ScriptError(format!("{key}.think: {e}")))?;
+                let read = leading_number(text);
+                if (d.as_secs_f64() - read).abs() > 1e-9 {
+                    warnings.push(format!(
+                        "{key}.think {text:?}: Artillery reads only the number, as seconds, so this waits {read} s, as there; write {} for {text}",
+                        d.as_secs_f64()
+                    ));
+                }
             }
         }
         found.push(Step::Think(t.clone()));
+    }
+    if s.jitter.is_some() {
+        warnings.push(format!(
+            "{key}.jitter: not supported; think times are exact"
+        ));
     }
     if let Some(l) = &s.log {
         found.push(Step::Log(l.clone()));
@@ -774,11 +824,23 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
         found.push(Step::Function(f.clone()));
     }
     if let Some(p) = &s.parallel {
-        found.push(Step::Parallel(steps(
-            p,
-            &format!("{key}.parallel"),
-            warnings,
-        )?));
+        let limit = match &s.limit {
+            None => 100,
+            Some(v) => match crate::runner::number(v) {
+                Some(n) if n >= 1.0 => n as usize,
+                _ => {
+                    return err(format!(
+                        "{key}.limit: a number of steps at once (1 or more), got {v}"
+                    ))
+                }
+            },
+        };
+        found.push(Step::Parallel {
+            steps: steps(p, &format!("{key}.parallel"), warnings)?,
+            limit,
+        });
+    } else if s.limit.is_some() {
+        return err(format!("{key}.limit: belongs to a parallel step"));
     }
     if let Some(body) = &s.loop_ {
         if s.while_true.is_some() {
@@ -786,9 +848,14 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
                 "{key}.whileTrue: needs a JavaScript function, which cannot run; use count or over"
             ));
         }
-        if s.count.is_none() && s.over.is_none() {
+        let endless = match (&s.count, &s.over) {
+            (None, None) => true,
+            (Some(Value::Number(n)), None) => n.as_f64() == Some(0.0),
+            _ => false,
+        };
+        if endless {
             warnings.push(format!(
-                "{key}.loop: no count or over; it repeats until the last phase ends, as Artillery's runs on"
+                "{key}.loop: no count or over (or a count of 0); it repeats until the last phase ends, as Artillery's runs on"
             ));
         }
         let steps = steps(body, &format!("{key}.loop"), warnings)?;
@@ -797,14 +864,16 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
             count: s.count.clone(),
             over: s.over.clone(),
             loop_value: s.loop_value.clone(),
+            loop_element: s.loop_element.clone(),
         });
     } else if s.count.is_some()
         || s.over.is_some()
         || s.while_true.is_some()
         || s.loop_value.is_some()
+        || s.loop_element.is_some()
     {
         return err(format!(
-            "{key}: count, over, loopValue and whileTrue belong to a loop step"
+            "{key}: count, over, loopValue, loopElement and whileTrue belong to a loop step"
         ));
     }
     match found.len() {
@@ -828,7 +897,6 @@ fn request(
     let key = format!("{key}.{}", method.as_str().to_ascii_lowercase());
     let ignored = [
         ("formData", r.form_data.is_some()),
-        ("cookie", r.cookie.is_some()),
         ("followRedirect", r.follow_redirect.is_some()),
         ("gzip", r.gzip.is_some()),
         ("compress", r.compress.is_some()),
@@ -884,23 +952,27 @@ fn request(
         .flat_map(|h: &OneOrMany<String>| h.0.clone())
         .collect();
     let if_true = match &r.if_true {
-        Some(text) => Some(
-            crate::ensure::parse(text)
-                .map_err(|e| ScriptError(format!("{key}.ifTrue {text:?}: {e}")))?,
-        ),
-        None => None,
-    };
-    let probability = match &r.probability {
-        None => None,
-        Some(v) => match crate::runner::number(v) {
-            Some(p) if (0.0..=100.0).contains(&p) => Some(p),
-            _ => {
-                return err(format!(
-                    "{key}.probability: a percentage from 0 to 100, got {v}"
-                ))
+        Some(text) => match crate::ensure::parse(text) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                // Artillery sends the request when the expression cannot be evaluated.
+                warnings.push(format!(
+                    "{key}.ifTrue {text:?}: {e}; the request is always sent, as Artillery does"
+                ));
+                None
             }
         },
+        None => None,
     };
+    let probability = r.probability.as_ref().map(|v| match crate::runner::number(v) {
+        Some(p) => p.min(100.0),
+        None => {
+            warnings.push(format!(
+                "{key}.probability: {v} is not a number; the request is never sent, as Artillery reads it"
+            ));
+            0.0
+        }
+    });
     let auth = match &r.auth {
         None => None,
         Some(a) => match (a.get("user"), a.get("pass")) {
@@ -908,7 +980,12 @@ fn request(
             _ => return err(format!("{key}.auth: needs user (and pass), got {a}")),
         },
     };
+    let cookies = match &r.cookie {
+        Some(c) => cookie_map(c, &format!("{key}.cookie"))?,
+        None => Vec::new(),
+    };
     Ok(Request {
+        cookies,
         if_true,
         probability,
         auth,

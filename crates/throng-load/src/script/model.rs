@@ -284,8 +284,14 @@ pub struct StepRaw {
     pub count: Option<Value>,
     pub over: Option<Value>,
     pub while_true: Option<String>,
-    /// The variable a loop's element is bound to (`$loopElement` otherwise).
+    /// The variable a loop's index is bound to (`$loopCount` otherwise).
     pub loop_value: Option<String>,
+    /// The variable a loop's element is bound to (`$loopElement` otherwise).
+    pub loop_element: Option<String>,
+    /// A `parallel` step's most steps at once.
+    pub limit: Option<Value>,
+    /// A think step's jitter (warned about).
+    pub jitter: Option<Value>,
     pub function: Option<String>,
     pub parallel: Option<Vec<StepRaw>>,
 }

@@ -57,16 +57,21 @@ async fn templates_loops_payload_options_and_flow_keys() {
     let mut firsts = paths("/t/");
     firsts.sort();
     assert_eq!(firsts, ["/t/7/ann/Oslo", "/t/7/bob/Rome"]);
-    // $loopCount from 0, loopValue names the element.
+    // $loopCount from 0; loopValue and loopElement rename the index and the element.
     let mut loops = paths("/loop/");
     loops.sort();
     assert_eq!(loops, ["/loop/0/a", "/loop/0/a", "/loop/1/b", "/loop/1/b"]);
-    // count: "2-3" runs 2 or 3 times per user.
+    assert_eq!(paths("/named/"), ["/named/0/c", "/named/0/c"]);
+    // count: "9-12" runs from index 9 to 11, as Artillery's.
     for name in ["ann", "bob"] {
-        let n = paths(&format!("/range/{name}")).len();
-        assert!((2..=3).contains(&n), "{name}: {n}");
+        let range = paths(&format!("/range/{name}/"));
+        assert_eq!(
+            range,
+            [9, 10, 11].map(|i| format!("/range/{name}/{i}")),
+            "{name}"
+        );
     }
-    // think: "300ms" waits 300 ms.
+    // think: "0.3s" waits 300 ms.
     for name in ["ann", "bob"] {
         let first = seen.iter().find(|s| s.uri.contains(name)).unwrap().at;
         let next = seen
@@ -88,7 +93,8 @@ async fn templates_loops_payload_options_and_flow_keys() {
     assert_eq!(auths, ["Basic YW5uOk9zbG8=", "Basic YW5uOlJvbWU="]);
     // probability 0 never sends, 100 always; ifTrue on the user's variables.
     assert!(paths("/never").is_empty());
-    assert_eq!(paths("/always").len(), 2);
+    let half = paths("/half").len();
+    assert!((120..=280).contains(&half), "{half} of 400");
     assert_eq!(paths("/iftrue").len(), 2);
     assert!(paths("/iffalse").is_empty());
     // parallel: the two delayed requests of a user overlap; the capture of a parallel
@@ -110,6 +116,20 @@ async fn templates_loops_payload_options_and_flow_keys() {
         .iter()
         .all(|s| s.headers["user-agent"] == "Artillery (https://artillery.io)"));
     assert!(!stdout(&out).contains("errors."), "{}", stdout(&out));
+}
+
+#[tokio::test]
+async fn think_units_are_read_as_artillery_reads_them_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  phases:\n    - pause: 0.1\nscenarios:\n  - flow:\n      - think: \"500ms\"\n";
+    write(dir.path(), "t.yml", yaml);
+    let out = super::throng_load(&["run", dir.path().join("t.yml").to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("flow[0].think \"500ms\"") && stderr(&out).contains("waits 500 s"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[tokio::test]
@@ -145,4 +165,104 @@ async fn loop_without_count_runs_until_the_last_phase_ends() {
     let n = srv.seen_paths("/forever").len();
     assert!((3..=7).contains(&n), "{n}");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// `name=value` pairs of a Cookie header, sorted.
+fn pairs(header: &str) -> Vec<String> {
+    let mut v: Vec<String> = header
+        .split("; ")
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cookie_jar_per_virtual_user() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = srv.addr.port().to_string();
+    let out = run_script(
+        dir.path(),
+        "cookies.yml",
+        &srv.url(),
+        &[],
+        &[("COOKIE_PORT", &port)],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for (_, c) in srv.cookies("/before") {
+        assert_eq!(pairs(&c), ["lang=nb"]);
+    }
+    let pages = srv.cookies("/app/page");
+    assert_eq!(pages.len(), 3);
+    for (uri, c) in &pages {
+        // Each user sends its own session back; the cookie for /app too; the expired one
+        // is not kept. The default cookie, set for each request's URL as Artillery sets it,
+        // is kept once per default path (here `/` and `/app`), as its jar keeps it.
+        let sid = uri.split("sid=").nth(1).unwrap();
+        assert_eq!(
+            pairs(c),
+            [
+                "lang=nb".to_string(),
+                "lang=nb".into(),
+                format!("sid={sid}"),
+                "theme=dark".into()
+            ]
+        );
+    }
+    for (uri, c) in srv.cookies("/other") {
+        let sid = uri.split("sid=").nth(1).unwrap();
+        assert_eq!(
+            pairs(&c),
+            [
+                format!("extra=x{sid}"),
+                "lang=nb".into(),
+                format!("sid={sid}")
+            ]
+        );
+    }
+    // Another host gets none of 127.0.0.1's cookies, only the defaults set for it.
+    for (_, c) in srv.cookies("/foreign") {
+        assert_eq!(pairs(&c), ["lang=nb"]);
+    }
+    // After the server deletes the session, it is no longer sent.
+    for (uri, c) in srv.cookies("/after") {
+        let sid = uri.split("sid=").nth(1).unwrap();
+        assert_eq!(pairs(&c), [format!("extra=x{sid}"), "lang=nb".into()]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_set_cookie_is_counted_and_skipped() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["bad", "foreign"] {
+        // Default headers: Artillery then sends no User-Agent of its own.
+        let yaml = format!(
+            "config:\n  target: \"{}\"\n  defaults:\n    headers:\n      x-a: b\nscenarios:\n  - flow:\n      - get: {{url: /cookie/{kind}}}\n      - get: {{url: /next/{kind}}}\n",
+            srv.url()
+        );
+        let r = super::run_yaml(
+            dir.path(),
+            &yaml,
+            throng_load::script::LoadOptions::default(),
+        )
+        .await
+        .report;
+        assert_eq!(
+            super::counter(&r, "errors.cookie_parse_error_invalid_cookie"),
+            1,
+            "{kind}"
+        );
+        assert_eq!(super::counter(&r, "vusers.completed"), 1);
+        assert_eq!(super::counter(&r, "http.codes.200"), 2);
+        let next = srv.cookies(&format!("/next/{kind}"));
+        assert_eq!(next, [(format!("/next/{kind}"), String::new())]);
+    }
+    assert!(srv
+        .seen()
+        .iter()
+        .all(|s| s.headers.get("user-agent").is_none()));
 }

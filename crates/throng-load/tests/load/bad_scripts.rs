@@ -161,12 +161,12 @@ async fn bad_steps_and_conditions() {
             "scenarios[0].flow[0]",
         ),
         (
-            "scenarios:\n  - flow:\n      - loop:\n          - get: {url: /}\n        loopValue: x\n        count: \"a-b\"\n      - get: {url: /, ifTrue: \"x <\"}\n",
-            "flow[1].get.ifTrue",
+            "scenarios:\n  - flow:\n      - get: {url: /}\n        loopValue: x\n",
+            "belong to a loop step",
         ),
         (
-            "scenarios:\n  - flow:\n      - get: {url: /, probability: 120}\n",
-            "probability",
+            "scenarios:\n  - flow:\n      - parallel:\n          - get: {url: /}\n        limit: 0\n",
+            "flow[0].limit",
         ),
         ("scenarios: []\n", "scenarios"),
         (
@@ -188,11 +188,19 @@ async fn bad_steps_and_conditions() {
 
 #[tokio::test]
 async fn tolerated_keys_warn_but_run() {
-    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  processor: ./p.js\n  plugins:\n    publish-metrics: {}\n  phases:\n    - pause: 0.1\nscenarios:\n  - beforeScenario: setup\n    flow:\n      - get:\n          url: /\n          beforeRequest: sign\n";
+    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  processor: ./p.js\n  plugins:\n    publish-metrics: {}\n  phases:\n    - pause: 0.1\nscenarios:\n  - beforeScenario: setup\n    flow:\n      - get:\n          url: /\n          beforeRequest: sign\n          ifTrue: \"x <\"\n          probability: often\n";
     let (code, err) = run_bad(yaml, &[]).await;
     assert_eq!(code, Some(0), "{err}");
     assert!(
         err.contains("publish-metrics") && err.contains("processor"),
+        "{err}"
+    );
+    assert!(
+        err.contains("flow[0].get.ifTrue") && err.contains("always sent"),
+        "{err}"
+    );
+    assert!(
+        err.contains("flow[0].get.probability") && err.contains("never sent"),
         "{err}"
     );
 }

@@ -39,6 +39,8 @@ pub struct Log {
     pub peers: Mutex<Vec<SocketAddr>>,
     /// HTTPS servers: each handshake's SNI host name and negotiated ALPN protocol.
     pub hellos: Mutex<Vec<(Option<String>, Option<String>)>>,
+    /// `/login`: logins so far.
+    pub logins: std::sync::atomic::AtomicU64,
     /// `/crowded/...`: requests answered so far.
     pub crowded: std::sync::atomic::AtomicU64,
 }
@@ -77,6 +79,21 @@ impl TestServer {
 
     pub fn spans(&self) -> Vec<Span> {
         self.log.spans.lock().unwrap().clone()
+    }
+
+    /// The `Cookie` header of each request whose path starts with `prefix`, in order.
+    pub fn cookies(&self, prefix: &str) -> Vec<(String, String)> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.uri.starts_with(prefix))
+            .map(|s| {
+                let cookie = s
+                    .headers
+                    .get("cookie")
+                    .map_or(String::new(), |v| v.to_str().unwrap().to_string());
+                (s.uri, cookie)
+            })
+            .collect()
     }
 
     pub fn seen_paths(&self, prefix: &str) -> Vec<String> {
@@ -220,6 +237,52 @@ async fn stall(State(log): State<Arc<Log>>) -> impl IntoResponse {
     "ok"
 }
 
+/// `/login`: a session cookie numbered per login (also in the body), a cookie for
+/// `/app` only, and one already expired.
+async fn login(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "POST", &uri, &headers, Bytes::new());
+    let n = log.logins.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    (
+        axum::response::AppendHeaders([
+            (
+                axum::http::header::SET_COOKIE,
+                format!("sid=s{n}; Path=/; HttpOnly"),
+            ),
+            (
+                axum::http::header::SET_COOKIE,
+                "theme=dark; Path=/app".to_string(),
+            ),
+            (
+                axum::http::header::SET_COOKIE,
+                "stale=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT".to_string(),
+            ),
+        ]),
+        Json(json!({"sid": format!("s{n}")})),
+    )
+}
+
+/// `/logout`: deletes the session cookie.
+async fn logout(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    [(axum::http::header::SET_COOKIE, "sid=; Path=/; Max-Age=0")]
+}
+
+/// `/cookie/bad`: a Set-Cookie without `=`; `/cookie/foreign`: one for another domain.
+async fn bad_cookie(
+    State(log): State<Arc<Log>>,
+    Path(kind): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    let value = if kind == "bad" {
+        "novalue"
+    } else {
+        "x=1; Domain=elsewhere.example"
+    };
+    [(axum::http::header::SET_COOKIE, value)]
+}
+
 async fn other(
     State(log): State<Arc<Log>>,
     uri: Uri,
@@ -242,6 +305,9 @@ fn app(log: &Arc<Log>) -> Router {
         .route("/stall", get(stall))
         .route("/delay/{ms}", get(delay))
         .route("/health", get(|| async { "ok" }))
+        .route("/login", post(login))
+        .route("/logout", get(logout))
+        .route("/cookie/{kind}", get(bad_cookie))
         .fallback(any(other))
         .with_state(log.clone())
 }
