@@ -1,5 +1,6 @@
 //! `throng load run|url`: clap arguments and the glue that runs them on a tokio runtime and
-//! turns outcomes into exit codes (0 ok, 1 an `ensure` check failed, 2 bad input).
+//! turns outcomes into exit codes: `artillery run`'s (0 ok, 1 an `ensure` check failed, 21 an
+//! expectation of the `expect` plugin failed) and 2 for bad input (script, flags, files).
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 

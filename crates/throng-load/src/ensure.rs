@@ -1,8 +1,10 @@
 //! Pass/fail checks on the aggregate report, as Artillery's `ensure`:
 //! v2 `thresholds` (`metric < value`) and `conditions` (expressions such as
 //! `http.response_time.p99 < 200 and http.request_rate > 10`, `strict: false` only reports),
-//! and the legacy keys `maxErrorRate` (percent of failed virtual users), `min`, `max`,
-//! `median`, `p95`, `p99` (on `http.response_time`, `<=`).
+//! and the legacy keys `maxErrorRate` (percent of virtual users that did not complete, `<=`;
+//! a run without virtual users fails it, as Artillery's 0/0), `min`, `max`, `median`,
+//! `p95`, `p99` (on `http.response_time`, `<` the limit's whole part). Read from
+//! `config.ensure`, or `config.plugins.ensure` without it.
 //!
 //! A metric name resolves to a counter, a rate, or a summary field (`name.p99`). An absent
 //! counter is 0 (no `errors.ETIMEDOUT` means none); an absent summary has no value, and a
@@ -67,11 +69,13 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     ];
     for (field, limit) in legacy {
         if let Some(limit) = limit {
+            // Artillery: `parseInt(limit)`, then `<`.
+            let limit = limit.trunc();
             let metric = format!("http.response_time.{field}");
             let v = value(&metric, agg);
-            let ok = v.is_some_and(|v| v <= limit);
+            let ok = v.is_some_and(|v| v < limit);
             checks.push(Check {
-                description: format!("{metric} <= {limit}"),
+                description: format!("{field} < {limit}"),
                 measured: vec![(metric, v)],
                 ok,
                 strict: true,
@@ -80,19 +84,20 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     }
     if let Some(max) = ensure.max_error_rate {
         let created = agg.counter("vusers.created") as f64;
-        let failed = agg.counter("vusers.failed") as f64;
-        let rate = if created > 0.0 {
-            failed / created * 100.0
-        } else {
-            0.0
-        };
+        let completed = agg.counter("vusers.completed") as f64;
+        let rate = (created - completed) / created * 100.0;
         checks.push(Check {
-            description: format!("maxErrorRate {rate:.2}% <= {max}%"),
-            measured: vec![("vusers.failed / vusers.created (%)".to_string(), Some(rate))],
+            description: format!("maxErrorRate < {max}"),
+            measured: vec![(
+                "(vusers.created - vusers.completed) / vusers.created (%)".to_string(),
+                rate.is_finite().then_some(rate),
+            )],
             ok: rate <= max,
             strict: true,
         });
     }
+    // As Artillery prints them: passed checks first.
+    checks.sort_by_key(|c| !c.ok);
     checks
 }
 

@@ -206,6 +206,8 @@ pub struct Response {
     pub body_bytes: u64,
     /// From sending the request to the response head (Artillery's "firstByte" phase).
     pub first_byte: Duration,
+    /// From sending the request to the body's end (Artillery's "total" phase).
+    pub total: Duration,
 }
 
 /// Sends one request and reads the whole body, keeping at most `body_bytes_max` of it.
@@ -241,6 +243,7 @@ pub async fn send(
         body: kept.freeze(),
         body_bytes,
         first_byte,
+        total: started.elapsed(),
     })
 }
 

@@ -8,7 +8,8 @@
 //!
 //! [`cli::LoadCommand`] is a `clap::Subcommand` (`run SCRIPT.yml ...`, `url URL ...`);
 //! [`cli::execute`] runs one on its own tokio runtime and returns the process exit code:
-//! 0 ok, 1 an `ensure` check failed, 2 bad input (script, flags, unreachable files).
+//! 0 ok, 1 an `ensure` check failed, 21 an `expect` plugin expectation failed (Artillery's
+//! codes), 2 bad input (script, flags, unreachable files).
 //!
 //! # Measuring from code
 //!

@@ -70,7 +70,18 @@ impl Vu {
             .as_ref()
             .map_or(0, |p| p.retries);
         let resp = loop {
-            let (resp, us) = self.attempt(&rendered).await?;
+            let (resp, us) = match self.attempt(&rendered).await {
+                Ok(x) => x,
+                Err(code) => {
+                    if let Some(name) = self.endpoint_name(r, &rendered) {
+                        let prefix = &self.ctx.script.endpoints.prefix;
+                        self.ctx
+                            .metrics
+                            .counter(&format!("{prefix}.{name}.errors.{code}"), 1);
+                    }
+                    return Err(Failed);
+                }
+            };
             self.endpoint_metrics(r, &rendered, &resp, us);
             self.store_cookies(&rendered, &resp);
             match self.retry_wait(&resp, retries_left) {
@@ -87,7 +98,8 @@ impl Vu {
 
     /// Sends the request once and records the answer's metrics; returns it with its
     /// response time in microseconds.
-    async fn attempt(&mut self, rendered: &Rendered) -> Result<(Response, u64), Failed> {
+    /// On failure, the error's code (already counted under `errors.`).
+    async fn attempt(&mut self, rendered: &Rendered) -> Result<(Response, u64), &'static str> {
         let m = &self.ctx.metrics;
         m.counter("http.requests", 1);
         let timeout = self.ctx.script.timeout;
@@ -108,6 +120,22 @@ impl Vu {
         m.histogram_us("http.response_time", us);
         // As Artillery: response times by status class too.
         m.histogram_us(&format!("http.response_time.{}xx", resp.status / 100), us);
+        if let Some(apdex) = &self.ctx.script.apdex {
+            // Artillery's apdex plugin: on the whole response's time.
+            let ms = resp.total.as_secs_f64() * 1000.0;
+            let t = apdex.threshold_ms;
+            for name in ["apdex.satisfied", "apdex.tolerated", "apdex.frustrated"] {
+                m.counter(name, 0);
+            }
+            let kind = if ms <= t {
+                "apdex.satisfied"
+            } else if ms <= 4.0 * t {
+                "apdex.tolerated"
+            } else {
+                "apdex.frustrated"
+            };
+            m.counter(kind, 1);
+        }
         Ok((resp, us))
     }
 
@@ -135,11 +163,11 @@ impl Vu {
         Some(wait)
     }
 
-    fn fail(&mut self, key: &str, e: HttpError) -> Failed {
+    fn fail(&mut self, key: &str, e: HttpError) -> &'static str {
         // The connection may be mid-message; never reuse it.
         self.conns.remove(key);
         self.ctx.metrics.error(e.code);
-        Failed
+        e.code
     }
 
     /// Keeps the answer's `Set-Cookie`s in the user's jar, by RFC 6265's domain, path and
@@ -363,9 +391,19 @@ impl Vu {
         client::send(sender, rendered.prepared.to_request(), BODY_BYTES_MAX).await
     }
 
-    fn endpoint_metrics(&self, r: &Request, rendered: &Rendered, resp: &Response, us: u64) {
+    /// The request's name in per-endpoint metrics, as Artillery's `metrics-by-endpoint`
+    /// names it: the path (with the host and port when they differ from the target's), as
+    /// written (`/items/{{ id }}`, its default `groupDynamicURLs`) or as sent, with or
+    /// without its query, and the request's `name`. `None` when not counted.
+    fn endpoint_name(&self, r: &Request, rendered: &Rendered) -> Option<String> {
         let naming = &self.ctx.script.endpoints;
         let target = &self.ctx.script.target;
+        if r.name.is_none() && naming.ignore_unnamed_requests {
+            return None;
+        }
+        if let (Some(n), true) = (&r.name, naming.use_only_request_names) {
+            return Some(n.clone());
+        }
         let mut base = String::new();
         if rendered.target.host != target.host {
             base.push_str(&rendered.target.host);
@@ -373,27 +411,36 @@ impl Vu {
         if rendered.target.port != target.port {
             base.push_str(&format!(":{}", rendered.target.port));
         }
-        let path = if naming.strip_query_string {
-            rendered.path.split('?').next().unwrap_or("")
+        let written;
+        let path = if naming.group_dynamic_urls {
+            written = written_path(&r.url, &target.base_path);
+            written.as_str()
         } else {
             rendered.path.as_str()
         };
+        let path = if naming.strip_query_string {
+            path.split('?').next().unwrap_or("")
+        } else {
+            path
+        };
         base.push_str(path);
-        let name = match &r.name {
-            Some(n) if naming.use_only_request_names => n.clone(),
+        Some(match &r.name {
             Some(n) => format!("{base} ({n})"),
-            None if naming.ignore_unnamed_requests => return,
             None => base,
+        })
+    }
+
+    fn endpoint_metrics(&self, r: &Request, rendered: &Rendered, resp: &Response, us: u64) {
+        let Some(name) = self.endpoint_name(r, rendered) else {
+            return;
         };
         if !admit_endpoint(&self.ctx, &name) {
             return;
         }
+        let prefix = &self.ctx.script.endpoints.prefix;
         let m = &self.ctx.metrics;
-        m.histogram_us(&format!("{}.response_time.{name}", naming.prefix), us);
-        m.counter(
-            &format!("{}.{name}.codes.{}", naming.prefix, resp.status),
-            1,
-        );
+        m.histogram_us(&format!("{prefix}.response_time.{name}"), us);
+        m.counter(&format!("{prefix}.{name}.codes.{}", resp.status), 1);
     }
 
     fn capture(&mut self, r: &Request, resp: &Response) -> Result<(), Failed> {
@@ -439,37 +486,53 @@ impl Vu {
         Ok(())
     }
 
+    /// Artillery's `expect` plugin: each expectation counted (`plugins.expect.ok`,
+    /// `plugins.expect.failed`, per type), failures printed by the plugin's formatter and
+    /// remembered for the exit code (21). The user goes on unless `reportFailuresAsErrors`.
     fn expect(&self, r: &Request, rendered: &Rendered, resp: &Response) -> Result<(), Failed> {
+        let Some(plugin) = &self.ctx.script.expect else {
+            return Ok(());
+        };
+        let default_200;
+        let list: &[(String, Value)] = if !r.expect.is_empty() {
+            &r.expect
+        } else if plugin.expect_default_200 {
+            default_200 = [("statusCode".to_string(), Value::from(200))];
+            &default_200
+        } else {
+            return Ok(());
+        };
+        let body = ExpectBody::of(resp);
         let mut failures = Vec::new();
-        for (kind, expected) in &r.expect {
+        for (kind, expected) in list {
             let expected = render_value(expected, &self.vars);
-            let Some(ok) = check(kind, &expected, resp) else {
+            let Some(verdict) = check(kind, &expected, resp, &body) else {
                 self.ctx.warnings.once(&format!("expect:{kind}"), || {
-                    format!("expectation {kind:?} is not supported; skipped")
+                    format!("Expect Plugin: Expectation '{kind}' is not supported")
                 });
                 continue;
             };
             let m = &self.ctx.metrics;
-            let verdict = if ok { "ok" } else { "failed" };
-            m.counter(&format!("plugins.expect.{verdict}"), 1);
-            m.counter(&format!("plugins.expect.{verdict}.{kind}"), 1);
-            if !ok {
+            let outcome = if verdict.ok { "ok" } else { "failed" };
+            m.counter(&format!("plugins.expect.{outcome}"), 1);
+            m.counter(&format!("plugins.expect.{outcome}.{}", verdict.kind), 1);
+            if !verdict.ok {
                 failures.push(format!(
-                    "{kind}: expected {expected}, got {}",
-                    actual(kind, resp)
+                    "{}: expected {}, got {}",
+                    verdict.kind, verdict.expected, verdict.got
                 ));
             }
         }
         if failures.is_empty() {
             return Ok(());
         }
-        let m = &self.ctx.metrics;
-        m.error("Failed expectations");
         let shown = self
             .ctx
             .expect_details
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if shown < EXPECT_DETAILS_MAX {
+        if shown < EXPECT_DETAILS_MAX
+            && matches!(plugin.formatter.as_str(), "pretty" | "prettyError")
+        {
             eprintln!(
                 "expectation failed: {} {}: {}",
                 r.method,
@@ -477,55 +540,209 @@ impl Vu {
                 failures.join("; ")
             );
         }
+        if !plugin.report_failures_as_errors {
+            return Ok(());
+        }
+        let name = match (&r.name, plugin.use_only_request_names) {
+            (Some(n), true) => n.clone(),
+            _ => {
+                let scheme = if rendered.target.tls { "https" } else { "http" };
+                format!(
+                    "{scheme}://{}{}",
+                    rendered.target.authority(),
+                    rendered.path
+                )
+            }
+        };
+        self.ctx
+            .metrics
+            .error(&format!("Failed expectations for request {name}"));
         Err(Failed)
     }
 }
 
-fn check(kind: &str, expected: &Value, resp: &Response) -> Option<bool> {
-    let header = |name: &str| resp.headers.get(name).and_then(|v| v.to_str().ok());
-    let json = || serde_json::from_slice::<Value>(&resp.body).ok();
+/// A response body as the expect plugin sees it: parsed JSON for JSON content types (null
+/// when it does not parse), the text otherwise.
+enum ExpectBody {
+    Json(Value),
+    Text(String),
+}
+
+impl ExpectBody {
+    fn of(resp: &Response) -> Self {
+        let json = resp
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| {
+                [
+                    "application/json",
+                    "application/problem+json",
+                    "application/ld+json",
+                ]
+                .iter()
+                .any(|t| ct.contains(t))
+            });
+        if json {
+            ExpectBody::Json(serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
+        } else {
+            ExpectBody::Text(String::from_utf8_lossy(&resp.body).into_owned())
+        }
+    }
+
+    /// The body when it is a JSON object or array.
+    fn object(&self) -> Option<&Value> {
+        match self {
+            ExpectBody::Json(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+struct Verdict {
+    ok: bool,
+    /// The counter's suffix, as the plugin names it.
+    kind: String,
+    expected: String,
+    got: String,
+}
+
+/// One expectation, with the plugin's semantics; `None` for one it does not know.
+fn check(kind: &str, expected: &Value, resp: &Response, body: &ExpectBody) -> Option<Verdict> {
+    let header = |name: &str| {
+        resp.headers
+            .get(name.to_ascii_lowercase().as_str())
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let status_in = |v: &Value| match v {
+        Value::Array(list) => list
+            .iter()
+            .any(|e| number_of(e) == Some(resp.status as f64)),
+        one => number_of(one) == Some(resp.status as f64),
+    };
+    let verdict = |ok: bool, kind: &str, expected: String, got: String| Verdict {
+        ok,
+        kind: kind.to_string(),
+        expected,
+        got,
+    };
     Some(match kind {
-        "statusCode" => match expected {
-            Value::Array(list) => list.iter().any(|e| to_text(e) == resp.status.to_string()),
-            one => to_text(one) == resp.status.to_string(),
-        },
+        "statusCode" => verdict(
+            status_in(expected),
+            kind,
+            to_text(expected),
+            resp.status.to_string(),
+        ),
+        "notStatusCode" => verdict(
+            !status_in(expected),
+            kind,
+            format!("Status code different than {}", to_text(expected)),
+            resp.status.to_string(),
+        ),
         "contentType" => {
             let want = to_text(expected);
-            let want = if want == "json" {
-                "application/json".to_string()
+            let got = header("content-type");
+            let ok = if want == "json" {
+                matches!(body, ExpectBody::Json(v) if !v.is_null())
             } else {
-                want
+                got.as_deref()
+                    .is_some_and(|g| g.eq_ignore_ascii_case(&want))
             };
-            header("content-type").is_some_and(|h| h.contains(&want))
+            verdict(
+                ok,
+                kind,
+                want,
+                got.unwrap_or("content-type header not set".into()),
+            )
         }
-        "hasHeader" => header(&to_text(expected)).is_some(),
-        "headerEquals" => match expected.as_array().map(Vec::as_slice) {
-            Some([name, value]) => header(&to_text(name)) == Some(to_text(value).as_str()),
-            _ => false,
-        },
+        "hasHeader" => {
+            let name = to_text(expected);
+            let ok = header(&name).is_some_and(|v| !v.is_empty());
+            verdict(ok, kind, name.clone(), format!("has {name}: {ok}"))
+        }
+        "headerEquals" => {
+            let pair = expected.as_array().cloned().unwrap_or_default();
+            let name = pair.first().map(to_text).unwrap_or_default();
+            let want = pair.get(1).map(to_text).unwrap_or_default();
+            let got = header(&name);
+            verdict(
+                got.as_deref() == Some(want.as_str()),
+                &format!("header {name} values equals"),
+                want,
+                got.unwrap_or(format!("response has no {name} header")),
+            )
+        }
         "hasProperty" | "notHasProperty" => {
-            let path = format!("$.{}", to_text(expected));
-            let found = json()
-                .zip(JsonPath::parse(&path).ok())
-                .is_some_and(|(d, p)| !p.query(&d).is_empty());
-            found == (kind == "hasProperty")
+            let path = to_text(expected);
+            let found = body.object().is_some_and(|doc| {
+                JsonPath::parse(&format!("$.{path}")).is_ok_and(|p| !p.query(doc).is_empty())
+            });
+            let ok = body.object().is_some() && found == (kind == "hasProperty");
+            verdict(ok, kind, path, format!("property found: {found}"))
         }
-        "equals" => match expected.as_array().map(Vec::as_slice) {
-            Some([a, b, ..]) => to_text(a) == to_text(b),
-            _ => false,
-        },
-        "matchesRegexp" => regex::Regex::new(&to_text(expected))
-            .is_ok_and(|re| re.is_match(&String::from_utf8_lossy(&resp.body))),
+        "equals" => {
+            let values: Vec<String> = expected
+                .as_array()
+                .map(|l| l.iter().map(to_text).collect())
+                .unwrap_or_default();
+            let first = values.first();
+            let ok = first.is_some() && values.iter().all(|v| Some(v) == first);
+            verdict(ok, kind, "all values to be equal".into(), values.join(", "))
+        }
+        "matchesRegexp" => {
+            let text = match body {
+                ExpectBody::Text(t) => t.clone(),
+                ExpectBody::Json(_) => String::from_utf8_lossy(&resp.body).into_owned(),
+            };
+            let ok = regex::Regex::new(&to_text(expected)).is_ok_and(|re| re.is_match(&text));
+            verdict(ok, kind, "true".into(), ok.to_string())
+        }
+        "cdnHit" => {
+            let hit = expected.as_bool().unwrap_or(false);
+            let wanted: &[&str] = if hit { &["hit", "stale"] } else { &["miss"] };
+            let found = ["cf-cache-status", "x-cache", "x-vercel-cache"]
+                .iter()
+                .find_map(|h| header(h).map(|v| (h, v)));
+            let ok = found
+                .as_ref()
+                .is_some_and(|(_, v)| wanted.iter().any(|w| v.to_ascii_lowercase().starts_with(w)));
+            verdict(
+                ok,
+                kind,
+                format!(
+                    "a cache header indicating a cache {}",
+                    if hit { "hit" } else { "miss" }
+                ),
+                found.map_or("cache status header not found".into(), |(h, v)| {
+                    format!("{h} is {v}")
+                }),
+            )
+        }
         _ => return None,
     })
 }
 
-fn actual(kind: &str, resp: &Response) -> String {
-    match kind {
-        "statusCode" => resp.status.to_string(),
-        "contentType" => format!("{:?}", resp.headers.get("content-type")),
-        _ => "no match".into(),
+/// A number, or a string holding one (JavaScript's `Number(x)` for the plugin's checks).
+fn number_of(v: &Value) -> Option<f64> {
+    super::vuser::number(v)
+}
+
+/// A request's path as written in the script (templates unrendered): a relative URL after
+/// the target's base path, an absolute one after its authority.
+fn written_path(url: &str, base_path: &str) -> String {
+    if let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    {
+        return rest.find('/').map_or("/".into(), |i| rest[i..].to_string());
     }
+    let sep = if url.starts_with('/') || url.is_empty() {
+        ""
+    } else {
+        "/"
+    };
+    format!("{base_path}{sep}{url}")
 }
 
 /// A variable as an `ifTrue` expression sees it (absent: NaN, so comparisons fail).

@@ -56,15 +56,44 @@ pub struct RunOutcome {
     pub elapsed: Duration,
 }
 
+/// Artillery's exit code when an `ensure` check fails.
+pub const EXIT_CHECKS_FAILED: i32 = 1;
+/// Artillery's exit code when an expectation of the `expect` plugin failed.
+pub const EXIT_EXPECTATIONS_FAILED: i32 = 21;
+
 impl RunOutcome {
-    /// 0 when every strict `ensure` check passed, else 1.
+    /// As `artillery run`: 1 when a strict `ensure` check failed, else 21 when an
+    /// expectation failed, else 0.
     pub fn exit_code(&self) -> i32 {
-        if ensure::passed(&self.checks) {
-            0
+        if !ensure::passed(&self.checks) {
+            EXIT_CHECKS_FAILED
+        } else if self.report.aggregate.counter("plugins.expect.failed") > 0 {
+            EXIT_EXPECTATIONS_FAILED
         } else {
-            1
+            0
         }
     }
+}
+
+/// The apdex score of the run's `apdex.*` counters and its rating, as Artillery's plugin
+/// computes them; `None` without responses.
+pub fn apdex_score(agg: &crate::report::Period) -> Option<(f64, &'static str)> {
+    let s = agg.counter("apdex.satisfied") as f64;
+    let t = agg.counter("apdex.tolerated") as f64;
+    let f = agg.counter("apdex.frustrated") as f64;
+    let total = s + t + f;
+    if total == 0.0 {
+        return None;
+    }
+    let score = (s + t / 2.0) / total;
+    let rating = match score {
+        x if x >= 0.94 => "excellent",
+        x if x >= 0.85 => "good",
+        x if x >= 0.7 => "fair",
+        x if x >= 0.49 => "poor",
+        _ => "unacceptable",
+    };
+    Some((score, rating))
 }
 
 /// State shared by the virtual users of one run.
@@ -163,10 +192,26 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
             .entry(name.to_string())
             .or_insert(0);
     }
-    let checks = ensure::evaluate(&script.ensure, &report.aggregate);
+    let apdex = script
+        .apdex
+        .as_ref()
+        .filter(|a| a.score)
+        .and_then(|_| apdex_score(&report.aggregate));
+    let checks = match apdex {
+        // `config.apdex` makes the score a metric the checks can read (`apdex > 0.9`).
+        Some((score, _)) => {
+            let mut with_score = report.aggregate.clone();
+            with_score.rates.insert("apdex".into(), score);
+            ensure::evaluate(&script.ensure, &with_score)
+        }
+        None => ensure::evaluate(&script.ensure, &report.aggregate),
+    };
     report.thresholds = checks.iter().map(Into::into).collect();
     if opts.print {
         console::print_summary(&report.aggregate, elapsed);
+        if let Some((score, rating)) = apdex {
+            println!("Apdex score: {score} ({rating})\n");
+        }
         console::print_checks(&checks);
     }
     RunOutcome {

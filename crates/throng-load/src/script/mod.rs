@@ -191,7 +191,33 @@ pub struct EndpointNaming {
     pub use_only_request_names: bool,
     pub strip_query_string: bool,
     pub ignore_unnamed_requests: bool,
+    /// `groupDynamicURLs` (Artillery's default): named by the URL as written, before its
+    /// `{{ }}` are rendered, so `/items/{{ id }}` is one endpoint.
+    pub group_dynamic_urls: bool,
     pub prefix: String,
+}
+
+/// The `expect` plugin's options (`config.plugins.expect`); without the plugin, requests'
+/// `expect` lists are not checked, as in Artillery.
+#[derive(Debug, Clone, Default)]
+pub struct ExpectPlugin {
+    /// A request without expectations expects status 200.
+    pub expect_default_200: bool,
+    /// A failed expectation fails the virtual user (`errors.Failed expectations for
+    /// request ...`); otherwise it goes on, and only the exit code (21) tells.
+    pub report_failures_as_errors: bool,
+    pub use_only_request_names: bool,
+    /// `pretty` (each failure printed), `prettyError`, `json` or `silent`.
+    pub formatter: String,
+}
+
+/// The apdex plugin: responses within `threshold_ms` satisfy, within 4x tolerate, beyond
+/// frustrate (counters `apdex.*`); with `config.apdex` the score is printed and `apdex` is a
+/// metric `ensure` can check, as in Artillery.
+#[derive(Debug, Clone)]
+pub struct Apdex {
+    pub threshold_ms: f64,
+    pub score: bool,
 }
 
 #[derive(Debug)]
@@ -212,8 +238,11 @@ pub struct Script {
     /// `config.http.retryAfter` (a throng-load extension), if set.
     pub retry_after: Option<retry::RetryPolicy>,
     pub scenarios: Vec<Scenario>,
+    /// `config.ensure`, or else `config.plugins.ensure`, as Artillery reads them.
     pub ensure: Ensure,
     pub endpoints: EndpointNaming,
+    pub expect: Option<ExpectPlugin>,
+    pub apdex: Option<Apdex>,
     /// HTTPS client configuration (`config.tls`), used by `https://` targets and URLs.
     pub tls: crate::tls::Tls,
     /// Things Artillery would do that throng cannot (JavaScript, some plugins).
@@ -235,11 +264,71 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Script, ScriptError> {
 
 /// Loads a script from text; `dir` resolves payload paths.
 pub fn parse(text: &str, dir: &Path, opts: &LoadOptions) -> Result<Script, ScriptError> {
-    // Typed first: serde_yaml reports the line and column of unknown keys and bad values.
+    // Typed first: serde_yaml reports the line and column of bad values; keys the types do
+    // not have are collected to be warned about.
+    let mut unknown = Vec::new();
     let checked: ScriptFile =
-        serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
+        serde_ignored::deserialize(serde_yaml::Deserializer::from_str(text), |path| {
+            unknown.push(key_path(&path.to_string()))
+        })
+        .map_err(|e| ScriptError(format!("invalid script: {e}")))?;
     let file = effective(text, &checked.config, opts)?;
-    build(file, dir, opts)
+    let mut script = build(file, dir, opts)?;
+    script.warnings.splice(0..0, unknown_key_warnings(&unknown));
+    Ok(script)
+}
+
+/// `scenarios.0.flow.2.get.?.qz` as a script's reader writes it: `scenarios[0].flow[2].get.qz`.
+fn key_path(dotted: &str) -> String {
+    let mut out = String::new();
+    // serde_ignored writes an `Option`'s inside as `?`.
+    for part in dotted.split('.').filter(|p| *p != "?") {
+        if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// One warning per unknown key name (with its first place and how many more there are),
+/// as Artillery ignores them: never refused, never silent.
+fn unknown_key_warnings(paths: &[String]) -> Vec<String> {
+    let mut by_name: Vec<(String, &str, usize)> = Vec::new();
+    for p in paths {
+        let name: String = {
+            let mut n = String::new();
+            let mut depth = 0;
+            for c in p.chars() {
+                match c {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    c if depth == 0 => n.push(c),
+                    _ => {}
+                }
+            }
+            n
+        };
+        match by_name.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, more)) => *more += 1,
+            None => by_name.push((name, p, 0)),
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(_, first, more)| {
+            let also = if more > 0 {
+                format!(" (and {more} more like it)")
+            } else {
+                String::new()
+            };
+            format!("{first}: not a key throng-load acts on; ignored{also}")
+        })
+        .collect()
 }
 
 /// The script with the chosen environment deep-merged over `config` and `-t` applied.
@@ -381,7 +470,12 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         }
     }
     warn_unsupported(c, &file, &mut warnings);
-    let ensure = c.ensure.clone().unwrap_or_default();
+    let ensure = match (&c.ensure, c.plugins.as_ref().and_then(|p| p.get("ensure"))) {
+        (Some(e), _) => e.clone(),
+        (None, Some(v)) => serde_json::from_value(v.clone())
+            .map_err(|e| ScriptError(format!("config.plugins.ensure: {e}")))?,
+        (None, None) => Ensure::default(),
+    };
     for (i, cond) in ensure.conditions.iter().enumerate() {
         crate::ensure::parse(&cond.expression).map_err(|e| {
             ScriptError(format!(
@@ -392,6 +486,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
     }
     let scenarios = scenarios(&file, &mut warnings)?;
     let tls = tls(c, dir, opts, &mut warnings)?;
+    let expect = expect_plugin(c, &scenarios, &mut warnings);
     Ok(Script {
         dir: dir.to_path_buf(),
         environment: opts.environment.clone(),
@@ -411,6 +506,8 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         scenarios,
         ensure,
         endpoints: endpoint_naming(c),
+        expect,
+        apdex: apdex(c)?,
         tls,
         warnings,
     })
@@ -668,6 +765,86 @@ fn closed_phase(key: &str, name: String, p: &model::Phase) -> Result<Phase, Scri
     })
 }
 
+fn expect_plugin(
+    c: &Config,
+    scenarios: &[Scenario],
+    warnings: &mut Vec<String>,
+) -> Option<ExpectPlugin> {
+    let Some(p) = c.plugins.as_ref().and_then(|p| p.get("expect")) else {
+        fn has_expect(steps: &[Step]) -> bool {
+            steps.iter().any(|s| match s {
+                Step::Request(r) => !r.expect.is_empty(),
+                Step::Loop { steps, .. } | Step::Parallel { steps, .. } => has_expect(steps),
+                _ => false,
+            })
+        }
+        if scenarios.iter().any(|s| has_expect(&s.flow)) {
+            warnings.push(
+                "expect: requests' expectations are checked only with config.plugins.expect, as in Artillery; not checked"
+                    .into(),
+            );
+        }
+        return None;
+    };
+    let flag = |k: &str| {
+        p.get(k)
+            .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"))
+    };
+    for k in p.as_object().into_iter().flat_map(|m| m.keys()) {
+        if !matches!(
+            k.as_str(),
+            "expectDefault200"
+                | "reportFailuresAsErrors"
+                | "useOnlyRequestNames"
+                | "formatter"
+                | "outputFormat"
+        ) {
+            warnings.push(format!("config.plugins.expect.{k}: not supported; ignored"));
+        }
+    }
+    let formatter = ["formatter", "outputFormat"]
+        .iter()
+        .find_map(|k| p.get(*k).and_then(Value::as_str))
+        .unwrap_or("pretty")
+        .to_string();
+    Some(ExpectPlugin {
+        expect_default_200: flag("expectDefault200"),
+        report_failures_as_errors: p
+            .get("reportFailuresAsErrors")
+            .is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true")),
+        use_only_request_names: flag("useOnlyRequestNames"),
+        formatter,
+    })
+}
+
+/// `config.apdex.threshold` or `config.plugins.apdex.threshold` (ms, Artillery's default 500).
+fn apdex(c: &Config) -> Result<Option<Apdex>, ScriptError> {
+    let plugin = c.plugins.as_ref().and_then(|p| p.get("apdex"));
+    if c.apdex.is_none() && plugin.is_none() {
+        return Ok(None);
+    }
+    let threshold = [c.apdex.as_ref(), plugin]
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.get("threshold"))
+        .cloned();
+    let threshold_ms = match threshold {
+        None => 500.0,
+        Some(v) => match crate::runner::number(&v) {
+            Some(t) if t > 0.0 => t,
+            _ => {
+                return err(format!(
+                    "config.apdex.threshold: milliseconds above 0, got {v}"
+                ))
+            }
+        },
+    };
+    Ok(Some(Apdex {
+        threshold_ms,
+        score: c.apdex.is_some(),
+    }))
+}
+
 fn endpoint_naming(c: &Config) -> EndpointNaming {
     let plugin = c
         .plugins
@@ -694,6 +871,10 @@ fn endpoint_naming(c: &Config) -> EndpointNaming {
             true
         },
         ignore_unnamed_requests: flag("ignoreUnnamedRequests"),
+        group_dynamic_urls: plugin
+            .and_then(|p| p.get("groupDynamicURLs"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
         prefix,
     }
 }
@@ -705,7 +886,10 @@ fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
         ));
     }
     for name in c.plugins.iter().flat_map(|p| p.keys()) {
-        if !matches!(name.as_str(), "metrics-by-endpoint" | "expect" | "ensure") {
+        if !matches!(
+            name.as_str(),
+            "metrics-by-endpoint" | "expect" | "ensure" | "apdex"
+        ) {
             warnings.push(format!(
                 "config.plugins.{name}: plugin not available; ignored"
             ));

@@ -1,7 +1,9 @@
-//! The Artillery script schema as serde types, closed (`deny_unknown_fields`) where
-//! Artillery's schema is, so a typo fails with the key and its line instead of being ignored.
-//! Keys Artillery accepts but throng cannot honour (JavaScript hooks, plugins, TLS options)
-//! are accepted here and turned into warnings by [`super::load`].
+//! The Artillery script schema as serde types. Artillery ignores keys it does not know, so
+//! these types are open too: [`super::parse`] reads the script through `serde_ignored` and
+//! warns once, by name, about every key they leave out (a typo, or something throng does not
+//! do). Keys Artillery acts on but throng cannot honour (JavaScript hooks, some plugins) are
+//! read here and turned into warnings by [`super::load`]. throng's own extensions
+//! (`config.http.retryAfter`) stay closed: a typo there is an error naming its line.
 //!
 //! # Closed-model phases (a throng extension)
 //!
@@ -82,7 +84,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ScriptFile {
     pub config: Config,
     #[serde(default)]
@@ -93,7 +94,7 @@ pub struct ScriptFile {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Config {
     pub target: Option<String>,
     #[serde(default)]
@@ -104,6 +105,8 @@ pub struct Config {
     pub defaults: Option<Defaults>,
     pub http: Option<HttpConfig>,
     pub ensure: Option<Ensure>,
+    /// The apdex plugin's settings (`threshold`, ms), also read from `plugins.apdex`.
+    pub apdex: Option<Value>,
     // Accepted for compatibility; see `super::load` for what each one does.
     pub processor: Option<Value>,
     pub plugins: Option<BTreeMap<String, Value>>,
@@ -153,7 +156,7 @@ impl<'de> Deserialize<'de> for Num {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Phase {
     pub name: Option<String>,
     pub duration: Option<Seconds>,
@@ -169,7 +172,7 @@ pub struct Phase {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Payload {
     pub path: String,
     #[serde(default)]
@@ -195,7 +198,7 @@ pub enum PayloadOrder {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Defaults {
     #[serde(default)]
     pub headers: BTreeMap<String, Value>,
@@ -231,7 +234,7 @@ pub struct RetryAfterRaw {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Ensure {
     #[serde(default)]
     pub thresholds: Vec<BTreeMap<String, f64>>,
@@ -246,14 +249,13 @@ pub struct Ensure {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Condition {
     pub expression: String,
     pub strict: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Scenario {
     pub name: Option<String>,
     pub weight: Option<f64>,
@@ -268,7 +270,7 @@ pub struct Scenario {
 
 /// A flow step as written; [`super::load`] checks it has exactly one action.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct StepRaw {
     pub get: Option<RequestRaw>,
     pub post: Option<RequestRaw>,
@@ -297,7 +299,7 @@ pub struct StepRaw {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct RequestRaw {
     pub url: String,
     pub name: Option<String>,
@@ -325,7 +327,6 @@ pub struct RequestRaw {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Capture {
     pub json: Option<String>,
     pub header: Option<String>,

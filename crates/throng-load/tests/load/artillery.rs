@@ -15,13 +15,25 @@ pub async fn run_script(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
+    run_edited(dir, script, |t| t, target, args, env).await
+}
+
+/// As [`run_script`], with the script's text changed by `edit` first.
+pub async fn run_edited(
+    dir: &Path,
+    script: &str,
+    edit: impl Fn(String) -> String,
+    target: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/load/scripts")
             .join(script),
     )
     .unwrap();
-    write(dir, script, &text);
+    write(dir, script, &edit(text));
     let path = dir.join(script);
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_throng-load"));
     cmd.arg("run").arg(&path).arg("-t").arg(target).args(args);
@@ -265,4 +277,161 @@ async fn refused_set_cookie_is_counted_and_skipped() {
         .seen()
         .iter()
         .all(|s| s.headers.get("user-agent").is_none()));
+}
+
+/// The JSON report a run wrote with `-o`.
+fn report(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn count(report: &serde_json::Value, name: &str) -> u64 {
+    report["aggregate"]["counters"][name].as_u64().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expect_plugin_counts_goes_on_and_exits_21() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run_script(
+        dir.path(),
+        "expect.yml",
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(21), "{}", stderr(&out));
+    let r = report(&json);
+    // Nine passing expectations on /items and the default 200 on /after, per user.
+    assert_eq!(count(&r, "plugins.expect.ok"), 20, "{r}");
+    assert_eq!(count(&r, "plugins.expect.ok.statusCode"), 4);
+    for kind in [
+        "contentType",
+        "hasProperty",
+        "notHasProperty",
+        "hasHeader",
+        "header x-token values equals",
+        "equals",
+        "matchesRegexp",
+        "notStatusCode",
+    ] {
+        assert_eq!(count(&r, &format!("plugins.expect.ok.{kind}")), 2, "{kind}");
+    }
+    // /status/500 fails its list; /status/404 fails the default 200.
+    assert_eq!(count(&r, "plugins.expect.failed"), 4);
+    assert_eq!(count(&r, "plugins.expect.failed.statusCode"), 4);
+    // The users went on to the end.
+    assert_eq!(srv.seen_paths("/after").len(), 2);
+    assert_eq!(count(&r, "vusers.completed"), 2);
+
+    // reportFailuresAsErrors: the first failure ends the user, named by its URL.
+    let out = run_edited(
+        dir.path(),
+        "expect.yml",
+        |t| {
+            t.replace(
+                "reportFailuresAsErrors: false",
+                "reportFailuresAsErrors: true",
+            )
+        },
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(21), "{}", stderr(&out));
+    let r = report(&json);
+    let error = format!(
+        "errors.Failed expectations for request {}/status/500",
+        srv.url()
+    );
+    assert_eq!(count(&r, &error), 2, "{r}");
+    assert_eq!(count(&r, "vusers.failed"), 2);
+    assert_eq!(srv.seen_paths("/after").len(), 2, "no more /after");
+
+    // Without the plugin the expectations are not checked (as in Artillery), and it says so.
+    let out = run_edited(
+        dir.path(),
+        "expect.yml",
+        |t| t.replace("  plugins:\n    expect:", "  x-plugins:\n    expect:"),
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("only with config.plugins.expect"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(count(&report(&json), "plugins.expect.ok"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensure_under_plugins_fails_the_run() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_script(dir.path(), "ensure.yml", &srv.url(), &[], &[]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fail: maxErrorRate < 0"), "{text}");
+    assert!(text.contains("ok: p99 < 100000"), "{text}");
+    // config.ensure, when present, replaces config.plugins.ensure (as Artillery reads it).
+    let out = run_edited(
+        dir.path(),
+        "ensure.yml",
+        |t| t.replace("  plugins:\n", "  ensure:\n    p95: 100000\n  plugins:\n"),
+        &srv.url(),
+        &[],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("ok: p95 < 100000"));
+    assert!(!stdout(&out).contains("maxErrorRate"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apdex_and_metrics_by_endpoint() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run_script(
+        dir.path(),
+        "apdex.yml",
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    // 1 satisfied, 1 tolerated, 1 frustrated: (1 + 0.5) / 3 = 0.5, so apdex > 0.9 fails.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = report(&json);
+    for name in ["apdex.satisfied", "apdex.tolerated", "apdex.frustrated"] {
+        assert_eq!(count(&r, name), 1, "{name}: {r}");
+    }
+    assert!(
+        stdout(&out).contains("Apdex score: 0.5 (poor)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("fail: apdex > 0.9"));
+    // Named as written (the template, not 200), without the query; by name; another
+    // port's errors under its name.
+    let p = "plugins.metrics-by-endpoint";
+    assert_eq!(count(&r, &format!("{p}./health.codes.200")), 1);
+    assert_eq!(
+        count(&r, &format!("{p}./delay/{{{{ wait }}}}.codes.200")),
+        1,
+        "{r}"
+    );
+    assert_eq!(count(&r, &format!("{p}./delay/600 (slow).codes.200")), 1);
+    assert_eq!(
+        count(&r, &format!("{p}.:1/refused.errors.ECONNREFUSED")),
+        1,
+        "{r}"
+    );
+    assert!(r["aggregate"]["summaries"][format!("{p}.response_time./health")].is_object());
 }

@@ -128,6 +128,7 @@ config:
       arrivalCount: 4
       name: only
   plugins:
+    expect: {{}}
     metrics-by-endpoint:
       useOnlyRequestNames: true
   processor: "./f.js"
@@ -368,14 +369,23 @@ async fn failed_capture_expectation_and_refused_connection() {
     );
 
     let expect = format!(
-        "config:\n  target: \"{}\"\nscenarios:\n  - flow:\n      - get:\n          url: /status/500\n          expect:\n            - statusCode: 200\n",
+        "config:\n  target: \"{}\"\n  plugins:\n    expect:\n      reportFailuresAsErrors: true\nscenarios:\n  - flow:\n      - get:\n          url: /status/500\n          expect:\n            - statusCode: 200\n",
         srv.url()
     );
     let r = run_yaml(dir.path(), &expect, LoadOptions::default())
         .await
         .report;
     assert_eq!(counter(&r, "plugins.expect.failed.statusCode"), 1);
-    assert_eq!(counter(&r, "errors.Failed expectations"), 1);
+    assert_eq!(
+        counter(
+            &r,
+            &format!(
+                "errors.Failed expectations for request {}/status/500",
+                srv.url()
+            )
+        ),
+        1
+    );
     assert_eq!(counter(&r, "http.codes.500"), 1);
 
     // Nothing listens on port 1.
@@ -417,6 +427,9 @@ async fn retried_once(
         r#"
 config:
   target: "{}"
+  plugins:
+    expect:
+      reportFailuresAsErrors: true
   http:
     retryAfter:
       retries: 3
