@@ -42,6 +42,29 @@ pub struct RunArgs {
     /// Accept any TLS certificate (as config.tls.rejectUnauthorized: false).
     #[arg(short = 'k', long)]
     pub insecure: bool,
+    /// An Artillery configuration file the script is merged over (`--config FILE`, read by
+    /// the command line that runs this one).
+    #[arg(skip)]
+    pub config: Option<PathBuf>,
+    /// A CSV file replacing the path of the script's payload (its fields stay).
+    #[arg(short = 'p', long)]
+    pub payload: Option<PathBuf>,
+    /// Variables as a JSON object, merged into config.variables.
+    #[arg(short = 'v', long, value_parser = json_object)]
+    pub variables: Option<serde_json::Value>,
+    /// A JSON object deep-merged over the whole script.
+    #[arg(long, value_parser = json_object)]
+    pub overrides: Option<serde_json::Value>,
+    /// Environment variables from a dotenv file (KEY=value lines), for {{ $env.KEY }};
+    /// variables already set win.
+    #[arg(long)]
+    pub dotenv: Option<PathBuf>,
+    /// Run only the scenario of this name.
+    #[arg(long)]
+    pub scenario_name: Option<String>,
+    /// Print only the summary, not each period.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Write the JSON report (Artillery's shape) to this file.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -55,6 +78,42 @@ pub struct RunArgs {
     /// fixed 10 s unless set), from 1s to 1h.
     #[arg(long, value_parser = period, default_value = "10s")]
     pub period: Duration,
+}
+
+/// A JSON object (`-v '{"id": 7}'`).
+fn json_object(s: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!("a JSON object ({{...}}), got {other}")),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// Reads a dotenv file: `KEY=value` lines (optionally `export KEY=value`, values optionally
+/// quoted), `#` comments and blank lines skipped.
+pub fn dotenv(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected KEY=value", i + 1))?;
+        let k = k.trim();
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("line {}: {k:?} is not a variable name", i + 1));
+        }
+        let v = v.trim();
+        let v = match (v.chars().next(), v.chars().last()) {
+            (Some(q @ ('"' | '\'')), Some(e)) if v.len() >= 2 && q == e => &v[1..v.len() - 1],
+            _ => v.split(" #").next().unwrap_or(v).trim_end(),
+        };
+        out.push((k.to_string(), v.to_string()));
+    }
+    Ok(out)
 }
 
 /// Periods from 1 s to 1 h.
@@ -117,6 +176,28 @@ pub const OPEN_CONNECTIONS_DEFAULT: usize = 64;
 
 /// Runs a command on its own runtime and returns the process exit code.
 pub fn execute(cmd: LoadCommand) -> i32 {
+    if let LoadCommand::Run(RunArgs {
+        dotenv: Some(path), ..
+    }) = &cmd
+    {
+        // Before the runtime starts: one thread still reads and writes the environment.
+        let vars = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| dotenv(&t));
+        match vars {
+            Ok(vars) => {
+                for (k, v) in vars {
+                    if std::env::var_os(&k).is_none() {
+                        std::env::set_var(k, v);
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("error: --dotenv {}: {e}", path.display());
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
     let threads = match &cmd {
         LoadCommand::Run(a) => a.threads,
         LoadCommand::Url(a) => a.threads,
@@ -154,6 +235,15 @@ async fn run_script(args: RunArgs) -> i32 {
         environment: args.environment.clone(),
         target: args.target.clone(),
         insecure: args.insecure,
+        config_file: args.config.clone(),
+        overrides: args.overrides.clone(),
+        variables: args.variables.clone(),
+        // Relative to where the command runs, as Artillery resolves it.
+        payload: args
+            .payload
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        scenario_name: args.scenario_name.clone(),
     };
     let script = match script::load(&args.script, &opts) {
         Ok(s) => Arc::new(s),
@@ -164,6 +254,7 @@ async fn run_script(args: RunArgs) -> i32 {
     };
     let run_options = RunOptions {
         period: args.period,
+        quiet: args.quiet,
         ..RunOptions::default()
     };
     let setup = script_setup(&script);

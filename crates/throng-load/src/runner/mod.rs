@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub period: Duration,
     /// Print intermediate periods and the summary to stdout.
     pub print: bool,
+    /// With `print`: the summary only, not each period (`-q`).
+    pub quiet: bool,
 }
 
 impl Default for RunOptions {
@@ -45,6 +47,7 @@ impl Default for RunOptions {
         Self {
             period: PERIOD_DEFAULT,
             print: true,
+            quiet: false,
         }
     }
 }
@@ -179,7 +182,7 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     ticker.abort();
     let elapsed = started.elapsed();
     let last = ctx.metrics.rotate();
-    if opts.print && last.counters.values().any(|v| *v > 0) {
+    if opts.print && !opts.quiet && last.counters.values().any(|v| *v > 0) {
         console::print_period(&last);
     }
     let mut report = ctx.metrics.finish();
@@ -323,7 +326,7 @@ async fn print_periods(ctx: Arc<Ctx>, opts: RunOptions) {
         tokio::time::sleep_until(next).await;
         next += opts.period;
         let period = ctx.metrics.rotate();
-        if opts.print {
+        if opts.print && !opts.quiet {
             console::print_period(&period);
         }
     }

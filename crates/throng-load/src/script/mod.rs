@@ -50,6 +50,16 @@ pub struct LoadOptions {
     pub target: Option<String>,
     /// `-k/--insecure`: accept any TLS certificate (as `config.tls.rejectUnauthorized: false`).
     pub insecure: bool,
+    /// `--config FILE`: a `config` section the script is merged over.
+    pub config_file: Option<PathBuf>,
+    /// `--overrides JSON`: deep-merged over the whole script.
+    pub overrides: Option<Value>,
+    /// `-v/--variables JSON`: merged into `config.variables`.
+    pub variables: Option<Value>,
+    /// `-p/--payload FILE`: replaces the path of the script's (single) payload.
+    pub payload: Option<PathBuf>,
+    /// `--scenario-name NAME`: run only that scenario.
+    pub scenario_name: Option<String>,
 }
 
 /// Where relative URLs go: `http(s)://host:port` plus an optional base path.
@@ -332,14 +342,48 @@ fn unknown_key_warnings(paths: &[String]) -> Vec<String> {
 }
 
 /// The script with the chosen environment deep-merged over `config` and `-t` applied.
-fn effective(text: &str, checked: &Config, opts: &LoadOptions) -> Result<ScriptFile, ScriptError> {
+fn yaml_of_json(v: &Value) -> serde_yaml::Value {
+    serde_yaml::to_value(v).unwrap_or(serde_yaml::Value::Null)
+}
+
+/// The script as it runs: `--config FILE` under it (the script wins), then the environment
+/// of `-e` over `config`, then `-t`, `--overrides`, `-v` and `-p`, as `artillery run` applies
+/// them.
+fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<ScriptFile, ScriptError> {
     let mut raw: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
-    let config = raw
-        .get_mut("config")
-        .ok_or_else(|| ScriptError("config: missing".into()))?;
+    if let Some(path) = &opts.config_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScriptError(format!("--config {}: {e}", path.display())))?;
+        let doc: serde_yaml::Value = serde_yaml::from_str(&text)
+            .map_err(|e| ScriptError(format!("--config {}: invalid YAML: {e}", path.display())))?;
+        // A file with a `config:` section, or the section's contents alone.
+        let mut base = if doc.get("config").is_some() {
+            doc
+        } else {
+            let mut m = serde_yaml::Mapping::new();
+            m.insert("config".into(), doc);
+            serde_yaml::Value::Mapping(m)
+        };
+        merge(&mut base, raw);
+        raw = base;
+    }
+    if let Some(over) = &opts.overrides {
+        merge(&mut raw, yaml_of_json(over));
+    }
+    let Some(config) = raw.get_mut("config") else {
+        return err("config: missing; add a config section (or pass --config FILE)");
+    };
     if let Some(env) = &opts.environment {
-        let known: Vec<&str> = checked.environments.keys().map(String::as_str).collect();
+        let known: Vec<String> = config
+            .get("environments")
+            .and_then(serde_yaml::Value::as_mapping)
+            .map(|m| {
+                m.keys()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
         let over = config
             .get("environments")
             .and_then(|e| e.get(env.as_str()))
@@ -359,8 +403,56 @@ fn effective(text: &str, checked: &Config, opts: &LoadOptions) -> Result<ScriptF
     if let Some(target) = &opts.target {
         config["target"] = serde_yaml::Value::String(target.clone());
     }
+    if let Some(vars) = &opts.variables {
+        let mut m = serde_yaml::Mapping::new();
+        m.insert("variables".into(), yaml_of_json(vars));
+        merge(config, serde_yaml::Value::Mapping(m));
+    }
+    if let Some(path) = &opts.payload {
+        let path = serde_yaml::Value::String(path.display().to_string());
+        match config.get_mut("payload") {
+            Some(serde_yaml::Value::Mapping(p)) => {
+                p.insert("path".into(), path);
+            }
+            Some(serde_yaml::Value::Sequence(list)) if list.len() == 1 => {
+                list[0]["path"] = path;
+            }
+            Some(serde_yaml::Value::Sequence(list)) => {
+                return err(format!(
+                    "-p: config.payload lists {} files; -p replaces the path of a single one",
+                    list.len()
+                ))
+            }
+            _ => return err("-p: needs config.payload (with its fields) whose path it replaces"),
+        }
+    }
     render_config_templates(config, opts);
-    serde_yaml::from_value(raw).map_err(|e| ScriptError(format!("config after merging -e: {e}")))
+    let mut file: ScriptFile = serde_yaml::from_value(raw)
+        .map_err(|e| ScriptError(format!("config after merging -e and flags: {e}")))?;
+    if let Some(name) = &opts.scenario_name {
+        let names: Vec<String> = file
+            .scenarios
+            .iter()
+            .filter_map(|s| s.name.clone())
+            .collect();
+        file.scenarios
+            .retain(|s| s.name.as_deref() == Some(name.as_str()));
+        if file.scenarios.is_empty() {
+            return err(format!(
+                "--scenario-name {name:?}: no scenario of that name (scenarios: {})",
+                if names.is_empty() {
+                    "none named".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        }
+        // The one scenario runs whatever its weight.
+        for s in &mut file.scenarios {
+            s.weight = Some(1.0);
+        }
+    }
+    Ok(file)
 }
 
 /// Artillery renders `{{ }}` in the target and the phases before running (`arrivalRate:

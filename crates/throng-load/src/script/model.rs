@@ -85,6 +85,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ScriptFile {
+    /// May come from `--config FILE` instead.
+    #[serde(default)]
     pub config: Config,
     #[serde(default)]
     pub scenarios: Vec<Scenario>,

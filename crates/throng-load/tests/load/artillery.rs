@@ -435,3 +435,72 @@ async fn apdex_and_metrics_by_endpoint() {
     );
     assert!(r["aggregate"]["summaries"][format!("{p}.response_time./health")].is_object());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_line_flags_as_artillery_takes_them() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "common.yml",
+        &format!(
+            "config:\n  target: \"{}\"\n  phases:\n    - duration: 1\n      arrivalCount: 3\n  variables:\n    shared: common\n",
+            srv.url()
+        ),
+    );
+    write(dir.path(), "users.csv", "ann\n");
+    write(
+        dir.path(),
+        ".env",
+        "# for the test\nexport FLAGS_TOKEN=\"t0k\"\nOTHER=1\n",
+    );
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/load/scripts/flags.yml"),
+    )
+    .unwrap();
+    write(dir.path(), "flags.yml", &text);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_throng-load"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "flags.yml",
+            "--config",
+            "common.yml",
+            "-p",
+            "users.csv",
+            "-v",
+            r#"{"color": "red"}"#,
+            "--dotenv",
+            ".env",
+            "--scenario-name",
+            "chosen",
+            "-q",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        srv.seen_paths("/"),
+        vec!["/flags/ann/red/small/t0k/common".to_string(); 3]
+    );
+    assert!(!stdout(&out).contains("Metrics for period"), "-q");
+    assert!(stdout(&out).contains("Summary report"));
+
+    // A scenario name that is not there is refused with the names that are.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_throng-load"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "flags.yml",
+            "--config",
+            "common.yml",
+            "--scenario-name",
+            "nope",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("chosen, other"), "{}", stderr(&out));
+}
