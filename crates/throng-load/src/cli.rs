@@ -74,10 +74,11 @@ pub struct RunArgs {
     /// Runtime worker threads (1 leaves the other core to a local server).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Length of the intermediate periods printed and kept in the JSON report (Artillery's
-    /// fixed 10 s unless set), from 1s to 1h.
-    #[arg(long, value_parser = period, default_value = "10s")]
-    pub period: Duration,
+    /// Length of the intermediate periods printed and kept in the JSON report, from 1s to
+    /// 1h; by default chosen for the run's length (1s up to a minute, 10s from 5 to 20
+    /// minutes, as Artillery's).
+    #[arg(long, value_parser = period)]
+    pub period: Option<Duration>,
 }
 
 /// A JSON object (`-v '{"id": 7}'`).
@@ -252,15 +253,16 @@ async fn run_script(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
+    let length: Duration = script.phases.iter().map(Phase::duration).sum();
     let run_options = RunOptions {
-        period: args.period,
+        period: args.period.unwrap_or_else(|| runner::period_for(length)),
         quiet: args.quiet,
         ..RunOptions::default()
     };
     let setup = script_setup(&script);
     let mut outcome = runner::run(script, run_options).await;
     outcome.report.setup = Some(setup);
-    let title = format!("throng load run {}", args.script.display());
+    let title = command_line();
     if let Err(code) = write_outputs(&outcome.report, &title, &args.output, &args.report) {
         return code;
     }
@@ -311,12 +313,38 @@ fn script_setup(script: &script::Script) -> RunSetup {
         .collect();
     RunSetup {
         command: "run".into(),
+        command_line: Some(command_line()),
         target: script.target.url.clone(),
         model: "script".into(),
         duration_s: phases.iter().map(|p| p.duration_s).sum(),
         phases,
         ..RunSetup::default()
     }
+}
+
+/// This process's command line, each argument quoted for a POSIX shell when it needs it.
+pub fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            let a = if i == 0 {
+                std::path::Path::new(&a)
+                    .file_name()
+                    .map_or(a.clone(), |f| f.to_string_lossy().into_owned())
+            } else {
+                a
+            };
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
+            if plain {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `url`'s arguments, for the reports.
@@ -330,6 +358,7 @@ fn url_setup(args: &UrlArgs, model: &Model) -> RunSetup {
     };
     RunSetup {
         command: "url".into(),
+        command_line: Some(command_line()),
         target: args.url.clone(),
         model: name.into(),
         duration_s: args.duration.as_secs_f64(),
@@ -452,7 +481,7 @@ async fn run_url(args: UrlArgs) -> i32 {
     };
     print!("{}", format_summary(&summary, open));
     summary.report.setup = Some(setup);
-    let title = format!("throng load url {}", args.url);
+    let title = command_line();
     if let Err(code) = write_outputs(&summary.report, &title, &args.output, &args.report) {
         return code;
     }

@@ -30,6 +30,21 @@ use crate::{
 
 /// Artillery prints and records intermediate metrics every 10 seconds.
 pub const PERIOD_DEFAULT: Duration = Duration::from_secs(10);
+
+/// The report's period for a run of `length`: about 30 to 60 points on its charts (1 s up
+/// to a minute, 10 s, Artillery's, from 5 to 20 minutes, a minute past an hour).
+pub fn period_for(length: Duration) -> Duration {
+    let s = length.as_secs_f64();
+    let secs = match s {
+        s if s <= 60.0 => 1,
+        s if s <= 120.0 => 2,
+        s if s <= 300.0 => 5,
+        s if s <= 1_200.0 => 10,
+        s if s <= 3_600.0 => 30,
+        _ => 60,
+    };
+    Duration::from_secs(secs)
+}
 /// Distinct per-endpoint metric names kept; further endpoints are not broken out.
 pub const ENDPOINTS_MAX: usize = 64;
 
@@ -183,7 +198,11 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     let elapsed = started.elapsed();
     let last = ctx.metrics.rotate();
     if opts.print && !opts.quiet && last.counters.values().any(|v| *v > 0) {
-        console::print_period(&last);
+        if opts.period < PERIOD_DEFAULT {
+            println!("{}", console::format_period_line(&last));
+        } else {
+            console::print_period(&last);
+        }
     }
     let mut report = ctx.metrics.finish();
     report.phases = phases;
@@ -210,17 +229,66 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         None => ensure::evaluate(&script.ensure, &report.aggregate),
     };
     report.thresholds = checks.iter().map(Into::into).collect();
+    report.endpoints = crate::report::endpoint_rows(&report.aggregate, &script.endpoints.prefix);
+    let mut outcome = RunOutcome {
+        report,
+        checks,
+        elapsed,
+    };
+    let verdict = verdict(&outcome);
+    outcome.report.verdict = Some(verdict);
     if opts.print {
+        let report = &outcome.report;
         console::print_summary(&report.aggregate, elapsed);
         if let Some((score, rating)) = apdex {
             println!("Apdex score: {score} ({rating})\n");
         }
-        console::print_checks(&checks);
+        print!("{}", console::format_endpoints(&report.endpoints));
+        console::print_checks(&outcome.checks);
+        if let Some(v) = &report.verdict {
+            print!("{}", console::format_verdict(v));
+        }
     }
-    RunOutcome {
-        report,
-        checks,
-        elapsed,
+    outcome
+}
+
+/// Pass or fail as the exit code says, with the failed checks and expectations, and notes on
+/// failed virtual users and errors either way.
+fn verdict(outcome: &RunOutcome) -> crate::report::Verdict {
+    let agg = &outcome.report.aggregate;
+    let exit_code = outcome.exit_code();
+    let mut reasons = Vec::new();
+    for c in outcome.checks.iter().filter(|c| !c.ok && c.strict) {
+        reasons.push(format!("check failed: {}", c.description));
+    }
+    let expectations = agg.counter("plugins.expect.failed");
+    if expectations > 0 {
+        reasons.push(format!("{expectations} expectations failed"));
+    }
+    if reasons.is_empty() {
+        let checks = outcome.checks.iter().filter(|c| c.strict).count();
+        reasons.push(match checks {
+            0 => "no ensure checks".to_string(),
+            n => format!("{n} checks passed"),
+        });
+    }
+    let mut notes = Vec::new();
+    let (created, failed) = (agg.counter("vusers.created"), agg.counter("vusers.failed"));
+    if failed > 0 {
+        notes.push(format!("{failed} of {created} virtual users failed"));
+    }
+    for (k, v) in agg
+        .counters
+        .iter()
+        .filter(|(k, _)| k.starts_with("errors."))
+    {
+        notes.push(format!("{}: {v}", &k["errors.".len()..]));
+    }
+    crate::report::Verdict {
+        passed: exit_code == 0,
+        exit_code,
+        reasons,
+        notes,
     }
 }
 
@@ -327,7 +395,12 @@ async fn print_periods(ctx: Arc<Ctx>, opts: RunOptions) {
         next += opts.period;
         let period = ctx.metrics.rotate();
         if opts.print && !opts.quiet {
-            console::print_period(&period);
+            if opts.period < PERIOD_DEFAULT {
+                // Short periods: a line each, not a block each.
+                println!("{}", console::format_period_line(&period));
+            } else {
+                console::print_period(&period);
+            }
         }
     }
 }

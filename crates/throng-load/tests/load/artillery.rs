@@ -504,3 +504,82 @@ async fn command_line_flags_as_artillery_takes_them() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("chosen, other"), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_has_verdict_endpoints_command_and_short_periods() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let page = dir.path().join("r.html");
+    let out = run_script(
+        dir.path(),
+        "ensure.yml",
+        &srv.url(),
+        &[
+            "-o",
+            json.to_str().unwrap(),
+            "--report",
+            page.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = report(&json);
+    let verdict = &r["verdict"];
+    assert_eq!(verdict["passed"], false);
+    assert_eq!(verdict["exitCode"], 1);
+    assert_eq!(
+        verdict["reasons"],
+        serde_json::json!(["check failed: maxErrorRate < 0"])
+    );
+    let notes = verdict["notes"].to_string();
+    assert!(
+        notes.contains("4 of 4 virtual users failed")
+            && notes.contains("Failed capture or match: 4"),
+        "{notes}"
+    );
+    // One row per endpoint as written, busiest first, with codes and percentiles.
+    let rows = r["endpoints"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["/items/{{ $randomNumber(1, 2) }}", "/status/200"]);
+    for e in rows {
+        assert_eq!(e["count"], 4, "{e}");
+        assert_eq!(e["codes"]["200"], 4, "{e}");
+        assert!(e["p99"].as_f64().unwrap() >= e["p50"].as_f64().unwrap());
+    }
+    // The command with its arguments; a 1 s run is reported per second.
+    let command = r["setup"]["commandLine"].as_str().unwrap();
+    assert!(
+        command.starts_with("throng-load run ")
+            && command.contains(" -o ")
+            && command.contains("--report"),
+        "{command}"
+    );
+    assert!(
+        r["intermediate"][0]["widthMs"].as_u64().unwrap() <= 1_500,
+        "{r}"
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("Endpoints:") && text.contains("/status/200"),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAILED (exit code 1): check failed: maxErrorRate < 0"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Metrics for period"),
+        "short periods print a line each: {text}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for needle in [
+        "id=\"verdict\"",
+        "id=\"endpoints\"",
+        "@media (max-width: 640px)",
+        "class=\"scroll\"",
+    ] {
+        assert!(html.contains(needle), "{needle}");
+    }
+}
