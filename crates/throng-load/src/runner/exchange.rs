@@ -395,14 +395,22 @@ impl Vu {
     /// names it: the path (with the host and port when they differ from the target's), as
     /// written (`/items/{{ id }}`, its default `groupDynamicURLs`) or as sent, with or
     /// without its query, and the request's `name`. `None` when not counted.
-    fn endpoint_name(&self, r: &Request, rendered: &Rendered) -> Option<String> {
+    fn endpoint_name<'a>(
+        &self,
+        r: &'a Request,
+        rendered: &Rendered,
+    ) -> Option<std::borrow::Cow<'a, str>> {
         let naming = &self.ctx.script.endpoints;
         let target = &self.ctx.script.target;
         if r.name.is_none() && naming.ignore_unnamed_requests {
             return None;
         }
+        if let Some(known) = &r.endpoint {
+            // Known when the script was loaded (a relative URL named as written).
+            return Some(known.as_str().into());
+        }
         if let (Some(n), true) = (&r.name, naming.use_only_request_names) {
-            return Some(n.clone());
+            return Some(n.as_str().into());
         }
         let mut base = String::new();
         if rendered.target.host != target.host {
@@ -424,10 +432,13 @@ impl Vu {
             path
         };
         base.push_str(path);
-        Some(match &r.name {
-            Some(n) => format!("{base} ({n})"),
-            None => base,
-        })
+        Some(
+            match &r.name {
+                Some(n) => format!("{base} ({n})"),
+                None => base,
+            }
+            .into(),
+        )
     }
 
     fn endpoint_metrics(&self, r: &Request, rendered: &Rendered, resp: &Response, us: u64) {
@@ -730,7 +741,7 @@ fn number_of(v: &Value) -> Option<f64> {
 
 /// A request's path as written in the script (templates unrendered): a relative URL after
 /// the target's base path, an absolute one after its authority.
-fn written_path(url: &str, base_path: &str) -> String {
+pub(crate) fn written_path(url: &str, base_path: &str) -> String {
     if let Some(rest) = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))

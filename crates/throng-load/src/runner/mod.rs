@@ -7,6 +7,7 @@ mod exchange;
 mod pool;
 mod vuser;
 
+pub(crate) use exchange::written_path;
 pub(crate) use vuser::number;
 
 use std::{

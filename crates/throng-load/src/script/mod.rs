@@ -161,6 +161,9 @@ pub struct Request {
     pub auth: Option<(Value, Value)>,
     /// `cookie: {name: value}`: set in the user's jar for this request's URL, then sent.
     pub cookies: Vec<(String, Value)>,
+    /// Its per-endpoint metrics name when known at load (a relative URL named as written),
+    /// so a request does not build it each time.
+    pub endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -576,7 +579,11 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
             ))
         })?;
     }
-    let scenarios = scenarios(&file, &mut warnings)?;
+    let mut scenarios = scenarios(&file, &mut warnings)?;
+    let endpoints = endpoint_naming(c);
+    for s in &mut scenarios {
+        name_endpoints(&mut s.flow, &endpoints, &target);
+    }
     let tls = tls(c, dir, opts, &mut warnings)?;
     let expect = expect_plugin(c, &scenarios, &mut warnings);
     Ok(Script {
@@ -597,7 +604,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
             .transpose()?,
         scenarios,
         ensure,
-        endpoints: endpoint_naming(c),
+        endpoints,
         expect,
         apdex: apdex(c)?,
         tls,
@@ -855,6 +862,39 @@ fn closed_phase(key: &str, name: String, p: &model::Phase) -> Result<Phase, Scri
         vusers: n as u64,
         ramp_up,
     })
+}
+
+/// Fills each request's per-endpoint name where it does not depend on the request as sent:
+/// by name only, or a relative URL named as written.
+fn name_endpoints(steps: &mut [Step], naming: &EndpointNaming, target: &Target) {
+    for step in steps {
+        match step {
+            Step::Request(r) => {
+                if let (Some(n), true) = (&r.name, naming.use_only_request_names) {
+                    r.endpoint = Some(n.clone());
+                    continue;
+                }
+                let relative = !(r.url.starts_with("http://") || r.url.starts_with("https://"));
+                if !(naming.group_dynamic_urls && relative) {
+                    continue;
+                }
+                let written = crate::runner::written_path(&r.url, &target.base_path);
+                let path = if naming.strip_query_string {
+                    written.split('?').next().unwrap_or("")
+                } else {
+                    written.as_str()
+                };
+                r.endpoint = Some(match &r.name {
+                    Some(n) => format!("{path} ({n})"),
+                    None => path.to_string(),
+                });
+            }
+            Step::Loop { steps, .. } | Step::Parallel { steps, .. } => {
+                name_endpoints(steps, naming, target)
+            }
+            _ => {}
+        }
+    }
 }
 
 fn expect_plugin(
@@ -1261,6 +1301,7 @@ fn request(
         None => Vec::new(),
     };
     Ok(Request {
+        endpoint: None,
         cookies,
         if_true,
         probability,
