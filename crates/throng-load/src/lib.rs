@@ -55,6 +55,7 @@
 //! - [`runner`]: virtual users running scenarios against the schedule, and the pools of looping
 //!   virtual users of closed-model phases (`vusers`, a throng extension documented in
 //!   [`script::model`]).
+//! - [`processor`]: `config.processor` JavaScript in an embedded engine, on a thread of its own.
 //! - [`ensure`]: pass/fail checks (`thresholds`, `conditions`, `maxErrorRate`, `p99`, ...).
 
 pub mod capture;
@@ -63,6 +64,7 @@ pub mod ensure;
 pub mod http;
 pub mod measure;
 pub mod metrics;
+pub mod processor;
 pub mod report;
 pub mod runner;
 pub mod schedule;

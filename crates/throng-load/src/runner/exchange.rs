@@ -50,9 +50,39 @@ impl Vu {
                 return Ok(());
             }
         }
-        for hook in &r.hooks {
-            super::vuser::warn_function(&self.ctx, hook);
-        }
+        // Scripts without hooks take no reference to the script here (the hot path).
+        let hooked = {
+            let s = self.scenario.map(|i| &self.ctx.script.scenarios[i]);
+            let scenario_hooks =
+                s.is_some_and(|s| !(s.before_request.is_empty() && s.after_response.is_empty()));
+            (scenario_hooks || !(r.before_request.is_empty() && r.after_response.is_empty()))
+                .then(|| self.ctx.script.clone())
+        };
+        let no_hooks: &[String] = &[];
+        let scenario = hooked
+            .as_ref()
+            .and_then(|script| self.scenario.map(|i| &script.scenarios[i]));
+        let (scenario_before, scenario_after) = scenario.map_or((no_hooks, no_hooks), |s| {
+            (s.before_request.as_slice(), s.after_response.as_slice())
+        });
+        let changed;
+        let r: &Request = if scenario_before.is_empty() && r.before_request.is_empty() {
+            r
+        } else {
+            // beforeRequest functions see the request as written and may change it.
+            let target = &self.ctx.script.target;
+            let mut params = request_params(r, target);
+            for f in scenario_before.iter().chain(&r.before_request) {
+                if let Some(p) = self
+                    .call_processor("beforeRequest", f, Some(params.clone()), None)
+                    .await?
+                {
+                    params = p;
+                }
+            }
+            changed = apply_params(r, &params, &self.ctx.script.target);
+            &changed
+        };
         let rendered = match self.render(r) {
             Ok(x) => x,
             Err(msg) => {
@@ -92,8 +122,18 @@ impl Vu {
                 None => break resp,
             }
         };
-        self.capture(r, &resp)?;
-        self.expect(r, &rendered, &resp)
+        // As Artillery: captures, then afterResponse functions, then a failed capture fails.
+        let captured = self.capture(r, &resp);
+        if !(scenario_after.is_empty() && r.after_response.is_empty()) {
+            let params = request_params(r, &self.ctx.script.target);
+            let res = response_value(&resp);
+            for f in scenario_after.iter().chain(&r.after_response) {
+                self.call_processor("afterResponse", f, Some(params.clone()), Some(res.clone()))
+                    .await?;
+            }
+        }
+        self.expect(r, &rendered, &resp)?;
+        captured
     }
 
     /// Sends the request once and records the answer's metrics; returns it with its
@@ -737,6 +777,104 @@ fn check(kind: &str, expected: &Value, resp: &Response, body: &ExpectBody) -> Op
 /// A number, or a string holding one (JavaScript's `Number(x)` for the plugin's checks).
 fn number_of(v: &Value) -> Option<f64> {
     super::vuser::number(v)
+}
+
+/// `requestParams` as a `beforeRequest` function sees them: the URL as written (after the
+/// target when relative), method, headers, body (`json`, `body` or `form`), `qs`, `cookie`.
+fn request_params(r: &Request, target: &Target) -> Value {
+    let mut p = serde_json::Map::new();
+    let url = if r.url.starts_with('/') {
+        format!("{}{}", target.url, r.url)
+    } else {
+        r.url.clone()
+    };
+    p.insert("url".into(), Value::String(url));
+    p.insert("method".into(), Value::String(r.method.to_string()));
+    if let Some(n) = &r.name {
+        p.insert("name".into(), Value::String(n.clone()));
+    }
+    let map = |pairs: &[(String, Value)]| {
+        Value::Object(pairs.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+    };
+    p.insert("headers".into(), map(&r.headers));
+    if !r.qs.is_empty() {
+        p.insert("qs".into(), map(&r.qs));
+    }
+    if !r.cookies.is_empty() {
+        p.insert("cookie".into(), map(&r.cookies));
+    }
+    match &r.body {
+        Body::None => {}
+        Body::Json(j) => {
+            p.insert("json".into(), j.clone());
+        }
+        Body::Text(t) => {
+            p.insert("body".into(), t.clone());
+        }
+        Body::Form(f) => {
+            p.insert("form".into(), map(f));
+        }
+    }
+    Value::Object(p)
+}
+
+/// The request as a `beforeRequest` function left its parameters.
+fn apply_params(r: &Request, p: &Value, target: &Target) -> Request {
+    let mut out = r.clone();
+    let pairs = |v: &Value| -> Vec<(String, Value)> {
+        v.as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default()
+    };
+    if let Some(url) = p.get("url").and_then(Value::as_str) {
+        out.url = match url.strip_prefix(target.url.as_str()) {
+            Some(rest) if rest.starts_with('/') => rest.to_string(),
+            _ => url.to_string(),
+        };
+        // Named as sent, since the written URL changed.
+        if out.url != r.url {
+            out.endpoint = None;
+        }
+    }
+    if let Some(m) = p.get("method").and_then(Value::as_str) {
+        if let Ok(m) = http::Method::from_bytes(m.to_ascii_uppercase().as_bytes()) {
+            out.method = m;
+        }
+    }
+    if let Some(h) = p.get("headers") {
+        out.headers = pairs(h);
+    }
+    out.qs = p.get("qs").map(pairs).unwrap_or_default();
+    out.cookies = p.get("cookie").map(pairs).unwrap_or_default();
+    out.body = match (p.get("json"), p.get("body"), p.get("form")) {
+        (Some(j), _, _) if !j.is_null() => Body::Json(j.clone()),
+        (_, Some(b), _) if !b.is_null() => Body::Text(b.clone()),
+        (_, _, Some(f)) if !f.is_null() => Body::Form(pairs(f)),
+        _ => Body::None,
+    };
+    out
+}
+
+/// `response` as an `afterResponse` function sees it: `statusCode`, `headers` (lower-case
+/// names), `body` (text).
+fn response_value(resp: &Response) -> Value {
+    let mut headers = serde_json::Map::new();
+    for (k, v) in &resp.headers {
+        let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        match headers.get_mut(k.as_str()) {
+            // Repeated headers (Set-Cookie) as Node gives them: a list.
+            Some(Value::Array(list)) => list.push(Value::String(v)),
+            Some(one) => *one = Value::Array(vec![one.take(), Value::String(v)]),
+            None => {
+                headers.insert(k.as_str().to_string(), Value::String(v));
+            }
+        }
+    }
+    serde_json::json!({
+        "statusCode": resp.status,
+        "headers": headers,
+        "body": String::from_utf8_lossy(&resp.body),
+    })
 }
 
 /// A request's path as written in the script (templates unrendered): a relative URL after

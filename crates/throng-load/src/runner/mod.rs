@@ -73,6 +73,8 @@ pub struct RunOutcome {
     pub report: Report,
     pub checks: Vec<Check>,
     pub elapsed: Duration,
+    /// The exit code the processor's JavaScript set, if any.
+    pub suggested_exit_code: Option<i32>,
 }
 
 /// Artillery's exit code when an `ensure` check fails.
@@ -81,11 +83,13 @@ pub const EXIT_CHECKS_FAILED: i32 = 1;
 pub const EXIT_EXPECTATIONS_FAILED: i32 = 21;
 
 impl RunOutcome {
-    /// As `artillery run`: 1 when a strict `ensure` check failed, else 21 when an
-    /// expectation failed, else 0.
+    /// As `artillery run`: 1 when a strict `ensure` check failed, else the code a processor
+    /// function set, else 21 when an expectation failed, else 0.
     pub fn exit_code(&self) -> i32 {
         if !ensure::passed(&self.checks) {
             EXIT_CHECKS_FAILED
+        } else if let Some(code) = self.suggested_exit_code {
+            code
         } else if self.report.aggregate.counter("plugins.expect.failed") > 0 {
             EXIT_EXPECTATIONS_FAILED
         } else {
@@ -132,7 +136,14 @@ pub(crate) struct Ctx {
     pub idle: Mutex<HashMap<String, Vec<crate::http::Sender>>>,
     /// When the last phase ends: no `retryAfter` wait starts that would end later.
     pub phases_end: tokio::time::Instant,
+    /// The variables the `before` flow left, given to every virtual user.
+    pub before_vars: std::sync::OnceLock<crate::template::Vars>,
+    /// The exit code a processor function set (`process.exitCode`), or [`NO_EXIT_CODE`].
+    pub exit_code: std::sync::atomic::AtomicI32,
 }
+
+/// No exit code set by the processor.
+pub const NO_EXIT_CODE: i32 = i32::MIN;
 
 /// Runs the script to completion (all phases, then all virtual users finish).
 pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
@@ -152,7 +163,13 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         idle: Mutex::new(HashMap::new()),
         phases_end: tokio::time::Instant::now()
             + script.phases.iter().map(Phase::duration).sum::<Duration>(),
+        before_vars: std::sync::OnceLock::new(),
+        exit_code: std::sync::atomic::AtomicI32::new(NO_EXIT_CODE),
     });
+    if let Some(steps) = &script.before {
+        let vars = vuser::once(&ctx, steps).await;
+        let _ = ctx.before_vars.set(vars);
+    }
     let started = Instant::now();
     let ticker = tokio::spawn(print_periods(ctx.clone(), opts.clone()));
     let mut vusers = JoinSet::new();
@@ -195,6 +212,9 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         phases.push(held);
     }
     while vusers.join_next().await.is_some() {}
+    if let Some(steps) = &script.after {
+        vuser::once(&ctx, steps).await;
+    }
     ticker.abort();
     let elapsed = started.elapsed();
     let last = ctx.metrics.rotate();
@@ -231,10 +251,12 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     };
     report.thresholds = checks.iter().map(Into::into).collect();
     report.endpoints = crate::report::endpoint_rows(&report.aggregate, &script.endpoints.prefix);
+    let code = ctx.exit_code.load(std::sync::atomic::Ordering::Relaxed);
     let mut outcome = RunOutcome {
         report,
         checks,
         elapsed,
+        suggested_exit_code: (code != NO_EXIT_CODE).then_some(code),
     };
     let verdict = verdict(&outcome);
     outcome.report.verdict = Some(verdict);

@@ -29,6 +29,9 @@ pub(crate) struct Vu {
     /// The user's cookie jar, made by the first cookie it receives or sends (so a script
     /// without cookies never has one); shared by the branches of a `parallel` step.
     pub jar: Option<Jar>,
+    /// The scenario it runs (for its `beforeRequest`/`afterResponse` hooks); `None` in the
+    /// `before`/`after` flows.
+    pub scenario: Option<usize>,
 }
 
 pub(crate) type Jar = Arc<std::sync::Mutex<cookie_store::CookieStore>>;
@@ -49,16 +52,27 @@ pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap
     ctx.metrics.counter("vusers.created", 1);
     ctx.metrics
         .counter(&format!("vusers.created_by_name.{}", s.name), 1);
-    for hook in &s.hooks {
-        warn_function(ctx, hook);
-    }
     let mut vu = Vu {
         vars: initial_vars(ctx),
         ctx: ctx.clone(),
         conns: std::mem::take(conns),
         jar: None,
+        scenario: Some(scenario),
     };
-    let outcome = vu.steps(&s.flow).await;
+    // As Artillery: beforeScenario and afterScenario functions are the flow's first and last
+    // steps.
+    let mut outcome = Ok(());
+    for f in &s.before_scenario {
+        outcome = outcome.and(vu.function(f).await);
+    }
+    if outcome.is_ok() {
+        outcome = vu.steps(&s.flow).await;
+    }
+    if outcome.is_ok() {
+        for f in &s.after_scenario {
+            outcome = outcome.and(vu.function(f).await);
+        }
+    }
     *conns = std::mem::take(&mut vu.conns);
     drop(vu);
     match outcome {
@@ -73,9 +87,26 @@ pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap
     }
 }
 
+/// Runs a `before` or `after` flow once, outside the phases (not counted as a virtual user);
+/// returns its variables for every virtual user (what `before` captured).
+pub(crate) async fn once(ctx: &Arc<Ctx>, steps: &[Step]) -> Vars {
+    let mut vu = Vu {
+        vars: initial_vars(ctx),
+        ctx: ctx.clone(),
+        conns: HashMap::new(),
+        jar: None,
+        scenario: None,
+    };
+    if vu.steps(steps).await.is_err() {
+        eprintln!("warning: a before/after flow failed; see errors in the report");
+    }
+    vu.vars
+}
+
 fn initial_vars(ctx: &Ctx) -> Vars {
     let script = &ctx.script;
-    let mut vars = Vars::new();
+    // What the `before` flow left (a token it captured), under each user's own variables.
+    let mut vars = ctx.before_vars.get().cloned().unwrap_or_default();
     vars.insert("target".into(), Value::String(script.target.url.clone()));
     if let Some(env) = &script.environment {
         vars.insert("$environment".into(), Value::String(env.clone()));
@@ -129,10 +160,7 @@ impl Vu {
                 println!("{}", render_str(msg, &self.vars));
                 Ok(())
             }
-            Step::Function(name) => {
-                warn_function(&self.ctx, name);
-                Ok(())
-            }
+            Step::Function(name) => self.function(name).await,
             Step::Parallel { steps, limit } => self.parallel(steps, *limit).await,
             Step::Loop {
                 steps,
@@ -151,6 +179,77 @@ impl Vu {
         }
     }
 
+    /// A processor function as a step (also `beforeScenario`/`afterScenario`).
+    pub(crate) async fn function(&mut self, name: &str) -> Result<(), Failed> {
+        self.call_processor("function", name, None, None)
+            .await
+            .map(|_| ())
+    }
+
+    /// Calls processor function `name` with the user's variables (and the request and
+    /// response for hooks); applies what it did: variables, custom metrics, the exit code.
+    /// Returns the request parameters as the function left them. Without a processor the
+    /// function is skipped with a warning; a name the processor lacks counts Artillery's
+    /// `errors.Undefined function "name"` and goes on.
+    pub(crate) async fn call_processor(
+        &mut self,
+        kind: &'static str,
+        name: &str,
+        req: Option<Value>,
+        res: Option<Value>,
+    ) -> Result<Option<Value>, Failed> {
+        let Some(processor) = self.ctx.script.processor.clone() else {
+            warn_function(&self.ctx, name);
+            return Ok(None);
+        };
+        if !processor.has(name) {
+            if kind == "function" {
+                self.ctx
+                    .metrics
+                    .error(&format!("Undefined function \"{name}\""));
+            }
+            return Ok(None);
+        }
+        let call = crate::processor::Call {
+            kind,
+            name: name.to_string(),
+            vars: Value::Object(self.vars.clone()),
+            req,
+            res,
+        };
+        let out = processor.call(call).await;
+        if let Value::Object(vars) = out.vars {
+            self.vars = vars;
+        }
+        let m = &self.ctx.metrics;
+        for (kind, metric, value) in &out.emitted {
+            let n = number(value).unwrap_or(1.0);
+            match kind.as_str() {
+                "counter" => m.counter(metric, n.max(0.0) as u64),
+                // Artillery's histograms are in milliseconds.
+                "histogram" | "summary" => m.histogram_us(metric, (n.max(0.0) * 1000.0) as u64),
+                "error" => m.error(metric),
+                other => self.ctx.warnings.once(&format!("emit:{other}"), || {
+                    format!("events.emit({other:?}, ...) is not supported; ignored")
+                }),
+            }
+        }
+        if let Some(code) = out.exit_code {
+            self.ctx
+                .exit_code
+                .store(code, std::sync::atomic::Ordering::Relaxed);
+        }
+        match out.error {
+            Some(e) => {
+                // Artillery counts the error's message (first line) as its code.
+                let first = e.lines().next().unwrap_or("error").to_string();
+                m.error(&first);
+                Err(Failed)
+            }
+            None => Ok(out.req),
+        }
+    }
+
     /// Artillery's `parallel`: the steps at once (at most `limit`), each on connections of
     /// its own, sharing the user's variables and cookie jar; what a step captures is there
     /// afterwards. The first failure fails the user once all have ended.
@@ -164,6 +263,7 @@ impl Vu {
                 vars: self.vars.clone(),
                 conns: HashMap::new(),
                 jar: Some(jar.clone()),
+                scenario: self.scenario,
             };
             branches.push(async move {
                 let outcome = branch.step(step).await;

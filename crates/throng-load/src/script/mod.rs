@@ -151,8 +151,10 @@ pub struct Request {
     pub captures: Vec<Capture>,
     /// Expectations as `(name, expected)`, e.g. `("statusCode", 200)`.
     pub expect: Vec<(String, Value)>,
-    /// JavaScript hooks (`beforeRequest`, `afterResponse`): warned about once, skipped.
-    pub hooks: Vec<String>,
+    /// Processor functions run before the request is rendered (`beforeRequest`).
+    pub before_request: Vec<String>,
+    /// Processor functions run on the response (`afterResponse`).
+    pub after_response: Vec<String>,
     /// `ifTrue`: the request is sent only when this holds on the user's variables.
     pub if_true: Option<crate::ensure::Expr>,
     /// `probability`: percent chance (0-100) that the request is sent.
@@ -195,7 +197,11 @@ pub struct Scenario {
     pub name: String,
     pub weight: f64,
     pub flow: Vec<Step>,
-    pub hooks: Vec<String>,
+    /// Processor functions: at the start and the end of the flow, and around every request.
+    pub before_scenario: Vec<String>,
+    pub after_scenario: Vec<String>,
+    pub before_request: Vec<String>,
+    pub after_response: Vec<String>,
 }
 
 /// How per-endpoint metrics are named (Artillery's `metrics-by-endpoint` plugin options).
@@ -256,6 +262,11 @@ pub struct Script {
     pub endpoints: EndpointNaming,
     pub expect: Option<ExpectPlugin>,
     pub apdex: Option<Apdex>,
+    /// `config.processor`, loaded.
+    pub processor: Option<std::sync::Arc<crate::processor::Processor>>,
+    /// `before:` and `after:` flows.
+    pub before: Option<Vec<Step>>,
+    pub after: Option<Vec<Step>>,
     /// HTTPS client configuration (`config.tls`), used by `https://` targets and URLs.
     pub tls: crate::tls::Tls,
     /// Things Artillery would do that throng cannot (JavaScript, some plugins).
@@ -564,7 +575,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
             warnings.push(format!("{key}.strictCapture: not supported; ignored"));
         }
     }
-    warn_unsupported(c, &file, &mut warnings);
+    warn_unsupported(c, &mut warnings);
     let ensure = match (&c.ensure, c.plugins.as_ref().and_then(|p| p.get("ensure"))) {
         (Some(e), _) => e.clone(),
         (None, Some(v)) => serde_json::from_value(v.clone())
@@ -586,6 +597,29 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
     }
     let tls = tls(c, dir, opts, &mut warnings)?;
     let expect = expect_plugin(c, &scenarios, &mut warnings);
+    let before = once_flow(&file.before, "before", &mut warnings)?;
+    let after = once_flow(&file.after, "after", &mut warnings)?;
+    let processor = processor(c, dir, &mut warnings);
+    let once: Vec<&[Step]> = [&before, &after]
+        .into_iter()
+        .flatten()
+        .map(Vec::as_slice)
+        .collect();
+    let used = function_names(&scenarios, &once);
+    match &processor {
+        Some(p) => {
+            for f in used.iter().filter(|f| !p.has(f)) {
+                warnings.push(format!(
+                    "function {f:?} is not exported by config.processor; each call counts errors.Undefined function \"{f}\", as in Artillery"
+                ));
+            }
+        }
+        None if c.processor.is_none() && !used.is_empty() => warnings.push(format!(
+            "functions {} are used but config.processor is not set; skipped",
+            used.join(", ")
+        )),
+        None => {}
+    }
     Ok(Script {
         dir: dir.to_path_buf(),
         environment: opts.environment.clone(),
@@ -607,6 +641,9 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         endpoints,
         expect,
         apdex: apdex(c)?,
+        processor,
+        before,
+        after,
         tls,
         warnings,
     })
@@ -1011,12 +1048,82 @@ fn endpoint_naming(c: &Config) -> EndpointNaming {
     }
 }
 
-fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
-    if let Some(p) = &c.processor {
+/// `config.processor`: the JavaScript file, started on its engine's thread. One that cannot
+/// load (a syntax error, a module it requires) is said, and the script runs without it.
+fn processor(
+    c: &Config,
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Option<std::sync::Arc<crate::processor::Processor>> {
+    let p = c.processor.as_ref()?;
+    let Some(path) = p.as_str() else {
         warnings.push(format!(
-            "config.processor {p}: JavaScript cannot run in throng-load; functions it defines are skipped"
+            "config.processor: a path to a JavaScript file, got {p}; functions are skipped"
         ));
+        return None;
+    };
+    match crate::processor::Processor::start(&dir.join(path)) {
+        Ok(p) => Some(std::sync::Arc::new(p)),
+        Err(e) => {
+            warnings.push(format!(
+                "config.processor {path}: cannot load: {e}; its functions are skipped"
+            ));
+            None
+        }
     }
+}
+
+/// Every function name the flows and hooks use, once each, in order.
+fn function_names(scenarios: &[Scenario], extra: &[&[Step]]) -> Vec<String> {
+    fn walk(steps: &[Step], out: &mut Vec<String>) {
+        for s in steps {
+            match s {
+                Step::Function(f) => out.push(f.clone()),
+                Step::Request(r) => {
+                    out.extend(r.before_request.iter().chain(&r.after_response).cloned())
+                }
+                Step::Loop { steps, .. } | Step::Parallel { steps, .. } => walk(steps, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for s in scenarios {
+        out.extend(
+            s.before_scenario
+                .iter()
+                .chain(&s.after_scenario)
+                .chain(&s.before_request)
+                .chain(&s.after_response)
+                .cloned(),
+        );
+        walk(&s.flow, &mut out);
+    }
+    for steps in extra {
+        walk(steps, &mut out);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|f| seen.insert(f.clone()));
+    out
+}
+
+/// `before:` / `after:` (`{flow: [...]}`): steps run once before the phases and once after.
+fn once_flow(
+    v: &Option<Value>,
+    key: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Vec<Step>>, ScriptError> {
+    let Some(v) = v else { return Ok(None) };
+    let flow = v
+        .get("flow")
+        .cloned()
+        .ok_or_else(|| ScriptError(format!("{key}: needs a flow (a list of steps)")))?;
+    let raw: Vec<StepRaw> =
+        serde_json::from_value(flow).map_err(|e| ScriptError(format!("{key}.flow: {e}")))?;
+    Ok(Some(steps(&raw, &format!("{key}.flow"), warnings)?))
+}
+
+fn warn_unsupported(c: &Config, warnings: &mut Vec<String>) {
     for name in c.plugins.iter().flat_map(|p| p.keys()) {
         if !matches!(
             name.as_str(),
@@ -1033,8 +1140,6 @@ fn warn_unsupported(c: &Config, file: &ScriptFile, warnings: &mut Vec<String>) {
         ("config.ws", c.ws.is_some()),
         ("config.socketio", c.socketio.is_some()),
         ("config.statsd", c.statsd.is_some()),
-        ("before", file.before.is_some()),
-        ("after", file.after.is_some()),
     ];
     for (key, present) in ignored {
         if present {
@@ -1059,23 +1164,18 @@ fn scenarios(file: &ScriptFile, warnings: &mut Vec<String>) -> Result<Vec<Scenar
         if !weight.is_finite() || weight < 0.0 {
             return err(format!("{key}.weight: must be zero or more, got {weight}"));
         }
-        let hooks = [
-            &s.before_scenario,
-            &s.after_scenario,
-            &s.before_request,
-            &s.after_response,
-        ]
-        .into_iter()
-        .flatten()
-        .flat_map(|h| h.0.clone())
-        .collect();
+        let list =
+            |h: &Option<OneOrMany<String>>| h.as_ref().map(|h| h.0.clone()).unwrap_or_default();
         let flow = steps(&s.flow, &format!("{key}.flow"), warnings)?;
         let name = s.name.clone().unwrap_or_else(|| i.to_string());
         out.push(Scenario {
             name,
             weight,
             flow,
-            hooks,
+            before_scenario: list(&s.before_scenario),
+            after_scenario: list(&s.after_scenario),
+            before_request: list(&s.before_request),
+            after_response: list(&s.after_response),
         });
     }
     if out.iter().all(|s| s.weight == 0.0) {
@@ -1262,11 +1362,8 @@ fn request(
         .into_iter()
         .flat_map(|m| m.into_iter())
         .collect();
-    let hooks = [&r.before_request, &r.after_response]
-        .into_iter()
-        .flatten()
-        .flat_map(|h: &OneOrMany<String>| h.0.clone())
-        .collect();
+    let hook_list =
+        |h: &Option<OneOrMany<String>>| h.as_ref().map(|h| h.0.clone()).unwrap_or_default();
     let if_true = match &r.if_true {
         Some(text) => match crate::ensure::parse(text) {
             Ok(e) => Some(e),
@@ -1314,7 +1411,8 @@ fn request(
         body,
         captures,
         expect,
-        hooks,
+        before_request: hook_list(&r.before_request),
+        after_response: hook_list(&r.after_response),
     })
 }
 

@@ -583,3 +583,77 @@ async fn report_has_verdict_endpoints_command_and_short_periods() {
         assert!(html.contains(needle), "{needle}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processor_functions_hooks_before_flow_metrics_and_exit_code() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let js = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/load/scripts/processor.js"),
+    )
+    .unwrap();
+    write(dir.path(), "processor.js", &js);
+    let json = dir.path().join("r.json");
+    let out = run_script(
+        dir.path(),
+        "processor.yml",
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    // process.exitCode = 17 in an afterResponse hook.
+    assert_eq!(out.status.code(), Some(17), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("\"undefinedFn\" is not exported"),
+        "{}",
+        stderr(&out)
+    );
+    let seen = srv.seen();
+    // beforeRequest rewrote the URL and added a header from the variable a function set.
+    let signed: Vec<_> = seen
+        .iter()
+        .filter(|s| s.uri.starts_with("/signed/"))
+        .collect();
+    assert_eq!(signed.len(), 2);
+    for s in &signed {
+        assert_eq!(s.uri, "/signed/tok-ann");
+        assert_eq!(s.headers["x-sig"], "sig-tok-ann");
+    }
+    assert!(srv.seen_paths("/plain/").is_empty());
+    // The before flow ran once; what it captured, what afterResponse read and what the
+    // async function set reach the later requests.
+    assert_eq!(seen.iter().filter(|s| s.uri == "/items").count(), 3);
+    assert_eq!(srv.seen_paths("/after/"), vec!["/after/tok-ann/yes/42"; 2]);
+    let r = report(&json);
+    assert_eq!(count(&r, "custom.tokens"), 2);
+    assert_eq!(
+        r["aggregate"]["summaries"]["custom.latency"]["count"], 2,
+        "{r}"
+    );
+    // An undefined function counts and goes on; an error passed to next fails the user.
+    assert_eq!(count(&r, "errors.Undefined function \"undefinedFn\""), 2);
+    assert_eq!(count(&r, "errors.boom"), 2);
+    assert_eq!(count(&r, "vusers.failed"), 2);
+    assert!(srv.seen_paths("/never").is_empty());
+}
+
+#[tokio::test]
+async fn a_processor_that_cannot_load_is_said_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "p.js",
+        "const faker = require('@faker-js/faker');\nmodule.exports = { f: function (c, e, next) { next(); } };\n",
+    );
+    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  processor: ./p.js\n  phases:\n    - pause: 0.1\nscenarios:\n  - flow:\n      - function: f\n";
+    write(dir.path(), "s.yml", yaml);
+    let out = super::throng_load(&["run", dir.path().join("s.yml").to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.processor ./p.js: cannot load")
+            && err.contains("require('@faker-js/faker')"),
+        "{err}"
+    );
+}
