@@ -2,6 +2,7 @@
 //! `rquickjs`) with Artillery's signatures:
 //!
 //! - a `function` step, `beforeScenario`, `afterScenario`: `fn(context, events, next)`;
+//! - a loop's `whileTrue`: `fn(context, next)`, `next(false)` ending the loop;
 //! - `beforeRequest`: `fn(requestParams, context, events, next)` (it may change the URL,
 //!   headers, `json`, `body`, `qs`, `form` and `cookie` before they are rendered);
 //! - `afterResponse`: `fn(requestParams, response, context, events, next)` with
@@ -57,6 +58,8 @@ pub struct Outcome {
     pub emitted: Vec<(String, String, Value)>,
     /// `process.exitCode` or `artillery.suggestedExitCode`, if set.
     pub exit_code: Option<i32>,
+    /// A `whileTrue` function's answer.
+    pub result: Option<bool>,
 }
 
 type Job = (Call, tokio::sync::oneshot::Sender<Outcome>);
@@ -108,18 +111,20 @@ const DRIVER: &str = r#"
     var emitted = [];
     var events = { emit: function (type, name, value) { emitted.push([String(type), String(name), value === undefined ? 1 : value]); } };
     var error = null;
+    var result = null;
     function finish() {
       if (globalThis.__result !== undefined) return;
       var code = __exitCode;
       if (code === undefined && artillery.suggestedExitCode !== undefined) code = artillery.suggestedExitCode;
-      globalThis.__result = JSON.stringify({ error: error, vars: context.vars, req: a.req === undefined ? null : a.req, emitted: emitted, exit_code: code === undefined ? null : Number(code) });
+      globalThis.__result = JSON.stringify({ error: error, vars: context.vars, req: a.req === undefined ? null : a.req, emitted: emitted, result: result, exit_code: code === undefined ? null : Number(code) });
     }
     // Called by the engine's thread when nothing is left to run.
     globalThis.__finish = finish;
     var next = function (err) { if (err && error === null) error = message(err); finish(); };
     var ret;
     try {
-      if (a.kind === "beforeRequest") ret = fn(a.req, context, events, next);
+      if (a.kind === "whileTrue") ret = fn(context, function (b) { result = !!b; finish(); });
+      else if (a.kind === "beforeRequest") ret = fn(a.req, context, events, next);
       else if (a.kind === "afterResponse") ret = fn(a.req, a.res, context, events, next);
       else ret = fn(context, events, next);
     } catch (e) { error = message(e); finish(); }

@@ -32,6 +32,8 @@ pub(crate) struct Vu {
     /// The scenario it runs (for its `beforeRequest`/`afterResponse` hooks); `None` in the
     /// `before`/`after` flows.
     pub scenario: Option<usize>,
+    /// The last `whileTrue` function's answer.
+    pub last_while: Option<bool>,
 }
 
 pub(crate) type Jar = Arc<std::sync::Mutex<cookie_store::CookieStore>>;
@@ -58,6 +60,7 @@ pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap
         conns: std::mem::take(conns),
         jar: None,
         scenario: Some(scenario),
+        last_while: None,
     };
     // As Artillery: beforeScenario and afterScenario functions are the flow's first and last
     // steps.
@@ -96,6 +99,7 @@ pub(crate) async fn once(ctx: &Arc<Ctx>, steps: &[Step]) -> Vars {
         conns: HashMap::new(),
         jar: None,
         scenario: None,
+        last_while: None,
     };
     if vu.steps(steps).await.is_err() {
         eprintln!("warning: a before/after flow failed; see errors in the report");
@@ -131,7 +135,7 @@ fn initial_vars(ctx: &Ctx) -> Vars {
 /// Artillery warns about a missing function once per name and carries on.
 pub(crate) fn warn_function(ctx: &Ctx, name: &str) {
     ctx.warnings.once(&format!("fn:{name}"), || {
-        format!("function {name:?} is JavaScript from the processor, which throng-load cannot run; skipping it")
+        format!("function {name:?} skipped: no processor is loaded (config.processor)")
     });
 }
 
@@ -168,13 +172,20 @@ impl Vu {
                 over,
                 loop_value,
                 loop_element,
+                while_true,
             } => {
                 let names = (
                     loop_value.as_deref().unwrap_or("$loopCount"),
                     loop_element.as_deref().unwrap_or("$loopElement"),
                 );
-                self.run_loop(steps, count.as_ref(), over.as_ref(), names)
-                    .await
+                self.run_loop(
+                    steps,
+                    count.as_ref(),
+                    over.as_ref(),
+                    names,
+                    while_true.as_deref(),
+                )
+                .await
             }
         }
     }
@@ -234,6 +245,7 @@ impl Vu {
                 }),
             }
         }
+        self.last_while = out.result;
         if let Some(code) = out.exit_code {
             self.ctx
                 .exit_code
@@ -264,6 +276,7 @@ impl Vu {
                 conns: HashMap::new(),
                 jar: Some(jar.clone()),
                 scenario: self.scenario,
+                last_while: None,
             };
             branches.push(async move {
                 let outcome = branch.step(step).await;
@@ -298,6 +311,7 @@ impl Vu {
         count: Option<&Value>,
         over: Option<&Value>,
         (index_var, element_var): (&str, &str),
+        while_true: Option<&str>,
     ) -> Result<(), Failed> {
         let items: Option<Vec<Value>> = over.map(|o| self.loop_items(o));
         let (from, to) = match (&items, count) {
@@ -305,8 +319,13 @@ impl Vu {
             (None, Some(c)) => loop_range(c, &render_value(c, &self.vars)),
             (None, None) => (0, None),
         };
-        // No count: until the last phase ends (Artillery's runs on).
-        let until_end = to.is_none();
+        // No count: until the last phase ends (Artillery's runs on), or `whileTrue` says.
+        let until_end = to.is_none() && while_true.is_none();
+        let to = if while_true.is_some() && count.is_none() && items.is_none() {
+            Some(LOOP_COUNT_MAX)
+        } else {
+            to
+        };
         let to = to
             .unwrap_or(u64::MAX)
             .min(from.saturating_add(LOOP_COUNT_MAX));
@@ -327,6 +346,18 @@ impl Vu {
             outcome = self.steps(steps).await;
             if outcome.is_err() {
                 break;
+            }
+            if let Some(f) = while_true {
+                // Asked after each turn, as Artillery asks; no answer ends the loop.
+                self.vars.insert(index_var.into(), Value::from(i + 1));
+                match self.call_processor("whileTrue", f, None, None).await {
+                    Ok(_) if self.last_while == Some(true) => {}
+                    Ok(_) => break,
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
             }
             if until_end {
                 // A loop of steps that never wait must not starve the other users.

@@ -182,6 +182,9 @@ pub enum Step {
         over: Option<Value>,
         loop_value: Option<String>,
         loop_element: Option<String>,
+        /// A processor function `(context, next)` asked after each turn; `next(false)` ends
+        /// the loop.
+        while_true: Option<String>,
     },
     /// A JavaScript `function` step: warned about once, skipped.
     Function(String),
@@ -1079,6 +1082,14 @@ fn function_names(scenarios: &[Scenario], extra: &[&[Step]]) -> Vec<String> {
         for s in steps {
             match s {
                 Step::Function(f) => out.push(f.clone()),
+                Step::Loop {
+                    steps,
+                    while_true: Some(f),
+                    ..
+                } => {
+                    out.push(f.clone());
+                    walk(steps, out);
+                }
                 Step::Request(r) => {
                     out.extend(r.before_request.iter().chain(&r.after_response).cloned())
                 }
@@ -1259,13 +1270,8 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
         return err(format!("{key}.limit: belongs to a parallel step"));
     }
     if let Some(body) = &s.loop_ {
-        if s.while_true.is_some() {
-            return err(format!(
-                "{key}.whileTrue: needs a JavaScript function, which cannot run; use count or over"
-            ));
-        }
         let endless = match (&s.count, &s.over) {
-            (None, None) => true,
+            (None, None) => s.while_true.is_none(),
             (Some(Value::Number(n)), None) => n.as_f64() == Some(0.0),
             _ => false,
         };
@@ -1281,6 +1287,7 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
             over: s.over.clone(),
             loop_value: s.loop_value.clone(),
             loop_element: s.loop_element.clone(),
+            while_true: s.while_true.clone(),
         });
     } else if s.count.is_some()
         || s.over.is_some()

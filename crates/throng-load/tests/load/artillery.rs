@@ -625,6 +625,13 @@ async fn processor_functions_hooks_before_flow_metrics_and_exit_code() {
     // async function set reach the later requests.
     assert_eq!(seen.iter().filter(|s| s.uri == "/items").count(), 3);
     assert_eq!(srv.seen_paths("/after/"), vec!["/after/tok-ann/yes/42"; 2]);
+    // whileTrue is asked after each turn.
+    let mut turns = srv.seen_paths("/while/");
+    turns.sort();
+    assert_eq!(
+        turns,
+        ["/while/0", "/while/0", "/while/1", "/while/1", "/while/2", "/while/2"]
+    );
     let r = report(&json);
     assert_eq!(count(&r, "custom.tokens"), 2);
     assert_eq!(

@@ -2,7 +2,11 @@
 // an exit code and an error.
 const crypto = require("crypto");
 
-module.exports = { setToken, signRequest, readResponse, asyncStep, failing, setExit, beforeScn };
+module.exports = { setToken, signRequest, readResponse, asyncStep, failing, setExit, beforeScn, underThree };
+
+function underThree(context, next) {
+  return next(context.vars.$loopCount < 3);
+}
 
 function beforeScn(context, events, next) {
   context.vars.user = context.vars.user || "anon";
