@@ -132,12 +132,30 @@ test("the HTML report of `load run --report` draws rate, latency and status-code
   assert.match(rows[0], /http\.response_time\.p99 < 60000\s+http\.response_time\.p99 = [\d.]+\s+pass/);
   assert.match(rows[1], new RegExp(`http\\.codes\\.200 > 1000000\\s+http\\.codes\\.200 = ${ok}\\s+warn`));
   assert.match(await page.locator("#thresholds-verdict").innerText(), /all passed/);
+  // The banner says how the run ended, as its exit code does.
+  const banner = page.locator("#verdict");
+  assert.match(await banner.innerText(), /PASSED \(exit code 0\)/);
+  assert.equal(await banner.getAttribute("class"), "banner pass");
+  // The endpoint table: the one path, its count as the JSON report's, its percentiles.
+  const endpoint = await page.locator("#endpoints tbody tr").allInnerTexts();
+  assert.equal(endpoint.length, 1, endpoint.join("\n"));
+  assert.match(endpoint[0], new RegExp(`^/health\\s+${ok}\\s+[\\d.]+\\s+[\\d.]+\\s+[\\d.]+\\s+200: ${ok}$`));
+  // The command as typed, arguments and all.
+  assert.match(await page.locator("#setup").innerText(), /command\s+\S*throng\S*( load)? run \S*health\.yml --report \S*report\.html --output/);
   await assertNiceAxes(page);
 
   const shot = join(dir, "report.png");
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(statSync(shot).size > 1000, "a screenshot was taken");
   t.diagnostic(`screenshot: ${shot}`);
+
+  // On a phone: no sideways scroll of the page; wide tables scroll in their own box.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(pathToFileURL(html).href);
+  const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, view: window.innerWidth }));
+  assert.ok(widths.page <= widths.view, `no sideways scroll at 390 px: ${JSON.stringify(widths)}`);
+  assert.ok(await page.locator("#verdict").isVisible(), "the banner shows on a phone");
+  await page.screenshot({ path: join(dir, "report-phone.png"), fullPage: true });
   assert.deepEqual(errors, []);
 });
 

@@ -1,5 +1,6 @@
 //! `throng load run|url`: clap arguments and the glue that runs them on a tokio runtime and
-//! turns outcomes into exit codes (0 ok, 1 an `ensure` check failed, 2 bad input).
+//! turns outcomes into exit codes: `artillery run`'s (0 ok, 1 an `ensure` check failed, 21 an
+//! expectation of the `expect` plugin failed) and 2 for bad input (script, flags, files).
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -38,6 +39,32 @@ pub struct RunArgs {
     /// Target URL, overriding config.target (e.g. http://127.0.0.1:8080).
     #[arg(short = 't', long = "target")]
     pub target: Option<String>,
+    /// Accept any TLS certificate (as config.tls.rejectUnauthorized: false).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// An Artillery configuration file the script is merged over (`--config FILE`, read by
+    /// the command line that runs this one).
+    #[arg(skip)]
+    pub config: Option<PathBuf>,
+    /// A CSV file replacing the path of the script's payload (its fields stay).
+    #[arg(short = 'p', long)]
+    pub payload: Option<PathBuf>,
+    /// Variables as a JSON object, merged into config.variables.
+    #[arg(short = 'v', long, value_parser = json_object)]
+    pub variables: Option<serde_json::Value>,
+    /// A JSON object deep-merged over the whole script.
+    #[arg(long, value_parser = json_object)]
+    pub overrides: Option<serde_json::Value>,
+    /// Environment variables from a dotenv file (KEY=value lines), for {{ $env.KEY }};
+    /// variables already set win.
+    #[arg(long)]
+    pub dotenv: Option<PathBuf>,
+    /// Run only the scenario of this name.
+    #[arg(long)]
+    pub scenario_name: Option<String>,
+    /// Print only the summary, not each period.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Write the JSON report (Artillery's shape) to this file.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -47,10 +74,47 @@ pub struct RunArgs {
     /// Runtime worker threads (1 leaves the other core to a local server).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Length of the intermediate periods printed and kept in the JSON report (Artillery's
-    /// fixed 10 s unless set), from 1s to 1h.
-    #[arg(long, value_parser = period, default_value = "10s")]
-    pub period: Duration,
+    /// Length of the intermediate periods printed and kept in the JSON report, from 1s to
+    /// 1h; by default chosen for the run's length (1s up to a minute, 10s from 5 to 20
+    /// minutes, as Artillery's).
+    #[arg(long, value_parser = period)]
+    pub period: Option<Duration>,
+}
+
+/// A JSON object (`-v '{"id": 7}'`).
+fn json_object(s: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!("a JSON object ({{...}}), got {other}")),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// Reads a dotenv file: `KEY=value` lines (optionally `export KEY=value`, values optionally
+/// quoted), `#` comments and blank lines skipped.
+pub fn dotenv(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected KEY=value", i + 1))?;
+        let k = k.trim();
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("line {}: {k:?} is not a variable name", i + 1));
+        }
+        let v = v.trim();
+        let v = match (v.chars().next(), v.chars().last()) {
+            (Some(q @ ('"' | '\'')), Some(e)) if v.len() >= 2 && q == e => &v[1..v.len() - 1],
+            _ => v.split(" #").next().unwrap_or(v).trim_end(),
+        };
+        out.push((k.to_string(), v.to_string()));
+    }
+    Ok(out)
 }
 
 /// Periods from 1 s to 1 h.
@@ -65,7 +129,7 @@ fn period(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct UrlArgs {
-    /// http://host[:port]/path?query
+    /// http(s)://host[:port]/path?query
     pub url: String,
     /// Open model: requests per second, latency measured from each intended start.
     #[arg(short = 'R', long)]
@@ -97,6 +161,12 @@ pub struct UrlArgs {
     /// Runtime worker threads (1 leaves the other core to a local server).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// HTTPS: accept any certificate (Node's rejectUnauthorized: false).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// HTTPS: trust the CA certificates of this PEM file instead of the public roots.
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
     /// HTTP client: `wire` (minimal, wrk-like CPU cost) or `hyper`.
     #[arg(long, value_enum, default_value_t = Engine::Wire)]
     pub engine: Engine,
@@ -107,6 +177,28 @@ pub const OPEN_CONNECTIONS_DEFAULT: usize = 64;
 
 /// Runs a command on its own runtime and returns the process exit code.
 pub fn execute(cmd: LoadCommand) -> i32 {
+    if let LoadCommand::Run(RunArgs {
+        dotenv: Some(path), ..
+    }) = &cmd
+    {
+        // Before the runtime starts: one thread still reads and writes the environment.
+        let vars = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| dotenv(&t));
+        match vars {
+            Ok(vars) => {
+                for (k, v) in vars {
+                    if std::env::var_os(&k).is_none() {
+                        std::env::set_var(k, v);
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("error: --dotenv {}: {e}", path.display());
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
     let threads = match &cmd {
         LoadCommand::Run(a) => a.threads,
         LoadCommand::Url(a) => a.threads,
@@ -143,6 +235,16 @@ async fn run_script(args: RunArgs) -> i32 {
     let opts = LoadOptions {
         environment: args.environment.clone(),
         target: args.target.clone(),
+        insecure: args.insecure,
+        config_file: args.config.clone(),
+        overrides: args.overrides.clone(),
+        variables: args.variables.clone(),
+        // Relative to where the command runs, as Artillery resolves it.
+        payload: args
+            .payload
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        scenario_name: args.scenario_name.clone(),
     };
     let script = match script::load(&args.script, &opts) {
         Ok(s) => Arc::new(s),
@@ -151,14 +253,16 @@ async fn run_script(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
+    let length: Duration = script.phases.iter().map(Phase::duration).sum();
     let run_options = RunOptions {
-        period: args.period,
+        period: args.period.unwrap_or_else(|| runner::period_for(length)),
+        quiet: args.quiet,
         ..RunOptions::default()
     };
     let setup = script_setup(&script);
     let mut outcome = runner::run(script, run_options).await;
     outcome.report.setup = Some(setup);
-    let title = format!("throng load run {}", args.script.display());
+    let title = command_line();
     if let Err(code) = write_outputs(&outcome.report, &title, &args.output, &args.report) {
         return code;
     }
@@ -209,12 +313,38 @@ fn script_setup(script: &script::Script) -> RunSetup {
         .collect();
     RunSetup {
         command: "run".into(),
+        command_line: Some(command_line()),
         target: script.target.url.clone(),
         model: "script".into(),
         duration_s: phases.iter().map(|p| p.duration_s).sum(),
         phases,
         ..RunSetup::default()
     }
+}
+
+/// This process's command line, each argument quoted for a POSIX shell when it needs it.
+pub fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            let a = if i == 0 {
+                std::path::Path::new(&a)
+                    .file_name()
+                    .map_or(a.clone(), |f| f.to_string_lossy().into_owned())
+            } else {
+                a
+            };
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
+            if plain {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `url`'s arguments, for the reports.
@@ -228,6 +358,7 @@ fn url_setup(args: &UrlArgs, model: &Model) -> RunSetup {
     };
     RunSetup {
         command: "url".into(),
+        command_line: Some(command_line()),
         target: args.url.clone(),
         model: name.into(),
         duration_s: args.duration.as_secs_f64(),
@@ -310,6 +441,13 @@ async fn url_plan(args: &UrlArgs) -> Result<UrlPlan, String> {
     plan.timeout = args.timeout;
     plan.progress = true;
     plan.engine = args.engine;
+    if target.tls {
+        let opts = crate::tls::TlsOptions {
+            reject_unauthorized: !args.insecure,
+            ca_files: args.ca.iter().cloned().collect(),
+        };
+        plan.tls = Some((crate::tls::Tls::new(&opts)?, target.host.clone()));
+    }
     Ok(UrlPlan { plan, prepared })
 }
 
@@ -343,7 +481,7 @@ async fn run_url(args: UrlArgs) -> i32 {
     };
     print!("{}", format_summary(&summary, open));
     summary.report.setup = Some(setup);
-    let title = format!("throng load url {}", args.url);
+    let title = command_line();
     if let Err(code) = write_outputs(&summary.report, &title, &args.output, &args.report) {
         return code;
     }

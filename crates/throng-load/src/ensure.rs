@@ -1,8 +1,10 @@
 //! Pass/fail checks on the aggregate report, as Artillery's `ensure`:
 //! v2 `thresholds` (`metric < value`) and `conditions` (expressions such as
 //! `http.response_time.p99 < 200 and http.request_rate > 10`, `strict: false` only reports),
-//! and the legacy keys `maxErrorRate` (percent of failed virtual users), `min`, `max`,
-//! `median`, `p95`, `p99` (on `http.response_time`, `<=`).
+//! and the legacy keys `maxErrorRate` (percent of virtual users that did not complete, `<=`;
+//! a run without virtual users fails it, as Artillery's 0/0), `min`, `max`, `median`,
+//! `p95`, `p99` (on `http.response_time`, `<` the limit's whole part). Read from
+//! `config.ensure`, or `config.plugins.ensure` without it.
 //!
 //! A metric name resolves to a counter, a rate, or a summary field (`name.p99`). An absent
 //! counter is 0 (no `errors.ETIMEDOUT` means none); an absent summary has no value, and a
@@ -67,11 +69,13 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     ];
     for (field, limit) in legacy {
         if let Some(limit) = limit {
+            // Artillery: `parseInt(limit)`, then `<`.
+            let limit = limit.trunc();
             let metric = format!("http.response_time.{field}");
             let v = value(&metric, agg);
-            let ok = v.is_some_and(|v| v <= limit);
+            let ok = v.is_some_and(|v| v < limit);
             checks.push(Check {
-                description: format!("{metric} <= {limit}"),
+                description: format!("{field} < {limit}"),
                 measured: vec![(metric, v)],
                 ok,
                 strict: true,
@@ -80,19 +84,20 @@ pub fn evaluate(ensure: &Ensure, agg: &Period) -> Vec<Check> {
     }
     if let Some(max) = ensure.max_error_rate {
         let created = agg.counter("vusers.created") as f64;
-        let failed = agg.counter("vusers.failed") as f64;
-        let rate = if created > 0.0 {
-            failed / created * 100.0
-        } else {
-            0.0
-        };
+        let completed = agg.counter("vusers.completed") as f64;
+        let rate = (created - completed) / created * 100.0;
         checks.push(Check {
-            description: format!("maxErrorRate {rate:.2}% <= {max}%"),
-            measured: vec![("vusers.failed / vusers.created (%)".to_string(), Some(rate))],
+            description: format!("maxErrorRate < {max}"),
+            measured: vec![(
+                "(vusers.created - vusers.completed) / vusers.created (%)".to_string(),
+                rate.is_finite().then_some(rate),
+            )],
             ok: rate <= max,
             strict: true,
         });
     }
+    // As Artillery prints them: passed checks first.
+    checks.sort_by_key(|c| !c.ok);
     checks
 }
 
@@ -127,6 +132,8 @@ pub fn value(name: &str, p: &Period) -> Option<f64> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Num(f64),
+    /// A quoted string (`ifTrue: "status == 'ok'"`); NaN among metrics.
+    Str(String),
     Metric(String),
     Not(Box<Expr>),
     Neg(Box<Expr>),
@@ -154,7 +161,7 @@ impl Expr {
     /// The metric names the expression reads, each once, in order of appearance.
     pub fn metrics(&self, out: &mut Vec<String>) {
         match self {
-            Expr::Num(_) => {}
+            Expr::Num(_) | Expr::Str(_) => {}
             Expr::Metric(m) => {
                 if !out.contains(m) {
                     out.push(m.clone());
@@ -172,6 +179,7 @@ impl Expr {
         let b = |x: bool| if x { 1.0 } else { 0.0 };
         match self {
             Expr::Num(n) => *n,
+            Expr::Str(_) => f64::NAN,
             Expr::Metric(m) => value(m, p).unwrap_or(f64::NAN),
             Expr::Not(e) => b(e.eval(p) == 0.0),
             Expr::Neg(e) => -e.eval(p),
@@ -197,9 +205,72 @@ impl Expr {
     }
 }
 
+/// A value of an expression over a virtual user's variables (`ifTrue`), as filtrex has
+/// them in Artillery: numbers and strings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Num(f64),
+    Str(String),
+}
+
+impl Val {
+    fn num(&self) -> f64 {
+        match self {
+            Val::Num(n) => *n,
+            Val::Str(s) => s.trim().parse().unwrap_or(f64::NAN),
+        }
+    }
+
+    pub fn truthy(&self) -> bool {
+        match self {
+            Val::Num(n) => *n != 0.0 && !n.is_nan(),
+            Val::Str(s) => !s.is_empty(),
+        }
+    }
+}
+
+impl Expr {
+    /// Evaluates over variables: a name is looked up by `var`; `==` and `!=` compare
+    /// strings as strings, everything else is arithmetic.
+    pub fn eval_with(&self, var: &dyn Fn(&str) -> Val) -> Val {
+        let b = |x: bool| Val::Num(if x { 1.0 } else { 0.0 });
+        match self {
+            Expr::Num(n) => Val::Num(*n),
+            Expr::Str(s) => Val::Str(s.clone()),
+            Expr::Metric(m) => var(m),
+            Expr::Not(e) => b(!e.eval_with(var).truthy()),
+            Expr::Neg(e) => Val::Num(-e.eval_with(var).num()),
+            Expr::Bin(l, op, r) => {
+                let (x, y) = (l.eval_with(var), r.eval_with(var));
+                let same = |x: &Val, y: &Val| match (x, y) {
+                    (Val::Str(a), Val::Str(b)) => a == b,
+                    _ => x.num() == y.num(),
+                };
+                let (a, c) = (x.num(), y.num());
+                match op {
+                    Op::Or => b(x.truthy() || y.truthy()),
+                    Op::And => b(x.truthy() && y.truthy()),
+                    Op::Eq => b(same(&x, &y)),
+                    Op::Ne => b(!same(&x, &y)),
+                    Op::Lt => b(a < c),
+                    Op::Le => b(a <= c),
+                    Op::Gt => b(a > c),
+                    Op::Ge => b(a >= c),
+                    Op::Add => Val::Num(a + c),
+                    Op::Sub => Val::Num(a - c),
+                    Op::Mul => Val::Num(a * c),
+                    Op::Div => Val::Num(a / c),
+                    Op::Rem => Val::Num(a % c),
+                }
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Num(f64),
+    Str(String),
     Ident(String),
     Sym(&'static str),
 }
@@ -212,6 +283,13 @@ fn lex(text: &str) -> Result<Vec<Tok>, String> {
         let c = chars[i];
         if c.is_whitespace() {
             i += 1;
+        } else if c == '"' || c == '\'' {
+            let end = chars[i + 1..]
+                .iter()
+                .position(|d| *d == c)
+                .ok_or("unterminated string")?;
+            out.push(Tok::Str(chars[i + 1..i + 1 + end].iter().collect()));
+            i += end + 2;
         } else if c.is_ascii_digit()
             || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
@@ -270,7 +348,7 @@ impl Parser {
         let name = match self.toks.get(self.pos)? {
             Tok::Sym(s) => *s,
             Tok::Ident(s) => s.as_str(),
-            Tok::Num(_) => return None,
+            Tok::Num(_) | Tok::Str(_) => return None,
         };
         table.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
     }
@@ -333,6 +411,7 @@ impl Parser {
         self.pos += 1;
         match tok {
             Tok::Num(n) => Ok(Expr::Num(n)),
+            Tok::Str(s) => Ok(Expr::Str(s)),
             Tok::Ident(name) if !matches!(name.as_str(), "and" | "or" | "not") => {
                 Ok(Expr::Metric(name))
             }
@@ -389,5 +468,21 @@ mod tests {
         assert!(t("vusers.failed * 2 + 1 == 5"));
         assert!(!t("http.other_time.p99 < 1000"), "no data fails");
         assert!(parse("a < ").is_err());
+    }
+
+    #[test]
+    fn expressions_over_variables() {
+        let var = |name: &str| match name {
+            "id" => Val::Num(3.0),
+            "status" => Val::Str("ok".into()),
+            "count" => Val::Str("12".into()),
+            _ => Val::Num(f64::NAN),
+        };
+        let t = |s: &str| parse(s).unwrap().eval_with(&var).truthy();
+        assert!(t("id < 5 and status == 'ok'"));
+        assert!(t("status != \"no\" and count > 10"));
+        assert!(!t("missing > 0 or id == 4"));
+        assert!(t("not missing"));
+        assert!(t("id"));
     }
 }

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 /// The sending half of a connection.
 pub type Sender = http1::SendRequest<Full<Bytes>>;
 /// The connection's I/O driver; it must be polled (spawned or selected) while requests run.
-pub type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+pub type Driver = http1::Connection<TokioIo<crate::tls::Stream>, Full<Bytes>>;
 
 /// A failed request or connection, named with Node's error codes so reports read like
 /// Artillery's (`errors.ECONNREFUSED`).
@@ -111,9 +111,13 @@ pub async fn tcp_connect(addr: SocketAddr) -> Result<TcpStream, HttpError> {
     Ok(stream)
 }
 
-/// Opens a TCP connection and performs the (no-op) HTTP/1 handshake.
-pub async fn connect(addr: SocketAddr) -> Result<(Sender, Driver), HttpError> {
-    let stream = tcp_connect(addr).await?;
+/// Opens a connection (TLS to `host` when `tls` is given) and performs the (no-op) HTTP/1
+/// handshake.
+pub async fn connect(
+    addr: SocketAddr,
+    tls: Option<(&crate::tls::Tls, &str)>,
+) -> Result<(Sender, Driver), HttpError> {
+    let stream = crate::tls::connect(addr, tls).await?;
     http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| HttpError::from_hyper(&e))
@@ -139,6 +143,19 @@ impl Prepared {
         headers: &[(String, String)],
         body: Bytes,
     ) -> Result<Self, String> {
+        Self::with_defaults(method, path_and_query, host, headers, body, &[])
+    }
+
+    /// As [`Prepared::new`], plus `defaults` for the headers `headers` does not set (a
+    /// script's `User-Agent`), without allocating them.
+    pub fn with_defaults(
+        method: Method,
+        path_and_query: &str,
+        host: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+        defaults: &[(header::HeaderName, &'static str)],
+    ) -> Result<Self, String> {
         let uri: Uri = path_and_query
             .parse()
             .map_err(|e| format!("invalid request path {path_and_query:?}: {e}"))?;
@@ -152,6 +169,11 @@ impl Prepared {
             let value = HeaderValue::from_str(value.trim())
                 .map_err(|e| format!("invalid value for header {name}: {e}"))?;
             map.append(name, value);
+        }
+        for (name, value) in defaults {
+            if !map.contains_key(name) {
+                map.insert(name.clone(), HeaderValue::from_static(value));
+            }
         }
         let mut prepared = Self {
             method,
@@ -184,6 +206,8 @@ pub struct Response {
     pub body_bytes: u64,
     /// From sending the request to the response head (Artillery's "firstByte" phase).
     pub first_byte: Duration,
+    /// From sending the request to the body's end (Artillery's "total" phase).
+    pub total: Duration,
 }
 
 /// Sends one request and reads the whole body, keeping at most `body_bytes_max` of it.
@@ -219,6 +243,7 @@ pub async fn send(
         body: kept.freeze(),
         body_bytes,
         first_byte,
+        total: started.elapsed(),
     })
 }
 

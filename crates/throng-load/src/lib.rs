@@ -8,7 +8,8 @@
 //!
 //! [`cli::LoadCommand`] is a `clap::Subcommand` (`run SCRIPT.yml ...`, `url URL ...`);
 //! [`cli::execute`] runs one on its own tokio runtime and returns the process exit code:
-//! 0 ok, 1 an `ensure` check failed, 2 bad input (script, flags, unreachable files).
+//! 0 ok, 1 an `ensure` check failed, 21 an `expect` plugin expectation failed (Artillery's
+//! codes), 2 bad input (script, flags, unreachable files).
 //!
 //! # Measuring from code
 //!
@@ -44,6 +45,7 @@
 //!
 //! - [`http`]: one keep-alive HTTP/1.1 connection (hyper's low-level client) and error codes.
 //! - [`wire`]: a minimal HTTP/1.1 client for the measurement loops (wrk-like CPU cost).
+//! - [`tls`]: HTTPS for both clients (rustls: SNI, ALPN http/1.1, Node's trust and error codes).
 //! - [`measure`]: closed and open loops over many connections, [`Summary`].
 //! - [`metrics`]: Artillery-named counters and HDR summaries, rolled into periods.
 //! - [`report`]: the Artillery-shaped JSON report, console printing, the offline HTML report.
@@ -53,6 +55,7 @@
 //! - [`runner`]: virtual users running scenarios against the schedule, and the pools of looping
 //!   virtual users of closed-model phases (`vusers`, a throng extension documented in
 //!   [`script::model`]).
+//! - [`processor`]: `config.processor` JavaScript in an embedded engine, on a thread of its own.
 //! - [`ensure`]: pass/fail checks (`thresholds`, `conditions`, `maxErrorRate`, `p99`, ...).
 
 pub mod capture;
@@ -61,11 +64,13 @@ pub mod ensure;
 pub mod http;
 pub mod measure;
 pub mod metrics;
+pub mod processor;
 pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod script;
 pub mod template;
+pub mod tls;
 mod warn;
 pub mod wire;
 

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 
 pub type Vars = Map<String, Value>;
 
-/// Renders every `{{ ... }}` in `text` as a string.
+/// Renders every `{{ ... }}` (and Handlebars' unescaped `{{{ ... }}}`, which Artillery
+/// renders the same) in `text` as a string.
 pub fn render_str(text: &str, vars: &Vars) -> String {
     if !text.contains("{{") {
         return text.to_string();
@@ -19,13 +20,15 @@ pub fn render_str(text: &str, vars: &Vars) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find("{{") {
-        let Some(close) = rest[open + 2..].find("}}") else {
+        let triple = rest[open + 2..].starts_with('{');
+        let (start, end) = if triple { (3, "}}}") } else { (2, "}}") };
+        let Some(close) = rest[open + start..].find(end) else {
             break;
         };
         out.push_str(&rest[..open]);
-        let expr = &rest[open + 2..open + 2 + close];
+        let expr = &rest[open + start..open + start + close];
         out.push_str(&to_text(&eval(expr.trim(), vars)));
-        rest = &rest[open + 2 + close + 2..];
+        rest = &rest[open + start + close + end.len()..];
     }
     out.push_str(rest);
     out
@@ -48,10 +51,13 @@ pub fn render_value(value: &Value, vars: &Vars) -> Value {
     }
 }
 
-/// `Some(expr)` when `s` is exactly `{{ expr }}`.
+/// `Some(expr)` when `s` is exactly `{{ expr }}` (or `{{{ expr }}}`).
 pub fn whole_template(s: &str) -> Option<&str> {
     let t = s.trim();
-    let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = match t.strip_prefix("{{{").and_then(|i| i.strip_suffix("}}}")) {
+        Some(i) => i,
+        None => t.strip_prefix("{{")?.strip_suffix("}}")?,
+    };
     (!inner.contains("{{") && !inner.contains("}}")).then(|| inner.trim())
 }
 
@@ -182,6 +188,8 @@ mod tests {
             "/u/7?n=ann&t=b"
         );
         assert_eq!(render_str("x{{ missing }}y", &v), "xy");
+        assert_eq!(render_str("/u/{{{ id }}}/{{{name}}}", &v), "/u/7/ann");
+        assert_eq!(render_value(&json!("{{{ id }}}"), &v), json!(7));
         let body = render_value(
             &json!({"id": "{{ id }}", "label": "n-{{id}}", "list": ["{{name}}"]}),
             &v,

@@ -1,6 +1,6 @@
 //! A minimal HTTP/1.1 keep-alive client for the measurement loops: write the request bytes,
 //! read until one whole response is in the buffer, parse the head with `httparse`, skip the
-//! body. No pipelining, no redirects, no TLS.
+//! body. No pipelining, no redirects; TLS through [`crate::tls::Stream`].
 //!
 //! Why next to hyper: the closed model must keep up with `wrk`. Profiles of hyper's client
 //! showed ~3.3 us of user CPU per request (dispatcher channels, header maps, body channel)
@@ -11,10 +11,9 @@
 use std::net::SocketAddr;
 
 use bytes::{Buf, BytesMut};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
-};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::tls::{Stream, Tls};
 
 use crate::http::HttpError;
 
@@ -25,7 +24,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// One keep-alive connection.
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
     /// False after `Connection: close` or a body delimited by the end of the stream.
     reusable: bool,
@@ -39,8 +38,9 @@ enum Framing {
 }
 
 impl Conn {
-    pub async fn connect(addr: SocketAddr) -> Result<Self, HttpError> {
-        let stream = crate::http::tcp_connect(addr).await?;
+    /// Connects to `addr`, with TLS to `host` when `tls` is given.
+    pub async fn connect(addr: SocketAddr, tls: Option<(&Tls, &str)>) -> Result<Self, HttpError> {
+        let stream = crate::tls::connect(addr, tls).await?;
         Ok(Self {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
@@ -258,7 +258,7 @@ mod tests {
     #[tokio::test]
     async fn parses_length_chunked_and_close() {
         let addr = serve_once(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello").await;
-        let mut c = Conn::connect(addr).await.unwrap();
+        let mut c = Conn::connect(addr, None).await.unwrap();
         assert_eq!(
             c.exchange(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", false)
                 .await
@@ -268,14 +268,14 @@ mod tests {
         assert!(c.is_reusable());
 
         let addr = serve_once(b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nx-t: 1\r\n\r\n").await;
-        let mut c = Conn::connect(addr).await.unwrap();
+        let mut c = Conn::connect(addr, None).await.unwrap();
         assert_eq!(
             c.exchange(b"GET / HTTP/1.1\r\n\r\n", false).await.unwrap(),
             (201, 5)
         );
 
         let addr = serve_once(b"HTTP/1.1 500 Oops\r\nconnection: close\r\n\r\nbody!").await;
-        let mut c = Conn::connect(addr).await.unwrap();
+        let mut c = Conn::connect(addr, None).await.unwrap();
         assert_eq!(
             c.exchange(b"GET / HTTP/1.1\r\n\r\n", false).await.unwrap(),
             (500, 5)

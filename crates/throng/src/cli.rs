@@ -22,7 +22,8 @@ pub struct Cli {
     pub command: Command,
     /// A configuration file (TOML): keys are `serve`'s long flag names
     /// (`listen = "0.0.0.0:8080"`); a flag given here or in the
-    /// environment wins over the file.
+    /// environment wins over the file. For `load run`: an Artillery
+    /// configuration (YAML) the script is merged over.
     #[arg(long, env = "THRONG_CONFIG", global = true, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
 }
@@ -343,8 +344,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::StoreService(what) => runtime().block_on(service_command(what)),
         Command::Token(args) => token(args),
         Command::Service(c) => runtime().block_on(c.service.run_command(&c.matches)),
-        Command::Load { command } => {
-            return ExitCode::from(throng_load::cli::execute(command).clamp(0, 255) as u8)
+        Command::Load { mut command } => {
+            // `throng load run --config FILE`: Artillery's configuration file, as given on
+            // the command line (THRONG_CONFIG is the server's).
+            if let throng_load::cli::LoadCommand::Run(run) = &mut command {
+                run.config = crate::config::given(&std::env::args_os().collect::<Vec<_>>());
+            }
+            return ExitCode::from(throng_load::cli::execute(command).clamp(0, 255) as u8);
         }
         Command::Bench(args) => crate::bench::harness::run(args),
         Command::Backup(args) => runtime().block_on(backup(args)),

@@ -21,8 +21,24 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 
 /// The file named by `--config FILE` / `--config=FILE` in `args`, else by
-/// `THRONG_CONFIG`.
+/// `THRONG_CONFIG`; none for `throng load run|url`, whose `--config` is an
+/// Artillery script's configuration ([`given`]).
 pub fn named(args: &[OsString]) -> Option<PathBuf> {
+    if is_load(args) {
+        return None;
+    }
+    given(args).or_else(|| std::env::var_os("THRONG_CONFIG").map(PathBuf::from))
+}
+
+/// Whether `args` run `throng load run` or `throng load url`.
+fn is_load(args: &[OsString]) -> bool {
+    args.windows(2)
+        .any(|w| w[0] == "load" && (w[1] == "run" || w[1] == "url"))
+}
+
+/// The file named by `--config FILE` / `--config=FILE` on the command line
+/// itself (not the environment).
+pub fn given(args: &[OsString]) -> Option<PathBuf> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let a = a.to_string_lossy();
@@ -33,7 +49,7 @@ pub fn named(args: &[OsString]) -> Option<PathBuf> {
             return Some(PathBuf::from(path));
         }
     }
-    std::env::var_os("THRONG_CONFIG").map(PathBuf::from)
+    None
 }
 
 /// Reads `path` and answers the environment variables it sets: (variable,
@@ -101,4 +117,22 @@ pub fn variables(path: &Path) -> anyhow::Result<Vec<(String, String)>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn load_commands_keep_their_config_flag() {
+        let load = args(&["throng", "load", "run", "s.yml", "--config", "c.yml"]);
+        assert_eq!(named(&load), None, "not the server's TOML");
+        assert_eq!(given(&load), Some(PathBuf::from("c.yml")));
+        let serve = args(&["throng", "serve", "--config=t.toml"]);
+        assert_eq!(named(&serve), Some(PathBuf::from("t.toml")));
+    }
 }

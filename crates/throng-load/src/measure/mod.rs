@@ -105,9 +105,16 @@ pub struct Plan {
     /// Print a live line to stderr every period.
     pub progress: bool,
     pub engine: Engine,
+    /// HTTPS: the client configuration and the host name sent as SNI and checked against
+    /// the certificate.
+    pub tls: Option<(crate::tls::Tls, String)>,
 }
 
 impl Plan {
+    fn tls(&self) -> Option<(&crate::tls::Tls, &str)> {
+        self.tls.as_ref().map(|(t, host)| (t, host.as_str()))
+    }
+
     pub fn new(addr: SocketAddr, host: &str, model: Model, duration: Duration) -> Self {
         Self {
             addr,
@@ -117,6 +124,7 @@ impl Plan {
             timeout: Duration::from_secs(10),
             progress: false,
             engine: Engine::default(),
+            tls: None,
         }
     }
 }
@@ -370,7 +378,11 @@ async fn wire_connection(
     in_flight: &AtomicU64,
 ) -> End {
     let timeout = shared.plan.timeout;
-    let connected = tokio::time::timeout(timeout, wire::Conn::connect(shared.plan.addr)).await;
+    let connected = tokio::time::timeout(
+        timeout,
+        wire::Conn::connect(shared.plan.addr, shared.plan.tls()),
+    )
+    .await;
     let mut conn = match connected.unwrap_or_else(|_| Err(client::HttpError::timeout(timeout))) {
         Ok(c) => c,
         Err(e) => {
@@ -396,7 +408,11 @@ async fn hyper_connection(
     in_flight: &AtomicU64,
 ) -> End {
     let timeout = shared.plan.timeout;
-    let connected = tokio::time::timeout(timeout, client::connect(shared.plan.addr)).await;
+    let connected = tokio::time::timeout(
+        timeout,
+        client::connect(shared.plan.addr, shared.plan.tls()),
+    )
+    .await;
     let (mut sender, driver) =
         match connected.unwrap_or_else(|_| Err(client::HttpError::timeout(timeout))) {
             Ok(pair) => pair,

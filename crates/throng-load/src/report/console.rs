@@ -87,6 +87,95 @@ pub fn format_period(p: &Period) -> String {
     format!("{}\n{}", banner(&title), format_metrics(p))
 }
 
+/// A short period in one line: requests, rate, latency, codes and errors.
+pub fn format_period_line(p: &Period) -> String {
+    let end = p.period + p.width_ms;
+    let mut line = format!(
+        "{}  requests {}  {}/sec",
+        clock(end),
+        p.counter("http.requests"),
+        number(p.rates.get("http.request_rate").copied().unwrap_or(0.0))
+    );
+    if let Some(s) = p.summaries.get("http.response_time") {
+        let _ = write!(
+            line,
+            "  p50 {} p95 {} p99 {} ms",
+            number(s.p50),
+            number(s.p95),
+            number(s.p99)
+        );
+    }
+    for (k, v) in &p.counters {
+        if let Some(code) = k.strip_prefix("http.codes.") {
+            let _ = write!(line, "  {code}: {v}");
+        } else if let Some(code) = k.strip_prefix("errors.") {
+            let _ = write!(line, "  {code}: {v}");
+        }
+    }
+    line
+}
+
+/// The per-endpoint table: count, status codes and errors, p50/p95/p99 (ms).
+pub fn format_endpoints(rows: &[super::EndpointRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let name_width = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 48);
+    let mut out = String::from("Endpoints:\n");
+    let _ = writeln!(
+        out,
+        "  {:<name_width$}  {:>8}  {:>8}  {:>8}  {:>8}  codes and errors",
+        "endpoint", "count", "p50", "p95", "p99"
+    );
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), number);
+    for r in rows {
+        let mut name: String = r.name.chars().take(name_width).collect();
+        if r.name.chars().count() > name_width {
+            name.pop();
+            name.push('~');
+        }
+        let codes: Vec<String> = r
+            .codes
+            .iter()
+            .chain(r.errors.iter())
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {name:<name_width$}  {:>8}  {:>8}  {:>8}  {:>8}  {}",
+            r.count,
+            ms(r.p50),
+            ms(r.p95),
+            ms(r.p99),
+            codes.join(", ")
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The closing banner: PASSED or FAILED with the exit code, the reasons and the notes.
+pub fn format_verdict(v: &super::Verdict) -> String {
+    let word = if v.passed { "PASSED" } else { "FAILED" };
+    let title = format!(
+        "{word} (exit code {}): {}",
+        v.exit_code,
+        v.reasons.join("; ")
+    );
+    let rule = "=".repeat(title.chars().count().min(LINE_WIDTH));
+    let mut out = format!("\n{rule}\n{title}\n");
+    if !v.notes.is_empty() {
+        let _ = writeln!(out, "{}", v.notes.join("; "));
+    }
+    let _ = writeln!(out, "{rule}");
+    out
+}
+
 pub fn print_period(p: &Period) {
     println!("{}", format_period(p));
 }

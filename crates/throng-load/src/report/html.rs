@@ -5,8 +5,11 @@
 //! `#chart-latency` (p50/p95/p99 over time), `#chart-codes` (status codes), and the table
 //! `#phases` (per-phase virtual users held; shown only when the report lists phases), `#setup`
 //! and `#plan` (target, model, rate, connections, duration; a script's phases as written),
-//! `#thresholds` (each `ensure` check, what it measured, pass / fail / warn). Axis ticks
-//! (`tick-x`, `tick-y`) fall on round numbers (`nice_ticks`).
+//! `#thresholds` (each `ensure` check, what it measured, pass / fail / warn), `#verdict` (the
+//! pass/fail banner with the exit code, reasons and notes), `#endpoints` (per endpoint: count,
+//! p50/p95/p99, codes and errors). Axis ticks (`tick-x`, `tick-y`) fall on round numbers
+//! (`nice_ticks`). On a phone (under 640 px) the page narrows its margins and each table
+//! scrolls sideways in its own box instead of widening the page.
 
 use std::path::Path;
 
@@ -131,19 +134,37 @@ const TEMPLATE: &str = r##"<!doctype html>
   .legend span { margin-right: 1rem; } .muted { color: #777; }
   .pass { color: #2b8a3e; font-weight: 600; } .fail { color: #c92a2a; font-weight: 600; } .warn { color: #e67700; font-weight: 600; }
   td { overflow-wrap: anywhere; } #setup td:last-child { text-align: left; }
+  .scroll { overflow-x: auto; max-width: 100%; }
+  #endpoints td:first-child { max-width: 22rem; } #endpoints td:last-child { text-align: left; }
+  .banner { padding: .6rem 1rem; border-radius: 4px; margin: 1rem 0; }
+  .banner.pass { background: #ebfbee; border: 1px solid #2b8a3e; }
+  .banner.fail { background: #fff5f5; border: 1px solid #c92a2a; }
+  .banner strong { font-size: 1.1rem; } .banner p { margin: .3rem 0 0; }
+  h1 { overflow-wrap: anywhere; font-family: ui-monospace, monospace; font-size: 1.1rem; }
+  @media (max-width: 640px) {
+    body { margin: .5rem auto; padding: 0 .5rem; font-size: 13px; }
+    td, th { padding: .2rem .4rem; }
+    .chart { padding: 0; }
+    #endpoints td:first-child { max-width: 10rem; }
+  }
 </style>
 </head>
 <body>
 <h1>__TITLE__</h1>
+<div class="banner" id="verdict" hidden></div>
 <p class="muted" id="meta"></p>
 <section id="setup-section" hidden>
 <h2>Setup</h2>
-<table id="setup"><tbody></tbody></table>
-<table id="plan" hidden><thead><tr><th>phase</th><th>kind</th><th>seconds</th><th>load</th></tr></thead><tbody></tbody></table>
+<div class="scroll"><table id="setup"><tbody></tbody></table></div>
+<div class="scroll"><table id="plan" hidden><thead><tr><th>phase</th><th>kind</th><th>seconds</th><th>load</th></tr></thead><tbody></tbody></table></div>
 </section>
 <section id="thresholds-section" hidden>
 <h2>Thresholds <span id="thresholds-verdict"></span></h2>
-<table id="thresholds"><thead><tr><th>check</th><th>measured</th><th>result</th></tr></thead><tbody></tbody></table>
+<div class="scroll"><table id="thresholds"><thead><tr><th>check</th><th>measured</th><th>result</th></tr></thead><tbody></tbody></table></div>
+</section>
+<section id="endpoints-section" hidden>
+<h2>Endpoints</h2>
+<div class="scroll"><table id="endpoints"><thead><tr><th>endpoint</th><th>count</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>codes and errors</th></tr></thead><tbody></tbody></table></div>
 </section>
 <h2>Request rate (req/s)</h2>
 <div class="chart" id="chart-rate"></div>
@@ -154,10 +175,10 @@ const TEMPLATE: &str = r##"<!doctype html>
 <div class="chart" id="chart-codes"></div>
 <section id="phases-section" hidden>
 <h2>Phases (virtual users running)</h2>
-<table id="phases"><thead><tr><th>phase</th><th>kind</th><th>seconds</th><th>vusers</th><th>max</th><th>mean</th><th>created</th></tr></thead><tbody></tbody></table>
+<div class="scroll"><table id="phases"><thead><tr><th>phase</th><th>kind</th><th>seconds</th><th>vusers</th><th>max</th><th>mean</th><th>created</th></tr></thead><tbody></tbody></table></div>
 </section>
 <h2>Summary</h2>
-<table id="summary"><thead><tr><th>metric</th><th>value</th></tr></thead><tbody></tbody></table>
+<div class="scroll"><table id="summary"><thead><tr><th>metric</th><th>value</th></tr></thead><tbody></tbody></table></div>
 <script type="application/json" id="report-data">__DATA__</script>
 <script type="application/json" id="report-axes">__AXES__</script>
 <script>
@@ -301,7 +322,7 @@ const TEMPLATE: &str = r##"<!doctype html>
   if (setup) {
     var sbody = document.querySelector("#setup tbody");
     var models = { open: "open (requests started at a constant rate)", closed: "closed (each connection sends when answered)", script: "script phases" };
-    cells(sbody, ["command", "throng load " + setup.command]);
+    cells(sbody, ["command", setup.commandLine || "throng load " + setup.command]);
     cells(sbody, ["target", (setup.method ? setup.method + " " : "") + setup.target]);
     cells(sbody, ["model", models[setup.model] || setup.model]);
     if (setup.ratePerS != null) cells(sbody, ["rate", setup.ratePerS + " req/s"]);
@@ -347,6 +368,29 @@ const TEMPLATE: &str = r##"<!doctype html>
     verdict.textContent = failed ? "(" + failed + " failed)" : "(all passed)";
     verdict.className = failed ? "fail" : "pass";
     document.getElementById("thresholds-section").hidden = false;
+  }
+  var endpoints = report.endpoints || [];
+  if (endpoints.length) {
+    var ebody = document.querySelector("#endpoints tbody");
+    function ms(v) { return v == null ? "-" : v; }
+    endpoints.forEach(function (e) {
+      var codes = Object.keys(e.codes || {}).map(function (k) { return k + ": " + e.codes[k]; })
+        .concat(Object.keys(e.errors || {}).map(function (k) { return k + ": " + e.errors[k]; }));
+      cells(ebody, [e.name, e.count, ms(e.p50), ms(e.p95), ms(e.p99), codes.join(", ")]);
+    });
+    document.getElementById("endpoints-section").hidden = false;
+  }
+  var v = report.verdict;
+  if (v) {
+    var box = document.getElementById("verdict");
+    var strong = document.createElement("strong");
+    strong.textContent = (v.passed ? "PASSED" : "FAILED") + " (exit code " + v.exitCode + ")";
+    box.appendChild(strong);
+    (v.reasons || []).concat(v.notes || []).forEach(function (line) {
+      var p = document.createElement("p"); p.textContent = line; box.appendChild(p);
+    });
+    box.className = "banner " + (v.passed ? "pass" : "fail");
+    box.hidden = false;
   }
   document.getElementById("meta").textContent = periods.length + " periods" +
     (agg.firstMetricAt ? ", from " + new Date(agg.firstMetricAt).toISOString() : "");

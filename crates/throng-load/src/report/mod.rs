@@ -127,6 +127,89 @@ pub struct Report {
     /// The script's `ensure` checks with what was measured (not in Artillery's report).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<Threshold>,
+    /// Per endpoint (the `metrics-by-endpoint` metrics gathered in a table; not in
+    /// Artillery's report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointRow>,
+    /// Whether the run passed, its exit code and why (not in Artillery's report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// One endpoint's requests over the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct EndpointRow {
+    pub name: String,
+    /// Responses (any status).
+    pub count: u64,
+    /// Responses by status code.
+    pub codes: BTreeMap<String, u64>,
+    /// Failed requests by error code.
+    pub errors: BTreeMap<String, u64>,
+    /// Response times (ms); absent without responses.
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+/// The run's outcome as the exit code says it, with the reasons.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub passed: bool,
+    pub exit_code: i32,
+    /// What failed (strict checks, expectations), or what passed.
+    pub reasons: Vec<String>,
+    /// Worth knowing either way: failed virtual users, errors by code.
+    pub notes: Vec<String>,
+}
+
+/// The per-endpoint table from the aggregate's `{prefix}.response_time.{name}`,
+/// `{prefix}.{name}.codes.{code}` and `{prefix}.{name}.errors.{code}` metrics, busiest
+/// first.
+pub fn endpoint_rows(agg: &Period, prefix: &str) -> Vec<EndpointRow> {
+    let mut rows: BTreeMap<String, EndpointRow> = BTreeMap::new();
+    let head = format!("{prefix}.");
+    let timing = format!("{prefix}.response_time.");
+    for (k, v) in &agg.counters {
+        let Some(rest) = k.strip_prefix(&head) else {
+            continue;
+        };
+        let (name, map, code) = if let Some((n, c)) = rest.rsplit_once(".codes.") {
+            (n, true, c)
+        } else if let Some((n, c)) = rest.rsplit_once(".errors.") {
+            (n, false, c)
+        } else {
+            continue;
+        };
+        let row = rows.entry(name.to_string()).or_insert_with(|| EndpointRow {
+            name: name.to_string(),
+            ..EndpointRow::default()
+        });
+        if map {
+            row.count += v;
+            row.codes.insert(code.to_string(), *v);
+        } else {
+            row.errors.insert(code.to_string(), *v);
+        }
+    }
+    for (k, s) in &agg.summaries {
+        if let Some(name) = k.strip_prefix(&timing) {
+            let row = rows.entry(name.to_string()).or_insert_with(|| EndpointRow {
+                name: name.to_string(),
+                ..EndpointRow::default()
+            });
+            row.p50 = Some(s.p50);
+            row.p95 = Some(s.p95);
+            row.p99 = Some(s.p99);
+        }
+    }
+    let mut rows: Vec<EndpointRow> = rows.into_values().collect();
+    rows.sort_by(|a, b| {
+        let total = |r: &EndpointRow| r.count + r.errors.values().sum::<u64>();
+        total(b).cmp(&total(a)).then_with(|| a.name.cmp(&b.name))
+    });
+    rows
 }
 
 /// What a run was asked to do: its target, load model, rate, connections, length and, for a
@@ -136,6 +219,9 @@ pub struct Report {
 pub struct RunSetup {
     /// `url` or `run`.
     pub command: String,
+    /// The whole command line as typed (arguments quoted for a shell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<String>,
     pub target: String,
     /// `open` (requests started at a constant rate), `closed` (connections each sending as
     /// fast as answered) or `script` (the phases below).

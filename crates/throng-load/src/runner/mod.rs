@@ -7,6 +7,9 @@ mod exchange;
 mod pool;
 mod vuser;
 
+pub(crate) use exchange::written_path;
+pub(crate) use vuser::number;
+
 use std::{
     collections::{BTreeSet, HashMap},
     net::SocketAddr,
@@ -28,6 +31,21 @@ use crate::{
 
 /// Artillery prints and records intermediate metrics every 10 seconds.
 pub const PERIOD_DEFAULT: Duration = Duration::from_secs(10);
+
+/// The report's period for a run of `length`: about 30 to 60 points on its charts (1 s up
+/// to a minute, 10 s, Artillery's, from 5 to 20 minutes, a minute past an hour).
+pub fn period_for(length: Duration) -> Duration {
+    let s = length.as_secs_f64();
+    let secs = match s {
+        s if s <= 60.0 => 1,
+        s if s <= 120.0 => 2,
+        s if s <= 300.0 => 5,
+        s if s <= 1_200.0 => 10,
+        s if s <= 3_600.0 => 30,
+        _ => 60,
+    };
+    Duration::from_secs(secs)
+}
 /// Distinct per-endpoint metric names kept; further endpoints are not broken out.
 pub const ENDPOINTS_MAX: usize = 64;
 
@@ -36,6 +54,8 @@ pub struct RunOptions {
     pub period: Duration,
     /// Print intermediate periods and the summary to stdout.
     pub print: bool,
+    /// With `print`: the summary only, not each period (`-q`).
+    pub quiet: bool,
 }
 
 impl Default for RunOptions {
@@ -43,6 +63,7 @@ impl Default for RunOptions {
         Self {
             period: PERIOD_DEFAULT,
             print: true,
+            quiet: false,
         }
     }
 }
@@ -52,17 +73,50 @@ pub struct RunOutcome {
     pub report: Report,
     pub checks: Vec<Check>,
     pub elapsed: Duration,
+    /// The exit code the processor's JavaScript set, if any.
+    pub suggested_exit_code: Option<i32>,
 }
 
+/// Artillery's exit code when an `ensure` check fails.
+pub const EXIT_CHECKS_FAILED: i32 = 1;
+/// Artillery's exit code when an expectation of the `expect` plugin failed.
+pub const EXIT_EXPECTATIONS_FAILED: i32 = 21;
+
 impl RunOutcome {
-    /// 0 when every strict `ensure` check passed, else 1.
+    /// As `artillery run`: 1 when a strict `ensure` check failed, else the code a processor
+    /// function set, else 21 when an expectation failed, else 0.
     pub fn exit_code(&self) -> i32 {
-        if ensure::passed(&self.checks) {
-            0
+        if !ensure::passed(&self.checks) {
+            EXIT_CHECKS_FAILED
+        } else if let Some(code) = self.suggested_exit_code {
+            code
+        } else if self.report.aggregate.counter("plugins.expect.failed") > 0 {
+            EXIT_EXPECTATIONS_FAILED
         } else {
-            1
+            0
         }
     }
+}
+
+/// The apdex score of the run's `apdex.*` counters and its rating, as Artillery's plugin
+/// computes them; `None` without responses.
+pub fn apdex_score(agg: &crate::report::Period) -> Option<(f64, &'static str)> {
+    let s = agg.counter("apdex.satisfied") as f64;
+    let t = agg.counter("apdex.tolerated") as f64;
+    let f = agg.counter("apdex.frustrated") as f64;
+    let total = s + t + f;
+    if total == 0.0 {
+        return None;
+    }
+    let score = (s + t / 2.0) / total;
+    let rating = match score {
+        x if x >= 0.94 => "excellent",
+        x if x >= 0.85 => "good",
+        x if x >= 0.7 => "fair",
+        x if x >= 0.49 => "poor",
+        _ => "unacceptable",
+    };
+    Some((score, rating))
 }
 
 /// State shared by the virtual users of one run.
@@ -82,7 +136,14 @@ pub(crate) struct Ctx {
     pub idle: Mutex<HashMap<String, Vec<crate::http::Sender>>>,
     /// When the last phase ends: no `retryAfter` wait starts that would end later.
     pub phases_end: tokio::time::Instant,
+    /// The variables the `before` flow left, given to every virtual user.
+    pub before_vars: std::sync::OnceLock<crate::template::Vars>,
+    /// The exit code a processor function set (`process.exitCode`), or [`NO_EXIT_CODE`].
+    pub exit_code: std::sync::atomic::AtomicI32,
 }
+
+/// No exit code set by the processor.
+pub const NO_EXIT_CODE: i32 = i32::MIN;
 
 /// Runs the script to completion (all phases, then all virtual users finish).
 pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
@@ -102,7 +163,13 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         idle: Mutex::new(HashMap::new()),
         phases_end: tokio::time::Instant::now()
             + script.phases.iter().map(Phase::duration).sum::<Duration>(),
+        before_vars: std::sync::OnceLock::new(),
+        exit_code: std::sync::atomic::AtomicI32::new(NO_EXIT_CODE),
     });
+    if let Some(steps) = &script.before {
+        let vars = vuser::once(&ctx, steps).await;
+        let _ = ctx.before_vars.set(vars);
+    }
     let started = Instant::now();
     let ticker = tokio::spawn(print_periods(ctx.clone(), opts.clone()));
     let mut vusers = JoinSet::new();
@@ -145,11 +212,18 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
         phases.push(held);
     }
     while vusers.join_next().await.is_some() {}
+    if let Some(steps) = &script.after {
+        vuser::once(&ctx, steps).await;
+    }
     ticker.abort();
     let elapsed = started.elapsed();
     let last = ctx.metrics.rotate();
-    if opts.print && last.counters.values().any(|v| *v > 0) {
-        console::print_period(&last);
+    if opts.print && !opts.quiet && last.counters.values().any(|v| *v > 0) {
+        if opts.period < PERIOD_DEFAULT {
+            println!("{}", console::format_period_line(&last));
+        } else {
+            console::print_period(&last);
+        }
     }
     let mut report = ctx.metrics.finish();
     report.phases = phases;
@@ -161,16 +235,83 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
             .entry(name.to_string())
             .or_insert(0);
     }
-    let checks = ensure::evaluate(&script.ensure, &report.aggregate);
+    let apdex = script
+        .apdex
+        .as_ref()
+        .filter(|a| a.score)
+        .and_then(|_| apdex_score(&report.aggregate));
+    let checks = match apdex {
+        // `config.apdex` makes the score a metric the checks can read (`apdex > 0.9`).
+        Some((score, _)) => {
+            let mut with_score = report.aggregate.clone();
+            with_score.rates.insert("apdex".into(), score);
+            ensure::evaluate(&script.ensure, &with_score)
+        }
+        None => ensure::evaluate(&script.ensure, &report.aggregate),
+    };
     report.thresholds = checks.iter().map(Into::into).collect();
-    if opts.print {
-        console::print_summary(&report.aggregate, elapsed);
-        console::print_checks(&checks);
-    }
-    RunOutcome {
+    report.endpoints = crate::report::endpoint_rows(&report.aggregate, &script.endpoints.prefix);
+    let code = ctx.exit_code.load(std::sync::atomic::Ordering::Relaxed);
+    let mut outcome = RunOutcome {
         report,
         checks,
         elapsed,
+        suggested_exit_code: (code != NO_EXIT_CODE).then_some(code),
+    };
+    let verdict = verdict(&outcome);
+    outcome.report.verdict = Some(verdict);
+    if opts.print {
+        let report = &outcome.report;
+        console::print_summary(&report.aggregate, elapsed);
+        if let Some((score, rating)) = apdex {
+            println!("Apdex score: {score} ({rating})\n");
+        }
+        print!("{}", console::format_endpoints(&report.endpoints));
+        console::print_checks(&outcome.checks);
+        if let Some(v) = &report.verdict {
+            print!("{}", console::format_verdict(v));
+        }
+    }
+    outcome
+}
+
+/// Pass or fail as the exit code says, with the failed checks and expectations, and notes on
+/// failed virtual users and errors either way.
+fn verdict(outcome: &RunOutcome) -> crate::report::Verdict {
+    let agg = &outcome.report.aggregate;
+    let exit_code = outcome.exit_code();
+    let mut reasons = Vec::new();
+    for c in outcome.checks.iter().filter(|c| !c.ok && c.strict) {
+        reasons.push(format!("check failed: {}", c.description));
+    }
+    let expectations = agg.counter("plugins.expect.failed");
+    if expectations > 0 {
+        reasons.push(format!("{expectations} expectations failed"));
+    }
+    if reasons.is_empty() {
+        let checks = outcome.checks.iter().filter(|c| c.strict).count();
+        reasons.push(match checks {
+            0 => "no ensure checks".to_string(),
+            n => format!("{n} checks passed"),
+        });
+    }
+    let mut notes = Vec::new();
+    let (created, failed) = (agg.counter("vusers.created"), agg.counter("vusers.failed"));
+    if failed > 0 {
+        notes.push(format!("{failed} of {created} virtual users failed"));
+    }
+    for (k, v) in agg
+        .counters
+        .iter()
+        .filter(|(k, _)| k.starts_with("errors."))
+    {
+        notes.push(format!("{}: {v}", &k["errors.".len()..]));
+    }
+    crate::report::Verdict {
+        passed: exit_code == 0,
+        exit_code,
+        reasons,
+        notes,
     }
 }
 
@@ -276,8 +417,13 @@ async fn print_periods(ctx: Arc<Ctx>, opts: RunOptions) {
         tokio::time::sleep_until(next).await;
         next += opts.period;
         let period = ctx.metrics.rotate();
-        if opts.print {
-            console::print_period(&period);
+        if opts.print && !opts.quiet {
+            if opts.period < PERIOD_DEFAULT {
+                // Short periods: a line each, not a block each.
+                println!("{}", console::format_period_line(&period));
+            } else {
+                console::print_period(&period);
+            }
         }
     }
 }

@@ -72,6 +72,11 @@ impl<'de> Deserialize<'de> for Seconds {
                 from_secs(v).map(Seconds).map_err(E::custom)
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Seconds, E> {
+                if v.contains("{{") {
+                    // A template, rendered before the script is read for good
+                    // (`super::render_config_templates`).
+                    return Ok(Seconds(Duration::ZERO));
+                }
                 parse(v).map(Seconds).map_err(E::custom)
             }
         }

@@ -1,7 +1,9 @@
-//! The Artillery script schema as serde types, closed (`deny_unknown_fields`) where
-//! Artillery's schema is, so a typo fails with the key and its line instead of being ignored.
-//! Keys Artillery accepts but throng cannot honour (JavaScript hooks, plugins, TLS options)
-//! are accepted here and turned into warnings by [`super::load`].
+//! The Artillery script schema as serde types. Artillery ignores keys it does not know, so
+//! these types are open too: [`super::parse`] reads the script through `serde_ignored` and
+//! warns once, by name, about every key they leave out (a typo, or something throng does not
+//! do). Keys Artillery acts on but throng cannot honour (JavaScript hooks, some plugins) are
+//! read here and turned into warnings by [`super::load`]. throng's own extensions
+//! (`config.http.retryAfter`) stay closed: a typo there is an error naming its line.
 //!
 //! # Closed-model phases (a throng extension)
 //!
@@ -82,8 +84,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ScriptFile {
+    /// May come from `--config FILE` instead.
+    #[serde(default)]
     pub config: Config,
     #[serde(default)]
     pub scenarios: Vec<Scenario>,
@@ -93,7 +96,7 @@ pub struct ScriptFile {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Config {
     pub target: Option<String>,
     #[serde(default)]
@@ -104,6 +107,8 @@ pub struct Config {
     pub defaults: Option<Defaults>,
     pub http: Option<HttpConfig>,
     pub ensure: Option<Ensure>,
+    /// The apdex plugin's settings (`threshold`, ms), also read from `plugins.apdex`.
+    pub apdex: Option<Value>,
     // Accepted for compatibility; see `super::load` for what each one does.
     pub processor: Option<Value>,
     pub plugins: Option<BTreeMap<String, Value>>,
@@ -115,24 +120,61 @@ pub struct Config {
     pub statsd: Option<Value>,
 }
 
+/// A phase's number: a number, or a string holding one (`"{{ $env.RATE }}"` is rendered
+/// to one before the script is read for good; until then it reads as NaN).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Num(pub f64);
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(v as f64))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Num, E> {
+                Ok(Num(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Num, E> {
+                if v.contains("{{") {
+                    return Ok(Num(f64::NAN));
+                }
+                v.trim().parse().map(Num).map_err(|_| {
+                    E::custom(format!(
+                        "expected a number, got {v:?} (a template that rendered to this?)"
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Phase {
     pub name: Option<String>,
     pub duration: Option<Seconds>,
-    pub arrival_rate: Option<f64>,
-    pub arrival_count: Option<f64>,
-    pub ramp_to: Option<f64>,
-    pub max_vusers: Option<f64>,
+    pub arrival_rate: Option<Num>,
+    pub arrival_count: Option<Num>,
+    pub ramp_to: Option<Num>,
+    pub max_vusers: Option<Num>,
     pub pause: Option<Seconds>,
     /// throng extension: a closed-model phase holding this many looping virtual users.
-    pub vusers: Option<f64>,
+    pub vusers: Option<Num>,
     /// throng extension: spread a closed phase's new users over this time.
     pub ramp_up: Option<Seconds>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Payload {
     pub path: String,
     #[serde(default)]
@@ -158,7 +200,7 @@ pub enum PayloadOrder {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Defaults {
     #[serde(default)]
     pub headers: BTreeMap<String, Value>,
@@ -194,7 +236,7 @@ pub struct RetryAfterRaw {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Ensure {
     #[serde(default)]
     pub thresholds: Vec<BTreeMap<String, f64>>,
@@ -209,14 +251,13 @@ pub struct Ensure {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Condition {
     pub expression: String,
     pub strict: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Scenario {
     pub name: Option<String>,
     pub weight: Option<f64>,
@@ -231,7 +272,7 @@ pub struct Scenario {
 
 /// A flow step as written; [`super::load`] checks it has exactly one action.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct StepRaw {
     pub get: Option<RequestRaw>,
     pub post: Option<RequestRaw>,
@@ -247,12 +288,20 @@ pub struct StepRaw {
     pub count: Option<Value>,
     pub over: Option<Value>,
     pub while_true: Option<String>,
+    /// The variable a loop's index is bound to (`$loopCount` otherwise).
+    pub loop_value: Option<String>,
+    /// The variable a loop's element is bound to (`$loopElement` otherwise).
+    pub loop_element: Option<String>,
+    /// A `parallel` step's most steps at once.
+    pub limit: Option<Value>,
+    /// A think step's jitter (warned about).
+    pub jitter: Option<Value>,
     pub function: Option<String>,
     pub parallel: Option<Vec<StepRaw>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct RequestRaw {
     pub url: String,
     pub name: Option<String>,
@@ -273,12 +322,13 @@ pub struct RequestRaw {
     pub gzip: Option<bool>,
     pub compress: Option<bool>,
     pub if_true: Option<String>,
+    /// Percent chance (0-100) that the request is sent; otherwise the step is skipped.
+    pub probability: Option<Value>,
     #[serde(rename = "match")]
     pub match_: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Capture {
     pub json: Option<String>,
     pub header: Option<String>,

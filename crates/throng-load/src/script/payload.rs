@@ -27,7 +27,12 @@ pub struct Payload {
 
 impl Payload {
     /// Loads `spec.path` relative to `dir`; `key` names the config key in errors.
-    pub fn load(spec: &PayloadSpec, dir: &Path, key: &str) -> Result<Self, String> {
+    pub fn load(
+        spec: &PayloadSpec,
+        dir: &Path,
+        key: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, String> {
         let path = dir.join(&spec.path);
         let text = std::fs::read(&path).map_err(|e| {
             format!(
@@ -36,19 +41,19 @@ impl Payload {
                 path.display()
             )
         })?;
-        let delimiter = match spec.delimiter.as_deref() {
-            None => b',',
-            Some(d) if d.len() == 1 => d.as_bytes()[0],
-            Some("\\t") => b'\t',
-            Some(d) => return Err(format!("{key}.delimiter: must be one character, got {d:?}")),
-        };
-        let mut reader = csv::ReaderBuilder::new()
+        let csv = CsvOptions::read(spec, key, warnings)?;
+        let mut builder = csv::ReaderBuilder::new();
+        builder
             .has_headers(false)
-            .delimiter(delimiter)
-            .flexible(true)
-            .from_reader(text.as_slice());
+            .delimiter(csv.delimiter)
+            .quote(csv.quote)
+            .flexible(true);
+        if let Some(escape) = csv.escape {
+            builder.escape(Some(escape)).double_quote(false);
+        }
+        let mut reader = builder.from_reader(text.as_slice());
         let cast = spec.cast.unwrap_or(true);
-        let skip_empty = spec.skip_empty_lines.unwrap_or(true);
+        let skip_empty = csv.skip_empty_lines;
         let mut header: Option<Vec<String>> = None;
         let mut rows = Vec::new();
         for (i, record) in reader.records().enumerate() {
@@ -125,6 +130,68 @@ impl Payload {
             .cloned()
             .zip(row.iter().cloned())
             .collect()
+    }
+}
+
+/// How the CSV is read: the payload's own keys, then Artillery's `options` (csv-parse's:
+/// `delimiter`, `quote`, `escape`, `skip_empty_lines`); other options are warned about.
+struct CsvOptions {
+    delimiter: u8,
+    quote: u8,
+    escape: Option<u8>,
+    skip_empty_lines: bool,
+}
+
+fn one_byte(v: &str, what: &str) -> Result<u8, String> {
+    match v {
+        "\\t" | "\t" => Ok(b'\t'),
+        d if d.len() == 1 => Ok(d.as_bytes()[0]),
+        d => Err(format!("{what}: must be one character, got {d:?}")),
+    }
+}
+
+impl CsvOptions {
+    fn read(spec: &PayloadSpec, key: &str, warnings: &mut Vec<String>) -> Result<Self, String> {
+        let mut o = Self {
+            delimiter: b',',
+            quote: b'"',
+            escape: None,
+            skip_empty_lines: spec.skip_empty_lines.unwrap_or(true),
+        };
+        if let Some(options) = &spec.options {
+            let Some(map) = options.as_object() else {
+                return Err(format!(
+                    "{key}.options: a map of CSV options, got {options}"
+                ));
+            };
+            for (k, v) in map {
+                let text = || {
+                    v.as_str()
+                        .ok_or_else(|| format!("{key}.options.{k}: a string, got {v}"))
+                };
+                match k.as_str() {
+                    "delimiter" => {
+                        o.delimiter = one_byte(text()?, &format!("{key}.options.delimiter"))?
+                    }
+                    "quote" => o.quote = one_byte(text()?, &format!("{key}.options.quote"))?,
+                    "escape" => {
+                        o.escape = Some(one_byte(text()?, &format!("{key}.options.escape"))?)
+                    }
+                    "skip_empty_lines" | "skipEmptyLines" => {
+                        o.skip_empty_lines = v.as_bool().unwrap_or(true)
+                    }
+                    // Rows of any length are read already.
+                    "relax_column_count" | "relaxColumnCount" => {}
+                    other => {
+                        warnings.push(format!("{key}.options.{other}: not supported; ignored"))
+                    }
+                }
+            }
+        }
+        if let Some(d) = spec.delimiter.as_deref() {
+            o.delimiter = one_byte(d, &format!("{key}.delimiter"))?;
+        }
+        Ok(o)
     }
 }
 

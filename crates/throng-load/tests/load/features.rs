@@ -128,6 +128,7 @@ config:
       arrivalCount: 4
       name: only
   plugins:
+    expect: {{}}
     metrics-by-endpoint:
       useOnlyRequestNames: true
   processor: "./f.js"
@@ -211,7 +212,7 @@ scenarios:
     );
     let opts = LoadOptions {
         environment: Some("test".into()),
-        target: None,
+        ..LoadOptions::default()
     };
     let outcome = run_yaml(dir.path(), &yaml, opts).await;
     let r = &outcome.report;
@@ -293,16 +294,17 @@ scenarios:
     let items = srv.seen_paths("/items/42");
     assert_eq!(items.len(), 8);
     assert!(
-        items.contains(&"/items/42?tok=abc&tag=foo&el=x&c=1&d=seven".to_string()),
+        items.contains(&"/items/42?tok=abc&tag=foo&el=x&c=0&d=seven".to_string()),
         "{items:?}"
     );
     assert!(
-        items.contains(&"/items/42?tok=abc&tag=foo&el=y&c=2&d=seven".to_string()),
+        items.contains(&"/items/42?tok=abc&tag=foo&el=y&c=1&d=seven".to_string()),
         "{items:?}"
     );
     let pings = srv.seen_paths("/ping");
     assert_eq!(pings.len(), 12);
-    for i in 1..=3 {
+    // $loopCount counts from 0, as Artillery's.
+    for i in 0..3 {
         assert!(
             pings
                 .iter()
@@ -367,14 +369,23 @@ async fn failed_capture_expectation_and_refused_connection() {
     );
 
     let expect = format!(
-        "config:\n  target: \"{}\"\nscenarios:\n  - flow:\n      - get:\n          url: /status/500\n          expect:\n            - statusCode: 200\n",
+        "config:\n  target: \"{}\"\n  plugins:\n    expect:\n      reportFailuresAsErrors: true\nscenarios:\n  - flow:\n      - get:\n          url: /status/500\n          expect:\n            - statusCode: 200\n",
         srv.url()
     );
     let r = run_yaml(dir.path(), &expect, LoadOptions::default())
         .await
         .report;
     assert_eq!(counter(&r, "plugins.expect.failed.statusCode"), 1);
-    assert_eq!(counter(&r, "errors.Failed expectations"), 1);
+    assert_eq!(
+        counter(
+            &r,
+            &format!(
+                "errors.Failed expectations for request {}/status/500",
+                srv.url()
+            )
+        ),
+        1
+    );
     assert_eq!(counter(&r, "http.codes.500"), 1);
 
     // Nothing listens on port 1.
@@ -416,6 +427,9 @@ async fn retried_once(
         r#"
 config:
   target: "{}"
+  plugins:
+    expect:
+      reportFailuresAsErrors: true
   http:
     retryAfter:
       retries: 3

@@ -3,9 +3,11 @@
 //! and still run with `cargo test`.
 
 mod accuracy;
+mod artillery;
 mod bad_scripts;
 mod closed;
 mod features;
+mod https;
 mod reports;
 mod server;
 

@@ -37,6 +37,10 @@ pub struct Log {
     pub spans: Mutex<Vec<Span>>,
     /// `/peer`: the client address of each request (its port names its connection).
     pub peers: Mutex<Vec<SocketAddr>>,
+    /// HTTPS servers: each handshake's SNI host name and negotiated ALPN protocol.
+    pub hellos: Mutex<Vec<(Option<String>, Option<String>)>>,
+    /// `/login`: logins so far.
+    pub logins: std::sync::atomic::AtomicU64,
     /// `/crowded/...`: requests answered so far.
     pub crowded: std::sync::atomic::AtomicU64,
 }
@@ -64,12 +68,32 @@ impl TestServer {
         format!("http://{}", self.addr)
     }
 
+    /// The HTTPS server's URL, by the name its certificate holds.
+    pub fn https_url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
+    }
+
     pub fn seen(&self) -> Vec<Seen> {
         self.log.seen.lock().unwrap().clone()
     }
 
     pub fn spans(&self) -> Vec<Span> {
         self.log.spans.lock().unwrap().clone()
+    }
+
+    /// The `Cookie` header of each request whose path starts with `prefix`, in order.
+    pub fn cookies(&self, prefix: &str) -> Vec<(String, String)> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.uri.starts_with(prefix))
+            .map(|s| {
+                let cookie = s
+                    .headers
+                    .get("cookie")
+                    .map_or(String::new(), |v| v.to_str().unwrap().to_string());
+                (s.uri, cookie)
+            })
+            .collect()
     }
 
     pub fn seen_paths(&self, prefix: &str) -> Vec<String> {
@@ -213,6 +237,52 @@ async fn stall(State(log): State<Arc<Log>>) -> impl IntoResponse {
     "ok"
 }
 
+/// `/login`: a session cookie numbered per login (also in the body), a cookie for
+/// `/app` only, and one already expired.
+async fn login(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "POST", &uri, &headers, Bytes::new());
+    let n = log.logins.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    (
+        axum::response::AppendHeaders([
+            (
+                axum::http::header::SET_COOKIE,
+                format!("sid=s{n}; Path=/; HttpOnly"),
+            ),
+            (
+                axum::http::header::SET_COOKIE,
+                "theme=dark; Path=/app".to_string(),
+            ),
+            (
+                axum::http::header::SET_COOKIE,
+                "stale=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT".to_string(),
+            ),
+        ]),
+        Json(json!({"sid": format!("s{n}")})),
+    )
+}
+
+/// `/logout`: deletes the session cookie.
+async fn logout(State(log): State<Arc<Log>>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    [(axum::http::header::SET_COOKIE, "sid=; Path=/; Max-Age=0")]
+}
+
+/// `/cookie/bad`: a Set-Cookie without `=`; `/cookie/foreign`: one for another domain.
+async fn bad_cookie(
+    State(log): State<Arc<Log>>,
+    Path(kind): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> impl IntoResponse {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    let value = if kind == "bad" {
+        "novalue"
+    } else {
+        "x=1; Domain=elsewhere.example"
+    };
+    [(axum::http::header::SET_COOKIE, value)]
+}
+
 async fn other(
     State(log): State<Arc<Log>>,
     uri: Uri,
@@ -223,9 +293,8 @@ async fn other(
     "ok"
 }
 
-pub async fn start() -> TestServer {
-    let log = Arc::new(Log::default());
-    let app = Router::new()
+fn app(log: &Arc<Log>) -> Router {
+    Router::new()
         .route("/api/comments/method/jsonfromlinq", get(comments))
         .route("/items", post(create_item))
         .route("/items/{id}", get(get_item))
@@ -236,8 +305,16 @@ pub async fn start() -> TestServer {
         .route("/stall", get(stall))
         .route("/delay/{ms}", get(delay))
         .route("/health", get(|| async { "ok" }))
+        .route("/login", post(login))
+        .route("/logout", get(logout))
+        .route("/cookie/{kind}", get(bad_cookie))
         .fallback(any(other))
-        .with_state(log.clone());
+        .with_state(log.clone())
+}
+
+pub async fn start() -> TestServer {
+    let log = Arc::new(Log::default());
+    let app = app(&log);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -249,4 +326,60 @@ pub async fn start() -> TestServer {
         .unwrap();
     });
     TestServer { addr, log }
+}
+
+/// The same server over HTTPS with a self-signed certificate for `localhost` only,
+/// made for this test; returns the server (its URL is `https://localhost:PORT`) and the
+/// certificate's PEM.
+pub async fn start_tls() -> (TestServer, String) {
+    use tokio_rustls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let pem = cert.cert.pem();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let log = Arc::new(Log::default());
+    let app = app(&log);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hellos = log.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, peer)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, app, log) = (acceptor.clone(), app.clone(), hellos.clone());
+            tokio::spawn(async move {
+                // A client refusing the certificate aborts the handshake: nothing to serve.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let (_, conn) = tls.get_ref();
+                log.hellos.lock().unwrap().push((
+                    conn.server_name().map(str::to_string),
+                    conn.alpn_protocol()
+                        .map(|p| String::from_utf8_lossy(p).into_owned()),
+                ));
+                let service = hyper::service::service_fn(
+                    move |mut req: hyper::Request<hyper::body::Incoming>| {
+                        req.extensions_mut()
+                            .insert(axum::extract::ConnectInfo(peer));
+                        tower::ServiceExt::oneshot(app.clone(), req)
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (TestServer { addr, log }, pem)
 }

@@ -83,3 +83,46 @@ async fn log_file_is_plain_text() {
         "escape sequences in the log:\n{log:?}"
     );
 }
+
+/// `throng load run --config FILE` takes Artillery's configuration file (YAML), not the
+/// server's TOML; THRONG_CONFIG, the server's, does not reach it.
+#[tokio::test]
+async fn load_run_config_is_artillerys() {
+    let dir = tempfile::tempdir().unwrap();
+    let common = dir.path().join("common.yml");
+    std::fs::write(
+        &common,
+        "config:\n  target: \"http://127.0.0.1:1\"\n  phases:\n    - duration: 1\n      arrivalCount: 2\n",
+    )
+    .unwrap();
+    let script = dir.path().join("s.yml");
+    std::fs::write(
+        &script,
+        "scenarios:\n  - flow:\n      - get:\n          url: /\n",
+    )
+    .unwrap();
+    let server_toml = dir.path().join("throng.toml");
+    std::fs::write(&server_toml, "listen = \"127.0.0.1:0\"\n").unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(throng_bin())
+            .args(["load", "run", script.to_str().unwrap(), "--config"])
+            .arg(&common)
+            .env("THRONG_CONFIG", &server_toml)
+            .env("RUST_LOG", "warn")
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Nothing listens on port 1: both virtual users were refused there.
+    assert!(stdout.contains("errors.ECONNREFUSED: "), "{stdout}");
+    assert!(stdout.contains("vusers.created: "), "{stdout}");
+}

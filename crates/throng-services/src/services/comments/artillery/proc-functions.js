@@ -1,5 +1,5 @@
-// The processor the write-up's script names (config.processor), for runs
-// with Node Artillery; throng load skips JavaScript hooks with a warning.
+// The processor the write-up's script names (config.processor); Node
+// Artillery and throng load (its embedded JavaScript engine) both run it.
 module.exports = {
   logResponse(requestParams, response, context, ee, next) {
     if (response.statusCode !== 200) {
