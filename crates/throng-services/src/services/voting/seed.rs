@@ -221,7 +221,8 @@ pub async fn seed(
     let csv_rows = match &args.voters_csv {
         Some(path) => {
             let (path, args) = (path.clone(), args.clone());
-            tokio::task::spawn_blocking(move || write_csv(&path, &args)).await??
+            let public = public.clone();
+            tokio::task::spawn_blocking(move || write_csv(&path, &args, &public)).await??
         }
         None => 0,
     };
@@ -241,25 +242,73 @@ pub async fn seed(
 
 /// Writes every voter as `voter-id,election-district-id`, shuffled with a
 /// fixed seed, so a load test reading rows in order hits random pages.
-fn write_csv(path: &std::path::Path, args: &SeedVotingArgs) -> anyhow::Result<i64> {
+fn write_csv(
+    path: &std::path::Path,
+    args: &SeedVotingArgs,
+    public_key: &[u8],
+) -> anyhow::Result<i64> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
     let mut ids: Vec<u32> = (1..=args.voters as u32).collect();
     ids.shuffle(&mut rand::rngs::StdRng::seed_from_u64(
         0x5CA1_EC71_0000 + args.election as u64,
     ));
+    // Each voter's ballot sealed ahead of the run, as the page would seal
+    // it (a party by the voter's id, its first candidate), on every core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = ids.len().div_ceil(threads).max(1);
+    let sealed: Vec<Vec<String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ids
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut rng = rand::rngs::OsRng;
+                    part.iter()
+                        .map(|&id| {
+                            let district = district_of(args.election, id as i64, args.districts);
+                            let choice = super::ballot::Choice {
+                                list: (1 + id as i64 % args.parties.max(1)) as u8,
+                                candidates: if args.candidates_per_party > 0
+                                    && args.candidates_per_vote_max > 0
+                                {
+                                    vec![0]
+                                } else {
+                                    Vec::new()
+                                },
+                            };
+                            super::ballot::seal(
+                                public_key,
+                                args.election,
+                                district,
+                                &choice.encode(),
+                                &mut rng,
+                            )
+                            .map(|b| super::ballot::b64(&b))
+                            .unwrap_or_default()
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a sealing thread"))
+            .collect()
+    });
     let file = std::fs::File::create(path)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    writeln!(out, "voter-id,election-district-id")?;
+    writeln!(out, "voter-id,election-district-id,sealed")?;
     let mut int = itoa::Buffer::new();
-    for id in &ids {
+    for (id, sealed) in ids.iter().zip(sealed.iter().flatten()) {
         out.write_all(int.format(*id).as_bytes())?;
         out.write_all(b",")?;
         out.write_all(
             int.format(district_of(args.election, *id as i64, args.districts))
                 .as_bytes(),
         )?;
+        out.write_all(b",")?;
+        out.write_all(sealed.as_bytes())?;
         out.write_all(b"\n")?;
     }
     out.flush()?;
