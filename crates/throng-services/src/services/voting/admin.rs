@@ -404,15 +404,6 @@ pub async fn open_election(
     })?;
     refreshed(&st).await?;
     let e = entry(&st, election_id)?;
-    if e.election.state == ElectionState::Draft && e.election.public_key.is_none() {
-        return Err(ApiError::conflict(
-            "key_missing",
-            format!(
-                "the election has no public key: make one with `throng voting keygen` away from \
-                 this server and give it (PUT /api/voting/elections/{election_id}/key)"
-            ),
-        ));
-    }
     if e.election.state == ElectionState::Draft && e.roll.voters() == 0 {
         return Err(ApiError::conflict(
             "roll_empty",
@@ -421,7 +412,16 @@ pub async fn open_election(
             ),
         ));
     }
-    take_step(&st, &caller, election_id, OPEN).await
+        if e.election.state == ElectionState::Draft && e.election.public_key.is_none() {
+        return Err(ApiError::conflict(
+            "key_missing",
+            format!(
+                "the election has no public key: make one with `throng voting keygen` away from \
+                 this server and give it (PUT /api/voting/elections/{election_id}/key)"
+            ),
+        ));
+    }
+take_step(&st, &caller, election_id, OPEN).await
 }
 
 /// Suspends voting in an open election
