@@ -237,7 +237,11 @@ async fn a_definition_is_checked_with_paths(kind: StoreKind) {
         .json();
     assert_eq!(e["state"], "draft");
     assert_eq!(e["open"], false);
-    assert_eq!(e["publicKey"], Value::Null, "no key until the authority gives it");
+    assert_eq!(
+        e["publicKey"],
+        Value::Null,
+        "no key until the authority gives it"
+    );
     assert_eq!(e["districts"][0]["code"], "N");
     assert_eq!(e["districts"][0]["region"], "Riverside");
     assert_eq!(e["districts"][1]["name"], "South");
@@ -462,7 +466,8 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
     // No key, no opening: the trustees' ceremony comes first.
     step(&s, id, "open").await.assert_error(409, "key_missing");
     let trustees = tempfile::TempDir::new().unwrap();
-    let ceremony = throng::services::voting::trustee::make_key(2, 3, &mut rand::rngs::OsRng).unwrap();
+    let ceremony =
+        throng::services::voting::trustee::make_key(2, 3, &mut rand::rngs::OsRng).unwrap();
     throng::services::voting::trustee::write_ceremony(trustees.path(), &ceremony).unwrap();
     let put_key = |key: Value| {
         api.send(
@@ -606,7 +611,9 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
         .await
         .json();
     let boxed: throng::services::voting::opening::BoxFile =
-        admin_get(&s, &format!("/api/voting/elections/{id}/box")).await.body();
+        admin_get(&s, &format!("/api/voting/elections/{id}/box"))
+            .await
+            .body();
     assert_eq!(boxed.digest, board["digest"].as_str().unwrap());
     let results = throng::services::voting::opening::open_box_with_shares(
         &boxed,
@@ -615,20 +622,16 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
         &|_| {},
     )
     .unwrap();
-    assert_eq!(
-        throng::services::voting::opening::open_box_with_shares(
-            &boxed,
-            &ceremony.shares[..1],
-            None,
-            &|_| {}
-        )
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-        .unwrap_err()
-        .contains("needs 2"),
-        true,
-        "one share opens nothing"
-    );
+    let one = throng::services::voting::opening::open_box_with_shares(
+        &boxed,
+        &ceremony.shares[..1],
+        None,
+        &|_| {},
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+    .unwrap_err();
+    assert!(one.contains("needs 2"), "one share opens nothing: {one}");
     let r = api
         .send(
             api.http

@@ -412,7 +412,7 @@ pub async fn open_election(
             ),
         ));
     }
-        if e.election.state == ElectionState::Draft && e.election.public_key.is_none() {
+    if e.election.state == ElectionState::Draft && e.election.public_key.is_none() {
         return Err(ApiError::conflict(
             "key_missing",
             format!(
@@ -421,7 +421,7 @@ pub async fn open_election(
             ),
         ));
     }
-take_step(&st, &caller, election_id, OPEN).await
+    take_step(&st, &caller, election_id, OPEN).await
 }
 
 /// Suspends voting in an open election

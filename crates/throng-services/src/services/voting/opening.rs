@@ -354,7 +354,7 @@ pub fn seal_digests(b: &mut BoxFile) {
                 (x.period, t, x)
             })
             .collect();
-        keyed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        keyed.sort_by_key(|a| (a.0, a.1));
         let mut digest = ballot::board_digest_start(b.election_id, d.id);
         let mut i = 0;
         while i < keyed.len() {
@@ -935,7 +935,7 @@ mod tests {
 
     fn no_progress(_: u64) {}
 
-    fn party<'a>(u: &'a ResultsUnit, id: i64) -> &'a PartyCount {
+    fn party(u: &ResultsUnit, id: i64) -> &PartyCount {
         u.parties.iter().find(|p| p.party_id == id).unwrap()
     }
 

@@ -78,7 +78,7 @@ fn district_of(i: u64) -> i64 {
 
 fn choice_of(i: u64) -> Choice {
     let r = mix64(i, 2);
-    if r % 100 == 0 {
+    if r.is_multiple_of(100) {
         return Choice {
             list: 0,
             candidates: Vec::new(),
