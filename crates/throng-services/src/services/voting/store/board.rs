@@ -36,7 +36,17 @@ static INSERT_BOARD: Sql = Sql::new(
      VALUES (?1, ?2, ?3, ?4, ?5)",
 );
 static BOARD_STATE: Sql =
-    Sql::new("SELECT board_period, state FROM voting_elections WHERE id = ?1");
+    Sql::new("SELECT board_period, state, board_final FROM voting_elections WHERE id = ?1");
+/// Whether anything waits for the board's next period, or the board is to
+/// be completed (the election over, its last period not run yet).
+static PERIOD_DUE: Sql = Sql::per_dialect(
+    "SELECT EXISTS (SELECT 1 FROM voting_ballot_intake WHERE election_id = ?1)
+         OR EXISTS (SELECT 1 FROM voting_elections WHERE id = ?1 AND board_final = 0
+                      AND state NOT IN ('draft', 'open', 'suspended'))",
+    "SELECT EXISTS (SELECT 1 FROM voting_ballot_box WHERE election_id = $1 AND period IS NULL)
+         OR EXISTS (SELECT 1 FROM voting_elections WHERE id = $1 AND NOT board_final
+                      AND state NOT IN ('draft', 'open', 'suspended'))",
+);
 static SET_PERIOD: Sql = Sql::new(
     "UPDATE voting_elections SET board_period = ?2, board_at_ms = ?3, board_final = ?4
       WHERE id = ?1",
@@ -114,6 +124,20 @@ impl VotingStore {
     pub async fn board_period(&self, election_id: i64, last: bool) -> Result<Period, StoreError> {
         let votes = self.votes;
         let now = crate::base::clock::now_ms();
+        // A read first: an idle election's period writes (and commits)
+        // nothing.
+        let due = self
+            .store
+            .read(move |c| {
+                Box::pin(async move {
+                    c.query_one(&PERIOD_DUE, &[&election_id], |r| r.col::<bool>(0))
+                        .await
+                })
+            })
+            .await?;
+        if !due {
+            return Ok(Period::default());
+        }
         self.store
             .write(move |tx| {
                 Box::pin(async move { period_in(tx, votes, election_id, last, now).await })
