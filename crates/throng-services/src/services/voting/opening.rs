@@ -396,6 +396,19 @@ pub fn plan_units(b: &BoxFile) -> Vec<(UnitKind, String, Vec<usize>)> {
             rest.extend(members);
         }
     }
+    // A rest that is itself too small (but not empty of ballots) takes in
+    // the smallest unit published so far, so that it is never published
+    // below the minimum while the election has ballots enough.
+    let ballots = |members: &[usize]| -> usize {
+        members.iter().map(|&i| b.districts[i].ballots.len()).sum()
+    };
+    let rest_n = ballots(&rest);
+    if rest_n > 0 && rest_n < min {
+        if let Some(smallest) = (0..units.len()).min_by_key(|&u| ballots(&units[u].2)) {
+            let (_, _, members) = units.remove(smallest);
+            rest.extend(members);
+        }
+    }
     if !rest.is_empty() {
         rest.sort_unstable();
         units.push((UnitKind::Rest, "rest".into(), rest));
@@ -1189,12 +1202,12 @@ mod tests {
                 district(1, Some("North"), lists), // 1 ballot
                 district(2, Some("North"), &[(10, &[100, 101]), (20, &[200])]), // 2
                 district(3, Some("North"), lists), // 5: on its own
-                district(4, None, lists),          // 1, no region
+                district(4, None, lists),          // 2, no region
                 district(5, Some("South"), lists), // 1, region too small
                 district(6, Some("East"), lists),  // 0
             ],
         );
-        for (d, n) in [(1, 1), (2, 2), (3, 5), (4, 1), (5, 1)] {
+        for (d, n) in [(1, 1), (2, 2), (3, 5), (4, 2), (5, 1)] {
             for _ in 0..n {
                 cast(&mut b, &k, d, 1, &[1]);
             }
@@ -1211,7 +1224,7 @@ mod tests {
             [
                 (UnitKind::District, "D3", &[3][..], 5),
                 (UnitKind::Region, "North", &[1, 2][..], 3),
-                (UnitKind::Rest, "rest", &[4, 5, 6][..], 2),
+                (UnitKind::Rest, "rest", &[4, 5, 6][..], 3),
             ]
         );
         // No unit holds a small district on its own.
@@ -1241,6 +1254,46 @@ mod tests {
             problems.iter().any(|p| p.contains("no unit North")),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_rest_below_the_minimum_takes_in_the_smallest_unit() {
+        let k = key();
+        let mut b = empty_box(
+            &k,
+            3,
+            vec![
+                district(1, None, &[(10, &[100, 101])]),
+                district(2, None, &[(10, &[102, 103])]),
+                district(3, None, &[(10, &[104, 105])]),
+            ],
+        );
+        for _ in 0..5 {
+            cast(&mut b, &k, 1, 1, &[0]);
+        }
+        for _ in 0..3 {
+            cast(&mut b, &k, 2, 1, &[0]);
+        }
+        cast(&mut b, &k, 3, 1, &[1]);
+        seal_digests(&mut b);
+        let r = open_box(&b, &k.private, None, &no_progress).unwrap();
+        let units: Vec<(UnitKind, &[i64], i64)> = r
+            .units
+            .iter()
+            .map(|u| (u.kind, &u.district_ids[..], u.ballots))
+            .collect();
+        // District 3's one ballot goes with the smallest district (2), never
+        // alone.
+        assert_eq!(
+            units,
+            [
+                (UnitKind::District, &[1][..], 5),
+                (UnitKind::Rest, &[2, 3][..], 4)
+            ]
+        );
+        assert!(r.units.iter().all(|u| u.ballots >= b.ballots_min));
+        assert_eq!(recount(&r), Ok(()));
+        assert_eq!(check_against_box(&r, &b), Ok(()));
     }
 
     /// Spearman's rank correlation of two permutations of 0..n.
