@@ -458,7 +458,7 @@ pub async fn start_for(
     if args.demo {
         claim_for_demo(&store, &args.store).await?;
         for s in list {
-            s.seed_demo(&store).await?;
+            s.seed_demo(&store, &args.store.data_dir).await?;
         }
     }
     let mut started = Vec::with_capacity(list.len());

@@ -189,8 +189,13 @@ pub trait Service: Send + Sync + 'static {
     }
 
     /// `serve --demo`: seeds a small data set when the service's tables are
-    /// empty, so every page answers at once.
-    fn seed_demo(&self, _store: &Store) -> impl Future<Output = anyhow::Result<()>> + Send {
+    /// empty, so every page answers at once (`data_dir`: the server's, for
+    /// demo files a person uses beside it).
+    fn seed_demo(
+        &self,
+        _store: &Store,
+        _data_dir: &std::path::Path,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
         async { Ok(()) }
     }
 
@@ -305,7 +310,11 @@ pub trait AnyService: Send + Sync + 'static {
         store: &'a Store,
         matches: &'a clap::ArgMatches,
     ) -> BoxFuture<'a, anyhow::Result<()>>;
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>>;
+    fn seed_demo<'a>(
+        &'a self,
+        store: &'a Store,
+        data_dir: &'a std::path::Path,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Its `throng NAME ...` commands on the store, if it has some.
     fn store_command(&self) -> Option<clap::Command>;
     /// Runs `throng NAME ...` on `store` with the command's matches.
@@ -371,8 +380,12 @@ impl<S: Service> AnyService for S {
         })
     }
 
-    fn seed_demo<'a>(&'a self, store: &'a Store) -> BoxFuture<'a, anyhow::Result<()>> {
-        Box::pin(Service::seed_demo(self, store))
+    fn seed_demo<'a>(
+        &'a self,
+        store: &'a Store,
+        data_dir: &'a std::path::Path,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(Service::seed_demo(self, store, data_dir))
     }
 
     fn store_command(&self) -> Option<clap::Command> {

@@ -50,7 +50,7 @@ impl Service for Hello {
     fn migrations(&self) -> Option<&'static MigrationSet> {
         Some(&HELLO_MIGRATIONS)
     }
-    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+    async fn seed_demo(&self, store: &Store, _data_dir: &std::path::Path) -> anyhow::Result<()> {
         store.write(|tx| Box::pin(tx.execute(&GREET, &[]))).await?;
         Ok(())
     }

@@ -138,7 +138,7 @@ impl Service for Booking {
         Ok(())
     }
 
-    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
+    async fn seed_demo(&self, store: &Store, _data_dir: &std::path::Path) -> anyhow::Result<()> {
         seed::seed_demo_if_empty(store).await
     }
 

@@ -233,8 +233,8 @@ impl Service for Voting {
         Ok(())
     }
 
-    async fn seed_demo(&self, store: &Store) -> anyhow::Result<()> {
-        seed::seed_demo_if_empty(store).await
+    async fn seed_demo(&self, store: &Store, data_dir: &std::path::Path) -> anyhow::Result<()> {
+        seed::seed_demo_if_empty(store, data_dir).await
     }
 
     async fn start(

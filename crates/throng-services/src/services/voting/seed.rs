@@ -336,13 +336,29 @@ pub fn demo_args() -> SeedVotingArgs {
     }
 }
 
-/// `serve --demo`: seeds the demo election when there is no election.
-pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
+/// Where `serve --demo` writes the demo election's key and trustees'
+/// shares, inside the data directory.
+pub const DEMO_TRUSTEES_DIR: &str = "demo-trustees";
+
+/// `serve --demo`: seeds the demo election when there is no election. Its
+/// key's shares (any 2 of 3) go to `DATA_DIR/demo-trustees/election-1`, so
+/// the demo's box can be opened as trustees would: a demo's ballots are
+/// not secret from whoever holds its data directory, an authority's are
+/// (its shares never come near the server).
+pub async fn seed_demo_if_empty(store: &Store, data_dir: &std::path::Path) -> anyhow::Result<()> {
     let storage = VotingStore::open(store);
     if !storage.election_rows().await?.elections.is_empty() {
         return Ok(());
     }
-    let args = demo_args();
+    let mut args = demo_args();
+    let dir = data_dir
+        .join(DEMO_TRUSTEES_DIR)
+        .join(format!("election-{}", args.election));
+    // A ceremony left by an earlier demo store is not reused: a new key.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    args.trustees_out = Some(dir);
     let report = seed(store, &args, false).await?;
     tracing::info!(voters = report.voters, "seeded the voting demo election");
     Ok(())
