@@ -163,6 +163,8 @@ pub struct Request {
     pub auth: Option<(Value, Value)>,
     /// `cookie: {name: value}`: set in the user's jar for this request's URL, then sent.
     pub cookies: Vec<(String, Value)>,
+    /// Redirects are followed (Artillery's default) unless `followRedirect: false`.
+    pub follow_redirect: bool,
     /// Its per-endpoint metrics name when known at load (a relative URL named as written),
     /// so a request does not build it each time.
     pub endpoint: Option<String>,
@@ -1320,7 +1322,6 @@ fn request(
     let key = format!("{key}.{}", method.as_str().to_ascii_lowercase());
     let ignored = [
         ("formData", r.form_data.is_some()),
-        ("followRedirect", r.follow_redirect.is_some()),
         ("gzip", r.gzip.is_some()),
         ("compress", r.compress.is_some()),
         ("match", r.match_.is_some()),
@@ -1405,6 +1406,7 @@ fn request(
         None => Vec::new(),
     };
     Ok(Request {
+        follow_redirect: r.follow_redirect.unwrap_or(true),
         endpoint: None,
         cookies,
         if_true,

@@ -664,3 +664,43 @@ async fn a_processor_that_cannot_load_is_said_and_skipped() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_followed_as_artillery_follows_them() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run_script(
+        dir.path(),
+        "redirects.yml",
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&json);
+    // 3 hops, 1 not followed, then 11 redirect answers, the last one too many.
+    assert_eq!(count(&r, "http.codes.302"), 3 + 1 + 11, "{r}");
+    assert_eq!(count(&r, "http.codes.303"), 1);
+    assert_eq!(count(&r, "errors.ERR_TOO_MANY_REDIRECTS"), 1);
+    assert_eq!(count(&r, "vusers.failed"), 1);
+    let seen = srv.seen();
+    // The first chain landed with the cookies set on the way; the capture read the landing.
+    let landed = seen.iter().find(|s| s.uri == "/redirect/0").unwrap();
+    let mut cookies: Vec<&str> = landed.headers["cookie"]
+        .to_str()
+        .unwrap()
+        .split("; ")
+        .collect();
+    cookies.sort();
+    assert_eq!(cookies, ["hop1=1", "hop2=1", "hop3=1"]);
+    assert_eq!(srv.seen_paths("/landing/"), ["/landing/landed"]);
+    // The POST's 303 became a GET without a body.
+    let after_post = seen.iter().find(|s| s.uri == "/landing").unwrap();
+    assert_eq!(after_post.method, "GET");
+    assert!(after_post.body.is_empty());
+    // followRedirect: false stopped at the 302.
+    assert_eq!(seen.iter().filter(|s| s.uri == "/redirect/0").count(), 1);
+    assert!(srv.seen_paths("/never").is_empty());
+}
