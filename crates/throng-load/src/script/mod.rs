@@ -173,7 +173,11 @@ pub struct Request {
 #[derive(Debug, Clone)]
 pub enum Step {
     Request(Box<Request>),
-    Think(Value),
+    /// Seconds (templates allowed); `jitter` as Artillery's: milliseconds or `"N%"` either way.
+    Think {
+        seconds: Value,
+        jitter: Option<String>,
+    },
     Log(String),
     /// `count` (a number, a `"from-to"` range or a template) or `over`; neither (or a
     /// count of 0, as Artillery reads it) loops until the last phase ends.
@@ -255,6 +259,8 @@ pub struct Script {
     pub default_headers: Vec<(String, Value)>,
     /// `config.defaults.cookie`: set in the jar for every request's URL.
     pub default_cookies: Vec<(String, Value)>,
+    /// `config.defaults.think.jitter`: every think step's jitter unless it has its own.
+    pub think_jitter: Option<String>,
     pub timeout: Duration,
     /// `config.http.pool`: idle keep-alive connections per host shared by every virtual user
     /// (without it each virtual user has its own, as in Artillery).
@@ -564,6 +570,8 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
     }
     let mut default_headers = Vec::new();
     let mut default_cookies = Vec::new();
+    let mut think_jitter = None;
+    // `config.http.defaults` first: Artillery reads its think jitter before `config.defaults`'.
     for (d, key) in [
         (&c.defaults, "config.defaults"),
         (&http.defaults, "config.http.defaults"),
@@ -573,8 +581,16 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         if let Some(cookie) = &d.cookie {
             default_cookies.extend(cookie_map(cookie, &format!("{key}.cookie"))?);
         }
-        if d.think.is_some() {
-            warnings.push(format!("{key}.think: not supported; ignored"));
+        if let Some(think) = &d.think {
+            match think.get("jitter") {
+                Some(j) if think_jitter.is_none() => {
+                    think_jitter = Some(crate::template::to_text(j))
+                }
+                Some(_) => {}
+                None => warnings.push(format!(
+                    "{key}.think: only jitter is read; the rest is ignored"
+                )),
+            }
         }
         if d.strict_capture.is_some() {
             warnings.push(format!("{key}.strictCapture: not supported; ignored"));
@@ -634,6 +650,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         variables: c.variables.clone().unwrap_or_default(),
         default_headers,
         default_cookies,
+        think_jitter,
         timeout: http.timeout.map_or(TIMEOUT_DEFAULT, |s| s.0),
         pool: http.pool.as_ref().map(pool_size).transpose()?,
         retry_after: http
@@ -1131,8 +1148,12 @@ fn once_flow(
         .get("flow")
         .cloned()
         .ok_or_else(|| ScriptError(format!("{key}: needs a flow (a list of steps)")))?;
-    let raw: Vec<StepRaw> =
-        serde_json::from_value(flow).map_err(|e| ScriptError(format!("{key}.flow: {e}")))?;
+    let mut unknown = Vec::new();
+    let raw: Vec<StepRaw> = serde_ignored::deserialize(flow, |path| {
+        unknown.push(format!("{key}.flow{}", key_path(&format!(".{path}"))))
+    })
+    .map_err(|e| ScriptError(format!("{key}.flow: {e}")))?;
+    warnings.extend(unknown_key_warnings(&unknown));
     Ok(Some(steps(&raw, &format!("{key}.flow"), warnings)?))
 }
 
@@ -1239,12 +1260,12 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
                 }
             }
         }
-        found.push(Step::Think(t.clone()));
-    }
-    if s.jitter.is_some() {
-        warnings.push(format!(
-            "{key}.jitter: not supported; think times are exact"
-        ));
+        found.push(Step::Think {
+            seconds: t.clone(),
+            jitter: s.jitter.as_ref().map(crate::template::to_text),
+        });
+    } else if s.jitter.is_some() {
+        warnings.push(format!("{key}.jitter: belongs to a think step; ignored"));
     }
     if let Some(l) = &s.log {
         found.push(Step::Log(l.clone()));
