@@ -375,6 +375,16 @@ fn yaml_of_json(v: &Value) -> serde_yaml::Value {
 /// of `-e` over `config`, then `-t`, `--overrides`, `-v` and `-p`, as `artillery run` applies
 /// them.
 fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<ScriptFile, ScriptError> {
+    let raw = effective_yaml(text, opts)?;
+    let mut file: ScriptFile = serde_yaml::from_value(raw)
+        .map_err(|e| ScriptError(format!("config after merging -e and flags: {e}")))?;
+    select_scenario(&mut file, opts)?;
+    Ok(file)
+}
+
+/// The script's YAML with `--config`, `--overrides`, `-e`, `-t`, `-v` and `-p` applied and
+/// the config's templates rendered: what runs (the agents of `--workers` get it).
+pub fn effective_yaml(text: &str, opts: &LoadOptions) -> Result<serde_yaml::Value, ScriptError> {
     let mut raw: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
     if let Some(path) = &opts.config_file {
@@ -452,8 +462,11 @@ fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<Script
         }
     }
     render_config_templates(config, opts);
-    let mut file: ScriptFile = serde_yaml::from_value(raw)
-        .map_err(|e| ScriptError(format!("config after merging -e and flags: {e}")))?;
+    Ok(raw)
+}
+
+/// `--scenario-name`: keeps that scenario only.
+fn select_scenario(file: &mut ScriptFile, opts: &LoadOptions) -> Result<(), ScriptError> {
     if let Some(name) = &opts.scenario_name {
         let names: Vec<String> = file
             .scenarios
@@ -477,7 +490,7 @@ fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<Script
             s.weight = Some(1.0);
         }
     }
-    Ok(file)
+    Ok(())
 }
 
 /// Artillery renders `{{ }}` in the target and the phases before running (`arrivalRate:
