@@ -100,7 +100,7 @@ test("register through the page; the API holds it; the slot is taken after reloa
   const id = (await page.textContent("#conf-id")).trim();
   const code = (await page.textContent("#conf-code")).trim();
   assert.match(id, UUID);
-  assert.ok(code.length >= 16, `access code '${code}' is shown`);
+  assert.match(code, /^[2-9A-HJ-NP-Z]{4}-[2-9A-HJ-NP-Z]{4}-[2-9A-HJ-NP-Z]{4}$/, `access code '${code}': three groups of four, no 0/O/1/I/l`);
   assert.equal((await page.textContent("#conf-day")).trim(), day);
   assert.match((await page.textContent("#conf-time")).trim(), /^\d\d:\d\d$/);
 

@@ -1,19 +1,25 @@
 // An election authority's election through the pages, in headless Chromium
 // against a real throng server: /voting/admin drafts the shipped definition,
-// imports the shipped roll and hands out the credentials, opens the
-// election; a voter signs in on /voting/ with a voter id and credential,
-// reviews the choice and confirms it; the results show turnout by district
-// and no party figure until the authority closes and publishes. Also: a
-// server error reads as one (not "cannot reach the server"), local dates
-// carry no seconds, and a 390 px phone scrolls none of these pages sideways.
+// imports the shipped roll and hands out the credentials, gives the public
+// key of the trustees' ceremony (`throng voting keygen`, 2 of 3; opening
+// without it is refused), opens the election; a voter signs in on /voting/
+// with a voter id and credential, reviews the choice and confirms it, and
+// the page seals it; the results show turnout by district and no party
+// figure; the authority closes, downloads the box, the trustees open it with
+// `throng voting open` and two shares, the authority imports their results
+// and publishes, and the results page shows the parties' figures in their
+// colours. Also: a server error reads as one (not "cannot reach the server"),
+// local dates carry no seconds, and a 390 px phone scrolls none of these
+// pages sideways.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { REPO_ROOT, binPath, fetchWithin, run, sharedSession, watchErrors } from "./lib/server.mjs";
+import { REPO_ROOT, binPath, fetchWithin, removeDir, run, sharedSession, tempDir, watchErrors } from "./lib/server.mjs";
 
 const TEST_MS_MAX = 90_000;
 const API = "/api/voting";
@@ -45,12 +51,41 @@ const rollFile = () => ({
   buffer: readFileSync(join(REPO_ROOT, "examples/voting/roll.csv")),
 });
 
-async function state(page) {
-  return page.getAttribute("#election-state", "data-state");
+/**
+ * The trustees' key ceremony with the harness's own binary: 2 of 3 shares.
+ * Returns the folder (removed after `t`) and its files.
+ */
+async function keygen(t) {
+  const dir = tempDir("ceremony");
+  t.after(() => removeDir(dir));
+  // keygen wants a new or empty folder of its own.
+  const out = join(dir, "keys");
+  const r = await run(binPath("throng"), ["voting", "keygen", "--threshold", "2", "--trustees", "3", "--out", out]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(readdirSync(out).sort(), ["election-key.json", "share-1-of-3.json", "share-2-of-3.json", "share-3-of-3.json"]);
+  return { dir, key: join(out, "election-key.json"), shares: [1, 2, 3].map((i) => join(out, `share-${i}-of-3.json`)) };
 }
 
-/** Drafts, imports and opens an election through /voting/admin; its id and credentials. */
-async function setUp(page, name) {
+// The log of the whole path, in order.
+const EXPECTED_LOG = [
+  "voting.ElectionDrafted",
+  "voting.RollImported",
+  "voting.ElectionKeySet",
+  "voting.ElectionOpened",
+  "voting.ElectionClosed",
+  "voting.ElectionTallied",
+  "voting.ResultsPublished",
+];
+
+const jsonFile = (path, name) => ({ name, mimeType: "application/json", buffer: readFileSync(path) });
+
+/**
+ * Drafts, imports, gives the key of a fresh ceremony and opens an election
+ * through /voting/admin; its id, credentials and the ceremony's files.
+ * `keyFirst`: try to open before the key is given (refused, key_missing).
+ */
+async function setUp(t, page, name, { keyFirst = false } = {}) {
+  const ceremony = await keygen(t);
   await page.goto(`${session.server.url}/voting/admin`);
   await page.fill("#admin-token", await adminToken());
   await page.setInputFiles("#definition-file", definitionFile(name));
@@ -74,15 +109,32 @@ async function setUp(page, name) {
   );
   assert.equal(Object.keys(credentials).length, 40);
   assert.equal(await page.getAttribute("#election-state", "data-voters"), "40");
+  assert.equal(await page.getAttribute("#election-state", "data-has-key"), "false");
+  if (keyFirst) {
+    // No key, no opening: ballots could not be sealed.
+    assert.match(await page.textContent("#election-state"), /No public key yet/);
+    await page.click('#steps button[data-step="open"]');
+    await page.waitForFunction(() => document.getElementById("status").dataset.code === "key_missing");
+    assert.equal(await page.getAttribute("#election-state", "data-state"), "draft");
+  }
+  await page.setInputFiles("#key-file", jsonFile(ceremony.key, "election-key.json"));
+  await page.click("#set-key");
+  await page.waitForFunction(() => document.getElementById("election-state").dataset.hasKey === "true");
+  assert.match(await page.textContent("#status"), /The key is set/);
+  // The ballot now names the key to seal to: the ceremony's.
+  const key = JSON.parse(readFileSync(ceremony.key, "utf8"));
+  const b = await (await fetchWithin(`${session.server.url}${API}/elections/${id}/districts/1/ballot`)).json();
+  assert.ok(b.sealTo && b.sealTo.publicKey, JSON.stringify(b.sealTo));
+  assert.ok(JSON.stringify(key).includes(b.sealTo.publicKey), "the ballot seals to the key given");
   await page.click('#steps button[data-step="open"]');
   await page.waitForFunction(() => document.getElementById("election-state").dataset.state === "open");
-  return { id, credentials };
+  return { id, credentials, ceremony };
 }
 
-test("an authority runs its election; a voter signs in, reviews and casts; results wait for publication", { timeout: TEST_MS_MAX }, async (t) => {
+test("an authority runs its election: key, open, a sealed vote, close, the trustees open the box, import and publish", { timeout: TEST_MS_MAX }, async (t) => {
   const { page, errors } = await newPage(t);
-  const { id, credentials } = await setUp(page, "Riverside council");
-  assert.equal(await page.isDisabled('#steps button[data-step="publish"]'), true, "publish waits for the tally");
+  const { id, credentials, ceremony } = await setUp(t, page, "Riverside council", { keyFirst: true });
+  assert.equal(await page.isDisabled('#steps button[data-step="publish"]'), true, "publish waits for the trustees' results");
 
   // The voter: sign in with the roll's id and credential.
   const voter = await session.browser.context.newPage();
@@ -104,9 +156,10 @@ test("an authority runs its election; a voter signs in, reviews and casts; resul
   assert.match(await voter.textContent("#signed-in"), /RV-00002, district South/);
   assert.equal(await voter.inputValue("#district"), "2", "the voter's own district's ballot");
   // Civic Alliance, Zuzana Polak: reviewed before anything is sent.
-  let sent = 0;
+  let posts = 0;
+  const sentCount = () => posts;
   voter.on("request", (r) => {
-    if (r.url().endsWith(`${API}/elections/${id}/votes`)) sent++;
+    if (r.url().endsWith(`${API}/elections/${id}/votes`)) posts++;
   });
   await voter.locator('#parties input[name="party"]').nth(1).check();
   await voter.locator('#candidates input[name="candidate"]').nth(0).check();
@@ -115,17 +168,23 @@ test("an authority runs its election; a voter signs in, reviews and casts; resul
   assert.equal(await voter.textContent("#review-party"), "Civic Alliance (CA)");
   assert.equal(await voter.textContent("#review-candidates"), "Zuzana Polak");
   assert.equal(await voter.textContent("#review-district"), "South");
-  assert.equal(sent, 0, "nothing is cast before the confirmation");
+  assert.equal(sentCount(), 0, "nothing is cast before the confirmation");
   await voter.click("#change");
   await voter.locator("#vote-form").waitFor({ state: "visible" });
   await voter.click("#vote");
   const answer = voter.waitForResponse((r) => r.url().endsWith(`${API}/elections/${id}/votes`));
   await voter.click("#confirm");
-  assert.equal((await answer).status(), 201);
+  const res = await answer;
+  assert.equal(res.status(), 201);
+  const sent = JSON.parse(res.request().postData());
+  assert.deepEqual(Object.keys(sent), ["sealed"], "sealed in the browser: nothing of the choice is sent");
+  assert.match(sent.sealed, /^[A-Za-z0-9_-]{107,108}$/);
   await voter.locator("#receipt").waitFor({ state: "visible" });
-  assert.equal(sent, 1);
+  const tracker = (await voter.textContent("#receipt-id")).trim();
+  assert.equal(tracker, createHash("sha256").update(Buffer.from(sent.sealed, "base64url")).digest("base64url"));
+  assert.equal(sentCount(), 1);
 
-  // Results while open: turnout by district, no party figure.
+  // Results while open: turnout by district (the board's ballots), no party figure.
   const results = await session.browser.context.newPage();
   const resultsErrors = watchErrors(results);
   t.after(() => results.close());
@@ -138,30 +197,62 @@ test("an authority runs its election; a voter signs in, reviews and casts; resul
   assert.equal(await results.locator("#districts tr").count(), 2);
   assert.match(await results.textContent('#districts tr[data-district-id="2"]'), /South\s*1\s*20\s*5\.0%/);
 
-  // Close, tallied by the service, publish: the results appear.
+  // Close: no tally on the server, which cannot read a ballot; publish waits for the trustees' results.
   await page.click('#steps button[data-step="close"]');
   await page.waitForFunction(() => document.getElementById("election-state").dataset.state === "closed");
-  for (let i = 0; i < 75 && (await state(page)) !== "tallied"; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    await page.click("#reload");
-  }
-  assert.equal(await state(page), "tallied");
+  assert.equal(await page.isDisabled('#steps button[data-step="publish"]'), true, "publish waits for the trustees' results");
+  assert.equal(await results.locator("#tally li").count(), 0);
+
+  // The box: downloaded from the page, holding the one sealed ballot sent.
+  await page.click("#export-box");
+  await page.locator("#box-link").waitFor({ state: "visible" });
+  assert.equal(await page.getAttribute("#box-link", "data-ballots"), "1");
+  const [boxDownload] = await Promise.all([page.waitForEvent("download"), page.click("#box-link")]);
+  const boxPath = join(ceremony.dir, "box.json");
+  await boxDownload.saveAs(boxPath);
+  const box = JSON.parse(readFileSync(boxPath, "utf8"));
+  assert.deepEqual(box.districts.flatMap((d) => d.ballots.map((b) => b.sealed)), [sent.sealed]);
+  assert.match(await page.textContent("#status"), new RegExp(`digest ${box.digest}`));
+
+  // The trustees open it away from the server: 2 of the 3 shares.
+  const resultsPath = join(ceremony.dir, "results.json");
+  const opened = await run(binPath("throng"), [
+    "voting", "open", "--box", boxPath, "--share", ceremony.shares[0], "--share", ceremony.shares[2], "--out", resultsPath,
+  ]);
+  assert.equal(opened.code, 0, `${opened.stdout}\n${opened.stderr}`);
+
+  // Imported (tallied), checked, published: the results page shows the parties.
+  await page.setInputFiles("#results-file", jsonFile(resultsPath, "results.json"));
+  await page.click("#import-results");
+  await page.waitForFunction(() => document.getElementById("election-state").dataset.state === "tallied");
+  assert.match(await page.textContent("#status"), /The results are imported/);
+  assert.equal(await page.isDisabled('#steps button[data-step="publish"]'), false);
   await page.click('#steps button[data-step="publish"]');
   await page.waitForFunction(() => document.getElementById("election-state").dataset.state === "published");
   await results.waitForFunction(() => document.body.dataset.resultsShown === "true", null, { timeout: 15_000 });
+  assert.equal(await results.isVisible("#hidden-note"), false);
   assert.equal(await results.locator("#tally > li").count(), 3);
+  // Civic Alliance's one vote, from the sealed ballot the trustees opened.
   assert.equal(await results.getAttribute("#tally > li:first-child", "data-party-id"), "2");
+  assert.equal(await results.getAttribute("#party-2-votes", "data-votes"), "1");
+  for (const other of ["1", "3"]) assert.equal(await results.getAttribute(`#party-${other}-votes`, "data-votes"), "0");
+  // Each party's bar in its colour from the API, and the colours differ.
+  const api = await (await fetchWithin(`${session.server.url}${API}/elections/${id}/results`)).json();
+  assert.equal(api.resultsShown, true);
+  const colors = new Set();
+  for (const p of api.parties) {
+    const bg = await results.locator(`#tally > li[data-party-id="${p.partyId}"] > .bar > span`).evaluate((e) => e.style.background || e.style.backgroundColor);
+    const hex = p.color.match(/[0-9a-f]{2}/gi).map((h) => parseInt(h, 16));
+    assert.equal(bg, `rgb(${hex.join(", ")})`, `party ${p.partyId}`);
+    colors.add(p.color);
+  }
+  assert.equal(colors.size, api.parties.length);
+  await page.click("#reload");
+  await page.waitForFunction(() => document.querySelectorAll("#admin-log li").length >= 7);
   const log = await page.$$eval("#admin-log li", (lis) => lis.map((l) => l.dataset.eventType));
-  assert.deepEqual(log, [
-    "voting.ElectionDrafted",
-    "voting.RollImported",
-    "voting.ElectionOpened",
-    "voting.ElectionClosed",
-    "voting.ElectionTallied",
-    "voting.ResultsPublished",
-  ]);
+  assert.deepEqual(log, EXPECTED_LOG);
   assert.match(await page.textContent("#admin-log"), /Opened by registrar/);
-  assert.deepEqual(unexpected(errors), []);
+  assert.deepEqual(unexpected(errors, 409), []);
   assert.deepEqual(unexpected(voterErrors, 401), []);
   assert.deepEqual(resultsErrors, []);
 });
@@ -215,7 +306,7 @@ test("a definition with problems lists them; a server error reads as one", { tim
 test("a 390 px phone scrolls neither the authority's page nor the vote's review sideways", { timeout: TEST_MS_MAX }, async (t) => {
   const { page } = await newPage(t);
   await page.setViewportSize(PHONE);
-  const { id, credentials } = await setUp(page, "A district council with a rather long name, as councils have");
+  const { id, credentials } = await setUp(t, page, "A district council with a rather long name, as councils have");
   assert.ok((await overflowX(page)) <= 0, `/voting/admin overflows by ${await overflowX(page)} px`);
   await page.goto(`${session.server.url}/voting/?electionId=${id}`);
   await page.locator('#parties input[name="party"]').first().waitFor({ state: "attached" });

@@ -75,17 +75,28 @@ export function withTimeout(promise, ms, what) {
 }
 
 /**
- * Starts `throng serve --demo` on 127.0.0.1:0 with a fresh data folder and
- * resolves once it prints `throng listening on http://ADDR`.
+ * Starts `throng serve --demo` (without `--demo` when `demo` is false) on
+ * 127.0.0.1:0 with a fresh data folder and resolves once it prints
+ * `throng listening on http://ADDR`.
  * Returns { url, addr, dataDir, process, log(), stop() }.
  */
-export async function startThrong({ extraArgs = [], env = {}, startMsMax = SERVER_START_MS_MAX } = {}) {
+export async function startThrong({ extraArgs = [], env = {}, startMsMax = SERVER_START_MS_MAX, demo = true, prepare = null } = {}) {
   const bin = process.env.THRONG_BIN || binPath("throng");
   if (!existsSync(bin)) {
     throw new Error(`${bin} is missing: build it with 'cargo build -p throng' (tests-e2e/run.sh does)`);
   }
   const dataDir = tempDir("data");
-  const args = ["serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...extraArgs];
+  // `prepare(dataDir, bin)` readies the store first (a seed), for a server
+  // without the demo data.
+  if (prepare) {
+    try {
+      await prepare(dataDir, bin);
+    } catch (e) {
+      removeDir(dataDir);
+      throw e;
+    }
+  }
+  const args = ["serve", ...(demo ? ["--demo"] : []), "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...extraArgs];
   const child = spawn(bin, args, {
     cwd: dataDir,
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || "warn", ...env },

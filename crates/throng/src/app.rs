@@ -280,6 +280,7 @@ impl ServeArgs {
         &self,
         proxies: Arc<TrustedProxies>,
         large: Arc<Vec<crate::platform::body_limit::LargeBody>>,
+        uncounted: Arc<Vec<(&'static str, &'static str)>>,
     ) -> Arc<Admission> {
         Admission::new(
             AdmissionLimits {
@@ -290,6 +291,7 @@ impl ServeArgs {
                 rate_limit_burst: self.rate_limit_burst,
                 rate_limit_keys_max: self.rate_limit_keys_max,
                 large,
+                uncounted,
             },
             proxies,
         )
@@ -480,7 +482,16 @@ pub async fn start_for(
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr()?;
     let proxies = args.proxies();
-    let adm = args.admission(proxies.clone(), large_bodies(list));
+    // With /metrics on the public address, routes whose counts would date
+    // anonymous acts are not counted at all.
+    let uncounted = Arc::new(if args.metrics_listen.is_none() {
+        list.iter()
+            .flat_map(|s| s.uncounted_in_public_metrics().iter().copied())
+            .collect()
+    } else {
+        Vec::new()
+    });
+    let adm = args.admission(proxies.clone(), large_bodies(list), uncounted);
     let mut workers = workers;
     workers.push(tokio::spawn(adm.pruner()));
     let app = router_for(state.clone(), &args, list, adm)?;

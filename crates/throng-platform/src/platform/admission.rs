@@ -3,6 +3,9 @@
 //! with `Retry-After` at once instead of queueing without bound; the optional
 //! per-client rate limit (GCRA, off by default) answers the same. A request
 //! that runs past `request_timeout` is answered 503 and its slot freed.
+//! Static files below `/assets/` pass (see `is_static`), and a browser
+//! asking for a page is refused with a page that says so and tries again
+//! by itself (`busy_page`), never a blank one.
 //!
 //! Metric labels come from closed sets only: the matched route (or
 //! `unmatched`), the method (the nine of RFC 9110, or `other`) and the status
@@ -39,6 +42,9 @@ pub struct AdmissionLimits {
     /// Routes whose large bodies take longer: their `timeout` is their
     /// requests' deadline when longer than `request_timeout`.
     pub large: Arc<Vec<super::body_limit::LargeBody>>,
+    /// Routes (method, path template) not counted in the metrics: those
+    /// whose counts would date anonymous acts while `/metrics` is public.
+    pub uncounted: Arc<Vec<(&'static str, &'static str)>>,
 }
 
 impl AdmissionLimits {
@@ -279,27 +285,36 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
     // would take a busy node out of the balancer (HAProxy then answers
     // 503 for every node at once), not make it less busy.
     let probe = matches!(req.uri().path(), "/health" | "/ready");
-    let response = if probe {
+    let page = wants_page(&req);
+    let response = if probe || is_static(req.uri().path()) {
         match tokio::time::timeout(adm.limits.request_timeout, next.run(req)).await {
             Ok(response) => response,
             Err(_) => request_timed_out(&adm.limits),
         }
     } else if let Some(wait_s) = adm.rate_limited(&req) {
         METRICS.http_rejected_429.inc();
-        ApiError::too_many_requests(
-            wait_s,
-            "too many requests from this client; retry after the given seconds",
-        )
-        .into_response()
+        if page {
+            busy_page(wait_s)
+        } else {
+            ApiError::too_many_requests(
+                wait_s,
+                "too many requests from this client; retry after the given seconds",
+            )
+            .into_response()
+        }
     } else if adm.in_flight.fetch_add(1, Ordering::AcqRel) >= adm.limits.in_flight_max {
         adm.in_flight.fetch_sub(1, Ordering::AcqRel);
         adm.refused.fetch_add(1, Ordering::Relaxed);
         METRICS.http_rejected_429.inc();
-        ApiError::too_many_requests(
-            adm.retry_after_s(),
-            "the server is at capacity; retry after the given seconds",
-        )
-        .into_response()
+        if page {
+            busy_page(adm.retry_after_s())
+        } else {
+            ApiError::too_many_requests(
+                adm.retry_after_s(),
+                "the server is at capacity; retry after the given seconds",
+            )
+            .into_response()
+        }
     } else {
         adm.admitted.fetch_add(1, Ordering::Relaxed);
         METRICS.http_in_flight.inc();
@@ -313,6 +328,14 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
         }
     };
     let route = route.as_ref().map(|m| m.as_str()).unwrap_or("unmatched");
+    if adm
+        .limits
+        .uncounted
+        .iter()
+        .any(|(m, r)| *m == method && *r == route)
+    {
+        return response;
+    }
     METRICS
         .http_requests
         .with_label_values(&[route, method, response.status().as_str()])
@@ -322,6 +345,54 @@ pub async fn middleware(State(adm): State<Arc<Admission>>, req: Request, next: N
         .with_label_values(&[route])
         .observe(started.elapsed().as_secs_f64());
     response
+}
+
+/// A file served from memory under its content-hashed name
+/// (`assets::STATIC_PREFIX`): admitted whatever the load or the client's
+/// rate, as `/health` is. Answering it costs what refusing it would, and a
+/// refused script leaves its page blank.
+pub fn is_static(path: &str) -> bool {
+    path.starts_with(super::assets::STATIC_PREFIX)
+}
+
+/// A browser loading a page (not a script's fetch): a GET whose `Accept`
+/// names HTML first, as navigations' do.
+fn wants_page(req: &Request) -> bool {
+    req.method() == Method::GET
+        && req
+            .headers()
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.trim_start().starts_with("text/html"))
+}
+
+/// A refused page load: 429 with `Retry-After`, and a page saying why that
+/// loads itself again after that many seconds (a refresh, no script), with
+/// a link to try at once.
+pub fn busy_page(wait_s: u64) -> Response {
+    let wait_s = wait_s.max(1);
+    let body = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <link rel=\"icon\" href=\"data:,\">\n\
+         <meta http-equiv=\"refresh\" content=\"{wait_s}\">\n<title>Busy, trying again \u{2014} throng</title>\n\
+         <style>body{{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}</style>\n\
+         </head>\n<body>\n<h1>Many people are here right now</h1>\n\
+         <p id=\"busy\">This page tries again by itself in {wait_s} s. Nothing you entered is lost by waiting.</p>\n\
+         <p><a href=\"\">Try again now</a></p>\n</body>\n</html>\n"
+    );
+    let mut res = (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(axum::http::header::CONTENT_TYPE, super::assets::HTML)],
+        body,
+    )
+        .into_response();
+    res.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from(wait_s),
+    );
+    super::headers::set_no_store(&mut res);
+    res
 }
 
 fn request_timed_out(limits: &AdmissionLimits) -> Response {

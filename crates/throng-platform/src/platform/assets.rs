@@ -4,6 +4,13 @@
 //! written from the Rust constants the parsers check (a form's limits are
 //! never typed twice), and embeddable scripts that carry the client inside
 //! them (a widget on another site's page is one file and adds no global).
+//!
+//! A page's own files go in a [`Bundle`]: each is also served under a name
+//! carrying a hash of its content below `/assets/` (`/booking/app.js` at
+//! `/assets/booking/app.1f2e3d4c5b.js`), cached for a year as `immutable`,
+//! and the page's HTML names those. Admission lets every `/assets/` request
+//! through (`admission::is_static`): a file answered from memory costs what
+//! its refusal would, and a refused script would leave a page blank.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -17,9 +24,161 @@ pub const CLIENT_PATH: &str = "/assets/throng.js";
 pub const CLIENT_JS: &str = include_str!("assets/throng.js");
 
 pub const JS: &str = "text/javascript; charset=utf-8";
+pub const CSS: &str = "text/css; charset=utf-8";
+pub const HTML: &str = "text/html; charset=utf-8";
+
+/// The prefix of the files served from memory under content-hashed names.
+pub const STATIC_PREFIX: &str = "/assets/";
+
+/// How a content-hashed file is cached: its name changes with its content.
+pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// How a page and a file under its plain name are cached: kept, but asked
+/// for again each time (a new release changes what the page names).
+pub const REVALIDATE: &str = "no-cache";
+
+/// The client's content-hashed path (`/assets/throng.<hash>.js`).
+pub fn client_path_hashed() -> &'static str {
+    static PATH: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| hashed_path(CLIENT_PATH, CLIENT_JS.as_bytes()));
+    &PATH
+}
 
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new().route(CLIENT_PATH, get(|| async { script(CLIENT_JS) }))
+    Router::new()
+        .route(CLIENT_PATH, get(|| async { script(CLIENT_JS) }))
+        .route(
+            client_path_hashed(),
+            get(|| async { with_cache(script(CLIENT_JS), IMMUTABLE) }),
+        )
+}
+
+/// `plain` served below [`STATIC_PREFIX`] with a hash of `body` before its
+/// extension: `/booking/app.js` -> `/assets/booking/app.<10 hex>.js`.
+pub fn hashed_path(plain: &str, body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(body);
+    let hash = hex::encode(&digest[..5]);
+    let inner = plain.strip_prefix(STATIC_PREFIX).unwrap_or(plain);
+    let inner = inner.trim_start_matches('/');
+    let (stem, ext) = match inner.rfind('.') {
+        Some(i) if !inner[i..].contains('/') => inner.split_at(i),
+        _ => (inner, ""),
+    };
+    format!("{STATIC_PREFIX}{stem}.{hash}{ext}")
+}
+
+fn with_cache(mut res: Response, cache: &'static str) -> Response {
+    res.headers_mut().insert(
+        header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static(cache),
+    );
+    res
+}
+
+/// A page's static files (scripts, styles), each served under its plain
+/// path (`Cache-Control: no-cache`, for pages a browser loaded before a
+/// release) and under its content-hashed path (immutable); pages are
+/// written with the plain paths and [`Bundle::page`] names the hashed ones.
+#[derive(Clone, Default)]
+pub struct Bundle {
+    files: Vec<BundleFile>,
+}
+
+#[derive(Clone)]
+struct BundleFile {
+    plain: &'static str,
+    hashed: String,
+    content_type: &'static str,
+    body: bytes::Bytes,
+}
+
+impl Bundle {
+    pub fn new() -> Bundle {
+        Bundle::default()
+    }
+
+    /// Adds the file pages name `plain` (an absolute path).
+    pub fn file(
+        mut self,
+        plain: &'static str,
+        content_type: &'static str,
+        body: impl Into<bytes::Bytes>,
+    ) -> Bundle {
+        let body = body.into();
+        assert!(plain.starts_with('/'), "{plain}: an absolute path");
+        assert!(
+            !plain.starts_with(STATIC_PREFIX),
+            "{plain}: below {STATIC_PREFIX} only by its hashed name"
+        );
+        let hashed = hashed_path(plain, &body);
+        self.files.push(BundleFile {
+            plain,
+            hashed,
+            content_type,
+            body,
+        });
+        self
+    }
+
+    /// The hashed path of the file named `plain`.
+    pub fn hashed(&self, plain: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|f| f.plain == plain)
+            .map(|f| f.hashed.as_str())
+    }
+
+    /// `html` with each quoted plain path of this bundle's files (and the
+    /// client's) replaced by its hashed path.
+    pub fn page(&self, html: &str) -> String {
+        let mut out = html.replace(
+            &format!("\"{CLIENT_PATH}\""),
+            &format!("\"{}\"", client_path_hashed()),
+        );
+        for f in &self.files {
+            out = out.replace(&format!("\"{}\"", f.plain), &format!("\"{}\"", f.hashed));
+        }
+        out
+    }
+
+    /// Routes for every file under both its names.
+    pub fn router<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
+        let mut router = Router::new();
+        for f in &self.files {
+            for (path, cache) in [(f.plain, REVALIDATE), (f.hashed.as_str(), IMMUTABLE)] {
+                let body = f.body.clone();
+                let content_type = f.content_type;
+                router = router.route(
+                    path,
+                    get(move || {
+                        let body = body.clone();
+                        async move {
+                            with_cache(
+                                ([(header::CONTENT_TYPE, content_type)], body).into_response(),
+                                cache,
+                            )
+                        }
+                    }),
+                );
+            }
+        }
+        router
+    }
+}
+
+/// A page's HTML answer, asked for again each time (it names the release's
+/// files).
+pub fn html_page<S: Clone + Send + Sync + 'static>(html: String) -> axum::routing::MethodRouter<S> {
+    let body = bytes::Bytes::from(html);
+    get(move || {
+        let body = body.clone();
+        async move {
+            with_cache(
+                ([(header::CONTENT_TYPE, HTML)], body).into_response(),
+                REVALIDATE,
+            )
+        }
+    })
 }
 
 /// A script answer.
@@ -99,6 +258,40 @@ mod tests {
         assert!(
             copies.is_empty(),
             "use Throng (/assets/throng.js): {copies:?}"
+        );
+    }
+
+    #[test]
+    fn a_bundle_names_its_files_by_content_and_rewrites_pages() {
+        let bundle = Bundle::new()
+            .file("/p/app.js", JS, "one();")
+            .file("/p/style.css", CSS, "b{}");
+        let app = bundle.hashed("/p/app.js").unwrap().to_string();
+        assert!(
+            app.starts_with("/assets/p/app.") && app.ends_with(".js"),
+            "{app}"
+        );
+        assert_eq!(app.len(), "/assets/p/app.".len() + 10 + ".js".len());
+        let again = Bundle::new().file("/p/app.js", JS, "two();");
+        assert_ne!(
+            again.hashed("/p/app.js").unwrap(),
+            app,
+            "the name follows the content"
+        );
+        let html = r#"<link href="/p/style.css"><script src="/assets/throng.js"></script><script src="/p/app.js"></script><a href="/p/app.json">"#;
+        let page = bundle.page(html);
+        assert!(page.contains(&format!(r#"src="{app}""#)));
+        assert!(page.contains(&format!(r#"src="{}""#, client_path_hashed())));
+        assert!(
+            page.contains(r#"href="/p/app.json""#),
+            "only whole quoted paths"
+        );
+        assert!(!page.contains(r#""/p/style.css""#));
+        assert_eq!(
+            hashed_path("/assets/throng.js", b"x")
+                .matches("/assets/")
+                .count(),
+            1
         );
     }
 

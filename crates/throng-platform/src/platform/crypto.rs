@@ -121,6 +121,18 @@ pub fn code_matches(code: &str, stored_hash: &[u8]) -> bool {
     hash_code(code).ct_eq(stored_hash).into()
 }
 
+/// Letters for codes people read aloud or type from paper: digits 2-9 and
+/// capital letters but I and O (32), so no 0/O, 1/I/l to confuse.
+pub const READABLE_ALPHABET: &[u8; 32] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
+
+/// `chars` random letters of [`READABLE_ALPHABET`] (5 bits each).
+pub fn readable_code(chars: usize) -> String {
+    let mut rng = rand::thread_rng();
+    (0..chars)
+        .map(|_| READABLE_ALPHABET[(rng.next_u32() & 31) as usize] as char)
+        .collect()
+}
+
 /// A random URL-safe token of `bytes` random bytes.
 pub fn random_token(bytes: usize) -> String {
     use base64::Engine;

@@ -125,6 +125,19 @@ pub trait Experiment: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Flags of its own after `throng bench NAME` (e.g. `--ballots`), added
+    /// to `throng bench`'s; every experiment's must differ from the others'
+    /// and the harness's.
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        cmd
+    }
+    /// An experiment measured without a server: when this answers, the
+    /// harness neither seeds nor serves nor measures workloads; it prints
+    /// the lines answered (or the error). `matches` holds the flags of
+    /// [`Experiment::args`].
+    fn standalone(&self, _matches: &clap::ArgMatches) -> Option<anyhow::Result<Vec<String>>> {
+        None
+    }
     /// Measurements that are not HTTP workloads (encodings, a rebuild read
     /// from the store), run after seeding and before the server starts;
     /// their lines are printed and added to the report's notes.

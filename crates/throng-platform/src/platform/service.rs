@@ -272,6 +272,14 @@ pub trait Service: Send + Sync + 'static {
     fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
         &[]
     }
+
+    /// Routes (method, path template) whose every request is an act of
+    /// someone who must stay anonymous (a vote): not counted on `/metrics`
+    /// while it is served on the public address, where its counter would
+    /// date each act (counted with `--metrics-listen`).
+    fn uncounted_in_public_metrics(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 }
 
 /// A started service as the app keeps it: its state filed by type.
@@ -322,6 +330,7 @@ pub trait AnyService: Send + Sync + 'static {
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
     fn roles(&self) -> &'static [RoleSpec];
     fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody];
+    fn uncounted_in_public_metrics(&self) -> &'static [(&'static str, &'static str)];
     /// Its `throng NAME` command, if it has one.
     fn command(&self) -> Option<clap::Command>;
     /// Runs `throng NAME ...` with the command's matches.
@@ -425,6 +434,10 @@ impl<S: Service> AnyService for S {
 
     fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
         Service::large_bodies(self)
+    }
+
+    fn uncounted_in_public_metrics(&self) -> &'static [(&'static str, &'static str)] {
+        Service::uncounted_in_public_metrics(self)
     }
 
     fn command(&self) -> Option<clap::Command> {

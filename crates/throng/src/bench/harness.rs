@@ -65,6 +65,9 @@ pub struct BenchArgs {
     /// (unless THRONG_PG_WRITERS is set, which applies to every node).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub nodes: Vec<usize>,
+    /// The experiments' own flags (each experiment's `about` names them).
+    #[command(flatten)]
+    pub own: super::ExperimentArgs,
 }
 
 /// `bench --list`: one line per experiment, its description in a column as
@@ -88,6 +91,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let exp = all.into_iter().find(|e| e.name() == name).ok_or_else(|| {
         anyhow::anyhow!("unknown experiment '{name}'; `throng bench --list` lists them")
     })?;
+    if let Some(result) = exp.standalone(&args.own.0) {
+        for line in result? {
+            println!("{line}");
+        }
+        return Ok(());
+    }
     if args.runs == 0 || args.duration_s == 0 || args.connections.contains(&0) {
         anyhow::bail!("--runs, --duration-s and --connections must be at least 1");
     }

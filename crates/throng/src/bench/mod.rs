@@ -27,6 +27,10 @@
 //! and stopped after them; a design that cannot be had here is reported as
 //! skipped, with the reason, and no figure.
 //!
+//! An experiment that needs no server (`Experiment::standalone`: an offline
+//! computation such as the trustees' opening) runs alone with its own flags
+//! (`Experiment::args`) and prints its lines.
+//!
 //! A service registers its experiments by implementing
 //! [`crate::platform::experiment::Experiment`] in its own folder
 //! (`services/<name>/bench.rs`) and returning them from its
@@ -90,6 +94,30 @@ impl clap::Args for ComparisonArgs {
         comparison_services()
             .into_iter()
             .fold(cmd, |c, s| s.serve_args(c))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The experiments' own flags (`Experiment::args`), kept as matches: the
+/// experiment run reads its part.
+#[derive(Clone, Debug, Default)]
+pub struct ExperimentArgs(pub clap::ArgMatches);
+
+impl clap::FromArgMatches for ExperimentArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ExperimentArgs(m.clone()))
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0 = m.clone();
+        Ok(())
+    }
+}
+
+impl clap::Args for ExperimentArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        experiments().iter().fold(cmd, |c, e| e.args(c))
     }
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         Self::augment_args(cmd)

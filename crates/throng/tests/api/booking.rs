@@ -40,6 +40,7 @@ both_stores!(
     move_takes_the_new_slot_and_frees_the_old,
     moves_racing_for_one_slot_have_one_winner,
     registration_calendar_file_is_rfc5545,
+    access_codes_are_read_aloud_and_typed_loosely,
 );
 postgres_only!(
     race_for_ten_slots_across_two_processes,
@@ -259,7 +260,8 @@ async fn register_read_cancel_round_trip(kind: StoreKind) {
     let id = v["registrationId"].as_str().unwrap().to_string();
     let code = v["accessCode"].as_str().unwrap().to_string();
     assert!(uuid::Uuid::parse_str(&id).is_ok(), "{v}");
-    assert!(code.len() >= 16, "{v}");
+    // Twelve letters in three groups of four (60 bits; the id is needed too).
+    assert_eq!(code.len(), 14, "{v}");
     assert_eq!(v["placeId"], 2);
     assert_eq!(v["day"], "2030-01-02");
     assert_eq!(v["timeSlot"], 1);
@@ -1929,6 +1931,17 @@ async fn registration_calendar_file_is_rfc5545(kind: StoreKind) {
         "{lines:?}"
     );
     assert!(lines.iter().any(|l| l.starts_with("SUMMARY:")));
+    // The registration page's absolute link, at the address the request
+    // reached (no --public-url), without the access code.
+    let link = format!("{}/booking/manage#id={id}", api.base);
+    assert!(lines.contains(&format!("URL:{link}").as_str()), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("DESCRIPTION:") && l.contains(&link)),
+        "{lines:?}"
+    );
+    assert!(!body.contains(&code), "the code stays out of calendars");
     assert!(
         !body.contains(person(1)["name"].as_str().unwrap()),
         "no personal data"
@@ -1942,4 +1955,84 @@ async fn registration_calendar_file_is_rfc5545(kind: StoreKind) {
             .await
             .assert_error(404, "registration_not_found");
     }
+}
+
+/// An access code is 12 letters in three groups, none of 0, O, 1, I or l;
+/// it opens the registration typed in any case, with or without the dashes
+/// or with spaces, and a code minted before (URL-safe base64, stored as the
+/// hash of the code as given) still does, case and all.
+async fn access_codes_are_read_aloud_and_typed_loosely(kind: StoreKind) {
+    let s = TestServer::seeded(kind, 1, 1, 4).await;
+    let api = &s.api;
+    let (id, code) = ids(&api.register(1, FROM, 0, person(1)).await);
+    let groups: Vec<&str> = code.split('-').collect();
+    assert_eq!(groups.len(), 3, "{code}");
+    assert!(
+        groups.iter().all(|g| g.len() == 4
+            && g.bytes()
+                .all(|b| b"23456789ABCDEFGHJKLMNPQRSTUVWXYZ".contains(&b))),
+        "{code}"
+    );
+    let read = |c: String| {
+        let id = id.clone();
+        async move {
+            api.send(
+                api.http
+                    .get(api.url(&format!("{REGISTRATIONS}/{id}")))
+                    .header("x-access-code", c),
+            )
+            .await
+            .status
+        }
+    };
+    let letters = code.replace('-', "");
+    for typed in [
+        code.clone(),
+        code.to_lowercase(),
+        letters.clone(),
+        format!("{} {} {}", &letters[..4], &letters[4..8], &letters[8..]),
+    ] {
+        assert_eq!(read(typed.clone()).await, 200, "{typed:?}");
+    }
+    let mut wrong = letters.into_bytes();
+    wrong[0] = if wrong[0] == b'2' { b'3' } else { b'2' };
+    assert_eq!(read(String::from_utf8(wrong).unwrap()).await, 404);
+
+    // A registration whose code was minted before: its hash is of the code
+    // as given.
+    let (old_id, _) = ids(&api.register(1, FROM, 1, person(2)).await);
+    let old_code = "q3XbT9vKp2LmW8sR-_aZ0b";
+    let hash = {
+        use sha2::Digest;
+        sha2::Sha256::digest(old_code.as_bytes()).to_vec()
+    };
+    set_access_hash(&s, &old_id, hash).await;
+    let read_old = |c: &str| {
+        api.send(
+            api.http
+                .get(api.url(&format!("{REGISTRATIONS}/{old_id}")))
+                .header("x-access-code", c.to_string()),
+        )
+    };
+    assert_eq!(read_old(old_code).await.status, 200);
+    assert_eq!(read_old(&old_code.to_lowercase()).await.status, 404);
+}
+
+/// Sets a registration's stored access hash (as a registration from before
+/// the readable codes holds it).
+async fn set_access_hash(s: &TestServer, id: &str, hash: Vec<u8>) {
+    let statement = Arc::new(throng::store::Sql::owned(
+        "UPDATE booking_registrations SET access_hash = ?1 WHERE id = ?2".to_string(),
+    ));
+    let id = id.to_string();
+    let changed = s
+        .state
+        .store
+        .write(move |tx| {
+            let (statement, hash, id) = (statement.clone(), hash.clone(), id.clone());
+            Box::pin(async move { tx.execute(&statement, &[&hash, &id]).await })
+        })
+        .await
+        .expect("set the access hash");
+    assert_eq!(changed, 1);
 }

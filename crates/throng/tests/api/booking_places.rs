@@ -13,7 +13,7 @@ use tokio::sync::Barrier;
 use crate::both_stores;
 use crate::helpers::{person, store_flags, throng_bin, Api, PgDb, Reply, StoreKind, TestServer};
 use throng::platform::auth::Role;
-use throng::services::booking::http::PlacesPage;
+use throng::services::booking::http::{FilterValue, PlaceFilters, PlacesPage};
 use throng::services::booking::places::http::{EarliestList, PlaceChanged, PlaceDetail};
 use throng::services::booking::places::ChangeSummary;
 
@@ -25,6 +25,7 @@ both_stores!(
     cancel_and_move_give_the_seat_back,
     an_admin_defines_a_place_its_hours_and_its_days,
     places_are_searched_by_text_region_and_service_a_page_at_a_time,
+    no_places_no_filters,
     the_earliest_free_slots_are_listed_soonest_first,
     the_command_line_imports_a_file_all_or_none,
 );
@@ -620,6 +621,47 @@ async fn places_are_searched_by_text_region_and_service_a_page_at_a_time(kind: S
     api.get(&format!("/api/booking/places?q={long}"))
         .await
         .assert_error(422, "invalid_field");
+
+    // What a search can be narrowed by: every region and service, in
+    // order, with its count of places (a service counted once a place).
+    let r = api.get("/api/booking/places/filters").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let filters: PlaceFilters = r.body();
+    let pairs = |v: &[FilterValue]| -> Vec<(String, i64)> {
+        v.iter().map(|f| (f.value.clone(), f.places)).collect()
+    };
+    let owned = |v: &[(&str, i64)]| -> Vec<(String, i64)> {
+        v.iter().map(|(s, n)| (s.to_string(), *n)).collect()
+    };
+    assert_eq!(
+        pairs(&filters.regions),
+        owned(&[("BA", 2), ("KE", 1), ("NR", 1), ("TN", 1), ("ZA", 1)])
+    );
+    assert_eq!(
+        pairs(&filters.services),
+        owned(&[
+            ("test-antigen", 2),
+            ("test-pcr", 3),
+            ("vaccine-covid", 3),
+            ("vaccine-flu", 3)
+        ])
+    );
+    // Each value finds that many places.
+    for f in &filters.services {
+        let r = api
+            .get(&format!("/api/booking/places?service={}", f.value))
+            .await;
+        assert_eq!(r.body::<PlacesPage>().total, f.places, "{}", f.value);
+    }
+}
+
+/// Without places, nothing to narrow by.
+async fn no_places_no_filters(kind: StoreKind) {
+    let s = TestServer::start(kind, &[]).await;
+    let r = s.api.get("/api/booking/places/filters").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let filters: PlaceFilters = r.body();
+    assert!(filters.regions.is_empty() && filters.services.is_empty());
 }
 
 async fn the_earliest_free_slots_are_listed_soonest_first(kind: StoreKind) {

@@ -744,7 +744,7 @@ both_stores!(
     sse_resumes_with_last_event_id,
     long_poll_answers_when_an_event_commits,
     consumers_hold_a_lease_and_a_checkpoint,
-    the_tally_counts_ballots_of_the_ballot_streams_only,
+    forged_ballot_events_count_for_nothing,
 );
 
 /// Server-sent events as (id, event, data), read from a response.
@@ -1378,9 +1378,10 @@ async fn a_slow_subscriber_does_not_grow_the_server() {
     }
 }
 
-/// The voting tally counts `voting.BallotCast` from `ballots-{election}`
-/// only: the same type in any other stream is not a ballot.
-async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
+/// Events that look like ballots count for nothing: the turnout is the
+/// board's (sealed ballots cast through the vote route), and a service's
+/// streams are closed to an admin's appends.
+async fn forged_ballot_events_count_for_nothing(kind: StoreKind) {
     use throng::services::voting::seed::{candidate_id, district_of, seed, SeedVotingArgs};
     use throng::store::eventlog::NewEvent;
     let flags = [
@@ -1390,6 +1391,8 @@ async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
         "1",
         "--voting-mix-interval-ms",
         "20",
+        "--voting-board-period-ms",
+        "50",
     ];
     let s = TestServer::start(kind, &flags).await;
     let args = SeedVotingArgs {
@@ -1404,6 +1407,7 @@ async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
         closes_at: None,
         force: false,
         voters_csv: None,
+        trustees_out: None,
     };
     seed(&s.state.store, &args, false).await.unwrap();
     let (api, t) = (&s.api, &s.token(Role::ADMIN));
@@ -1446,13 +1450,20 @@ async fn the_tally_counts_ballots_of_the_ballot_streams_only(kind: StoreKind) {
     .await
     .assert_error(403, "stream_owned_by_service");
     // One real vote after them.
+    let sealed = crate::sealing::sealed_body(
+        api,
+        1,
+        d,
+        &json!({"partyId": 1, "candidateIds": [candidate_id(&args, d, 1, 1)]}),
+    )
+    .await;
     let r = api
         .send(
             api.http
                 .post(api.url("/api/voting/elections/1/votes"))
                 .header("voter-id", "1")
                 .header("election-district-id", d.to_string())
-                .json(&json!({"partyId": 1, "candidateIds": [candidate_id(&args, d, 1, 1)]})),
+                .json(&sealed),
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());

@@ -70,6 +70,8 @@ async fn every_page_forbids_framing_and_sniffing() {
         "/",
         "/booking/",
         "/booking/manage",
+        "/booking/staff/",
+        "/booking/admin/",
         "/comments/",
         "/voting/",
         "/voting/results",
@@ -118,6 +120,8 @@ async fn every_page_script_is_served_as_javascript() {
     for path in [
         "/booking/",
         "/booking/manage",
+        "/booking/staff/",
+        "/booking/admin/",
         "/comments/",
         "/voting/",
         "/voting/results",
@@ -137,7 +141,13 @@ async fn every_page_script_is_served_as_javascript() {
             .iter()
             .filter(|src| !src.starts_with("/widget/"))
             .collect();
-        assert_eq!(own.first(), Some(&&"/assets/throng.js"), "{path}");
+        // The client, by its plain or content-hashed name.
+        let client = own.first().map(|c| c.to_string()).unwrap_or_default();
+        assert!(
+            client == "/assets/throng.js"
+                || (client.starts_with("/assets/throng.") && client.ends_with(".js")),
+            "{path}: {client}"
+        );
         assert!(own.len() >= 2, "{path}: its own script too");
         for src in scripts {
             let r = s.api.get(src).await;
@@ -149,4 +159,161 @@ async fn every_page_script_is_served_as_javascript() {
             assert!(!r.text().is_empty(), "{path}: {src}");
         }
     }
+}
+
+/// The names a page's `src="..."` and `href="..."` give.
+fn referenced(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in [r#"src=""#, r#"href=""#] {
+        for rest in html.split(attr).skip(1) {
+            if let Some(path) = rest.split('"').next() {
+                out.push(path.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A page never goes silent under a per-client rate limit: its scripts and
+/// style are named by content (`/assets/...`, cached as immutable) and are
+/// answered whatever the client's rate; once the client is over its rate a
+/// page load is answered by a page that says so and reloads itself after
+/// `Retry-After` (and a script's fetch by the JSON envelope, as before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn static_files_pass_the_rate_limit_and_a_refused_page_says_so() {
+    // A burst of one page load each.
+    let flags = ["--rate-limit-per-s", "1", "--rate-limit-burst", "4"];
+    let s = TestServer::start(StoreKind::Sqlite, &flags).await;
+    let api = &s.api;
+    let mut pages = Vec::new();
+    for path in [
+        "/booking/",
+        "/booking/manage",
+        "/booking/staff/",
+        "/booking/admin/",
+    ] {
+        let r = api.get(path).await;
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(header(&r, "cache-control"), "no-cache", "{path}");
+        pages.push((path, r.text()));
+    }
+    // Now over its rate (at most a few more): the API refuses this client.
+    let mut refused = false;
+    for _ in 0..5 {
+        if api.get("/api/booking/places").await.status == 429 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the client is over its rate");
+    // Far more files than its burst of 4 and 1 a second would allow.
+    for (path, html) in &pages {
+        let files: Vec<String> = referenced(html)
+            .into_iter()
+            .filter(|p| p.ends_with(".js") || p.ends_with(".css"))
+            .collect();
+        assert!(files.len() >= 3, "{path}: {files:?}");
+        for file in files {
+            assert!(
+                file.starts_with("/assets/"),
+                "{path} names {file} by content"
+            );
+            for _ in 0..3 {
+                let r = api.get(&file).await;
+                assert_eq!(r.status, 200, "{path}: {file}");
+                assert_eq!(
+                    header(&r, "cache-control"),
+                    "public, max-age=31536000, immutable",
+                    "{file}"
+                );
+                let want = if file.ends_with(".css") {
+                    "text/css"
+                } else {
+                    "text/javascript"
+                };
+                assert!(header(&r, "content-type").starts_with(want), "{file}");
+                assert!(!r.body.is_empty(), "{file}");
+            }
+        }
+    }
+    // A browser's page load while over the rate: a page with a reason, a
+    // refresh after Retry-After and a link to try again.
+    let mut r = None;
+    for _ in 0..5 {
+        let got = api
+            .send(
+                api.http
+                    .get(api.url("/booking/"))
+                    .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8"),
+            )
+            .await;
+        if got.status == 429 {
+            r = Some(got);
+            break;
+        }
+    }
+    let r = r.expect("a page load over the rate is refused");
+    assert!(header(&r, "content-type").starts_with("text/html"));
+    let wait: u64 = header(&r, "retry-after")
+        .parse()
+        .expect("Retry-After in seconds");
+    assert!(wait >= 1);
+    let body = r.text();
+    assert!(
+        body.contains(&format!(r#"<meta http-equiv="refresh" content="{wait}">"#)),
+        "{body}"
+    );
+    assert!(
+        body.contains("Try again now") && body.contains("Many people"),
+        "{body}"
+    );
+    assert!(!body.contains("<script"), "{body}");
+    // A script's request still gets the envelope.
+    for _ in 0..5 {
+        let r = api
+            .send(api.http.get(api.url("/booking/")).header("accept", "*/*"))
+            .await;
+        if r.status == 429 {
+            r.assert_error(429, "too_many_requests");
+            return;
+        }
+    }
+    panic!("a script's request over the rate is refused");
+}
+
+/// The plain names pages used before stay served (a page loaded before an
+/// upgrade), asked for again each time; a file's hashed name changes with
+/// its content only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn plain_file_names_stay_served_and_hashed_names_are_stable() {
+    let s = TestServer::start(StoreKind::Sqlite, &[]).await;
+    let api = &s.api;
+    for path in [
+        "/booking/app.js",
+        "/booking/common.js",
+        "/booking/style.css",
+        "/booking/limits.js",
+        "/assets/throng.js",
+    ] {
+        let r = api.get(path).await;
+        assert_eq!(r.status, 200, "{path}");
+        assert!(!r.body.is_empty());
+    }
+    assert_eq!(
+        header(&api.get("/booking/app.js").await, "cache-control"),
+        "no-cache"
+    );
+    let first = referenced(&api.get("/booking/").await.text());
+    let again = referenced(&api.get("/booking/").await.text());
+    assert_eq!(first, again);
+    let plain = api.get("/booking/common.js").await.body;
+    let hashed = first
+        .iter()
+        .find(|p| p.starts_with("/assets/booking/common."))
+        .expect("common.js by its hashed name");
+    assert_eq!(
+        api.get(hashed).await.body,
+        plain,
+        "the same file under both names"
+    );
 }

@@ -4,6 +4,7 @@
 //! `THRONG_TEST_PG_URL` (see `helpers`).
 
 mod helpers;
+mod sealing;
 
 mod backup;
 mod cli;
@@ -31,3 +32,5 @@ mod invites_rules;
 mod voting;
 mod voting_election;
 mod voting_load;
+mod voting_secrecy;
+mod voting_trustees;

@@ -167,7 +167,7 @@ async fn every_documented_operation_is_routed() {
     let doc = s.api.get("/openapi.json").await.json();
     let concrete = |path: &str| {
         path.replace("{registration_id}", "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192")
-            .replace("{receipt_id}", "5d0c7a3e-1f2b-4c6d-8e9f-0a1b2c3d4e5f")
+            .replace("{tracker}", "Qm3r2y1sJ0cV8fJxW4o9kZ2nB7tH1aP6dE5gL3uM0iQ")
             .replace("{stream}", "order-17")
             .replace("{category}", "order")
             .replace("{name}", "invoicing")

@@ -2,9 +2,11 @@
 //! both stores: a definition refused with the paths of its problems, a
 //! roll of 10,000 imported with its credentials (a bad one importing
 //! nothing), voters' logins (right, wrong, unknown, over the limit), every
-//! step of the lifecycle with its event, votes refused before the opening,
-//! while suspended and after the close, results hidden until published,
-//! and each audit export.
+//! step of the lifecycle with its event (the trustees' key given before the
+//! opening, the box exported after the close, opened by the trustees and
+//! their results imported), votes refused before the opening, while
+//! suspended and after the close, results hidden until published, and each
+//! audit export.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -119,7 +121,11 @@ async fn login(api: &Api, id: i64, voter: &str, credential: &str) -> Reply {
     .await
 }
 
+/// A vote as the page casts it: the choice sealed to the election's key.
 async fn vote(api: &Api, id: i64, session: &Value, body: &Value) -> Reply {
+    let district = session["districtId"].as_i64().unwrap();
+    let body = crate::sealing::sealed_body(api, id, district, body).await;
+    let body = &body;
     api.send(
         api.http
             .post(api.url(&format!("/api/voting/elections/{id}/votes")))
@@ -215,6 +221,13 @@ async fn a_definition_is_checked_with_paths(kind: StoreKind) {
         0,
         "nothing drafted"
     );
+    // Results cannot be live: nobody can count sealed ballots before the
+    // trustees open them.
+    let mut live = definition(2);
+    live["liveResults"] = true.into();
+    let r = create(&s, &live).await;
+    let msg = r.assert_error(422, "invalid_definition");
+    assert!(msg.contains("liveResults"), "{msg}");
     // The shipped definition is a draft with its codes, parties and lists.
     let id = created(&s, &definition(2)).await;
     let e = s
@@ -224,8 +237,13 @@ async fn a_definition_is_checked_with_paths(kind: StoreKind) {
         .json();
     assert_eq!(e["state"], "draft");
     assert_eq!(e["open"], false);
-    assert_eq!(e["liveResults"], false);
+    assert_eq!(
+        e["publicKey"],
+        Value::Null,
+        "no key until the authority gives it"
+    );
     assert_eq!(e["districts"][0]["code"], "N");
+    assert_eq!(e["districts"][0]["region"], "Riverside");
     assert_eq!(e["districts"][1]["name"], "South");
     let ballot = s
         .api
@@ -442,17 +460,37 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
     let south = session("RV-00002").await;
     // North: GF 1-3, CA 4-5, SD 6-7; South: GF 8-9, CA 10-12, SD 13.
     let gf_ana = json!({"partyId": 1, "candidateIds": [1]});
-    vote(api, id, &north, &gf_ana)
-        .await
-        .assert_error(409, "election_closed");
     step(&s, id, "publish")
         .await
         .assert_error(409, "invalid_transition");
+    // No key, no opening: the trustees' ceremony comes first.
+    step(&s, id, "open").await.assert_error(409, "key_missing");
+    let trustees = tempfile::TempDir::new().unwrap();
+    let ceremony =
+        throng::services::voting::trustee::make_key(2, 3, &mut rand::rngs::OsRng).unwrap();
+    throng::services::voting::trustee::write_ceremony(trustees.path(), &ceremony).unwrap();
+    let put_key = |key: Value| {
+        api.send(
+            api.http
+                .put(api.url(&format!("/api/voting/elections/{id}/key")))
+                .bearer_auth(admin(&s))
+                .json(&key),
+        )
+    };
+    let mut bad = serde_json::to_value(&ceremony.key).unwrap();
+    bad["publicKey"] = "AAAA".into();
+    put_key(bad).await.assert_error(422, "invalid_key");
+    let r = put_key(serde_json::to_value(&ceremony.key).unwrap()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["hasKey"], true);
     let opened = step(&s, id, "open").await;
     assert_eq!(opened.status, 200, "{}", opened.text());
     assert_eq!(opened.json()["state"], "open");
     assert_eq!(opened.json()["voters"], 40);
     step(&s, id, "open")
+        .await
+        .assert_error(409, "invalid_transition");
+    put_key(serde_json::to_value(&ceremony.key).unwrap())
         .await
         .assert_error(409, "invalid_transition");
     put_roll(&s, id, &example("roll.csv"))
@@ -559,6 +597,50 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
     patch(later.clone())
         .await
         .assert_error(409, "invalid_transition");
+    // The trustees: the box, opened with 2 of the 3 shares away from the
+    // server, checked against the board, imported.
+    wait_until(|| async {
+        api.get(&format!("/api/voting/elections/{id}/board"))
+            .await
+            .json()["complete"]
+            == true
+    })
+    .await;
+    let board = api
+        .get(&format!("/api/voting/elections/{id}/board"))
+        .await
+        .json();
+    let boxed: throng::services::voting::opening::BoxFile =
+        admin_get(&s, &format!("/api/voting/elections/{id}/box"))
+            .await
+            .body();
+    assert_eq!(boxed.digest, board["digest"].as_str().unwrap());
+    let results = throng::services::voting::opening::open_box_with_shares(
+        &boxed,
+        &ceremony.shares[1..],
+        board["digest"].as_str(),
+        &|_| {},
+    )
+    .unwrap();
+    let one = throng::services::voting::opening::open_box_with_shares(
+        &boxed,
+        &ceremony.shares[..1],
+        None,
+        &|_| {},
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+    .unwrap_err();
+    assert!(one.contains("needs 2"), "one share opens nothing: {one}");
+    let r = api
+        .send(
+            api.http
+                .put(api.url(&format!("/api/voting/elections/{id}/results")))
+                .bearer_auth(admin(&s))
+                .json(&results),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
     wait_until(|| async { state(&s, id).await == "tallied" }).await;
     let r = api
         .get(&format!("/api/voting/elections/{id}/results"))
@@ -615,12 +697,13 @@ async fn the_lifecycle_with_its_events_results_and_exports(kind: StoreKind) {
     let expected: Vec<(String, String)> = [
         ("voting.ElectionDrafted", "test-subject"),
         ("voting.RollImported", "test-subject"),
+        ("voting.ElectionKeySet", "test-subject"),
         ("voting.ElectionOpened", "test-subject"),
         ("voting.ElectionSuspended", "test-subject"),
         ("voting.ElectionResumed", "test-subject"),
         ("voting.ClosingExtended", "test-subject"),
         ("voting.ElectionClosed", "test-subject"),
-        ("voting.ElectionTallied", "mixer"),
+        ("voting.ElectionTallied", "test-subject"),
         ("voting.ResultsPublished", "test-subject"),
     ]
     .iter()

@@ -118,10 +118,30 @@ async fn racing_clients_through_the_balancer() {
     let voter = 7i64;
     let district = throng::services::voting::seed::district_of(1, voter, DISTRICTS);
     const VOTES: usize = 60;
+    // Each request a ballot of its own, sealed to the election's key as the
+    // vote page seals it.
+    use throng::services::voting::ballot;
+    let sealed_to = lb
+        .api
+        .get(&format!(
+            "/api/voting/elections/1/districts/{district}/ballot"
+        ))
+        .await
+        .json()["sealTo"]["publicKey"]
+        .as_str()
+        .expect("the election has a key")
+        .to_string();
+    let key = ballot::from_b64(&sealed_to).unwrap();
     let barrier = Arc::new(tokio::sync::Barrier::new(VOTES));
     let tasks: Vec<_> = (0..VOTES)
         .map(|i| {
             let (api, barrier) = (lb.api.clone(), barrier.clone());
+            let choice = ballot::Choice {
+                list: 1 + (i % 3) as u8,
+                candidates: vec![],
+            };
+            let sealed =
+                ballot::seal(&key, 1, district, &choice.encode(), &mut rand::rngs::OsRng).unwrap();
             tokio::spawn(async move {
                 barrier.wait().await;
                 let req = api
@@ -129,7 +149,7 @@ async fn racing_clients_through_the_balancer() {
                     .post(api.url("/api/voting/elections/1/votes"))
                     .header("voter-id", voter.to_string())
                     .header("election-district-id", district.to_string())
-                    .json(&json!({ "partyId": 1 + (i % 3), "candidateIds": [] }));
+                    .json(&json!({ "sealed": ballot::b64(&sealed) }));
                 api.send(req).await
             })
         })
@@ -147,12 +167,16 @@ async fn racing_clients_through_the_balancer() {
     }
     assert!(other.is_empty(), "only 201 and 409: {other:?}");
     assert_eq!(won, 1, "one vote for one voter across {NODES} nodes");
-    // Counted once, as every node reports it.
+    // On the board once, as every node reports it.
     for n in &nodes {
-        crate::lb::wait_for("the ballot counted", Duration::from_secs(30), || async {
-            let v = n.api.get("/api/voting/elections/1/results").await.json();
-            v["ballots"] == 1
-        })
+        crate::lb::wait_for(
+            "the ballot on the board",
+            Duration::from_secs(30),
+            || async {
+                let v = n.api.get("/api/voting/elections/1/results").await.json();
+                v["ballots"] == 1
+            },
+        )
         .await;
     }
     let (client, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
@@ -165,5 +189,5 @@ async fn racing_clients_through_the_balancer() {
         .unwrap()
         .get(0);
     assert_eq!(marks, 1, "one mark in the roll");
-    println!("FIGURE contention voting: {VOTES} votes of one voter over {NODES} nodes: 1 x 201, {} x 409, 1 ballot counted", VOTES - 1);
+    println!("FIGURE contention voting: {VOTES} votes of one voter over {NODES} nodes: 1 x 201, {} x 409, 1 ballot on the board", VOTES - 1);
 }

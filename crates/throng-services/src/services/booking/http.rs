@@ -27,10 +27,10 @@ use super::BookingState;
 use crate::platform::auth::{Caller, Role, TokenKeys};
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::platform::headers;
 use crate::platform::openapi::{
     closed_object, format_schema, int_schema, pattern_schema, small_int_schema, text_schema,
 };
-use crate::platform::{crypto, headers};
 
 /// Booking's routes and their operations, for any state that gives
 /// `Arc<BookingState>` and the token keys (see `platform::service`).
@@ -42,6 +42,7 @@ where
 {
     OpenApiRouter::default()
         .routes(routes!(list_places))
+        .routes(routes!(place_filters))
         .routes(routes!(place_slots))
         // An access code (POST) and personal data (GET): never cached.
         .routes(routes!(register).layer(map_response(headers::no_store)))
@@ -204,6 +205,42 @@ pub async fn list_places(
         size,
         total,
         next_cursor,
+    }))
+}
+
+/// A value a place search can be narrowed by, and how many places have it.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct FilterValue {
+    pub value: String,
+    pub places: i64,
+}
+
+/// What a place search can be narrowed by.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PlaceFilters {
+    /// The places' regions, in order (`region` of a search).
+    pub regions: Vec<FilterValue>,
+    /// The services places offer, in order (`service` of a search).
+    pub services: Vec<FilterValue>,
+}
+
+/// The regions and services a place search can be narrowed by
+#[utoipa::path(get, path = "/api/booking/places/filters", tag = "booking",
+    responses((status = 200, body = PlaceFilters, description = "Every region places are in and every service they offer, each with its count of places, in order: the choices of a search's region and service",
+               example = json!({"regions": [{"value": "BA", "places": 120}, {"value": "KE", "places": 95}],
+                                "services": [{"value": "test-pcr", "places": 40}, {"value": "vaccine-flu", "places": 180}]}))))]
+pub async fn place_filters(State(st): State<Arc<BookingState>>) -> ApiResult<Json<PlaceFilters>> {
+    let (regions, services) = st.storage.place_filters().await?;
+    let values = |v: Vec<(String, i64)>| {
+        v.into_iter()
+            .map(|(value, places)| FilterValue { value, places })
+            .collect()
+    };
+    Ok(Json(PlaceFilters {
+        regions: values(regions),
+        services: values(services),
     }))
 }
 
@@ -385,7 +422,7 @@ pub(super) fn place_not_found(id: i64) -> ApiError {
                                              "phone": "+385 91 234 5678", "email": "ana@example.org"}})),
     responses((status = 201, body = Registered, description = "The registration; keep the access code",
                example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192",
-                                "accessCode": "q3XbT9vKp2LmW8sR", "placeId": 1, "day": "2030-01-07", "timeSlot": 0})),
+                                "accessCode": "K7QM-3XHT-9WCF", "placeId": 1, "day": "2030-01-07", "timeSlot": 0})),
               (status = 409, description = "slot_full: every seat of the slot is taken, or already_registered: the person (by national id) already holds a registration (per --booking-one-registration: at all, or that day)"), (status = 404, description = "place_not_found or slot_not_found"),
               (status = 422, description = "invalid_field, naming the field; day_passed: the day is before today; slot_passed: today's slot has already started; notice_too_short: the slot starts sooner than the place's minimum notice (slot times are at the place's time zone, or --booking-utc-offset)"), (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn register(
@@ -400,7 +437,7 @@ pub async fn register(
         Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
         Some(SlotState::Free) | None => {}
     }
-    let access_code = crypto::random_token(16);
+    let access_code = super::access_code::mint();
     let sealed = seal(&st, &new, &access_code);
     let id = sealed.id.clone();
     match st.try_register(sealed).await? {
@@ -427,7 +464,8 @@ pub async fn register(
 pub struct Registered {
     pub registration_id: String,
     /// Opens, moves and cancels the registration (X-Access-Code); shown
-    /// once.
+    /// once. Twelve letters without 0/O or 1/I/l, in groups of four; typed
+    /// in any case, with or without the dashes.
     pub access_code: String,
     pub place_id: i64,
     /// YYYY-MM-DD.
@@ -570,7 +608,7 @@ pub(super) fn seal(
     SealedRegistration {
         person_sealed: st.pii.seal(&id, &person),
         id,
-        access_hash: crypto::hash_code(access_code),
+        access_hash: super::access_code::hash(access_code),
         place_id: new.place_id,
         day: new.day,
         time_slot: new.time_slot,
@@ -628,7 +666,7 @@ pub async fn get_registration(
         .registration(&id)
         .await?
         .ok_or_else(registration_not_found)?;
-    if !crypto::code_matches(code, &reg.access_hash) {
+    if !super::access_code::matches(code, &reg.access_hash) {
         return Err(registration_not_found());
     }
     let person = open_person(&st, &reg)?;
@@ -649,7 +687,7 @@ pub async fn get_registration(
 /// Cancels a registration, freeing its slot
 #[utoipa::path(delete, path = "/api/booking/registrations/{registration_id}", tag = "booking",
     params(("registration_id" = String, Path, example = "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192"),
-           ("X-Access-Code" = String, Header, example = "q3XbT9vKp2LmW8sR")),
+           ("X-Access-Code" = String, Header, example = "K7QM-3XHT-9WCF")),
     responses((status = 204, description = "Cancelled; the slot is free again"),
               (status = 404, description = "Unknown id or wrong access code")))]
 pub async fn cancel_registration(
@@ -712,7 +750,7 @@ pub async fn move_registration(
         .storage
         .registration(&id)
         .await?
-        .filter(|r| crypto::code_matches(code, &r.access_hash))
+        .filter(|r| super::access_code::matches(code, &r.access_hash))
         .ok_or_else(registration_not_found)?;
     let own = (reg.place_id, reg.day, reg.time_slot) == (to.place_id, to.day, to.time_slot);
     if !own && st.storage.known_state(to.place_id, to.day, to.time_slot) == Some(SlotState::Taken) {
@@ -805,13 +843,15 @@ pub async fn registration_ics(
         .storage
         .registration(&id)
         .await?
-        .filter(|r| crypto::code_matches(code, &r.access_hash))
+        .filter(|r| super::access_code::matches(code, &r.access_hash))
         .ok_or_else(registration_not_found)?;
     let place = st.storage.place(reg.place_id).await?.ok_or_else(|| {
         tracing::error!(registration_id = %reg.id, "a registration's place is missing");
         ApiError::internal()
     })?;
-    let body = super::ics::registration(&reg, &place, st.clock, crate::base::clock::now_ms());
+    let link = super::messages::manage_url(&st.public_url.base(&headers), &reg.id, None);
+    let body =
+        super::ics::registration(&reg, &place, st.clock, crate::base::clock::now_ms(), &link);
     Ok((
         [
             (

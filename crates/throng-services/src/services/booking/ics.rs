@@ -4,12 +4,15 @@
 
 use super::model::{BookingClock, Place, SealedRegistration};
 
-/// The `.ics` text of `reg` at `place`; `now_ms` is the DTSTAMP.
+/// The `.ics` text of `reg` at `place`; `now_ms` is the DTSTAMP, and
+/// `manage_url` the registration page's absolute link (without the access
+/// code: a calendar is shared and synced more widely than a message).
 pub fn registration(
     reg: &SealedRegistration,
     place: &Place,
     clock: BookingClock,
     now_ms: i64,
+    manage_url: &str,
 ) -> String {
     let start_minute = place.first_slot_minute + reg.time_slot * place.slot_minutes;
     let start = place.policy().epoch_ms(clock, reg.day, start_minute);
@@ -31,10 +34,11 @@ pub fn registration(
         format!(
             "DESCRIPTION:{}",
             text(&format!(
-                "Registration {}. Bring your national id. To move or cancel, open /booking/manage with the registration id and access code.",
+                "Registration {}. Bring your national id. To see, move or cancel it, open {manage_url} and enter your access code.",
                 reg.id
             ))
         ),
+        format!("URL:{manage_url}"),
         "END:VEVENT".to_string(),
         "END:VCALENDAR".to_string(),
     ] {
@@ -118,7 +122,14 @@ mod tests {
             created_at_ms: 0,
             person_key: None,
         };
-        let ics = registration(&reg, &place, BookingClock::parse("+01:00").unwrap(), 0);
+        let link = "https://t.example/booking/manage#id=0190a000-0000-7000-8000-000000000001";
+        let ics = registration(
+            &reg,
+            &place,
+            BookingClock::parse("+01:00").unwrap(),
+            0,
+            link,
+        );
         assert!(ics.ends_with("END:VCALENDAR\r\n"));
         assert!(!ics.replace("\r\n", "").contains('\n'), "CRLF only");
         for line in ics.split("\r\n") {
@@ -134,5 +145,13 @@ mod tests {
         assert!(unfolded.contains("\r\nDTSTAMP:19700101T000000Z\r\n"));
         assert!(unfolded.contains("SUMMARY:Appointment at Nemocnica\\; Poliklinika\\, Košice\r\n"));
         assert!(unfolded.contains("Hlavná 1\\\\2"));
+        assert!(
+            unfolded.contains(&format!("\r\nURL:{link}\r\n")),
+            "{unfolded}"
+        );
+        assert!(
+            unfolded.contains(&format!("open {link} and enter")),
+            "{unfolded}"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! process writes, SQL otherwise) and the index's bookkeeping after a
 //! write, so no write path can forget the index.
 
+pub mod access_code;
 pub mod availability;
 pub mod backoffice;
 pub mod bench;
@@ -168,6 +169,7 @@ impl Service for Booking {
         state.blind_index = Arc::new(blind_index(platform).await?);
         state.one_registration = args.booking_one_registration;
         state.clock = args.booking_utc_offset;
+        state.public_url = platform.public_url.clone();
         let state = Arc::new(state);
         let mut started = Started::new(state.clone());
         if let Some(watcher) = state.storage.spawn_seed_watcher() {
@@ -217,6 +219,12 @@ impl Service for Booking {
                 href: "/booking/staff/",
                 title: "Staff: a place's day",
                 about: "the day's list of a place (staff or admin token), check-in, print.",
+            },
+            Link {
+                kind: LinkKind::Page,
+                href: "/booking/admin/",
+                title: "Admin: places",
+                about: "find, define and change places, their hours and days; import a CSV (admin token).",
             },
             Link {
                 kind: LinkKind::Endpoint,
@@ -304,6 +312,9 @@ pub struct BookingState {
     pub clock: model::BookingClock,
     /// Wakes the confirmation worker when a registration commits.
     pub notify_worker: Arc<Notify>,
+    /// Where people reach the pages (`--public-url`), for the absolute
+    /// links answers carry (the `.ics`).
+    pub public_url: crate::platform::public_url::PublicUrl,
 }
 
 impl ServiceState for BookingState {}
@@ -320,6 +331,10 @@ impl BookingState {
             one_registration: model::OneRegistration::Person,
             clock: model::BookingClock::UTC,
             notify_worker: Arc::new(Notify::new()),
+            public_url: crate::platform::public_url::PublicUrl::new(
+                None,
+                std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            ),
         })
     }
 

@@ -4,8 +4,7 @@
 //! `/booking/limits.js` gives the form the bounds `Person::validate`
 //! checks, written from the same constants.
 
-use axum::http::header;
-use axum::response::{IntoResponse, Redirect};
+use axum::response::Redirect;
 use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
@@ -22,11 +21,11 @@ const MANAGE_JS: &str = include_str!("page/manage.js");
 const COMMON_JS: &str = include_str!("page/common.js");
 const STYLE_CSS: &str = include_str!("page/style.css");
 
-const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = assets::JS;
-const CSS: &str = "text/css; charset=utf-8";
+const CSS: &str = assets::CSS;
 
-/// The person's bounds, as the pages read them (`BOOKING_LIMITS`).
+/// The person's bounds and the place search's, as the pages read them
+/// (`BOOKING_LIMITS`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PersonLimits {
@@ -35,6 +34,7 @@ struct PersonLimits {
     phone_digits_min: usize,
     phone_digits_max: usize,
     email_chars_max: usize,
+    search_chars_max: usize,
 }
 
 const PERSON_LIMITS: PersonLimits = PersonLimits {
@@ -43,40 +43,37 @@ const PERSON_LIMITS: PersonLimits = PersonLimits {
     phone_digits_min: PHONE_DIGITS_MIN,
     phone_digits_max: PHONE_DIGITS_MAX,
     email_chars_max: EMAIL_CHARS_MAX,
+    search_chars_max: super::http::SEARCH_CHARS_MAX,
 };
 
 fn limits_js() -> String {
     assets::constants_script("BOOKING_LIMITS", &PERSON_LIMITS)
 }
 
+/// The booking pages' files (scripts, style, limits), each also under its
+/// content-hashed name below `/assets/` (see `assets::Bundle`).
+fn bundle() -> assets::Bundle {
+    assets::Bundle::new()
+        .file("/booking/app.js", JS, APP_JS)
+        .file("/booking/manage.js", JS, MANAGE_JS)
+        .file("/booking/common.js", JS, COMMON_JS)
+        .file("/booking/limits.js", JS, limits_js())
+        .file("/booking/style.css", CSS, STYLE_CSS)
+}
+
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    // Built once per router; a clone of `Bytes` is a reference count.
-    let limits = bytes::Bytes::from(limits_js());
+    let files = bundle();
     Router::new()
         .route(
             "/booking",
             get(|| async { Redirect::permanent("/booking/") }),
         )
-        .route("/booking/", page(HTML, INDEX_HTML))
-        .route("/booking/manage", page(HTML, MANAGE_HTML))
-        .route("/booking/app.js", page(JS, APP_JS))
-        .route("/booking/manage.js", page(JS, MANAGE_JS))
-        .route("/booking/common.js", page(JS, COMMON_JS))
+        .route("/booking/", assets::html_page(files.page(INDEX_HTML)))
         .route(
-            "/booking/limits.js",
-            get(move || {
-                let body = limits.clone();
-                async move { assets::script(body) }
-            }),
+            "/booking/manage",
+            assets::html_page(files.page(MANAGE_HTML)),
         )
-        .route("/booking/style.css", page(CSS, STYLE_CSS))
-}
-
-fn page<S: Clone + Send + Sync + 'static>(
-    content_type: &'static str,
-    body: &'static str,
-) -> axum::routing::MethodRouter<S> {
-    get(move || async move { ([(header::CONTENT_TYPE, content_type)], body).into_response() })
+        .merge(files.router())
 }
 
 #[cfg(test)]
@@ -99,8 +96,31 @@ mod tests {
                 "phoneDigitsMin": PHONE_DIGITS_MIN,
                 "phoneDigitsMax": PHONE_DIGITS_MAX,
                 "emailCharsMax": EMAIL_CHARS_MAX,
+                "searchCharsMax": super::super::http::SEARCH_CHARS_MAX,
             })
         );
+    }
+
+    #[test]
+    fn the_pages_name_every_file_by_its_hashed_name() {
+        let files = bundle();
+        for html in [INDEX_HTML, MANAGE_HTML] {
+            let page = files.page(html);
+            for plain in [
+                "/assets/throng.js",
+                "/booking/common.js",
+                "/booking/limits.js",
+                "/booking/style.css",
+            ] {
+                assert!(html.contains(&format!("\"{plain}\"")), "{plain}");
+                assert!(
+                    !page.contains(&format!("\"{plain}\"")),
+                    "{plain} is renamed"
+                );
+            }
+            assert!(page.contains(files.hashed("/booking/common.js").unwrap()));
+            assert!(page.contains(assets::client_path_hashed()));
+        }
     }
 
     #[test]

@@ -27,8 +27,10 @@ use super::credential::{self, CredentialSource, CREDENTIAL_HASH_BYTES};
 use super::definition::{self, Definition, FieldProblem};
 use super::http::{election_not_found, render_results_out};
 use super::model::{Election, ElectionState};
+use super::opening::{BoxFile, ResultsFile};
 use super::roll::Standing;
 use super::store::{RollRows, StepRefused};
+use super::trustee::KeyFile;
 use super::{ElectionEntry, VotingState, VOTER};
 use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::{Caller, Role, TokenKeys};
@@ -55,12 +57,22 @@ pub static LARGE_BODIES: &[LargeBody] = &[
         timeout: ROLL_IMPORT_TIMEOUT,
     },
     LargeBody {
+        method: "PUT",
+        path: "/api/voting/elections/{election_id}/results",
+        bytes_max: RESULTS_BYTES_MAX,
+        timeout: ROLL_IMPORT_TIMEOUT,
+    },
+    LargeBody {
         method: "POST",
         path: "/api/voting/elections",
         bytes_max: DEFINITION_BYTES_MAX,
         timeout: DEFINITION_TIMEOUT,
     },
 ];
+
+/// Bytes of a trustees' results document at most (its opened ballots:
+/// ~40 bytes each).
+pub const RESULTS_BYTES_MAX: usize = 512 << 20;
 
 /// Voters on one roll at most.
 pub const ROLL_VOTERS_MAX: usize = 10_000_000;
@@ -88,11 +100,14 @@ where
     let large = OpenApiRouter::default()
         .routes(routes!(create_election))
         .routes(routes!(import_roll))
+        .routes(routes!(import_results))
         .layer(axum::extract::DefaultBodyLimit::disable());
     OpenApiRouter::default()
         .merge(large)
         .routes(routes!(extend_election))
         .routes(routes!(login))
+        .routes(routes!(set_key))
+        .routes(routes!(export_box))
         .routes(routes!(open_election))
         .routes(routes!(suspend_election))
         .routes(routes!(resume_election))
@@ -132,7 +147,9 @@ pub struct ElectionStatus {
     pub opens_at: String,
     /// RFC 3339.
     pub closes_at: String,
-    pub live_results: bool,
+    /// Whether the authority gave the election's public key (it cannot
+    /// open without).
+    pub has_key: bool,
     /// Voters on the roll.
     pub voters: i64,
 }
@@ -144,7 +161,7 @@ fn status_of(e: &Election) -> ElectionStatus {
         state: e.state,
         opens_at: rfc3339_ms(e.opens_at_ms),
         closes_at: rfc3339_ms(e.closes_at_ms),
-        live_results: e.live_results,
+        has_key: e.public_key.is_some(),
         voters: e.districts.iter().map(|d| d.voters).sum(),
     }
 }
@@ -365,14 +382,14 @@ async fn take_step(
     Ok(Json(status_of(&entry(st, election_id)?.election)))
 }
 
-const STATUS_EXAMPLE: &str = r#"{"electionId": 2, "name": "Town council 2030", "state": "open", "opensAt": "2030-05-05T05:00:00.000Z", "closesAt": "2030-05-05T18:00:00.000Z", "liveResults": false, "voters": 10000}"#;
+const STATUS_EXAMPLE: &str = r#"{"electionId": 2, "name": "Town council 2030", "state": "open", "opensAt": "2030-05-05T05:00:00.000Z", "closesAt": "2030-05-05T18:00:00.000Z", "hasKey": true, "voters": 10000}"#;
 
 /// Opens a draft election: votes are taken from its opening to its closing time
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/open", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(STATUS_EXAMPLE).unwrap())),
               (status = 403, description = "forbidden"), (status = 404, description = "election_not_found"),
-              (status = 409, description = "invalid_transition (not a draft), roll_empty (import the roll first), roll_importing")))]
+              (status = 409, description = "invalid_transition (not a draft), key_missing (give the public key first), roll_empty (import the roll first), roll_importing")))]
 pub async fn open_election(
     State(st): State<Arc<VotingState>>,
     caller: Caller,
@@ -392,6 +409,15 @@ pub async fn open_election(
             "roll_empty",
             format!(
                 "the roll is empty: import it first (PUT /api/voting/elections/{election_id}/roll)"
+            ),
+        ));
+    }
+    if e.election.state == ElectionState::Draft && e.election.public_key.is_none() {
+        return Err(ApiError::conflict(
+            "key_missing",
+            format!(
+                "the election has no public key: make one with `throng voting keygen` away from \
+                 this server and give it (PUT /api/voting/elections/{election_id}/key)"
             ),
         ));
     }
@@ -1093,4 +1119,267 @@ pub async fn audit_log(
         })
         .collect();
     Ok(Json(AuditLog { entries }))
+}
+
+/// Gives a draft election the public key its ballots are sealed to
+#[utoipa::path(put, path = "/api/voting/elections/{election_id}/key", tag = "voting",
+    params(("election_id" = i64, Path)), security(("bearer" = [])),
+    request_body(content = KeyFile, description = "The public key file `throng voting keygen` wrote (public.json); the private key stays split among the trustees",
+                 example = json!({"format": "throng-election-key/1", "suite": "DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM",
+                                  "publicKey": "q4Lw4d9fJb1Yk2c1oVdC3n9Qm8e7s6t5r4u3w2x1y0A", "threshold": 3, "trustees": 5})),
+    responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(STATUS_EXAMPLE).unwrap())),
+              (status = 403, description = "forbidden"), (status = 404, description = "election_not_found"),
+              (status = 409, description = "invalid_transition (only a draft's key can be given)"),
+              (status = 422, description = "invalid_key (not a key file of this suite)")))]
+pub async fn set_key(
+    State(st): State<Arc<VotingState>>,
+    caller: Caller,
+    ApiPath(election_id): ApiPath<i64>,
+    ApiJson(file): ApiJson<KeyFile>,
+) -> ApiResult<Json<ElectionStatus>> {
+    let actor = admin(&caller)?;
+    entry(&st, election_id)?;
+    let invalid = |m: &str| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_key",
+            m.to_string(),
+        )
+    };
+    if file.format != super::trustee::KEY_FORMAT || file.suite != super::ballot::SUITE {
+        return Err(invalid(&format!(
+            "format: {}, suite: {}, as `throng voting keygen` writes them",
+            super::trustee::KEY_FORMAT,
+            super::ballot::SUITE
+        )));
+    }
+    let key = super::ballot::from_b64(&file.public_key)
+        .filter(|k| super::ballot::valid_public_key(k))
+        .ok_or_else(|| invalid("publicKey: 32 bytes of an X25519 public key, base64url"))?;
+    if file.threshold < 1 || file.threshold > file.trustees {
+        return Err(invalid("threshold: 1 to trustees"));
+    }
+    let set = st
+        .storage
+        .set_public_key(
+            election_id,
+            key,
+            file.threshold as i64,
+            file.trustees as i64,
+            actor,
+        )
+        .await?;
+    if !set {
+        return Err(ApiError::conflict(
+            "invalid_transition",
+            "only a draft's key can be given: ballots already sealed would not open with another",
+        ));
+    }
+    refreshed(&st).await?;
+    Ok(Json(status_of(&entry(&st, election_id)?.election)))
+}
+
+/// Exports the closed election's ballot box for the trustees' opening
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/box", tag = "voting",
+    params(("election_id" = i64, Path)), security(("bearer" = [])),
+    responses((status = 200, body = BoxFile, description = "Sealed ballots only, by district, period and tracker; its digest is the public board's",
+               example = json!({"format": "throng-ballot-box/1", "electionId": 2, "electionName": "Town council 2030",
+                   "publicKey": "q4Lw4d9fJb1Yk2c1oVdC3n9Qm8e7s6t5r4u3w2x1y0A", "candidatesPerVoteMax": 3, "ballotsMin": 100,
+                   "districts": [{"id": 1, "code": "N", "name": "North", "region": "Coast",
+                                  "lists": [{"partyId": 1, "candidateIds": [1, 2, 3]}],
+                                  "ballots": [{"period": 1, "sealed": "u2yX3cQeS1o0m8mJ7aYdO2Zr4b0mQd3tW9x1cJp5a0E"}],
+                                  "digest": "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"}],
+                   "digest": "9f2c0e5d1a7b4c3e8f6d2a1b0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d"})),
+              (status = 403, description = "forbidden"), (status = 404, description = "election_not_found"),
+              (status = 409, description = "box_not_complete (the election is not closed, or its last board period has not run yet: retry after a period)")))]
+pub async fn export_box(
+    State(st): State<Arc<VotingState>>,
+    caller: Caller,
+    ApiPath(election_id): ApiPath<i64>,
+) -> ApiResult<Response> {
+    let actor = admin(&caller)?;
+    refreshed(&st).await?;
+    let e = entry(&st, election_id)?;
+    let el = &e.election;
+    if !el.state.is_over() || !el.board_final {
+        return Err(ApiError::conflict(
+            "box_not_complete",
+            format!(
+                "the box is complete once the election is closed and the board's last period \
+                 ran (within {} s of the close); retry then",
+                st.board_period_ms.div_ceil(1000)
+            ),
+        ));
+    }
+    let rows = st.storage.box_rows(election_id).await?;
+    let file = box_file(&st, el, &rows);
+    tracing::info!(election_id, actor = %actor, ballots = rows.ballots.len(), "exported the ballot box");
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        serde_json::to_string(&file).map_err(|_| ApiError::internal())?,
+    )
+        .into_response())
+}
+
+/// The box file of a complete board.
+fn box_file(st: &VotingState, e: &super::model::Election, rows: &super::store::BoxRows) -> BoxFile {
+    use super::ballot;
+    use super::opening::{BoxBallot, BoxDistrict, BoxList, BOX_FORMAT};
+    let mut districts: Vec<BoxDistrict> = e
+        .districts
+        .iter()
+        .map(|d| BoxDistrict {
+            id: d.id,
+            code: d.code.clone(),
+            name: d.name.clone(),
+            region: d.region.clone(),
+            lists: d
+                .lists
+                .iter()
+                .map(|l| BoxList {
+                    party_id: l.party_id,
+                    candidate_ids: l.candidates.iter().map(|c| c.id).collect(),
+                })
+                .collect(),
+            ballots: Vec::new(),
+            digest: String::new(),
+        })
+        .collect();
+    let mut digests: Vec<(i64, ballot::Digest32)> = Vec::new();
+    for d in &mut districts {
+        let mut digest = ballot::board_digest_start(e.id, d.id);
+        let mine = rows.ballots.iter().filter(|b| b.0 == d.id);
+        let mut period_trackers: Vec<ballot::Tracker> = Vec::new();
+        let mut period = None;
+        for (_, p, sealed, tracker) in mine {
+            if period != Some(*p) {
+                if let Some(prev) = period {
+                    digest = ballot::board_digest_extend(&digest, prev, &period_trackers);
+                }
+                period_trackers.clear();
+                period = Some(*p);
+            }
+            period_trackers.push(*tracker);
+            d.ballots.push(BoxBallot {
+                period: *p,
+                sealed: ballot::b64(sealed),
+            });
+        }
+        if let Some(prev) = period {
+            digest = ballot::board_digest_extend(&digest, prev, &period_trackers);
+        }
+        d.digest = hex::encode(digest);
+        digests.push((d.id, digest));
+    }
+    BoxFile {
+        format: BOX_FORMAT.into(),
+        election_id: e.id,
+        election_name: e.name.clone(),
+        public_key: e.public_key.as_deref().map(ballot::b64).unwrap_or_default(),
+        candidates_per_vote_max: e.candidates_per_vote_max,
+        ballots_min: st.mix_ballots_min,
+        districts,
+        digest: hex::encode(ballot::box_digest(e.id, &digests)),
+    }
+}
+
+/// Imports the trustees' opened results; the election becomes tallied
+#[utoipa::path(put, path = "/api/voting/elections/{election_id}/results", tag = "voting",
+    params(("election_id" = i64, Path)), security(("bearer" = [])),
+    request_body(content = ResultsFile, description = "The results file `throng voting open` wrote from this election's box",
+                 example = json!({"format": "throng-results/1", "electionId": 2,
+                     "boxDigest": "9f2c0e5d1a7b4c3e8f6d2a1b0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d", "ballotsMin": 100,
+                     "units": [{"kind": "district", "name": "N", "districtIds": [1], "ballots": 1, "spoiled": 0,
+                                "parties": [{"partyId": 1, "votes": 1, "candidates": [{"candidateId": 1, "votes": 1}]}],
+                                "opened": [{"partyId": 1, "candidateIds": [1]}]}]})),
+    responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(STATUS_EXAMPLE).unwrap())),
+              (status = 403, description = "forbidden"), (status = 404, description = "election_not_found"),
+              (status = 409, description = "invalid_transition (not closed, or results already imported), box_not_complete"),
+              (status = 422, description = "results_mismatch (another box, a district missing or twice, counts that do not add up)")))]
+pub async fn import_results(
+    State(st): State<Arc<VotingState>>,
+    caller: Caller,
+    ApiPath(election_id): ApiPath<i64>,
+    ApiJson(results): ApiJson<ResultsFile>,
+) -> ApiResult<Json<ElectionStatus>> {
+    let actor = admin(&caller)?;
+    refreshed(&st).await?;
+    let e = entry(&st, election_id)?;
+    let el = &e.election;
+    if el.state != ElectionState::Closed || !el.board_final {
+        return Err(ApiError::conflict(
+            "invalid_transition",
+            "results are imported once the election is closed and its box complete, once",
+        ));
+    }
+    let rows = st.storage.box_rows(election_id).await?;
+    let file = box_file(&st, el, &rows);
+    let mismatch =
+        |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "results_mismatch", m);
+    if results.format != super::opening::RESULTS_FORMAT || results.election_id != election_id {
+        return Err(mismatch(format!(
+            "format: {}, electionId: {election_id}",
+            super::opening::RESULTS_FORMAT
+        )));
+    }
+    if results.box_digest != file.digest {
+        return Err(mismatch(format!(
+            "boxDigest: these results opened another box ({}) than this election's ({})",
+            results.box_digest, file.digest
+        )));
+    }
+    // Every district in one unit, and each unit's ballots those of its
+    // districts' boxes; counts that add up to the opened ballots.
+    let mut seen = std::collections::HashSet::new();
+    for (i, u) in results.units.iter().enumerate() {
+        let mut boxed = 0i64;
+        for d in &u.district_ids {
+            if !seen.insert(*d) {
+                return Err(mismatch(format!(
+                    "units[{i}]: district {d} is in two units"
+                )));
+            }
+            boxed += file
+                .districts
+                .iter()
+                .find(|x| x.id == *d)
+                .map(|x| x.ballots.len() as i64)
+                .ok_or_else(|| mismatch(format!("units[{i}]: no district {d} in this election")))?;
+        }
+        if boxed != u.ballots || u.opened.len() as i64 != u.ballots {
+            return Err(mismatch(format!(
+                "units[{i}]: {} ballots, {} opened, but its districts' boxes hold {boxed}",
+                u.ballots,
+                u.opened.len()
+            )));
+        }
+        let spoiled = u.opened.iter().filter(|b| b.spoiled.is_some()).count() as i64;
+        let votes: i64 = u.parties.iter().map(|p| p.votes).sum();
+        if spoiled != u.spoiled || votes != u.ballots - spoiled {
+            return Err(mismatch(format!(
+                "units[{i}]: its counts do not add up to its opened ballots (run `throng voting recount`)"
+            )));
+        }
+    }
+    if seen.len() != file.districts.len() {
+        return Err(mismatch(format!(
+            "the units name {} of the election's {} districts",
+            seen.len(),
+            file.districts.len()
+        )));
+    }
+    let document = serde_json::to_string(&results).map_err(|_| ApiError::internal())?;
+    let stored = st
+        .storage
+        .import_results(election_id, results.box_digest.clone(), document, actor)
+        .await?;
+    if !stored {
+        return Err(ApiError::conflict(
+            "invalid_transition",
+            "the election is no longer closed (results already imported?)",
+        ));
+    }
+    st.tally.touch();
+    refreshed(&st).await?;
+    Ok(Json(status_of(&entry(&st, election_id)?.election)))
 }

@@ -7,15 +7,32 @@
 //! - `throng voting roll ID FILE --credentials-out FILE`: imports the roll
 //!   (CSV) with a progress bar and writes the voters' credentials (mode
 //!   0600, never over an existing file).
+//! - `throng voting key ID public.json`: gives a draft the public key of
+//!   the trustees' key ceremony.
+//! - `throng voting export-box ID --out box.json`: the closed election's
+//!   sealed ballots, for the trustees' opening.
+//! - `throng voting import-results ID results.json`: the trustees' opened
+//!   results; the election becomes tallied (publish it next).
 //!
 //! The admin token is `--token` (or `THRONG_ADMIN_TOKEN`), else one made
 //! with the token secret of `--data-dir` (the server's), naming `--as`.
+//!
+//! The trustees' commands run offline, on a machine away from the server
+//! (`trustee.rs`, `opening.rs`):
+//! - `throng voting keygen --threshold T --trustees N --out DIR`: the key
+//!   ceremony: the public key file and a share file per trustee;
+//! - `throng voting open --box BOX.json --share F ... [--board-digest HEX]
+//!   --out RESULTS.json`: checks the exported box, opens it with at least
+//!   T shares, writes the results;
+//! - `throng voting recount RESULTS.json [--box BOX.json]`: recomputes the
+//!   counts from the opened ballots (and checks them against the box).
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::definition::{self, Definition, FieldProblem};
+use super::{opening, trustee};
 use crate::platform::auth::{Role, TokenKeys};
 
 /// How long a token made here lives.
@@ -63,6 +80,77 @@ pub enum VotingCommand {
         #[command(flatten)]
         conn: Connection,
     },
+    /// Gives a draft election its public key (the key ceremony's
+    /// public.json; the private key stays with the trustees).
+    Key {
+        /// The election's id.
+        id: i64,
+        /// The public key file.
+        file: PathBuf,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// Writes a closed election's ballot box (sealed ballots only) for the
+    /// trustees, and prints its digest to check against the public board.
+    ExportBox {
+        /// The election's id.
+        id: i64,
+        /// Where the box goes (never over an existing file).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// Imports the trustees' results file; the election becomes tallied.
+    ImportResults {
+        /// The election's id.
+        id: i64,
+        /// The results file the trustees' opening wrote.
+        file: PathBuf,
+        #[command(flatten)]
+        conn: Connection,
+    },
+    /// The key ceremony (offline): makes the election's key and splits it
+    /// among the trustees, any THRESHOLD of whom can open the box.
+    Keygen {
+        /// Shares needed to open the box (1..=trustees).
+        #[arg(long)]
+        threshold: usize,
+        /// Shares made, one per trustee (at most 255).
+        #[arg(long)]
+        trustees: usize,
+        /// A new or empty directory for the public key file and the share
+        /// files (0600): hand each trustee theirs and delete it here.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Opens an exported ballot box with the trustees' shares (offline) and
+    /// writes the results.
+    Open {
+        /// The box, as the server exports it once the election is closed.
+        #[arg(long = "box", value_name = "BOX.json")]
+        box_file: PathBuf,
+        /// A trustee's share file; at least the threshold of them.
+        #[arg(long = "share", value_name = "FILE", required = true)]
+        shares: Vec<PathBuf>,
+        /// The digest the public board published at the close (hex): a box
+        /// that differs is refused.
+        #[arg(long, value_name = "HEX")]
+        board_digest: Option<String>,
+        /// Where the results go (never over an existing file).
+        #[arg(long, value_name = "RESULTS.json")]
+        out: PathBuf,
+    },
+    /// Recounts a results file from its opened ballots (offline); with
+    /// --box, checks it against the box it claims to open.
+    Recount {
+        /// The results file.
+        #[arg(value_name = "RESULTS.json")]
+        results: PathBuf,
+        /// The box the results claim to open.
+        #[arg(long = "box", value_name = "BOX.json")]
+        box_file: Option<PathBuf>,
+    },
 }
 
 /// The `throng voting` command.
@@ -70,7 +158,11 @@ pub fn command() -> clap::Command {
     use clap::Subcommand;
     VotingCommand::augment_subcommands(
         clap::Command::new("voting")
-            .about("An election authority's tools: draft an election, import its roll")
+            .about(
+                "An election authority's tools: draft an election, import its roll, give its \
+                 key, export its box, import its results; the trustees' key ceremony, opening \
+                 and recount",
+            )
             .subcommand_required(true),
     )
 }
@@ -85,7 +177,229 @@ pub async fn run(matches: &clap::ArgMatches) -> anyhow::Result<()> {
             credentials_out,
             conn,
         } => roll(id, &file, &credentials_out, &conn).await,
+        VotingCommand::Key { id, file, conn } => send_file(id, "key", &file, &conn).await,
+        VotingCommand::ExportBox { id, out, conn } => export_box(id, &out, &conn).await,
+        VotingCommand::ImportResults { id, file, conn } => {
+            send_file(id, "results", &file, &conn).await
+        }
+        VotingCommand::Keygen {
+            threshold,
+            trustees,
+            out,
+        } => keygen(threshold, trustees, &out),
+        VotingCommand::Open {
+            box_file,
+            shares,
+            board_digest,
+            out,
+        } => {
+            tokio::task::spawn_blocking(move || {
+                open(&box_file, &shares, board_digest.as_deref(), &out)
+            })
+            .await?
+        }
+        VotingCommand::Recount { results, box_file } => {
+            tokio::task::spawn_blocking(move || recount(&results, box_file.as_deref())).await?
+        }
     }
+}
+
+/// PUTs a JSON file to the election's `what` and prints the state.
+async fn send_file(id: i64, what: &str, file: &Path, conn: &Connection) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let res = client()?
+        .put(format!(
+            "{}/api/voting/elections/{id}/{what}",
+            conn.url.trim_end_matches('/')
+        ))
+        .bearer_auth(token(conn)?)
+        .header("content-type", "application/json")
+        .body(text)
+        .send()
+        .await?;
+    if !res.status().is_success() {
+        anyhow::bail!(
+            "the server refused {}: {}",
+            file.display(),
+            error_of(res).await
+        );
+    }
+    let v: serde_json::Value = res.json().await?;
+    println!(
+        "election {id}: {}",
+        v["state"].as_str().unwrap_or("(no state)")
+    );
+    Ok(())
+}
+
+fn keygen(threshold: usize, trustees: usize, out: &Path) -> anyhow::Result<()> {
+    let ceremony = trustee::make_key(threshold, trustees, &mut rand::rngs::OsRng)?;
+    let files = trustee::write_ceremony(out, &ceremony)?;
+    println!(
+        "made the election's key, split {threshold} of {trustees}:\n  public key: {} (configure \
+         the election with it)",
+        files[0].display()
+    );
+    for f in &files[1..] {
+        println!("  share: {}", f.display());
+    }
+    println!(
+        "hand each trustee their share file and delete it here; any {threshold} of them open \
+         the box, fewer open nothing"
+    );
+    Ok(())
+}
+
+async fn export_box(id: i64, out: &Path, conn: &Connection) -> anyhow::Result<()> {
+    let res = client()?
+        .get(format!(
+            "{}/api/voting/elections/{id}/box",
+            conn.url.trim_end_matches('/')
+        ))
+        .bearer_auth(token(conn)?)
+        .send()
+        .await?;
+    if !res.status().is_success() {
+        anyhow::bail!("the server refused the export: {}", error_of(res).await);
+    }
+    let body = res.bytes().await?;
+    let file: super::opening::BoxFile = serde_json::from_slice(&body)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(out)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    f.write_all(&body)?;
+    f.sync_all()?;
+    let ballots: usize = file.districts.iter().map(|d| d.ballots.len()).sum();
+    println!(
+        "wrote {ballots} sealed ballots of election {id} to {}; box digest {} (check it against \
+         the public board: GET /api/voting/elections/{id}/board)",
+        out.display(),
+        file.digest
+    );
+    Ok(())
+}
+
+/// Ballots from which `open` shows a progress bar.
+const OPEN_PROGRESS_FROM: usize = 10_000;
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> anyhow::Result<T> {
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not {what}: {e}", path.display()))
+}
+
+fn open(
+    box_file: &Path,
+    share_files: &[PathBuf],
+    board_digest: Option<&str>,
+    out: &Path,
+) -> anyhow::Result<()> {
+    if out.exists() {
+        anyhow::bail!(
+            "{} exists: the results go into a new file, never over another",
+            out.display()
+        );
+    }
+    let shares = share_files
+        .iter()
+        .map(|f| trustee::read_share(f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let b: opening::BoxFile = read_json(box_file, "a ballot box (throng-ballot-box/1)")?;
+    let total: usize = b.districts.iter().map(|d| d.ballots.len()).sum();
+    let bar = crate::platform::progress::seed_bar(
+        total as u64,
+        "ballots",
+        "opening",
+        total >= OPEN_PROGRESS_FROM,
+    );
+    let started = std::time::Instant::now();
+    let results = opening::open_box_with_shares(&b, &shares, board_digest, &|n| bar.inc(n))
+        .map_err(|e| match e {
+            opening::OpenError::Key(_) | opening::OpenError::KeyMismatch => anyhow::anyhow!("{e}"),
+            e => anyhow::anyhow!("{}: {e}", box_file.display()),
+        })?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed();
+    let json = serde_json::to_vec(&results)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(out)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
+    if let Err(e) = f.write_all(&json).and_then(|_| f.sync_all()) {
+        drop(f);
+        let _ = std::fs::remove_file(out);
+        anyhow::bail!("cannot write {}: {e}", out.display());
+    }
+    for u in &results.units {
+        println!("{}", unit_line(u));
+    }
+    let spoiled: i64 = results.units.iter().map(|u| u.spoiled).sum();
+    println!(
+        "opened {total} ballots ({spoiled} spoiled) of election {} in {:.1} s; box digest {}; \
+         results in {}",
+        results.election_id,
+        elapsed.as_secs_f64(),
+        results.box_digest,
+        out.display()
+    );
+    Ok(())
+}
+
+/// A unit's counts on one line: ballots, spoiled, then each party's votes.
+fn unit_line(u: &opening::ResultsUnit) -> String {
+    let unit = match u.kind {
+        opening::UnitKind::District => format!("district {}", u.name),
+        opening::UnitKind::Region => format!("region {}", u.name),
+        opening::UnitKind::Rest => "rest".to_string(),
+    };
+    let parties: Vec<String> = u
+        .parties
+        .iter()
+        .map(|p| format!("party {} {}", p.party_id, p.votes))
+        .collect();
+    format!(
+        "{unit} (districts {:?}): {} ballots, {} spoiled; {}",
+        u.district_ids,
+        u.ballots,
+        u.spoiled,
+        parties.join(", ")
+    )
+}
+
+fn recount(results: &Path, box_file: Option<&Path>) -> anyhow::Result<()> {
+    let r: opening::ResultsFile = read_json(results, "a results file (throng-results/1)")?;
+    let mut problems = opening::recount(&r).err().unwrap_or_default();
+    if let Some(box_file) = box_file {
+        let b: opening::BoxFile = read_json(box_file, "a ballot box (throng-ballot-box/1)")?;
+        if let Err(more) = opening::check_against_box(&r, &b) {
+            problems.extend(more.into_iter().map(|p| format!("against the box: {p}")));
+        }
+    }
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "the recount of {} differs:\n  {}",
+            results.display(),
+            problems.join("\n  ")
+        );
+    }
+    let ballots: i64 = r.units.iter().map(|u| u.ballots).sum();
+    println!(
+        "recount matches: {} units, {ballots} ballots{}",
+        r.units.len(),
+        if box_file.is_some() {
+            ", the box's districts and digest"
+        } else {
+            ""
+        }
+    );
+    Ok(())
 }
 
 fn token(conn: &Connection) -> anyhow::Result<String> {

@@ -38,8 +38,8 @@ pub struct Definition {
     pub closes_at: String,
     /// Candidates a vote may name at most (0 to 100).
     pub candidates_per_vote_max: i64,
-    /// Show party and candidate figures while votes are taken (else only
-    /// turnout until the results are published).
+    /// Not possible: ballots are sealed to the trustees' key until they
+    /// open them after the close. Only `false` is accepted.
     #[serde(default)]
     pub live_results: bool,
     pub parties: Vec<PartyDefinition>,
@@ -62,6 +62,11 @@ pub struct PartyDefinition {
 pub struct DistrictDefinition {
     pub code: String,
     pub name: String,
+    /// Where the district is published if fewer than the minimum vote in
+    /// it: only together with its region's other small districts, never on
+    /// its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
     pub lists: Vec<ListDefinition>,
 }
 
@@ -171,6 +176,14 @@ pub fn check(definition: Definition) -> Result<Checked, Vec<FieldProblem>> {
             add("closesAt".into(), "must be after opensAt".into());
         }
     }
+    if d.live_results {
+        add(
+            "liveResults".into(),
+            "ballots are sealed to the trustees' key until they open them after the close, \
+             so no figure exists before: remove liveResults"
+                .into(),
+        );
+    }
     if !(0..=CANDIDATES_PER_VOTE_LIMIT).contains(&d.candidates_per_vote_max) {
         add(
             "candidatesPerVoteMax".into(),
@@ -234,6 +247,9 @@ pub fn check(definition: Definition) -> Result<Checked, Vec<FieldProblem>> {
         }
         if let Some(m) = name_problem(&district.name) {
             add(format!("districts[{i}].name"), m);
+        }
+        if let Some(m) = district.region.as_deref().and_then(name_problem) {
+            add(format!("districts[{i}].region"), m);
         }
         if district.lists.is_empty() {
             add(

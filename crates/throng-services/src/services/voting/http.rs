@@ -1,4 +1,4 @@
-//! Voting routes. Reading (elections, ballots, results, receipts) is public;
+//! Voting routes. Reading (elections, ballots, the board, results) is public;
 //! a vote names its voter in the write-up's headers `voter-id` and
 //! `election-district-id` and, unless `serve --voting-identity headers`,
 //! proves it with a voter token whose `sub`, `district` and `election` claims
@@ -9,10 +9,10 @@
 //! `token_expired`; 403 `identity_mismatch` (the token is not this voter's,
 //! or not a voter's), `not_on_roll` (the voter belongs to another
 //! district); 404 `election_not_found`, `district_not_found`,
-//! `voter_not_found`, `receipt_not_found`; 409 `already_voted`,
+//! `voter_not_found`, `tracker_not_on_board`; 409 `already_voted`,
 //! `election_closed`; 415 `unsupported_media_type`; 422 `invalid_field`
-//! (body shape), `party_not_on_ballot`, `candidate_not_on_list`,
-//! `too_many_candidates`, `repeated_candidate`; 429
+//! (body shape), `invalid_sealed_ballot` (not a sealed ballot's size or
+//! encoding: what is inside cannot be checked until the opening); 429
 //! `too_many_client_streams`; 503 `too_many_streams`, `draining`.
 //! Nothing is written on any error.
 
@@ -27,24 +27,21 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::model::{
-    header_id, District, Election, ElectionState, VoteRequest, CANDIDATES_PER_VOTE_LIMIT,
-    DISTRICT_HEADER, VOTER_HEADER,
-};
+use super::ballot::{self, SEALED_BYTES};
+use super::model::{header_id, District, Election, ElectionState, DISTRICT_HEADER, VOTER_HEADER};
 use super::roll::Standing;
-use super::store::{self, BoxedBallot, ReceiptState, VoteOutcome};
+use super::store::{BoxedBallot, VoteOutcome};
 use super::tally::Snapshot;
 use super::{ElectionEntry, Identity, VotingState};
 use crate::base::clock::{now_ms, rfc3339_ms};
 use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::platform::openapi::{closed_object, int_schema};
+use crate::platform::openapi::int_schema;
 use crate::platform::streams::LiveStreams;
 
 /// Results streams send at most one update per this many ms.
@@ -68,7 +65,9 @@ where
         .routes(routes!(get_election))
         .routes(routes!(get_ballot))
         .routes(routes!(vote))
-        .routes(routes!(get_receipt))
+        .routes(routes!(board_summary))
+        .routes(routes!(board_page))
+        .routes(routes!(board_find))
         .routes(routes!(results))
         .routes(routes!(results_stream))
         .merge(super::admin::routes())
@@ -117,8 +116,9 @@ pub struct ElectionSummary {
     pub open: bool,
     /// Where the election is in its lifecycle.
     pub state: ElectionState,
-    /// Party and candidate figures are public while votes are taken.
-    pub live_results: bool,
+    /// The key ballots are sealed to (base64url; null until the authority
+    /// gives it: the election cannot open before).
+    pub public_key: Option<String>,
 }
 
 fn election_summary(e: &Election, now: i64) -> ElectionSummary {
@@ -130,7 +130,7 @@ fn election_summary(e: &Election, now: i64) -> ElectionSummary {
         candidates_per_vote_max: e.candidates_per_vote_max,
         open: e.is_open(now),
         state: e.state,
-        live_results: e.live_results,
+        public_key: e.public_key.as_deref().map(ballot::b64),
     }
 }
 
@@ -153,10 +153,15 @@ pub struct ElectionDetail {
     pub candidates_per_vote_max: i64,
     pub open: bool,
     pub state: ElectionState,
-    pub live_results: bool,
-    /// A district's ballots are published, and counted, once its box holds
-    /// this many, or at the close.
+    /// The key ballots are sealed to (base64url), with `suite`.
+    pub public_key: Option<String>,
+    /// The HPKE suite ballots are sealed with.
+    pub suite: String,
+    /// A district with fewer ballots at the close is published only inside
+    /// its region.
     pub mix_ballots_min: i64,
+    /// The public board publishes new trackers every this many ms.
+    pub board_period_ms: u64,
     pub districts: Vec<DistrictOut>,
 }
 
@@ -168,6 +173,8 @@ pub struct DistrictOut {
     /// As the authority's definition names it (null for seeded elections).
     pub code: Option<String>,
     pub name: String,
+    /// Where it is published if too few vote in it.
+    pub region: Option<String>,
     /// Voters on its roll.
     pub voters: i64,
 }
@@ -177,7 +184,8 @@ pub struct DistrictOut {
     responses((status = 200, body = ElectionList,
                example = json!({"elections": [{"electionId": 1, "name": "City council 2030",
                    "opensAt": "2030-05-05T05:00:00.000Z", "closesAt": "2030-05-05T17:00:00.000Z",
-                   "candidatesPerVoteMax": 3, "open": true, "state": "open", "liveResults": false}]}))))]
+                   "candidatesPerVoteMax": 3, "open": true, "state": "open",
+                   "publicKey": "q4Lw4d9fJb1Yk2c1oVdC3n9Qm8e7s6t5r4u3w2x1y0A"}]}))))]
 pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<ElectionList> {
     let now = now_ms();
     let catalog = st.catalog.load();
@@ -195,8 +203,10 @@ pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Election
     responses((status = 200, body = ElectionDetail, description = "The election with its districts (at most 1,000 per election)",
                example = json!({"electionId": 1, "name": "City council 2030", "opensAt": "2030-05-05T05:00:00.000Z",
                    "closesAt": "2030-05-05T17:00:00.000Z", "candidatesPerVoteMax": 3, "open": true,
-                   "state": "open", "liveResults": false,
-                   "mixBallotsMin": 100, "districts": [{"districtId": 1, "code": "N", "name": "North", "voters": 5200}]})),
+                   "state": "open", "publicKey": "q4Lw4d9fJb1Yk2c1oVdC3n9Qm8e7s6t5r4u3w2x1y0A",
+                   "suite": "DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM",
+                   "mixBallotsMin": 100, "boardPeriodMs": 10000,
+                   "districts": [{"districtId": 1, "code": "N", "name": "North", "region": "Coast", "voters": 5200}]})),
               (status = 404, description = "election_not_found")))]
 pub async fn get_election(
     State(st): State<Arc<VotingState>>,
@@ -212,6 +222,7 @@ pub async fn get_election(
             district_id: d.id,
             code: d.code.clone(),
             name: d.name.clone(),
+            region: d.region.clone(),
             voters: d.voters,
         })
         .collect();
@@ -223,8 +234,10 @@ pub async fn get_election(
         candidates_per_vote_max: s.candidates_per_vote_max,
         open: s.open,
         state: s.state,
-        live_results: s.live_results,
+        public_key: s.public_key,
+        suite: ballot::SUITE.to_string(),
         mix_ballots_min: st.mix_ballots_min,
+        board_period_ms: st.board_period_ms,
         districts,
     }))
 }
@@ -237,7 +250,29 @@ pub struct Ballot {
     pub district_id: i64,
     pub district_name: String,
     pub candidates_per_vote_max: i64,
+    /// In list order: a sealed choice names list `i + 1` for `parties[i]`
+    /// and candidate bit `j` for its `candidates[j]` (see `sealTo`).
     pub parties: Vec<BallotParty>,
+    /// How the page seals the choice; null until the election has its key.
+    pub seal_to: Option<SealTo>,
+}
+
+/// How a ballot is sealed: HPKE (RFC 9180) base mode with `suite`, to
+/// `publicKey`, with `info`; the plaintext is `plainBytes` bytes: byte 0 =
+/// 1, byte 1 = the chosen list's 1-based position in `parties`, bytes
+/// 2..27 a bit per candidate of that list (bit `j % 8` of byte `2 + j /
+/// 8` for `candidates[j]`), the rest zero. The vote sends `enc ||
+/// ciphertext` (base64url), and its tracker is SHA-256 of those bytes.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct SealTo {
+    pub suite: String,
+    /// base64url, 32 bytes.
+    pub public_key: String,
+    /// base64url.
+    pub info: String,
+    pub plain_bytes: usize,
+    pub sealed_bytes: usize,
 }
 
 /// A party on a ballot, with its list in the district.
@@ -289,6 +324,13 @@ pub fn render_ballot(e: &Election, d: &District) -> String {
         district_name: d.name.clone(),
         candidates_per_vote_max: e.candidates_per_vote_max,
         parties,
+        seal_to: e.public_key.as_deref().map(|key| SealTo {
+            suite: ballot::SUITE.to_string(),
+            public_key: ballot::b64(key),
+            info: ballot::b64(&ballot::info(e.id, d.id)),
+            plain_bytes: ballot::PLAIN_BYTES,
+            sealed_bytes: SEALED_BYTES,
+        }),
     })
     .expect("a ballot serializes")
 }
@@ -435,36 +477,26 @@ pub(super) fn check_token(
     Ok(())
 }
 
-/// The 201 answer of a vote.
+/// What a vote answers: the ballot's tracker, and where to find it.
 #[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
-pub struct Receipt {
-    /// Keep it: it tells whether the vote was counted, and nothing else.
-    pub receipt_id: String,
+pub struct Cast {
+    /// SHA-256 of the sealed ballot, base64url: the voter's page computes
+    /// it too, and finds it on the public board after the next period.
+    pub tracker: String,
     pub election_id: i64,
     pub district_id: i64,
+    /// The board's address for this tracker.
+    pub board_url: String,
 }
 
-/// Where a receipt's ballot is.
-#[derive(Serialize, Deserialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ReceiptStatus {
-    /// In the ballot box: published once its district's box holds
-    /// --voting-mix-ballots-min ballots, or at the close.
-    Received,
-    /// In the tallies.
-    Counted,
-}
-
-/// A receipt's state: no choice, no district, no voter, so a receipt
-/// cannot prove a vote to a buyer.
-#[derive(Serialize, Deserialize, ToSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct ReceiptOut {
-    pub receipt_id: String,
-    pub election_id: i64,
-    pub status: ReceiptStatus,
-    pub counted: bool,
+/// A sealed ballot, as the vote page sends it.
+#[derive(Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SealedVote {
+    /// `enc || ciphertext` of the ballot sealed to the election's key
+    /// (see the ballot's `sealTo`), base64url: 80 bytes.
+    pub sealed: String,
 }
 
 pub(super) fn already_voted() -> ApiError {
@@ -474,23 +506,24 @@ pub(super) fn already_voted() -> ApiError {
     )
 }
 
-/// Casts a voter's secret vote
+/// Casts a voter's sealed vote
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/votes", tag = "voting",
     params(("election_id" = i64, Path),
            ("voter-id" = inline(HeaderId), Header, description = "The voter, 1 to 9223372036854775807"),
            ("election-district-id" = inline(HeaderId), Header, description = "The voter's district")),
     security(("bearer" = [])),
-    request_body(content = inline(VoteRequest), description = "{partyId, candidateIds: [up to the election's candidatesPerVoteMax ids on that party's list in the district]}",
-                 example = json!({"partyId": 2, "candidateIds": [21]})),
-    responses((status = 201, body = Receipt, description = "Location: the receipt",
-               example = json!({"receiptId": "5d0c7a3e-1f2b-4c6d-8e9f-0a1b2c3d4e5f", "electionId": 1, "districtId": 1})),
+    request_body(content = SealedVote, description = "The choice sealed in the voter's browser to the election's key (the ballot's sealTo); the server checks its size and stores it, and cannot open it",
+                 example = json!({"sealed": "u2yX3cQeS1o0m8mJ7aYdO2Zr4b0mQd3tW9x1cJp5a0E3cYl8mR1q7yFvN2pT0sKbX4wH6uZ9dC5eG8iL1oA2rS3tU4vW5xY6zA7bC8dE9fG0hI1jK2"})),
+    responses((status = 201, body = Cast, description = "Location: the tracker on the board",
+               example = json!({"tracker": "Qm3r2y1sJ0cV8fJxW4o9kZ2nB7tH1aP6dE5gL3uM0iQ", "electionId": 1, "districtId": 1,
+                                "boardUrl": "/api/voting/elections/1/districts/1/board/Qm3r2y1sJ0cV8fJxW4o9kZ2nB7tH1aP6dE5gL3uM0iQ"})),
               (status = 400, description = "invalid_header, malformed_json"),
               (status = 401, description = "missing_token, invalid_token, token_expired (token mode)"),
               (status = 403, description = "identity_mismatch, not_on_roll"),
               (status = 404, description = "election_not_found, district_not_found, voter_not_found"),
-              (status = 409, description = "already_voted, election_closed"),
+              (status = 409, description = "already_voted, ballot_copied (this sealed ballot was cast already), election_closed, election_suspended"),
               (status = 415, description = "unsupported_media_type"),
-              (status = 422, description = "invalid_field, party_not_on_ballot, candidate_not_on_list, too_many_candidates, repeated_candidate"),
+              (status = 422, description = "invalid_field, invalid_sealed_ballot"),
               (status = 429, description = "over capacity; see Retry-After")))]
 pub async fn vote(
     State(st): State<Arc<VotingState>>,
@@ -503,7 +536,7 @@ pub async fn vote(
     if st.identity == Identity::Token {
         check_token(&st.keys, req.headers(), voter_id, district_id, election_id)?;
     }
-    let ApiJson(body) = ApiJson::<VoteRequest>::from_request(req, &()).await?;
+    let ApiJson(body) = ApiJson::<SealedVote>::from_request(req, &()).await?;
     let e = &entry.election;
     let di = district_index(e, district_id)?;
     match entry.roll.standing(voter_id) {
@@ -523,39 +556,57 @@ pub async fn vote(
         Standing::InDistrict(_) => {}
     }
     e.check_open(now_ms())?;
-    let vote = e.parse_vote(&e.districts[di], body)?;
+    // What the server can check without the key: the size. What the sealed
+    // bytes hold is checked at the opening, where anything that is not a
+    // choice on this district's ballot counts as spoiled.
+    let sealed = match ballot::from_b64(&body.sealed) {
+        Some(b) if b.len() == SEALED_BYTES => b,
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_sealed_ballot",
+                format!(
+                    "sealed: {SEALED_BYTES} bytes in base64url, as the ballot's sealTo makes them"
+                ),
+            ))
+        }
+    };
     if entry.roll.has_voted(voter_id) {
         return Err(already_voted());
     }
-    // The receipt goes to the voter only; the box keeps its tag and the
-    // choice sealed under a key outside the database (receipt.rs).
-    let receipt = st.receipts.mint(election_id);
-    let tag = st.receipts.tag(election_id, &receipt);
-    let choice = store::choice(vote.party_id, &vote.candidates_json());
+    let tag = ballot::tracker(&sealed);
     let ballot = BoxedBallot {
         election_id,
         district_id,
-        sealed: st
-            .receipts
-            .seal(election_id, district_id, &tag, choice.as_bytes()),
+        sealed,
         tag,
     };
-    let receipt_id = uuid::Uuid::from_bytes(receipt).to_string();
     match st.storage.cast(&entry.roll, voter_id, ballot).await? {
         VoteOutcome::Cast => {
-            let location = format!("/api/voting/elections/{election_id}/receipts/{receipt_id}");
-            let body = Receipt {
-                receipt_id,
-                election_id,
-                district_id,
-            };
-            let mut res = (StatusCode::CREATED, Json(body)).into_response();
-            if let Ok(v) = HeaderValue::from_str(&location) {
+            let tracker = ballot::tracker_text(&tag);
+            let board_url = format!(
+                "/api/voting/elections/{election_id}/districts/{district_id}/board/{tracker}"
+            );
+            let mut res = (
+                StatusCode::CREATED,
+                Json(Cast {
+                    tracker,
+                    election_id,
+                    district_id,
+                    board_url: board_url.clone(),
+                }),
+            )
+                .into_response();
+            if let Ok(v) = HeaderValue::from_str(&board_url) {
                 res.headers_mut().insert(header::LOCATION, v);
             }
             Ok(res)
         }
         VoteOutcome::AlreadyVoted => Err(already_voted()),
+        VoteOutcome::CopiedBallot => Err(ApiError::conflict(
+            "ballot_copied",
+            "this sealed ballot was cast already: the vote page seals a fresh one for every vote",
+        )),
         VoteOutcome::NotTakingVotes => {
             // This node's copy of the election was behind the store's row:
             // catch up, and explain by the row.
@@ -573,50 +624,230 @@ pub async fn vote(
     }
 }
 
-fn receipt_not_found() -> ApiError {
-    ApiError::not_found(
-        "receipt_not_found",
-        "no receipt with this id in this election",
+/// The public board: per district, the ballots on it and its digest.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Board {
+    pub election_id: i64,
+    /// RFC 3339: when the board last moved (null before its first period).
+    pub updated_at: Option<String>,
+    /// New trackers are published every this many ms.
+    pub period_ms: u64,
+    /// Whether the board is complete: the election closed and its last
+    /// period ran. The box the trustees open must match `digest`.
+    pub complete: bool,
+    /// The digest of the whole box (hex): SHA-256 over the districts'
+    /// digests (see the trustees' `open --board-digest`).
+    pub digest: String,
+    pub districts: Vec<BoardDistrictOut>,
+}
+
+/// A district on the board.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BoardDistrictOut {
+    pub district_id: i64,
+    pub code: Option<String>,
+    pub name: String,
+    /// Ballots on the board.
+    pub ballots: i64,
+    /// The district's board digest (hex), chained period by period.
+    pub digest: String,
+}
+
+/// The election's box digest from a snapshot (districts with no ballot
+/// carry their starting digest).
+pub fn board_digests(e: &Election, s: &Snapshot) -> Vec<(i64, ballot::Digest32)> {
+    e.districts
+        .iter()
+        .map(|d| {
+            let digest = s
+                .digests
+                .get(&(e.id, d.id))
+                .copied()
+                .unwrap_or_else(|| ballot::board_digest_start(e.id, d.id));
+            (d.id, digest)
+        })
+        .collect()
+}
+
+/// The public ballot board
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/board", tag = "voting",
+    params(("election_id" = i64, Path)),
+    responses((status = 200, body = Board,
+               example = json!({"electionId": 1, "updatedAt": "2030-05-05T12:00:10.000Z", "periodMs": 10000,
+                   "complete": false, "digest": "9f2c0e5d1a7b4c3e8f6d2a1b0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+                   "districts": [{"districtId": 1, "code": "N", "name": "North", "ballots": 1800,
+                                  "digest": "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"}]})),
+              (status = 404, description = "election_not_found")))]
+pub async fn board_summary(
+    State(st): State<Arc<VotingState>>,
+    ApiPath(election_id): ApiPath<i64>,
+) -> ApiResult<Json<Board>> {
+    let entry = election_entry(&st, election_id)?;
+    let e = &entry.election;
+    let s = st.tally.snapshot();
+    let digests = board_digests(e, &s);
+    Ok(Json(Board {
+        election_id,
+        updated_at: s.board_at_ms.get(&election_id).copied().map(rfc3339_ms),
+        period_ms: st.board_period_ms,
+        complete: e.board_final,
+        digest: hex::encode(ballot::box_digest(election_id, &digests)),
+        districts: e
+            .districts
+            .iter()
+            .zip(&digests)
+            .map(|(d, (_, digest))| BoardDistrictOut {
+                district_id: d.id,
+                code: d.code.clone(),
+                name: d.name.clone(),
+                ballots: s.ballots.get(&(election_id, d.id)).copied().unwrap_or(0),
+                digest: hex::encode(digest),
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BoardPageQuery {
+    /// The last tracker of the previous page (its `next`).
+    after: Option<String>,
+    /// 1 to 1000 (default 1000).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<i64>,
+}
+
+/// Trackers of a district's board, in tracker order.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BoardPage {
+    pub election_id: i64,
+    pub district_id: i64,
+    pub trackers: Vec<BoardEntry>,
+    /// Pass as `after` for the next page; null on the last.
+    pub next: Option<String>,
+}
+
+/// A tracker on the board and the period that published it.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BoardEntry {
+    pub tracker: String,
+    pub period: i64,
+}
+
+const BOARD_PAGE_MAX: i64 = 1000;
+
+fn bad_tracker() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_path",
+        "a tracker is 43 characters of base64url, as the vote page shows it",
     )
 }
 
-/// Whether a receipt's vote was counted
-#[utoipa::path(get, path = "/api/voting/elections/{election_id}/receipts/{receipt_id}", tag = "voting",
-    params(("election_id" = i64, Path), ("receipt_id" = String, Path)),
-    responses((status = 200, body = ReceiptOut,
-               example = json!({"receiptId": "5d0c7a3e-1f2b-4c6d-8e9f-0a1b2c3d4e5f", "electionId": 1,
-                                "status": "counted", "counted": true})),
-              (status = 404, description = "election_not_found, receipt_not_found")))]
-pub async fn get_receipt(
+/// A district's board: its trackers, a page at a time
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/board", tag = "voting",
+    params(("election_id" = i64, Path), ("district_id" = i64, Path), BoardPageQuery),
+    responses((status = 200, body = BoardPage,
+               example = json!({"electionId": 1, "districtId": 1,
+                   "trackers": [{"tracker": "AAv1n8Jc2gYq3XvB6zN0pF4sT7mW9kR1dH5eL2uQ8iO", "period": 3}],
+                   "next": null})),
+              (status = 400, description = "invalid_query (after is not a tracker, limit outside 1..1000)"),
+              (status = 404, description = "election_not_found, district_not_found")))]
+pub async fn board_page(
     State(st): State<Arc<VotingState>>,
-    ApiPath((election_id, receipt_id)): ApiPath<(i64, String)>,
-) -> ApiResult<Json<ReceiptOut>> {
-    election_entry(&st, election_id)?;
-    let id = match uuid::Uuid::parse_str(&receipt_id) {
-        Ok(id) if receipt_id.len() == 36 => id,
-        _ => return Err(receipt_not_found()),
+    ApiPath((election_id, district_id)): ApiPath<(i64, i64)>,
+    ApiQuery(q): ApiQuery<BoardPageQuery>,
+) -> ApiResult<Json<BoardPage>> {
+    let entry = election_entry(&st, election_id)?;
+    district_index(&entry.election, district_id)?;
+    let limit = q.limit.unwrap_or(BOARD_PAGE_MAX);
+    if !(1..=BOARD_PAGE_MAX).contains(&limit) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("limit: 1 to {BOARD_PAGE_MAX}"),
+        ));
+    }
+    let after = match q.after.as_deref() {
+        None | Some("") => [0u8; ballot::TRACKER_BYTES],
+        Some(t) => ballot::parse_tracker(t).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                "after: a tracker from the previous page's next",
+            )
+        })?,
     };
-    let receipt = id.into_bytes();
-    let minted = st.receipts.minted(election_id, &receipt);
-    let tag = st.receipts.tag(election_id, &receipt);
-    let state = st
+    let rows = st
         .storage
-        .receipt(election_id, tag, minted)
-        .await?
-        .ok_or_else(receipt_not_found)?;
-    let counted = match state {
-        ReceiptState::Boxed => false,
-        ReceiptState::Published { position } => position <= st.tally.position(),
-    };
-    Ok(Json(ReceiptOut {
-        receipt_id: id.to_string(),
+        .board_page(election_id, district_id, after, limit)
+        .await?;
+    let next = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|(t, _)| ballot::tracker_text(t)))
+        .flatten();
+    Ok(Json(BoardPage {
         election_id,
-        status: if counted {
-            ReceiptStatus::Counted
-        } else {
-            ReceiptStatus::Received
-        },
-        counted,
+        district_id,
+        trackers: rows
+            .iter()
+            .map(|(t, period)| BoardEntry {
+                tracker: ballot::tracker_text(t),
+                period: *period,
+            })
+            .collect(),
+        next,
+    }))
+}
+
+/// Where a tracker is on the board.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct OnBoard {
+    pub tracker: String,
+    pub election_id: i64,
+    pub district_id: i64,
+    /// The period that published it.
+    pub period: i64,
+}
+
+/// Whether a tracker is on its district's board
+#[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/board/{tracker}", tag = "voting",
+    params(("election_id" = i64, Path), ("district_id" = i64, Path), ("tracker" = String, Path)),
+    responses((status = 200, body = OnBoard, description = "On the board: the ballot is in the box the trustees open",
+               example = json!({"tracker": "AAv1n8Jc2gYq3XvB6zN0pF4sT7mW9kR1dH5eL2uQ8iO", "electionId": 1, "districtId": 1, "period": 3})),
+              (status = 400, description = "invalid_path (not a tracker)"),
+              (status = 404, description = "election_not_found, district_not_found, tracker_not_on_board (not yet: the board publishes every period)")))]
+pub async fn board_find(
+    State(st): State<Arc<VotingState>>,
+    ApiPath((election_id, district_id, tracker)): ApiPath<(i64, i64, String)>,
+) -> ApiResult<Json<OnBoard>> {
+    let entry = election_entry(&st, election_id)?;
+    district_index(&entry.election, district_id)?;
+    let t = ballot::parse_tracker(&tracker).ok_or_else(bad_tracker)?;
+    let period = st
+        .storage
+        .board_find(election_id, district_id, t)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "tracker_not_on_board",
+                format!(
+                    "this tracker is not on district {district_id}'s board yet; the board \
+                     publishes new trackers every {} s",
+                    st.board_period_ms.div_ceil(1000)
+                ),
+            )
+        })?;
+    Ok(Json(OnBoard {
+        tracker: ballot::tracker_text(&t),
+        election_id,
+        district_id,
+        period,
     }))
 }
 
@@ -635,7 +866,7 @@ pub struct Results {
     pub election_id: i64,
     /// Null for the whole election.
     pub district_id: Option<i64>,
-    /// Counted ballots; ballots waiting in the box are not shown.
+    /// Ballots on the public board (as of its last period).
     pub ballots: i64,
     /// Of the district or the election: turnout is ballots / votersOnRoll.
     pub voters_on_roll: i64,
@@ -643,13 +874,21 @@ pub struct Results {
     /// for the whole election) last changed on this node; null before the
     /// first.
     pub updated_at: Option<String>,
-    /// The position of the event log the tallies reflect.
+    /// Bumped whenever the figures change on this node.
     pub position: i64,
     /// Where the election is in its lifecycle.
     pub state: ElectionState,
-    /// Whether party and candidate figures are shown: once the results are
-    /// published, or all along with liveResults. Turnout always is.
+    /// Whether party and candidate figures are shown: once the trustees'
+    /// results are published. Turnout always is.
     pub results_shown: bool,
+    /// Whole-election results, once shown: ballots the opening counted as
+    /// spoiled (not a choice on their district's ballot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spoiled: Option<i64>,
+    /// A district too small to publish alone: the unit its figures are
+    /// published in (the parties are that unit's, with no candidates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<UnitOut>,
     /// Districts with counted ballots (of `districtsTotal`).
     pub districts_reporting: i64,
     pub districts_total: i64,
@@ -660,7 +899,17 @@ pub struct Results {
     pub parties: Vec<PartyResult>,
 }
 
-/// A district's counted ballots against its roll.
+/// A unit of several districts, published together.
+#[derive(Serialize, Deserialize, ToSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitOut {
+    pub kind: super::opening::UnitKind,
+    pub name: String,
+    pub district_ids: Vec<i64>,
+    pub ballots: i64,
+}
+
+/// A district's ballots on the board against its roll.
 #[derive(Serialize, Deserialize, ToSchema, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct DistrictTurnout {
@@ -710,9 +959,13 @@ pub fn render_results_out(
     s: &Snapshot,
     shown: bool,
 ) -> Results {
-    let key = |p: i64, c: i64| match district {
-        Some(d) => s.votes((e.id, d.id, p, c)),
-        None => 0,
+    // A district published only inside a larger unit shows that unit's
+    // party figures, and no candidate's (each stands in one district).
+    let merged = district.and_then(|d| s.merged.get(&(e.id, d.id)));
+    let key = |p: i64, c: i64| match (district, merged) {
+        (Some(_), Some(u)) => s.votes((e.id, u.key, p, c)),
+        (Some(d), None) => s.votes((e.id, d.id, p, c)),
+        (None, _) => 0,
     };
     // Turnout's roll: a fixed figure, so counted / roll moves only with
     // the published counts.
@@ -720,10 +973,7 @@ pub fn render_results_out(
         Some(d) => d.voters,
         None => e.districts.iter().map(|d| d.voters).sum(),
     };
-    // Counted ballots only: what waits in the box is not shown, per
-    // district or in total (a count that moved with each vote would tell
-    // who voted when, and a district's tally change in a round of fewer
-    // than the mix minimum would tell how).
+    // Ballots on the board: they move only with the board's periods.
     let ballots: i64 = match district {
         Some(d) => s.ballots.get(&(e.id, d.id)).copied().unwrap_or(0),
         None => s
@@ -760,7 +1010,7 @@ pub fn render_results_out(
                     short_name: p.short_name.clone(),
                     color: p.color(),
                     votes,
-                    candidates: Some(candidates),
+                    candidates: merged.is_none().then_some(candidates),
                 };
                 Some((votes, p.id, party))
             })
@@ -801,6 +1051,17 @@ pub fn render_results_out(
         state: e.state,
         results_shown: shown,
         districts_reporting,
+        spoiled: if shown && district.is_none() {
+            s.spoiled.get(&e.id).copied()
+        } else {
+            None
+        },
+        unit: merged.filter(|_| shown).map(|u| UnitOut {
+            kind: u.kind,
+            name: u.name.clone(),
+            district_ids: u.district_ids.clone(),
+            ballots: u.ballots,
+        }),
         districts_total: if district.is_some() {
             1
         } else {
@@ -1041,27 +1302,6 @@ struct DemoVoter {
 crate::schema_type!(
     /// A voter or district id in a header (`header_id`).
     HeaderId => int_schema(1, i64::MAX)
-);
-
-crate::schema_type!(
-    for VoteRequest => {
-        let id = || {
-            ObjectBuilder::new()
-                .schema_type(utoipa::openapi::schema::Type::Integer)
-                .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
-                    utoipa::openapi::schema::KnownFormat::Int64,
-                )))
-        };
-        let candidates = ArrayBuilder::new()
-            .items(id())
-            .max_items(Some(CANDIDATES_PER_VOTE_LIMIT as usize))
-            .description(Some("default []"));
-        closed_object(
-            [("partyId", id().into()), ("candidateIds", candidates.into())],
-            &["partyId"],
-        )
-        .build()
-    }
 );
 
 #[cfg(test)]

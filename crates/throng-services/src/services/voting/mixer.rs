@@ -1,26 +1,17 @@
-//! The mixer: publishes ballots from the ballot box in rounds, a district
-//! at a time, so that a published ballot can be linked at most to the set
-//! of its district's voters who voted since the district's last round: at
-//! least `--voting-mix-ballots-min` of them.
-//!
-//! A vote puts its sealed ballot into the box (keyed by its receipt's tag)
-//! in the same transaction as the voter's mark; nothing else about it is
-//! written. (On SQLite both go first into small tables that the mixer
-//! settles into the box and the roll's bits every interval, before its
-//! round: `VotingStore::settle`.) A round publishes every district whose
-//! box holds at least the minimum, or, once the election has closed, every
-//! district (the final flush): its ballots move in random-tag order into
-//! `voting_ballots` with one `voting.BallotCast` event each (whole
-//! districts up to `store::Rounds::ballots_max` ballots where a round is
-//! bounded, as on PostgreSQL; the next round follows at once), and its box
-//! rows are deleted (see `VotingStore::publish_round`). One mixer runs at a
-//! time: a lease on its consumer row, as booking's confirmation worker.
+//! The board worker: closes an election at its closing time, folds the
+//! roll's marks (SQLite), and runs the public board's periods: every
+//! `--voting-board-period-ms` the ballots cast since the last period go on
+//! the board (`VotingStore::board_period`), and once the election is
+//! closed one last period completes the box for its export. Ballots are
+//! sealed to the trustees' key: nothing here can open them. One worker
+//! runs at a time: a lease on its consumer row, as booking's confirmation
+//! worker.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::model::ElectionState;
-use super::receipt::ReceiptKey;
 use super::store::VotingStore;
 use super::tally::Tally;
 use super::Catalog;
@@ -32,12 +23,11 @@ pub const CONSUMER: &str = "voting-mixer";
 const LEASE_MS: i64 = 15_000;
 
 pub struct MixerConfig {
-    /// Ballots a district's box needs for a round while the election is open.
-    pub ballots_min: i64,
-    /// Opens the box's sealed choices.
-    pub keys: Arc<ReceiptKey>,
-    /// How often the box is looked at.
+    /// How often closing times and the roll's marks are looked at.
     pub interval: Duration,
+    /// How often the board publishes the ballots cast since its last
+    /// period.
+    pub board_period: Duration,
 }
 
 pub fn spawn(
@@ -49,7 +39,7 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     let worker = lease::Worker {
         consumer: CONSUMER,
-        name: "voting mixer",
+        name: "voting board",
         lease_ms: LEASE_MS,
         standby: Duration::from_millis(LEASE_MS as u64 / 3),
     };
@@ -60,41 +50,41 @@ pub fn spawn(
         move |lease, _| {
             let (storage, catalog) = (storage.clone(), catalog.clone());
             let (tally, config) = (tally.clone(), config.clone());
-            async move { mix(&storage, &catalog, &tally, &config, lease).await }
+            async move { run(&storage, &catalog, &tally, &config, lease).await }
         },
         || async {},
     )
 }
 
-/// Publishes rounds while this node holds the lease.
-async fn mix(
+/// Runs periods while this node holds the lease.
+async fn run(
     storage: &VotingStore,
     catalog: &ArcSwap<Catalog>,
     tally: &Tally,
     config: &MixerConfig,
     lease: Lease,
 ) {
+    // When each election's last period ran on this node (a new leaseholder
+    // starts a period at once).
+    let mut last_period: HashMap<i64, std::time::Instant> = HashMap::new();
     loop {
         let now = crate::base::clock::now_ms();
-        let elections: Vec<(i64, ElectionState, bool)> = catalog
+        let elections: Vec<(i64, ElectionState, bool, bool)> = catalog
             .load()
             .elections
             .iter()
             .map(|e| {
                 let e = &e.election;
-                (e.id, e.state, now >= e.closes_at_ms)
+                (e.id, e.state, now >= e.closes_at_ms, e.board_final)
             })
             .collect();
-        // A box that held more than one round takes: the next round runs
-        // at once.
         let mut more_waiting = false;
-        for (id, state, past_closing) in elections {
+        for (id, state, past_closing, board_final) in elections {
             match state {
-                // Nothing can wait in a draft's box; a tallied election's
-                // box is empty.
-                ElectionState::Draft | ElectionState::Tallied | ElectionState::Published => {
-                    continue
-                }
+                // Nothing is cast in a draft; after the last period the
+                // board does not move.
+                ElectionState::Draft => continue,
+                _ if board_final => continue,
                 ElectionState::Open | ElectionState::Suspended if past_closing => {
                     // The closing time passed: the store's clock decides,
                     // and the step is logged.
@@ -108,39 +98,36 @@ async fn mix(
                 }
                 _ => {}
             }
-            let closed = state == ElectionState::Closed || past_closing;
-            // SQLite: the votes since the last interval join the box and
-            // the roll's bits first, so a round sees them.
+            // SQLite: the marks since the last interval join the roll's bits.
             match storage.settle(id).await {
-                Ok(settled) => {
-                    more_waiting |= settled.marks as i64 >= super::store::FOLD_MARKS_MAX
-                        || (state == ElectionState::Closed && settled.ballots > 0)
-                }
+                Ok(settled) => more_waiting |= settled.marks as i64 >= super::store::FOLD_MARKS_MAX,
                 Err(e) => {
-                    tracing::warn!(election_id = id, error = %e, "settling votes failed; retrying")
+                    tracing::warn!(election_id = id, error = %e, "settling marks failed; retrying")
                 }
             }
-            let min = if closed { 1 } else { config.ballots_min.max(1) };
-            match storage.publish_round(&config.keys, id, min).await {
-                Ok(round) if round.published == 0 => {
-                    // Closed, and nothing left to settle or publish: every
-                    // ballot is in the log.
-                    if state == ElectionState::Closed && !more_waiting {
-                        tallied(storage, id).await;
+            let due = last_period
+                .get(&id)
+                .is_none_or(|at| at.elapsed() >= config.board_period);
+            let closed = state.is_over();
+            if !due && !closed {
+                continue;
+            }
+            match storage.board_period(id, closed).await {
+                Ok(p) => {
+                    last_period.insert(id, std::time::Instant::now());
+                    if p.period > 0 {
+                        tracing::info!(
+                            election_id = id,
+                            period = p.period,
+                            ballots = p.ballots,
+                            last = closed,
+                            "published a board period"
+                        );
+                        tally.touch();
                     }
                 }
-                Ok(round) => {
-                    more_waiting |= round.more_waiting;
-                    tracing::info!(
-                        election_id = id,
-                        ballots = round.published,
-                        districts = round.districts,
-                        "published a round of ballots"
-                    );
-                    tally.wake.notify_one();
-                }
                 Err(e) => {
-                    tracing::warn!(election_id = id, error = %e, "a mixing round failed; retrying")
+                    tracing::warn!(election_id = id, error = %e, "a board period failed; retrying")
                 }
             }
         }
@@ -150,23 +137,5 @@ async fn mix(
         if !lease.keep().await {
             return;
         }
-    }
-}
-
-/// Takes the step from closed to tallied (with its event, by the mixer).
-async fn tallied(storage: &VotingStore, election_id: i64) {
-    let (from, to, event) = super::admin::TALLIED;
-    match storage
-        .step(
-            election_id,
-            from,
-            to,
-            (event, serde_json::json!({"actor": "mixer"})),
-        )
-        .await
-    {
-        Ok(Ok(())) => tracing::info!(election_id, "every ballot is counted: tallied"),
-        Ok(Err(_)) => {}
-        Err(e) => tracing::warn!(election_id, error = %e, "marking the election tallied failed"),
     }
 }

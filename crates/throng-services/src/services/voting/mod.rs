@@ -14,6 +14,7 @@
 //! chosen from the store when the state is built.
 
 pub mod admin;
+pub mod ballot;
 pub mod bench;
 pub mod cli;
 pub mod credential;
@@ -21,12 +22,13 @@ pub mod definition;
 pub mod http;
 pub mod mixer;
 pub mod model;
+pub mod opening;
 pub mod page;
-pub mod receipt;
 pub mod roll;
 pub mod seed;
 pub mod store;
 pub mod tally;
+pub mod trustee;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,13 +55,6 @@ use store::VotingStore;
 /// name the ballot).
 pub const VOTER: Role = Role::new("voter");
 
-/// Keys receipts' tags and seals the ballot box; kept out of the database,
-/// so a copy of it cannot turn a receipt into a ballot (`receipt.rs`).
-pub const RECEIPT_KEY: SecretSpec = SecretSpec {
-    file: "voting-receipt.key",
-    env: "THRONG_VOTING_RECEIPT_KEY",
-};
-
 /// Keys voters' credential hashes (`credential.rs`); kept out of the
 /// database, so a copy of it cannot test guessed credentials.
 pub const CREDENTIAL_KEY: SecretSpec = SecretSpec {
@@ -83,6 +78,11 @@ static MIGRATIONS: MigrationSet = MigrationSet {
     sqlite: include_dir!("$CARGO_MANIFEST_DIR/src/services/voting/migrations/sqlite"),
     postgres: include_dir!("$CARGO_MANIFEST_DIR/src/services/voting/migrations/postgres"),
 };
+
+/// `--voting-board-period-ms` when not given (and not `--demo`).
+pub const BOARD_PERIOD_MS_DEFAULT: u64 = 10_000;
+/// `--voting-board-period-ms` with `--demo` when the flag is not given.
+pub const DEMO_BOARD_PERIOD_MS: u64 = 1_000;
 
 /// `--voting-mix-ballots-min` with `--demo` when the flag is not given.
 pub const DEMO_MIX_BALLOTS_MIN: i64 = 3;
@@ -118,13 +118,26 @@ pub struct VotingArgs {
     /// `--voting-mix-ballots-min` as it applies, set by `start`.
     #[arg(skip)]
     pub mix_ballots_min: i64,
-    /// How often the mixer looks at the box, in ms.
+    /// How often the board worker looks at closing times and the roll's
+    /// marks, in ms.
     #[arg(
         long = "voting-mix-interval-ms",
         env = "THRONG_VOTING_MIX_INTERVAL_MS",
         default_value_t = 100
     )]
     pub mix_interval_ms: u64,
+    /// How often the public board publishes the trackers of the ballots
+    /// cast since its last period, in ms: nothing public dates a vote more
+    /// finely. Default: 10000; with --demo: 1000.
+    #[arg(
+        long = "voting-board-period-ms",
+        env = "THRONG_VOTING_BOARD_PERIOD_MS",
+        value_name = "MS"
+    )]
+    pub board_period_ms_given: Option<u64>,
+    /// `--voting-board-period-ms` as it applies, set by `start`.
+    #[arg(skip)]
+    pub board_period_ms: u64,
     /// Live results streams (SSE) open at once at most; past it, 503.
     #[arg(
         long = "voting-streams-max",
@@ -163,7 +176,7 @@ impl Service for Voting {
     }
 
     fn event_consumers(&self) -> &'static [&'static str] {
-        &[mixer::CONSUMER, tally::CONSUMER]
+        &[mixer::CONSUMER]
     }
 
     fn roles(&self) -> &'static [RoleSpec] {
@@ -189,6 +202,10 @@ impl Service for Voting {
 
     fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody] {
         admin::LARGE_BODIES
+    }
+
+    fn uncounted_in_public_metrics(&self) -> &'static [(&'static str, &'static str)] {
+        &[("POST", "/api/voting/elections/{election_id}/votes")]
     }
 
     fn command(&self) -> Option<clap::Command> {
@@ -239,6 +256,11 @@ impl Service for Voting {
             }
             None => MIX_BALLOTS_MIN_DEFAULT,
         };
+        args.board_period_ms = match args.board_period_ms_given {
+            Some(ms) => ms.max(1),
+            None if platform.demo => DEMO_BOARD_PERIOD_MS,
+            None => BOARD_PERIOD_MS_DEFAULT,
+        };
         if args.identity == Identity::Headers {
             tracing::warn!(
                 "--voting-identity headers: a vote is accepted for whichever voter the \
@@ -254,24 +276,22 @@ impl Service for Voting {
         let mut started = Started::new(state.clone());
         started = started.with_worker(state.spawn_seed_watcher());
         started = started.with_worker(state.spawn_refresher());
+        started = started.with_worker(tally::spawn(
+            state.storage.clone(),
+            state.catalog.clone(),
+            state.tally.clone(),
+        ));
         if !args.no_workers {
-            started = started
-                .with_worker(tally::spawn(
-                    platform.store.clone(),
-                    state.storage.clone(),
-                    state.tally.clone(),
-                ))
-                .with_worker(mixer::spawn(
-                    platform.store.clone(),
-                    state.storage.clone(),
-                    state.catalog.clone(),
-                    state.tally.clone(),
-                    mixer::MixerConfig {
-                        ballots_min: args.mix_ballots_min,
-                        keys: state.receipts.clone(),
-                        interval: std::time::Duration::from_millis(args.mix_interval_ms.max(1)),
-                    },
-                ));
+            started = started.with_worker(mixer::spawn(
+                platform.store.clone(),
+                state.storage.clone(),
+                state.catalog.clone(),
+                state.tally.clone(),
+                mixer::MixerConfig {
+                    interval: std::time::Duration::from_millis(args.mix_interval_ms.max(1)),
+                    board_period: std::time::Duration::from_millis(args.board_period_ms),
+                },
+            ));
         }
         Ok(started)
     }
@@ -310,7 +330,10 @@ impl Service for Voting {
     }
 
     fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![Box::new(bench::VotingBench)]
+        vec![
+            Box::new(bench::VotingBench),
+            Box::new(bench::opening::OpeningBench),
+        ]
     }
 }
 
@@ -353,15 +376,16 @@ pub struct ElectionEntry {
 }
 
 impl ElectionEntry {
-    /// The entry with the fields of `row` (name, times, state, live
-    /// results), sharing the roll and the ballots.
+    /// The entry with the fields of `row` (name, times, state, board),
+    /// sharing the roll and the ballots.
     pub fn with_row(&self, row: &model::ElectionRow) -> ElectionEntry {
         let mut election = self.election.clone();
         election.name = row.name.clone();
         election.opens_at_ms = row.opens_at_ms;
         election.state = row.state;
         election.closes_at_ms = row.closes_at_ms;
-        election.live_results = row.live_results;
+        election.board_period = row.board_period;
+        election.board_final = row.board_final;
         ElectionEntry {
             election,
             roll: self.roll.clone(),
@@ -484,10 +508,10 @@ pub struct VotingState {
     /// Live results streams per client key, at most `streams_per_client_max`.
     pub stream_clients: Arc<ClientCounts>,
     pub streams_per_client_max: usize,
-    /// Mints receipts, tags them, seals the box.
-    pub receipts: Arc<receipt::ReceiptKey>,
     /// `--voting-mix-ballots-min`.
     pub mix_ballots_min: i64,
+    /// `--voting-board-period-ms`.
+    pub board_period_ms: u64,
     /// Hashes voters' credentials.
     pub credentials: Arc<credential::CredentialKey>,
     /// Login attempts per voter id (election and id).
@@ -512,20 +536,6 @@ impl ServiceState for VotingState {}
 impl VotingState {
     pub async fn new(platform: &Platform, args: &VotingArgs) -> anyhow::Result<VotingState> {
         let generation = platform.store.meta_get(seed::SEED_GENERATION_KEY).await?;
-        let receipts = Arc::new(receipt::ReceiptKey::new(
-            &platform.secrets.key(&RECEIPT_KEY)?,
-        ));
-        let stored = platform
-            .store
-            .meta_set_once("voting_receipt_key_fingerprint", receipts.fingerprint())
-            .await?;
-        if stored != receipts.fingerprint() {
-            anyhow::bail!(
-                "the voting receipts and ballot box of this store were keyed with another key \
-                 than this node's; start with the data directory (its voting-receipt.key) or the \
-                 THRONG_VOTING_RECEIPT_KEY that this store was created with"
-            );
-        }
         let credentials = Arc::new(credential::CredentialKey::new(
             &platform.secrets.key(&CREDENTIAL_KEY)?,
         ));
@@ -544,13 +554,6 @@ impl VotingState {
             );
         }
         let storage = VotingStore::open(&platform.store);
-        let adopted = storage.adopt_legacy(&receipts).await?;
-        if adopted > 0 {
-            tracing::info!(
-                ballots = adopted,
-                "sealed the ballot box under receipt tags"
-            );
-        }
         let catalog = Catalog::load(&storage).await?;
         Ok(VotingState {
             store: platform.store.clone(),
@@ -564,8 +567,8 @@ impl VotingState {
             streams_max: args.streams_max,
             stream_clients: Arc::default(),
             streams_per_client_max: args.streams_per_client_max,
-            receipts,
             mix_ballots_min: args.mix_ballots_min,
+            board_period_ms: args.board_period_ms,
             credentials,
             voter_logins: credential::AttemptLimiter::new(credential::LOGIN_ATTEMPTS_PER_VOTER_MAX),
             client_logins: credential::AttemptLimiter::new(
@@ -592,13 +595,17 @@ impl VotingState {
         for row in rows {
             let current = self.election(row.id);
             let entry = match &current {
-                Some(e) if e.election.roll_version == row.roll_version => {
+                Some(e)
+                    if e.election.roll_version == row.roll_version
+                        && e.election.public_key == row.public_key =>
+                {
                     let el = &e.election;
                     if el.state == row.state
                         && el.name == row.name
                         && el.opens_at_ms == row.opens_at_ms
                         && el.closes_at_ms == row.closes_at_ms
-                        && el.live_results == row.live_results
+                        && el.board_period == row.board_period
+                        && el.board_final == row.board_final
                     {
                         continue;
                     }

@@ -218,6 +218,9 @@ pub struct District {
     pub name: String,
     /// As the authority's definition names it (none for seeded elections).
     pub code: Option<String>,
+    /// Where the district is published when too few voted in it on its
+    /// own (see `opening.rs`).
+    pub region: Option<String>,
     /// The district's ballot, in party-id order.
     pub lists: Vec<PartyList>,
     /// Voters on the district's roll.
@@ -247,10 +250,14 @@ pub struct Election {
     pub parties: Vec<Party>,
     /// Where the election is in its lifecycle.
     pub state: ElectionState,
-    /// Results are shown while votes are taken (else once published).
-    pub live_results: bool,
     /// Changed by every roll import: nodes reload the roll when it does.
     pub roll_version: i64,
+    /// The key ballots are sealed to (none yet: the election cannot open).
+    pub public_key: Option<Vec<u8>>,
+    /// The board's last period (0: none yet), and whether it was the last
+    /// one (taken after the close: the box is complete).
+    pub board_period: i64,
+    pub board_final: bool,
 }
 
 /// An election's lifecycle: draft (defined, roll amendable), open (votes
@@ -320,9 +327,11 @@ impl Election {
         self.state == ElectionState::Open && (self.opens_at_ms..self.closes_at_ms).contains(&now_ms)
     }
 
-    /// Whether party and candidate figures are public now.
+    /// Whether party and candidate figures are public now: only once the
+    /// authority published the trustees' results (nobody can read a ballot
+    /// before the opening).
     pub fn results_shown(&self) -> bool {
-        self.live_results || self.state == ElectionState::Published
+        self.state == ElectionState::Published
     }
 
     pub fn district_by_code(&self, code: &str) -> Option<usize> {
@@ -433,16 +442,21 @@ pub struct ElectionRow {
     pub closes_at_ms: i64,
     pub candidates_per_vote_max: i64,
     pub state: ElectionState,
-    pub live_results: bool,
     pub roll_version: i64,
+    pub public_key: Option<Vec<u8>>,
+    pub board_period: i64,
+    pub board_final: bool,
 }
+
+/// (election, district, name, code, region) of `voting_districts`.
+pub type DistrictRow = (i64, i64, String, Option<String>, Option<String>);
 
 /// Rows of the static tables, as loaded from either dialect.
 #[derive(Default)]
 pub struct ElectionRows {
     pub elections: Vec<ElectionRow>,
-    /// (election, district, name, code)
-    pub districts: Vec<(i64, i64, String, Option<String>)>,
+    /// (election, district, name, code, region)
+    pub districts: Vec<DistrictRow>,
     /// (election, party, name, short name, code, colour)
     pub parties: Vec<PartyRow>,
     /// (election, candidate, district, party, list position, name)
@@ -464,20 +478,23 @@ impl ElectionRows {
                 districts: Vec::new(),
                 parties: Vec::new(),
                 state: r.state,
-                live_results: r.live_results,
                 roll_version: r.roll_version,
+                public_key: r.public_key,
+                board_period: r.board_period,
+                board_final: r.board_final,
             })
             .collect();
         out.sort_by_key(|e| e.id);
         let find = |out: &mut Vec<Election>, id: i64| -> Option<usize> {
             out.binary_search_by_key(&id, |e| e.id).ok()
         };
-        for (e, d, name, code) in self.districts {
+        for (e, d, name, code, region) in self.districts {
             if let Some(i) = find(&mut out, e) {
                 out[i].districts.push(District {
                     id: d,
                     name,
                     code,
+                    region,
                     lists: Vec::new(),
                     voters: voters.get(&(e, d)).copied().unwrap_or(0),
                 });

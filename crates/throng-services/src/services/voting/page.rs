@@ -1,8 +1,9 @@
 //! The voting pages, plain HTML, JS and CSS served from the binary:
 //! `/voting/` (pick the district's ballot, choose a party and up to N of its
-//! candidates, vote, see the receipt) and `/voting/results` (live tallies as
-//! bars with turnout, updated over Server-Sent Events, polling when no stream
-//! is to be had), `/voting/receipt` (a receipt's answer in words) and
+//! candidates, seal the choice in the page to the election's key, vote, see
+//! the ballot's tracker) and `/voting/results` (turnout, then the published
+//! results as bars, updated over Server-Sent Events, polling when no stream
+//! is to be had), `/voting/receipt` (a tracker found on the board) and
 //! `/voting/admin` (an election authority's lifecycle: definition, roll,
 //! credentials, steps, log), each over the shared client
 //! (`/assets/throng.js`).
@@ -22,6 +23,8 @@ const RECEIPT_JS: &str = include_str!("page/receipt.js");
 const VOTING_CSS: &str = include_str!("page/voting.css");
 const ADMIN_HTML: &str = include_str!("page/admin.html");
 const ADMIN_JS: &str = include_str!("page/admin.js");
+/// @hpke/core, bundled (scripts/vendor-hpke): seals the ballot in the page.
+const HPKE_JS: &str = include_str!("page/hpke.js");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
@@ -46,6 +49,7 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/voting/admin", get(|| async { asset(HTML, ADMIN_HTML) }))
         .route("/voting/admin.js", get(|| async { asset(JS, ADMIN_JS) }))
         .route("/voting/vote.js", get(|| async { asset(JS, VOTE_JS) }))
+        .route("/voting/hpke.js", get(|| async { asset(JS, HPKE_JS) }))
         .route(
             "/voting/receipt.js",
             get(|| async { asset(JS, RECEIPT_JS) }),

@@ -52,6 +52,11 @@ pub struct SeedVotingArgs {
     /// shuffled but deterministic order) for the load test.
     #[arg(long)]
     pub voters_csv: Option<std::path::PathBuf>,
+    /// Write the election key's public half and 3 trustees' shares (any 2
+    /// open the box) to this directory; without it the private key is
+    /// dropped and the election's ballots can never be opened.
+    #[arg(long, value_name = "DIR")]
+    pub trustees_out: Option<std::path::PathBuf>,
 }
 
 /// `meta` key changed by every seed; servers watch it and reload.
@@ -198,12 +203,26 @@ pub async fn seed(
         "seeding voting",
         progress,
     );
-    super::store::seed_election(store, args, opens, closes, &bar).await?;
-    bar.finish();
+    // The election's key: the seed keeps only its public half, and writes
+    // the trustees' shares (any 2 of 3) when asked to.
+    let ceremony = super::trustee::make_key(2, 3, &mut rand::rngs::OsRng)?;
+    let public = super::ballot::from_b64(&ceremony.key.public_key)
+        .ok_or_else(|| anyhow::anyhow!("the ceremony's public key is not base64url"))?;
+    super::store::seed_election(store, args, opens, closes, &public, &bar).await?;
+    if let Some(dir) = &args.trustees_out {
+        super::trustee::write_ceremony(dir, &ceremony)?;
+        println!(
+            "wrote election {}'s public key and 3 trustees' shares (any 2 open the box) to {}",
+            args.election,
+            dir.display()
+        );
+    }
+    drop(ceremony);
     let csv_rows = match &args.voters_csv {
         Some(path) => {
             let (path, args) = (path.clone(), args.clone());
-            tokio::task::spawn_blocking(move || write_csv(&path, &args)).await??
+            let public = public.clone();
+            tokio::task::spawn_blocking(move || write_csv(&path, &args, &public)).await??
         }
         None => 0,
     };
@@ -223,25 +242,73 @@ pub async fn seed(
 
 /// Writes every voter as `voter-id,election-district-id`, shuffled with a
 /// fixed seed, so a load test reading rows in order hits random pages.
-fn write_csv(path: &std::path::Path, args: &SeedVotingArgs) -> anyhow::Result<i64> {
+fn write_csv(
+    path: &std::path::Path,
+    args: &SeedVotingArgs,
+    public_key: &[u8],
+) -> anyhow::Result<i64> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
     let mut ids: Vec<u32> = (1..=args.voters as u32).collect();
     ids.shuffle(&mut rand::rngs::StdRng::seed_from_u64(
         0x5CA1_EC71_0000 + args.election as u64,
     ));
+    // Each voter's ballot sealed ahead of the run, as the page would seal
+    // it (a party by the voter's id, its first candidate), on every core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = ids.len().div_ceil(threads).max(1);
+    let sealed: Vec<Vec<String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ids
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut rng = rand::rngs::OsRng;
+                    part.iter()
+                        .map(|&id| {
+                            let district = district_of(args.election, id as i64, args.districts);
+                            let choice = super::ballot::Choice {
+                                list: (1 + id as i64 % args.parties.max(1)) as u8,
+                                candidates: if args.candidates_per_party > 0
+                                    && args.candidates_per_vote_max > 0
+                                {
+                                    vec![0]
+                                } else {
+                                    Vec::new()
+                                },
+                            };
+                            super::ballot::seal(
+                                public_key,
+                                args.election,
+                                district,
+                                &choice.encode(),
+                                &mut rng,
+                            )
+                            .map(|b| super::ballot::b64(&b))
+                            .unwrap_or_default()
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a sealing thread"))
+            .collect()
+    });
     let file = std::fs::File::create(path)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    writeln!(out, "voter-id,election-district-id")?;
+    writeln!(out, "voter-id,election-district-id,sealed")?;
     let mut int = itoa::Buffer::new();
-    for id in &ids {
+    for (id, sealed) in ids.iter().zip(sealed.iter().flatten()) {
         out.write_all(int.format(*id).as_bytes())?;
         out.write_all(b",")?;
         out.write_all(
             int.format(district_of(args.election, *id as i64, args.districts))
                 .as_bytes(),
         )?;
+        out.write_all(b",")?;
+        out.write_all(sealed.as_bytes())?;
         out.write_all(b"\n")?;
     }
     out.flush()?;
@@ -265,6 +332,7 @@ pub fn demo_args() -> SeedVotingArgs {
         closes_at: Some(at(now + 10 * 365 * 24 * 3600 * 1000)),
         force: false,
         voters_csv: None,
+        trustees_out: None,
     }
 }
 
@@ -276,53 +344,6 @@ pub async fn seed_demo_if_empty(store: &Store) -> anyhow::Result<()> {
     }
     let args = demo_args();
     let report = seed(store, &args, false).await?;
-    seed_demo_ballots(&storage, args.election).await?;
     tracing::info!(voters = report.voters, "seeded the voting demo election");
-    Ok(())
-}
-
-/// Ballots the demo election starts with, per district, already published
-/// (so its results page is not empty): several rounds' worth of the demo's
-/// mix minimum.
-pub const DEMO_BALLOTS_PER_DISTRICT: usize = 4 * super::DEMO_MIX_BALLOTS_MIN as usize;
-
-/// Publishes [`DEMO_BALLOTS_PER_DISTRICT`] ballots of the first voters of
-/// each district, spread over the parties and their first candidates.
-async fn seed_demo_ballots(storage: &VotingStore, election_id: i64) -> anyhow::Result<()> {
-    let rows = storage.election_rows().await?;
-    let Some(e) = rows
-        .assemble(&Default::default())
-        .into_iter()
-        .find(|e| e.id == election_id)
-    else {
-        return Ok(());
-    };
-    let mut ids: Vec<i64> = e.districts.iter().map(|d| d.id).collect();
-    ids.sort_unstable();
-    let roll = storage.load_roll(election_id, ids.clone()).await?;
-    let mut ballots = Vec::new();
-    for (i, d) in e.districts.iter().enumerate() {
-        let Some(di) = ids.iter().position(|x| *x == d.id) else {
-            continue;
-        };
-        let voters = roll.not_voted_in(di, 0, DEMO_BALLOTS_PER_DISTRICT);
-        for (n, voter) in voters.into_iter().enumerate() {
-            let lists = &d.lists;
-            if lists.is_empty() {
-                break;
-            }
-            // A lead for the first party, then the others (reads as a race).
-            let list = &lists[(n * n + i) % lists.len()];
-            let picks: Vec<i64> = list
-                .candidates
-                .iter()
-                .skip(n % 2)
-                .take(1 + n % 2)
-                .map(|c| c.id)
-                .collect();
-            ballots.push((voter, d.id, list.party_id, serde_json::to_string(&picks)?));
-        }
-    }
-    storage.seed_published(election_id, ballots).await?;
     Ok(())
 }

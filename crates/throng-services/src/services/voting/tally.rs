@@ -1,143 +1,94 @@
-//! Tallies per district, party and candidate: a projection of the event log.
+//! What results are rendered from, on every node: turnout from the public
+//! board (ballots per district as of its last period) and, once the
+//! trustees' results are imported, their counts per unit.
 //!
-//! One projector at a time (a lease on the consumer's row, as booking's
-//! confirmation worker) reads `voting.BallotCast` events after its durable
-//! position and, in one transaction per step, adds them to `voting_tallies`
-//! and saves the position: a crash repeats nothing and loses nothing, so
-//! once the box is flushed the tallies equal the stored ballots. The
-//! leaseholder adds the deltas it applied to its in-memory counts; other
-//! nodes (PostgreSQL) poll the table. Results are served from a snapshot
-//! of the counts (copied when read after a change, see [`Tally`]), and
-//! Server-Sent Events subscribers are woken by a watch channel after every
-//! change.
+//! Every node reads the board's latest rows when an election's board
+//! period changes and the results document when an election becomes
+//! tallied ([`spawn`]); a snapshot is rebuilt only then, and results
+//! streams are woken through a watch channel.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use tokio::sync::{watch, Notify};
 
-use super::model::{ballot_stream, is_ballot_stream, BALLOT_STREAM_CATEGORY, EVENT_BALLOT_CAST};
+use super::ballot::Digest32;
+use super::model::ElectionState;
+use super::opening::{ResultsFile, UnitKind};
 use super::store::{TallyKey, VotingStore};
-use crate::platform::lease::{self, Lease};
-use crate::store::Store;
+use super::Catalog;
 
-pub const CONSUMER: &str = "voting-tally";
-/// Events read per step at most.
-const EVENTS_PER_STEP_MAX: i64 = 4096;
-/// A step that did not fill waits this long before the next one, so busy
-/// steps carry thousands of ballots: a step upserts every tally row its
-/// ballots touch (up to ~3 per ballot, scattered over the table's pages), so
-/// its cost grows with the rows touched, not with the ballots. Live results
-/// update at most every `STREAM_UPDATE_MS_MIN` (250 ms) anyway.
-const STEP_GATHER_MS: u64 = 200;
-/// How long a projector's lease lasts without renewal.
-const LEASE_MS: i64 = 15_000;
-/// How long the projector's position may move through events that hold no
-/// ballot before it is saved (a third of the lease: the save renews it).
-/// A restart scans at most this much of the log again.
-const POSITION_SAVE_MS: u64 = LEASE_MS as u64 / 3;
-/// How often the projector looks for new events when idle
-/// (and the longest a change waits to be seen).
-const IDLE_POLL_MS: u64 = 250;
-/// How often a node without the lease reads the tallies table.
-const STANDBY_POLL_MS: u64 = 500;
+/// How often a node looks for a new board period or new results.
+const POLL_MS: u64 = 250;
+
+/// A unit of published results that is not a district on its own.
+#[derive(Clone, Debug)]
+pub struct MergedUnit {
+    pub kind: UnitKind,
+    pub name: String,
+    pub district_ids: Vec<i64>,
+    /// The key its counts are under in [`Snapshot::votes`] (negative).
+    pub key: i64,
+    pub ballots: i64,
+}
 
 /// What results are rendered from.
 #[derive(Default, Debug)]
 pub struct Snapshot {
-    /// The event-log position the tallies reflect.
+    /// Bumped on every change.
     pub position: i64,
-    /// Votes per (election, district, party, candidate); candidate 0 is the
-    /// party's row.
+    /// Votes per (election, district or merged unit key, party, candidate);
+    /// candidate 0 is the party's row. Only once results were imported.
     pub votes: HashMap<TallyKey, i64>,
-    /// Derived: votes per (election, party) over every district.
+    /// Votes per (election, party) over every unit.
     pub party_totals: HashMap<(i64, i64), i64>,
-    /// Derived: counted ballots per (election, district).
+    /// Ballots on the board per (election, district).
     pub ballots: HashMap<(i64, i64), i64>,
-    /// When this node last saw each (election, district)'s counted votes
-    /// change (Unix ms). Published counts only: the box does not move it,
-    /// and a round in one district does not move another's.
-    pub updated_at_ms: HashMap<(i64, i64), i64>,
+    /// Each district's board digest.
+    pub digests: HashMap<(i64, i64), Digest32>,
+    /// When each election's board last moved (Unix ms).
+    pub board_at_ms: HashMap<i64, i64>,
+    /// Districts published inside a larger unit, by (election, district).
+    pub merged: HashMap<(i64, i64), Arc<MergedUnit>>,
+    /// Spoiled ballots per election, once opened.
+    pub spoiled: HashMap<i64, i64>,
 }
 
 impl Snapshot {
-    fn new(position: i64, votes: HashMap<TallyKey, i64>) -> Snapshot {
-        let mut party_totals = HashMap::new();
-        let mut ballots = HashMap::new();
-        for (&(e, d, p, c), &n) in &votes {
-            if c == 0 {
-                *party_totals.entry((e, p)).or_insert(0) += n;
-                *ballots.entry((e, d)).or_insert(0) += n;
-            }
-        }
-        Snapshot {
-            position,
-            votes,
-            party_totals,
-            ballots,
-            updated_at_ms: HashMap::new(),
-        }
-    }
-
     pub fn votes(&self, key: TallyKey) -> i64 {
         self.votes.get(&key).copied().unwrap_or(0)
     }
 
-    /// When the counted votes of one district (or, with `None`, of any
-    /// district of the election) last changed on this node; `None` before
-    /// the first change.
-    pub fn updated_at_ms(&self, election_id: i64, district_id: Option<i64>) -> Option<i64> {
-        match district_id {
-            Some(d) => self.updated_at_ms.get(&(election_id, d)).copied(),
-            None => self
-                .updated_at_ms
-                .iter()
-                .filter(|(k, _)| k.0 == election_id)
-                .map(|(_, &t)| t)
-                .max(),
-        }
+    /// When the board of the election last moved; `None` before its first
+    /// period. (A district's figures move only with the board's periods.)
+    pub fn updated_at_ms(&self, election_id: i64, _district_id: Option<i64>) -> Option<i64> {
+        self.board_at_ms.get(&election_id).copied()
     }
 }
 
-/// What the projector (or a standby node's poll) last set; snapshots are
-/// copied from it only when read.
-#[derive(Default)]
-struct Live {
-    position: i64,
-    votes: HashMap<TallyKey, i64>,
-    /// Bumped on every change; the cached snapshot names the one it copied.
-    version: u64,
-    /// When each (election, district)'s `votes` last changed (Unix ms).
-    counted_at_ms: HashMap<(i64, i64), i64>,
+/// Per election: what the snapshot was built from.
+#[derive(Default, Clone)]
+struct Loaded {
+    board_period: i64,
+    board: Vec<super::store::BoardDistrict>,
+    board_at_ms: Option<i64>,
+    results: Option<Arc<ResultsFile>>,
 }
 
-/// The live tallies of every election on this node.
-///
-/// A step adds its counts in place; a [`Snapshot`] (a copy of every count,
-/// ~1 MB for the write-up's 24,000 candidates) is built only when a reader
-/// asks and something changed since the last one. Copying on every step
-/// instead was most of the server's page faults under the voting bench
-/// (~20 steps/s, each a fresh megabyte that the allocator then returned).
+/// The snapshot every results answer reads, and who waits for changes.
 pub struct Tally {
-    live: Mutex<Live>,
-    /// The last snapshot built, with the `Live::version` it copied.
-    cached: ArcSwap<(u64, Arc<Snapshot>)>,
-    /// `Live::position`, readable without the lock (receipts' `counted`).
-    position: AtomicI64,
+    current: ArcSwap<Snapshot>,
     changed: watch::Sender<u64>,
-    /// Woken by the mixer after a round.
+    /// Wakes the loader at once (after a board period or an import).
     pub wake: Notify,
 }
 
 impl Default for Tally {
     fn default() -> Self {
         Tally {
-            live: Mutex::new(Live::default()),
-            cached: ArcSwap::from_pointee((0, Arc::new(Snapshot::default()))),
-            position: AtomicI64::new(0),
+            current: ArcSwap::from_pointee(Snapshot::default()),
             changed: watch::channel(0).0,
             wake: Notify::new(),
         }
@@ -145,293 +96,136 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// The tallies as of the latest change.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        let cached = self.cached.load();
-        if cached.0 == live.version {
-            return cached.1.clone();
-        }
-        let mut s = Snapshot::new(live.position, live.votes.clone());
-        s.updated_at_ms = live.counted_at_ms.clone();
-        let s = Arc::new(s);
-        self.cached.store(Arc::new((live.version, s.clone())));
-        s
-    }
-
-    /// The event-log position the tallies reflect.
-    pub fn position(&self) -> i64 {
-        self.position.load(Ordering::Acquire)
+        self.current.load_full()
     }
 
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
     }
 
-    /// Tells subscribers to render again (what they show changed besides
-    /// the counts: an election's state).
+    /// Tells subscribers to render again (an election's state changed) and
+    /// the loader to look.
     pub fn touch(&self) {
+        self.wake.notify_one();
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
-
-    /// Applies `f` to the live counts; readers are told when it says it
-    /// changed something.
-    fn update(&self, f: impl FnOnce(&mut Live) -> bool) {
-        let changed = {
-            let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-            let changed = f(&mut live);
-            if changed {
-                live.version += 1;
-                self.position.store(live.position, Ordering::Release);
-            }
-            changed
-        };
-        if changed {
-            self.changed.send_modify(|v| *v += 1);
-        }
-    }
-
-    /// Replaces every count (a standby node's poll, or the leaseholder's
-    /// start).
-    fn replace(&self, position: i64, votes: HashMap<TallyKey, i64>) {
-        self.update(|live| {
-            let same = live.position == position && live.votes == votes;
-            let mut counted_at_ms = std::mem::take(&mut live.counted_at_ms);
-            let now = crate::base::clock::now_ms();
-            let old = &live.votes;
-            let moved = votes
-                .iter()
-                .filter(|(k, n)| old.get(k) != Some(n))
-                .map(|(k, _)| k)
-                .chain(old.keys().filter(|k| !votes.contains_key(k)));
-            for &(e, d, _, _) in moved {
-                counted_at_ms.insert((e, d), now);
-            }
-            *live = Live {
-                position,
-                votes,
-                version: live.version,
-                counted_at_ms,
-            };
-            !same
-        });
-    }
-
-    /// Moves the position past events that counted nothing: readers are not
-    /// told (no count changed).
-    fn advance(&self, position: i64) {
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        if position > live.position {
-            live.position = position;
-            self.position.store(position, Ordering::Release);
-        }
-    }
-
-    /// Adds one step's deltas, counted up to `position`.
-    fn add(&self, position: i64, deltas: &[(TallyKey, i64)]) {
-        self.update(|live| {
-            for (k, n) in deltas {
-                *live.votes.entry(*k).or_insert(0) += n;
-            }
-            let now = crate::base::clock::now_ms();
-            for &((e, d, _, _), _) in deltas {
-                live.counted_at_ms.insert((e, d), now);
-            }
-            live.position = position;
-            true
-        });
-    }
 }
 
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct BallotCast {
-    election_id: i64,
-    district_id: i64,
-    party_id: i64,
-    candidate_ids: Vec<i64>,
-}
-
+/// Keeps the node's snapshot level with the board and the imported
+/// results.
 pub fn spawn(
-    store: Store,
     storage: Arc<VotingStore>,
+    catalog: Arc<ArcSwap<Catalog>>,
     tally: Arc<Tally>,
 ) -> tokio::task::JoinHandle<()> {
-    let worker = lease::Worker {
-        consumer: CONSUMER,
-        name: "voting tally projector",
-        lease_ms: LEASE_MS,
-        standby: Duration::from_millis(STANDBY_POLL_MS),
-    };
-    let (log, waiting, standing) = (store.clone(), storage.clone(), tally.clone());
-    lease::spawn(
-        store,
-        worker,
-        move |lease, _| {
-            let (log, storage, tally) = (log.clone(), storage.clone(), tally.clone());
-            async move { project(&log, &storage, &tally, lease).await }
-        },
-        move || {
-            let (storage, tally) = (waiting.clone(), standing.clone());
-            async move {
-                if let Err(e) = poll(&storage, &tally).await {
-                    tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
+    tokio::spawn(async move {
+        let mut loaded: HashMap<i64, Loaded> = HashMap::new();
+        let mut position = 0i64;
+        loop {
+            match load(&storage, &catalog, &mut loaded).await {
+                Ok(true) => {
+                    position += 1;
+                    tally
+                        .current
+                        .store(Arc::new(build(&catalog.load(), &loaded, position)));
+                    tally.changed.send_modify(|v| *v = v.wrapping_add(1));
                 }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "reading the board failed; retrying"),
             }
-        },
-    )
-}
-
-/// A node without the lease: the table as the leaseholder left it.
-async fn poll(storage: &VotingStore, tally: &Tally) -> Result<(), crate::store::StoreError> {
-    let (position, rows) = storage.read_tallies(CONSUMER).await?;
-    tally.replace(position, rows.into_iter().collect());
-    Ok(())
-}
-
-/// Projects while this node holds the lease; returns when it lost it.
-async fn project(store: &Store, storage: &VotingStore, tally: &Tally, lease: Lease) {
-    // The table and position as of the claim: only the leaseholder writes.
-    let (mut position, votes) = loop {
-        match storage.read_tallies(CONSUMER).await {
-            Ok((p, rows)) => break (p, rows.into_iter().collect::<HashMap<_, _>>()),
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the voting tallies failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::select! {
+                _ = tally.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(POLL_MS)) => {}
             }
         }
+    })
+}
+
+/// Reads what changed; whether anything did.
+async fn load(
+    storage: &VotingStore,
+    catalog: &ArcSwap<Catalog>,
+    loaded: &mut HashMap<i64, Loaded>,
+) -> anyhow::Result<bool> {
+    let mut changed = false;
+    for entry in catalog.load().elections.iter() {
+        let e = &entry.election;
+        let l = loaded.entry(e.id).or_default();
+        if e.board_period != l.board_period || (e.board_period > 0 && l.board_at_ms.is_none()) {
+            l.board = storage.board(e.id).await?;
+            l.board_at_ms = storage.board_at_ms(e.id).await?;
+            l.board_period = e.board_period;
+            changed = true;
+        }
+        let has_results = matches!(e.state, ElectionState::Tallied | ElectionState::Published);
+        if has_results && l.results.is_none() {
+            if let Some(doc) = storage.results_document(e.id).await? {
+                let mut r: ResultsFile = serde_json::from_str(&doc)?;
+                for u in &mut r.units {
+                    u.opened = Vec::new();
+                }
+                l.results = Some(Arc::new(r));
+                changed = true;
+            }
+        } else if !has_results && l.results.is_some() {
+            l.results = None;
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+fn build(catalog: &Catalog, loaded: &HashMap<i64, Loaded>, position: i64) -> Snapshot {
+    let mut s = Snapshot {
+        position,
+        ..Snapshot::default()
     };
-    tally.replace(position, votes);
-    loop {
-        // The ballot streams' events only: the other services' events in
-        // the range are skipped by the store without reading them out.
-        let scan = match store
-            .events_of_type_after(
-                position,
-                EVENTS_PER_STEP_MAX,
-                BALLOT_STREAM_CATEGORY,
-                EVENT_BALLOT_CAST,
-            )
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "the tally projector cannot read the event log; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        if scan.scanned > 0 {
-            let last = scan.scanned_to;
-            let mut deltas: HashMap<TallyKey, i64> = HashMap::new();
-            for e in scan.events.iter().filter(|e| is_ballot_stream(&e.stream)) {
-                let Ok(b) = serde_json::from_slice::<BallotCast>(&e.payload) else {
-                    tracing::error!(
-                        position = e.position,
-                        "unreadable BallotCast payload; skipped"
-                    );
-                    continue;
-                };
-                if e.stream != ballot_stream(b.election_id) {
-                    continue;
-                }
-                *deltas
-                    .entry((b.election_id, b.district_id, b.party_id, 0))
-                    .or_insert(0) += 1;
-                for c in b.candidate_ids {
-                    *deltas
-                        .entry((b.election_id, b.district_id, b.party_id, c))
-                        .or_insert(0) += 1;
-                }
-            }
-            // A range without ballots (other services' events) moves the
-            // position in memory only; it is saved with the next ballots,
-            // or once `POSITION_SAVE_MS` passed (which renews the lease).
-            if deltas.is_empty() && lease.since_renewed() < Duration::from_millis(POSITION_SAVE_MS)
-            {
-                position = last;
-                tally.advance(last);
-            } else {
-                let mut sorted: Vec<(TallyKey, i64)> = deltas.into_iter().collect();
-                sorted.sort_unstable();
-                let sorted = Arc::new(sorted);
-                match storage
-                    .tally_step(
-                        CONSUMER,
-                        lease.owner().clone(),
-                        last,
-                        lease.lease_ms(),
-                        sorted.clone(),
-                    )
-                    .await
-                {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "saving a tally step failed; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                }
-                if sorted.is_empty() {
-                    tally.advance(last);
-                } else {
-                    tally.add(last, &sorted);
-                }
-                position = last;
-                lease.renewed();
-            }
-            if scan.scanned < EVENTS_PER_STEP_MAX {
-                tokio::time::sleep(Duration::from_millis(STEP_GATHER_MS)).await;
-            }
+    for (&e, l) in loaded {
+        if catalog.election(e).is_none() {
             continue;
         }
-        tokio::select! {
-            _ = tally.wake.notified() => {}
-            _ = tokio::time::sleep(Duration::from_millis(IDLE_POLL_MS)) => {}
+        for b in &l.board {
+            s.ballots.insert((e, b.district_id), b.ballots);
+            s.digests.insert((e, b.district_id), b.digest);
         }
-        if !lease.keep().await {
-            return;
+        if let Some(at) = l.board_at_ms {
+            s.board_at_ms.insert(e, at);
         }
+        let Some(r) = &l.results else { continue };
+        let mut spoiled = 0;
+        for (i, u) in r.units.iter().enumerate() {
+            spoiled += u.spoiled;
+            let key = match (u.kind, u.district_ids.as_slice()) {
+                (UnitKind::District, [d]) => *d,
+                _ => {
+                    let unit = Arc::new(MergedUnit {
+                        kind: u.kind,
+                        name: u.name.clone(),
+                        district_ids: u.district_ids.clone(),
+                        key: -(i as i64) - 1,
+                        ballots: u.ballots,
+                    });
+                    for d in &u.district_ids {
+                        s.merged.insert((e, *d), unit.clone());
+                    }
+                    unit.key
+                }
+            };
+            for p in &u.parties {
+                s.votes.insert((e, key, p.party_id, 0), p.votes);
+                *s.party_totals.entry((e, p.party_id)).or_insert(0) += p.votes;
+                // A merged unit's candidates each stand in one district:
+                // their counts would show that district's choices.
+                if key > 0 {
+                    for c in &p.candidates {
+                        s.votes
+                            .insert((e, key, p.party_id, c.candidate_id), c.votes);
+                    }
+                }
+            }
+        }
+        s.spoiled.insert(e, spoiled);
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn snapshots_are_copied_only_after_a_change() {
-        let t = Tally::default();
-        let mut changes = t.subscribe();
-        t.replace(5, HashMap::from([((1, 1, 1, 0), 2)]));
-        assert!(changes.has_changed().unwrap());
-        changes.borrow_and_update();
-        let a = t.snapshot();
-        assert_eq!((a.position, a.votes((1, 1, 1, 0))), (5, 2));
-        assert!(Arc::ptr_eq(&a, &t.snapshot()), "no change, no copy");
-
-        t.add(
-            9,
-            &[((1, 1, 1, 0), 1), ((1, 1, 1, 7), 1), ((1, 2, 3, 0), 4)],
-        );
-        assert!(changes.has_changed().unwrap());
-        changes.borrow_and_update();
-        assert_eq!(t.position(), 9);
-        let b = t.snapshot();
-        assert!(!Arc::ptr_eq(&a, &b));
-        assert_eq!(
-            (b.position, b.votes((1, 1, 1, 0)), b.votes((1, 1, 1, 7))),
-            (9, 3, 1)
-        );
-        assert_eq!(b.party_totals[&(1, 1)], 3);
-        assert_eq!(b.ballots[&(1, 2)], 4);
-        assert_eq!(a.votes((1, 1, 1, 0)), 2, "an old snapshot stays as it was");
-
-        // The same table again: nothing to tell.
-        changes.borrow_and_update();
-        let votes = b.votes.clone();
-        t.replace(9, votes);
-        assert!(!changes.has_changed().unwrap());
-    }
+    s
 }

@@ -29,8 +29,8 @@ use super::store::{self as office, Attendance, PendingCode};
 use crate::platform::auth::TokenKeys;
 use crate::platform::error::{ApiError, ApiResult};
 use crate::platform::extract::{ApiJson, ApiPath};
+use crate::platform::headers;
 use crate::platform::openapi::{closed_object, format_schema, pattern_schema, text_schema};
-use crate::platform::{crypto, headers};
 use utoipa::openapi::schema::KnownFormat;
 
 /// A support lookup's reason: characters at least and at most.
@@ -612,7 +612,7 @@ async fn by_national_id(
     security(("bearer" = [])),
     responses((status = 201, body = Registered, description = "Booked by the same rules as a public booking; RegistrationBookedOnBehalf in the registration's stream names who booked; the confirmation sent to the person carries the access code",
                example = json!({"registrationId": "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192",
-                                "accessCode": "q3XbT9vKp2LmW8sR", "placeId": 1, "day": "2030-01-07", "timeSlot": 0})),
+                                "accessCode": "K7QM-3XHT-9WCF", "placeId": 1, "day": "2030-01-07", "timeSlot": 0})),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden, no_places or not_your_place"),
               (status = 404, description = "place_not_found or slot_not_found"),
@@ -632,7 +632,7 @@ pub async fn book_on_behalf(
         Some(SlotState::UnknownSlot) => return Err(slot_not_found(&new)),
         Some(SlotState::Free) | None => {}
     }
-    let access_code = crypto::random_token(16);
+    let access_code = super::super::access_code::mint();
     let sealed = seal(&st, &new, &access_code);
     let (id, issued_at_ms) = (sealed.id.clone(), sealed.created_at_ms);
     // Kept before the registration commits, so its confirmation (which may
@@ -732,7 +732,7 @@ pub async fn new_access_code(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Response> {
     let reg = staff_registration(&st, &staff, &id).await?;
-    let code = crypto::random_token(16);
+    let code = super::super::access_code::mint();
     let issued_at_ms = crate::base::clock::now_ms();
     let pending = PendingCode {
         registration_id: reg.id.clone(),
@@ -742,7 +742,7 @@ pub async fn new_access_code(
     if !office::reissue_code(
         &st.store,
         reg.id.clone(),
-        crypto::hash_code(&code),
+        super::super::access_code::hash(&code),
         pending,
         staff.actor(),
     )

@@ -4,7 +4,7 @@
 // (`Booking.api`, common.js, over the shared client /assets/throng.js).
 "use strict";
 
-const { $, setStatus, api, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors } = Booking;
+const { $, setStatus, api, reads, attempt, failureText, STALE, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors } = Booking;
 const FIELDS = ["place", "day", "slots", "name", "nationalId", "phone", "email"];
 let chosenSlot = null;
 let slotStarts = {};
@@ -14,22 +14,95 @@ let slotsRequest = 0;
 let registered = null;
 
 const cal = Booking.calendar($("calendar"), {
-  onPick: (day) => { $("day").value = day; setFieldError("day", ""); loadSlots(); },
+  onPick: (day) => { $("day").value = day; setFieldError("day", ""); attempt("Loading times…", loadSlots); },
 });
 
-async function loadPlaces() {
-  const res = await api.fetch("/api/booking/places?size=100");
-  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
-  const body = await res.json();
+// Every load throws on a failed answer (Booking.attempt shows it with a Try
+// again button) and throws STALE when a newer choice overtook it.
+
+// The places: a page of the search's matches at a time (by name, city or
+// postcode, region and service), so 2,000 places are never one list.
+const PLACES_PAGE = 20;
+let placesRequest = 0;
+let placesCursor = null;
+
+function placesSearch() {
+  const params = new URLSearchParams({ size: String(PLACES_PAGE) });
+  const q = $("place-q").value.trim();
+  if (q) params.set("q", q);
+  if ($("place-region").value) params.set("region", $("place-region").value);
+  if ($("place-service").value) params.set("service", $("place-service").value);
+  return params;
+}
+
+// The first page of matches (or, with `more`, the next one appended).
+async function loadPlaces(more) {
+  const request = ++placesRequest;
+  const params = placesSearch();
+  if (more && placesCursor) params.set("cursor", String(placesCursor));
   const sel = $("place");
-  sel.innerHTML = "";
+  sel.setAttribute("aria-busy", "true");
+  let body;
+  try {
+    body = await reads.getJson(`/api/booking/places?${params}`);
+  } catch (e) {
+    if (request === placesRequest && sel.options.length === 1 && !sel.options[0].value) sel.options[0].textContent = "Places could not be loaded";
+    throw e;
+  } finally {
+    if (request === placesRequest) sel.setAttribute("aria-busy", "false");
+  }
+  if (request !== placesRequest) throw STALE;
+  const chosen = sel.value;
+  if (!more) sel.innerHTML = "";
   for (const p of body.places) {
     const o = document.createElement("option");
     o.value = p.id;
-    o.textContent = `${p.name} — ${p.address}`;
+    o.textContent = p.city && !p.address.includes(p.city) ? `${p.name} — ${p.address}, ${p.city}` : `${p.name} — ${p.address}`;
     sel.appendChild(o);
   }
-  setStatus("");
+  if (more) sel.value = chosen;
+  const shown = sel.options.length;
+  placesCursor = shown < body.total ? body.nextCursor || null : null;
+  $("place-more").hidden = !placesCursor;
+  $("place-count").textContent = body.total === 0
+    ? "No place matches. Try fewer letters, or any region and service."
+    : shown < body.total
+      ? `${body.total} places match; the first ${shown} are listed. Type more of the name, city or postcode to narrow them.`
+      : `${body.total} place${body.total === 1 ? " matches" : "s match"}.`;
+  sel.disabled = shown === 0;
+  if (shown === 0) {
+    slotsRequest++;
+    chosenSlot = null;
+    $("slots").innerHTML = "";
+    $("calendar").innerHTML = "";
+  }
+}
+
+// The regions and services a search can be narrowed by.
+async function loadFilters() {
+  const body = await reads.getJson("/api/booking/places/filters");
+  for (const [id, values] of [["place-region", body.regions], ["place-service", body.services]]) {
+    const sel = $(id);
+    for (const o of [...sel.options]) if (o.value) o.remove();
+    for (const v of values) {
+      const o = document.createElement("option");
+      o.value = v.value;
+      o.textContent = `${v.value} (${v.places})`;
+      sel.appendChild(o);
+    }
+    sel.closest("label").hidden = values.length === 0;
+  }
+}
+
+// A new search: its first page, and the days and times of its first place
+// when that changed.
+async function findPlaces() {
+  const before = $("place").value;
+  await loadPlaces(false);
+  if ($("place").value && $("place").value !== before) {
+    await loadCalendar();
+    await loadSlots();
+  }
 }
 
 // The month of the chosen day (or of today), with its free days marked; the
@@ -39,7 +112,6 @@ async function loadCalendar() {
   if (!place) return;
   const month = ($("day").value || cal.today || new Date().toISOString()).slice(0, 7);
   const body = await cal.show(place, month);
-  if (!body) return;
   $("day").min = body.today;
   if (!$("day").value || $("day").value < body.today) {
     const first = body.days.find((d) => d.day >= body.today && d.free > 0);
@@ -56,12 +128,19 @@ async function loadSlots() {
   box.innerHTML = "";
   chosenSlot = null;
   if (!place || !day) return;
-  const res = await api.fetch(`/api/booking/places/${encodeURIComponent(place)}/slots?from=${encodeURIComponent(day)}&days=1`);
-  if (request !== slotsRequest) return;
-  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
-  setStatus("");
-  const body = await res.json();
-  if (request !== slotsRequest) return;
+  box.textContent = "Loading times…";
+  box.setAttribute("aria-busy", "true");
+  let body;
+  try {
+    body = await reads.getJson(`/api/booking/places/${encodeURIComponent(place)}/slots?from=${encodeURIComponent(day)}&days=1`);
+  } catch (e) {
+    if (request === slotsRequest) box.textContent = "";
+    throw e;
+  } finally {
+    if (request === slotsRequest) box.setAttribute("aria-busy", "false");
+  }
+  if (request !== slotsRequest) throw STALE;
+  box.textContent = "";
   const slots = body.days.length ? body.days[0].slots : [];
   slotStarts = {};
   for (const s of slots) slotStarts[s.timeSlot] = s.start;
@@ -126,13 +205,21 @@ async function register(ev) {
       if (field) {
         setFieldError(field, plainMessage(field, error.message));
         setStatus("Please correct the fields marked below.", "error");
-        if (error.code === "slot_passed" || error.code === "day_passed" || error.code === "notice_too_short") { await loadCalendar(); await loadSlots(); setFieldError(field, plainMessage(field, error.message)); setStatus("Please correct the fields marked below.", "error"); }
+        if (error.code === "slot_passed" || error.code === "day_passed" || error.code === "notice_too_short") {
+          if (await attempt("Loading times…", async () => { await loadCalendar(); await loadSlots(); })) {
+            setFieldError(field, plainMessage(field, error.message));
+            setStatus("Please correct the fields marked below.", "error");
+          }
+        }
         return;
       }
     }
-    // Reload first: loadSlots clears the status, and the person must still
-    // read why the slot they chose is gone.
-    if (res.status === 409) { await loadSlots(); loadCalendar(); }
+    if (res.status === 409) {
+      // Reload first: loading clears the status, and the person must
+      // still read why the slot they chose is gone.
+      await attempt("Loading times…", async () => { await loadSlots(); await loadCalendar(); });
+      if ($("status").className === "error") return;
+    }
     if (error.code === "already_registered") {
       setStatus("You already hold a registration. Open it with its registration id and access code to move or cancel it: ", "error");
       const a = document.createElement("a");
@@ -141,15 +228,34 @@ async function register(ev) {
       $("status").appendChild(a);
       return;
     }
+    if (res.status >= 500 || res.status === 429 || res.status === 503) {
+      // The registration may or may not have been made: pressing Register
+      // again is safe (a second one for the person is refused).
+      setStatus(`${failureText(error)} Then press Register again.`, "error");
+      return;
+    }
     setStatus(error.message, "error");
   } catch (e) {
-    setStatus(Throng.UNREACHABLE, "error");
+    setStatus("Cannot reach the server; check your connection, then press Register again.", "error");
   } finally {
     submit.disabled = false;
   }
 }
 
-$("place").addEventListener("change", async () => { await loadCalendar(); loadSlots(); });
+$("place").addEventListener("change", () => attempt("Loading days and times…", async () => { await loadCalendar(); await loadSlots(); }));
+let typing = null;
+$("place-q").addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(() => attempt("Finding places…", findPlaces), 250);
+});
+$("place-q").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter") return;
+  e.preventDefault();
+  clearTimeout(typing);
+  attempt("Finding places…", findPlaces);
+});
+for (const id of ["place-region", "place-service"]) $(id).addEventListener("change", () => attempt("Finding places…", findPlaces));
+$("place-more").addEventListener("click", () => attempt("Loading more places…", () => loadPlaces(true)));
 $("day").addEventListener("change", async () => {
   setFieldError("day", "");
   if ($("day").min && $("day").value && $("day").value < $("day").min) {
@@ -159,9 +265,11 @@ $("day").addEventListener("change", async () => {
     chosenSlot = null;
     return;
   }
-  if ($("day").value && $("day").value.slice(0, 7) !== cal.month) await cal.show($("place").value, $("day").value.slice(0, 7));
-  cal.select($("day").value);
-  loadSlots();
+  attempt("Loading times…", async () => {
+    if ($("day").value && $("day").value.slice(0, 7) !== cal.month) await cal.show($("place").value, $("day").value.slice(0, 7));
+    cal.select($("day").value);
+    await loadSlots();
+  });
 });
 for (const f of ["name", "nationalId", "phone", "email"]) {
   // A field's message goes as soon as it is right (while typing: going on
@@ -171,4 +279,5 @@ for (const f of ["name", "nationalId", "phone", "email"]) {
 }
 $("booking").addEventListener("submit", register);
 $("conf-ics").addEventListener("click", () => registered && Booking.downloadIcs(registered.registrationId, registered.accessCode));
-loadPlaces().then(loadCalendar).then(loadSlots);
+$("conf-copy").addEventListener("click", () => registered && Booking.copyText(registered.accessCode, $("conf-copy"), $("conf-code")));
+attempt("Loading places…", async () => { await Promise.all([loadFilters(), loadPlaces(false)]); await loadCalendar(); await loadSlots(); });

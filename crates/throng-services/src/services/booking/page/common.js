@@ -2,7 +2,8 @@
 // (Throng, /assets/throng.js) telling the person while it waits out a crowd,
 // the person's field rules (the server's, with its bounds from
 // /booking/limits.js), field errors beside their fields, the month calendar
-// of free days, and the .ics download.
+// of free days, the .ics download, and how a failed request is shown (what
+// to do, and a Try again button; never a blank page).
 "use strict";
 
 const Booking = (() => {
@@ -12,11 +13,73 @@ const Booking = (() => {
     const s = $("status");
     s.textContent = text;
     s.className = kind || "";
+    s.setAttribute("aria-busy", String(kind === "loading"));
   }
 
-  const api = Throng.client({
-    onWait: ({ waitMs, attempt }) => setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
-  });
+  const onWait = ({ waitMs, attempt }) => setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting");
+  // Writes wait out a crowd for long (a person who pressed Register keeps
+  // their place in the queue); reads give up sooner and offer Try again.
+  const api = Throng.client({ onWait });
+  const reads = Throng.client({ onWait, retriesMax: 4 });
+
+  // What went wrong, in words that say what to do: the server unreachable
+  // (fetch threw), busy (429/503 after the waits), failing (5xx), else the
+  // server's own sentence.
+  function failureText(e) {
+    if (!e || typeof e.status !== "number") return Throng.UNREACHABLE;
+    if (e.status === 429 || e.status === 503) return "The server is too busy right now. Wait a minute, then try again.";
+    if (e.status >= 500) return `Something went wrong on the server (error ${e.status}). Nothing you entered is lost; try again in a moment.`;
+    return e.message;
+  }
+
+  // Runs `load` (which throws on a failed answer) with `loadingText` shown;
+  // a failure is shown with what to do and a Try again button that runs it
+  // again. Resolves true once `load` succeeded.
+  async function attempt(loadingText, load) {
+    setStatus(loadingText, "loading");
+    try {
+      await load();
+      if ($("status").className === "loading" || $("status").className === "waiting") setStatus("");
+      return true;
+    } catch (e) {
+      if (e && e.stale) return false;
+      showFailure(failureText(e), () => attempt(loadingText, load));
+      return false;
+    }
+  }
+
+  // `text` in the status line as an error, with a Try again button.
+  function showFailure(text, retry) {
+    setStatus(text, "error");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.id = "retry";
+    b.textContent = "Try again";
+    b.addEventListener("click", () => { b.disabled = true; retry(); });
+    $("status").append(" ", b);
+  }
+
+  // Thrown by a load whose answer came after a newer request: not a failure.
+  const STALE = Object.freeze({ stale: true });
+
+  // Copies `text`, then says so on `button` for two seconds (a page over
+  // plain http on another host has no clipboard API: the code is then
+  // selected for the person to copy).
+  async function copyText(text, button, selectable) {
+    const label = button.textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch (_) {
+      const range = document.createRange();
+      range.selectNodeContents(selectable);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      button.textContent = "Selected: copy it now";
+    }
+    setTimeout(() => { button.textContent = label; }, 2000);
+  }
   const L = BOOKING_LIMITS;
   Throng.applyMaxLengths(L);
 
@@ -80,11 +143,14 @@ const Booking = (() => {
     cal.show = async (place, month) => {
       const request = ++cal.request;
       cal.place = place; cal.month = month;
-      const res = await api.fetch(`/api/booking/places/${encodeURIComponent(place)}/calendar?month=${encodeURIComponent(month)}`);
-      if (request !== cal.request) return null;
-      if (!res.ok) { box.textContent = (await api.errorOf(res)).message; return null; }
-      const body = await res.json();
-      if (request !== cal.request) return null;
+      box.setAttribute("aria-busy", "true");
+      let body;
+      try {
+        body = await reads.getJson(`/api/booking/places/${encodeURIComponent(place)}/calendar?month=${encodeURIComponent(month)}`);
+      } finally {
+        if (request === cal.request) box.setAttribute("aria-busy", "false");
+      }
+      if (request !== cal.request) throw STALE;
       cal.today = body.today;
       render(body);
       return body;
@@ -107,11 +173,11 @@ const Booking = (() => {
       prev.type = "button"; prev.textContent = "‹"; prev.className = "cal-prev";
       prev.setAttribute("aria-label", "Previous month");
       prev.disabled = body.month <= body.today.slice(0, 7);
-      prev.addEventListener("click", () => cal.show(cal.place, shift(cal.month, -1)));
+      prev.addEventListener("click", () => attempt("Loading the month…", () => cal.show(cal.place, shift(cal.month, -1))));
       const next = document.createElement("button");
       next.type = "button"; next.textContent = "›"; next.className = "cal-next";
       next.setAttribute("aria-label", "Next month");
-      next.addEventListener("click", () => cal.show(cal.place, shift(cal.month, 1)));
+      next.addEventListener("click", () => attempt("Loading the month…", () => cal.show(cal.place, shift(cal.month, 1))));
       const title = document.createElement("span");
       title.className = "cal-title";
       title.textContent = `${MONTHS[m - 1]} ${y}`;
@@ -147,8 +213,14 @@ const Booking = (() => {
   // Saves the registration's calendar file (the code goes in a header, so
   // the download is fetched and handed to the browser as a file).
   async function downloadIcs(id, code) {
-    const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(id)}/calendar.ics`, { headers: { "X-Access-Code": code } });
-    if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
+    let res;
+    try {
+      res = await reads.fetch(`/api/booking/registrations/${encodeURIComponent(id)}/calendar.ics`, { headers: { "X-Access-Code": code } });
+    } catch (_) {
+      showFailure(Throng.UNREACHABLE, () => downloadIcs(id, code));
+      return;
+    }
+    if (!res.ok) { showFailure(failureText(await reads.errorOf(res)), () => downloadIcs(id, code)); return; }
     const url = URL.createObjectURL(await res.blob());
     const a = document.createElement("a");
     a.href = url;
@@ -184,5 +256,5 @@ const Booking = (() => {
     }
   }
 
-  return { $, setStatus, api, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink, slotButtons };
+  return { $, setStatus, api, reads, attempt, showFailure, failureText, copyText, STALE, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors, calendar, downloadIcs, manageLink, slotButtons };
 })();

@@ -3,14 +3,14 @@
 // the fragment never reaches a server), then viewed, moved or cancelled.
 "use strict";
 
-const { $, setStatus, api, fieldOfMessage, plainMessage, setFieldError } = Booking;
+const { $, setStatus, api, reads, attempt, failureText, showFailure, STALE, fieldOfMessage, plainMessage, setFieldError } = Booking;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 let current = null; // { id, code, reg }
 let chosenSlot = null;
 let slotsRequest = 0;
 
 const cal = Booking.calendar($("m-calendar"), {
-  onPick: (day) => { $("m-day").value = day; setFieldError("m-day", ""); loadSlots(); },
+  onPick: (day) => { $("m-day").value = day; setFieldError("m-day", ""); attempt("Loading times…", loadSlots); },
 });
 
 function fromFragment() {
@@ -24,14 +24,20 @@ async function open(id, code) {
   if (!UUID.test(id)) { setFieldError("m-id", "Enter the registration id as shown when you registered (36 characters, like 0190a1b2-…)."); ok = false; }
   if (!code) { setFieldError("m-code", "Enter the access code you were given when you registered."); ok = false; }
   if (!ok) return;
-  setStatus("Opening…");
-  const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(id)}`, { headers: { "X-Access-Code": code } });
-  if (res.status === 404) {
-    $("registration").hidden = true;
-    setStatus("No registration matches this id and access code. Check both and try again.", "error");
+  setStatus("Opening…", "loading");
+  let res;
+  try {
+    res = await reads.fetch(`/api/booking/registrations/${encodeURIComponent(id)}`, { headers: { "X-Access-Code": code } });
+  } catch (_) {
+    showFailure(Throng.UNREACHABLE, () => open(id, code));
     return;
   }
-  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
+  if (res.status === 404) {
+    $("registration").hidden = true;
+    setStatus("No registration matches this id and access code. Check both (the code has no 0, O, 1, I or l) and try again.", "error");
+    return;
+  }
+  if (!res.ok) { showFailure(failureText(await reads.errorOf(res)), () => open(id, code)); return; }
   const reg = await res.json();
   current = { id, code, reg };
   // Keeps the registration open across a reload, in the fragment only.
@@ -54,12 +60,13 @@ function show(reg) {
 async function openMove() {
   $("move").hidden = false;
   $("cancel-confirm").hidden = true;
-  const body = await cal.show(current.reg.placeId, current.reg.day.slice(0, 7));
-  if (!body) return;
-  $("m-day").min = body.today;
-  $("m-day").value = current.reg.day >= body.today ? current.reg.day : body.today;
-  cal.select($("m-day").value);
-  loadSlots();
+  await attempt("Loading days and times…", async () => {
+    const body = await cal.show(current.reg.placeId, current.reg.day.slice(0, 7));
+    $("m-day").min = body.today;
+    $("m-day").value = current.reg.day >= body.today ? current.reg.day : body.today;
+    cal.select($("m-day").value);
+    await loadSlots();
+  });
 }
 
 async function loadSlots() {
@@ -69,11 +76,14 @@ async function loadSlots() {
   chosenSlot = null;
   const day = $("m-day").value;
   if (!day) return;
-  const res = await api.fetch(`/api/booking/places/${current.reg.placeId}/slots?from=${encodeURIComponent(day)}&days=1`);
-  if (request !== slotsRequest) return;
-  if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
-  const body = await res.json();
-  if (request !== slotsRequest) return;
+  box.textContent = "Loading times…";
+  let body;
+  try {
+    body = await reads.getJson(`/api/booking/places/${current.reg.placeId}/slots?from=${encodeURIComponent(day)}&days=1`);
+  } finally {
+    if (request === slotsRequest) box.textContent = "";
+  }
+  if (request !== slotsRequest) throw STALE;
   const slots = body.days.length ? body.days[0].slots : [];
   Booking.slotButtons(box, slots, "m-slots", (slot) => { chosenSlot = slot; });
 }
@@ -103,25 +113,34 @@ async function move() {
     }
     const error = await api.errorOf(res);
     const field = res.status === 422 ? fieldOfMessage(error.message) : undefined;
-    if (res.status === 409) await loadSlots();
+    if (res.status === 409) await attempt("Loading times…", loadSlots);
     if (field === "day" || field === "slots") {
       setFieldError(field === "day" ? "m-day" : "m-slots", plainMessage(field, error.message));
       setStatus("");
     } else if (error.code === "slot_full" || error.code === "slot_taken") {
       setFieldError("m-slots", "Someone has just taken this time; your appointment keeps its time. Choose another.");
       setStatus("");
+    } else if (res.status >= 500 || res.status === 429) {
+      setStatus(`${failureText(error)} Then press "Move to this time" again.`, "error");
     } else {
       setStatus(error.message, "error");
     }
   } catch (_) {
-    setStatus(Throng.UNREACHABLE, "error");
+    setStatus("Cannot reach the server; check your connection, then press \"Move to this time\" again.", "error");
   } finally {
     $("m-move").disabled = false;
   }
 }
 
 async function cancel() {
-  const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(current.id)}`, { method: "DELETE", headers: { "X-Access-Code": current.code } });
+  setStatus("Cancelling…", "loading");
+  let res;
+  try {
+    res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(current.id)}`, { method: "DELETE", headers: { "X-Access-Code": current.code } });
+  } catch (_) {
+    showFailure(Throng.UNREACHABLE, cancel);
+    return;
+  }
   if (res.status === 204) {
     current = null;
     history.replaceState(null, "", "/booking/manage");
@@ -130,7 +149,8 @@ async function cancel() {
     setStatus("");
     return;
   }
-  setStatus(res.status === 404 ? "This registration no longer exists; it may have been cancelled already." : (await api.errorOf(res)).message, "error");
+  if (res.status === 404) { setStatus("This registration no longer exists; it may have been cancelled already.", "error"); return; }
+  showFailure(failureText(await api.errorOf(res)), cancel);
 }
 
 $("find").addEventListener("submit", (ev) => { ev.preventDefault(); open($("m-id").value.trim(), $("m-code").value.trim()); });
@@ -143,9 +163,11 @@ $("m-day").addEventListener("change", async () => {
     $("m-slots").innerHTML = ""; chosenSlot = null;
     return;
   }
-  if ($("m-day").value.slice(0, 7) !== cal.month) await cal.show(current.reg.placeId, $("m-day").value.slice(0, 7));
-  cal.select($("m-day").value);
-  loadSlots();
+  attempt("Loading times…", async () => {
+    if ($("m-day").value.slice(0, 7) !== cal.month) await cal.show(current.reg.placeId, $("m-day").value.slice(0, 7));
+    cal.select($("m-day").value);
+    await loadSlots();
+  });
 });
 $("m-move").addEventListener("click", move);
 $("r-cancel").addEventListener("click", () => { $("cancel-confirm").hidden = false; $("move").hidden = true; });

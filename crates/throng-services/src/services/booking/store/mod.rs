@@ -114,6 +114,15 @@ impl Booking {
         places::search(&self.store, search, after, skip, size).await
     }
 
+    /// The regions and services a place search can be narrowed by, each
+    /// with its count of places.
+    #[allow(clippy::type_complexity)]
+    pub async fn place_filters(
+        &self,
+    ) -> Result<(Vec<(String, i64)>, Vec<(String, i64)>), StoreError> {
+        places::filters(&self.store).await
+    }
+
     /// A place by id, from the table.
     pub async fn place_fresh(&self, id: i64) -> Result<Option<Place>, StoreError> {
         places::place(&self.store, id).await

@@ -52,6 +52,13 @@ static COUNT_SEARCH: Sql = Sql::new(
         AND services LIKE ?3 ESCAPE '\\'",
 );
 static COUNT_PLACES: Sql = Sql::new("SELECT COUNT(*) FROM booking_places");
+/// The regions places are in, and the places' lists of services.
+static REGIONS: Sql = Sql::new(
+    "SELECT region, COUNT(*) FROM booking_places WHERE region <> '' GROUP BY region ORDER BY region",
+);
+static SERVICE_LISTS: Sql = Sql::new(
+    "SELECT services, COUNT(*) FROM booking_places WHERE services <> '' GROUP BY services",
+);
 static PLACE: Sql = Sql::new(concat!(select_place!(), " WHERE id = ?1"));
 static PLACE_BY_CODE: Sql = Sql::new(concat!(select_place!(), " WHERE code = ?1"));
 /// A place's slots over a range of days (withdrawn ones, of seats 0, are
@@ -152,6 +159,31 @@ pub async fn search(
             })
         })
         .await
+}
+
+/// The regions with their places' count, in order, and the services
+/// offered with the count of places offering each, in order: what a search
+/// can be narrowed by.
+pub async fn filters(
+    store: &Store,
+) -> Result<(Vec<(String, i64)>, Vec<(String, i64)>), StoreError> {
+    let (regions, lists) = store
+        .read(|c| {
+            Box::pin(async move {
+                futures::try_join!(
+                    c.query(&REGIONS, &[], |r| Ok((r.text(0)?, r.int(1)?))),
+                    c.query(&SERVICE_LISTS, &[], |r| Ok((r.text(0)?, r.int(1)?)))
+                )
+            })
+        })
+        .await?;
+    let mut services = std::collections::BTreeMap::<String, i64>::new();
+    for (list, places) in lists {
+        for service in list.split_whitespace() {
+            *services.entry(service.to_string()).or_default() += places;
+        }
+    }
+    Ok((regions, services.into_iter().collect()))
 }
 
 /// How many places there are.

@@ -84,9 +84,8 @@ impl Change {
                 registration_row(r)
             })
             .await?;
-        Ok(reg.filter(|reg| {
-            crate::platform::crypto::code_matches(&self.access_code, &reg.access_hash)
-        }))
+        Ok(reg
+            .filter(|reg| super::super::access_code::matches(&self.access_code, &reg.access_hash)))
     }
 
     /// Deletes the registration if the code opens it, with its

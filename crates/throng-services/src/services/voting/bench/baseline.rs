@@ -143,13 +143,13 @@ static DDL: Sql = Sql::per_dialect(
     DELETE FROM voting_baseline_votes;",
 );
 
-static ELECTION: Sql = Sql::new(
-    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max, state, live_results,
-            roll_version
-       FROM voting_elections WHERE id = ?1",
-);
+static ELECTION: Sql = Sql::new(concat!(
+    "SELECT ",
+    crate::voting_election_columns!(),
+    " FROM voting_elections WHERE id = ?1"
+));
 static DISTRICT: Sql = Sql::new(
-    "SELECT election_id, district_id, name, code FROM voting_districts
+    "SELECT election_id, district_id, name, code, region FROM voting_districts
       WHERE election_id = ?1 AND district_id = ?2",
 );
 static PARTIES: Sql = Sql::new(
@@ -399,14 +399,17 @@ async fn vote(
         districts: Vec::new(),
         parties: Vec::new(),
         state: super::super::model::ElectionState::Open,
-        live_results: true,
         roll_version: 0,
+        public_key: None,
+        board_period: 0,
+        board_final: false,
     };
     election.check_open(now_ms())?;
     let district = District {
         id: district_id,
         name: String::new(),
         code: None,
+        region: None,
         lists: if rows.list.is_empty() {
             Vec::new()
         } else {

@@ -101,6 +101,11 @@ async function showElection() {
     b.disabled = !allowed;
   }
   $("import").disabled = e.state !== "draft";
+  $("set-key").disabled = e.state !== "draft";
+  $("export-box").disabled = !["closed", "tallied", "published"].includes(e.state);
+  $("import-results").disabled = e.state !== "closed";
+  $("election-state").dataset.hasKey = String(Boolean(e.publicKey));
+  if (!e.publicKey && e.state === "draft") $("election-state").textContent += " No public key yet: give it before opening.";
   await showLog();
 }
 
@@ -157,6 +162,40 @@ async function importRoll() {
   await showElection();
 }
 
+async function putJsonFile(input, what, done) {
+  const file = $(input).files[0];
+  if (!file) {
+    setStatus(`Choose the ${what} file first.`, "error", "missing_file");
+    return;
+  }
+  setStatus(`Sending the ${what}…`);
+  const res = await send("PUT", `/elections/${encodeURIComponent(electionId())}/${what === "key" ? "key" : "results"}`, await file.text(), "application/json");
+  if (!res) return;
+  const body = await res.json();
+  setStatus(done(body));
+  await loadElections();
+}
+
+let boxUrl = null;
+
+async function exportBox() {
+  setStatus("Exporting the ballot box…");
+  const res = await send("GET", `/elections/${encodeURIComponent(electionId())}/box`);
+  if (!res) return;
+  const blob = await res.blob();
+  const box = JSON.parse(await blob.text());
+  if (boxUrl) URL.revokeObjectURL(boxUrl);
+  boxUrl = URL.createObjectURL(blob);
+  const link = $("box-link");
+  link.href = boxUrl;
+  link.download = `election-${electionId()}-box.json`;
+  link.hidden = false;
+  link.textContent = link.download;
+  const ballots = box.districts.reduce((n, d) => n + d.ballots.length, 0);
+  link.dataset.ballots = String(ballots);
+  setStatus(`The box holds ${ballots.toLocaleString("en-US")} sealed ballots; its digest ${box.digest} is the public board's. Save it and hand it to the trustees.`);
+}
+
 async function step(action) {
   setStatus(`${action}…`);
   const res = await send("POST", `/elections/${encodeURIComponent(electionId())}/${action}`);
@@ -192,6 +231,9 @@ $("create").addEventListener("click", () => guarded(create));
 $("import").addEventListener("click", () => guarded(importRoll));
 $("reload").addEventListener("click", () => guarded(() => loadElections()));
 $("extend").addEventListener("click", () => guarded(extend));
+$("set-key").addEventListener("click", () => guarded(() => putJsonFile("key-file", "key", (b) => `The key is set; the election is ${b.state}. Open it when ready.`)));
+$("export-box").addEventListener("click", () => guarded(exportBox));
+$("import-results").addEventListener("click", () => guarded(() => putJsonFile("results-file", "results", (b) => `The results are imported; the election is ${b.state}. Check them, then publish.`)));
 $("election").addEventListener("change", () => guarded(showElection));
 $("admin-token").addEventListener("change", () => guarded(showLog));
 for (const b of document.querySelectorAll("#steps button")) {

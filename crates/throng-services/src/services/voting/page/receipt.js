@@ -1,15 +1,16 @@
-// The receipt check at /voting/receipt?electionId=E&receiptId=R: asks
-// /api/voting/elections/E/receipts/R and says in words what the answer
-// means: counted, received and waiting to be counted (and why), or not
-// found. The receipt id comes from the address (the vote page links here)
-// or is typed in.
+// Finding a ballot on the public board at
+// /voting/receipt?electionId=E&districtId=D&tracker=T: asks
+// /api/voting/elections/E/districts/D/board/T and says in words what the
+// answer means: on the board (in the box the trustees open), not yet (the
+// board publishes every period), or not there. The tracker comes from the
+// address (the vote page links here) or is typed in.
 "use strict";
 
 const API = "/api/voting";
 // The shared client (/assets/throng.js): it waits out a crowd and decodes answers.
 const api = Throng.client();
 const $ = (id) => document.getElementById(id);
-let mixBallotsMin = null;
+let periodMs = null;
 
 function option(value, text) {
   const o = document.createElement("option");
@@ -26,64 +27,69 @@ function show(state, title, text, more) {
   $("answer-more").textContent = more || "";
 }
 
-async function loadElection() {
-  mixBallotsMin = null;
+async function loadElection(wantedDistrict) {
+  periodMs = null;
+  const id = $("election").value;
+  $("district").replaceChildren();
   try {
-    mixBallotsMin = (await api.getJson(`${API}/elections/${encodeURIComponent($("election").value)}`)).mixBallotsMin ?? null;
+    const e = await api.getJson(`${API}/elections/${encodeURIComponent(id)}`);
+    periodMs = e.boardPeriodMs ?? null;
+    for (const d of e.districts) $("district").appendChild(option(d.districtId, d.name));
+    if (wantedDistrict && [...$("district").options].some((o) => o.value === wantedDistrict)) $("district").value = wantedDistrict;
+    const board = await api.getJson(`${API}/elections/${encodeURIComponent(id)}/board`);
+    const ballots = board.districts.reduce((n, d) => n + d.ballots, 0);
+    $("board-text").textContent = `${ballots} ${ballots === 1 ? "ballot" : "ballots"} on the board` +
+      (board.complete ? ", complete: the election is closed." : ", updated every " + Math.round(board.periodMs / 1000) + " s while the election is open.");
+    $("board-digest").textContent = board.digest;
+    $("board-summary").hidden = false;
   } catch (_) {
-    // the rule's figure is a nicety; the answer does without it
+    $("board-summary").hidden = true;
   }
 }
 
 async function check() {
-  const id = $("receipt-id").value.trim();
+  const tracker = $("receipt-id").value.trim();
   const electionName = $("election").selectedOptions[0]?.textContent || "this election";
-  if (!id) {
-    show("invalid", "Enter a receipt id", "Copy the receipt id you were shown after voting into the box above.");
+  if (!tracker) {
+    show("invalid", "Enter your tracker", "Copy the tracker you were shown after voting into the box above.");
     return;
   }
-  const q = new URLSearchParams({ electionId: $("election").value, receiptId: id });
+  const q = new URLSearchParams({ electionId: $("election").value, districtId: $("district").value, tracker });
   history.replaceState(null, "", `/voting/receipt?${q}`);
-  show("checking", "Checking…", "");
+  show("checking", "Looking…", "");
   let res;
   try {
-    res = await api.fetch(`${API}/elections/${encodeURIComponent($("election").value)}/receipts/${encodeURIComponent(id)}`);
+    res = await api.fetch(`${API}/elections/${encodeURIComponent($("election").value)}/districts/${encodeURIComponent($("district").value)}/board/${encodeURIComponent(tracker)}`);
   } catch (_) {
     show("error", "The server cannot be reached", "Check your connection and try again.");
     return;
   }
-  if (res.status === 404) {
-    show(
-      "not_found",
-      "Not found",
-      `No ballot with this receipt id was cast in ${electionName}.`,
-      "Check that the whole id was copied (36 characters: letters a-f, digits and four dashes) and that the election is the one you voted in.",
-    );
+  if (res.status === 404 || res.status === 400) {
+    const e = await api.errorOf(res);
+    if (e.code === "tracker_not_on_board") {
+      show(
+        "waiting",
+        "Not on the board yet",
+        `This tracker is not on the board of ${$("district").selectedOptions[0]?.textContent || "this district"} in ${electionName} yet.`,
+        (periodMs ? `The board adds new ballots every ${Math.round(periodMs / 1000)} s; ` : "The board adds new ballots periodically; ") +
+          "look again in a moment. If it is still missing after that, check the district and that the whole tracker was copied, then tell the election authority.",
+      );
+    } else {
+      show("not_found", "Not a tracker", e.message, "A tracker is 43 characters: letters, digits, - and _.");
+    }
     return;
   }
   if (!res.ok) {
-    show("error", "The receipt could not be checked", (await api.errorOf(res)).message);
+    show("error", "The board could not be read", (await api.errorOf(res)).message);
     return;
   }
   const r = await res.json();
-  if (r.counted) {
-    show(
-      "counted",
-      "Counted",
-      `This ballot is counted: it is in the published results of ${electionName}.`,
-      "The receipt proves that your ballot was counted, not how you voted: nobody can learn your choice from it.",
-    );
-  } else {
-    show(
-      "waiting",
-      "Received, waiting to be counted",
-      `This ballot is in the ballot box of ${electionName} and will be counted.`,
-      (mixBallotsMin
-        ? `A district's ballots are published to the results together, once its box holds at least ${mixBallotsMin} ${mixBallotsMin === 1 ? "ballot" : "ballots"}, `
-        : "A district's ballots are published to the results together, once its box holds enough of them, ") +
-        "so that no ballot can be told apart from the others (every waiting ballot is published when the election closes). Check again later.",
-    );
-  }
+  show(
+    "counted",
+    "On the board",
+    `Your sealed ballot is in the ballot box of ${electionName}: the board published it in period ${r.period}.`,
+    "The trustees open the box after the close and count every ballot in it. The tracker shows that your ballot is there, not how you voted: nobody can learn your choice from it.",
+  );
 }
 
 async function start() {
@@ -96,8 +102,8 @@ async function start() {
   }
   const wanted = params.get("electionId");
   if (wanted && [...$("election").options].some((o) => o.value === wanted)) $("election").value = wanted;
-  $("receipt-id").value = params.get("receiptId") || "";
-  await loadElection();
+  $("receipt-id").value = params.get("tracker") || "";
+  await loadElection(params.get("districtId"));
   if ($("receipt-id").value) await check();
 }
 
@@ -105,5 +111,5 @@ $("check").addEventListener("submit", (ev) => {
   ev.preventDefault();
   check();
 });
-$("election").addEventListener("change", loadElection);
+$("election").addEventListener("change", () => loadElection(null));
 start();

@@ -1,5 +1,7 @@
 // The voting page at /voting/: pick the district, load its ballot, choose one
-// party and up to N of its candidates, vote, see the receipt. Every answer
+// party and up to N of its candidates, seal the choice here, in the browser,
+// to the election's public key (HPKE, RFC 9180, with @hpke/core: the server
+// never sees the choice), vote, see the ballot's tracker. Every answer
 // that is not a success is shown as a readable sentence (never a stack);
 // under a crowd the server answers 429 with Retry-After, and the page waits
 // that long plus jitter and tries again.
@@ -30,9 +32,8 @@ const MESSAGES = {
   election_not_found: () => "This election does not exist.",
   district_not_found: () => "This district does not exist in this election.",
   invalid_header: (m) => `The voter id or district is not valid: ${m}`,
-  candidate_not_on_list: (m) => `A chosen candidate is not on this party's list here: ${m}`,
-  too_many_candidates: (m) => `Too many candidates chosen: ${m}`,
-  repeated_candidate: (m) => `A candidate was chosen twice: ${m}`,
+  invalid_sealed_ballot: () => "The sealed ballot was damaged on its way. Your vote was not cast; try again.",
+  ballot_copied: () => "This sealed ballot was cast already. Reload the page to seal your choice afresh.",
   invalid_field: (m) => `The ballot is not valid: ${m}`,
   election_suspended: () => "Voting is suspended for now. Try again later; your vote was not cast.",
   invalid_credentials: () => "This voter id and credential do not match the roll. Check both as you were given them.",
@@ -283,6 +284,51 @@ function change() {
   $("vote").focus();
 }
 
+// base64url without padding, both ways.
+function b64e(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+function b64d(text) {
+  const s = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(s, (c) => c.charCodeAt(0));
+}
+
+// Seals the choice as the ballot's sealTo says: byte 0 the encoding's
+// version, byte 1 the list's position on the ballot (1-based), then a bit
+// per candidate of that list by position; HPKE base mode to the election's
+// key with the ballot's info. Returns the sealed bytes (base64url), the
+// tracker (SHA-256 of them, computed here) and how long it took.
+async function seal(b, party, candidateIds) {
+  if (!b.sealTo) throw new Error("no_key");
+  if (!window.isSecureContext || !crypto.subtle) throw new Error("insecure");
+  const started = performance.now();
+  const hpke = await import("/voting/hpke.js");
+  const suite = new hpke.CipherSuite({
+    kem: new hpke.DhkemX25519HkdfSha256(),
+    kdf: new hpke.HkdfSha256(),
+    aead: new hpke.Aes128Gcm(),
+  });
+  const plain = new Uint8Array(b.sealTo.plainBytes);
+  plain[0] = 1;
+  plain[1] = b.parties.findIndex((p) => p.partyId === party.partyId) + 1;
+  for (const id of candidateIds) {
+    const j = party.candidates.findIndex((c) => c.candidateId === id);
+    plain[2 + (j >> 3)] |= 1 << (j & 7);
+  }
+  const recipientPublicKey = await suite.kem.deserializePublicKey(b64d(b.sealTo.publicKey));
+  const sender = await suite.createSenderContext({ recipientPublicKey, info: b64d(b.sealTo.info) });
+  const ct = new Uint8Array(await sender.seal(plain));
+  plain.fill(0);
+  const enc = new Uint8Array(sender.enc);
+  const sealed = new Uint8Array(enc.length + ct.length);
+  sealed.set(enc, 0);
+  sealed.set(ct, enc.length);
+  const tracker = b64e(new Uint8Array(await crypto.subtle.digest("SHA-256", sealed)));
+  return { sealed: b64e(sealed), tracker, ms: performance.now() - started };
+}
+
 async function castVote() {
   const c = pending;
   if (!c) return;
@@ -297,17 +343,34 @@ async function castVote() {
   if (token) headers.Authorization = `Bearer ${token}`;
   const submit = $("confirm");
   submit.disabled = true;
+  setStatus("Sealing your ballot…");
+  let sealed;
+  try {
+    sealed = await seal(ballot, party, candidateIds);
+  } catch (e) {
+    submit.disabled = false;
+    showError(
+      e.message === "insecure"
+        ? "This page must be opened over HTTPS to seal your ballot: your browser encrypts only on a secure connection. Your vote was not cast."
+        : e.message === "no_key"
+          ? "This election has no key yet, so no ballot can be sealed. Your vote was not cast."
+          : "Your browser could not seal the ballot. Try an up-to-date browser; your vote was not cast.",
+      "seal",
+    );
+    return;
+  }
+  document.body.dataset.sealMs = sealed.ms.toFixed(1);
   setStatus("Casting your vote…");
   try {
     const res = await api.fetch(`${API}/elections/${encodeURIComponent(electionId())}/votes`, {
       method: "POST",
       headers,
-      body: JSON.stringify({ partyId: party.partyId, candidateIds }),
+      body: JSON.stringify({ sealed: sealed.sealed }),
     });
     if (res.status === 201) {
       const r = await res.json();
       pending = null;
-      showReceipt(r);
+      showReceipt(r, sealed.tracker);
       return;
     }
     const e = await api.errorOf(res);
@@ -320,11 +383,14 @@ async function castVote() {
   }
 }
 
-function showReceipt(r) {
+// The tracker this page computed is the one shown: the server's answer
+// must agree, or the voter is told.
+function showReceipt(r, tracker) {
   clearStatus();
   $("review").hidden = true;
-  $("receipt-id").textContent = r.receiptId;
-  $("receipt-link").href = `/voting/receipt?${new URLSearchParams({ electionId: r.electionId, receiptId: r.receiptId })}`;
+  $("receipt-id").textContent = tracker;
+  $("tracker-mismatch").hidden = r.tracker === tracker;
+  $("receipt-link").href = `/voting/receipt?${new URLSearchParams({ electionId: r.electionId, districtId: r.districtId, tracker })}`;
   const q = new URLSearchParams({ electionId: r.electionId, districtId: r.districtId });
   $("results-link").href = `/voting/results?${q}`;
   $("vote-form").hidden = true;

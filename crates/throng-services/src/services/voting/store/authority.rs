@@ -41,9 +41,11 @@ pub(super) static TAKES_VOTES: Sql = Sql::per_dialect(
     ),
 );
 
-/// The mark, and the ballot only if the mark is new and the election takes
+/// The mark, and the ballot only if the mark is new, no ballot with the
+/// same tracker is in the box (a copied ballot), and the election takes
 /// votes (by its row and the store's clock, in the same statement): one
-/// statement (PostgreSQL).
+/// statement (PostgreSQL). Two copies racing each other: the second's box
+/// insert fails on the tracker's key and nothing of it is written.
 pub(super) static CAST_WHILE_OPEN: Sql = Sql::per_dialect(
     "",
     concat!(
@@ -56,6 +58,7 @@ pub(super) static CAST_WHILE_OPEN: Sql = Sql::per_dialect(
         "),
          m AS (
             INSERT INTO voting_marks (election_id, voter_id) SELECT $1, $2 FROM open
+             WHERE NOT EXISTS (SELECT 1 FROM voting_ballot_box WHERE receipt_tag = $3)
             ON CONFLICT DO NOTHING RETURNING voter_id)
          INSERT INTO voting_ballot_box (receipt_tag, election_id, district_id, sealed)
          SELECT $3, $1, $4, $5 FROM m"
@@ -76,7 +79,8 @@ static INSERT_ELECTION: Sql = Sql::new(
      VALUES (?1, ?2, ?3, ?4, ?5, 'draft', ?6, 0)",
 );
 static INSERT_DISTRICT: Sql = Sql::new(
-    "INSERT INTO voting_districts (election_id, district_id, name, code) VALUES (?1, ?2, ?3, ?4)",
+    "INSERT INTO voting_districts (election_id, district_id, name, code, region)
+     VALUES (?1, ?2, ?3, ?4, ?5)",
 );
 static INSERT_PARTY: Sql = Sql::new(
     "INSERT INTO voting_parties (election_id, party_id, name, short_name, code, color)
@@ -124,10 +128,11 @@ static ROLL_IMPORTED: Sql = Sql::new(
     "UPDATE voting_elections SET roll_version = roll_version + 1
       WHERE id = ?1 AND state = 'draft'",
 );
-static ALL_ELECTIONS: Sql = Sql::new(
-    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max, state, live_results,
-            roll_version FROM voting_elections",
-);
+static ALL_ELECTIONS: Sql = Sql::new(concat!(
+    "SELECT ",
+    crate::voting_election_columns!(),
+    " FROM voting_elections"
+));
 static CREDENTIAL_OF: Sql = Sql::new(
     "SELECT voter_id, credential_hash FROM voting_credentials
       WHERE election_id = ?1 AND voter_ref = ?2",
@@ -494,7 +499,7 @@ async fn insert_definition(tx: &Tx<'_>, c: &Checked, actor: &str) -> Result<i64,
             &c.opens_at_ms,
             &c.closes_at_ms,
             &d.candidates_per_vote_max,
-            &d.live_results,
+            &false,
         ],
     )
     .await?;
@@ -522,6 +527,7 @@ async fn insert_definition(tx: &Tx<'_>, c: &Checked, actor: &str) -> Result<i64,
                 &district_id,
                 &district.name.as_str(),
                 &district.code.as_str(),
+                &district.region,
             ],
         )
         .await?;

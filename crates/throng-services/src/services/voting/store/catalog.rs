@@ -8,12 +8,13 @@ use super::super::roll::Roll;
 use super::{candidate_row, district_row, election_row, int_pair, party_row, VotingStore};
 use crate::store::{Columns, Sql, StoreError};
 
-static ELECTIONS: Sql = Sql::new(
-    "SELECT id, name, opens_at_ms, closes_at_ms, candidates_per_vote_max, state, live_results,
-            roll_version FROM voting_elections",
-);
+static ELECTIONS: Sql = Sql::new(concat!(
+    "SELECT ",
+    crate::voting_election_columns!(),
+    " FROM voting_elections"
+));
 static DISTRICTS: Sql =
-    Sql::new("SELECT election_id, district_id, name, code FROM voting_districts");
+    Sql::new("SELECT election_id, district_id, name, code, region FROM voting_districts");
 static PARTIES: Sql =
     Sql::new("SELECT election_id, party_id, name, short_name, code, color FROM voting_parties");
 static CANDIDATES: Sql = Sql::new(

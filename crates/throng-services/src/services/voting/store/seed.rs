@@ -22,6 +22,7 @@ static ELECTIONS: BulkTable = BulkTable {
         "opens_at_ms",
         "closes_at_ms",
         "candidates_per_vote_max",
+        "public_key",
     ],
     analyze: false,
 };
@@ -67,6 +68,8 @@ static BALLOTS: BulkTable = emptied("voting_ballots");
 static BALLOT_BOX: BulkTable = emptied("voting_ballot_box");
 static RECEIPTS_COUNTED: BulkTable = emptied("voting_receipts_counted");
 static MARKS: BulkTable = emptied("voting_marks");
+static BOARD: BulkTable = emptied("voting_board");
+static RESULTS: BulkTable = emptied("voting_results");
 /// The intake and the marks folded into bits, of [`Votes::RollDecides`].
 static BALLOT_INTAKE: BulkTable = emptied("voting_ballot_intake");
 static MARKS_BITS: BulkTable = emptied("voting_marks_bits");
@@ -86,6 +89,8 @@ static ELECTION_TABLES: &[KeyedTable] = &[
     of_election(&BALLOT_BOX),
     of_election(&RECEIPTS_COUNTED),
     of_election(&MARKS),
+    of_election(&BOARD),
+    of_election(&RESULTS),
     of_election(&VOTERS),
     of_election(&CANDIDATES),
     of_election(&PARTIES),
@@ -105,6 +110,8 @@ static ELECTION_TABLES_WITH_INTAKE: &[KeyedTable] = &[
     of_election(&BALLOT_BOX),
     of_election(&RECEIPTS_COUNTED),
     of_election(&MARKS),
+    of_election(&BOARD),
+    of_election(&RESULTS),
     of_election(&VOTERS),
     of_election(&CANDIDATES),
     of_election(&PARTIES),
@@ -128,6 +135,7 @@ pub async fn seed_election(
     args: &SeedVotingArgs,
     opens: i64,
     closes: i64,
+    public_key: &[u8],
     bar: &ProgressBar,
 ) -> anyhow::Result<()> {
     let e = args.election;
@@ -155,7 +163,8 @@ pub async fn seed_election(
         .text(&name)
         .int8(opens)
         .int8(closes)
-        .int4(args.candidates_per_vote_max as i32);
+        .int4(args.candidates_per_vote_max as i32)
+        .bytes(public_key);
     load.send(election).await?;
 
     let mut districts = load.rows(&DISTRICTS, args.districts as usize, 48);

@@ -57,19 +57,23 @@ static INSERT_INTAKE: Sql = Sql::new(
 );
 
 static MARKS: Sql = Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1");
+
+/// Whether a ballot with this tracker was cast already: waiting for the
+/// board's period (SQLite's intake, keyed by election and tracker) or in
+/// the box (PostgreSQL's box is keyed by the tracker alone).
+static COPY_WAITING: Sql = Sql::new(
+    "SELECT COUNT(*) FROM voting_ballot_intake WHERE election_id = ?1 AND receipt_tag = ?2",
+);
+static COPY_IN_BOX: Sql = Sql::per_dialect(
+    "SELECT COUNT(*) FROM voting_ballot_box
+      WHERE election_id = ?1 AND district_id = ?3 AND receipt_tag = ?2",
+    "SELECT COUNT(*) FROM voting_ballot_box WHERE receipt_tag = $2 AND $1::BIGINT IS NOT NULL
+        AND $3::BIGINT IS NOT NULL",
+);
 static MARK_BITS_ALL: Sql =
     Sql::new("SELECT chunk, bits FROM voting_marks_bits WHERE election_id = ?1");
 
-static WAITING: Sql = Sql::new(
-    "SELECT EXISTS (SELECT 1 FROM voting_marks WHERE election_id = ?1)
-         OR EXISTS (SELECT 1 FROM voting_ballot_intake WHERE election_id = ?1)",
-);
-static SETTLE_BALLOTS: Sql = Sql::new(
-    "INSERT INTO voting_ballot_box (election_id, district_id, receipt_tag, sealed)
-     SELECT election_id, district_id, receipt_tag, sealed FROM voting_ballot_intake
-      WHERE election_id = ?1 ORDER BY district_id, receipt_tag",
-);
-static EMPTY_INTAKE: Sql = Sql::new("DELETE FROM voting_ballot_intake WHERE election_id = ?1");
+static WAITING: Sql = Sql::new("SELECT EXISTS (SELECT 1 FROM voting_marks WHERE election_id = ?1)");
 static MARKS_TO_FOLD: Sql =
     Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1 ORDER BY voter_id LIMIT ?2");
 static MARK_BITS: Sql =
@@ -132,21 +136,32 @@ impl VotingStore {
                             if n == 1 {
                                 return Ok(VoteOutcome::Cast);
                             }
-                            // Rare: a repeat (mostly answered from memory)
-                            // or an election that stopped taking votes.
+                            // Rare: a repeat (mostly answered from memory),
+                            // a copied ballot, or an election that stopped
+                            // taking votes.
                             let open = tx
                                 .query_one(&TAKES_VOTES, &[&b.election_id], |r| r.int(0))
                                 .await?;
-                            Ok(if open > 0 {
-                                VoteOutcome::AlreadyVoted
+                            if open == 0 {
+                                return Ok(VoteOutcome::NotTakingVotes);
+                            }
+                            let copies = tx
+                                .query_one(
+                                    &COPY_IN_BOX,
+                                    &[&b.election_id, &b.tag, &b.district_id],
+                                    |r| r.int(0),
+                                )
+                                .await?;
+                            Ok(if copies > 0 {
+                                VoteOutcome::CopiedBallot
                             } else {
-                                VoteOutcome::NotTakingVotes
+                                VoteOutcome::AlreadyVoted
                             })
                         })
                     })
                     .await?;
                 // Remember the answer: a repeat is answered from memory.
-                if outcome != VoteOutcome::NotTakingVotes {
+                if outcome == VoteOutcome::Cast || outcome == VoteOutcome::AlreadyVoted {
                     roll.test_and_set(voter_id);
                 }
                 Ok(outcome)
@@ -154,14 +169,12 @@ impl VotingStore {
         }
     }
 
-    /// Moves what votes wrote since the last settle to where rounds and the
-    /// roll read it (see [`Votes::RollDecides`]), in one write: the
-    /// election's ballots from `voting_ballot_intake` into
-    /// `voting_ballot_box`, and up to [`FOLD_MARKS_MAX`] of its marks from
-    /// `voting_marks` into the bits of `voting_marks_bits`; the moved rows
-    /// are deleted (zeroed: `secure_delete`). Nothing is written when
-    /// nothing waits. Where the marks' key decides, votes went straight
-    /// into the box and marks stay keyed by voter (their primary key
+    /// Folds up to [`FOLD_MARKS_MAX`] of the election's marks from
+    /// `voting_marks` into the bits of `voting_marks_bits` (see
+    /// [`Votes::RollDecides`]), in one write; the folded rows are deleted
+    /// (zeroed: `secure_delete`). Nothing is written when nothing waits.
+    /// (Ballots wait in the intake for the board's next period.) Where the
+    /// marks' key decides, marks stay keyed by voter (their primary key
     /// decides across nodes): nothing to settle.
     pub async fn settle(&self, election_id: i64) -> Result<Settled, StoreError> {
         if self.votes == Votes::MarksKeyDecides {
@@ -182,10 +195,7 @@ impl VotingStore {
         self.store
             .write(move |tx| {
                 Box::pin(async move {
-                    let ballots = tx.execute(&SETTLE_BALLOTS, &[&election_id]).await?;
-                    tx.execute(&EMPTY_INTAKE, &[&election_id]).await?;
                     Ok(Settled {
-                        ballots: ballots as usize,
                         marks: fold_marks(tx, election_id).await?,
                     })
                 })
@@ -275,6 +285,24 @@ async fn cast_in_writer(
         .await?;
     if open == 0 {
         return Ok(VoteOutcome::NotTakingVotes);
+    }
+    if roll.has_voted(voter_id) {
+        return Ok(VoteOutcome::AlreadyVoted);
+    }
+    // A ballot cast already (its tracker waiting or in the box) is a copy:
+    // refused before anything is written, so the batch never meets the
+    // tracker's key.
+    let copies = tx
+        .query_one(&COPY_WAITING, &[&b.election_id, &b.tag], |r| r.int(0))
+        .await?
+        + tx.query_one(
+            &COPY_IN_BOX,
+            &[&b.election_id, &b.tag, &b.district_id],
+            |r| r.int(0),
+        )
+        .await?;
+    if copies > 0 {
+        return Ok(VoteOutcome::CopiedBallot);
     }
     if !roll.test_and_set(voter_id) {
         return Ok(VoteOutcome::AlreadyVoted);
