@@ -27,6 +27,19 @@ pub enum LoadCommand {
     Run(RunArgs),
     /// Load one URL: open model at a constant rate (--rate) or closed model (--connections).
     Url(UrlArgs),
+    /// Serve `run --workers`: run the share of a script's phases a controller sends, answer
+    /// with the report.
+    Agent(AgentArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Address to listen on (a private network: agents do not authenticate).
+    #[arg(long, default_value = "127.0.0.1:7654")]
+    pub listen: String,
+    /// Runtime worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -65,6 +78,10 @@ pub struct RunArgs {
     /// Print only the summary, not each period.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Split the phases among these agents (`throng load agent`), HOST:PORT,...; one merged
+    /// report.
+    #[arg(long, value_delimiter = ',')]
+    pub workers: Vec<String>,
     /// Write the JSON report (Artillery's shape) to this file.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -202,6 +219,7 @@ pub fn execute(cmd: LoadCommand) -> i32 {
     let threads = match &cmd {
         LoadCommand::Run(a) => a.threads,
         LoadCommand::Url(a) => a.threads,
+        LoadCommand::Agent(a) => a.threads,
     };
     let runtime = match build_runtime(threads) {
         Ok(rt) => rt,
@@ -214,6 +232,7 @@ pub fn execute(cmd: LoadCommand) -> i32 {
         match cmd {
             LoadCommand::Run(args) => run_script(args).await,
             LoadCommand::Url(args) => run_url(args).await,
+            LoadCommand::Agent(args) => run_agent(args).await,
         }
     })
 }
@@ -260,13 +279,47 @@ async fn run_script(args: RunArgs) -> i32 {
         ..RunOptions::default()
     };
     let setup = script_setup(&script);
-    let mut outcome = runner::run(script, run_options).await;
+    let mut outcome = if args.workers.is_empty() {
+        runner::run(script, run_options).await
+    } else {
+        let text = match std::fs::read_to_string(&args.script) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {}: {e}", args.script.display());
+                return EXIT_BAD_INPUT;
+            }
+        };
+        match crate::distributed::run(script, &text, &opts, &args.workers, run_options.period).await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        }
+    };
     outcome.report.setup = Some(setup);
     let title = command_line();
     if let Err(code) = write_outputs(&outcome.report, &title, &args.output, &args.report) {
         return code;
     }
     outcome.exit_code()
+}
+
+async fn run_agent(args: AgentArgs) -> i32 {
+    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: --listen {}: {e}", args.listen);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match listener.local_addr() {
+        Ok(a) => println!("throng load agent listening on {a}"),
+        Err(e) => eprintln!("warning: {e}"),
+    }
+    crate::distributed::serve_agent(listener).await;
+    EXIT_OK
 }
 
 /// A script's target and phases as written, for the reports.

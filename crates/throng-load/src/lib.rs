@@ -56,10 +56,12 @@
 //!   virtual users of closed-model phases (`vusers`, a throng extension documented in
 //!   [`script::model`]).
 //! - [`processor`]: `config.processor` JavaScript in an embedded engine, on a thread of its own.
+//! - [`distributed`]: `run --workers` and `agent`: phases split among machines, reports merged.
 //! - [`ensure`]: pass/fail checks (`thresholds`, `conditions`, `maxErrorRate`, `p99`, ...).
 
 pub mod capture;
 pub mod cli;
+pub mod distributed;
 pub mod ensure;
 pub mod http;
 pub mod measure;

@@ -70,7 +70,7 @@ impl Window {
         stretch(&mut self.histogram_ms, now);
     }
 
-    fn to_period(&self, end_ms: u64) -> Period {
+    fn to_period(&self, end_ms: u64, raw: bool) -> Period {
         let width_ms = end_ms.saturating_sub(self.start_ms).max(1);
         let mut p = Period {
             counters: self.counters.clone(),
@@ -85,6 +85,11 @@ impl Window {
                 .insert("http.request_rate".into(), (rate * 10.0).round() / 10.0);
         }
         for (name, h) in &self.histograms {
+            if raw {
+                if let Some(text) = encode(h) {
+                    p.raw.insert(name.clone(), text);
+                }
+            }
             let s = SummaryStats::from_us(h);
             p.summaries.insert(name.clone(), s);
             p.histograms.insert(name.clone(), s);
@@ -94,7 +99,33 @@ impl Window {
     }
 }
 
+/// A histogram as HDR's V2 encoding in base64.
+pub fn encode(h: &Histogram<u64>) -> Option<String> {
+    use base64::Engine;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::Serializer::serialize(
+        &mut hdrhistogram::serialization::V2Serializer::new(),
+        h,
+        &mut bytes,
+    )
+    .ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// The histogram [`encode`] wrote.
+pub fn decode(text: &str) -> Option<Histogram<u64>> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .ok()
+}
+
 struct State {
+    /// Keep the histograms in each period (for merging agents' reports).
+    raw: bool,
     current: Window,
     total: Window,
     intermediate: Vec<Period>,
@@ -115,9 +146,15 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
+        Self::keeping_histograms(false)
+    }
+
+    /// With `raw`, every period also carries its histograms ([`Period::raw`]).
+    pub fn keeping_histograms(raw: bool) -> Self {
         let now = now_ms();
         Self {
             state: Mutex::new(State {
+                raw,
                 current: Window::new(now),
                 total: Window::new(now),
                 intermediate: Vec::new(),
@@ -197,7 +234,7 @@ impl Metrics {
         let now = now_ms();
         let mut s = self.lock();
         let closed = std::mem::replace(&mut s.current, Window::new(now));
-        let period = closed.to_period(now);
+        let period = closed.to_period(now, s.raw);
         s.intermediate.push(period.clone());
         period
     }
@@ -213,7 +250,7 @@ impl Metrics {
         }
         let now = now_ms();
         let s = self.lock();
-        let mut aggregate = s.total.to_period(now);
+        let mut aggregate = s.total.to_period(now, s.raw);
         // Artillery's aggregate rate is the mean of the period rates; over uneven periods the
         // whole-run request count over the whole-run time is the honest equivalent.
         if let Some(rate) = aggregate.rates.get_mut("http.request_rate") {
@@ -226,4 +263,59 @@ impl Metrics {
             ..Report::default()
         }
     }
+}
+
+/// Merges periods of the same window from several agents: counters and rates added,
+/// histograms merged from their raw copies (so percentiles are the whole run's), the window
+/// spanning them all.
+pub fn merge_periods(parts: &[&Period]) -> Period {
+    let mut out = Period::default();
+    let mut hists: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
+    let mut first = true;
+    for p in parts {
+        for (k, v) in &p.counters {
+            *out.counters.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &p.rates {
+            *out.rates.entry(k.clone()).or_insert(0.0) += v;
+        }
+        for (k, text) in &p.raw {
+            if let Some(h) = decode(text) {
+                match hists.get_mut(k) {
+                    Some(m) => {
+                        let _ = m.add(&h);
+                    }
+                    None => {
+                        hists.insert(k.clone(), h);
+                    }
+                }
+            }
+        }
+        if first {
+            out.period = p.period;
+            out.width_ms = p.width_ms;
+            first = false;
+        } else {
+            let end = (out.period + out.width_ms).max(p.period + p.width_ms);
+            out.period = out.period.min(p.period);
+            out.width_ms = end - out.period;
+        }
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let max = |a: Option<u64>, b: Option<u64>| a.max(b);
+        out.first_counter_at = min(out.first_counter_at, p.first_counter_at);
+        out.first_histogram_at = min(out.first_histogram_at, p.first_histogram_at);
+        out.first_metric_at = min(out.first_metric_at, p.first_metric_at);
+        out.last_counter_at = max(out.last_counter_at, p.last_counter_at);
+        out.last_histogram_at = max(out.last_histogram_at, p.last_histogram_at);
+        out.last_metric_at = max(out.last_metric_at, p.last_metric_at);
+    }
+    for (k, h) in &hists {
+        let s = SummaryStats::from_us(h);
+        out.summaries.insert(k.clone(), s);
+        out.histograms.insert(k.clone(), s);
+    }
+    out
 }

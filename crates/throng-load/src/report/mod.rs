@@ -38,6 +38,10 @@ pub struct Period {
     pub summaries: BTreeMap<String, SummaryStats>,
     /// Artillery writes the same numbers under both keys.
     pub histograms: BTreeMap<String, SummaryStats>,
+    /// The histograms themselves (microseconds, HDR V2, base64), so agents' reports merge
+    /// exactly; only in an agent's answer to `run --workers`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raw: BTreeMap<String, String>,
 }
 
 impl Period {

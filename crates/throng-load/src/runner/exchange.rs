@@ -99,11 +99,17 @@ impl Vu {
             .retry_after
             .as_ref()
             .map_or(0, |p| p.retries);
+        let mut rendered = rendered;
+        // As Artillery (got): redirects are followed unless `followRedirect: false`, each
+        // hop counted as a request and a response; captures read the last one.
+        let mut redirected: Option<Request> = None;
+        let mut hops = 0;
         let resp = loop {
+            let current: &Request = redirected.as_ref().unwrap_or(r);
             let (resp, us) = match self.attempt(&rendered).await {
                 Ok(x) => x,
                 Err(code) => {
-                    if let Some(name) = self.endpoint_name(r, &rendered) {
+                    if let Some(name) = self.endpoint_name(current, &rendered) {
                         let prefix = &self.ctx.script.endpoints.prefix;
                         self.ctx
                             .metrics
@@ -112,15 +118,35 @@ impl Vu {
                     return Err(Failed);
                 }
             };
-            self.endpoint_metrics(r, &rendered, &resp, us);
+            self.endpoint_metrics(current, &rendered, &resp, us);
             self.store_cookies(&rendered, &resp);
-            match self.retry_wait(&resp, retries_left) {
-                Some(wait) => {
-                    retries_left -= 1;
-                    tokio::time::sleep(wait).await;
-                }
-                None => break resp,
+            if let Some(wait) = self.retry_wait(&resp, retries_left) {
+                retries_left -= 1;
+                tokio::time::sleep(wait).await;
+                continue;
             }
+            if !r.follow_redirect {
+                break resp;
+            }
+            let Some(next) = redirect(current, &rendered, &resp) else {
+                break resp;
+            };
+            hops += 1;
+            if hops > REDIRECTS_MAX {
+                self.ctx.metrics.error("ERR_TOO_MANY_REDIRECTS");
+                return Err(Failed);
+            }
+            rendered = match self.render(&next) {
+                Ok(x) => x,
+                Err(msg) => {
+                    self.ctx.warnings.once(&format!("req:{msg}"), || {
+                        format!("cannot follow a redirect: {msg}")
+                    });
+                    self.ctx.metrics.error("EINVALIDREQUEST");
+                    return Err(Failed);
+                }
+            };
+            redirected = Some(next);
         };
         // As Artillery: captures, then afterResponse functions, then a failed capture fails.
         let captured = self.capture(r, &resp);
@@ -777,6 +803,34 @@ fn check(kind: &str, expected: &Value, resp: &Response, body: &ExpectBody) -> Op
 /// A number, or a string holding one (JavaScript's `Number(x)` for the plugin's checks).
 fn number_of(v: &Value) -> Option<f64> {
     super::vuser::number(v)
+}
+
+/// Redirects followed for one request before it fails (got's limit).
+const REDIRECTS_MAX: u32 = 10;
+
+/// The request a redirect answer asks for next: the `Location` resolved against the URL
+/// just requested; a 303 turns the method into GET without a body (other codes keep both),
+/// as got does. `None` when `resp` is not a redirect to an HTTP(S) URL.
+fn redirect(current: &Request, rendered: &Rendered, resp: &Response) -> Option<Request> {
+    if !matches!(resp.status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = resp.headers.get(http::header::LOCATION)?.to_str().ok()?;
+    let next = request_url(&rendered.target, &rendered.path)?
+        .join(location)
+        .ok()?;
+    if !matches!(next.scheme(), "http" | "https") {
+        return None;
+    }
+    let mut req = current.clone();
+    req.url = next.to_string();
+    req.qs.clear();
+    req.endpoint = None;
+    if resp.status == 303 && !matches!(req.method, http::Method::GET | http::Method::HEAD) {
+        req.method = http::Method::GET;
+        req.body = Body::None;
+    }
+    Some(req)
 }
 
 /// `requestParams` as a `beforeRequest` function sees them: the URL as written (after the

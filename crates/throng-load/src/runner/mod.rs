@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub print: bool,
     /// With `print`: the summary only, not each period (`-q`).
     pub quiet: bool,
+    /// Keep each period's histograms in the report ([`crate::report::Period::raw`]), as an
+    /// agent of `run --workers` sends them.
+    pub keep_histograms: bool,
 }
 
 impl Default for RunOptions {
@@ -64,6 +67,7 @@ impl Default for RunOptions {
             period: PERIOD_DEFAULT,
             print: true,
             quiet: false,
+            keep_histograms: false,
         }
     }
 }
@@ -152,7 +156,7 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     }
     let ctx = Arc::new(Ctx {
         script: script.clone(),
-        metrics: Metrics::new(),
+        metrics: Metrics::keeping_histograms(opts.keep_histograms),
         warnings: Warnings::default(),
         running: pool::Gauge::default(),
         pool: pool::Pool::default(),
@@ -227,6 +231,25 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     }
     let mut report = ctx.metrics.finish();
     report.phases = phases;
+    let code = ctx.exit_code.load(std::sync::atomic::Ordering::Relaxed);
+    conclude(
+        &script,
+        report,
+        elapsed,
+        (code != NO_EXIT_CODE).then_some(code),
+        opts.print,
+    )
+}
+
+/// The end of a run (also of one merged from agents): the checks on the aggregate (with the
+/// apdex score), the endpoint table, the verdict; printed when `print`.
+pub fn conclude(
+    script: &Script,
+    mut report: Report,
+    elapsed: Duration,
+    suggested_exit_code: Option<i32>,
+    print: bool,
+) -> RunOutcome {
     // Artillery always lists these, even at zero.
     for name in ["vusers.created", "vusers.completed", "vusers.failed"] {
         report
@@ -251,16 +274,15 @@ pub async fn run(script: Arc<Script>, opts: RunOptions) -> RunOutcome {
     };
     report.thresholds = checks.iter().map(Into::into).collect();
     report.endpoints = crate::report::endpoint_rows(&report.aggregate, &script.endpoints.prefix);
-    let code = ctx.exit_code.load(std::sync::atomic::Ordering::Relaxed);
     let mut outcome = RunOutcome {
         report,
         checks,
         elapsed,
-        suggested_exit_code: (code != NO_EXIT_CODE).then_some(code),
+        suggested_exit_code,
     };
     let verdict = verdict(&outcome);
     outcome.report.verdict = Some(verdict);
-    if opts.print {
+    if print {
         let report = &outcome.report;
         console::print_summary(&report.aggregate, elapsed);
         if let Some((score, rating)) = apdex {

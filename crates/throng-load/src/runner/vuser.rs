@@ -154,8 +154,15 @@ impl Vu {
     async fn step(&mut self, step: &Step) -> Result<(), Failed> {
         match step {
             Step::Request(r) => self.request(r).await,
-            Step::Think(t) => {
-                if let Some(d) = think_time(&render_value(t, &self.vars)) {
+            Step::Think { seconds, jitter } => {
+                let jitter = jitter
+                    .as_deref()
+                    .or(self.ctx.script.think_jitter.as_deref());
+                if let Some(d) = think_time(&render_value(seconds, &self.vars)) {
+                    let d = match jitter {
+                        Some(j) => jittered(d, j),
+                        None => d,
+                    };
                     tokio::time::sleep(d).await;
                 }
                 Ok(())
@@ -402,6 +409,19 @@ fn think_time(v: &Value) -> Option<std::time::Duration> {
     crate::script::duration::from_secs(secs).ok()
 }
 
+/// A think time with Artillery's jitter: `j` milliseconds, or `"N%"` of the time, either
+/// way at random (never below 0).
+fn jittered(d: std::time::Duration, j: &str) -> std::time::Duration {
+    let ms = d.as_millis() as f64;
+    let j = j.trim();
+    let approx = match j.strip_suffix('%') {
+        Some(p) => ms * p.trim().parse::<f64>().unwrap_or(0.0) / 100.0,
+        None => j.parse::<f64>().unwrap_or(0.0),
+    };
+    let ms = (ms - approx + rand::random::<f64>() * 2.0 * approx).max(0.0);
+    std::time::Duration::from_secs_f64(ms / 1000.0)
+}
+
 /// A loop's `count` as Artillery reads it: `(from, to)`, `to` `None` for endless (a
 /// literal 0); a number `n` is `0..n`, a string `"9-12"` is `9..12` (three turns, from
 /// index 9), a template renders first; anything else runs no turn.
@@ -442,5 +462,34 @@ pub(crate) fn number(v: &Value) -> Option<f64> {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn think_jitter_as_artillery_reads_it() {
+        let base = Duration::from_millis(1000);
+        for _ in 0..200 {
+            let ms = jittered(base, "20%").as_millis();
+            assert!((800..=1200).contains(&ms), "{ms}");
+            let ms = jittered(base, "300").as_millis();
+            assert!((700..=1300).contains(&ms), "{ms}");
+            assert!(jittered(Duration::from_millis(100), "500").as_millis() <= 600);
+        }
+        assert_eq!(think_time(&Value::from("2s")), Some(Duration::from_secs(2)));
+        assert_eq!(
+            think_time(&Value::from("500ms")),
+            Some(Duration::from_secs(500))
+        );
+        assert_eq!(
+            loop_range(&Value::from("9-12"), &Value::from("9-12")),
+            (9, Some(12))
+        );
+        assert_eq!(loop_range(&Value::from(0), &Value::from(0)), (0, None));
+        assert_eq!(loop_range(&Value::from(-3), &Value::from(-3)), (0, Some(0)));
     }
 }

@@ -163,6 +163,8 @@ pub struct Request {
     pub auth: Option<(Value, Value)>,
     /// `cookie: {name: value}`: set in the user's jar for this request's URL, then sent.
     pub cookies: Vec<(String, Value)>,
+    /// Redirects are followed (Artillery's default) unless `followRedirect: false`.
+    pub follow_redirect: bool,
     /// Its per-endpoint metrics name when known at load (a relative URL named as written),
     /// so a request does not build it each time.
     pub endpoint: Option<String>,
@@ -171,7 +173,11 @@ pub struct Request {
 #[derive(Debug, Clone)]
 pub enum Step {
     Request(Box<Request>),
-    Think(Value),
+    /// Seconds (templates allowed); `jitter` as Artillery's: milliseconds or `"N%"` either way.
+    Think {
+        seconds: Value,
+        jitter: Option<String>,
+    },
     Log(String),
     /// `count` (a number, a `"from-to"` range or a template) or `over`; neither (or a
     /// count of 0, as Artillery reads it) loops until the last phase ends.
@@ -253,6 +259,8 @@ pub struct Script {
     pub default_headers: Vec<(String, Value)>,
     /// `config.defaults.cookie`: set in the jar for every request's URL.
     pub default_cookies: Vec<(String, Value)>,
+    /// `config.defaults.think.jitter`: every think step's jitter unless it has its own.
+    pub think_jitter: Option<String>,
     pub timeout: Duration,
     /// `config.http.pool`: idle keep-alive connections per host shared by every virtual user
     /// (without it each virtual user has its own, as in Artillery).
@@ -367,6 +375,16 @@ fn yaml_of_json(v: &Value) -> serde_yaml::Value {
 /// of `-e` over `config`, then `-t`, `--overrides`, `-v` and `-p`, as `artillery run` applies
 /// them.
 fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<ScriptFile, ScriptError> {
+    let raw = effective_yaml(text, opts)?;
+    let mut file: ScriptFile = serde_yaml::from_value(raw)
+        .map_err(|e| ScriptError(format!("config after merging -e and flags: {e}")))?;
+    select_scenario(&mut file, opts)?;
+    Ok(file)
+}
+
+/// The script's YAML with `--config`, `--overrides`, `-e`, `-t`, `-v` and `-p` applied and
+/// the config's templates rendered: what runs (the agents of `--workers` get it).
+pub fn effective_yaml(text: &str, opts: &LoadOptions) -> Result<serde_yaml::Value, ScriptError> {
     let mut raw: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|e| ScriptError(format!("invalid script: {e}")))?;
     if let Some(path) = &opts.config_file {
@@ -444,8 +462,11 @@ fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<Script
         }
     }
     render_config_templates(config, opts);
-    let mut file: ScriptFile = serde_yaml::from_value(raw)
-        .map_err(|e| ScriptError(format!("config after merging -e and flags: {e}")))?;
+    Ok(raw)
+}
+
+/// `--scenario-name`: keeps that scenario only.
+fn select_scenario(file: &mut ScriptFile, opts: &LoadOptions) -> Result<(), ScriptError> {
     if let Some(name) = &opts.scenario_name {
         let names: Vec<String> = file
             .scenarios
@@ -469,7 +490,7 @@ fn effective(text: &str, _checked: &Config, opts: &LoadOptions) -> Result<Script
             s.weight = Some(1.0);
         }
     }
-    Ok(file)
+    Ok(())
 }
 
 /// Artillery renders `{{ }}` in the target and the phases before running (`arrivalRate:
@@ -562,6 +583,8 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
     }
     let mut default_headers = Vec::new();
     let mut default_cookies = Vec::new();
+    let mut think_jitter = None;
+    // `config.http.defaults` first: Artillery reads its think jitter before `config.defaults`'.
     for (d, key) in [
         (&c.defaults, "config.defaults"),
         (&http.defaults, "config.http.defaults"),
@@ -571,8 +594,16 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         if let Some(cookie) = &d.cookie {
             default_cookies.extend(cookie_map(cookie, &format!("{key}.cookie"))?);
         }
-        if d.think.is_some() {
-            warnings.push(format!("{key}.think: not supported; ignored"));
+        if let Some(think) = &d.think {
+            match think.get("jitter") {
+                Some(j) if think_jitter.is_none() => {
+                    think_jitter = Some(crate::template::to_text(j))
+                }
+                Some(_) => {}
+                None => warnings.push(format!(
+                    "{key}.think: only jitter is read; the rest is ignored"
+                )),
+            }
         }
         if d.strict_capture.is_some() {
             warnings.push(format!("{key}.strictCapture: not supported; ignored"));
@@ -632,6 +663,7 @@ fn build(file: ScriptFile, dir: &Path, opts: &LoadOptions) -> Result<Script, Scr
         variables: c.variables.clone().unwrap_or_default(),
         default_headers,
         default_cookies,
+        think_jitter,
         timeout: http.timeout.map_or(TIMEOUT_DEFAULT, |s| s.0),
         pool: http.pool.as_ref().map(pool_size).transpose()?,
         retry_after: http
@@ -1129,8 +1161,12 @@ fn once_flow(
         .get("flow")
         .cloned()
         .ok_or_else(|| ScriptError(format!("{key}: needs a flow (a list of steps)")))?;
-    let raw: Vec<StepRaw> =
-        serde_json::from_value(flow).map_err(|e| ScriptError(format!("{key}.flow: {e}")))?;
+    let mut unknown = Vec::new();
+    let raw: Vec<StepRaw> = serde_ignored::deserialize(flow, |path| {
+        unknown.push(format!("{key}.flow{}", key_path(&format!(".{path}"))))
+    })
+    .map_err(|e| ScriptError(format!("{key}.flow: {e}")))?;
+    warnings.extend(unknown_key_warnings(&unknown));
     Ok(Some(steps(&raw, &format!("{key}.flow"), warnings)?))
 }
 
@@ -1237,12 +1273,12 @@ fn step(s: &StepRaw, key: &str, warnings: &mut Vec<String>) -> Result<Step, Scri
                 }
             }
         }
-        found.push(Step::Think(t.clone()));
-    }
-    if s.jitter.is_some() {
-        warnings.push(format!(
-            "{key}.jitter: not supported; think times are exact"
-        ));
+        found.push(Step::Think {
+            seconds: t.clone(),
+            jitter: s.jitter.as_ref().map(crate::template::to_text),
+        });
+    } else if s.jitter.is_some() {
+        warnings.push(format!("{key}.jitter: belongs to a think step; ignored"));
     }
     if let Some(l) = &s.log {
         found.push(Step::Log(l.clone()));
@@ -1320,7 +1356,6 @@ fn request(
     let key = format!("{key}.{}", method.as_str().to_ascii_lowercase());
     let ignored = [
         ("formData", r.form_data.is_some()),
-        ("followRedirect", r.follow_redirect.is_some()),
         ("gzip", r.gzip.is_some()),
         ("compress", r.compress.is_some()),
         ("match", r.match_.is_some()),
@@ -1405,6 +1440,7 @@ fn request(
         None => Vec::new(),
     };
     Ok(Request {
+        follow_redirect: r.follow_redirect.unwrap_or(true),
         endpoint: None,
         cookies,
         if_true,

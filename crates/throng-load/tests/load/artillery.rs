@@ -664,3 +664,109 @@ async fn a_processor_that_cannot_load_is_said_and_skipped() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_followed_as_artillery_follows_them() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run_script(
+        dir.path(),
+        "redirects.yml",
+        &srv.url(),
+        &["-o", json.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&json);
+    // 3 hops, 1 not followed, then 11 redirect answers, the last one too many.
+    assert_eq!(count(&r, "http.codes.302"), 3 + 1 + 11, "{r}");
+    assert_eq!(count(&r, "http.codes.303"), 1);
+    assert_eq!(count(&r, "errors.ERR_TOO_MANY_REDIRECTS"), 1);
+    assert_eq!(count(&r, "vusers.failed"), 1);
+    let seen = srv.seen();
+    // The first chain landed with the cookies set on the way; the capture read the landing.
+    let landed = seen.iter().find(|s| s.uri == "/redirect/0").unwrap();
+    let mut cookies: Vec<&str> = landed.headers["cookie"]
+        .to_str()
+        .unwrap()
+        .split("; ")
+        .collect();
+    cookies.sort();
+    assert_eq!(cookies, ["hop1=1", "hop2=1", "hop3=1"]);
+    assert_eq!(srv.seen_paths("/landing/"), ["/landing/landed"]);
+    // The POST's 303 became a GET without a body.
+    let after_post = seen.iter().find(|s| s.uri == "/landing").unwrap();
+    assert_eq!(after_post.method, "GET");
+    assert!(after_post.body.is_empty());
+    // followRedirect: false stopped at the 302.
+    assert_eq!(seen.iter().filter(|s| s.uri == "/redirect/0").count(), 1);
+    assert!(srv.seen_paths("/never").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_run_one_script_and_merge_one_report() {
+    let srv = server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut agents = Vec::new();
+    for _ in 0..2 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        agents.push(listener.local_addr().unwrap().to_string());
+        tokio::spawn(throng_load::distributed::serve_agent(listener));
+    }
+    write(dir.path(), "ids.csv", "a\nb\nc\n");
+    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  payload:\n    path: ids.csv\n    fields: [id]\n  phases:\n    - duration: 2\n      arrivalCount: 11\n    - duration: 1\n      vusers: 3\n  ensure:\n    thresholds:\n      - http.response_time.p99: 100000\nscenarios:\n  - flow:\n      - get:\n          url: \"/w/{{ id }}\"\n";
+    write(dir.path(), "w.yml", yaml);
+    let json = dir.path().join("r.json");
+    let out = super::throng_load(&[
+        "run",
+        dir.path().join("w.yml").to_str().unwrap(),
+        "-t",
+        &srv.url(),
+        "--workers",
+        &agents.join(","),
+        "-o",
+        json.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stderr(&out),
+        stdout(&out)
+    );
+    let r = report(&json);
+    let sent = srv.seen_paths("/w/").len() as u64;
+    // Every request the agents sent is in the one report, timings included.
+    assert!(
+        sent > 11,
+        "11 arrivals and the closed phase's iterations: {sent}"
+    );
+    assert_eq!(count(&r, "http.requests"), sent, "{r}");
+    assert_eq!(count(&r, "http.codes.200"), sent);
+    assert_eq!(
+        r["aggregate"]["summaries"]["http.response_time"]["count"].as_u64(),
+        Some(sent)
+    );
+    let arrivals = r["phases"][0]["vusers_created"].as_u64().unwrap();
+    assert_eq!(arrivals, 11, "6 + 5 arrivals: {}", r["phases"]);
+    assert_eq!(
+        r["phases"][1]["vusers_target"].as_u64(),
+        Some(3),
+        "2 + 1 users held"
+    );
+    let per_period: u64 = r["intermediate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["counters"]["http.requests"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(per_period, sent, "the periods add up to the aggregate");
+    assert!(
+        r["aggregate"].get("raw").is_none(),
+        "histograms stay between agent and controller"
+    );
+    assert!(stdout(&out).contains("ok: http.response_time.p99 < 100000"));
+}

@@ -24,7 +24,7 @@ async fn invalid_yaml_names_the_line() {
 #[tokio::test]
 async fn unknown_keys_are_warned_by_name_not_refused() {
     // Artillery ignores keys it does not know; throng-load says which ones, once each.
-    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  phasez:\n    - duration: 1\n  statsInterval: 5\n  mode: uniform\n  phases:\n    - duration: 1\n      arrivalCount: 1\n      jitter: 3\nscenarios:\n  - flow:\n      - get:\n          url: /\n          qz: 1\n      - get:\n          url: /b\n          qz: 2\n";
+    let yaml = "config:\n  target: \"http://127.0.0.1:1\"\n  phasez:\n    - duration: 1\n  statsInterval: 5\n  mode: uniform\n  phases:\n    - duration: 1\n      arrivalCount: 1\n      jitter: 3\nbefore:\n  flow:\n    - get:\n        url: /b4\n        zz: 1\nscenarios:\n  - flow:\n      - get:\n          url: /\n          qz: 1\n      - get:\n          url: /b\n          qz: 2\n";
     let (code, err) = run_bad(yaml, &[]).await;
     assert_eq!(code, Some(0), "{err}");
     for key in [
@@ -32,6 +32,7 @@ async fn unknown_keys_are_warned_by_name_not_refused() {
         "config.statsInterval",
         "config.mode",
         "config.phases[0].jitter",
+        "before.flow[0].get.zz",
         "scenarios[0].flow[0].get.qz: not a key throng-load acts on; ignored (and 1 more like it)",
     ] {
         assert!(err.contains(key), "{key} in {err}");

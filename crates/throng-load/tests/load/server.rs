@@ -285,12 +285,49 @@ async fn bad_cookie(
 
 async fn other(
     State(log): State<Arc<Log>>,
+    method: axum::http::Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> impl IntoResponse {
-    remember(&log, "ANY", &uri, &headers, body);
+    remember(&log, method.as_str(), &uri, &headers, body);
     "ok"
+}
+
+/// `/redirect/{n}`: 302 to `/redirect/{n-1}` with a cookie `hop{n}=1`, until `/redirect/0`
+/// answers `landed`.
+async fn redirect(
+    State(log): State<Arc<Log>>,
+    Path(n): Path<u32>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> axum::response::Response {
+    remember(&log, "GET", &uri, &headers, Bytes::new());
+    if n == 0 {
+        return "landed".into_response();
+    }
+    (
+        StatusCode::FOUND,
+        [
+            (axum::http::header::LOCATION, format!("/redirect/{}", n - 1)),
+            (axum::http::header::SET_COOKIE, format!("hop{n}=1")),
+        ],
+    )
+        .into_response()
+}
+
+/// `POST /see-other`: 303 to `/landing`.
+async fn see_other(
+    State(log): State<Arc<Log>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
+    remember(&log, "POST", &uri, &headers, body);
+    (
+        StatusCode::SEE_OTHER,
+        [(axum::http::header::LOCATION, "/landing")],
+    )
 }
 
 fn app(log: &Arc<Log>) -> Router {
@@ -308,6 +345,8 @@ fn app(log: &Arc<Log>) -> Router {
         .route("/login", post(login))
         .route("/logout", get(logout))
         .route("/cookie/{kind}", get(bad_cookie))
+        .route("/redirect/{n}", get(redirect))
+        .route("/see-other", post(see_other))
         .fallback(any(other))
         .with_state(log.clone())
 }
