@@ -50,6 +50,7 @@ fn exported_box(public: &[u8]) -> BoxFile {
         (0, vec![0, 2]),
         (0, vec![0, 1, 2]),
         (1, vec![1]),
+        (1, vec![0]),
     ] {
         let plain = Choice {
             list: 1,
@@ -146,7 +147,7 @@ async fn the_trustees_make_the_key_open_the_box_and_recount() {
         "{text}"
     );
     assert!(
-        text.contains("rest (districts [2]): 1 ballots, 0 spoiled"),
+        text.contains("district D2 (districts [2]): 2 ballots, 0 spoiled"),
         "{text}"
     );
     let r: ResultsFile = serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
