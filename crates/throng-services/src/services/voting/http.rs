@@ -948,7 +948,7 @@ pub struct CandidateResult {
 /// candidates; the whole election's parties do not (candidates stand in one
 /// district each, so the district results hold every candidate's count).
 pub fn render_results(e: &Election, district: Option<&District>, s: &Snapshot) -> String {
-    let r = render_results_out(e, district, s, e.results_shown());
+    let r = render_results_out(e, district, s, e.results_shown() && s.has_results(e.id));
     serde_json::to_string(&r).expect("results serialize")
 }
 

@@ -61,6 +61,13 @@ impl Snapshot {
         self.votes.get(&key).copied().unwrap_or(0)
     }
 
+    /// Whether the trustees' results of the election are loaded here (a
+    /// node learns of a publication before it has read the results: until
+    /// then it shows none rather than zeros).
+    pub fn has_results(&self, election_id: i64) -> bool {
+        self.spoiled.contains_key(&election_id)
+    }
+
     /// When the board of the election last moved; `None` before its first
     /// period. (A district's figures move only with the board's periods.)
     pub fn updated_at_ms(&self, election_id: i64, _district_id: Option<i64>) -> Option<i64> {
