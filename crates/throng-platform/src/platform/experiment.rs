@@ -105,9 +105,15 @@ pub trait Experiment: Send + Sync {
         Ok(Backends::default())
     }
     /// Called once before `workloads`, with the server's data directory
-    /// (where its generated secrets are), for experiments whose requests
-    /// must be signed as the server's clients' are.
-    fn prepare(&self, _data_dir: &std::path::Path) -> anyhow::Result<()> {
+    /// (where its generated secrets are) and the address of the first child
+    /// server (already serving), for experiments whose requests must be
+    /// signed as the server's clients' are, or that make the data a workload
+    /// reads through the API first.
+    fn prepare(
+        &self,
+        _data_dir: &std::path::Path,
+        _server: std::net::SocketAddr,
+    ) -> anyhow::Result<()> {
         Ok(())
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload>;

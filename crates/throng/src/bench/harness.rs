@@ -54,9 +54,10 @@ pub struct BenchArgs {
     #[arg(long, default_value = "bench-results")]
     pub out_dir: PathBuf,
     /// Only the workloads whose name contains this text (the ceiling always
-    /// runs), e.g. `--only try-register` while profiling one workload.
+    /// runs), e.g. `--only try-register` while profiling one workload;
+    /// repeated, those that contain any of them.
     #[arg(long)]
-    pub only: Option<String>,
+    pub only: Vec<String>,
     /// Node counts to measure the experiment's own workloads with, e.g.
     /// `1,2,3` (PostgreSQL stores only: SQLite has one process). Each count
     /// above 1 adds rows "... (N nodes)": that many servers share the store
@@ -167,7 +168,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         node_sets.insert(k, group[..k].to_vec());
     }
-    exp.prepare(&data_dir)?;
+    exp.prepare(&data_dir, servers[0].addr)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -443,12 +444,12 @@ async fn measure_all(
     workloads.extend(
         exp.workloads(args.scale)
             .into_iter()
-            .filter(|w| args.only.as_deref().is_none_or(|o| w.name.contains(o))),
+            .filter(|w| args.only.is_empty() || args.only.iter().any(|o| w.name.contains(o))),
     );
     if workloads.len() == 1 {
         anyhow::bail!(
             "--only {:?} matches none of {}'s workloads",
-            args.only.as_deref().unwrap_or(""),
+            args.only.join(" or "),
             exp.name()
         );
     }

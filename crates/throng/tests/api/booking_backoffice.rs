@@ -28,7 +28,7 @@ both_stores!(
     a_day_closed_while_people_book_keeps_none,
     every_message_kind_is_delivered_once,
     messages_go_out_by_email,
-    five_hundred_registrations_list_quickly
+    five_hundred_registrations_are_listed_whole
 );
 
 /// A token of `role` for `sub` with claims.
@@ -1046,8 +1046,9 @@ async fn messages_go_out_by_email(kind: StoreKind) {
     );
 }
 
-/// A place's day of 500 people answers within 200 ms (JSON and CSV).
-async fn five_hundred_registrations_list_quickly(kind: StoreKind) {
+/// A place's day of 500 people is listed whole, as JSON and as CSV (how
+/// fast: `throng bench booking`'s day-list rows).
+async fn five_hundred_registrations_are_listed_whole(kind: StoreKind) {
     let s = TestServer::start_seeded(
         kind,
         &["--booking-one-registration", "off"],
@@ -1068,15 +1069,8 @@ async fn five_hundred_registrations_list_quickly(kind: StoreKind) {
         t.await.unwrap();
     }
     let desk = staff(&s, json!([1]));
-    get_as(&s, &list_path(1, FROM), &desk).await;
-    let mut best = Duration::MAX;
-    for _ in 0..3 {
-        let started = Instant::now();
-        let r = get_as(&s, &list_path(1, FROM), &desk).await;
-        best = best.min(started.elapsed());
-        assert_eq!(r.json()["count"], 500);
-    }
-    let started = Instant::now();
+    let r = get_as(&s, &list_path(1, FROM), &desk).await;
+    assert_eq!(r.json()["count"], 500);
     let csv = s
         .api
         .send(
@@ -1087,18 +1081,5 @@ async fn five_hundred_registrations_list_quickly(kind: StoreKind) {
                 .header("accept", "text/csv"),
         )
         .await;
-    let csv_took = started.elapsed();
     assert_eq!(csv.text().lines().count(), 501);
-    // Unoptimised test builds open the seals ~10x slower; the bound holds
-    // for the optimised binary.
-    let bound = if cfg!(debug_assertions) {
-        Duration::from_millis(2000)
-    } else {
-        Duration::from_millis(200)
-    };
-    eprintln!("a day of 500: JSON {best:?}, CSV {csv_took:?}");
-    assert!(
-        best < bound && csv_took < bound,
-        "JSON {best:?}, CSV {csv_took:?}"
-    );
 }

@@ -494,6 +494,19 @@ pub async fn seed_with_cli(
     days: i32,
     slots: i32,
 ) {
+    seed_with_cli_and(data_dir, pg_url, places, days, slots, &[]).await
+}
+
+/// [`seed_with_cli`] with `extra` arguments after `seed booking`'s own
+/// (e.g. `--seats 3 --seats-every 2`).
+pub async fn seed_with_cli_and(
+    data_dir: &Path,
+    pg_url: Option<&str>,
+    places: i64,
+    days: i32,
+    slots: i32,
+    extra: &[&str],
+) {
     let mut args: Vec<String> = vec!["seed".into()];
     args.extend(store_flags(data_dir, pg_url));
     args.extend([
@@ -507,6 +520,7 @@ pub async fn seed_with_cli(
         "--from".into(),
         FROM.into(),
     ]);
+    args.extend(extra.iter().map(|a| a.to_string()));
     let out = tokio::time::timeout(
         Duration::from_secs(120),
         tokio::process::Command::new(throng_bin())

@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{person, seed_with_cli, store_flags, throng_bin, PgDb, FROM};
+use crate::helpers::{person, seed_with_cli_and, store_flags, throng_bin, PgDb, FROM};
 use crate::lb::{pg_admin_url_or_fail, start_nodes, Haproxy};
 
 const NODES: usize = 3;
 const CLIENTS: usize = 200;
 const SLOTS: i64 = 10;
+/// Clients racing for one slot of [`SEATS`] seats (place 2's slots).
+const RACERS: usize = 50;
+const SEATS: usize = 3;
 const VOTERS: i64 = 60;
 const DISTRICTS: i64 = 3;
 
@@ -58,7 +61,16 @@ async fn racing_clients_through_the_balancer() {
     let admin = pg_admin_url_or_fail();
     let db = PgDb::create(&admin).await;
     let dir = tempfile::TempDir::new().unwrap();
-    seed_with_cli(dir.path(), Some(&db.url), 1, 1, SLOTS as i32).await;
+    // Place 1's slots take one person; place 2's take `SEATS`.
+    seed_with_cli_and(
+        dir.path(),
+        Some(&db.url),
+        2,
+        1,
+        SLOTS as i32,
+        &["--seats", &SEATS.to_string(), "--seats-every", "2"],
+    )
+    .await;
     seed_voting(dir.path(), &db.url).await;
     let nodes = start_nodes(
         NODES,
@@ -112,6 +124,40 @@ async fn racing_clients_through_the_balancer() {
         assert_eq!(n.api.taken_slots(1, FROM, 1).await.len(), SLOTS as usize);
     }
     println!("FIGURE contention booking: {CLIENTS} clients, {SLOTS} slots, {NODES} nodes: {won} x 201, {lost} x 409, 0 other");
+
+    // 50 clients, one slot of 3 seats: exactly 3 get a seat.
+    let barrier = Arc::new(tokio::sync::Barrier::new(RACERS));
+    let tasks: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let (api, barrier) = (lb.api.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                api.register(2, FROM, 0, person(10_000 + i as u64)).await
+            })
+        })
+        .collect();
+    let (mut seated, mut full, mut other) = (0, 0, Vec::new());
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            201 => seated += 1,
+            409 => {
+                r.assert_error(409, "slot_full");
+                full += 1
+            }
+            _ => other.push(format!("{} {}", r.status, r.text())),
+        }
+    }
+    assert!(other.is_empty(), "only 201 and 409: {other:?}");
+    assert_eq!((seated, full), (SEATS, RACERS - SEATS));
+    for n in &nodes {
+        assert_eq!(
+            n.api.taken_slots(2, FROM, 1).await,
+            vec![(FROM.to_string(), 0)],
+            "the slot is full on every node"
+        );
+    }
+    println!("FIGURE contention seats: {RACERS} clients, one slot of {SEATS} seats, {NODES} nodes: {seated} x 201, {full} x 409, 0 other");
 
     // One voter votes on every node at once (round robin: each node gets
     // a third of the 60 requests): one vote is counted.

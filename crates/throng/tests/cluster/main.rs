@@ -20,4 +20,5 @@ mod lb;
 mod contention;
 mod drain;
 mod faults;
+mod moderation;
 mod overload;

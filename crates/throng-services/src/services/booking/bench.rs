@@ -23,7 +23,31 @@ pub struct BookingBench {
     /// Where the Redis rows register, or why each is skipped
     /// (`start_backends`).
     redis: OnceLock<RedisTargets>,
+    /// The staff's day list the list rows read (`prepare`), or why not.
+    day_list: OnceLock<Result<DayList, String>>,
 }
+
+/// A place's day holding [`DAY_LIST_PEOPLE`] people, and a staff token of
+/// that place: what the day-list rows read.
+#[derive(Clone, Debug)]
+struct DayList {
+    path: String,
+    bearer: String,
+}
+
+/// People on the day the staff list rows read: a busy centre's day.
+const DAY_LIST_PEOPLE: u64 = 500;
+/// The place that day belongs to (made through the import API, found again
+/// by its code when the bench reuses a data directory).
+const DAY_LIST_CODE: &str = "BENCH-DAY-LIST";
+/// Its time slots of a day that take people, and seats in each:
+/// `DAY_LIST_SLOTS * DAY_LIST_SEATS == DAY_LIST_PEOPLE`.
+const DAY_LIST_SLOTS: u64 = 50;
+const DAY_LIST_SEATS: u64 = 10;
+const DAY_LIST_JSON: &str = "GET a place's day list of 500 people (staff, JSON, names unsealed)";
+const DAY_LIST_CSV: &str = "GET a place's day list of 500 people (staff, CSV, names unsealed)";
+/// How long the bench's own tokens are valid: longer than any bench runs.
+const BENCH_TOKEN_TTL_S: u64 = 24 * 3600;
 
 /// Seeded data, fixed so that runs are comparable.
 const FROM_DAY: &str = "2030-01-01";
@@ -155,6 +179,11 @@ impl Experiment for BookingBench {
                 durable: why,
             }
         });
+        let day_list = self
+            .day_list
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Err("the bench made no day list (prepare did not run)".into()));
         let redis_row = |name: &str, target: &RedisTarget, path: &'static str, published: &str| {
             let (skipped, before_run) = match target {
                 RedisTarget::Ready { url, .. } => (None, Some(flush_db(url))),
@@ -207,6 +236,8 @@ impl Experiment for BookingBench {
                 published: "-".into(),
                 ..Workload::default()
             },
+            day_list_row(DAY_LIST_JSON, "application/json", &day_list),
+            day_list_row(DAY_LIST_CSV, "text/csv", &day_list),
             redis_row(
                 REDIS_VOLATILE,
                 &redis.volatile,
@@ -230,6 +261,17 @@ impl Experiment for BookingBench {
                 ..Workload::default()
             },
         ]
+    }
+    fn prepare(&self, data_dir: &Path, server: std::net::SocketAddr) -> anyhow::Result<()> {
+        let secrets = crate::platform::secrets::Secrets::load_or_create(data_dir)?;
+        let keys = crate::platform::auth::TokenKeys::new(&secrets.token_secret);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let list = rt.block_on(fill_a_day(server, &keys))?;
+        eprintln!("day list: {DAY_LIST_PEOPLE} people at {}", list.path);
+        let _ = self.day_list.set(Ok(list));
+        Ok(())
     }
     fn offline(&self, store: &crate::store::StoreUrl, scale: Scale) -> anyhow::Result<Vec<String>> {
         let (places, days, _) = size(scale);
@@ -323,6 +365,137 @@ impl Experiment for BookingBench {
         }
         notes
     }
+}
+
+/// A row reading the staff's day list of [`DAY_LIST_PEOPLE`] people as
+/// `accept`, one request at a time: its latency is the figure (the list is
+/// what the staff at the door open each morning).
+fn day_list_row(name: &str, accept: &'static str, list: &Result<DayList, String>) -> Workload {
+    let (factory, skipped): (throng_load::measure::RequestFactory, _) = match list {
+        Ok(list) => {
+            let (path, bearer) = (list.path.clone(), format!("Bearer {}", list.bearer));
+            (
+                Arc::new(move |_seq: u64| RequestSpec {
+                    method: http::Method::GET,
+                    path_and_query: path.clone(),
+                    headers: vec![
+                        ("authorization".into(), bearer.clone()),
+                        ("accept".into(), accept.into()),
+                    ],
+                    body: Bytes::new(),
+                }),
+                None,
+            )
+        }
+        Err(why) => (Arc::new(|_| RequestSpec::get("/health")), Some(why.clone())),
+    };
+    Workload {
+        name: name.into(),
+        factory,
+        ok_statuses: vec![200],
+        published: "target: under 200 ms".into(),
+        connections: vec![1],
+        skipped,
+        ..Workload::default()
+    }
+}
+
+/// Makes the day the list rows read, through the API as an authority and a
+/// call centre would: one place imported (idempotent by its code) whose
+/// day tomorrow has [`DAY_LIST_SLOTS`] slots of [`DAY_LIST_SEATS`] seats,
+/// filled with [`DAY_LIST_PEOPLE`] registrations (only the missing ones when
+/// a reused data directory holds some already).
+async fn fill_a_day(
+    server: std::net::SocketAddr,
+    keys: &crate::platform::auth::TokenKeys,
+) -> anyhow::Result<DayList> {
+    use anyhow::Context;
+    let base = format!("http://{server}");
+    let http = reqwest::Client::new();
+    let admin = keys.issue("bench", crate::platform::auth::Role::ADMIN, BENCH_TOKEN_TTL_S);
+    // 08:00-16:30 in 10-minute slots: 51 slots, the first 50 filled.
+    let csv = format!(
+        "code,name,address,city,postcode,region,time_zone,slot_minutes,seats,hours,closed\n\
+         {DAY_LIST_CODE},Bench day list,\"1 Bench Street\",Benchtown,000 00,R0,Europe/Bratislava,10,{DAY_LIST_SEATS},\"Mo-Su 08:00-16:30\",\n"
+    );
+    let r = http
+        .post(format!("{base}/api/booking/places/import"))
+        .bearer_auth(&admin)
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await?;
+    let status = r.status();
+    let summary: serde_json::Value = r.json().await?;
+    anyhow::ensure!(status.is_success(), "importing the day list's place: {status} {summary}");
+    let place = summary["placeIds"][0]
+        .as_i64()
+        .with_context(|| format!("the import named no place: {summary}"))?;
+    let day = super::model::Day::today().plus(1).to_text();
+    let mut claims = serde_json::Map::new();
+    claims.insert(
+        super::backoffice::access::PLACES_CLAIM.into(),
+        serde_json::json!([place]),
+    );
+    let bearer = keys.issue_with(
+        "bench-desk",
+        super::backoffice::access::STAFF,
+        BENCH_TOKEN_TTL_S,
+        claims,
+    );
+    let path = format!("/api/booking/places/{place}/days/{day}/registrations");
+    let listed = http
+        .get(format!("{base}{path}"))
+        .bearer_auth(&bearer)
+        .send()
+        .await?;
+    let status = listed.status();
+    let listed: serde_json::Value = listed.json().await?;
+    anyhow::ensure!(status.is_success(), "reading the day list: {status} {listed}");
+    let mut held = listed["count"].as_u64().unwrap_or(0);
+    // The day's time slots as the public listing numbers them.
+    let slots: serde_json::Value = http
+        .get(format!("{base}/api/booking/places/{place}/slots?from={day}&days=1"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let time_slots: Vec<i64> = slots["days"][0]["slots"]
+        .as_array()
+        .map(|slots| slots.iter().filter_map(|s| s["timeSlot"].as_i64()).collect())
+        .unwrap_or_default();
+    anyhow::ensure!(
+        time_slots.len() as u64 >= DAY_LIST_SLOTS,
+        "the day list's place has {} time slots on {day}, not {DAY_LIST_SLOTS}: {slots}",
+        time_slots.len()
+    );
+    let mut n = held;
+    while held < DAY_LIST_PEOPLE {
+        anyhow::ensure!(n < 2 * DAY_LIST_PEOPLE, "the day would not fill: {held} people");
+        let body = serde_json::json!({
+            "placeId": place,
+            "day": day,
+            "timeSlot": time_slots[(n % DAY_LIST_SLOTS) as usize],
+            "person": {
+                "name": format!("Day List Person {n}"),
+                "nationalId": format!("DL{n}"),
+                "phone": format!("+421 8{n:08}"),
+                "email": format!("dl{n}@example.org"),
+            },
+        });
+        let r = http
+            .post(format!("{base}/api/booking/registrations"))
+            .json(&body)
+            .send()
+            .await?;
+        match r.status().as_u16() {
+            201 => held += 1,
+            409 => {}
+            other => anyhow::bail!("registering on the day list's day: {other} {}", r.text().await?),
+        }
+        n += 1;
+    }
+    Ok(DayList { path, bearer })
 }
 
 /// Code prefix of the places the import timing defines.

@@ -156,7 +156,11 @@ impl Experiment for InvitesBench {
         let _ = self.answering_from.set(cipher.1);
         Ok(Vec::new())
     }
-    fn prepare(&self, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    fn prepare(
+        &self,
+        data_dir: &std::path::Path,
+        _server: std::net::SocketAddr,
+    ) -> anyhow::Result<()> {
         let secrets = crate::platform::secrets::Secrets::load_or_create(data_dir)?;
         let keys = crate::platform::auth::TokenKeys::new(&secrets.token_secret);
         let _ = self.signer.set(Signer::new(keys.derive(KEY_PURPOSE)));

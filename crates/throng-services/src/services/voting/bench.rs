@@ -115,6 +115,121 @@ impl Permutation {
     }
 }
 
+/// Whom the workflow-with-logins row signs in: voters of a second election
+/// whose roll the bench imports through the API before the workloads
+/// ([`VotingBench::prepare`]), with the credentials the import answered; or
+/// why the row cannot run.
+static LOGINS: std::sync::OnceLock<Result<Arc<Logins>, String>> = std::sync::OnceLock::new();
+
+struct Logins {
+    /// `/api/voting/elections/{id}/login`.
+    path: String,
+    /// (voter id, credential), as the authority handed them out.
+    voters: Vec<(String, String)>,
+    /// Logins made so far (warm-up and runs): which voter and which client
+    /// address comes next.
+    next: AtomicU64,
+}
+
+/// Voters on the login election's roll: at one login per
+/// [`LOGIN_EVERY_REQUESTS`] requests, each voter signs in about once a
+/// minute at most, under `LOGIN_ATTEMPTS_PER_VOTER_MAX`.
+const LOGIN_VOTERS: usize = 20_000;
+/// One login in this many requests of the workflow: votes are every other
+/// request, so a login for 1% of the votes.
+const LOGIN_EVERY_REQUESTS: u64 = 200;
+const WORKFLOW: &str = "GET ballot + POST vote, 1:1 (the workflow)";
+const WORKFLOW_LOGINS: &str =
+    "the workflow with credential logins at 1% of the votes (each from its own address)";
+
+impl Logins {
+    /// The next login: the next voter, from the next client address (behind
+    /// the loopback proxy the bench's server trusts), so the per-address
+    /// limit meets a crowd of people, as it would, not one machine.
+    fn request(&self) -> RequestSpec {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let (voter, credential) = &self.voters[(i % self.voters.len() as u64) as usize];
+        let address = format!("10.{}.{}.{}", (i >> 16) & 0xff, (i >> 8) & 0xff, i & 0xff);
+        RequestSpec {
+            method: http::Method::POST,
+            path_and_query: self.path.clone(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("x-forwarded-for".into(), address),
+            ],
+            body: Bytes::from(format!(
+                r#"{{"voterId":"{voter}","credential":"{credential}"}}"#
+            )),
+        }
+    }
+}
+
+/// Makes the login election through the API, as an authority does: a
+/// draft from a definition, then a roll of [`LOGIN_VOTERS`] voters whose
+/// credentials the import answers once.
+async fn login_election(
+    server: std::net::SocketAddr,
+    keys: &crate::platform::auth::TokenKeys,
+) -> anyhow::Result<Logins> {
+    use anyhow::Context;
+    let base = format!("http://{server}");
+    let http = reqwest::Client::new();
+    let admin = keys.issue("bench", crate::platform::auth::Role::ADMIN, 24 * 3600);
+    let now = crate::base::clock::now_ms();
+    let definition = serde_json::json!({
+        "name": "Bench logins",
+        "opensAt": crate::base::clock::rfc3339_ms(now + 86_400_000),
+        "closesAt": crate::base::clock::rfc3339_ms(now + 2 * 86_400_000),
+        "candidatesPerVoteMax": 1,
+        "parties": [{"code": "A", "name": "Party A", "colour": "#2e8b57"}],
+        "districts": [{"code": "L", "name": "Logins", "lists": [{"party": "A", "candidates": ["Ana Horvat"]}]}],
+    });
+    let r = http
+        .post(format!("{base}/api/voting/elections"))
+        .bearer_auth(&admin)
+        .json(&definition)
+        .send()
+        .await?;
+    let status = r.status();
+    let drafted: serde_json::Value = r.json().await?;
+    anyhow::ensure!(status.is_success(), "drafting the login election: {status} {drafted}");
+    let election = drafted["electionId"]
+        .as_i64()
+        .with_context(|| format!("no electionId in {drafted}"))?;
+    let mut roll = String::from("voter_id,district\n");
+    for v in 1..=LOGIN_VOTERS {
+        roll.push_str(&format!("L-{v:06},L\n"));
+    }
+    let r = http
+        .put(format!("{base}/api/voting/elections/{election}/roll"))
+        .bearer_auth(&admin)
+        .header("content-type", "text/csv")
+        .body(roll)
+        .send()
+        .await?;
+    let status = r.status();
+    let text = r.text().await?;
+    anyhow::ensure!(status.is_success(), "importing the login roll: {status} {text}");
+    let voters: Vec<(String, String)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let (voter, credential) = line.split_once(',')?;
+            Some((voter.to_string(), credential.to_string()))
+        })
+        .collect();
+    anyhow::ensure!(
+        voters.len() == LOGIN_VOTERS,
+        "the roll import answered {} credentials, not {LOGIN_VOTERS}",
+        voters.len()
+    );
+    Ok(Logins {
+        path: format!("/api/voting/elections/{election}/login"),
+        voters,
+        next: AtomicU64::new(0),
+    })
+}
+
 /// The seeded election's public key, read after the seed
 /// ([`VotingBench::offline`]).
 static ELECTION_KEY: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
@@ -262,7 +377,22 @@ impl Experiment for VotingBench {
             // voting: 0.41-0.46 -> 0.46-0.53 of /health, alternated).
             "--commit-delay-us".into(),
             VOTING_COMMIT_DELAY_US.to_string(),
+            // The login row's requests come through the loopback as from
+            // a proxy naming each person's address.
+            "--trusted-proxies".into(),
+            "127.0.0.1/32".into(),
         ]
+    }
+    fn prepare(&self, data_dir: &std::path::Path, server: std::net::SocketAddr) -> anyhow::Result<()> {
+        let secrets = crate::platform::secrets::Secrets::load_or_create(data_dir)?;
+        let keys = crate::platform::auth::TokenKeys::new(&secrets.token_secret);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let logins = rt.block_on(login_election(server, &keys))?;
+        eprintln!("logins: {LOGIN_VOTERS} voters at {}", logins.path);
+        let _ = LOGINS.set(Ok(Arc::new(logins)));
+        Ok(())
     }
     fn workloads(&self, scale: Scale) -> Vec<Workload> {
         let args = seed_args(scale);
@@ -290,9 +420,38 @@ impl Experiment for VotingBench {
             ballot_paths("/api/voting/baseline", districts),
             baseline_votes.clone(),
         ));
+        let logins = LOGINS
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Err("the bench made no login election (prepare did not run)".into()));
+        let (with_logins, logins_skipped): (throng_load::measure::RequestFactory, _) = match logins
+        {
+            Ok(logins) => {
+                let mix = mix.clone();
+                (
+                    Arc::new(move |seq: u64| {
+                        if seq % LOGIN_EVERY_REQUESTS == 1 {
+                            logins.request()
+                        } else {
+                            mix(seq)
+                        }
+                    }),
+                    None,
+                )
+            }
+            Err(why) => (Arc::new(|_| RequestSpec::get("/health")), Some(why)),
+        };
         vec![
             Workload {
-                name: "GET ballot + POST vote, 1:1 (the workflow)".into(),
+                name: WORKFLOW_LOGINS.into(),
+                factory: with_logins,
+                ok_statuses: vec![200, 201],
+                published: "-".into(),
+                skipped: logins_skipped,
+                ..Workload::default()
+            },
+            Workload {
+                name: WORKFLOW.into(),
                 factory: mix,
                 ok_statuses: vec![200, 201],
                 target_ratio_min: Some(0.5),
@@ -398,6 +557,13 @@ impl Experiment for VotingBench {
              election, the voter and the party's list, then inserts (voter, choice) keyed by the voter \
              through the same group-committing writer"
                 .into(),
+            format!(
+                "the workflow with logins: every {LOGIN_EVERY_REQUESTS}th request of the workflow is \
+                 a credential login (voter id + credential, checked against the keyed hash, a \
+                 voter's token signed) by one of {LOGIN_VOTERS} voters of a second election whose \
+                 roll the bench imported through the API, each from an address of its own behind \
+                 the trusted loopback proxy; set beside the workflow alone in the same runs"
+            ),
             "the shipped JMeter-style script (closed-model phases, CSV): \
              crates/throng-services/src/services/voting/artillery/scalection.yml"
                 .into(),
