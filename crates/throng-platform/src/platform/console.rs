@@ -117,6 +117,7 @@ fn not_signed_in() -> ApiError {
 /// server's pages: the X-Throng-Request header and a same-origin Origin or
 /// Sec-Fetch-Site.
 #[utoipa::path(post, path = "/api/admin/session", tag = "console",
+    params(("X-Throng-Request" = String, Header, description = "Any value: marks a request made by this server's pages (a cross-site form cannot send it)", example = "1")),
     request_body(content = SignIn, example = json!({"link": "q5Jd0mU3zV6x1b8c2N4aR7tY9wE0pLkHs3fGhJ2k1Ao"})),
     responses((status = 201, body = Whoami, description = "Signed in; Set-Cookie holds the session",
                example = json!({"sub": "alice@example.org", "role": "admin", "claims": {"sub": "alice@example.org", "role": "admin"},
@@ -175,6 +176,7 @@ pub async fn session_of(
 /// X-Throng-Request header and a same-origin request, as every change
 /// made with the session.
 #[utoipa::path(delete, path = "/api/admin/session", tag = "console",
+    params(("X-Throng-Request" = String, Header, description = "Any value: marks a request made by this server's pages (a cross-site form cannot send it)", example = "1")),
     security(("session" = [])),
     responses((status = 204, description = "Signed out; Set-Cookie clears the cookie"),
               (status = 401, description = "not_signed_in, session_ended"),
