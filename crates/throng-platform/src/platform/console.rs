@@ -151,21 +151,28 @@ pub async fn sign_in(
 
 /// Who is signed in to the console
 ///
-/// The session this browser's cookie names; 401 not_signed_in without one.
+/// The session this browser's cookie names; 204 without one (signed out,
+/// expired, idle too long, or never signed in), so a page asks without an
+/// error.
 #[utoipa::path(get, path = "/api/admin/session", tag = "console",
     security(("session" = [])),
     responses((status = 200, body = Whoami,
                example = json!({"sub": "alice@example.org", "role": "staff", "claims": {"sub": "alice@example.org", "role": "staff", "places": "12"},
                                 "expiresAt": "2030-01-02T17:30:00.000Z", "idleUntil": "2030-01-02T10:00:00.000Z",
                                 "lifetimeS": 28800, "idleTimeoutS": 1800})),
-              (status = 401, description = "not_signed_in")))]
+              (status = 204, description = "Not signed in")))]
 pub async fn session_of(
     State(sessions): State<Arc<Sessions>>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let secret = sessions.cookie_of(&headers).ok_or_else(not_signed_in)?;
-    let session = sessions.lookup(secret).await?.ok_or_else(not_signed_in)?;
-    let mut res = Json(whoami(&session)).into_response();
+    let session = match sessions.cookie_of(&headers) {
+        Some(secret) => sessions.lookup(secret).await?,
+        None => None,
+    };
+    let mut res = match session {
+        Some(session) => Json(whoami(&session)).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    };
     set_no_store(&mut res);
     Ok(res)
 }

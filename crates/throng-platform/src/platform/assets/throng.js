@@ -154,7 +154,7 @@ const Throng = (() => {
   async function consoleSession() {
     try {
       const res = await fetch("/api/admin/session", { credentials: "same-origin" });
-      return res.ok ? await res.json() : null;
+      return res.status === 200 ? await res.json() : null;
     } catch (_) {
       return null;
     }

@@ -29,7 +29,7 @@
           el("span", "at", time(e.at)),
           el("span", "service", e.service),
           el("span", "path", `${e.sub} (${e.role}, ${e.via}): ${e.method} ${e.path}`),
-          el("span", `status ${e.status < 400 ? "ok" : "refused"}`, String(e.status)),
+          el("span", `status ${e.status < 400 ? "ok" : "refused"}`, `${e.status} ${e.status < 400 ? "done" : "refused"}`),
         );
         $("audit").append(li);
       }
@@ -42,15 +42,19 @@
   }
 
   async function start() {
-    let who;
+    let res;
     try {
-      who = await api.getJson("/api/admin/session");
-    } catch (e) {
-      $("who").textContent = "Not signed in.";
-      $("signed-out").hidden = false;
-      if (!(e instanceof Throng.ApiError)) $("who").textContent = Throng.UNREACHABLE;
+      res = await api.fetch("/api/admin/session");
+    } catch (_) {
+      $("who").textContent = Throng.UNREACHABLE;
       return;
     }
+    if (res.status !== 200) {
+      $("who").textContent = res.status === 204 ? "Not signed in." : (await api.errorOf(res)).message;
+      $("signed-out").hidden = false;
+      return;
+    }
+    const who = await res.json();
     $("who").textContent = `Signed in as ${who.sub} (${who.role}) until ${time(who.expiresAt)}`;
     $("sign-out").hidden = false;
     const listed = await api.getJson("/api/admin/pages");
