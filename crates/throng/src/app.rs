@@ -17,15 +17,18 @@ use tokio::sync::oneshot;
 
 use crate::base::metrics;
 use crate::platform::admission::{self, Admission, AdmissionLimits};
-use crate::platform::auth::TokenKeys;
+use crate::platform::audit::Audit;
+use crate::platform::auth::{TokenKeys, PLATFORM_ROLES};
 use crate::platform::body_limit::BodyLimits;
 use crate::platform::client_addr::TrustedProxies;
+use crate::platform::console::ConsolePages;
 use crate::platform::crypto::PiiCipher;
 use crate::platform::error::ApiError;
 use crate::platform::headers;
 use crate::platform::secrets::Secrets;
 use crate::platform::server::{serve, ConnLimits};
 use crate::platform::service::{AnyService, LinkKind, OpenApiRouter, Platform};
+use crate::platform::session::Sessions;
 use crate::platform::streams::LiveStreams;
 use crate::services;
 use crate::store::{Store, StoreLimits, StoreUrl};
@@ -326,6 +329,7 @@ pub fn router_for(
     for s in list {
         services = services.merge(s.routes(&state)?);
     }
+    services = services.merge(crate::platform::console::routes(console_pages(list)));
     let (services, doc) = services.split_for_parts();
     // Built once per server; a clone of `Bytes` is a reference count.
     let index_html = bytes::Bytes::from(index_html(list));
@@ -354,9 +358,19 @@ pub fn router_for(
         None => platform_routes.route("/metrics", get(metrics_text)),
     };
     let routes = platform_routes.merge(services);
+    let audit = Arc::new(Audit::new(
+        state.store.clone(),
+        state.sessions.clock().clone(),
+        console_roles(list),
+        list.iter().map(|s| s.name()).collect(),
+    ));
     Ok(routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            audit,
+            crate::platform::audit::middleware,
+        ))
         .layer(DefaultBodyLimit::max(args.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(
             BodyLimits {
@@ -372,6 +386,29 @@ pub fn router_for(
         ))
         .layer(axum::middleware::map_response(headers::security))
         .with_state(state))
+}
+
+/// The administrative pages the services of `list` declare, for the
+/// console.
+fn console_pages(list: &[&'static dyn AnyService]) -> ConsolePages {
+    ConsolePages {
+        pages: list
+            .iter()
+            .flat_map(|s| s.admin_pages().iter().map(move |p| (s.name(), *p)))
+            .collect(),
+        services: list.iter().map(|s| s.name()).collect(),
+    }
+}
+
+/// The administrative roles (`RoleSpec::console`) of the platform and the
+/// services of `list`: whose calls the audit log records.
+pub fn console_roles(list: &[&'static dyn AnyService]) -> Vec<&'static str> {
+    PLATFORM_ROLES
+        .iter()
+        .chain(list.iter().flat_map(|s| s.roles().iter()))
+        .filter(|r| r.console)
+        .map(|r| r.role.name())
+        .collect()
 }
 
 /// A running server: its address and how to stop it.
@@ -438,16 +475,20 @@ pub async fn start_for(
         StoreUrl::Postgres(_) => None,
     };
     let (store, secrets) = open_store_for(&args.store, list).await?;
+    let public_url =
+        crate::platform::public_url::PublicUrl::new(args.public_url.clone(), args.listen);
     let platform = Platform {
+        sessions: Arc::new(Sessions::new(
+            store.clone(),
+            crate::base::clock::Clock::system(),
+            public_url.clone(),
+        )),
         store: store.clone(),
         keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         secrets: Arc::new(secrets),
         demo: args.demo,
-        public_url: crate::platform::public_url::PublicUrl::new(
-            args.public_url.clone(),
-            args.listen,
-        ),
+        public_url,
         streams: LiveStreams::new(
             Duration::from_millis(args.request_timeout_ms),
             Duration::from_millis(args.idle_timeout_ms),
@@ -634,6 +675,18 @@ fn openapi_json(mut doc: utoipa::openapi::OpenApi, with_metrics: bool) -> String
                 .scheme(utoipa::openapi::security::HttpAuthScheme::Bearer)
                 .bearer_format("JWT")
                 .build(),
+        ),
+    );
+    components.add_security_scheme(
+        "session",
+        utoipa::openapi::security::SecurityScheme::ApiKey(
+            utoipa::openapi::security::ApiKey::Cookie(
+                utoipa::openapi::security::ApiKeyValue::with_description(
+                    "throng_session",
+                    "the admin console's session (__Host-throng_session under an https public \
+                     URL), from POST /api/admin/session; changes also need X-Throng-Request",
+                ),
+            ),
         ),
     );
     let mut doc = serde_json::to_value(&doc).expect("the OpenAPI document serializes");

@@ -9,6 +9,7 @@ use crate::app::{self, ServeArgs, StoreArgs};
 use crate::platform::auth::{RoleSpec, TokenKeys, PLATFORM_ROLES};
 use crate::platform::secrets::Secrets;
 use crate::platform::service::AnyService;
+use crate::platform::session::{Sessions, VerifiedClaims};
 use crate::services;
 
 #[derive(Parser, Debug)]
@@ -36,6 +37,11 @@ pub enum Command {
     Seed(SeedArgs),
     /// Print a signed bearer token.
     Token(TokenArgs),
+    /// The admin console: print a one-time sign-in link.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
     /// Generate load: Artillery scripts (`run`) or one URL, wrk2-style (`url`).
     Load {
         #[command(subcommand)]
@@ -317,6 +323,37 @@ pub struct TokenArgs {
     pub claims: Vec<(String, serde_json::Value)>,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum AdminCommand {
+    /// Store a one-time sign-in link to the admin console (/admin/) and
+    /// print it: it signs in once, within --ttl-s, on any node sharing
+    /// this store.
+    Link(AdminLinkArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AdminLinkArgs {
+    /// Subject: who signs in (an e-mail address, a staff id).
+    #[arg(long)]
+    pub sub: String,
+    /// The session's role: admin, or an administrative role a service
+    /// declares (see `--help`).
+    #[arg(long, value_parser = console_role_names())]
+    pub role: String,
+    /// A claim of the session, KEY=VALUE (repeatable), as for `throng
+    /// token`: e.g. `--role staff --claim places=12,15`.
+    #[arg(long = "claim", value_name = "KEY=VALUE", value_parser = parse_claim)]
+    pub claims: Vec<(String, serde_json::Value)>,
+    /// Seconds the link may be used in, at most 600.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub ttl_s: u64,
+    /// The URL browsers reach the server at (as for `serve`).
+    #[arg(long, env = "THRONG_PUBLIC_URL", default_value = "http://127.0.0.1:8080", value_parser = crate::platform::public_url::parse)]
+    pub public_url: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
 fn parse_claim(s: &str) -> Result<(String, serde_json::Value), String> {
     let (key, value) = s
         .split_once('=')
@@ -343,6 +380,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Seed(args) => runtime().block_on(seed(args)),
         Command::StoreService(what) => runtime().block_on(service_command(what)),
         Command::Token(args) => token(args),
+        Command::Admin {
+            command: AdminCommand::Link(args),
+        } => runtime().block_on(admin_link(args)),
         Command::Service(c) => runtime().block_on(c.service.run_command(&c.matches)),
         Command::Load { mut command } => {
             // `throng load run --config FILE`: Artillery's configuration file, as given on
@@ -488,6 +528,46 @@ fn role_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
         all_roles().map(|r| clap::builder::PossibleValue::new(r.role.name()).help(r.about)),
     )
+}
+
+/// The roles that may sign in to the console.
+fn console_role_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        all_roles()
+            .filter(|r| r.console)
+            .map(|r| clap::builder::PossibleValue::new(r.role.name()).help(r.about)),
+    )
+}
+
+async fn admin_link(args: AdminLinkArgs) -> anyhow::Result<()> {
+    let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
+    let spec = all_roles()
+        .find(|r| r.role.name() == args.role && r.console)
+        .ok_or_else(|| anyhow::anyhow!("no console role named {}", args.role))?;
+    check_role_claims(spec, &extra)?;
+    let (store, _) = app::open_store(&args.store).await?;
+    let sessions = Sessions::new(
+        store,
+        crate::base::clock::Clock::system(),
+        crate::platform::public_url::PublicUrl::new(
+            Some(args.public_url.clone()),
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        ),
+    );
+    let claims = VerifiedClaims {
+        sub: args.sub,
+        role: spec.role.name().to_string(),
+        extra,
+    };
+    let secret = sessions
+        .create_link(&claims, args.ttl_s as i64 * 1000)
+        .await?;
+    println!("{}", Sessions::link_url(&args.public_url, &secret));
+    eprintln!(
+        "signs {} in as {} once, within {} s; open it in the browser",
+        claims.sub, claims.role, args.ttl_s
+    );
+    Ok(())
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {

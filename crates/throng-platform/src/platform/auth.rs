@@ -9,7 +9,9 @@ use axum::http::request::Parts;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use super::audit::{Actor, AuditSlot};
 use super::error::ApiError;
+use super::session::Sessions;
 
 /// A role a token carries: the platform's [`Role::ADMIN`], or one a service
 /// declares (`Service::roles`) and checks with [`Caller::require`]. Admin
@@ -57,6 +59,9 @@ pub struct RoleSpec {
     /// Claims a token of this role must carry (refused by `throng token`
     /// without them).
     pub claims: &'static [ClaimSpec],
+    /// An administrative role: may sign in to the console (`throng admin
+    /// link`), and its calls that change something are in the audit log.
+    pub console: bool,
 }
 
 /// A claim a role's tokens must carry, and its form.
@@ -180,6 +185,7 @@ pub const PLATFORM_ROLES: &[RoleSpec] = &[RoleSpec {
     role: Role::ADMIN,
     about: "everything administrative, and every other role's checks",
     claims: &[],
+    console: true,
 }];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -299,7 +305,8 @@ fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
     m.finalize().into_bytes().into()
 }
 
-/// A verified caller. Use as a handler argument; `require` checks the role.
+/// A verified caller: a bearer token's claims, or the console session's.
+/// Use as a handler argument; `require` checks the role.
 #[derive(Clone, Debug)]
 pub struct Caller(pub Claims);
 
@@ -312,13 +319,73 @@ pub fn bearer_claims<T: serde::de::DeserializeOwned>(
     let header = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| {
-            ApiError::unauthorized("missing_token", "send Authorization: Bearer <token>")
-        })?;
+        .ok_or_else(missing_credentials)?;
     let token = header
         .strip_prefix("Bearer ")
         .ok_or_else(|| ApiError::unauthorized("invalid_token", "expected 'Bearer <token>'"))?;
     keys.verify_as(token.trim())
+}
+
+fn missing_credentials() -> ApiError {
+    ApiError::unauthorized(
+        "missing_token",
+        "send Authorization: Bearer <token>, or sign in to the console at /admin/",
+    )
+}
+
+/// The one check of who calls: the claims of a request's bearer token, or,
+/// without an `Authorization` header, of the console session its cookie
+/// names (`platform::session`; a cookie's request that changes something
+/// must come from this server's pages). Read as `T` (claims that do not
+/// fit are `invalid_token`); the caller is noted for the audit log
+/// (`platform::audit`).
+pub async fn request_claims<T: serde::de::DeserializeOwned>(
+    parts: &Parts,
+    keys: &TokenKeys,
+    sessions: &Sessions,
+) -> Result<T, ApiError> {
+    let note = |map: &serde_json::Map<String, serde_json::Value>, via: &'static str| {
+        let text = |k: &str| {
+            map.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        AuditSlot::note(
+            &parts.extensions,
+            Actor {
+                sub: text("sub"),
+                role: text("role"),
+                via,
+            },
+        );
+    };
+    let map = if parts
+        .headers
+        .contains_key(axum::http::header::AUTHORIZATION)
+    {
+        let map: serde_json::Map<String, serde_json::Value> = bearer_claims(keys, &parts.headers)?;
+        note(&map, "token");
+        map
+    } else if let Some(secret) = sessions.cookie_of(&parts.headers) {
+        let session = sessions.lookup(secret).await?.ok_or_else(|| {
+            ApiError::unauthorized(
+                "session_ended",
+                "the console session has ended (signed out, expired or idle too long); sign \
+                 in again with a new link from throng admin link",
+            )
+        })?;
+        let mut map = session.claims;
+        map.insert("iat".into(), (session.created_ms / 1000).into());
+        map.insert("exp".into(), (session.idle_until_ms / 1000).into());
+        note(&map, "session");
+        sessions.check_same_origin(&parts.method, &parts.headers)?;
+        map
+    } else {
+        return Err(missing_credentials());
+    };
+    serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|_| ApiError::unauthorized("invalid_token", "the bearer token is not valid"))
 }
 
 impl Caller {
@@ -338,10 +405,12 @@ impl<S> FromRequestParts<S> for Caller
 where
     S: Send + Sync,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<Sessions>: FromRef<S>,
 {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let keys = Arc::<TokenKeys>::from_ref(state);
-        bearer_claims(&keys, &parts.headers).map(Caller)
+        let sessions = Arc::<Sessions>::from_ref(state);
+        request_claims(parts, &keys, &sessions).await.map(Caller)
     }
 }

@@ -9,9 +9,11 @@
 
 pub mod admission;
 pub mod assets;
+pub mod audit;
 pub mod auth;
 pub mod body_limit;
 pub mod client_addr;
+pub mod console;
 pub mod crypto;
 pub mod docs;
 pub mod error;
@@ -26,6 +28,7 @@ pub mod secrets;
 pub mod seed_watch;
 pub mod server;
 pub mod service;
+pub mod session;
 pub mod streams;
 
 pub use crate::base::{clock, metrics};

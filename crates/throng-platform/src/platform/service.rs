@@ -39,6 +39,7 @@ use super::auth::{RoleSpec, TokenKeys};
 use super::crypto::PiiCipher;
 use super::experiment::Experiment;
 use super::secrets::Secrets;
+use super::session::Sessions;
 use super::streams::LiveStreams;
 use crate::store::{MigrationSet, Store};
 
@@ -59,6 +60,8 @@ pub struct Platform {
     pub streams: Arc<LiveStreams>,
     /// The event streams and log consumers the served services own.
     pub owned_events: Arc<OwnedEvents>,
+    /// The admin console's sign-in links and sessions.
+    pub sessions: Arc<Sessions>,
 }
 
 /// The event stream categories and log consumers of the services an app
@@ -156,6 +159,21 @@ pub enum LinkKind {
     Endpoint,
 }
 
+/// An administrative page of a service, listed on the admin console
+/// (`/admin/`) for the roles that may use it.
+#[derive(Clone, Copy, Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminPage {
+    /// The page's path on this server.
+    pub href: &'static str,
+    pub title: &'static str,
+    /// One sentence: what is done there.
+    pub about: &'static str,
+    /// Roles that work there (admin works everywhere).
+    #[schema(value_type = Vec<String>)]
+    pub roles: &'static [&'static str],
+}
+
 /// One service, described once, with its flags, seed flags and state as
 /// types. Every item but `NAME`, the three types, `start` and `routes` has
 /// a default for a service without that part. The platform
@@ -249,6 +267,12 @@ pub trait Service: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Its administrative pages, listed on the admin console; they work
+    /// with the console's session as well as with a pasted token.
+    fn admin_pages(&self) -> &'static [AdminPage] {
+        &[]
+    }
+
     /// The categories of its event streams (a stream `{category}-{id}`):
     /// the events API reads them and never lets a client append to them.
     fn event_categories(&self) -> &'static [&'static str] {
@@ -334,6 +358,7 @@ pub trait AnyService: Send + Sync + 'static {
     /// panic in a handler.
     fn routes(&self, state: &AppState) -> anyhow::Result<OpenApiRouter<AppState>>;
     fn links(&self) -> Vec<Link>;
+    fn admin_pages(&self) -> &'static [AdminPage];
     fn event_categories(&self) -> &'static [&'static str];
     fn event_consumers(&self) -> &'static [&'static str];
     fn experiments(&self) -> Vec<Box<dyn Experiment>>;
@@ -430,6 +455,10 @@ impl<S: Service> AnyService for S {
         Service::links(self)
     }
 
+    fn admin_pages(&self) -> &'static [AdminPage] {
+        Service::admin_pages(self)
+    }
+
     fn event_categories(&self) -> &'static [&'static str] {
         Service::event_categories(self)
     }
@@ -477,6 +506,7 @@ pub struct AppStateInner {
     pub keys: Arc<TokenKeys>,
     pub pii: Arc<PiiCipher>,
     pub streams: Arc<LiveStreams>,
+    pub sessions: Arc<Sessions>,
     /// Started services' states by type; a handful, so a scan beats a hash.
     parts: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     /// Set when the node is stopping: `/ready` answers 503 so a balancer
@@ -498,6 +528,7 @@ impl AppState {
             keys: platform.keys.clone(),
             pii: platform.pii.clone(),
             streams: platform.streams.clone(),
+            sessions: platform.sessions.clone(),
             parts: started.iter().map(|s| s.state.clone()).collect(),
             draining: std::sync::atomic::AtomicBool::new(false),
         }))
@@ -540,6 +571,12 @@ impl<T: ServiceState> FromRef<AppState> for Arc<T> {
 impl FromRef<AppState> for Arc<TokenKeys> {
     fn from_ref(s: &AppState) -> Self {
         s.keys.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Sessions> {
+    fn from_ref(s: &AppState) -> Self {
+        s.sessions.clone()
     }
 }
 

@@ -26,6 +26,7 @@ mod booking_person;
 mod booking_places;
 mod comments;
 mod comments_site;
+mod console;
 mod events;
 mod invites;
 mod invites_rules;

@@ -36,11 +36,34 @@ const Throng = (() => {
     return Math.max(1, s);
   }
 
+  // The header that marks a request as made by this server's own pages:
+  // the server refuses a change made with the console's session cookie
+  // without it (a form on another site cannot send it). Set on requests
+  // to the page's own origin only (an embedded widget's cross-site calls
+  // carry a bearer token instead).
+  const REQUEST_HEADER = "X-Throng-Request";
+
+  function sameOrigin(url) {
+    try {
+      return typeof location !== "undefined" && new URL(url, location.href).origin === location.origin;
+    } catch (_) {
+      return false;
+    }
+  }
+
+  function marked(url, init) {
+    if (!sameOrigin(url)) return init;
+    const headers = new Headers((init && init.headers) || {});
+    headers.set(REQUEST_HEADER, "1");
+    return { ...(init || {}), headers, credentials: "same-origin" };
+  }
+
   // fetch that retries a 429 or 503 after the wait it asks for, at most
   // policy.retriesMax times; the last answer is returned whatever it is.
   // Only requests whose body can be sent again (a string, not a stream).
   async function politeFetch(url, init, policy) {
     const p = { ...RETRY_POLICY, ...policy };
+    init = marked(url, init);
     for (let attempt = 1; ; attempt++) {
       const res = await fetch(url, init);
       if (!RETRY_STATUSES.has(res.status) || attempt > p.retriesMax) return res;
@@ -125,5 +148,33 @@ const Throng = (() => {
     }
   }
 
-  return { RETRY_POLICY, UNREACHABLE, BUSY, client, retryAfterS, readJson, errorFromBody, ApiError, applyMaxLengths };
+  // The console session this browser is signed in with ({ sub, role,
+  // claims, expiresAt, ... }), or null: an admin page opened from the
+  // console works with it, no token pasted.
+  async function consoleSession() {
+    try {
+      const res = await fetch("/api/admin/session", { credentials: "same-origin" });
+      return res.status === 200 ? await res.json() : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // On an admin page opened signed in to the console: hides `box` (the
+  // page's token field, kept for API users) and says who is signed in,
+  // with the way back to the console.
+  function showConsoleSession(box, who) {
+    const note = document.createElement("p");
+    note.id = "console-session";
+    note.setAttribute("role", "status");
+    note.append(`Signed in to the console as ${who.sub} (${who.role}). `);
+    const back = document.createElement("a");
+    back.href = "/admin/";
+    back.textContent = "Back to the console";
+    note.append(back);
+    box.style.display = "none";
+    box.before(note);
+  }
+
+  return { RETRY_POLICY, UNREACHABLE, BUSY, REQUEST_HEADER, client, consoleSession, showConsoleSession, retryAfterS, readJson, errorFromBody, ApiError, applyMaxLengths };
 })();

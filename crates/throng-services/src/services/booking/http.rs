@@ -39,6 +39,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<BookingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
 {
     OpenApiRouter::default()
         .routes(routes!(list_places))

@@ -34,7 +34,7 @@ use crate::platform::crypto::{BlindIndex, PiiCipher};
 use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
-    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
+    AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store, StoreError};
 use model::{RegisterOutcome, SealedRegistration};
@@ -198,6 +198,23 @@ impl Service for Booking {
 
     fn routes(&self) -> OpenApiRouter<AppState> {
         http::routes()
+    }
+
+    fn admin_pages(&self) -> &'static [AdminPage] {
+        &[
+            AdminPage {
+                href: "/booking/staff/",
+                title: "Booking: a place's day",
+                about: "a place's list of the day with check-in, print and CSV.",
+                roles: &["staff"],
+            },
+            AdminPage {
+                href: "/booking/admin/",
+                title: "Booking: places",
+                about: "find, define and change places, their hours and days; import a CSV.",
+                roles: &[],
+            },
+        ]
     }
 
     fn links(&self) -> Vec<Link> {

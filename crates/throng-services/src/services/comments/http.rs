@@ -61,6 +61,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<CommentsState>: axum::extract::FromRef<S>,
     Arc<TokenKeys>: axum::extract::FromRef<S>,
+    Arc<crate::platform::session::Sessions>: axum::extract::FromRef<S>,
 {
     OpenApiRouter::default()
         .routes(routes!(list_comments).map(preflighted))

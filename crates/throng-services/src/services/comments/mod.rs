@@ -25,7 +25,7 @@ use crate::platform::auth::TokenKeys;
 use crate::platform::auth::{Role, RoleSpec};
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
-    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
+    AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store, StoreError};
 
@@ -68,21 +68,25 @@ impl Service for Comments {
                 role: USER,
                 about: "a reviewer (sub = the user's id): posts, edits and deletes their reviews",
                 claims: &[],
+                console: false,
             },
             RoleSpec {
                 role: PROVIDER,
                 about: "a course provider (sub = its id): replies to its courses' reviews",
                 claims: &[],
+                console: false,
             },
             RoleSpec {
                 role: MODERATOR,
                 about: "a comments moderator: hides, restores, removes, bans, works the queue",
                 claims: &[],
+                console: true,
             },
             RoleSpec {
                 role: HOST,
                 about: "the host site: registers providers, courses and enrolments",
                 claims: &[],
+                console: false,
             },
         ]
     }
@@ -133,6 +137,15 @@ impl Service for Comments {
 
     fn routes(&self) -> OpenApiRouter<AppState> {
         http::routes()
+    }
+
+    fn admin_pages(&self) -> &'static [AdminPage] {
+        &[AdminPage {
+            href: "/comments/moderate",
+            title: "Comments: moderation",
+            about: "the queue of held and reported reviews: approve, hide, dismiss, ban.",
+            roles: &["moderator"],
+        }]
     }
 
     fn links(&self) -> Vec<Link> {

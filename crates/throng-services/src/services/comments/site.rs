@@ -51,6 +51,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<CommentsState>: axum::extract::FromRef<S>,
     Arc<TokenKeys>: axum::extract::FromRef<S>,
+    Arc<crate::platform::session::Sessions>: axum::extract::FromRef<S>,
 {
     let p = |m: axum::routing::MethodRouter<S>| m.options(|| async { StatusCode::NO_CONTENT });
     let no_store = || axum::middleware::map_response(crate::platform::headers::no_store);

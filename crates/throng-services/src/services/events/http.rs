@@ -46,6 +46,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<EventsState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
     Arc<crate::platform::streams::LiveStreams>: FromRef<S>,
 {
     OpenApiRouter::default()

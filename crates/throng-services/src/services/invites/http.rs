@@ -65,6 +65,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<InvitesState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
 {
     OpenApiRouter::default()
         .routes(routes!(create_site, list_sites))

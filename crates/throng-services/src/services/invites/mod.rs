@@ -32,7 +32,7 @@ use include_dir::include_dir;
 
 use crate::platform::experiment::Experiment;
 use crate::platform::service::{
-    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
+    AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store};
 
@@ -144,6 +144,15 @@ impl Service for Invites {
 
     fn routes(&self) -> OpenApiRouter<AppState> {
         http::routes()
+    }
+
+    fn admin_pages(&self) -> &'static [AdminPage] {
+        &[AdminPage {
+            href: "/invites/admin",
+            title: "Survey invitations",
+            about: "sites and their rules, the snippet, pause and resume, results by day and page.",
+            roles: &[],
+        }]
     }
 
     fn links(&self) -> Vec<Link> {

@@ -93,6 +93,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<VotingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
     Arc<LiveStreams>: FromRef<S>,
 {
     // Bodies bounded by the service's own limits ([`LARGE_BODIES`], checked

@@ -58,6 +58,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<VotingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
     Arc<LiveStreams>: FromRef<S>,
 {
     OpenApiRouter::default()

@@ -44,7 +44,7 @@ use crate::platform::client_addr::ClientCounts;
 use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
-    AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
+    AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
 use crate::store::{MigrationSet, Store};
 use model::Election;
@@ -193,6 +193,7 @@ impl Service for Voting {
                     kind: ClaimKind::Integer,
                 },
             ],
+            console: false,
         }]
     }
 
@@ -298,6 +299,15 @@ impl Service for Voting {
 
     fn routes(&self) -> OpenApiRouter<AppState> {
         http::routes()
+    }
+
+    fn admin_pages(&self) -> &'static [AdminPage] {
+        &[AdminPage {
+            href: "/voting/admin",
+            title: "Voting: election authority",
+            about: "draft an election, import its roll, open, close and publish it.",
+            roles: &[],
+        }]
     }
 
     fn links(&self) -> Vec<Link> {

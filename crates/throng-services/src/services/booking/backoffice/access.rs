@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::platform::auth::{self, ClaimSpec, IdList, Role, RoleSpec, TokenKeys};
 use crate::platform::error::ApiError;
+use crate::platform::session::Sessions;
 
 /// Staff of the places its token's `places` claim names.
 pub const STAFF: Role = Role::new("staff");
@@ -26,6 +27,7 @@ pub const ROLES: &[RoleSpec] = &[RoleSpec {
             centre): their day lists with personal data, check-in, bookings on a person's \
             behalf, support lookups, closing a day",
     claims: &[ClaimSpec::id_list(PLACES_CLAIM)],
+    console: true,
 }];
 
 /// A token's claims as the back office reads them.
@@ -92,11 +94,13 @@ impl<S> FromRequestParts<S> for Staff
 where
     S: Send + Sync,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<Sessions>: FromRef<S>,
 {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let keys = Arc::<TokenKeys>::from_ref(state);
-        let claims: StaffClaims = auth::bearer_claims(&keys, &parts.headers)?;
+        let sessions = Arc::<Sessions>::from_ref(state);
+        let claims: StaffClaims = auth::request_claims(parts, &keys, &sessions).await?;
         if claims.role == Role::ADMIN {
             return Ok(Staff {
                 sub: claims.sub,

@@ -43,6 +43,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<BookingState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
 {
     // Every answer here may carry personal data or an access code.
     OpenApiRouter::default()

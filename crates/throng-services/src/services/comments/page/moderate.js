@@ -1,6 +1,7 @@
 // The moderation page's script (a file: the pages' CSP allows no inline
 // script), over the shared client (/assets/throng.js): works the queue of
-// held and reported comments with a moderator's token.
+// held and reported comments with a moderator's token or the admin
+// console's session.
 (() => {
   const $ = (id) => document.getElementById(id);
   const SENTENCES = {
@@ -14,6 +15,8 @@
   };
   const api = Throng.client({ sentences: SENTENCES });
   let token = sessionStorage.getItem("throng-moderator-token");
+  // Signed in to the admin console: its session signs the calls in.
+  let bySession = false;
   const el = (tag, props = {}, ...kids) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(props)) {
@@ -50,7 +53,7 @@
 
   async function load(message) {
     const queue = $("queue");
-    if (!token) {
+    if (!token && !bySession) {
       queue.replaceChildren(el("p", { class: "note", text: "Sign in to see the queue." }));
       return;
     }
@@ -125,6 +128,16 @@
     signedIn(r.json.token, `signed in as moderator ${r.json.sub}`);
   };
   $("refresh").onclick = () => load();
-  if (token) $("who").textContent = "signed in";
-  load();
+  if (token) {
+    $("who").textContent = "signed in";
+    load();
+  } else {
+    Throng.consoleSession().then((who) => {
+      if (who) {
+        bySession = true;
+        Throng.showConsoleSession($("token").closest("fieldset"), who);
+      }
+      load();
+    });
+  }
 })();

@@ -1,5 +1,6 @@
 // The invites admin page (/invites/admin): sites created and changed
-// through the API with an admin token (kept in this tab's sessionStorage),
+// through the API with the admin console's session or an admin token (kept
+// in this tab's sessionStorage),
 // each field's error beside it (the API's invalid_field names the field),
 // the snippet copied, a site paused and resumed, and its results by day
 // (an inline SVG chart) and page, with the CSV the API gives.
@@ -33,7 +34,7 @@
   };
 
   async function call(method, path, body, accept) {
-    const headers = { Authorization: `Bearer ${token()}` };
+    const headers = token() ? { Authorization: `Bearer ${token()}` } : {};
     if (body) headers["Content-Type"] = "application/json";
     if (accept) headers.Accept = accept;
     const res = await api.fetch(path, { method, headers, body: body ? JSON.stringify(body) : undefined, cache: "no-store" });
@@ -339,5 +340,12 @@
   if (token()) {
     $("token").value = token();
     loadSites();
+  } else {
+    // Opened from the admin console: its session signs the calls in.
+    Throng.consoleSession().then((who) => {
+      if (!who) return;
+      Throng.showConsoleSession($("token-form").closest("section"), who);
+      loadSites();
+    });
   }
 })();

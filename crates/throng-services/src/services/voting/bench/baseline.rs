@@ -103,6 +103,7 @@ where
     Arc<VotingState>: FromRef<S>,
     Arc<BaselineState>: FromRef<S>,
     Arc<TokenKeys>: FromRef<S>,
+    Arc<crate::platform::session::Sessions>: FromRef<S>,
 {
     Router::new()
         .route(

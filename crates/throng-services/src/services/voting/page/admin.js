@@ -23,6 +23,8 @@ const MESSAGES = {
 const api = Throng.client({ sentences: MESSAGES });
 
 let credentialsUrl = null;
+// Signed in to the admin console: its session signs the calls in.
+let bySession = false;
 
 function setStatus(text, kind, code) {
   const s = $("status");
@@ -111,7 +113,7 @@ async function showElection() {
 
 async function showLog() {
   const list = $("admin-log");
-  if (!$("admin-token").value.trim() || !electionId()) {
+  if ((!$("admin-token").value.trim() && !bySession) || !electionId()) {
     list.replaceChildren();
     return;
   }
@@ -239,4 +241,10 @@ $("admin-token").addEventListener("change", () => guarded(showLog));
 for (const b of document.querySelectorAll("#steps button")) {
   b.addEventListener("click", () => guarded(() => step(b.dataset.step)));
 }
-guarded(() => loadElections());
+Throng.consoleSession().then((who) => {
+  if (who && !$("admin-token").value.trim()) {
+    bySession = true;
+    Throng.showConsoleSession($("admin-token").closest("fieldset"), who);
+  }
+  guarded(() => loadElections());
+});

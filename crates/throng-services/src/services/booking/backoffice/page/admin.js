@@ -45,8 +45,12 @@ function showFailure(text, retry) {
   $("status").append(" ", b);
 }
 
+// Signed in to the admin console: its session signs the calls in.
+let bySession = false;
+
 function auth() {
-  return { Authorization: `Bearer ${$("a-token").value.trim()}` };
+  const token = $("a-token").value.trim();
+  return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
 // Sends a request with the token; resolves to the answer, or to null when
@@ -56,7 +60,7 @@ function auth() {
 async function call(url, init, retry) {
   const token = $("a-token").value.trim();
   const open = Boolean(init && init.open);
-  if (!token && !open) { setFieldError("a-token", "Paste an admin token (made with: throng token --role admin)."); $("a-token").focus(); setStatus(""); return null; }
+  if (!token && !open && !bySession) { setFieldError("a-token", "Paste an admin token (made with: throng token --role admin)."); $("a-token").focus(); setStatus(""); return null; }
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   let res;
   try {
@@ -382,4 +386,13 @@ $("day-form").addEventListener("submit", setDay);
 $("import").addEventListener("submit", importCsv);
 $("extend").addEventListener("click", extend);
 $("a-token").value = sessionStorage.getItem(TOKEN_KEY) || "";
-find();
+if ($("a-token").value) find();
+else {
+  Throng.consoleSession().then((who) => {
+    if (who) {
+      bySession = true;
+      Throng.showConsoleSession($("a-token").closest(".field"), who);
+    }
+    find();
+  });
+}

@@ -24,8 +24,12 @@ function setFieldError(id, text) {
   if (text) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
 }
 
+// Signed in to the admin console: its session signs the calls in.
+let bySession = false;
+
 function auth() {
-  return { Authorization: `Bearer ${$("s-token").value.trim()}` };
+  const token = $("s-token").value.trim();
+  return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
 function sentence(error) {
@@ -43,11 +47,11 @@ async function load(event) {
   ["s-token", "s-place", "s-day"].forEach((id) => setFieldError(id, ""));
   const token = $("s-token").value.trim(), place = $("s-place").value.trim(), day = $("s-day").value;
   let ok = true;
-  if (!token) { setFieldError("s-token", "Paste your staff token."); ok = false; }
+  if (!token && !bySession) { setFieldError("s-token", "Paste your staff token."); ok = false; }
   if (!/^[1-9][0-9]{0,9}$/.test(place)) { setFieldError("s-place", "Enter the place's number, like 12."); ok = false; }
   if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) { setFieldError("s-day", "Choose a day."); ok = false; }
   if (!ok) return;
-  sessionStorage.setItem(TOKEN_KEY, token);
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
   setStatus("Loading…");
   const res = await api.fetch(`/api/booking/places/${place}/days/${day}/registrations`, { headers: auth() });
   if (!res.ok) { $("day").hidden = true; setStatus(sentence(await api.errorOf(res)), "error"); return; }
@@ -152,3 +156,14 @@ if (!$("s-day").value) $("s-day").value = new Date().toISOString().slice(0, 10);
 const params = new URLSearchParams(location.hash.slice(1));
 if (params.get("place")) $("s-place").value = params.get("place");
 if (params.get("day")) $("s-day").value = params.get("day");
+// Opened from the admin console: its session signs the calls in, and a
+// staff member of one place has it filled in.
+if (!$("s-token").value) {
+  Throng.consoleSession().then((who) => {
+    if (!who) return;
+    bySession = true;
+    Throng.showConsoleSession($("s-token").closest("label"), who);
+    const places = String(who.claims.places ?? "");
+    if (!$("s-place").value && /^[1-9][0-9]*$/.test(places)) $("s-place").value = places;
+  });
+}
