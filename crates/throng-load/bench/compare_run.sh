@@ -16,8 +16,8 @@
 set -euo pipefail
 R=${1:-3}; D=${2:-4}; C=${3:-64}
 T=${CARGO_TARGET_DIR:-target}
-B=${THRONG_LOAD:-$T/release/throng-load}
-S=${HEALTH_SERVER:-$T/release/examples/health_server}
+B=$(realpath "${THRONG_LOAD:-$T/release/throng-load}")
+S=$(realpath "${HEALTH_SERVER:-$T/release/examples/health_server}")
 HTTP_PORT=43182; HTTPS_PORT=43183
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
@@ -52,6 +52,7 @@ module.exports = { stamp };
 let sent = 0;
 function stamp(requestParams, context, events, next) {
   sent += 1;
+  requestParams.headers = requestParams.headers || {};
   requestParams.headers["x-request-stamp"] = "r" + sent;
   return next();
 }
