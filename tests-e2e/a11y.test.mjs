@@ -58,6 +58,7 @@ function pages() {
     { name: "comments", path: "/comments/" },
     { name: "comments: moderation", path: "/comments/moderate" },
     { name: "invites: demo page", path: "/invites/demo" },
+    { name: "invites: demo survey", path: "/invites/demo/survey" },
     { name: "invites: admin", path: "/invites/admin" },
     { name: "invites: admin, signed in", path: "/invites/admin", ready: async (p) => {
       await signIn("#token", "#token-form button[type=submit]")(p);
