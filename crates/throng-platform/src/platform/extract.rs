@@ -185,10 +185,11 @@ fn field_message(field: &str, detail: &str, what: &str) -> String {
         return format!("{} is required", name(&target));
     }
     if let Some(unknown) = between(&detail, "unknown field `", "`") {
-        let target = if what == "field" {
-            joined(unknown)
-        } else {
+        // The path already ends with the unknown key.
+        let target = if field.is_empty() {
             unknown.to_string()
+        } else {
+            field.to_string()
         };
         let known = detail
             .split_once(", expected one of ")
@@ -217,7 +218,10 @@ fn field_message(field: &str, detail: &str, what: &str) -> String {
     }
     if let Some(rest) = detail.strip_prefix("invalid value: ") {
         if let Some((_, want)) = rest.split_once(", expected ") {
-            return format!("{subject} must be {}", kind(want));
+            return format!(
+                "{subject} must be {}",
+                range(want).unwrap_or_else(|| kind(want))
+            );
         }
     }
     if let Some(want) = number_parse(&detail) {
@@ -261,6 +265,22 @@ fn kind(serde: &str) -> String {
         _ => return serde.trim().to_string(),
     };
     known.to_string()
+}
+
+/// The bounds of an integer type serde names, for a value out of its range.
+fn range(serde: &str) -> Option<String> {
+    let (lo, hi): (i128, i128) = match serde.trim() {
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "u64" | "usize" => (0, u64::MAX.into()),
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    };
+    Some(format!("a whole number from {lo} to {hi}"))
 }
 
 /// The standard library's number parse errors, which a query string
@@ -652,7 +672,7 @@ mod tests {
         );
         assert_eq!(
             body(r#"{"placeId": 7, "person": {"phone": "1"}, "days": 300}"#),
-            field("the field `days` must be u8")
+            field("the field `days` must be a whole number from 0 to 255")
         );
         assert_eq!(
             body(r#"{"placeId": 7, "admin": true}"#),
@@ -703,7 +723,7 @@ mod tests {
         assert_eq!(query("days=1"), "the query parameter `from` is required");
         assert_eq!(
             query("from=x&order=up"),
-            "the query parameter `order` must be one of `asc`, `desc`"
+            "the query parameter `order` must be `asc` or `desc`"
         );
         for q in ["from=x&days=99999999999", "from=x&days=-1"] {
             assert!(!query(q).contains("Failed"), "{q}");
