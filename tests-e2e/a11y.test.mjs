@@ -106,6 +106,8 @@ async function smallTargets(page, where) {
       if (style.visibility === "hidden" || style.display === "none" || e.closest("[hidden], [aria-hidden=true]")) continue;
       let box = e.getBoundingClientRect();
       if (!box.width || !box.height) continue;
+      // Off screen until focused (a skip link).
+      if (box.right <= 0 || box.left >= innerWidth) continue;
       if (e.tagName === "A" && style.display === "inline") {
         const parent = e.parentElement;
         const text = parent ? parent.textContent.trim() : "";
@@ -130,6 +132,14 @@ async function settle(page) {
   await page.waitForLoadState("load");
   await page.waitForTimeout(SETTLE_MS);
 }
+
+test("axe reports what these tests fail on (a button without a name, a field without a label)", { timeout: TEST_MS_MAX }, async (t) => {
+  const { page } = await session.newPage(t);
+  await page.setContent('<!doctype html><html lang="en"><title>t</title><body><main><h1>t</h1><button></button><input></main></body></html>');
+  const found = (await axeViolations(page, "a broken page")).join("\n");
+  assert.match(found, /button-name \(critical/);
+  assert.match(found, /label \(critical/);
+});
 
 for (const vp of VIEWPORTS) {
   test(`no serious or critical axe violation on any page (${vp.name})`, { timeout: TEST_MS_MAX }, async (t) => {
