@@ -111,12 +111,12 @@ test("search filters as one types; the token is typed once, kept in the tab, use
   const described = await page.locator("section.op p.description").count();
   assert.equal(described, all, "every operation has a description");
 
-  await page.fill("#filter", "attendance");
+  await page.fill("#filter", "/attendance");
   const shown = page.locator("section.op:visible");
-  assert.equal(await shown.count(), 1, "one operation matches 'attendance'");
+  assert.equal(await shown.count(), 1, "one operation matches '/attendance'");
   assert.match(await shown.first().innerText(), /\/api\/booking\/staff\/registrations\/\{registration_id\}\/attendance/);
   assert.match(await page.textContent("#filter-count"), /^1 of \d+ operations match/);
-  await page.fill("#filter", "post voting");
+  await page.fill("#filter", "post /api/voting/");
   const voting = await page.locator("section.op:visible h3").allInnerTexts();
   assert.ok(voting.length >= 3 && voting.every((h) => /POST\s+\/api\/voting\//.test(h)), voting.join("\n"));
   await page.fill("#filter", "no such operation at all");
