@@ -275,7 +275,12 @@ fn events_from_json(
                 "the body is a JSON array of {{eventId, type, data, metadata?}}: {e}"
             )))
         }
-        Err(e) => return Err(ApiError::bad_request("malformed_json", e.to_string())),
+        Err(e) => {
+            return Err(ApiError::bad_request(
+                "malformed_json",
+                format!("the body is not valid JSON: {e}"),
+            ))
+        }
     };
     check_count(st, list.len())?;
     list.into_iter()
