@@ -139,7 +139,8 @@ test("search filters as one types; the token is typed once, kept in the tab, use
   assert.match(register, /^curl -X POST '.*\/api\/booking\/registrations' -H 'Content-Type: application\/json' --data-binary '\{"/);
   assert.doesNotMatch(register, /Authorization/);
   // Path parameters take their examples.
-  assert.doesNotMatch(await page.locator("#op-post-api-invites-sites-site_id-pause pre.curl-line").innerText(), /\{site_id\}/);
+  assert.match(await page.locator("#op-post-api-invites-sites-site_id-pause pre.curl-line").innerText(), /\/api\/invites\/sites\/1\/pause'/);
+  assert.match(await page.locator("#op-put-api-booking-places-place_id pre.curl-line").innerText(), /\/api\/booking\/places\/1' /);
 
   // The button copies the line (or selects it where the clipboard is refused).
   await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin });

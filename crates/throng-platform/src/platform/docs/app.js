@@ -45,7 +45,10 @@ function paramExample(doc, p) {
   if (Array.isArray(s.examples) && s.examples.length) return s.examples[0];
   if (s.enum && s.enum.length) return s.enum[0];
   if (s.default !== undefined) return s.default;
-  return "{" + p.name + "}";
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== "null") : s.type;
+  if (type === "integer" || type === "number") return Math.max(s.minimum ?? 1, 1);
+  if (s.format === "date") return new Date().toISOString().slice(0, 10);
+  return null;
 }
 
 function isSecured(doc, op) {
@@ -60,9 +63,10 @@ function curlLine(doc, method, path, op, params) {
   const headers = [];
   for (const p of params) {
     const v = paramExample(doc, p);
-    if (p.in === "path") url = url.split("{" + p.name + "}").join(encodeURIComponent(String(v)));
-    else if (p.in === "query" && p.required) query.push(encodeURIComponent(p.name) + "=" + encodeURIComponent(String(v)));
-    else if (p.in === "header" && p.required) headers.push(p.name + ": " + v);
+    // Without an example, the placeholder stays for the reader to fill in.
+    if (p.in === "path") url = url.split("{" + p.name + "}").join(v === null ? "{" + p.name + "}" : encodeURIComponent(String(v)));
+    else if (p.in === "query" && p.required) query.push(encodeURIComponent(p.name) + "=" + (v === null ? "{" + p.name + "}" : encodeURIComponent(String(v))));
+    else if (p.in === "header" && p.required) headers.push(p.name + ": " + (v === null ? "{" + p.name + "}" : v));
   }
   const parts = ["curl"];
   if (method !== "get") parts.push("-X", method.toUpperCase());
