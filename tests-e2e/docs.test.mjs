@@ -102,3 +102,65 @@ test("readable on a 390 px phone", { timeout: TEST_MS_MAX }, async (t) => {
   onlyLocal(requests);
   assert.deepEqual(errors, []);
 });
+
+test("search filters as one types; the token is typed once, kept in the tab, used in every curl line", { timeout: TEST_MS_MAX }, async (t) => {
+  const { page, errors, requests } = await openDocs(t);
+  const all = await page.locator("section.op").count();
+  assert.ok(all >= 40, `${all} operations`);
+  // Every operation shows a description and its example request or answer.
+  const described = await page.locator("section.op p.description").count();
+  assert.equal(described, all, "every operation has a description");
+
+  await page.fill("#filter", "/attendance");
+  const shown = page.locator("section.op:visible");
+  assert.equal(await shown.count(), 1, "one operation matches '/attendance'");
+  assert.match(await shown.first().innerText(), /\/api\/booking\/staff\/registrations\/\{registration_id\}\/attendance/);
+  assert.match(await page.textContent("#filter-count"), /^1 of \d+ operations match/);
+  await page.fill("#filter", "post /api/voting/");
+  const voting = await page.locator("section.op:visible h3").allInnerTexts();
+  assert.ok(voting.length >= 3 && voting.every((h) => /POST\s+\/api\/voting\//.test(h)), voting.join("\n"));
+  await page.fill("#filter", "no such operation at all");
+  assert.equal(await page.locator("section.op:visible").count(), 0);
+  assert.match(await page.textContent("#filter-count"), /^0 of/);
+  await page.fill("#filter", "");
+  assert.equal(await page.locator("section.op:visible").count(), all);
+
+  // Without a token, a secured operation's curl line names $TOKEN.
+  const stats = page.locator("#op-get-api-booking-admin-stats");
+  assert.match(await stats.locator("pre.curl-line").innerText(), /Authorization: Bearer \$TOKEN/);
+  await page.fill("#token", "abc.def.ghi");
+  const origin = new URL(session.server.url).origin;
+  assert.equal(
+    await stats.locator("pre.curl-line").innerText(),
+    `curl '${origin}/api/booking/admin/stats' -H 'Authorization: Bearer abc.def.ghi'`,
+  );
+  // A body goes in with its content type, from the example; no token where none is needed.
+  const register = await page.locator("#op-post-api-booking-registrations pre.curl-line").innerText();
+  assert.match(register, /^curl -X POST '.*\/api\/booking\/registrations' -H 'Content-Type: application\/json' --data-binary '\{"/);
+  assert.doesNotMatch(register, /Authorization/);
+  // Path parameters take their examples.
+  assert.match(await page.locator("#op-post-api-invites-sites-site_id-pause pre.curl-line").innerText(), /\/api\/invites\/sites\/1\/pause'/);
+  assert.match(await page.locator("#op-put-api-booking-places-place_id pre.curl-line").innerText(), /\/api\/booking\/places\/1' /);
+
+  // The button copies the line (or selects it where the clipboard is refused).
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  await stats.getByRole("button", { name: /Copy as curl/ }).click();
+  await stats.locator(".copied").filter({ hasText: /Copied|Selected/ }).waitFor();
+
+  // Kept in this tab only: a reload keeps it, another tab does not have it.
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("throng.docs.token")), "abc.def.ghi");
+  assert.equal(await page.evaluate(() => localStorage.length), 0, "nothing in localStorage");
+  await page.reload();
+  await page.locator("body[data-ready='1']").waitFor({ state: "attached" });
+  assert.equal(await page.inputValue("#token"), "abc.def.ghi");
+  const other = await openDocs(t);
+  assert.equal(await other.page.inputValue("#token"), "", "another tab starts without it");
+  assert.match(await other.page.locator("#op-get-api-booking-admin-stats pre.curl-line").innerText(), /\$TOKEN/);
+
+  // How to get a token.
+  const tokens = await page.locator("#tokens").innerText();
+  assert.match(tokens, /throng token --role admin/);
+  assert.match(tokens, /identity provider/);
+  onlyLocal(requests);
+  assert.deepEqual(errors, []);
+});

@@ -131,8 +131,8 @@ const TEMPLATE: &str = r##"<!doctype html>
   table { border-collapse: collapse; margin-top: 1rem; }
   td, th { border-bottom: 1px solid #eee; padding: .2rem .8rem; text-align: right; }
   td:first-child, th:first-child { text-align: left; }
-  .legend span { margin-right: 1rem; } .muted { color: #777; }
-  .pass { color: #2b8a3e; font-weight: 600; } .fail { color: #c92a2a; font-weight: 600; } .warn { color: #e67700; font-weight: 600; }
+  .legend > span { margin-right: 1rem; } .muted { color: #666; }
+  .pass { color: #237032; font-weight: 600; } .fail { color: #c92a2a; font-weight: 600; } .warn { color: #a64b00; font-weight: 600; }
   td { overflow-wrap: anywhere; } #setup td:last-child { text-align: left; }
   .scroll { overflow-x: auto; max-width: 100%; }
   #endpoints td:first-child { max-width: 22rem; } #endpoints td:last-child { text-align: left; }
@@ -150,6 +150,7 @@ const TEMPLATE: &str = r##"<!doctype html>
 </style>
 </head>
 <body>
+<main>
 <h1>__TITLE__</h1>
 <div class="banner" id="verdict" hidden></div>
 <p class="muted" id="meta"></p>
@@ -179,6 +180,7 @@ const TEMPLATE: &str = r##"<!doctype html>
 </section>
 <h2>Summary</h2>
 <div class="scroll"><table id="summary"><thead><tr><th>metric</th><th>value</th></tr></thead><tbody></tbody></table></div>
+</main>
 <script type="application/json" id="report-data">__DATA__</script>
 <script type="application/json" id="report-axes">__AXES__</script>
 <script>
@@ -217,9 +219,28 @@ const TEMPLATE: &str = r##"<!doctype html>
     }
     return s;
   }
+  // A chart's text alternative: its name on the image, and its figures in a
+  // table under it (folded away; screen readers and keyboards reach it).
+  function figures(caption, head, rows) {
+    var t = '<details class="figures"><summary>' + esc(caption) + ' as a table</summary><div class="scroll"><table><thead><tr>';
+    head.forEach(function (h) { t += "<th scope=\"col\">" + esc(h) + "</th>"; });
+    t += "</tr></thead><tbody>";
+    rows.forEach(function (r) {
+      t += "<tr>" + r.map(function (c) { return "<td>" + esc(c) + "</td>"; }).join("") + "</tr>";
+    });
+    if (!rows.length) { t += '<tr><td colspan="' + head.length + '">no figures</td></tr>'; }
+    return t + "</tbody></table></div></details>";
+  }
+  function chartLabel(id) {
+    var h = document.getElementById(id).previousElementSibling;
+    while (h && !/^H[1-6]$/.test(h.tagName)) { h = h.previousElementSibling; }
+    return h ? h.textContent : id;
+  }
   function lineChart(id, series, yTicks) {
     var maxY = last(yTicks), maxX = last(AXES.time);
-    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">' + axes(AXES.time, yTicks);
+    var label = chartLabel(id);
+    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="' + esc(label + " over time, " +
+      series.map(function (s) { return s.name; }).join(", ") + "; the figures are in the table below") + '">' + axes(AXES.time, yTicks);
     series.forEach(function (s) {
       var d = "";
       s.points.forEach(function (p, i) {
@@ -231,11 +252,22 @@ const TEMPLATE: &str = r##"<!doctype html>
       if (d === "") { d = "M" + L + " " + (H - B) + " L" + (W - R) + " " + (H - B); }
       svg += '<path d="' + d + '" fill="none" stroke="' + s.color + '" stroke-width="2" data-series="' + esc(s.name) + '"/>';
     });
-    document.getElementById(id).innerHTML = svg + "</svg>";
+    var times = [];
+    series.forEach(function (s) { s.points.forEach(function (p) { if (times.indexOf(p[0]) < 0) { times.push(p[0]); } }); });
+    times.sort(function (a, b) { return a - b; });
+    var rows = times.map(function (t) {
+      return [t + " s"].concat(series.map(function (s) {
+        var p = s.points.filter(function (q) { return q[0] === t; })[0];
+        return p ? String(Math.round(p[1] * 100) / 100) : "";
+      }));
+    });
+    document.getElementById(id).innerHTML = svg + "</svg>" + figures(label, ["time"].concat(series.map(function (s) { return s.name; })), rows);
   }
   function barChart(id, bars, yTicks) {
     var max = last(yTicks);
-    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">' + axes(null, yTicks);
+    var label = chartLabel(id);
+    var svg = '<svg viewBox="0 0 ' + W + " " + H + '" role="img" aria-label="' + esc(label + ": " +
+      (bars.length ? bars.map(function (b) { return b.label + " " + b.value; }).join(", ") : "no responses")) + '">' + axes(null, yTicks);
     var slot = (W - L - R) / Math.max(bars.length, 1);
     bars.forEach(function (b, i) {
       var h = (H - T - B) * (b.value / max);
@@ -249,7 +281,8 @@ const TEMPLATE: &str = r##"<!doctype html>
       svg += '<rect x="' + L + '" y="' + (H - B - 1) + '" width="' + (W - L - R) + '" height="1" fill="#ccc" data-label="none"/>';
       svg += '<text x="' + (W / 2) + '" y="' + (H / 2) + '" text-anchor="middle" class="muted">no responses</text>';
     }
-    document.getElementById(id).innerHTML = svg + "</svg>";
+    document.getElementById(id).innerHTML = svg + "</svg>" +
+      figures(label, ["code or error", "count"], bars.map(function (b) { return [b.label, String(b.value)]; }));
   }
 
   var t0 = periods.length ? periods[0].period : (agg.period || 0);
@@ -267,7 +300,7 @@ const TEMPLATE: &str = r##"<!doctype html>
   });
   lineChart("chart-latency", latency, AXES.latency);
   document.getElementById("latency-legend").innerHTML = latency.map(function (s) {
-    return '<span style="color:' + s.color + '">&#9632; ' + s.name + "</span>";
+    return '<span><span style="color:' + s.color + '" aria-hidden="true">&#9632;</span> ' + s.name + "</span>";
   }).join("");
 
   var bars = [];

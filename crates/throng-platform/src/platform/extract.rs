@@ -1,8 +1,13 @@
 //! Extractors that turn every rejection into the JSON envelope: malformed JSON
 //! (400), wrong types or missing fields (422, naming the field), a body over
 //! the limit (413), a wrong content type (415), bad query or path (400).
+//!
+//! The messages are throng's own, written for the person sending the request:
+//! they name the field, query parameter or path segment and say what it must
+//! be (`` `days` must be a whole number ``), never the framework's wording, and
+//! never echo the value sent (it may be personal data).
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -22,25 +27,57 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     /// try-register's CPU).
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         if !json_content_type(req.headers()) {
-            return Err(json_rejection(JsonRejection::MissingJsonContentType(
-                Default::default(),
-            )));
+            return Err(unsupported_media_type(req.headers()));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|r| {
             if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 body_too_large()
             } else {
-                ApiError::bad_request("bad_body", r.body_text())
+                ApiError::bad_request(
+                    "bad_body",
+                    "the request body could not be read to its end; send the request again",
+                )
             }
         })?;
         if let Ok(v) = serde_json::from_slice::<T>(&bytes) {
             return Ok(ApiJson(v));
         }
-        match axum::Json::<T>::from_bytes(&bytes) {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let v = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| json_error(&e))?;
+        match de.end() {
+            Ok(()) => Ok(ApiJson(v)),
+            Err(e) => Err(ApiError::bad_request(
+                "malformed_json",
+                format!(
+                    "the body is not valid JSON: something follows the value \
+                     (line {}, column {}); send one JSON value",
+                    e.line(),
+                    e.column()
+                ),
+            )),
         }
     }
+}
+
+/// 415, saying what the request sent and what to send instead.
+fn unsupported_media_type(headers: &axum::http::HeaderMap) -> ApiError {
+    let sent = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim().to_string());
+    let message = match sent {
+        Some(t) if !t.is_empty() && t.len() <= 100 => format!(
+            "the body was sent as {t}; send it as JSON with the header Content-Type: application/json"
+        ),
+        _ => "the request has no Content-Type; send the body as JSON with the header \
+              Content-Type: application/json"
+            .to_string(),
+    };
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        message,
+    )
 }
 
 /// `application/json` or `application/*+json`, as `axum::Json` requires.
@@ -70,19 +107,195 @@ fn body_too_large() -> ApiError {
     )
 }
 
-fn json_rejection(r: JsonRejection) -> ApiError {
-    let detail = r.body_text();
-    match r {
-        JsonRejection::JsonDataError(_) => ApiError::invalid_field(hide_values(&detail)),
-        JsonRejection::JsonSyntaxError(_) => ApiError::bad_request("malformed_json", detail),
-        JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send the body as JSON with Content-Type: application/json",
+/// A body that is not JSON (400 `malformed_json`), or JSON that is not what
+/// the operation takes (422 `invalid_field`, naming the field).
+fn json_error(e: &serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let inner = e.inner();
+    let at = format!(" (line {}, column {})", inner.line(), inner.column());
+    let detail = without_position(&inner.to_string());
+    match inner.classify() {
+        serde_json::error::Category::Syntax => ApiError::bad_request(
+            "malformed_json",
+            format!("the body is not valid JSON: {detail}{at}"),
         ),
-        other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => body_too_large(),
-        other => ApiError::bad_request("bad_body", other.body_text()),
+        serde_json::error::Category::Eof => ApiError::bad_request(
+            "malformed_json",
+            if inner.line() <= 1 && inner.column() == 0 {
+                "the body is empty; send a JSON object".to_string()
+            } else {
+                format!("the body is not valid JSON: it ends too soon{at}")
+            },
+        ),
+        serde_json::error::Category::Io => ApiError::bad_request(
+            "bad_body",
+            "the request body could not be read to its end; send the request again",
+        ),
+        serde_json::error::Category::Data => {
+            ApiError::invalid_field(field_message(&path_name(e.path()), &detail, "field"))
+        }
     }
+}
+
+/// serde_json's message without its ` at line L column C`.
+fn without_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// `person.phone`, `items[2].qty`; empty for the value itself.
+fn path_name(path: &serde_path_to_error::Path) -> String {
+    let p = path.to_string();
+    if p == "." {
+        String::new()
+    } else {
+        p
+    }
+}
+
+/// serde's `detail` about `field` (empty: the whole body or query) in words
+/// a person can act on, without the value sent. `what` is `field` or
+/// `query parameter`.
+fn field_message(field: &str, detail: &str, what: &str) -> String {
+    let detail = hide_values(detail);
+    let name = |f: &str| format!("the {what} `{f}`");
+    let subject = if field.is_empty() {
+        if what == "field" {
+            "the body".to_string()
+        } else {
+            "the query string".to_string()
+        }
+    } else {
+        name(field)
+    };
+    let joined = |f: &str| {
+        if field.is_empty() {
+            f.to_string()
+        } else {
+            format!("{field}.{f}")
+        }
+    };
+    if let Some(missing) = between(&detail, "missing field `", "`") {
+        let target = if what == "field" {
+            joined(missing)
+        } else {
+            missing.to_string()
+        };
+        return format!("{} is required", name(&target));
+    }
+    if let Some(unknown) = between(&detail, "unknown field `", "`") {
+        // The path already ends with the unknown key.
+        let target = if field.is_empty() {
+            unknown.to_string()
+        } else {
+            field.to_string()
+        };
+        let known = detail
+            .split_once(", expected one of ")
+            .map(|(_, k)| format!("; the accepted ones are {k}"))
+            .or_else(|| {
+                detail
+                    .split_once(", expected ")
+                    .map(|(_, k)| format!("; the accepted one is {k}"))
+            })
+            .unwrap_or_else(|| format!("; no {what} is accepted here"));
+        return format!("{} is not accepted{known}", name(&target));
+    }
+    if detail.starts_with("unknown variant ") {
+        return match detail.split_once(", expected one of ") {
+            Some((_, k)) => format!("{subject} must be one of {k}"),
+            None => match detail.split_once(", expected ") {
+                Some((_, k)) => format!("{subject} must be {k}"),
+                None => format!("{subject} has a value that is not accepted"),
+            },
+        };
+    }
+    if let Some(rest) = detail.strip_prefix("invalid type: ") {
+        if let Some((got, want)) = rest.split_once(", expected ") {
+            return format!("{subject} must be {}, not {}", kind(want), kind(got));
+        }
+    }
+    if let Some(rest) = detail.strip_prefix("invalid value: ") {
+        if let Some((_, want)) = rest.split_once(", expected ") {
+            return format!(
+                "{subject} must be {}",
+                range(want).unwrap_or_else(|| kind(want))
+            );
+        }
+    }
+    if let Some(want) = number_parse(&detail) {
+        return format!("{subject} must be {want}");
+    }
+    if field.is_empty() {
+        detail
+    } else {
+        format!("{subject}: {detail}")
+    }
+}
+
+/// The text between `start` and the next `end` in `s`.
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = s.find(start)? + start.len();
+    let len = s[from..].find(end)?;
+    Some(&s[from..from + len])
+}
+
+/// A type as serde names it (`i64`, `struct PlaceInput`, `a sequence`,
+/// `integer`), as a person would.
+fn kind(serde: &str) -> String {
+    let t = serde.trim();
+    let t = t
+        .strip_prefix("a ")
+        .or_else(|| t.strip_prefix("an "))
+        .unwrap_or(t);
+    let known = match t {
+        "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize"
+        | "integer" => "a whole number",
+        "f32" | "f64" | "floating point" => "a number",
+        "string" | "str" | "char" | "a string" => "a string",
+        "boolean" | "bool" => "true or false",
+        "sequence" | "seq" => "an array",
+        "map" => "an object",
+        "null" | "unit" | "unit value" => "null",
+        "option" => "a value",
+        _ if t.starts_with("struct ") || t.starts_with("map") => "an object",
+        _ if t.starts_with("tuple") => "an array",
+        _ if t.starts_with("unit variant") || t.starts_with("variant") => "a value",
+        _ => return serde.trim().to_string(),
+    };
+    known.to_string()
+}
+
+/// The bounds of an integer type serde names, for a value out of its range.
+fn range(serde: &str) -> Option<String> {
+    let (lo, hi): (i128, i128) = match serde.trim() {
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "u64" | "usize" => (0, u64::MAX.into()),
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    };
+    Some(format!("a whole number from {lo} to {hi}"))
+}
+
+/// The standard library's number parse errors, which a query string
+/// parameter answers (`days=ten`).
+fn number_parse(detail: &str) -> Option<&'static str> {
+    Some(match detail {
+        "invalid digit found in string" | "cannot parse integer from empty string" => {
+            "a whole number"
+        }
+        "number too large to fit in target type" => "a smaller whole number",
+        "number too small to fit in target type" => "a larger whole number",
+        "invalid float literal" | "cannot parse float from empty string" => "a number",
+        "provided string was not `true` or `false`" => "true or false",
+        _ => return None,
+    })
 }
 
 /// serde echoes the offending value (`person.phone: invalid type: integer
@@ -226,12 +439,22 @@ pub struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|q| ApiQuery(q.0))
-            .map_err(|r: QueryRejection| ApiError::bad_request("invalid_query", r.body_text()))
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parse_query(parts.uri.query().unwrap_or_default()).map(ApiQuery)
     }
+}
+
+/// A query string as `ApiQuery` reads it: 400 `invalid_query` naming the
+/// parameter and what it must be.
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(de).map_err(|e: serde_path_to_error::Error<_>| {
+        let detail = e.inner().to_string();
+        ApiError::bad_request(
+            "invalid_query",
+            field_message(&path_name(e.path()), &detail, "query parameter"),
+        )
+    })
 }
 
 pub struct ApiPath<T>(pub T);
@@ -271,8 +494,59 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
                 }
             }
         }
-        Err(ApiError::bad_request("invalid_path", rejection.body_text()))
+        Err(ApiError::bad_request(
+            "invalid_path",
+            path_message(&rejection),
+        ))
     }
+}
+
+/// A path that does not parse, in throng's words: which segment, and what it
+/// must be.
+fn path_message(r: &PathRejection) -> String {
+    use axum::extract::path::ErrorKind;
+    let PathRejection::FailedToDeserializePathParams(e) = r else {
+        return "the address does not name anything here; check it against /openapi.json".into();
+    };
+    match e.kind() {
+        ErrorKind::ParseErrorAtKey {
+            key, expected_type, ..
+        } => format!(
+            "the path's `{key}` must be {}",
+            kind_or_message(expected_type)
+        ),
+        ErrorKind::DeserializeError { key, message, .. } => {
+            format!("the path's `{key}` must be {}", kind_or_message(message))
+        }
+        ErrorKind::ParseErrorAtIndex {
+            index,
+            expected_type,
+            ..
+        } => format!(
+            "the path's segment {} must be {}",
+            index + 1,
+            kind_or_message(expected_type)
+        ),
+        ErrorKind::ParseError { expected_type, .. } => {
+            format!("the path's id must be {}", kind_or_message(expected_type))
+        }
+        ErrorKind::InvalidUtf8InPathParam { key } => {
+            format!("the path's `{key}` is not valid UTF-8 once percent-decoded")
+        }
+        _ => "the address does not name anything here; check it against /openapi.json".into(),
+    }
+}
+
+/// `i64` as "a whole number"; a deserializer's own message as it is.
+fn kind_or_message(s: &str) -> String {
+    if let Some(want) = number_parse(s) {
+        return want.to_string();
+    }
+    let k = kind(s);
+    if k != s.trim() {
+        return k;
+    }
+    format!("valid: {s}")
 }
 
 /// `42` of `42.0` (`42.`, `42.00`): a whole number with a zero fraction.
@@ -353,6 +627,106 @@ mod tests {
             r#"{"a": 1, "b": 0.5}"#,
         ] {
             assert!(t(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn messages_name_the_field_and_what_it_must_be() {
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        #[allow(dead_code)]
+        struct Person {
+            phone: String,
+        }
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        #[allow(dead_code)]
+        struct Body {
+            place_id: i64,
+            person: Person,
+            #[serde(default)]
+            days: Option<u8>,
+        }
+        let body = |b: &str| {
+            let mut de = serde_json::Deserializer::from_str(b);
+            let e = serde_path_to_error::deserialize::<_, Body>(&mut de).unwrap_err();
+            let e = super::json_error(&e);
+            (e.code, e.message)
+        };
+        let field = |m: &str| ("invalid_field", m.to_string());
+        assert_eq!(
+            body(r#"{"placeId": "7", "person": {"phone": "1"}}"#),
+            field("the field `placeId` must be a whole number, not a string")
+        );
+        assert_eq!(
+            body(r#"{"placeId": 7, "person": {"phone": 421900123456}}"#),
+            field("the field `person.phone` must be a string, not a whole number")
+        );
+        assert_eq!(
+            body(r#"{"placeId": 7, "person": {}}"#),
+            field("the field `person.phone` is required")
+        );
+        assert_eq!(
+            body(r#"{"person": {"phone": "1"}}"#),
+            field("the field `placeId` is required")
+        );
+        assert_eq!(
+            body(r#"{"placeId": 7, "person": {"phone": "1"}, "days": 300}"#),
+            field("the field `days` must be a whole number from 0 to 255")
+        );
+        assert_eq!(
+            body(r#"{"placeId": 7, "admin": true}"#),
+            field("the field `admin` is not accepted; the accepted ones are `placeId`, `person`, `days`")
+        );
+        assert_eq!(body("null"), field("the body must be an object, not null"));
+        let (code, m) = body(r#"{"placeId": 7,"#);
+        assert_eq!(code, "malformed_json");
+        assert!(
+            m.starts_with("the body is not valid JSON: it ends too soon"),
+            "{m}"
+        );
+        let (code, m) = body("");
+        assert_eq!(
+            (code, m.as_str()),
+            ("malformed_json", "the body is empty; send a JSON object")
+        );
+        let (code, m) = body("{placeId: 7}");
+        assert_eq!(code, "malformed_json");
+        assert_eq!(
+            m,
+            "the body is not valid JSON: key must be a string (line 1, column 2)"
+        );
+
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Query {
+            days: Option<u32>,
+            from: String,
+            #[serde(default)]
+            order: Option<Order>,
+        }
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(rename_all = "lowercase")]
+        enum Order {
+            Asc,
+            Desc,
+        }
+        let query = |q: &str| {
+            let e = super::parse_query::<Query>(q).unwrap_err();
+            assert_eq!((e.status.as_u16(), e.code), (400, "invalid_query"));
+            e.message
+        };
+        assert_eq!(
+            query("from=x&days=ten"),
+            "the query parameter `days` must be a whole number"
+        );
+        assert_eq!(query("days=1"), "the query parameter `from` is required");
+        assert_eq!(
+            query("from=x&order=up"),
+            "the query parameter `order` must be `asc` or `desc`"
+        );
+        for q in ["from=x&days=99999999999", "from=x&days=-1"] {
+            assert!(!query(q).contains("Failed"), "{q}");
         }
     }
 

@@ -225,12 +225,14 @@ pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
         "/health".into(),
         json!({"get": {"tags": ["platform"], "operationId": "health",
             "summary": "The process answers (no dependency is checked)",
+            "description": "Public. Answers 200 as long as the process serves requests; a liveness probe. It does not touch the store: use /ready for that.",
             "responses": {"200": json_ok("alive", status("ok"), json!({"status": "ok"}))}}}),
     );
     paths.insert(
         "/ready".into(),
         json!({"get": {"tags": ["platform"], "operationId": "ready",
             "summary": "The store answers; 503 store_unavailable otherwise",
+            "description": "Public. Answers 200 when the store answers a query, 503 with Retry-After otherwise; a readiness probe for a load balancer.",
             "responses": {"200": json_ok("ready", status("ready"), json!({"status": "ready"})),
                           "503": error_response("store_unavailable")}}}),
     );
@@ -239,6 +241,7 @@ pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
             "/metrics".into(),
             json!({"get": {"tags": ["platform"], "operationId": "metrics",
                 "summary": "Prometheus text exposition (moved off this address by --metrics-listen)",
+                "description": "Public on this address unless --metrics-listen moves it. Request counts and latencies by route, method and status, and the services' own gauges, in Prometheus' text format.",
                 "responses": {"200": {"description": "metrics",
                     "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"},
                         "example": "# HELP throng_http_requests_total HTTP requests by route, method and status\n# TYPE throng_http_requests_total counter\nthrong_http_requests_total{method=\"GET\",route=\"/api/booking/places\",status=\"200\"} 12\n"}}}}}}),
@@ -248,6 +251,7 @@ pub fn platform_paths(doc: &mut Value, with_metrics: bool) {
         "/openapi.json".into(),
         json!({"get": {"tags": ["platform"], "operationId": "openapi",
             "summary": "This document",
+            "description": "Public. The OpenAPI 3.1 description of every operation this server answers; /docs/ shows it as a searchable reference.",
             "responses": {"200": json_ok("the OpenAPI document", json!({"type": "object"}),
                 json!({"openapi": "3.1.0", "info": {"title": "throng"}, "paths": {}}))}}}),
     );

@@ -13,6 +13,7 @@ mod headers;
 mod limits;
 mod openapi;
 mod platform;
+mod rejections;
 mod seam;
 mod security;
 

@@ -9,6 +9,7 @@ use crate::helpers::{Reply, StoreKind, TestServer};
 
 both_stores!(
     the_document_describes_every_answer,
+    every_operation_is_explained_with_examples,
     corner_cases_answer_as_documented
 );
 
@@ -135,6 +136,72 @@ async fn the_document_describes_every_answer(kind: StoreKind) {
         size["schema"]["maximum"],
         throng::services::booking::model::PLACES_PAGE_SIZE_MAX
     );
+}
+
+/// A developer reading the reference finds, for every operation, a summary,
+/// a description, an example of the request body (when it takes one) and an
+/// example of each successful answer that has a body. Fails naming every
+/// operation that lacks one of them.
+async fn every_operation_is_explained_with_examples(kind: StoreKind) {
+    let s = TestServer::start(kind, &[]).await;
+    let doc = s.api.get("/openapi.json").await.json();
+    let mut missing = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if !METHODS.contains(&method.as_str()) {
+                continue;
+            }
+            let at = format!("{} {path}", method.to_uppercase());
+            let text = |key: &str| op[key].as_str().is_some_and(|s| !s.trim().is_empty());
+            if !text("summary") {
+                missing.push(format!("{at}: summary"));
+            }
+            if !text("description") {
+                missing.push(format!("{at}: description"));
+            }
+            if let Some(body) = op.get("requestBody") {
+                if !content_has_example(&doc, &body["content"]) {
+                    missing.push(format!("{at}: example request body"));
+                }
+            }
+            for (status, r) in op["responses"].as_object().unwrap() {
+                if status.starts_with('2')
+                    && r.get("content").is_some()
+                    && !content_has_example(&doc, &r["content"])
+                {
+                    missing.push(format!("{at}: example answer {status}"));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "operations lacking what the reference shows:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// Whether a media type of `content` has an example: its own
+/// (`example`, `examples`) or its schema's (followed through `$ref`).
+fn content_has_example(doc: &Value, content: &Value) -> bool {
+    let Some(types) = content.as_object() else {
+        return false;
+    };
+    !types.is_empty()
+        && types.values().any(|media| {
+            if media.get("example").is_some()
+                || media["examples"].as_object().is_some_and(|e| !e.is_empty())
+            {
+                return true;
+            }
+            let mut schema = &media["schema"];
+            if let Some(r) = schema["$ref"].as_str() {
+                let name = r.rsplit('/').next().unwrap_or_default();
+                schema = &doc["components"]["schemas"][name];
+            }
+            schema.get("example").is_some()
+                || schema["examples"].as_array().is_some_and(|e| !e.is_empty())
+        })
 }
 
 /// Whether `v` (an operation) shows an example anywhere: a parameter's,

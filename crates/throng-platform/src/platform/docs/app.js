@@ -1,12 +1,94 @@
 // The API reference: /openapi.json rendered in the browser. Operations are
 // grouped by tag (one per service, then the platform's); each has an anchor
 // (#op-METHOD-path), its parameters with their bounds, the request body's
-// schema, every answer's status and schema, and whether it needs a token.
+// schema and example, every answer's status, schema and example, whether it
+// needs a token, and a "Copy as curl" line built from the examples. A search
+// box filters the operations as one types; the token typed in is kept in
+// this tab's sessionStorage only and goes into the curl lines.
 // Text from the document only ever goes in through textContent.
 "use strict";
 
 const METHODS = ["get", "post", "put", "patch", "delete", "options", "head"];
 const SCHEMA_DEPTH_MAX = 8;
+const TOKEN_KEY = "throng.docs.token";
+/** Every rendered operation: its section, its entry in the contents, and the text searched. */
+const OPERATIONS = [];
+
+function token() {
+  try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch (_) { return ""; }
+}
+
+/** One shell word, quoted for a POSIX shell. */
+function shellQuote(s) {
+  return "'" + String(s).replace(/'/g, "'\\''") + "'";
+}
+
+/** The first example of a media type: its own, its schema's, or none. */
+function exampleOf(doc, media) {
+  if (!media) return undefined;
+  if (media.example !== undefined) return media.example;
+  if (media.examples) {
+    const first = Object.values(media.examples)[0];
+    if (first && first.value !== undefined) return first.value;
+  }
+  const s = resolve(doc, media.schema);
+  if (s && s.example !== undefined) return s.example;
+  if (s && Array.isArray(s.examples) && s.examples.length) return s.examples[0];
+  return undefined;
+}
+
+/** A parameter's example value, or a placeholder naming it. */
+function paramExample(doc, p) {
+  if (p.example !== undefined) return p.example;
+  const s = resolve(doc, p.schema);
+  if (s.example !== undefined) return s.example;
+  if (Array.isArray(s.examples) && s.examples.length) return s.examples[0];
+  if (s.enum && s.enum.length) return s.enum[0];
+  if (s.default !== undefined) return s.default;
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== "null") : s.type;
+  if (type === "integer" || type === "number") return Math.max(s.minimum ?? 1, 1);
+  if (s.format === "date") return new Date().toISOString().slice(0, 10);
+  return null;
+}
+
+function isSecured(doc, op) {
+  const security = op.security ?? doc.security ?? [];
+  return security.some((req) => Object.keys(req).length > 0);
+}
+
+/** The curl line of an operation, from its examples, with the tab's token. */
+function curlLine(doc, method, path, op, params) {
+  let url = path;
+  const query = [];
+  const headers = [];
+  for (const p of params) {
+    const v = paramExample(doc, p);
+    // Without an example, the placeholder stays for the reader to fill in.
+    if (p.in === "path") url = url.split("{" + p.name + "}").join(v === null ? "{" + p.name + "}" : encodeURIComponent(String(v)));
+    else if (p.in === "query" && p.required) query.push(encodeURIComponent(p.name) + "=" + (v === null ? "{" + p.name + "}" : encodeURIComponent(String(v))));
+    else if (p.in === "header" && p.required) headers.push(p.name + ": " + (v === null ? "{" + p.name + "}" : v));
+  }
+  const parts = ["curl"];
+  if (method !== "get") parts.push("-X", method.toUpperCase());
+  parts.push(shellQuote(location.origin + url + (query.length ? "?" + query.join("&") : "")));
+  if (isSecured(doc, op)) parts.push("-H", shellQuote("Authorization: Bearer " + (token() || "$TOKEN")));
+  for (const h of headers) parts.push("-H", shellQuote(h));
+  const body = op.requestBody && resolve(doc, op.requestBody);
+  if (body && body.content) {
+    const [type, media] = Object.entries(body.content)[0];
+    const ex = exampleOf(doc, media);
+    parts.push("-H", shellQuote("Content-Type: " + type));
+    if (ex !== undefined) parts.push("--data-binary", shellQuote(typeof ex === "string" ? ex : JSON.stringify(ex)));
+  }
+  return parts.join(" ");
+}
+
+function exampleView(doc, media, label) {
+  const ex = exampleOf(doc, media);
+  if (ex === undefined) return null;
+  const text = typeof ex === "string" ? ex : JSON.stringify(ex, null, 2);
+  return el("div", { class: "example" }, el("div", { class: "rules" }, label), el("pre", {}, el("code", {}, text)));
+}
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -122,11 +204,13 @@ function schemaView(doc, schema, depth) {
   return wrap;
 }
 
-function contentView(doc, content) {
+function contentView(doc, content, exampleLabel) {
   const frag = document.createDocumentFragment();
   for (const [type, media] of Object.entries(content || {})) {
     frag.append(el("div", {}, el("code", {}, type)));
     if (media.schema) frag.append(schemaView(doc, media.schema, 0));
+    const ex = exampleView(doc, media, exampleLabel);
+    if (ex) frag.append(ex);
   }
   return frag;
 }
@@ -157,10 +241,31 @@ function operationView(doc, method, path, op, pathParams) {
     el("span", { class: "method " + method }, method.toUpperCase()),
     el("a", { class: "path", href: "#" + id }, path)));
   if (op.summary) sec.append(el("p", {}, op.summary));
-  if (op.description && op.description !== op.summary) sec.append(el("p", { class: "muted" }, op.description));
+  if (op.description && op.description !== op.summary) sec.append(el("p", { class: "description" }, op.description));
   sec.append(authView(doc, op));
 
   const params = [...(pathParams || []), ...(op.parameters || [])].map((p) => resolve(doc, p));
+  const curlPre = el("pre", { class: "curl-line" }, el("code", {}, curlLine(doc, method, path, op, params)));
+  const copied = el("span", { class: "copied", role: "status" });
+  const copy = el("button", { type: "button", "aria-label": "Copy as curl: " + method.toUpperCase() + " " + path }, "Copy as curl");
+  copy.addEventListener("click", async () => {
+    const text = curlLine(doc, method, path, op, params);
+    curlPre.firstChild.textContent = text;
+    try {
+      await navigator.clipboard.writeText(text);
+      copied.textContent = "Copied.";
+    } catch (_) {
+      // No clipboard (an insecure origin, a refusal): select the line to copy by hand.
+      const range = document.createRange();
+      range.selectNodeContents(curlPre);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      copied.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+    }
+  });
+  sec.append(el("div", { class: "curl" }, copy, copied, curlPre));
+  sec.refreshCurl = () => { curlPre.firstChild.textContent = curlLine(doc, method, path, op, params); };
   if (params.length) {
     sec.append(el("h4", {}, "Parameters"));
     const list = el("ul", { class: "fields" });
@@ -180,7 +285,7 @@ function operationView(doc, method, path, op, pathParams) {
     const body = resolve(doc, op.requestBody);
     sec.append(el("h4", {}, "Request body" + (body.required ? " (required)" : "")));
     if (body.description) sec.append(el("p", { class: "muted" }, body.description));
-    sec.append(contentView(doc, body.content));
+    sec.append(contentView(doc, body.content, "Example request"));
   }
 
   sec.append(el("h4", {}, "Responses"));
@@ -195,7 +300,7 @@ function operationView(doc, method, path, op, pathParams) {
         li.append(el("div", { class: "rules" }, "Header ", el("code", {}, h), spec.description ? ": " + spec.description : ""));
       }
     }
-    if (r.content) li.append(contentView(doc, r.content));
+    if (r.content) li.append(contentView(doc, r.content, "Example answer"));
     list.append(li);
   }
   sec.append(list);
@@ -229,13 +334,21 @@ function render(doc) {
     const section = el("section", { id: "tag-" + tag.replace(/[^A-Za-z0-9_]+/g, "-") },
       el("h2", {}, tag));
     for (const e of entries) {
-      sub.append(el("li", {}, el("a", { href: "#" + opId(e.method, e.path) }, e.method.toUpperCase() + " " + e.path)));
-      section.append(operationView(doc, e.method, e.path, e.op, e.pathParams));
+      const item = el("li", {}, el("a", { href: "#" + opId(e.method, e.path) }, e.method.toUpperCase() + " " + e.path));
+      sub.append(item);
+      const view = operationView(doc, e.method, e.path, e.op, e.pathParams);
+      section.append(view);
+      OPERATIONS.push({
+        view, item, section,
+        text: [e.method, e.path, tag, e.op.summary || "", e.op.description || "", e.op.operationId || ""].join(" ").toLowerCase(),
+      });
     }
     tocList.append(el("li", {}, el("a", { href: "#" + section.id }, tag), " (" + entries.length + ")", sub));
     ops.append(section);
   }
   toc.append(el("h2", {}, "Operations"), tocList);
+  setUpSearch();
+  setUpToken();
   const state = document.getElementById("state");
   state.textContent = "";
   state.hidden = true;
@@ -243,6 +356,46 @@ function render(doc) {
     const target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
     if (target) target.scrollIntoView();
   }
+}
+
+/** Shows the operations whose method, path, tag, summary or description hold every word typed. */
+function filter(query) {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  let shown = 0;
+  for (const o of OPERATIONS) {
+    const match = words.every((w) => o.text.includes(w));
+    o.view.hidden = !match;
+    o.item.hidden = !match;
+    if (match) shown++;
+  }
+  for (const section of new Set(OPERATIONS.map((o) => o.section))) {
+    section.hidden = !OPERATIONS.some((o) => o.section === section && !o.view.hidden);
+  }
+  for (const li of document.querySelectorAll("#toc > ul > li")) {
+    li.hidden = ![...li.querySelectorAll("li")].some((x) => !x.hidden);
+  }
+  document.getElementById("filter-count").textContent = words.length
+    ? shown + " of " + OPERATIONS.length + " operations match."
+    : OPERATIONS.length + " operations.";
+}
+
+function setUpSearch() {
+  const input = document.getElementById("filter");
+  input.disabled = false;
+  input.addEventListener("input", () => filter(input.value));
+  filter(input.value);
+}
+
+function setUpToken() {
+  const input = document.getElementById("token");
+  input.value = token();
+  input.addEventListener("input", () => {
+    try {
+      if (input.value.trim()) sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (_) { /* storage refused: the curl lines show $TOKEN */ }
+    for (const o of OPERATIONS) o.view.refreshCurl();
+  });
 }
 
 async function load() {

@@ -166,6 +166,10 @@ pub struct PlacesPage {
 }
 
 /// A page of places, in id order, by name, city, postcode, region or service
+///
+/// Public. Searches places by part of the name, city or postcode (`q`, any
+/// case), narrowed by `region` and `service`, in id order. Pass `nextCursor` of
+/// one page as `cursor` to read the next.
 #[utoipa::path(get, path = "/api/booking/places", params(PlacesQuery), tag = "booking",
     responses((status = 200, body = PlacesPage, description = "A page of the places matching q (part of the name, city or postcode, any case), region and service, in id order; nextCursor continues it",
                example = json!({"places": [{"id": 1, "code": "BA-01", "name": "Town hall", "address": "Main square 1",
@@ -228,6 +232,9 @@ pub struct PlaceFilters {
 }
 
 /// The regions and services a place search can be narrowed by
+///
+/// Public. Every region and service places have, each with its count of places:
+/// the choices a search form offers for `region` and `service`.
 #[utoipa::path(get, path = "/api/booking/places/filters", tag = "booking",
     responses((status = 200, body = PlaceFilters, description = "Every region places are in and every service they offer, each with its count of places, in order: the choices of a search's region and service",
                example = json!({"regions": [{"value": "BA", "places": 120}, {"value": "KE", "places": 95}],
@@ -295,6 +302,11 @@ pub struct SlotOut {
 }
 
 /// A place's time slots, per day, and which are free
+///
+/// Public. A place's time slots from `from`, for `days` days: each with its
+/// start in the place's time zone, its seats, the seats left and whether it can
+/// be booked now. A slot that has started, or is closer than the place's
+/// minimum notice, is not free.
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/slots", params(SlotsQuery, PlacePath),
     tag = "booking",
     responses((status = 200, body = SlotsPage, description = "Per day, each time slot with its start (at the place's time zone, or --booking-utc-offset), its seats and seats left, and whether it is free; a slot that has started, or is closer than the place's minimum notice, is never free",
@@ -416,6 +428,12 @@ pub(super) fn place_not_found(id: i64) -> ApiError {
 }
 
 /// Books a free time slot for a person
+///
+/// Public. Books a free slot for the person in the body. The answer holds the
+/// registration id and its access code: both are needed to read, move or cancel
+/// it later, and are sent to the person's contact. A full slot answers 409
+/// `slot_full`; a person who already holds a registration answers 409
+/// `already_registered`.
 #[utoipa::path(post, path = "/api/booking/registrations", tag = "booking",
     request_body(content = inline(RegistrationRequest), description = "{placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}",
                  example = json!({"placeId": 1, "day": "2030-01-07", "timeSlot": 0,
@@ -644,6 +662,9 @@ pub(super) fn plausible_id(id: &str) -> bool {
 }
 
 /// A registration with the person's data, by its access code
+///
+/// Public, with the access code. Reads a registration with the person's data.
+/// An unknown id and a wrong code answer the same 404, so ids cannot be probed.
 #[utoipa::path(get, path = "/api/booking/registrations/{registration_id}", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
     responses((status = 200, body = RegistrationOut, description = "The registration with the person's data",
@@ -686,6 +707,9 @@ pub async fn get_registration(
 }
 
 /// Cancels a registration, freeing its slot
+///
+/// Public, with the access code. Cancels the registration; its seat is free
+/// again at once. An unknown id and a wrong code answer the same 404.
 #[utoipa::path(delete, path = "/api/booking/registrations/{registration_id}", tag = "booking",
     params(("registration_id" = String, Path, example = "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192"),
            ("X-Access-Code" = String, Header, example = "K7QM-3XHT-9WCF")),
@@ -722,6 +746,10 @@ pub struct Moved {
 }
 
 /// Moves a registration to another free slot
+///
+/// Public, with the access code. Moves the registration to another slot in one
+/// write: the new seat is taken and the old one freed together. When the new
+/// slot is full the registration keeps its slot (409 `slot_full`).
 #[utoipa::path(post, path = "/api/booking/registrations/{registration_id}/move", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
     request_body(content = inline(MoveRequest), description = "{placeId, day: YYYY-MM-DD, timeSlot}: the slot to move to",
@@ -826,6 +854,10 @@ pub(super) fn open_person(
 }
 
 /// A registration's appointment as an iCalendar file
+///
+/// Public, with the access code. The appointment as an iCalendar file to add to
+/// a calendar: one event with the time in UTC and the place's name and address,
+/// and no personal data.
 #[utoipa::path(get, path = "/api/booking/registrations/{registration_id}/calendar.ics", tag = "booking",
     params(("registration_id" = String, Path), ("X-Access-Code" = String, Header)),
     responses((status = 200, description = "The appointment as an iCalendar file (RFC 5545, text/calendar): one VEVENT with UID, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY and LOCATION; no personal data", content_type = "text/calendar", body = String,
@@ -900,6 +932,10 @@ pub struct DayFree {
 }
 
 /// A place's month: free slots per day
+///
+/// Public. For a month (`month`, YYYY-MM), every day with its count of free
+/// slots that have not started: what a date picker shows before the day's slots
+/// are read.
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/calendar", params(CalendarQuery, PlacePath),
     tag = "booking",
     responses((status = 200, body = CalendarOut, description = "Every day of the month with its count of free slots that have not started (today is at --booking-utc-offset)",
@@ -972,6 +1008,9 @@ fn free_per_day(
 }
 
 /// Booking's counts (admin)
+///
+/// Admin token. Booking's counts, and how far the notifier has read the event
+/// log (its position against the log's last).
 #[utoipa::path(get, path = "/api/booking/admin/stats", tag = "booking",
     security(("bearer" = [])),
     responses((status = 200, body = BookingStats, description = "Counts and the notifier's position in the event log",
@@ -990,6 +1029,10 @@ pub async fn stats(
 const PARKED_LISTED_MAX: i64 = 1000;
 
 /// Confirmations the notifier gave up on (admin)
+///
+/// Admin token. Confirmations the notifier gave up on, after its retries or
+/// when the gateway refused them, oldest first (at most 1000). No personal
+/// data: the registration ids tell staff whom to contact.
 #[utoipa::path(get, path = "/api/booking/admin/notifications/parked", tag = "booking",
     security(("bearer" = [])),
     responses((status = 200, body = ParkedList, description = "Confirmations the notifier gave up on (after --notify-attempts-max, or refused by the gateway), oldest first, at most 1000; no personal data",

@@ -408,6 +408,10 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 /// A course's reviews, one block per user with their thread
+///
+/// Public. A course's reviews, newest first, one block per user with their
+/// reviews and the provider's replies. Answers an ETag (send If-None-Match to
+/// get 304); when a page is full, X-Next-Cursor gives the `cursor` of the next.
 #[utoipa::path(get, path = "/api/comments", params(ListParams), tag = "comments",
     responses(
         (status = 200, body = Vec<UserBlock>, description = "The write-up's array of user blocks, newest lastUpdate first. \
@@ -433,9 +437,7 @@ pub async fn list_comments(
         Some(p) => p,
         // The same extraction (and rejection) as `ApiQuery`.
         None => {
-            axum::extract::Query::<ListParams>::try_from_uri(&uri)
-                .map_err(|r| ApiError::bad_request("invalid_query", r.body_text()))?
-                .0
+            crate::platform::extract::parse_query::<ListParams>(uri.query().unwrap_or_default())?
         }
     };
     let q = params.parse()?;
@@ -470,6 +472,10 @@ pub async fn list_comments(
 }
 
 /// Reviews a course (a user token)
+///
+/// A user token. Reviews a course the user is enrolled on, with a rating and a
+/// text. The review is listed at once, or held for a moderator (pre-moderation
+/// or the word and link filter), and then seen by its author only.
 #[utoipa::path(post, path = "/api/courses/{course_id}/comments", tag = "comments",
     params(CoursePath), security(("bearer" = [])),
     request_body(content = inline(CommentRequest), description = "{rating, title, remarks, commentType?: Course|Service}",
@@ -512,6 +518,10 @@ pub async fn post_comment(
 }
 
 /// Replies to a review, or edits the reply (the course's provider)
+///
+/// The course provider's token. Replies to a review of one of the provider's
+/// courses, or edits the reply already given (200). A reply cannot itself be
+/// replied to.
 #[utoipa::path(put, path = "/api/comments/{comment_id}/reply", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
     request_body(content = inline(ReplyRequest), description = "{title?, remarks}",
@@ -520,7 +530,10 @@ pub async fn post_comment(
                example = json!({"commentId": 43, "courseId": 1, "userId": 3, "displayName": "Course team",
                                 "commentType": "CourseReply", "parentId": 42, "title": "", "remarks": "Thank you!",
                                 "createdDate": "2030-01-03T08:00:00.000Z"})),
-              (status = 200, body = CommentOut, description = "Reply edited (editedDate set)"),
+              (status = 200, body = CommentOut, description = "Reply edited (editedDate set)",
+               example = json!({"commentId": 43, "courseId": 1, "userId": 3, "displayName": "Course team",
+                                "commentType": "CourseReply", "parentId": 42, "title": "", "remarks": "Thank you, and see the new notes!",
+                                "createdDate": "2030-01-03T08:00:00.000Z", "editedDate": "2030-01-04T10:15:00.000Z"})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a provider token) or not_the_provider"),
               (status = 404, description = "comment_not_found"),
@@ -569,6 +582,10 @@ fn comment_not_found(id: i64) -> ApiError {
 }
 
 /// Edits one's own review
+///
+/// A user token. Edits the caller's own review; the course's rating counts the
+/// user's last review. A provider edits a reply with PUT
+/// /api/comments/{comment_id}/reply instead.
 #[utoipa::path(patch, path = "/api/comments/{comment_id}", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
     request_body(content = inline(EditRequest), description = "{rating?, title?, remarks?}, at least one",
@@ -617,6 +634,9 @@ pub async fn edit_comment(
 }
 
 /// Deletes one's own review (with its reply) or reply
+///
+/// A user or provider token. Deletes the caller's own review (with the reply to
+/// it) or reply; no copy of the text stays in the store.
 #[utoipa::path(delete, path = "/api/comments/{comment_id}", tag = "comments",
     params(CommentPath), security(("bearer" = [])),
     responses((status = 204, description = "Deleted. A review goes with the provider's reply to it, and the user's rating \
@@ -676,6 +696,9 @@ pub struct RatingParams {
 }
 
 /// A course's rating: each user's last review counts
+///
+/// Public. A course's average rating and count of ratings, each user counting
+/// once with the rating of their last review.
 #[utoipa::path(get, path = "/api/courses/{course_id}/rating", tag = "comments",
     params(CoursePath, RatingParams),
     responses((status = 200, body = RatingOut, description = "Each user counts once, with the rating of their last review",

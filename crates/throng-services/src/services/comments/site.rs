@@ -155,6 +155,10 @@ pub struct MeOut {
 }
 
 /// Signs a caller in and says what they may do on a course
+///
+/// A token of any role. Says who the caller is and what they may do on the
+/// course (review, reply, moderate); a user's first call creates them from the
+/// token's `name` claim.
 #[utoipa::path(get, path = "/api/comments/me", tag = "comments", params(CourseQuery),
     security(("bearer" = [])),
     responses((status = 200, body = MeOut, description = "The caller; a user's first sign-in creates them \
@@ -207,6 +211,9 @@ pub async fn me(
 }
 
 /// One's own reviews on a course, with their status
+///
+/// A user token. The caller's own reviews on a course, newest first (at most
+/// 50), including held and hidden ones, each with its status.
 #[utoipa::path(get, path = "/api/comments/mine", tag = "comments", params(CourseQuery),
     security(("bearer" = [])),
     responses((status = 200, body = Vec<MineItem>, description = "Newest first (at most 50), held and hidden ones too",
@@ -261,13 +268,17 @@ pub struct ReportOut {
 }
 
 /// Reports a comment to the moderators (once per reader)
+///
+/// A user token. Reports a review or reply to the moderators, with a reason.
+/// Each reader counts once: a second report answers 200 and is not counted.
 #[utoipa::path(post, path = "/api/comments/{comment_id}/reports", tag = "comments",
     params(super::http::CommentPath), security(("bearer" = [])),
     request_body(content = inline(ReasonRequest), description = "{reason}",
                  example = json!({"reason": "Spam: an advert for another course"})),
     responses((status = 201, body = ReportOut, description = "Reported",
                example = json!({"commentId": 42, "counted": true, "reportsOpen": 1})),
-              (status = 200, body = ReportOut, description = "Already reported by this reader: not counted again"),
+              (status = 200, body = ReportOut, description = "Already reported by this reader: not counted again",
+               example = json!({"commentId": 42, "counted": false, "reportsOpen": 1})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a user token), unknown_user or banned"),
               (status = 404, description = "comment_not_found"),
@@ -326,11 +337,15 @@ pub struct HelpfulOut {
 }
 
 /// Votes a review helpful (once per reader)
+///
+/// A user token. Counts the review as helpful, once per reader; a second vote
+/// answers 200 and is not counted. A reply or one's own review cannot be voted.
 #[utoipa::path(post, path = "/api/comments/{comment_id}/helpful", tag = "comments",
     params(super::http::CommentPath), security(("bearer" = [])),
     responses((status = 201, body = HelpfulOut, description = "Counted",
                example = json!({"commentId": 42, "counted": true, "helpful": 3})),
-              (status = 200, body = HelpfulOut, description = "Already voted by this reader: not counted again"),
+              (status = 200, body = HelpfulOut, description = "Already voted by this reader: not counted again",
+               example = json!({"commentId": 42, "counted": false, "helpful": 3})),
               (status = 401, description = "missing_token, invalid_token or token_expired"),
               (status = 403, description = "forbidden (not a user token), unknown_user or banned"),
               (status = 404, description = "comment_not_found"),
@@ -405,6 +420,10 @@ pub struct ModerationOut {
 }
 
 /// Hides, restores (approves), removes a review or reply, or dismisses its reports
+///
+/// A moderator or admin token. Hides, restores, or removes a review or reply,
+/// or dismisses its reports. Listings and the rating follow at once; an event
+/// records who did what.
 #[utoipa::path(post, path = "/api/comments/{comment_id}/moderation", tag = "comments",
     params(super::http::CommentPath), security(("bearer" = [])),
     request_body(content = inline(ModerationRequest), description = "{action, reason}",
@@ -473,6 +492,10 @@ fn ban_answer(outcome: BanOutcome, user_id: i64) -> ApiResult<StatusCode> {
 }
 
 /// Bans a user from posting, editing, reporting and voting
+///
+/// A moderator or admin token. Bans a user from posting, editing, reporting and
+/// voting, with a reason (banning again replaces it). Their existing reviews
+/// stay as they are.
 #[utoipa::path(put, path = "/api/comments/users/{user_id}/ban", tag = "comments",
     params(UserPath), security(("bearer" = [])),
     request_body(content = inline(ReasonRequest), description = "{reason}",
@@ -499,6 +522,8 @@ pub async fn ban(
 }
 
 /// Lifts a user's ban
+///
+/// A moderator or admin token. Lifts a user's ban; they may post again.
 #[utoipa::path(delete, path = "/api/comments/users/{user_id}/ban", tag = "comments",
     params(UserPath), security(("bearer" = [])),
     responses((status = 204, description = "Not banned (an event records it)"),
@@ -533,6 +558,9 @@ crate::schema_type!(QueueAfter => int_schema(0, i64::MAX));
 crate::schema_type!(QueueLimit => int_schema(1, QUEUE_PAGE_MAX));
 
 /// The moderation queue: held comments and comments with open reports
+///
+/// A moderator or admin token. Held comments and comments with open reports,
+/// oldest first. Page with `after` set to the last commentId read.
 #[utoipa::path(get, path = "/api/comments/moderation/queue", tag = "comments",
     params(QueueParams), security(("bearer" = [])),
     responses((status = 200, body = Vec<QueueItem>, description = "Oldest first; page with after = the last commentId",
@@ -606,6 +634,9 @@ pub struct ProviderPath {
 }
 
 /// Registers or updates a course provider (the host)
+///
+/// A host or admin token. Registers a course provider or changes its name; a
+/// provider's token carries this id as its `sub`.
 #[utoipa::path(put, path = "/api/comments/host/providers/{provider_id}", tag = "comments",
     params(ProviderPath), security(("bearer" = [])),
     request_body(content = inline(ProviderRequest), description = "{name, premoderate?}",
@@ -667,6 +698,9 @@ pub struct CourseOut {
 }
 
 /// Registers or updates a course (the host)
+///
+/// A host or admin token. Registers a course or changes its name and provider;
+/// users enrolled on it may then review it.
 #[utoipa::path(put, path = "/api/comments/host/courses/{course_id}", tag = "comments",
     params(super::http::CoursePath), security(("bearer" = [])),
     request_body(content = inline(CourseRequest), description = "{providerId, title, premoderate?}",
@@ -726,6 +760,9 @@ async fn set_enrolment(
 }
 
 /// Enrols a user on a course, so they may review it (the host)
+///
+/// A host or admin token. Enrols a user on a course, so they may review it.
+/// Enrolling again changes nothing.
 #[utoipa::path(put, path = "/api/comments/host/courses/{course_id}/enrolments/{user_id}", tag = "comments",
     params(EnrolmentPath), security(("bearer" = [])),
     responses((status = 204, description = "Enrolled (already: no change)"),
@@ -742,6 +779,9 @@ pub async fn enrol(
 }
 
 /// Ends a user's enrolment on a course (their reviews stay)
+///
+/// A host or admin token. Ends a user's enrolment on a course: they may no
+/// longer review it, and their reviews stay.
 #[utoipa::path(delete, path = "/api/comments/host/courses/{course_id}/enrolments/{user_id}", tag = "comments",
     params(EnrolmentPath), security(("bearer" = [])),
     responses((status = 204, description = "Not enrolled"),
@@ -819,6 +859,10 @@ pub struct ImportOut {
 }
 
 /// Imports providers, courses or enrolments from CSV, all or nothing (the host)
+///
+/// A host or admin token. Imports providers, courses or enrolments (the path's
+/// `kind`) from a CSV file (Content-Type: text/csv) in one transaction: an
+/// error names its line, and nothing is written.
 #[utoipa::path(post, path = "/api/comments/host/import/{kind}", tag = "comments",
     params(ImportPath), security(("bearer" = [])),
     request_body(content = String, content_type = "text/csv",

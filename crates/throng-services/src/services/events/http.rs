@@ -276,7 +276,12 @@ fn events_from_json(
                 "the body is a JSON array of {{eventId, type, data, metadata?}}: {e}"
             )))
         }
-        Err(e) => return Err(ApiError::bad_request("malformed_json", e.to_string())),
+        Err(e) => {
+            return Err(ApiError::bad_request(
+                "malformed_json",
+                format!("the body is not valid JSON: {e}"),
+            ))
+        }
     };
     check_count(st, list.len())?;
     list.into_iter()
@@ -461,6 +466,11 @@ fn stream_deleted(stream: &StreamName) -> ApiError {
 }
 
 /// Appends events to a stream, all or none
+///
+/// Admin token. Appends one or more events to a stream, all or none, in JSON or
+/// MessagePack. With `expectedVersion`, the append fails with 409 when the
+/// stream has moved on. Appending the same event ids again returns the first
+/// answer and writes nothing.
 #[utoipa::path(post, path = "/api/events/streams/{stream}", tag = "events",
     params(("stream" = inline(StreamNameText), Path, description = "1 to 200 of A-Z a-z 0-9 - _ . : @, starting with a letter or digit; its category is the part before the first '-'"),
            ("Expected-Version" = inline(Option<ExpectedVersionText>), Header, description = "any (default), no_stream, exists, or the stream's current version (0 or more)")),
@@ -540,6 +550,9 @@ pub async fn append(
 }
 
 /// Deletes a stream with a tombstone
+///
+/// Admin token. Ends a stream with a tombstone event. Its events keep their
+/// places in the global order; reading the stream answers 410 from then on.
 #[utoipa::path(delete, path = "/api/events/streams/{stream}", tag = "events",
     params(("stream" = inline(StreamNameText), Path),
            ("Expected-Version" = inline(Option<ExpectedVersionText>), Header, description = "any (default), exists, or the stream's current version")),
@@ -833,6 +846,9 @@ pub(super) fn position_of(v: Option<u64>, default: i64) -> ApiResult<i64> {
 }
 
 /// Reads a stream's events, forward or backward
+///
+/// Admin token. A stream's events, forward or backward from a version, a page
+/// at a time (`limit`).
 #[utoipa::path(get, path = "/api/events/streams/{stream}", tag = "events",
     params(("stream" = inline(StreamNameText), Path), StreamQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack (or application/msgpack): the same answer in MessagePack, each event's data and metadata the stored bytes (a map, or an LZ4 block as MessagePack ext 99)")),
@@ -992,6 +1008,10 @@ pub(super) fn filter_of(
 }
 
 /// Reads every event in commit order, optionally by type
+///
+/// Admin token. Every event in commit order from a position, optionally only
+/// those of some types; page by passing the last position read plus one as
+/// `from`.
 #[utoipa::path(get, path = "/api/events/all", tag = "events",
     params(AllQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads, as for a stream")),
@@ -1016,6 +1036,9 @@ pub async fn read_all(
 }
 
 /// Reads the events of a category's streams
+///
+/// Admin token. The events of every stream of a category (the part of a stream
+/// name before its first `-`), in commit order.
 #[utoipa::path(get, path = "/api/events/categories/{category}", tag = "events",
     params(("category" = inline(CategoryText), Path, description = "a stream name's part before its first '-'"), CategoryQuery,
            ("Accept" = Option<String>, Header, description = "application/vnd.msgpack: MessagePack with the stored payloads")),

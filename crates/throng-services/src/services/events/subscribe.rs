@@ -135,6 +135,10 @@ fn resume_from(headers: &HeaderMap) -> ApiResult<Option<i64>> {
 }
 
 /// Follows the log as server-sent events: catch-up, then live
+///
+/// Admin token. Server-sent events: first every event from `from` on, then each
+/// new one as it commits. Each message's `id:` is its position, so a client
+/// reconnects with `from` set to the last id plus one.
 #[utoipa::path(get, path = "/api/events/subscribe", tag = "events",
     params(SubscribeQuery,
            ("Last-Event-ID" = inline(Option<LastEventId>), Header, description = "the last position received: the stream resumes after it")),
@@ -261,6 +265,10 @@ pub struct PollQuery {
 }
 
 /// Waits for events at a position or later (long poll)
+///
+/// Admin token. Long poll: answers as soon as there are events at `from` or
+/// later, or after `waitMs` with none. For clients that cannot hold a server-
+/// sent event stream.
 #[utoipa::path(get, path = "/api/events/poll", tag = "events",
     params(PollQuery),
     security(("bearer" = [])),
@@ -437,6 +445,9 @@ fn lease_holder(token: &str) -> String {
 }
 
 /// A named consumer's checkpoint
+///
+/// Admin token. The saved checkpoint of a named consumer: the position it has
+/// processed up to (0 when never saved).
 #[utoipa::path(get, path = "/api/events/consumers/{name}", tag = "events",
     params(("name" = inline(ConsumerName), Path)),
     security(("bearer" = [])),
@@ -461,6 +472,10 @@ pub async fn get_consumer(
 }
 
 /// Claims or renews a consumer's lease, saving its checkpoint
+///
+/// Admin token. Claims a named consumer's lease, or renews it with its
+/// `leaseToken`, saving the checkpoint given. One holder at a time: a running
+/// lease held by another answers 409 `lease_held`.
 #[utoipa::path(post, path = "/api/events/consumers/{name}/lease", tag = "events",
     params(("name" = inline(ConsumerName), Path)),
     security(("bearer" = [])),
@@ -546,6 +561,9 @@ pub async fn lease(
 pub const LEASE_TOKEN_HEADER: &str = "lease-token";
 
 /// Releases a consumer's lease
+///
+/// Admin token. Releases a consumer's lease (send its Lease-Token header), so
+/// the next claim is granted at once.
 #[utoipa::path(delete, path = "/api/events/consumers/{name}/lease", tag = "events",
     params(("name" = inline(ConsumerName), Path, example = "invoicing"),
            ("Lease-Token" = inline(LeaseToken), Header, description = "the leaseToken a claim answered",

@@ -173,6 +173,9 @@ fn with_cors(mut res: Response, origin: Option<HeaderValue>) -> Response {
 }
 
 /// CORS preflight of a page's calls
+///
+/// Public. The browser's CORS preflight before a page's script calls the site's
+/// state, answers or visitor; answered for the site's allowed origins only.
 #[utoipa::path(options, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
     params(("site_id" = i64, Path, example = 1),
            ("Origin" = Option<String>, Header, description = "One of the site's allowedOrigins", example = "https://shop.example")),
@@ -313,6 +316,9 @@ pub struct StateQuery {
 }
 
 /// A visitor's standing, and whether to show the popup now
+///
+/// Public, from a page of the site. Says whether to show the invitation popup
+/// to this visitor now, and sets the visitor's first-party cookie.
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/state", tag = "invites",
     params(("site_id" = i64, Path),
            ("page" = Option<String>, Query, description = "The page's URL (or path): its path is matched against the site's pagesInclude/pagesExclude and counted in the results; anything but an http(s) URL or a /path is no page", example = "https://shop.example/checkout/done?order=1"),
@@ -591,6 +597,10 @@ fn answered_message(state: AnswerState) -> String {
 }
 
 /// A visitor's answer to the popup: yes, no or close
+///
+/// Public, from a page of the site. Records the visitor's answer to the popup:
+/// yes, no or close. Yes and no are final; a second answer answers 409
+/// `already_answered`.
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/answers", tag = "invites",
     params(("site_id" = i64, Path),
            ("X-Invites-Visitor" = inline(VisitorText), Header, description = "The signed visitor id (or its cookie)"),
@@ -719,6 +729,9 @@ pub(super) fn answer_response(
 }
 
 /// A visitor forgets themselves: every answer is deleted
+///
+/// Public, from a page of the site. Deletes every answer of this visitor and
+/// clears the cookie.
 #[utoipa::path(delete, path = "/api/invites/sites/{site_id}/visitor", tag = "invites",
     params(("site_id" = i64, Path, example = 1),
            ("X-Invites-Visitor" = inline(VisitorText), Header, description = "The signed visitor id (or its cookie)",
@@ -750,6 +763,9 @@ pub async fn forget_me(
 }
 
 /// Forgets a visitor by number, on every site (admin)
+///
+/// Admin token. Deletes a visitor's answers on every site, by the visitor
+/// number they quote (a privacy request made outside the page).
 #[utoipa::path(delete, path = "/api/invites/visitors/{visitor_id}", tag = "invites",
     params(("visitor_id" = inline(VisitorId), Path, description = "The visitor's numeric id (1 to 9223372036854775807), as a support request or a data subject request names it")),
     security(("bearer" = [])),
@@ -830,6 +846,10 @@ async fn reload(st: &InvitesState) -> ApiResult<()> {
 }
 
 /// Adds a site (admin)
+///
+/// Admin token. Adds a site: its name, the origins whose pages may show the
+/// popup, and when and to whom to show it. The answer's Location names the new
+/// site.
 #[utoipa::path(post, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
     request_body(content = inline(SiteCreate),
@@ -879,6 +899,8 @@ pub async fn create_site(
 }
 
 /// Every site (admin)
+///
+/// Admin token. Every site with its settings.
 #[utoipa::path(get, path = "/api/invites/sites", tag = "invites",
     security(("bearer" = [])),
     responses((status = 200, body = SiteList, example = json!({"sites": [{"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
@@ -909,6 +931,8 @@ pub async fn list_sites(
 }
 
 /// A site (admin)
+///
+/// Admin token. One site's settings.
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
@@ -967,6 +991,8 @@ async fn set_paused(
 }
 
 /// Changes a site's settings (admin)
+///
+/// Admin token. Changes the fields given of a site's settings; the others stay.
 #[utoipa::path(patch, path = "/api/invites/sites/{site_id}", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
@@ -999,10 +1025,21 @@ pub async fn update_site(
 }
 
 /// Pauses a site: no popup, no answers (admin)
+///
+/// Admin token. Pauses a site: its pages show no popup and take no answer until
+/// it is resumed.
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/pause", tag = "invites",
     params(("site_id" = i64, Path, example = 1)),
     security(("bearer" = [])),
-    responses((status = 200, body = SiteOut, description = "The site, paused: no popup, no answers"),
+    responses((status = 200, body = SiteOut, description = "The site, paused: no popup, no answers",
+                                example = json!({"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25, "closesMax": 3,
+                                "activeFrom": null, "activeUntil": null, "paused": true, "retentionDays": 365,
+                                "texts": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal",
+                                "createdAt": "2030-01-02T09:30:00.000Z", "updatedAt": "2030-01-05T08:00:00.000Z",
+                                "snippet": "<script src=\"https://throng.example/invite.js\" data-site=\"1\" async></script>"})),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
               (status = 404, description = "site_not_found"),
@@ -1017,10 +1054,21 @@ pub async fn pause_site(
 }
 
 /// Resumes a paused site (admin)
+///
+/// Admin token. Resumes a paused site: its pages show the popup again by its
+/// settings.
 #[utoipa::path(post, path = "/api/invites/sites/{site_id}/resume", tag = "invites",
     params(("site_id" = i64, Path, example = 1)),
     security(("bearer" = [])),
-    responses((status = 200, body = SiteOut, description = "The site, no longer paused"),
+    responses((status = 200, body = SiteOut, description = "The site, no longer paused",
+                                example = json!({"siteId": 1, "name": "Shop survey", "surveyUrl": "https://survey.example/s/42",
+                                "allowedOrigins": ["https://shop.example"], "inviteShare": 0.25, "closesMax": 3,
+                                "activeFrom": null, "activeUntil": null, "paused": false, "retentionDays": 365,
+                                "texts": {"title": "Got a minute?", "body": "Tell us how we are doing.",
+                                          "yes": "Yes, open the survey", "no": "No, thanks", "close": "Close"},
+                                "trigger": "load", "delaySeconds": 10, "scrollPercent": 50, "style": "modal",
+                                "createdAt": "2030-01-02T09:30:00.000Z", "updatedAt": "2030-01-05T08:00:00.000Z",
+                                "snippet": "<script src=\"https://throng.example/invite.js\" data-site=\"1\" async></script>"})),
               (status = 401, description = "missing_token, invalid_token, token_expired"),
               (status = 403, description = "forbidden (not an admin token)"),
               (status = 404, description = "site_not_found"),
@@ -1035,6 +1083,10 @@ pub async fn resume_site(
 }
 
 /// A site's counts and conversion (admin)
+///
+/// Admin token. A site's counts: visitors, invitations shown, answers and the
+/// conversion. Counts kept in each node's memory are added to the store every
+/// few seconds, so the latest may lag slightly.
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/stats", tag = "invites",
     params(("site_id" = i64, Path)),
     security(("bearer" = [])),
@@ -1186,6 +1238,9 @@ fn csv_field(text: &str) -> String {
 }
 
 /// A site's results by day and page: shown, yes, no, closed (admin)
+///
+/// Admin token. Invitations shown and answers (yes, no, closed) per day (UTC)
+/// and page, between `from` and `to` (at most 366 days).
 #[utoipa::path(get, path = "/api/invites/sites/{site_id}/results", tag = "invites",
     params(("site_id" = i64, Path, example = 1), ResultsQuery,
            ("Accept" = Option<String>, Header, description = "text/csv: the rows as CSV (day,page,shown,yes,no,closed)", example = "text/csv")),

@@ -191,6 +191,10 @@ pub fn problems_message(problems: &[FieldProblem]) -> String {
 }
 
 /// Creates a draft election from its authority's definition
+///
+/// An admin token. Creates a draft election from its authority's definition:
+/// name, times, districts, parties and candidates. Every problem in the
+/// definition is listed at once, as `path: what`.
 #[utoipa::path(post, path = "/api/voting/elections", tag = "voting",
     security(("bearer" = [])),
     request_body(content = Definition, description = "The election: districts (code, name, lists of each party's candidates), parties (code, name, colour), candidatesPerVoteMax, opensAt, closesAt (RFC 3339), liveResults",
@@ -254,6 +258,9 @@ fn transition_refused(id: i64, r: StepRefused, action: &str, needs: &str) -> Api
 }
 
 /// Extends an election's closing time
+///
+/// An admin token. Moves an election's closing time later, before it has
+/// passed.
 #[utoipa::path(patch, path = "/api/voting/elections/{election_id}", tag = "voting",
     params(("election_id" = i64, Path)),
     security(("bearer" = [])),
@@ -386,6 +393,9 @@ async fn take_step(
 const STATUS_EXAMPLE: &str = r#"{"electionId": 2, "name": "Town council 2030", "state": "open", "opensAt": "2030-05-05T05:00:00.000Z", "closesAt": "2030-05-05T18:00:00.000Z", "hasKey": true, "voters": 10000}"#;
 
 /// Opens a draft election: votes are taken from its opening to its closing time
+///
+/// An admin token. Opens a draft election once it has its public key and its
+/// roll: votes are taken from its opening time to its closing time.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/open", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(STATUS_EXAMPLE).unwrap())),
@@ -426,6 +436,8 @@ pub async fn open_election(
 }
 
 /// Suspends voting in an open election
+///
+/// An admin token. Stops taking votes in an open election until it is resumed.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/suspend", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(&STATUS_EXAMPLE.replace("\"open\"", "\"suspended\"")).unwrap())),
@@ -440,6 +452,8 @@ pub async fn suspend_election(
 }
 
 /// Resumes voting in a suspended election
+///
+/// An admin token. Takes votes again in a suspended election.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/resume", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(STATUS_EXAMPLE).unwrap())),
@@ -454,6 +468,9 @@ pub async fn resume_election(
 }
 
 /// Closes an election: no vote is taken after this answers
+///
+/// An admin token. Closes an open or suspended election: no vote is taken once
+/// this answers, and the remaining ballots are published on the board.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/close", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ElectionStatus, description = "Closed; the mixer publishes the remaining ballots and the election becomes tallied",
@@ -471,6 +488,8 @@ pub async fn close_election(
 }
 
 /// Publishes a tallied election's results
+///
+/// An admin token. Makes a tallied election's results public.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/publish", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = ElectionStatus, example = json!(serde_json::from_str::<serde_json::Value>(&STATUS_EXAMPLE.replace("\"open\"", "\"published\"")).unwrap())),
@@ -659,6 +678,10 @@ fn is_csv(headers: &HeaderMap) -> bool {
 }
 
 /// Imports (or replaces) a draft election's roll; answers each voter's credential, once
+///
+/// An admin token. Imports (or replaces) a draft election's roll from CSV
+/// (Content-Type: text/csv). The answer holds each voter's credential: it is
+/// the only copy, so keep it; the store keeps keyed hashes only.
 #[utoipa::path(put, path = "/api/voting/elections/{election_id}/roll", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     request_body(content = String, content_type = "text/csv",
@@ -814,6 +837,10 @@ fn too_many_attempts(retry_after_s: u64, whose: &str) -> ApiError {
 }
 
 /// Signs a voter in with the voter id and credential of the roll
+///
+/// Public. Signs a voter in with the voter id and credential from the roll; the
+/// answer's token casts the vote. A wrong id and a wrong credential answer
+/// alike; attempts are limited per voter id and per client.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/login", tag = "voting",
     params(("election_id" = i64, Path)),
     request_body(content = LoginRequest, example = json!({"voterId": "A-0001", "credential": "7KQX-M2PD-RTW9H"})),
@@ -896,6 +923,9 @@ pub async fn login(
 // ---------------------------------------------------------------- audit
 
 /// Turnout per district: voters on the roll and ballots cast (CSV)
+///
+/// An admin token. Per district, the voters on the roll and the ballots cast,
+/// as CSV.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/audit/turnout.csv", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, content_type = "text/csv", body = String,
@@ -925,6 +955,9 @@ pub async fn audit_turnout(
 }
 
 /// The ids of the voters who voted, once the election is closed (CSV)
+///
+/// An admin token, once the election is closed. The ids of the voters who
+/// voted, as CSV in the roll's order: never when or how.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/audit/voters.csv", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, content_type = "text/csv", body = String,
@@ -975,6 +1008,9 @@ fn results_ready(e: &Election) -> ApiResult<()> {
 }
 
 /// Results per district, per party and candidate, once tallied (CSV)
+///
+/// An admin token, once tallied. Votes per district, party and candidate as
+/// CSV; a party's own row has no candidate.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/audit/results.csv", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, content_type = "text/csv", body = String,
@@ -1032,6 +1068,9 @@ pub struct AuditResults {
 }
 
 /// Results per district, per party and candidate, once tallied (JSON)
+///
+/// An admin token, once tallied. Votes per district, party and candidate as
+/// JSON.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/audit/results.json", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = AuditResults,
@@ -1083,6 +1122,9 @@ pub struct AuditLog {
 }
 
 /// The log of an election's administrative actions, oldest first
+///
+/// An admin token. Every administrative action on the election (created,
+/// opened, closed, ...) with who and when, oldest first.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/audit/log", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = AuditLog,
@@ -1123,6 +1165,10 @@ pub async fn audit_log(
 }
 
 /// Gives a draft election the public key its ballots are sealed to
+///
+/// An admin token. Gives a draft election the trustees' public key; ballots are
+/// sealed to it in the voter's browser, and only the trustees' opening reads
+/// them.
 #[utoipa::path(put, path = "/api/voting/elections/{election_id}/key", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     request_body(content = KeyFile, description = "The public key file `throng voting keygen` wrote (public.json); the private key stays split among the trustees",
@@ -1181,6 +1227,10 @@ pub async fn set_key(
 }
 
 /// Exports the closed election's ballot box for the trustees' opening
+///
+/// An admin token, once the election is closed and its last board period has
+/// run. The sealed ballots by district, for the trustees' opening; its digest
+/// is the public board's.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/box", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     responses((status = 200, body = BoxFile, description = "Sealed ballots only, by district, period and tracker; its digest is the public board's",
@@ -1285,6 +1335,9 @@ fn box_file(st: &VotingState, e: &super::model::Election, rows: &super::store::B
 }
 
 /// Imports the trustees' opened results; the election becomes tallied
+///
+/// An admin token. Imports the results the trustees opened from the exported
+/// box; they must match the box, and the election becomes tallied.
 #[utoipa::path(put, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path)), security(("bearer" = [])),
     request_body(content = ResultsFile, description = "The results file `throng voting open` wrote from this election's box",

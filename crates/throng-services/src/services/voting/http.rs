@@ -181,6 +181,8 @@ pub struct DistrictOut {
 }
 
 /// Every election
+///
+/// Public. Every election with its state and times.
 #[utoipa::path(get, path = "/api/voting/elections", tag = "voting",
     responses((status = 200, body = ElectionList,
                example = json!({"elections": [{"electionId": 1, "name": "City council 2030",
@@ -199,6 +201,8 @@ pub async fn list_elections(State(st): State<Arc<VotingState>>) -> Json<Election
 }
 
 /// An election with its districts
+///
+/// Public. An election with its state, times and districts.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}", tag = "voting",
     params(("election_id" = i64, Path)),
     responses((status = 200, body = ElectionDetail, description = "The election with its districts (at most 1,000 per election)",
@@ -374,6 +378,9 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 }
 
 /// A district's ballot: its parties and their lists
+///
+/// Public. A district's ballot: its parties and their candidates, in ballot
+/// order. Cacheable: answers an ETag (If-None-Match gives 304).
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/ballot", tag = "voting",
     params(("election_id" = i64, Path), ("district_id" = i64, Path),
            ("Accept-Encoding" = Option<String>, Header, description = "gzip (or *) gets the ballot gzip-compressed, with its own ETag"),
@@ -508,6 +515,9 @@ pub(super) fn already_voted() -> ApiError {
 }
 
 /// Casts a voter's sealed vote
+///
+/// A voter's token from login. Casts the voter's sealed ballot, once. The
+/// answer's tracker lets the voter find the ballot on the public board later.
 #[utoipa::path(post, path = "/api/voting/elections/{election_id}/votes", tag = "voting",
     params(("election_id" = i64, Path),
            ("voter-id" = inline(HeaderId), Header, description = "The voter, 1 to 9223372036854775807"),
@@ -673,6 +683,10 @@ pub fn board_digests(e: &Election, s: &Snapshot) -> Vec<(i64, ballot::Digest32)>
 }
 
 /// The public ballot board
+///
+/// Public. The ballot board's state: when it was last published, whether it is
+/// complete, and its digest per district and for the whole box, which anyone
+/// can recompute from the pages.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/board", tag = "voting",
     params(("election_id" = i64, Path)),
     responses((status = 200, body = Board,
@@ -751,6 +765,9 @@ fn bad_tracker() -> ApiError {
 }
 
 /// A district's board: its trackers, a page at a time
+///
+/// Public. A district's board: its trackers in order, a page at a time (`after`
+/// the last tracker read, `limit`).
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/board", tag = "voting",
     params(("election_id" = i64, Path), ("district_id" = i64, Path), BoardPageQuery),
     responses((status = 200, body = BoardPage,
@@ -817,6 +834,10 @@ pub struct OnBoard {
 }
 
 /// Whether a tracker is on its district's board
+///
+/// Public. Whether a voter's tracker is on the district's board, so the voter
+/// can check their ballot is in the box. The board is published every period,
+/// so a new ballot appears after at most one.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/districts/{district_id}/board/{tracker}", tag = "voting",
     params(("election_id" = i64, Path), ("district_id" = i64, Path), ("tracker" = String, Path)),
     responses((status = 200, body = OnBoard, description = "On the board: the ballot is in the box the trustees open",
@@ -1114,6 +1135,9 @@ fn results_target(
 }
 
 /// An election's or a district's counted results
+///
+/// Public, once published. An election's counted results, or one district's
+/// with `districtId`.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
     responses((status = 200, body = Results,
@@ -1142,6 +1166,9 @@ pub async fn results(
 }
 
 /// The results as server-sent events, at once and after each change
+///
+/// Public. The results as server-sent events: sent at once and again after each
+/// change. Reconnect when the stream ends with `lifetime`.
 #[utoipa::path(get, path = "/api/voting/elections/{election_id}/results/stream", tag = "voting",
     params(("election_id" = i64, Path), ResultsQuery),
     responses((status = 200, content_type = "text/event-stream", body = ResultsMessage,

@@ -113,6 +113,11 @@ pub struct DayEntry {
 }
 
 /// A place's day of registrations with the people's data (staff of the place)
+///
+/// For the staff of a place: every registration of one day, in slot order, with
+/// the person's name, contact and attendance. A staff token only opens the
+/// places in its `places` claim (an admin token opens every place). Each read
+/// is recorded in the booking audit stream with who read which day.
 #[utoipa::path(get, path = "/api/booking/places/{place_id}/days/{day}/registrations", tag = "booking",
     params(("place_id" = i64, Path, minimum = 1), ("day" = String, Path, format = Date, example = "2030-01-07"),
            ("Accept" = Option<String>, Header, description = "text/csv for a CSV file (one row per registration); JSON otherwise")),
@@ -279,6 +284,11 @@ pub struct DayClosed {
 }
 
 /// Closes a place's day: every registration on it cancelled, its slots no longer bookable (staff of the place)
+///
+/// For the staff of a place: cancels every registration of the day and removes
+/// its slots in one write; each person is told. Closing a day that is already
+/// closed changes nothing. A day that has passed cannot be closed
+/// (`day_passed`).
 #[utoipa::path(post, path = "/api/booking/places/{place_id}/days/{day}/close", tag = "booking",
     params(("place_id" = i64, Path, minimum = 1), ("day" = String, Path, format = Date, example = "2030-01-07")),
     security(("bearer" = [])),
@@ -379,6 +389,10 @@ fn staff_registration_not_found() -> ApiError {
 }
 
 /// Checks a person in, or marks them absent (staff of the registration's place)
+///
+/// For the staff of the registration's place: records `checked_in` or `no_show`
+/// on a registration, naming who recorded it in the registration's stream. Send
+/// the status in the body.
 #[utoipa::path(post, path = "/api/booking/staff/registrations/{registration_id}/attendance", tag = "booking",
     params(("registration_id" = String, Path, example = "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192")),
     request_body(content = AttendanceRequest, example = json!({"status": "checked_in"})),
@@ -475,6 +489,11 @@ pub struct LookupOut {
 }
 
 /// Looks a person's registrations up by national id or registration id, recording who and why (staff)
+///
+/// For staff answering a person's call: finds registrations by national id or
+/// by registration id (exactly one of the two), at the caller's places. The
+/// body states why (`reason`); who looked, why and what was found is recorded
+/// in the booking audit stream.
 #[utoipa::path(post, path = "/api/booking/staff/lookup", tag = "booking",
     request_body(content = inline(LookupRequest), description = "One of nationalId or registrationId, and a reason (5 to 500 characters)",
                  example = json!({"nationalId": "12345678901", "reason": "caller lost the confirmation SMS"})),
@@ -605,6 +624,11 @@ async fn by_national_id(
 }
 
 /// Books a slot on a person's behalf (a call centre: staff of the place)
+///
+/// For the staff of a place, on the phone with a person: books a slot by the
+/// same rules as a public booking (`slot_full`, `already_registered`). The
+/// person receives the confirmation with the access code; the registration's
+/// stream names who booked.
 #[utoipa::path(post, path = "/api/booking/staff/registrations", tag = "booking",
     request_body(content = inline(RegistrationRequest), description = "As a public booking: {placeId, day: YYYY-MM-DD, timeSlot, person:{name, nationalId, phone, email}}",
                  example = json!({"placeId": 1, "day": "2030-01-07", "timeSlot": 0,
@@ -686,6 +710,10 @@ pub struct Queued {
 }
 
 /// Sends a registration's confirmation again (staff of its place)
+///
+/// For the staff of the registration's place: asks the notifier to send the
+/// registration's confirmation again, to the contact on the registration.
+/// Answers 202 at once; the message follows.
 #[utoipa::path(post, path = "/api/booking/staff/registrations/{registration_id}/resend", tag = "booking",
     params(("registration_id" = String, Path, example = "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192")),
     security(("bearer" = [])),
@@ -719,6 +747,10 @@ pub async fn resend_confirmation(
 }
 
 /// Issues a new access code and sends it to the person; the old one stops working (staff of its place)
+///
+/// For the staff of the registration's place, when a person lost their code:
+/// issues a new access code and sends it to the person only; the old code stops
+/// opening the registration at once.
 #[utoipa::path(post, path = "/api/booking/staff/registrations/{registration_id}/access-code", tag = "booking",
     params(("registration_id" = String, Path, example = "01943b6e-8f1a-7c3e-9a4b-2d5e6f708192")),
     security(("bearer" = [])),

@@ -197,6 +197,8 @@ async function register(ev) {
       $("confirmation").hidden = false;
       $("booking").hidden = true;
       setStatus("");
+      // A screen reader and the keyboard continue from the confirmation.
+      $("confirmation").focus();
       return;
     }
     const error = await api.errorOf(res);

@@ -131,6 +131,10 @@ fn place_input_example() -> serde_json::Value {
 }
 
 /// Defines a place and makes its slots for its horizon (admin)
+///
+/// Admin token. Defines a place with its weekly hours and makes its slots for
+/// the days of its horizon. A place whose code is already defined is updated
+/// instead (200), as the CSV import does.
 #[utoipa::path(post, path = "/api/booking/places", tag = "booking",
     security(("bearer" = [])),
     request_body(content = PlaceInput, description = "The place; its code is the authority's, unique (a code already defined updates that place, as the import does). Hours start and end on its slot grid (whole slots from midnight).",
@@ -138,7 +142,9 @@ fn place_input_example() -> serde_json::Value {
     responses((status = 201, body = PlaceChanged, description = "The place, and the slots made for its horizon",
                example = json!({"place": {"id": 7, "code": "BA-01", "name": "Poliklinika Ružinov", "address": "Ružinovská 10", "city": "Bratislava", "postcode": "821 01", "region": "BA", "timeZone": "Europe/Bratislava", "latitude": 48.153, "longitude": 17.155, "services": ["vaccine-flu", "test-pcr"], "slotMinutes": 15, "seats": 2, "hours": "Mo-Fr 08:00-12:00,13:00-16:00; Sa 09:00-12:00", "bookAheadDays": 60, "noticeMinutes": 60},
                                 "summary": {"created": 1, "updated": 0, "slotsAdded": 1200, "slotsRemoved": 0, "slotsChanged": 0, "registrationsOnRemovedSlots": 0, "registrationsOverSeats": 0, "affectedRegistrations": [], "placeIds": [7]}})),
-              (status = 200, body = PlaceChanged, description = "A place of this code was defined already: updated, as the import does"),
+              (status = 200, body = PlaceChanged, description = "A place of this code was defined already: updated, as the import does",
+               example = json!({"place": {"id": 7, "code": "BA-01", "name": "Poliklinika Ružinov", "address": "Ružinovská 10", "city": "Bratislava", "postcode": "821 01", "region": "BA", "timeZone": "Europe/Bratislava", "latitude": 48.153, "longitude": 17.155, "services": ["vaccine-flu", "test-pcr"], "slotMinutes": 15, "seats": 2, "hours": "Mo-Fr 08:00-12:00,13:00-16:00; Sa 09:00-12:00", "bookAheadDays": 60, "noticeMinutes": 60},
+                                "summary": {"created": 0, "updated": 1, "slotsAdded": 0, "slotsRemoved": 0, "slotsChanged": 0, "registrationsOnRemovedSlots": 0, "registrationsOverSeats": 0, "affectedRegistrations": [], "placeIds": [7]}})),
               (status = 401, description = "No or bad token"), (status = 403, description = "Not an admin"),
               (status = 422, description = "invalid_field, naming the field")))]
 pub async fn create_place(
@@ -183,6 +189,9 @@ pub struct PlaceIdPath {
 crate::schema_type!(PlaceIdRange => int_schema(PLACE_ID_MIN, PLACE_ID_MAX));
 
 /// A place with its days of other hours
+///
+/// Public. A place's definition with its weekly hours, and its closed days and
+/// days of other hours from today on.
 #[utoipa::path(get, path = "/api/booking/places/{place_id}", params(PlaceIdPath), tag = "booking",
     responses((status = 200, body = PlaceDetail, description = "The place and its closed days and days of other hours from today on",
                example = json!({"place": {"id": 7, "code": "BA-01", "name": "Poliklinika Ružinov", "address": "Ružinovská 10", "city": "Bratislava", "postcode": "821 01", "region": "BA", "timeZone": "Europe/Bratislava", "services": ["vaccine-flu"], "slotMinutes": 15, "seats": 2, "hours": "Mo-Fr 08:00-12:00", "bookAheadDays": 60, "noticeMinutes": 60},
@@ -217,6 +226,11 @@ pub async fn get_place(
 }
 
 /// Changes a place's definition and makes its slots again (admin)
+///
+/// Admin token. Replaces a place's definition and makes its slots again.
+/// Registrations on slots the new hours no longer open are kept, and listed in
+/// the answer so staff can move them. Another place's code answers 409
+/// `code_taken`.
 #[utoipa::path(put, path = "/api/booking/places/{place_id}", params(PlaceIdPath), tag = "booking",
     security(("bearer" = [])),
     request_body(content = PlaceInput, description = "The whole definition (its slot length stays while it has slots)",
@@ -259,6 +273,10 @@ pub struct HoursInput {
 }
 
 /// Sets a place's weekly hours and makes its slots again (admin)
+///
+/// Admin token. Replaces a place's weekly hours and makes its slots again.
+/// Registrations on slots the new hours no longer open are kept and listed in
+/// the answer.
 #[utoipa::path(put, path = "/api/booking/places/{place_id}/hours", params(PlaceIdPath), tag = "booking",
     security(("bearer" = [])),
     request_body(content = HoursInput, example = json!({"hours": "Mo-Fr 08:00-12:00,13:00-16:00; Sa 09:00-12:00"})),
@@ -312,6 +330,10 @@ fn path_day(text: &str) -> Result<Day, ApiError> {
 }
 
 /// Closes a place on a day, or gives the day other hours (admin)
+///
+/// Admin token. Closes a place on one day, or gives that day hours other than
+/// the week's. Registrations on slots that go away are kept and listed in the
+/// answer.
 #[utoipa::path(put, path = "/api/booking/places/{place_id}/days/{day}", params(PlaceDayPath), tag = "booking",
     security(("bearer" = [])),
     request_body(content = DayInput, example = json!({"hours": ""})),
@@ -342,6 +364,9 @@ pub async fn set_day(
 }
 
 /// Gives a day the week's hours again (admin)
+///
+/// Admin token. Undoes a closed day or a day of other hours: the day has the
+/// week's hours again and their slots are made.
 #[utoipa::path(delete, path = "/api/booking/places/{place_id}/days/{day}", params(PlaceDayPath), tag = "booking",
     security(("bearer" = [])),
     responses((status = 200, body = ChangeSummary, description = "The day has the week's hours again; the slots they open are made",
@@ -388,6 +413,10 @@ pub async fn import_csv(st: &BookingState, bytes: &[u8]) -> ApiResult<ChangeSumm
 }
 
 /// Defines places from a CSV file, all or none (admin)
+///
+/// Admin token. Defines or updates places from a CSV file (Content-Type:
+/// text/csv), one place a line, in one transaction: any error names its line
+/// and column, and nothing is written.
 #[utoipa::path(post, path = "/api/booking/places/import", tag = "booking",
     security(("bearer" = [])),
     request_body(content = String, content_type = "text/csv",
@@ -422,6 +451,10 @@ pub async fn import_places(
 }
 
 /// Makes the days of every place's horizon that are not made yet (admin)
+///
+/// Admin token. Makes the slots of the days that entered the places' horizons
+/// since they were last made. The server also does this every hour; call it
+/// after changing the clock or the horizon.
 #[utoipa::path(post, path = "/api/booking/places/extend", tag = "booking",
     security(("bearer" = [])),
     responses((status = 200, body = ChangeSummary, description = "Slots made for the days that came into the places' horizons (the server also does this every hour)",
@@ -481,6 +514,10 @@ pub struct EarliestList {
 }
 
 /// The earliest free slots, one per place, soonest first
+///
+/// Public. For the places matching `q`, `region` and `service`, each one's
+/// first slot that can still be booked, soonest first: what a person who wants
+/// any place soon is shown.
 #[utoipa::path(get, path = "/api/booking/slots/earliest", params(EarliestQuery), tag = "booking",
     responses((status = 200, body = EarliestList, description = "For the places matching q, region and service (up to 10,000 looked at), each one's first slot with a seat left that can still be booked (not started, not closer than its notice), soonest first",
                example = json!({"slots": [{"place": {"id": 7, "code": "BA-01", "name": "Poliklinika Ružinov", "address": "Ružinovská 10", "city": "Bratislava", "postcode": "821 01", "region": "BA", "timeZone": "Europe/Bratislava", "services": ["vaccine-flu"], "slotMinutes": 15, "seats": 2, "hours": "Mo-Fr 08:00-12:00", "bookAheadDays": 60, "noticeMinutes": 60},

@@ -74,7 +74,7 @@
     button.tc-primary { background: #1a5fb4; border-color: #1a5fb4; color: #fff; }
     button.tc-link { border: none; background: none; color: #1a5fb4; padding: .2rem .3rem; text-decoration: underline; }
     div, p, span, label { color: inherit; font: inherit; }
-    .tc-stars { color: #b07800; letter-spacing: 1px; }
+    .tc-stars { color: #8a5d00; letter-spacing: 1px; }
     .tc-hist { display: grid; grid-template-columns: 3rem 1fr 3rem; gap: 2px 6px; font-size: .8rem; max-width: 20rem; margin: .3rem 0; }
     .tc-bar { background: #eee; border-radius: 3px; } .tc-bar > div { background: #e6a100; height: 100%; border-radius: 3px; }
     .tc-toolbar { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; margin: .5rem 0; }
@@ -94,8 +94,8 @@
     fieldset { border: none; margin: 0; padding: 0; min-width: 0; }
     .tc-picker { display: flex; gap: .15rem; }
     .tc-picker input { position: absolute; opacity: 0; width: 1px; height: 1px; margin: 0; }
-    .tc-picker label { font-size: 1.6rem; line-height: 1; color: #aaa; cursor: pointer; padding: 0 .1rem; }
-    .tc-picker label.tc-on { color: #b07800; }
+    .tc-picker label { font-size: 1.6rem; line-height: 1; color: #767676; cursor: pointer; padding: 0 .1rem; }
+    .tc-picker label.tc-on { color: #8a5d00; }
     .tc-picker input:focus-visible + label { outline: 2px solid #1a5fb4; }
     .tc-error { color: #b00020; font-size: .9rem; } .tc-error:empty { display: none; }
     .tc-note { color: #555; font-size: .9rem; }

@@ -132,6 +132,7 @@ function showPlace(li, p) {
   const day = document.createElement("a");
   day.href = `/booking/staff/#place=${p.id}`;
   day.textContent = "Day list";
+  day.setAttribute("aria-label", `Day list of ${p.name}`);
   actions.append(edit, day);
   li.append(title, code, l1, l2, actions);
 }
