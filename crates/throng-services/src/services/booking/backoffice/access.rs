@@ -96,7 +96,7 @@ where
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let keys = Arc::<TokenKeys>::from_ref(state);
-        let claims: StaffClaims = auth::bearer_claims(&keys, &parts.headers)?;
+        let claims: StaffClaims = auth::bearer_claims(&keys, &parts.headers).await?;
         if claims.role == Role::ADMIN {
             return Ok(Staff {
                 sub: claims.sub,
