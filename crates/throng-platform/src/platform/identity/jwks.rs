@@ -27,6 +27,13 @@ use crate::platform::error::ApiError;
 /// `exp` and `nbf` alike (as for throng's own tokens).
 pub const CLOCK_LEEWAY_S: u64 = 5;
 
+/// Provider tokens whose signature and claims were checked, kept (by the
+/// token's SHA-256) with their mapped claims so that a client sending the
+/// same token again costs a hash, not a signature check; emptied when
+/// full and whenever the keys change. A kept token is still refused once
+/// expired, and still checked against the revocations.
+pub const VERIFIED_TOKENS_MAX: usize = 10_000;
+
 /// Where the keys are found.
 #[derive(Clone, Debug)]
 pub enum KeySource {
@@ -120,6 +127,15 @@ pub struct Provider {
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
     /// One validation per accepted algorithm.
     validations: Vec<(Algorithm, Validation)>,
+    /// Checked tokens (see [`VERIFIED_TOKENS_MAX`]): SHA-256 of the token
+    /// -> its mapped claims and `exp`.
+    verified: std::sync::RwLock<std::collections::HashMap<[u8; 32], Verified>>,
+}
+
+/// A checked token's mapped claims.
+struct Verified {
+    claims: Map<String, Value>,
+    exp: u64,
 }
 
 /// The algorithms accepted from a provider.
@@ -163,6 +179,7 @@ impl Provider {
             jwks_uri: Mutex::new(jwks_uri),
             last_fetch: tokio::sync::Mutex::new(None),
             validations,
+            verified: Default::default(),
         })
     }
 
@@ -241,6 +258,8 @@ impl Provider {
         let set = self.parse_key_set(&uri, &body)?;
         let n = set.keys.len();
         self.keys.store(Arc::new(set));
+        // Tokens checked with a key that may be gone are checked again.
+        self.verified.write().unwrap().clear();
         Ok(n)
     }
 
@@ -348,6 +367,32 @@ impl Provider {
     /// keys and answers its claims mapped to throng's role and scope
     /// claims.
     pub fn verify(&self, token: &str, header: &Header) -> Result<Map<String, Value>, Refusal> {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        let now = (crate::base::clock::now_ms() / 1000) as u64;
+        if let Some(v) = self.verified.read().unwrap().get(&digest) {
+            if now <= v.exp + CLOCK_LEEWAY_S {
+                return Ok(v.claims.clone());
+            }
+        }
+        let claims = self.verify_uncached(token, header)?;
+        if let Some(exp) = claims.get("exp").and_then(Value::as_u64) {
+            let mut verified = self.verified.write().unwrap();
+            if verified.len() >= VERIFIED_TOKENS_MAX {
+                verified.clear();
+            }
+            verified.insert(
+                digest,
+                Verified {
+                    claims: claims.clone(),
+                    exp,
+                },
+            );
+        }
+        Ok(claims)
+    }
+
+    fn verify_uncached(&self, token: &str, header: &Header) -> Result<Map<String, Value>, Refusal> {
         let keys = self.keys.load();
         let Some(key) = keys.find(header.kid.as_deref()) else {
             return Err(Refusal::UnknownKey(header.kid.clone()));
