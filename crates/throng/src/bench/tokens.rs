@@ -103,6 +103,11 @@ impl Experiment for TokensBench {
              the bench's JWKS; HS256: HMAC-SHA256 with the data directory's secret. Both then \
              pass the same revocation check and handler. Target: RS256/HS256 >= 0.95."
                 .into(),
+            "Each workload sends one token again and again, as a signed-in client does: an \
+             RS256 token's signature is checked once, then found by its SHA-256 among the \
+             checked tokens (VERIFIED_TOKENS_MAX); its expiry and the revocations are checked \
+             on every request."
+                .into(),
         ]
     }
 }
