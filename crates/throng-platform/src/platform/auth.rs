@@ -194,6 +194,8 @@ pub struct Claims {
     pub sub: String,
     /// A role's name (see [`Role`]).
     pub role: String,
+    /// 0 when the token has none (an identity provider may leave it out).
+    #[serde(default)]
     pub iat: u64,
     pub exp: u64,
 }

@@ -227,6 +227,10 @@ pub struct Revocations {
     set: ArcSwap<RevokedSet>,
     store: Option<Store>,
     reads: std::sync::atomic::AtomicU64,
+    /// Held by a read of the store and by a revocation, so that a read
+    /// begun before a revocation was recorded cannot replace the set after
+    /// the revocation added itself to it.
+    updating: tokio::sync::Mutex<()>,
 }
 
 impl Revocations {
@@ -236,6 +240,7 @@ impl Revocations {
             set: ArcSwap::from_pointee(RevokedSet::default()),
             store: None,
             reads: Default::default(),
+            updating: Default::default(),
         })
     }
 
@@ -245,6 +250,7 @@ impl Revocations {
             set: ArcSwap::from_pointee(RevokedSet::default()),
             store: Some(store),
             reads: Default::default(),
+            updating: Default::default(),
         };
         r.refresh().await?;
         Ok(Arc::new(r))
@@ -255,6 +261,7 @@ impl Revocations {
         let Some(store) = &self.store else {
             return Ok(());
         };
+        let _updating = self.updating.lock().await;
         let now = crate::base::clock::now_ms();
         let rows = store
             .read(move |c| {
@@ -313,6 +320,7 @@ impl Revocations {
             .store
             .as_ref()
             .expect("revocations are recorded by a serving node, which has its store");
+        let _updating = self.updating.lock().await;
         let recorded = record(store, r).await?;
         let at =
             parse_rfc3339(&recorded.revoked_at).unwrap_or_else(|_| crate::base::clock::now_ms());
@@ -348,7 +356,7 @@ impl Revocations {
             if let Some(at_ms) = set.sub.get(sub) {
                 let issued_ms = claims
                     .get("iat")
-                    .and_then(Value::as_i64)
+                    .and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)))
                     .map(|s| s.saturating_mul(1000));
                 if issued_ms.is_none_or(|i| i <= *at_ms) {
                     return Err(revoked(
