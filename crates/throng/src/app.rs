@@ -179,6 +179,9 @@ pub struct ServeArgs {
     /// --listen; absent, /metrics is on --listen with everything else.
     #[arg(long, env = "THRONG_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// An identity provider's tokens, and the revocations' refresh.
+    #[command(flatten)]
+    pub identity: crate::platform::identity::IdentityArgs,
     /// Every service's own flags (see each service's `serve_args`).
     #[command(flatten)]
     pub services: ServiceArgs,
@@ -271,6 +274,8 @@ impl ServeArgs {
             );
         }
         TrustedProxies::new(self.trusted_proxies.clone())?;
+        self.identity.provider()?;
+        self.identity.revocation_refresh()?;
         if self.connections_max > u32::MAX as usize {
             anyhow::bail!("--connections-max must be at most {}", u32::MAX);
         }
@@ -330,6 +335,7 @@ pub fn router_for(
         services = services.merge(s.routes(&state)?);
     }
     services = services.merge(crate::platform::console::routes(console_pages(list)));
+    services = services.merge(crate::platform::identity::http::routes());
     let (services, doc) = services.split_for_parts();
     // Built once per server; a clone of `Bytes` is a reference count.
     let index_html = bytes::Bytes::from(index_html(list));
@@ -477,6 +483,7 @@ pub async fn start_for(
     let (store, secrets) = open_store_for(&args.store, list).await?;
     let public_url =
         crate::platform::public_url::PublicUrl::new(args.public_url.clone(), args.listen);
+    let (keys, identity_workers) = token_keys(&args, list, &store, &secrets).await?;
     let platform = Platform {
         sessions: Arc::new(Sessions::new(
             store.clone(),
@@ -484,7 +491,7 @@ pub async fn start_for(
             public_url.clone(),
         )),
         store: store.clone(),
-        keys: Arc::new(TokenKeys::new(&secrets.token_secret)),
+        keys,
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),
         secrets: Arc::new(secrets),
         demo: args.demo,
@@ -534,6 +541,7 @@ pub async fn start_for(
     });
     let adm = args.admission(proxies.clone(), large_bodies(list), uncounted);
     let mut workers = workers;
+    workers.extend(identity_workers);
     workers.push(tokio::spawn(adm.pruner()));
     let app = router_for(state.clone(), &args, list, adm)?;
     let metrics_listener = match args.metrics_listen {
@@ -597,6 +605,56 @@ pub async fn start_for(
         workers,
         _store_lock: store_lock,
     })
+}
+
+/// The token keys: throng's own secret, the identity provider's keys when
+/// one is configured (fetched once now: a provider out of reach leaves
+/// only throng's own tokens accepted until a later fetch succeeds, and
+/// says so in the log), and the revocations, read once now; with the
+/// workers that keep both fresh.
+async fn token_keys(
+    args: &ServeArgs,
+    list: &[&'static dyn AnyService],
+    store: &Store,
+    secrets: &Secrets,
+) -> anyhow::Result<(Arc<TokenKeys>, Vec<tokio::task::JoinHandle<()>>)> {
+    use crate::platform::identity::{jwks::Provider, revocation::Revocations};
+    let mut workers = Vec::new();
+    let provider = match args.identity.provider()? {
+        Some(config) => {
+            let roles: Vec<&crate::platform::auth::RoleSpec> =
+                crate::platform::auth::PLATFORM_ROLES
+                    .iter()
+                    .chain(list.iter().flat_map(|s| s.roles().iter()))
+                    .collect();
+            let provider = Arc::new(Provider::new(config, &roles)?);
+            provider.refresh_logged("start").await;
+            tracing::info!(
+                issuer = provider.issuer(),
+                keys = provider.keys().keys.len(),
+                "accepting the identity provider's tokens"
+            );
+            workers.push(provider.clone().spawn_refresher());
+            Some(provider)
+        }
+        None => None,
+    };
+    let revocations = Revocations::load(store.clone())
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the token revocations: {e}"))?;
+    workers.push(
+        revocations
+            .clone()
+            .spawn_refresher(args.identity.revocation_refresh()?),
+    );
+    Ok((
+        Arc::new(TokenKeys::with_identity(
+            &secrets.token_secret,
+            provider,
+            revocations,
+        )),
+        workers,
+    ))
 }
 
 /// `meta` key marking a store made by `serve --demo`.

@@ -302,14 +302,19 @@ pub struct RestoreArgs {
     pub store: StoreArgs,
 }
 
+/// `throng token --sub ... --role ...` prints a token; `throng token
+/// revoke ...` revokes.
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct TokenArgs {
+    #[command(subcommand)]
+    pub action: Option<TokenAction>,
     /// Subject: the user's or provider's id.
-    #[arg(long)]
-    pub sub: String,
+    #[arg(long, required = true)]
+    pub sub: Option<String>,
     /// The role: admin, or one a service declares (see `--help`).
-    #[arg(long, value_parser = role_names())]
-    pub role: String,
+    #[arg(long, value_parser = role_names(), required = true)]
+    pub role: Option<String>,
     /// Lifetime in seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     pub ttl_s: u64,
@@ -317,8 +322,9 @@ pub struct TokenArgs {
     #[arg(long, env = "THRONG_DATA_DIR", default_value = "./throng-data")]
     pub data_dir: std::path::PathBuf,
     /// An extra claim, KEY=VALUE (repeatable); an integer VALUE becomes a
-    /// JSON number, anything else a string. sub, role, iat and exp are
-    /// reserved. E.g. `--role voter --claim district=7 --claim election=1`.
+    /// JSON number, anything else a string. sub, role, iat, exp and jti
+    /// are reserved. E.g. `--role voter --claim district=7 --claim
+    /// election=1`.
     #[arg(long = "claim", value_name = "KEY=VALUE", value_parser = parse_claim)]
     pub claims: Vec<(String, serde_json::Value)>,
 }
@@ -354,6 +360,36 @@ pub struct AdminLinkArgs {
     pub store: StoreArgs,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum TokenAction {
+    /// Revoke one token (--jti) or every token of a subject issued up to
+    /// now (--sub), throng's own or the identity provider's, on every node
+    /// sharing the store (within their --revocation-refresh-ms).
+    Revoke(RevokeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["jti", "sub"])))]
+pub struct RevokeArgs {
+    /// The token's id (its `jti` claim).
+    #[arg(long)]
+    pub jti: Option<String>,
+    /// A subject (`sub`): its tokens issued up to now are refused.
+    #[arg(long)]
+    pub sub: Option<String>,
+    /// Refused until then (RFC 3339, e.g. 2026-12-01T18:00:00Z): the
+    /// revoked tokens' expiry at least. Default: 24 hours from now (the
+    /// default lifetime of throng's tokens); give a provider's token
+    /// lifetime if it is longer.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Why, for the list of revocations.
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
 fn parse_claim(s: &str) -> Result<(String, serde_json::Value), String> {
     let (key, value) = s
         .split_once('=')
@@ -379,6 +415,10 @@ pub fn run(cli: Cli) -> ExitCode {
             .and_then(|list| runtime().block_on(serve(args.serve, list))),
         Command::Seed(args) => runtime().block_on(seed(args)),
         Command::StoreService(what) => runtime().block_on(service_command(what)),
+        Command::Token(TokenArgs {
+            action: Some(TokenAction::Revoke(args)),
+            ..
+        }) => runtime().block_on(revoke(args)),
         Command::Token(args) => token(args),
         Command::Admin {
             command: AdminCommand::Link(args),
@@ -571,16 +611,50 @@ async fn admin_link(args: AdminLinkArgs) -> anyhow::Result<()> {
 }
 
 fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let (Some(sub), Some(role)) = (args.sub, args.role) else {
+        anyhow::bail!("give --sub and --role (or `throng token revoke`)");
+    };
     let extra: serde_json::Map<String, serde_json::Value> = args.claims.into_iter().collect();
     let spec = all_roles()
-        .find(|r| r.role.name() == args.role)
-        .ok_or_else(|| anyhow::anyhow!("no role named {}", args.role))?;
+        .find(|r| r.role.name() == role)
+        .ok_or_else(|| anyhow::anyhow!("no role named {role}"))?;
     check_role_claims(spec, &extra)?;
     let secrets = Secrets::load_or_create(&args.data_dir)?;
     let keys = TokenKeys::new(&secrets.token_secret);
+    println!("{}", keys.issue_with(&sub, spec.role, args.ttl_s, extra));
+    Ok(())
+}
+
+/// `throng token revoke`: records the revocation in the store, which every
+/// serving node reads.
+async fn revoke(args: RevokeArgs) -> anyhow::Result<()> {
+    use crate::platform::identity::revocation::{self, NewRevocation, RevokedKind};
+    let (kind, value) = match (&args.jti, &args.sub) {
+        (Some(jti), None) => (RevokedKind::Jti, jti),
+        (None, Some(sub)) => (RevokedKind::Sub, sub),
+        _ => anyhow::bail!("give one of --jti and --sub"),
+    };
+    let until_ms = match &args.until {
+        Some(text) => {
+            Some(revocation::parse_rfc3339(text).map_err(|e| anyhow::anyhow!("--until: {e}"))?)
+        }
+        None => None,
+    };
+    let new = NewRevocation::new(kind, value, until_ms, args.reason.as_deref())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (store, _) = app::open_store(&args.store).await?;
+    let r = revocation::record(&store, &new).await?;
     println!(
-        "{}",
-        keys.issue_with(&args.sub, spec.role, args.ttl_s, extra)
+        "revoked {} {} until {}: every node serving {} refuses it within its \
+         --revocation-refresh-ms",
+        if r.kind == RevokedKind::Jti {
+            "token"
+        } else {
+            "the tokens of subject"
+        },
+        r.value,
+        r.until,
+        args.store.url()
     );
     Ok(())
 }

@@ -13,7 +13,9 @@
 //! Named by `--config FILE` (or `THRONG_CONFIG`). A flag on the command
 //! line wins over its environment variable, which wins over the file: each
 //! key becomes its flag's variable unless that is already set. A key that
-//! is no flag, or a flag without a variable, is refused by name.
+//! is no flag, or a flag without a variable, is refused by name. The file
+//! is flat but for `[token-claims]`, the mapping of an identity provider's
+//! claims, a table that reaches its flag as JSON.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -52,6 +54,10 @@ pub fn given(args: &[OsString]) -> Option<PathBuf> {
     None
 }
 
+/// Flags whose value is a table (JSON on the command line): the file
+/// writes it as a TOML table, `[token-claims]`.
+const TABLE_KEYS: [&str; 1] = ["token-claims"];
+
 /// Reads `path` and answers the environment variables it sets: (variable,
 /// value) for each key whose variable is not set already.
 pub fn variables(path: &Path) -> anyhow::Result<Vec<(String, String)>> {
@@ -66,6 +72,21 @@ pub fn variables(path: &Path) -> anyhow::Result<Vec<(String, String)>> {
         .expect("throng has a serve command");
     let mut out = Vec::new();
     for (key, value) in table {
+        if let (toml::Value::Table(_), true) = (&value, TABLE_KEYS.contains(&key.as_str())) {
+            let var = serve
+                .get_arguments()
+                .find(|a| a.get_long() == Some(key.as_str()))
+                .and_then(|a| a.get_env())
+                .expect("a table key is a serve flag with a variable")
+                .to_string_lossy()
+                .into_owned();
+            let json = serde_json::to_string(&value)
+                .map_err(|e| anyhow::anyhow!("{}: `[{key}]`: {e}", path.display()))?;
+            if std::env::var_os(&var).is_none() {
+                out.push((var, json));
+            }
+            continue;
+        }
         if let toml::Value::Table(_) = value {
             anyhow::bail!(
                 "{}: `[{key}]` is a table: the file is flat, one key per flag",
@@ -125,6 +146,31 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_claims_mapping_is_a_table_passed_as_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.toml");
+        std::fs::write(
+            &path,
+            "token-audience = \"throng\"\n[token-claims]\nrole-claim = \"realm_access.roles\"\n\
+             [token-claims.roles]\nbooking-desk = \"staff\"\n",
+        )
+        .unwrap();
+        let vars = variables(&path).unwrap();
+        let claims = vars
+            .iter()
+            .find(|(k, _)| k == "THRONG_TOKEN_CLAIMS")
+            .map(|(_, v)| serde_json::from_str::<serde_json::Value>(v).unwrap())
+            .expect("the table's variable");
+        assert_eq!(
+            claims,
+            serde_json::json!({"role-claim": "realm_access.roles",
+                               "roles": {"booking-desk": "staff"}})
+        );
+        std::fs::write(&path, "[listen]\nport = 1\n").unwrap();
+        assert!(variables(&path).unwrap_err().to_string().contains("flat"));
     }
 
     #[test]

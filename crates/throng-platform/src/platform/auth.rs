@@ -1,6 +1,10 @@
-//! JWT bearer tokens (HS256, signed with the generated secret; claims `sub`,
-//! `role`, `exp`, `iat`), checked in one extractor. Citizens booking a slot
-//! have no account; anything administrative needs a token.
+//! JWT bearer tokens, checked in one place ([`TokenKeys::verify_as`], behind
+//! the [`Caller`] extractor and [`bearer_claims`]): throng's own (HS256,
+//! signed with the generated secret; claims `sub`, `role`, `jti`, `exp`,
+//! `iat`) and, when one is configured, an identity provider's (RS256, ES256,
+//! EdDSA; see `platform::identity`), both checked against the revocations.
+//! Citizens booking a slot have no account; anything administrative needs a
+//! token.
 
 use std::sync::Arc;
 
@@ -11,7 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::{Actor, AuditSlot};
 use super::error::ApiError;
+use super::identity::jwks::{wrong_algorithm, Provider, Refusal, PROVIDER_ALGORITHMS};
+use super::identity::revocation::Revocations;
 use super::session::Sessions;
+use serde_json::{Map, Value};
 
 /// A role a token carries: the platform's [`Role::ADMIN`], or one a service
 /// declares (`Service::roles`) and checks with [`Caller::require`]. Admin
@@ -193,27 +200,57 @@ pub struct Claims {
     pub sub: String,
     /// A role's name (see [`Role`]).
     pub role: String,
+    /// 0 when the token has none (an identity provider may leave it out).
+    #[serde(default)]
     pub iat: u64,
     pub exp: u64,
 }
 
 /// Claims every token has; `issue_with` does not let extra claims replace them.
-pub const RESERVED_CLAIMS: [&str; 4] = ["sub", "role", "iat", "exp"];
+pub const RESERVED_CLAIMS: [&str; 5] = ["sub", "role", "iat", "exp", "jti"];
 
+/// The keys tokens are signed and checked with: throng's own secret, the
+/// identity provider's keys when one is configured, and the revocations.
 pub struct TokenKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     /// HMAC(secret, "throng key derivation v1"): the root of [`TokenKeys::derive`].
     derivation_root: [u8; 32],
+    provider: Option<Arc<Provider>>,
+    revocations: Arc<Revocations>,
 }
 
 impl TokenKeys {
+    /// throng's own tokens only, with no revocations: for tools that issue
+    /// tokens, and tests.
     pub fn new(secret: &[u8]) -> TokenKeys {
+        TokenKeys::with_identity(secret, None, Revocations::none())
+    }
+
+    /// throng's own tokens, a provider's (when given), both checked
+    /// against `revocations`.
+    pub fn with_identity(
+        secret: &[u8],
+        provider: Option<Arc<Provider>>,
+        revocations: Arc<Revocations>,
+    ) -> TokenKeys {
         TokenKeys {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
             derivation_root: hmac_sha256(secret, b"throng key derivation v1"),
+            provider,
+            revocations,
         }
+    }
+
+    /// The identity provider whose tokens are accepted, if any.
+    pub fn provider(&self) -> Option<&Arc<Provider>> {
+        self.provider.as_ref()
+    }
+
+    /// The revocations this node holds.
+    pub fn revocations(&self) -> &Arc<Revocations> {
+        &self.revocations
     }
 
     /// A key of its own for `purpose` (such as the MAC of signed visitor
@@ -225,18 +262,28 @@ impl TokenKeys {
 
     pub fn issue(&self, sub: &str, role: Role, ttl_s: u64) -> String {
         let now = (crate::base::clock::now_ms() / 1000) as u64;
-        let claims = Claims {
-            sub: sub.to_string(),
-            role: role.name().to_string(),
-            iat: now,
-            exp: now + ttl_s,
+        #[derive(Serialize)]
+        struct Issued<'a> {
+            #[serde(flatten)]
+            claims: Claims,
+            jti: &'a str,
+        }
+        let jti = uuid::Uuid::new_v4().to_string();
+        let claims = Issued {
+            claims: Claims {
+                sub: sub.to_string(),
+                role: role.name().to_string(),
+                iat: now,
+                exp: now + ttl_s,
+            },
+            jti: &jti,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 signing does not fail")
     }
 
     /// Like [`TokenKeys::issue`], with `extra` claims beside `sub`, `role`,
-    /// `iat` and `exp` (which `extra` cannot replace: those keys are
+    /// `iat`, `exp` and `jti` (which `extra` cannot replace: those keys are
     /// skipped).
     pub fn issue_with(
         &self,
@@ -259,6 +306,7 @@ impl TokenKeys {
         );
         claims.insert("iat".into(), now.into());
         claims.insert("exp".into(), (now + ttl_s).into());
+        claims.insert("jti".into(), uuid::Uuid::new_v4().to_string().into());
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 signing does not fail")
     }
@@ -267,17 +315,101 @@ impl TokenKeys {
         self.verify_as::<Claims>(token)
     }
 
-    /// Verifies a token (signature, expiry, `sub`) and reads its claims as
-    /// `T`; the same errors as [`TokenKeys::verify`] (claims that do not fit
-    /// `T` are `invalid_token`).
+    /// Verifies a token and reads its claims as `T`: throng's own (HS256:
+    /// signature, expiry, `sub`) or the identity provider's (its key,
+    /// issuer, audience, expiry; claims mapped to throng's role and scope
+    /// claims), then the revocations. Claims that do not fit `T` are
+    /// `invalid_token`. A provider's token naming a key the cached set
+    /// lacks is refused here (`unknown_key`) and the set is fetched again
+    /// in the background; [`TokenKeys::verify_as_async`] waits for that
+    /// fetch instead.
     pub fn verify_as<T: serde::de::DeserializeOwned>(&self, token: &str) -> Result<T, ApiError> {
+        match self.verify_claims(token) {
+            Ok(claims) => into_claims(claims),
+            Err(Refusal::Error(e)) => Err(e),
+            Err(Refusal::UnknownKey(kid)) => {
+                if let Some(p) = &self.provider {
+                    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                        let p = p.clone();
+                        rt.spawn(async move { p.refetch_for_unknown_key().await });
+                    }
+                }
+                Err(unknown_key(kid))
+            }
+        }
+    }
+
+    /// [`TokenKeys::verify_as`], fetching the provider's keys again when
+    /// the token names a key the cached set lacks (at most once per
+    /// `--jwks-refetch-min-ms`): how a rotation is picked up.
+    pub async fn verify_as_async<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+    ) -> Result<T, ApiError> {
+        match self.verify_claims(token) {
+            Ok(claims) => into_claims(claims),
+            Err(Refusal::Error(e)) => Err(e),
+            Err(Refusal::UnknownKey(kid)) => {
+                let Some(p) = &self.provider else {
+                    return Err(unknown_key(kid));
+                };
+                p.refetch_for_unknown_key().await;
+                match self.verify_claims(token) {
+                    Ok(claims) => into_claims(claims),
+                    Err(Refusal::Error(e)) => Err(e),
+                    Err(Refusal::UnknownKey(kid)) => Err(unknown_key(kid)),
+                }
+            }
+        }
+    }
+
+    /// The token's claims, checked with the cached keys.
+    fn verify_claims(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            ApiError::unauthorized(
+                "invalid_token",
+                "the bearer token is not valid (not a JWT, or an algorithm throng does not know)",
+            )
+        })?;
+        let claims = match header.alg {
+            Algorithm::HS256 => {
+                if let Some(p) = &self.provider {
+                    if p.claims_hs256_token(&header, token) {
+                        return Err(wrong_algorithm(
+                            "an HS256 token claims to be the identity provider's (its kid or iss \
+                             is the provider's)"
+                                .into(),
+                        )
+                        .into());
+                    }
+                }
+                self.verify_own(token)?
+            }
+            alg if PROVIDER_ALGORITHMS.contains(&alg) => match &self.provider {
+                Some(p) => p.verify(token, &header)?,
+                None => {
+                    return Err(wrong_algorithm(format!(
+                        "the token is {alg:?}, and no identity provider is configured \
+                         (--jwks-url or --oidc-issuer)"
+                    ))
+                    .into())
+                }
+            },
+            alg => return Err(wrong_algorithm(format!("{alg:?} is not accepted")).into()),
+        };
+        self.revocations.check(&claims)?;
+        Ok(claims)
+    }
+
+    /// A token signed with throng's own secret.
+    fn verify_own(&self, token: &str) -> Result<Map<String, Value>, ApiError> {
         let mut v = Validation::new(Algorithm::HS256);
         // Seconds of clock difference forgiven between the issuer and us,
         // for `exp` and `nbf` alike.
         v.leeway = 5;
         v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "sub"]);
-        jsonwebtoken::decode::<T>(token, &self.decoding, &v)
+        jsonwebtoken::decode::<Map<String, Value>>(token, &self.decoding, &v)
             .map(|d| d.claims)
             .map_err(|e| {
                 use jsonwebtoken::errors::ErrorKind;
@@ -297,6 +429,29 @@ impl TokenKeys {
     }
 }
 
+/// Checked claims as `T`.
+fn into_claims<T: serde::de::DeserializeOwned>(claims: Map<String, Value>) -> Result<T, ApiError> {
+    serde_json::from_value(Value::Object(claims)).map_err(|_| {
+        ApiError::unauthorized(
+            "invalid_token",
+            "the bearer token lacks a claim this needs (or has one of the wrong type)",
+        )
+    })
+}
+
+fn unknown_key(kid: Option<String>) -> ApiError {
+    ApiError::unauthorized(
+        "unknown_key",
+        match kid {
+            Some(kid) => format!(
+                "the token's key ({kid}) is not among the identity provider's keys; if the \
+                 provider has just rotated its keys, try again in a few seconds"
+            ),
+            None => "the token names no key (kid) and the identity provider has several".into(),
+        },
+    )
+}
+
 fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
     use hmac::{Hmac, Mac};
     let mut m =
@@ -312,7 +467,7 @@ pub struct Caller(pub Claims);
 
 /// The bearer token of a request, checked: its claims as `T`, through the
 /// same errors as [`Caller`] (a missing or malformed header is 401).
-pub fn bearer_claims<T: serde::de::DeserializeOwned>(
+pub async fn bearer_claims<T: serde::de::DeserializeOwned>(
     keys: &TokenKeys,
     headers: &axum::http::HeaderMap,
 ) -> Result<T, ApiError> {
@@ -323,7 +478,7 @@ pub fn bearer_claims<T: serde::de::DeserializeOwned>(
     let token = header
         .strip_prefix("Bearer ")
         .ok_or_else(|| ApiError::unauthorized("invalid_token", "expected 'Bearer <token>'"))?;
-    keys.verify_as(token.trim())
+    keys.verify_as_async(token.trim()).await
 }
 
 fn missing_credentials() -> ApiError {
@@ -364,7 +519,8 @@ pub async fn request_claims<T: serde::de::DeserializeOwned>(
         .headers
         .contains_key(axum::http::header::AUTHORIZATION)
     {
-        let map: serde_json::Map<String, serde_json::Value> = bearer_claims(keys, &parts.headers)?;
+        let map: serde_json::Map<String, serde_json::Value> =
+            bearer_claims(keys, &parts.headers).await?;
         note(&map, "token");
         map
     } else if let Some(secret) = sessions.cookie_of(&parts.headers) {

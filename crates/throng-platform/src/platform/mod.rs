@@ -1,5 +1,5 @@
 //! Shared machinery every service uses: errors and the JSON envelope,
-//! extractors, auth (JWT), the API reference page (`docs`), the pages' shared client (`assets`),
+//! extractors, auth (JWT) and the identity provider's tokens and revocations (`identity`), the API reference page (`docs`), the pages' shared client (`assets`),
 //! personal-data crypto, secrets, admission control,
 //! the service seam (`service`: what a service describes of itself and the
 //! application state it is given) and the bench experiments' interface
@@ -20,6 +20,7 @@ pub mod error;
 pub mod experiment;
 pub mod extract;
 pub mod headers;
+pub mod identity;
 pub mod lease;
 pub mod openapi;
 pub mod progress;

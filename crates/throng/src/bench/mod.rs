@@ -34,10 +34,12 @@
 //! A service registers its experiments by implementing
 //! [`crate::platform::experiment::Experiment`] in its own folder
 //! (`services/<name>/bench.rs`) and returning them from its
-//! `Service::experiments`; this module names no service.
+//! `Service::experiments`; this module names no service. The platform's
+//! own experiment (`tokens`) lives here.
 
 pub mod harness;
 pub mod report;
+pub mod tokens;
 pub mod usage;
 
 pub use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
@@ -124,10 +126,12 @@ impl clap::Args for ExperimentArgs {
     }
 }
 
-/// Every service's experiments, in the order of `services::all()`.
+/// Every service's experiments, in the order of `services::all()`, then
+/// the platform's own (`tokens`: the identity provider's tokens).
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
     crate::services::all()
         .iter()
         .flat_map(|s| s.experiments())
+        .chain([Box::new(tokens::TokensBench) as Box<dyn Experiment>])
         .collect()
 }

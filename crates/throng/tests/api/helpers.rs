@@ -368,6 +368,44 @@ impl TestServer {
         }
     }
 
+    /// A second node serving this server's PostgreSQL store with its data
+    /// directory (the same secrets), and `extra_args`. SQLite is served by
+    /// one process, so this is for PostgreSQL only.
+    pub async fn start_sharing(&self, extra_args: &[&str]) -> TestServer {
+        let pg = self
+            .pg
+            .as_ref()
+            .expect("a second node shares a PostgreSQL store");
+        let mut flags: Vec<String> = vec![
+            "throng-test".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            self.data_dir.display().to_string(),
+            "--store".into(),
+            pg.url.clone(),
+            "--no-notifier".into(),
+        ];
+        flags.extend(extra_args.iter().map(|a| a.to_string()));
+        let args = W::try_parse_from(&flags)
+            .map(|w| w.serve)
+            .unwrap_or_else(|e| panic!("bad test flags: {e}"));
+        let running = throng::app::start(args)
+            .await
+            .unwrap_or_else(|e| panic!("the second node did not start: {e:#}"));
+        TestServer {
+            api: Api::new(running.addr),
+            addr: running.addr,
+            metrics_addr: running.metrics_addr,
+            state: running.state.clone(),
+            kind: self.kind,
+            data_dir: self.data_dir.clone(),
+            running: Some(running),
+            pg: None,
+            _dir: TempDir::new().expect("temp dir"),
+        }
+    }
+
     /// Starts a server and seeds `places` x `days` x `slots_per_day` from `FROM`.
     pub async fn seeded(kind: StoreKind, places: i64, days: i32, slots_per_day: i32) -> TestServer {
         TestServer::start_seeded(kind, &[], Some((places, days, slots_per_day))).await

@@ -10,6 +10,7 @@ mod backup;
 mod cli;
 mod deploy;
 mod headers;
+mod identity;
 mod limits;
 mod openapi;
 mod platform;
