@@ -1,0 +1,245 @@
+// The pages in English, Slovak and Czech, on a desktop and on a 390 px
+// phone: a page comes up in the browser's language (playwright's `locale`
+// sets navigator.languages and Accept-Language), the language switcher
+// changes it and the choice outlives a reload, days are written the
+// language's way (never 2026-11-28, never the US way), an API error shows
+// the catalogue's words for its code (and the server's own words for a
+// code the catalogue lacks); the index and the 404 page too. The pages are
+// one answer for every language (the choice is made in the browser), so
+// caches need no Vary.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+import { REPO_ROOT, fetchWithin, launchBrowser, startThrong } from "./lib/server.mjs";
+
+const TEST_MS_MAX = 90_000;
+const SHOTS = join(REPO_ROOT, "target", "e2e-screenshots");
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1000, height: 900 };
+
+const LANGS = {
+  en: {
+    locale: "en-US",
+    format: "en-GB",
+    switchTo: "sk",
+    label: "Language",
+    h1: "Book a vaccination or test appointment",
+    places: "20 places match.",
+    slotFull: /^This time slot is already taken/,
+    manageCancel: "Cancel this registration",
+    cancelled: /^Your registration is cancelled/,
+    pages: "Pages",
+    bookingLink: "Booking",
+    notFound: "Page not found",
+  },
+  sk: {
+    locale: "sk-SK",
+    format: "sk",
+    switchTo: "cs",
+    label: "Jazyk",
+    h1: "Rezervácia termínu očkovania alebo testu",
+    places: "Zodpovedá 20 miest.",
+    slotFull: /^Tento termín je už obsadený/,
+    manageCancel: "Zrušiť rezerváciu",
+    cancelled: /^Vaša rezervácia je zrušená/,
+    pages: "Stránky",
+    bookingLink: "Rezervácia",
+    notFound: "Stránka sa nenašla",
+  },
+  cs: {
+    locale: "cs-CZ",
+    format: "cs",
+    switchTo: "en",
+    label: "Jazyk",
+    h1: "Rezervace termínu očkování nebo testu",
+    places: "Odpovídá 20 míst.",
+    slotFull: /^Tento termín je již obsazen/,
+    manageCancel: "Zrušit rezervaci",
+    cancelled: /^Vaše rezervace je zrušena/,
+    pages: "Stránky",
+    bookingLink: "Rezervace",
+    notFound: "Stránka nenalezena",
+  },
+};
+
+let server;
+before(async () => { server = await startThrong(); });
+after(async () => { await server?.stop(); });
+
+/** A day (YYYY-MM-DD) as the pages write it in `format`'s language. */
+function longDay(day, format) {
+  const [y, m, d] = day.split("-").map(Number);
+  return new Intl.DateTimeFormat(format, { weekday: "long", day: "numeric", month: "long", year: "numeric", timeZone: "UTC" }).format(new Date(Date.UTC(y, m - 1, d)));
+}
+
+async function withScreenshot(t, page, body) {
+  try {
+    await body();
+  } catch (e) {
+    mkdirSync(SHOTS, { recursive: true });
+    const shot = join(SHOTS, `${t.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 80)}.png`);
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+    t.diagnostic(`screenshot: ${shot}`);
+    throw e;
+  }
+}
+
+async function assertNoSidewaysScroll(page, what) {
+  const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+  assert.ok(scroll <= inner, `${what}: the page is ${scroll} px wide in a ${inner} px viewport`);
+}
+
+/** The switcher: a labelled select, at least 44 px each way. */
+async function assertSwitcher(page, label) {
+  const select = page.getByLabel(label, { exact: true });
+  assert.equal(await select.count(), 1, `one control labelled ${label}`);
+  assert.equal(await select.evaluate((el) => el.tagName), "SELECT");
+  assert.equal(await select.isVisible(), true);
+  const box = await select.boundingBox();
+  assert.ok(box.height >= 44 && box.width >= 44, `the switcher is ${box.width}x${box.height} px`);
+  return select;
+}
+
+const failOnce = (status, code, message) => async (route) => {
+  if (route.request().method() !== "POST") return route.fallback();
+  await route.fulfill({ status, headers: { "Content-Type": "application/json" }, body: JSON.stringify({ error: { code, message } }) });
+};
+
+let person = 0;
+
+for (const [code, L] of Object.entries(LANGS)) {
+  for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+    test(`${code} (${label}): booking in the browser's language, its dates and errors; the switcher's choice outlives a reload`, { timeout: TEST_MS_MAX }, async (t) => {
+      const browser = await launchBrowser({ locale: L.locale, viewport });
+      t.after(() => browser.close());
+      const { page, errors } = browser;
+      await withScreenshot(t, page, async () => {
+        await page.goto(`${server.url}/booking/`);
+        await page.waitForFunction((c) => document.documentElement.lang === c, code);
+        assert.equal((await page.textContent("h1")).trim(), L.h1);
+        await page.waitForFunction((text) => document.getElementById("place-count").textContent === text, L.places);
+        await assertSwitcher(page, L.label);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the booking page");
+        assert.deepEqual(errors, [], "the page ran cleanly");
+
+        // A 409 with a code the catalogue knows: its words, not the server's.
+        const free = page.locator("#slots button:not([disabled])").first();
+        await free.waitFor();
+        await free.click();
+        const n = ++person;
+        await page.fill("#name", `Ján Novák ${n}`);
+        await page.fill("#nationalId", `900101-${String(7000 + n)}`);
+        await page.fill("#phone", "+421 900 123 456");
+        await page.fill("#email", `jan${n}@example.org`);
+        await page.route("**/api/booking/registrations", failOnce(409, "slot_full", "server words for a full slot"));
+        await page.click("#submit");
+        await page.waitForFunction(() => document.getElementById("status").className === "error");
+        const said = (await page.textContent("#status")).trim();
+        assert.match(said, L.slotFull);
+        assert.doesNotMatch(said, /server words/);
+        await page.unroute("**/api/booking/registrations");
+
+        // A code the catalogue lacks: the server's own words.
+        await page.route("**/api/booking/registrations", failOnce(400, "not_in_any_catalogue", "Words only the server has."));
+        await page.locator("#slots button:not([disabled])").first().click();
+        await page.click("#submit");
+        await page.waitForFunction(() => document.getElementById("status").textContent.includes("Words only the server has."));
+        await page.unroute("**/api/booking/registrations");
+
+        // Booked: the day in the language's words.
+        await page.locator("#slots button:not([disabled])").first().click();
+        await page.click("#submit");
+        await page.locator("#confirmation").waitFor();
+        const day = await page.getAttribute("#conf-day", "datetime");
+        assert.match(day, /^\d{4}-\d\d-\d\d$/);
+        const written = (await page.textContent("#conf-day")).trim();
+        assert.equal(written, longDay(day, L.format));
+        assert.doesNotMatch(written, /\d{4}-\d\d|[A-Z][a-z]+ \d{1,2}, \d{4}/, "neither ISO nor US style");
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the confirmation");
+
+        // The registration, opened from the confirmation, cancelled.
+        await page.click("#conf-manage");
+        await page.locator("#registration").waitFor();
+        await page.waitForFunction((c) => document.documentElement.lang === c, code);
+        assert.equal((await page.textContent("#r-day")).trim(), longDay(day, L.format));
+        assert.equal((await page.textContent("#r-cancel")).trim(), L.manageCancel);
+        await assertSwitcher(page, L.label);
+        await page.click("#r-cancel");
+        await page.click("#r-cancel-yes");
+        await page.locator("#cancelled").waitFor();
+        assert.match((await page.textContent("#cancelled")).trim(), L.cancelled);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the manage page");
+
+        // Another language, chosen: at once, and still after a reload.
+        const other = LANGS[L.switchTo];
+        await page.goto(`${server.url}/booking/`);
+        const select = await assertSwitcher(page, L.label);
+        await select.selectOption(L.switchTo);
+        await page.waitForFunction((c) => document.documentElement.lang === c, L.switchTo);
+        assert.equal((await page.textContent("h1")).trim(), other.h1);
+        await page.waitForFunction((text) => document.getElementById("place-count").textContent === text, other.places);
+        await assertSwitcher(page, other.label);
+        await page.reload();
+        await page.waitForFunction((c) => document.documentElement.lang === c, L.switchTo);
+        assert.equal((await page.textContent("h1")).trim(), other.h1);
+        await page.waitForFunction((text) => document.getElementById("place-count").textContent === text, other.places);
+        assert.equal(await (await assertSwitcher(page, other.label)).inputValue(), L.switchTo);
+        // The month calendar in the chosen language's words.
+        const title = (await page.textContent(".cal-title")).trim();
+        const [y, m] = (await page.inputValue("#day")).split("-").map(Number);
+        assert.equal(title, new Intl.DateTimeFormat(other.format, { month: "long", year: "numeric", timeZone: "UTC" }).format(new Date(Date.UTC(y, m - 1, 15))));
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the booking page in another language");
+      });
+    });
+  }
+
+  test(`${code}: the index and the 404 page in the browser's language, with the switcher`, { timeout: TEST_MS_MAX }, async (t) => {
+    const browser = await launchBrowser({ locale: L.locale, viewport: PHONE });
+    t.after(() => browser.close());
+    const { page, errors } = browser;
+    await withScreenshot(t, page, async () => {
+      await page.goto(`${server.url}/`);
+      await page.waitForFunction((c) => document.documentElement.lang === c, code);
+      assert.equal((await page.locator("h2").first().textContent()).trim(), L.pages);
+      assert.equal((await page.locator('a[href="/booking/"]').textContent()).trim(), L.bookingLink);
+      await assertSwitcher(page, L.label);
+      await assertNoSidewaysScroll(page, "the index");
+      const res = await page.goto(`${server.url}/no/such/page`);
+      assert.equal(res.status(), 404);
+      await page.waitForFunction((c) => document.documentElement.lang === c, code);
+      assert.equal((await page.textContent("h1")).trim(), L.notFound);
+      await assertSwitcher(page, L.label);
+      await assertNoSidewaysScroll(page, "the 404 page");
+      assert.deepEqual(errors.filter((e) => !/404/.test(e)), []);
+    });
+  });
+}
+
+test("one page for every language: the same answer whatever Accept-Language; catalogues cached by their hashed names", { timeout: TEST_MS_MAX }, async () => {
+  const bodies = [];
+  for (const accept of ["en", "sk-SK,sk;q=0.9", "cs"]) {
+    const res = await fetchWithin(`${server.url}/booking/`, { headers: { "Accept-Language": accept } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("cache-control"), "no-cache");
+    bodies.push(await res.text());
+  }
+  assert.equal(bodies[1], bodies[0]);
+  assert.equal(bodies[2], bodies[0]);
+  const script = /src="(\/assets\/i18n\.[0-9a-f]{10}\.js)"/.exec(bodies[0]);
+  assert.ok(script, "the page names the language script by its hashed name");
+  const js = await fetchWithin(`${server.url}${script[1]}`);
+  assert.equal(js.headers.get("cache-control"), "public, max-age=31536000, immutable");
+  const text = await js.text();
+  for (const code of Object.keys(LANGS)) {
+    const url = new RegExp(`"${code}":"(/assets/i18n/${code}\\.[0-9a-f]{10}\\.json)"`).exec(text);
+    assert.ok(url, `${code}: its catalogue's hashed address`);
+    const res = await fetchWithin(`${server.url}${url[1]}`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable");
+    const catalogue = await res.json();
+    assert.equal(typeof catalogue["booking.book.title"], "string");
+  }
+});
