@@ -34,6 +34,7 @@ const LANGS = {
     pages: "Pages",
     bookingLink: "Booking",
     notFound: "Page not found",
+    vote: { review: "Review my vote", open: "Open", reviewTitle: "Check your vote before casting it", recorded: "Your vote is recorded", alreadyVoted: /^This voter has already voted/, found: ["On the board", "Not on the board yet"], summary: /^\d+ ballots? counted in all districts\.$/, live: "Live: updates as ballots are counted." },
   },
   sk: {
     locale: "sk-SK",
@@ -48,6 +49,7 @@ const LANGS = {
     pages: "Stránky",
     bookingLink: "Rezervácia",
     notFound: "Stránka sa nenašla",
+    vote: { review: "Skontrolovať hlas", open: "Otvorené", reviewTitle: "Pred odovzdaním hlas skontrolujte", recorded: "Váš hlas je zaznamenaný", alreadyVoted: /^Tento volič už hlasoval/, found: ["Je na tabuli", "Zatiaľ nie je na tabuli"], summary: /^Započítan\S+ \d+ hlasovac\S+ lístk?\S* vo všetkých obvodoch\.$/, live: "Naživo: aktualizuje sa so započítavaním hlasovacích lístkov." },
   },
   cs: {
     locale: "cs-CZ",
@@ -62,11 +64,13 @@ const LANGS = {
     pages: "Stránky",
     bookingLink: "Rezervace",
     notFound: "Stránka nenalezena",
+    vote: { review: "Zkontrolovat hlas", open: "Otevřeno", reviewTitle: "Před odevzdáním hlas zkontrolujte", recorded: "Váš hlas je zaznamenán", alreadyVoted: /^Tento volič již hlasoval/, found: ["Je na tabuli", "Zatím není na tabuli"], summary: /^Sečten\S* \d+ hlasovac\S+ lístk?\S* ve všech obvodech\.$/, live: "Živě: aktualizuje se se sčítáním hlasovacích lístků." },
   },
 };
 
 let server;
-before(async () => { server = await startThrong(); });
+// Ballots reach the board after one other is cast (the voting tests' setting).
+before(async () => { server = await startThrong({ extraArgs: ["--voting-mix-ballots-min", "1"] }); });
 after(async () => { await server?.stop(); });
 
 /** A day (YYYY-MM-DD) as the pages write it in `format`'s language. */
@@ -216,6 +220,74 @@ for (const [code, L] of Object.entries(LANGS)) {
       assert.deepEqual(errors.filter((e) => !/404/.test(e)), []);
     });
   });
+}
+
+for (const [code, L] of Object.entries(LANGS)) {
+  for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+    test(`${code} (${label}): voting with its review step, "find my ballot" and the results in the browser's language`, { timeout: TEST_MS_MAX }, async (t) => {
+      const browser = await launchBrowser({ locale: L.locale, viewport });
+      t.after(() => browser.close());
+      const { page } = browser;
+      const V = L.vote;
+      await withScreenshot(t, page, async () => {
+        await page.goto(`${server.url}/voting/`);
+        await page.waitForFunction((c) => document.documentElement.lang === c, code);
+        await page.locator('#parties input[name="party"]').first().waitFor({ state: "attached" });
+        assert.equal((await page.textContent("#vote")).trim(), V.review);
+        await assertSwitcher(page, L.label);
+        // The election's times written the language's way.
+        const election = await (await fetchWithin(`${server.url}/api/voting/elections/1`)).json();
+        const when = (iso) => new Intl.DateTimeFormat(L.format, { dateStyle: "medium", timeStyle: "short" }).format(new Date(iso));
+        assert.equal((await page.textContent("#election-info")).trim(), `${V.open}: ${code === "en" ? "from" : "od"} ${when(election.opensAt)} ${code === "en" ? "to" : "do"} ${when(election.closesAt)}.`);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the vote page");
+
+        // Review, then cast.
+        await page.click("#demo-voter");
+        await page.waitForFunction(() => document.getElementById("voter-id").value !== "");
+        const voter = await page.inputValue("#voter-id");
+        const token = await page.inputValue("#token");
+        await page.locator('#parties input[name="party"]').first().check();
+        await page.click("#vote");
+        await page.locator("#review").waitFor();
+        assert.equal((await page.textContent("#review-title")).trim(), V.reviewTitle);
+        await page.click("#confirm");
+        await page.locator("#receipt").waitFor();
+        assert.equal((await page.textContent("#receipt-title")).trim(), V.recorded);
+        const receiptLink = await page.getAttribute("#receipt-link", "href");
+
+        // The same voter again: the API's already_voted in the language's words.
+        await page.click("#again");
+        await page.fill("#voter-id", voter);
+        await page.fill("#token", token);
+        await page.locator('#parties input[name="party"]').first().check();
+        await page.click("#vote");
+        await page.click("#confirm");
+        await page.waitForFunction(() => document.getElementById("status").dataset.code === "already_voted");
+        assert.match((await page.textContent("#status")).trim(), V.alreadyVoted);
+
+        // Find my ballot: an answer in words.
+        await page.goto(`${server.url}${receiptLink}`);
+        await page.waitForFunction(() => ["counted", "waiting"].includes(document.getElementById("answer").dataset.state));
+        assert.ok(V.found.includes((await page.textContent("#answer-title")).trim()), await page.textContent("#answer"));
+        await assertSwitcher(page, L.label);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "find my ballot");
+
+        // The results: counts with plurals, live in the language's words.
+        await page.goto(`${server.url}/voting/results`);
+        await page.waitForFunction(() => document.getElementById("conn").dataset.state === "live");
+        assert.equal((await page.textContent("#conn")).trim(), V.live);
+        assert.match((await page.textContent("#summary")).trim(), V.summary);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the results");
+        const other = LANGS[L.switchTo];
+        await (await assertSwitcher(page, L.label)).selectOption(L.switchTo);
+        await page.waitForFunction((text) => document.getElementById("conn").textContent === text, other.vote.live);
+        assert.match((await page.textContent("#summary")).trim(), other.vote.summary);
+        await page.reload();
+        await page.waitForFunction((text) => document.getElementById("conn").textContent === text, other.vote.live);
+        assert.equal(await page.evaluate(() => document.documentElement.lang), L.switchTo);
+      });
+    });
+  }
 }
 
 test("one page for every language: the same answer whatever Accept-Language; catalogues cached by their hashed names", { timeout: TEST_MS_MAX }, async () => {
