@@ -34,6 +34,8 @@ const LANGS = {
     pages: "Pages",
     bookingLink: "Booking",
     notFound: "Page not found",
+    invite: { title: "Help us improve", yes: "Yes, open the survey", close: "Close", survey: "Demo survey" },
+    comments: { region: "Course reviews", sortBy: "Sort by", signIn: "Sign in to write a review.", sort: "Most helpful" },
     vote: { review: "Review my vote", open: "Open", reviewTitle: "Check your vote before casting it", recorded: "Your vote is recorded", alreadyVoted: /^This voter has already voted/, found: ["On the board", "Not on the board yet"], summary: /^\d+ ballots? counted in all districts\.$/, live: "Live: updates as ballots are counted." },
   },
   sk: {
@@ -49,6 +51,8 @@ const LANGS = {
     pages: "Stránky",
     bookingLink: "Rezervácia",
     notFound: "Stránka sa nenašla",
+    invite: { title: "Pomôžte nám zlepšiť sa", yes: "Áno, otvoriť dotazník", close: "Zavrieť", survey: "Ukážkový dotazník" },
+    comments: { region: "Hodnotenia kurzu", sortBy: "Zoradiť podľa", signIn: "Ak chcete napísať hodnotenie, prihláste sa.", sort: "Najužitočnejšie" },
     vote: { review: "Skontrolovať hlas", open: "Otvorené", reviewTitle: "Pred odovzdaním hlas skontrolujte", recorded: "Váš hlas je zaznamenaný", alreadyVoted: /^Tento volič už hlasoval/, found: ["Je na tabuli", "Zatiaľ nie je na tabuli"], summary: /^Započítan\S+ \d+ hlasovac\S+ lístk?\S* vo všetkých obvodoch\.$/, live: "Naživo: aktualizuje sa so započítavaním hlasovacích lístkov." },
   },
   cs: {
@@ -64,6 +68,8 @@ const LANGS = {
     pages: "Stránky",
     bookingLink: "Rezervace",
     notFound: "Stránka nenalezena",
+    invite: { title: "Pomozte nám se zlepšit", yes: "Ano, otevřít dotazník", close: "Zavřít", survey: "Ukázkový dotazník" },
+    comments: { region: "Hodnocení kurzu", sortBy: "Seřadit podle", signIn: "Chcete-li napsat hodnocení, přihlaste se.", sort: "Nejužitečnější" },
     vote: { review: "Zkontrolovat hlas", open: "Otevřeno", reviewTitle: "Před odevzdáním hlas zkontrolujte", recorded: "Váš hlas je zaznamenán", alreadyVoted: /^Tento volič již hlasoval/, found: ["Je na tabuli", "Zatím není na tabuli"], summary: /^Sečten\S* \d+ hlasovac\S+ lístk?\S* ve všech obvodech\.$/, live: "Živě: aktualizuje se se sčítáním hlasovacích lístků." },
   },
 };
@@ -288,6 +294,76 @@ for (const [code, L] of Object.entries(LANGS)) {
       });
     });
   }
+}
+
+for (const [code, L] of Object.entries(LANGS)) {
+  test(`${code}: the comments widget speaks its host page's language, else the browser's; dates and counts the language's way`, { timeout: TEST_MS_MAX }, async (t) => {
+    // The browser prefers another language: the host page's <html lang> wins.
+    const other = Object.entries(LANGS).find(([c]) => c !== code);
+    const browser = await launchBrowser({ locale: other[1].locale, viewport: PHONE });
+    t.after(() => browser.close());
+    const { page } = browser;
+    const C = L.comments;
+    const host = (lang) => `<!doctype html><html${lang ? ` lang="${lang}"` : ""}><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>Course</title></head>` +
+      `<body><h1>A course</h1><script src="${server.url}/widget/comments.js" data-course="1"></script></body></html>`;
+    await page.route(`${server.url}/host-page/**`, (route) => route.fulfill({
+      status: 200,
+      headers: { "Content-Type": "text/html; charset=utf-8" },
+      body: host(new URL(route.request().url()).searchParams.get("lang")),
+    }));
+    await withScreenshot(t, page, async () => {
+      await page.goto(`${server.url}/host-page/?lang=${code}`);
+      const region = page.locator("throng-comments [role=region]");
+      await region.waitFor();
+      assert.equal(await region.getAttribute("aria-label"), C.region);
+      assert.equal(await region.getAttribute("lang"), code);
+      await page.locator("[data-testid=signed-out]").waitFor();
+      assert.equal((await page.textContent("[data-testid=signed-out]")).trim(), C.signIn);
+      assert.equal(await page.locator("throng-comments select option[value=helpful]").textContent(), C.sort);
+      assert.equal(await page.evaluate(() => document.documentElement.lang), code, "the host page's lang is left alone");
+      assert.equal(await page.locator("#lang-select").count(), 0, "no switcher on a host's page");
+      await assertNoSidewaysScroll(page, "the widget");
+      // Without a lang on the host page: the browser's language.
+      await page.goto(`${server.url}/host-page/`);
+      await page.locator("[data-testid=signed-out]").waitFor();
+      assert.equal(await page.locator("throng-comments [role=region]").getAttribute("lang"), other[0]);
+      assert.equal((await page.textContent("[data-testid=signed-out]")).trim(), other[1].comments.signIn);
+    });
+  });
+}
+
+for (const [code, L] of Object.entries(LANGS)) {
+  test(`${code}: the survey invitation speaks its host page's language (the site's default texts); the survey page the browser's`, { timeout: TEST_MS_MAX }, async (t) => {
+    const [otherCode, other] = Object.entries(LANGS).find(([c]) => c !== code);
+    const browser = await launchBrowser({ locale: other.locale, viewport: PHONE });
+    t.after(() => browser.close());
+    const { page, context } = browser;
+    // A host page of the demo site (1) on throng's own origin, in `code`.
+    await page.route(`${server.url}/host-invite/**`, (route) => route.fulfill({
+      status: 200,
+      headers: { "Content-Type": "text/html; charset=utf-8" },
+      body: `<!doctype html><html lang="${code}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>Shop</title></head>` +
+        `<body><h1>Shop</h1><script src="${server.url}/invite.js" data-site="1" async></script></body></html>`,
+    }));
+    await withScreenshot(t, page, async () => {
+      await page.goto(`${server.url}/host-invite/`);
+      const dialog = page.locator("[data-throng-invite] >> [role=dialog]");
+      await dialog.waitFor({ state: "visible" });
+      assert.equal(await dialog.getAttribute("lang"), code);
+      assert.equal((await page.locator("[data-throng-invite] >> #throng-invite-title").textContent()).trim(), L.invite.title);
+      assert.equal((await page.locator("[data-throng-invite] >> button.yes").textContent()).trim(), L.invite.yes);
+      assert.equal(await page.locator("[data-throng-invite] >> button.x").getAttribute("aria-label"), L.invite.close);
+      await assertNoSidewaysScroll(page, "the invitation");
+      // Yes opens the survey in a new tab, in the browser's language.
+      const opened = context.waitForEvent("page");
+      await page.locator("[data-throng-invite] >> button.yes").click();
+      const survey = await opened;
+      await survey.waitForLoadState();
+      await survey.waitForFunction((c) => document.documentElement.lang === c, otherCode);
+      assert.equal((await survey.textContent("h1")).trim(), other.invite.survey);
+      await assertSwitcher(survey, other.label);
+    });
+  });
 }
 
 test("one page for every language: the same answer whatever Accept-Language; catalogues cached by their hashed names", { timeout: TEST_MS_MAX }, async () => {

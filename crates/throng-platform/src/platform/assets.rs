@@ -83,20 +83,30 @@ fn catalogues() -> &'static [(String, String, &'static str)] {
 /// catalogues' hashed addresses and the English catalogue; a widget's on
 /// another site's page (`embedded`: the host page's language, no switcher)
 /// carry every catalogue, as it cannot fetch them from its host's origin.
-fn i18n_constants(embedded: bool) -> String {
+fn i18n_constants(embedded: Option<&[&str]>) -> String {
     let languages: Vec<serde_json::Value> = LANGUAGES
         .iter()
         .map(|(code, name, _)| serde_json::json!({ "code": code, "name": name }))
         .collect();
+    // A widget carries only the keys it uses (those under its prefixes).
     let parse = |code: &str, body: &str| -> serde_json::Value {
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("the {code} catalogue: {e}"))
+        let all: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("the {code} catalogue: {e}"));
+        match embedded {
+            Some(prefixes) => all
+                .into_iter()
+                .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p)))
+                .collect(),
+            None => all,
+        }
+        .into()
     };
     let mut constants = serde_json::json!({
         "languages": languages,
         "en": parse("en", LANGUAGES[0].2),
-        "embedded": embedded,
+        "embedded": embedded.is_some(),
     });
-    if embedded {
+    if embedded.is_some() {
         let all: serde_json::Map<String, serde_json::Value> = LANGUAGES
             .iter()
             .map(|(code, _, body)| ((*code).to_string(), parse(code, body)))
@@ -116,13 +126,14 @@ fn i18n_constants(embedded: bool) -> String {
 /// The language script pages load (`/assets/i18n.js`).
 pub fn i18n_js() -> &'static str {
     static JS_TEXT: std::sync::LazyLock<String> =
-        std::sync::LazyLock::new(|| format!("{}{I18N_JS}", i18n_constants(false)));
+        std::sync::LazyLock::new(|| format!("{}{I18N_JS}", i18n_constants(None)));
     &JS_TEXT
 }
 
-/// The language script for [`embeddable`] widgets: every catalogue inside.
-pub fn i18n_embedded_js() -> String {
-    format!("{}{I18N_JS}", i18n_constants(true))
+/// The language script for [`embeddable`] widgets: every catalogue inside,
+/// with the keys under `prefixes` (e.g. `["comments.", "common."]`).
+pub fn i18n_embedded_js(prefixes: &[&str]) -> String {
+    format!("{}{I18N_JS}", i18n_constants(Some(prefixes)))
 }
 
 /// The language script's content-hashed path.
@@ -563,10 +574,14 @@ mod tests {
             assert!(plain.starts_with("/assets/i18n/") && plain.ends_with(".json"));
             assert!(js.contains(&format!("\"{hashed}\"")), "{hashed}");
         }
-        let embedded = i18n_embedded_js();
+        let embedded = i18n_embedded_js(&["common."]);
         assert!(embedded.contains("\"catalogues\""));
         assert!(
             embedded.contains("Slovenčina") && embedded.contains("\"common.language\":\"Jazyk\"")
+        );
+        assert!(
+            !embedded.contains("\"booking.book.title\":"),
+            "only the widget's keys"
         );
         let page = platform_page(r#"<script src="/assets/i18n.js"></script>"#);
         assert_eq!(

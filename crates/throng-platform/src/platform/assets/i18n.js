@@ -61,6 +61,11 @@ const I18n = (() => {
   let lang = "en";
   const listeners = [];
 
+  // A page's <html lang>; a widget leaves its host page's alone.
+  function setHtmlLang(code) {
+    if (!embedded) document.documentElement.lang = code;
+  }
+
   async function load(code) {
     if (catalogues[code]) return catalogues[code];
     const controller = typeof AbortController === "function" ? new AbortController() : null;
@@ -238,7 +243,7 @@ const I18n = (() => {
     } catch (_) {
       lang = "en";
     }
-    document.documentElement.lang = lang;
+    setHtmlLang(lang);
     apply();
     for (const f of listeners) {
       try {
@@ -254,6 +259,9 @@ const I18n = (() => {
   }
 
   const wanted = pick();
+  // A catalogue already here (English, or each one inside a widget) is
+  // used at once: a widget's first words are in its language.
+  if (catalogues[wanted]) lang = wanted;
   // Until the catalogue is in, the page is hidden (at most WAIT_MS_MAX),
   // so nobody reads the English text flash by.
   let veil = null;
@@ -262,13 +270,13 @@ const I18n = (() => {
     veil.textContent = "body{visibility:hidden}";
     document.head.appendChild(veil);
   }
-  document.documentElement.lang = wanted;
+  setHtmlLang(wanted);
   const domReady = document.readyState === "loading"
     ? new Promise((r) => document.addEventListener("DOMContentLoaded", r, { once: true }))
     : Promise.resolve();
   const ready = Promise.all([load(wanted).catch(() => null), domReady]).then(([cat]) => {
     lang = cat ? wanted : "en";
-    document.documentElement.lang = lang;
+    setHtmlLang(lang);
     if (!embedded) apply();
     if (veil) veil.remove();
     return lang;
