@@ -34,6 +34,7 @@ const LANGS = {
     pages: "Pages",
     bookingLink: "Booking",
     notFound: "Page not found",
+    staff: "A place's day",
     invite: { title: "Help us improve", yes: "Yes, open the survey", close: "Close", survey: "Demo survey" },
     comments: { region: "Course reviews", sortBy: "Sort by", signIn: "Sign in to write a review.", sort: "Most helpful" },
     vote: { review: "Review my vote", open: "Open", reviewTitle: "Check your vote before casting it", recorded: "Your vote is recorded", alreadyVoted: /^This voter has already voted/, found: ["On the board", "Not on the board yet"], summary: /^\d+ ballots? counted in all districts\.$/, live: "Live: updates as ballots are counted." },
@@ -51,6 +52,7 @@ const LANGS = {
     pages: "Stránky",
     bookingLink: "Rezervácia",
     notFound: "Stránka sa nenašla",
+    staff: "Deň miesta",
     invite: { title: "Pomôžte nám zlepšiť sa", yes: "Áno, otvoriť dotazník", close: "Zavrieť", survey: "Ukážkový dotazník" },
     comments: { region: "Hodnotenia kurzu", sortBy: "Zoradiť podľa", signIn: "Ak chcete napísať hodnotenie, prihláste sa.", sort: "Najužitočnejšie" },
     vote: { review: "Skontrolovať hlas", open: "Otvorené", reviewTitle: "Pred odovzdaním hlas skontrolujte", recorded: "Váš hlas je zaznamenaný", alreadyVoted: /^Tento volič už hlasoval/, found: ["Je na tabuli", "Zatiaľ nie je na tabuli"], summary: /^Započítan\S+ \d+ hlasovac\S+ lístk?\S* vo všetkých obvodoch\.$/, live: "Naživo: aktualizuje sa so započítavaním hlasovacích lístkov." },
@@ -68,6 +70,7 @@ const LANGS = {
     pages: "Stránky",
     bookingLink: "Rezervace",
     notFound: "Stránka nenalezena",
+    staff: "Den místa",
     invite: { title: "Pomozte nám se zlepšit", yes: "Ano, otevřít dotazník", close: "Zavřít", survey: "Ukázkový dotazník" },
     comments: { region: "Hodnocení kurzu", sortBy: "Seřadit podle", signIn: "Chcete-li napsat hodnocení, přihlaste se.", sort: "Nejužitečnější" },
     vote: { review: "Zkontrolovat hlas", open: "Otevřeno", reviewTitle: "Před odevzdáním hlas zkontrolujte", recorded: "Váš hlas je zaznamenán", alreadyVoted: /^Tento volič již hlasoval/, found: ["Je na tabuli", "Zatím není na tabuli"], summary: /^Sečten\S* \d+ hlasovac\S+ lístk?\S* ve všech obvodech\.$/, live: "Živě: aktualizuje se se sčítáním hlasovacích lístků." },
@@ -206,7 +209,7 @@ for (const [code, L] of Object.entries(LANGS)) {
     });
   }
 
-  test(`${code}: the index and the 404 page in the browser's language, with the switcher`, { timeout: TEST_MS_MAX }, async (t) => {
+  test(`${code}: the index, the 404 page and the staff page in the browser's language, with the switcher`, { timeout: TEST_MS_MAX }, async (t) => {
     const browser = await launchBrowser({ locale: L.locale, viewport: PHONE });
     t.after(() => browser.close());
     const { page, errors } = browser;
@@ -223,6 +226,12 @@ for (const [code, L] of Object.entries(LANGS)) {
       assert.equal((await page.textContent("h1")).trim(), L.notFound);
       await assertSwitcher(page, L.label);
       await assertNoSidewaysScroll(page, "the 404 page");
+      // The staff page of a place's day too.
+      await page.goto(`${server.url}/booking/staff/`);
+      await page.waitForFunction((c) => document.documentElement.lang === c, code);
+      assert.equal((await page.textContent("h1")).trim(), L.staff);
+      await assertSwitcher(page, L.label);
+      await assertNoSidewaysScroll(page, "the staff page");
       assert.deepEqual(errors.filter((e) => !/404/.test(e)), []);
     });
   });
