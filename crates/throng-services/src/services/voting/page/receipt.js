@@ -122,9 +122,13 @@ $("check").addEventListener("submit", (ev) => {
   check();
 });
 $("election").addEventListener("change", () => loadElection(null));
-// Another language: the answer and the board's line written again.
-I18n.onChange(() => {
+// Another language, or the catalogue come in after the first answer: the
+// answer and the board's line written again. The page starts at once (the
+// words are functions, written when they are shown).
+function rewrite() {
   if (shown) shown();
   if (boardWords) $("board-text").textContent = boardWords();
-});
-I18n.ready.then(start);
+}
+I18n.onChange(rewrite);
+I18n.ready.then(rewrite);
+start();
