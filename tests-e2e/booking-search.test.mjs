@@ -70,7 +70,7 @@ for (const [label, viewport, target, n] of [["desktop", DESKTOP, 1734, 1], ["390
     page.on("request", (r) => { if (r.url().includes("/api/booking/places?")) placeQueries.push(new URL(r.url()).searchParams); });
     await withScreenshot(t, page, async () => {
       await page.goto(`${server.url}/booking/`);
-      await page.waitForFunction((total) => document.getElementById("place-count").textContent.startsWith(`${total} places match`), PLACES);
+      await page.waitForFunction((total) => document.getElementById("place-count").textContent.startsWith(`${total.toLocaleString("en-GB")} places match`), PLACES);
       assert.match(await countText(page), /the first 20 are listed/);
       assert.equal(await page.locator("#place option").count(), 20, "a page of places, not all");
       assert.ok(placeQueries.every((q) => Number(q.get("size")) <= 20), "never asks for a long list");
@@ -100,13 +100,13 @@ for (const [label, viewport, target, n] of [["desktop", DESKTOP, 1734, 1], ["390
       // By city, any case, narrowed by region and service: the API's counts.
       await page.fill("#place-q", place.city.toUpperCase());
       const byCity = (await api(`/api/booking/places?q=${encodeURIComponent(place.city)}&size=1`)).total;
-      await page.waitForFunction((total) => document.getElementById("place-count").textContent.startsWith(`${total} place`), byCity);
+      await page.waitForFunction((total) => document.getElementById("place-count").textContent.startsWith(`${total.toLocaleString("en-GB")} place`), byCity);
       const service = place.services[0];
       await page.selectOption("#place-region", place.region);
       await page.selectOption("#place-service", service);
       const narrowed = (await api(`/api/booking/places?q=${encodeURIComponent(place.city)}&region=${encodeURIComponent(place.region)}&service=${encodeURIComponent(service)}&size=1`)).total;
       assert.ok(narrowed >= 1 && narrowed <= byCity);
-      await page.waitForFunction((total) => document.getElementById("place-count").textContent.startsWith(`${total} place`), narrowed);
+      await page.waitForFunction((total) => document.getElementById("place-count").textContent.startsWith(`${total.toLocaleString("en-GB")} place`), narrowed);
       const last = placeQueries[placeQueries.length - 1];
       assert.equal(last.get("region"), place.region);
       assert.equal(last.get("service"), service);

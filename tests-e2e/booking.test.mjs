@@ -101,7 +101,7 @@ test("register through the page; the API holds it; the slot is taken after reloa
   const code = (await page.textContent("#conf-code")).trim();
   assert.match(id, UUID);
   assert.match(code, /^[2-9A-HJ-NP-Z]{4}-[2-9A-HJ-NP-Z]{4}-[2-9A-HJ-NP-Z]{4}$/, `access code '${code}': three groups of four, no 0/O/1/I/l`);
-  assert.equal((await page.textContent("#conf-day")).trim(), day);
+  assert.equal(await page.getAttribute("#conf-day", "datetime"), day);
   assert.match((await page.textContent("#conf-time")).trim(), /^\d\d:\d\d$/);
 
   const res = await readRegistration(id, code);
@@ -338,7 +338,7 @@ for (const [label, viewport, placeIndex] of [["desktop", DESKTOP, 7], ["390 px",
       await page.click("#conf-manage");
       await page.locator("#registration").waitFor({ state: "visible" });
       assert.ok(served.every((u) => !u.includes(code)), "the code is never in a requested URL");
-      assert.equal((await page.textContent("#r-day")).trim(), day);
+      assert.equal(await page.getAttribute("#r-day", "datetime"), day);
       assert.match((await page.textContent("#r-time")).trim(), /^\d\d:\d\d$/);
       assert.equal((await page.textContent("#r-name")).trim(), erin.name);
       await page.reload();
@@ -395,7 +395,7 @@ test("the manage page finds a registration with the id and code typed in; a wron
     await page.fill("#m-code", accessCode);
     await page.click("#m-open");
     await page.locator("#registration").waitFor({ state: "visible" });
-    assert.equal((await page.textContent("#r-day")).trim(), day);
+    assert.equal(await page.getAttribute("#r-day", "datetime"), day);
     assert.equal((await page.textContent("#r-time")).trim(), "09:00");
     assert.ok(page.url().includes("#id="), "a reload keeps it open");
   });

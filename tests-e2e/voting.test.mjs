@@ -433,7 +433,8 @@ test("find it on the board opens a page with a human answer: on the board, not y
     const params = new URL(page.url()).searchParams;
     assert.deepEqual([params.get("electionId"), params.get("districtId"), params.get("tracker")], [String(ELECTION), district, tracker]);
     assert.equal(await page.inputValue("#receipt-id"), tracker);
-    assert.equal(await page.inputValue("#district"), district);
+    // The districts come with the election's answer, after the page loaded.
+    await page.waitForFunction((d) => document.getElementById("district").value === d, district);
     // The board publishes every second here: on it within a bounded wait.
     await findUntilCounted(page);
     const answer = page.locator("#answer");

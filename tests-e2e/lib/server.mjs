@@ -161,11 +161,12 @@ export async function startThrong({ extraArgs = [], env = {}, startMsMax = SERVE
 
 /**
  * Launches Debian's Chromium headless with a fresh profile (`extraArgs`:
- * more command-line flags). Returns
+ * more command-line flags; `locale`: the browser's language, e.g. "sk-SK").
+ * Returns
  * { context, page, errors, close() }; `errors` collects uncaught page errors
  * and console errors so a test can assert the page ran cleanly.
  */
-export async function launchBrowser({ launchMsMax = BROWSER_LAUNCH_MS_MAX, viewport = { width: 1000, height: 900 }, extraArgs = [] } = {}) {
+export async function launchBrowser({ launchMsMax = BROWSER_LAUNCH_MS_MAX, viewport = { width: 1000, height: 900 }, extraArgs = [], locale = undefined } = {}) {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`${CHROMIUM_PATH} is missing: apt-get install -y chromium chromium-driver`);
   }
@@ -178,6 +179,8 @@ export async function launchBrowser({ launchMsMax = BROWSER_LAUNCH_MS_MAX, viewp
       args: [...CHROMIUM_ARGS, ...extraArgs],
       timeout: launchMsMax,
       viewport,
+      // The browser's languages (navigator.languages and Accept-Language).
+      ...(locale ? { locale } : {}),
     });
   } catch (e) {
     removeDir(profileDir);

@@ -766,16 +766,23 @@ fn index_html(list: &[&'static dyn AnyService]) -> String {
             .flat_map(|s| s.links())
             .filter(|l| l.kind == kind)
             .map(|l| {
+                // A page's title and every sentence in the reader's
+                // language (`link.<href>.title|about` in the catalogues);
+                // an endpoint's title is its path.
+                let key = escape(l.href);
+                let title = match kind {
+                    LinkKind::Page => format!(" data-i18n=\"link.{key}.title\""),
+                    LinkKind::Endpoint => String::new(),
+                };
                 format!(
-                    "<li><a href=\"{}\">{}</a>: {}</li>\n",
-                    escape(l.href),
+                    "<li><a href=\"{key}\"{title}>{}</a>: <span data-i18n=\"link.{key}.about\">{}</span></li>\n",
                     escape(l.title),
                     escape(l.about)
                 )
             })
             .collect()
     };
-    include_str!("index.html")
+    crate::platform::assets::platform_page(include_str!("index.html"))
         .replace("<!--pages-->", &items(LinkKind::Page))
         .replace("<!--endpoints-->", &items(LinkKind::Endpoint))
 }
@@ -790,7 +797,10 @@ async fn not_found(method: Method, uri: Uri, headers: axum::http::HeaderMap) -> 
             .and_then(|v| v.to_str().ok())
             .is_some_and(|a| a.contains("text/html"));
     if wants_page {
-        let mut res = Html(include_str!("not_found.html")).into_response();
+        static PAGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            crate::platform::assets::platform_page(include_str!("not_found.html"))
+        });
+        let mut res = Html(PAGE.as_str()).into_response();
         *res.status_mut() = StatusCode::NOT_FOUND;
         return res;
     }
@@ -811,4 +821,34 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
             uri.path()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_link_of_the_index_is_in_every_language() {
+        let html = index_html(services::all());
+        let (_, _, en) = crate::platform::assets::LANGUAGES[0];
+        let en: serde_json::Value = serde_json::from_str(en).expect("English catalogue");
+        let mut named = 0;
+        for link in services::all().iter().flat_map(|s| s.links()) {
+            let mut keys = vec![(format!("link.{}.about", link.href), link.about)];
+            if link.kind == LinkKind::Page {
+                keys.push((format!("link.{}.title", link.href), link.title));
+            }
+            for (key, english) in keys {
+                assert!(html.contains(&format!("data-i18n=\"{key}\"")), "{key}");
+                assert_eq!(
+                    en.get(&key).and_then(|v| v.as_str()),
+                    Some(english),
+                    "{key}: the English catalogue says what the service says"
+                );
+                named += 1;
+            }
+        }
+        assert!(named > 10, "{named} link keys");
+        assert!(html.contains(crate::platform::assets::i18n_path_hashed()));
+    }
 }

@@ -113,7 +113,8 @@ async fn every_page_forbids_framing_and_sniffing() {
 }
 
 /// The pages run only their own files: every script a page names is served
-/// from this origin as JavaScript, the shared client first.
+/// from this origin as JavaScript, the shared client first (after the
+/// language script, which a page loads in its head).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_page_script_is_served_as_javascript() {
     let s = TestServer::start(StoreKind::Sqlite, &[]).await;
@@ -136,10 +137,11 @@ async fn every_page_script_is_served_as_javascript() {
             .skip(1)
             .filter_map(|rest| rest.split('"').next())
             .collect();
-        // The embedded widget carries its own copy of the client.
+        // The embedded widget carries its own copy of the client; the
+        // language script comes before it.
         let own: Vec<&&str> = scripts
             .iter()
-            .filter(|src| !src.starts_with("/widget/"))
+            .filter(|src| !src.starts_with("/widget/") && !src.starts_with("/assets/i18n."))
             .collect();
         // The client, by its plain or content-hashed name.
         let client = own.first().map(|c| c.to_string()).unwrap_or_default();

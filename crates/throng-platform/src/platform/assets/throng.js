@@ -21,6 +21,12 @@ const Throng = (() => {
   const UNREACHABLE = "Cannot reach the server; check your connection and try again.";
   const BUSY = "The server is too busy right now. Please try again in a minute.";
 
+  // The page's own words from its language catalogue (I18n,
+  // /assets/i18n.js) when it has them, else `fallback`.
+  function words(key, params, fallback) {
+    return typeof I18n !== "undefined" && I18n.has(key) ? I18n.t(key, params) : fallback;
+  }
+
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
   // The wait an answer asks for: Retry-After in seconds or as an HTTP date;
@@ -88,18 +94,22 @@ const Throng = (() => {
 
   // { status, code, message } of a failed answer from its decoded body (or
   // null). `message` is for people: `sentences[code](serverMessage)` when
-  // the page has its own words for the code, a plea for patience when the
-  // server is overloaded, else the server's message, else the status.
+  // the page has its own words for the code, else the language catalogue's
+  // `error.<code>`, a plea for patience when the server is overloaded, else
+  // the server's message, else the status. Codes never change with the
+  // language; only the words do.
   // `code` is the envelope's, or http_<status> without one.
   function errorFromBody(status, body, sentences) {
     const e = body && typeof body === "object" && body.error && typeof body.error === "object" ? body.error : {};
     const code = typeof e.code === "string" && e.code ? e.code : `http_${status}`;
     const serverMessage = typeof e.message === "string" ? e.message : "";
     let message;
+    const catalogued = words(`error.${code}`, null, null);
     if (sentences && Object.prototype.hasOwnProperty.call(sentences, code)) message = sentences[code](serverMessage);
-    else if (RETRY_STATUSES.has(status)) message = BUSY;
+    else if (catalogued) message = catalogued;
+    else if (RETRY_STATUSES.has(status)) message = words("client.busy", null, BUSY);
     else if (serverMessage) message = serverMessage;
-    else message = `The server answered ${status}; try again in a moment.`;
+    else message = words("client.status", { status }, `The server answered ${status}; try again in a moment.`);
     return { status, code, message };
   }
 
@@ -176,5 +186,10 @@ const Throng = (() => {
     box.before(note);
   }
 
-  return { RETRY_POLICY, UNREACHABLE, BUSY, REQUEST_HEADER, client, consoleSession, showConsoleSession, retryAfterS, readJson, errorFromBody, ApiError, applyMaxLengths };
+  return {
+    RETRY_POLICY,
+    get UNREACHABLE() { return words("client.unreachable", null, UNREACHABLE); },
+    get BUSY() { return words("client.busy", null, BUSY); },
+    words,
+    REQUEST_HEADER, client, consoleSession, showConsoleSession, retryAfterS, readJson, errorFromBody, ApiError, applyMaxLengths };
 })();

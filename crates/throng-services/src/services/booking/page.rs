@@ -108,6 +108,7 @@ mod tests {
             let page = files.page(html);
             for plain in [
                 "/assets/throng.js",
+                "/assets/i18n.js",
                 "/booking/common.js",
                 "/booking/limits.js",
                 "/booking/style.css",
@@ -131,6 +132,9 @@ mod tests {
             let limits = html.find(r#"src="/booking/limits.js""#).expect("limits");
             let common = html.find(r#"src="/booking/common.js""#).expect("common");
             assert!(client < common && limits < common);
+            // The language is set before the body shows.
+            let i18n = html.find(r#"src="/assets/i18n.js""#).expect("languages");
+            assert!(i18n < html.find("<body>").expect("body"));
         }
         for key in ["nameCharsMax", "nationalIdCharsMax"] {
             assert!(INDEX_HTML.contains(&format!(r#"data-maxlength="{key}""#)));

@@ -52,6 +52,8 @@ const WIDGET_LIMITS: WidgetLimits = WidgetLimits {
 
 fn widget_js() -> String {
     assets::embeddable(&[
+        // The host page's language (or the browser's), every catalogue inside.
+        &assets::i18n_embedded_js(&["comments.", "common.", "client.", "error."]),
         &assets::constants_script("COMMENTS_LIMITS", &WIDGET_LIMITS),
         WIDGET_JS,
     ])

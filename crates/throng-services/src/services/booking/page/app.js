@@ -5,6 +5,7 @@
 "use strict";
 
 const { $, setStatus, api, reads, attempt, failureText, STALE, PERSON_RULES, fieldOfMessage, plainMessage, setFieldError, clearFieldErrors } = Booking;
+const t = I18n.t;
 const FIELDS = ["place", "day", "slots", "name", "nationalId", "phone", "email"];
 let chosenSlot = null;
 let slotStarts = {};
@@ -14,7 +15,7 @@ let slotsRequest = 0;
 let registered = null;
 
 const cal = Booking.calendar($("calendar"), {
-  onPick: (day) => { $("day").value = day; setFieldError("day", ""); attempt("Loading times…", loadSlots); },
+  onPick: (day) => { $("day").value = day; setFieldError("day", ""); attempt(t("booking.slots.loading"), loadSlots); },
 });
 
 // Every load throws on a failed answer (Booking.attempt shows it with a Try
@@ -46,7 +47,7 @@ async function loadPlaces(more) {
   try {
     body = await reads.getJson(`/api/booking/places?${params}`);
   } catch (e) {
-    if (request === placesRequest && sel.options.length === 1 && !sel.options[0].value) sel.options[0].textContent = "Places could not be loaded";
+    if (request === placesRequest && sel.options.length === 1 && !sel.options[0].value) { sel.options[0].removeAttribute("data-i18n"); sel.options[0].textContent = t("booking.places.failed"); }
     throw e;
   } finally {
     if (request === placesRequest) sel.setAttribute("aria-busy", "false");
@@ -64,11 +65,8 @@ async function loadPlaces(more) {
   const shown = sel.options.length;
   placesCursor = shown < body.total ? body.nextCursor || null : null;
   $("place-more").hidden = !placesCursor;
-  $("place-count").textContent = body.total === 0
-    ? "No place matches. Try fewer letters, or any region and service."
-    : shown < body.total
-      ? `${body.total} places match; the first ${shown} are listed. Type more of the name, city or postcode to narrow them.`
-      : `${body.total} place${body.total === 1 ? " matches" : "s match"}.`;
+  placesCount = { total: body.total, shown };
+  showPlacesCount();
   sel.disabled = shown === 0;
   if (shown === 0) {
     slotsRequest++;
@@ -76,6 +74,18 @@ async function loadPlaces(more) {
     $("slots").innerHTML = "";
     $("calendar").innerHTML = "";
   }
+}
+
+// How many places match, and how many are listed.
+let placesCount = null;
+function showPlacesCount() {
+  if (!placesCount) return;
+  const { total, shown } = placesCount;
+  $("place-count").textContent = total === 0
+    ? t("booking.places.none")
+    : shown < total
+      ? t("booking.places.some", { count: total, shown })
+      : t("booking.places.all", { count: total });
 }
 
 // The regions and services a search can be narrowed by.
@@ -128,7 +138,7 @@ async function loadSlots() {
   box.innerHTML = "";
   chosenSlot = null;
   if (!place || !day) return;
-  box.textContent = "Loading times…";
+  box.textContent = t("booking.slots.loading");
   box.setAttribute("aria-busy", "true");
   let body;
   try {
@@ -153,9 +163,9 @@ function checkForm() {
   let ok = true;
   const fail = (field, text) => { setFieldError(field, text); ok = false; };
   const day = $("day").value;
-  if (!day) fail("day", "Choose a day.");
-  else if ($("day").min && day < $("day").min) fail("day", "This day has passed; choose today or a later day.");
-  if (chosenSlot === null) fail("slots", "Choose a time.");
+  if (!day) fail("day", t("booking.rule.day"));
+  else if ($("day").min && day < $("day").min) fail("day", t("booking.rule.dayPassed"));
+  if (chosenSlot === null) fail("slots", t("booking.rule.time"));
   for (const f of ["name", "nationalId", "phone", "email"]) {
     if (!PERSON_RULES[f].ok($(f).value)) fail(f, PERSON_RULES[f].text);
   }
@@ -165,14 +175,14 @@ function checkForm() {
 async function register(ev) {
   ev.preventDefault();
   if (!checkForm()) {
-    setStatus("Please correct the fields marked below.", "error");
+    setStatus(t("common.correctFields"), "error");
     const first = FIELDS.find((f) => !$(`${f}-error`).hidden);
     if (first && $(first)) $(first).focus();
     return;
   }
   const submit = $("submit");
   submit.disabled = true;
-  setStatus("Registering…");
+  setStatus(t("booking.book.registering"));
   try {
     const payload = {
       placeId: Number($("place").value),
@@ -189,8 +199,9 @@ async function register(ev) {
       const r = await res.json();
       registered = r;
       $("conf-place").textContent = $("place").selectedOptions[0].textContent;
-      $("conf-day").textContent = r.day;
-      $("conf-time").textContent = slotStarts[r.timeSlot] || `slot ${r.timeSlot}`;
+      $("conf-day").dateTime = r.day;
+      $("conf-day").textContent = I18n.date(r.day);
+      $("conf-time").textContent = slotStarts[r.timeSlot] || t("booking.slot", { slot: r.timeSlot });
       $("conf-id").textContent = r.registrationId;
       $("conf-code").textContent = r.accessCode;
       $("conf-manage").href = Booking.manageLink(r.registrationId, r.accessCode);
@@ -205,12 +216,12 @@ async function register(ev) {
     if (res.status === 422) {
       const field = fieldOfMessage(error.message);
       if (field) {
-        setFieldError(field, plainMessage(field, error.message));
-        setStatus("Please correct the fields marked below.", "error");
+        setFieldError(field, plainMessage(field, error.message, error.code));
+        setStatus(t("common.correctFields"), "error");
         if (error.code === "slot_passed" || error.code === "day_passed" || error.code === "notice_too_short") {
-          if (await attempt("Loading times…", async () => { await loadCalendar(); await loadSlots(); })) {
-            setFieldError(field, plainMessage(field, error.message));
-            setStatus("Please correct the fields marked below.", "error");
+          if (await attempt(t("booking.slots.loading"), async () => { await loadCalendar(); await loadSlots(); })) {
+            setFieldError(field, plainMessage(field, error.message, error.code));
+            setStatus(t("common.correctFields"), "error");
           }
         }
         return;
@@ -219,55 +230,55 @@ async function register(ev) {
     if (res.status === 409) {
       // Reload first: loading clears the status, and the person must
       // still read why the slot they chose is gone.
-      await attempt("Loading times…", async () => { await loadSlots(); await loadCalendar(); });
+      await attempt(t("booking.slots.loading"), async () => { await loadSlots(); await loadCalendar(); });
       if ($("status").className === "error") return;
     }
     if (error.code === "already_registered") {
-      setStatus("You already hold a registration. Open it with its registration id and access code to move or cancel it: ", "error");
+      setStatus(t("booking.book.already_registered"), "error");
       const a = document.createElement("a");
       a.href = "/booking/manage";
-      a.textContent = "manage your registration";
+      a.textContent = t("booking.book.already_registered_link");
       $("status").appendChild(a);
       return;
     }
     if (res.status >= 500 || res.status === 429 || res.status === 503) {
       // The registration may or may not have been made: pressing Register
       // again is safe (a second one for the person is refused).
-      setStatus(`${failureText(error)} Then press Register again.`, "error");
+      setStatus(`${failureText(error)} ${t("booking.book.pressAgain")}`, "error");
       return;
     }
     setStatus(error.message, "error");
   } catch (e) {
-    setStatus("Cannot reach the server; check your connection, then press Register again.", "error");
+    setStatus(t("booking.book.unreachable"), "error");
   } finally {
     submit.disabled = false;
   }
 }
 
-$("place").addEventListener("change", () => attempt("Loading days and times…", async () => { await loadCalendar(); await loadSlots(); }));
+$("place").addEventListener("change", () => attempt(t("booking.days.loading"), async () => { await loadCalendar(); await loadSlots(); }));
 let typing = null;
 $("place-q").addEventListener("input", () => {
   clearTimeout(typing);
-  typing = setTimeout(() => attempt("Finding places…", findPlaces), 250);
+  typing = setTimeout(() => attempt(t("booking.places.finding"), findPlaces), 250);
 });
 $("place-q").addEventListener("keydown", (e) => {
   if (e.key !== "Enter") return;
   e.preventDefault();
   clearTimeout(typing);
-  attempt("Finding places…", findPlaces);
+  attempt(t("booking.places.finding"), findPlaces);
 });
-for (const id of ["place-region", "place-service"]) $(id).addEventListener("change", () => attempt("Finding places…", findPlaces));
-$("place-more").addEventListener("click", () => attempt("Loading more places…", () => loadPlaces(true)));
+for (const id of ["place-region", "place-service"]) $(id).addEventListener("change", () => attempt(t("booking.places.finding"), findPlaces));
+$("place-more").addEventListener("click", () => attempt(t("booking.places.loadingMore"), () => loadPlaces(true)));
 $("day").addEventListener("change", async () => {
   setFieldError("day", "");
   if ($("day").min && $("day").value && $("day").value < $("day").min) {
-    setFieldError("day", "This day has passed; choose today or a later day.");
+    setFieldError("day", t("booking.rule.dayPassed"));
     slotsRequest++;
     $("slots").innerHTML = "";
     chosenSlot = null;
     return;
   }
-  attempt("Loading times…", async () => {
+  attempt(t("booking.slots.loading"), async () => {
     if ($("day").value && $("day").value.slice(0, 7) !== cal.month) await cal.show($("place").value, $("day").value.slice(0, 7));
     cal.select($("day").value);
     await loadSlots();
@@ -282,4 +293,9 @@ for (const f of ["name", "nationalId", "phone", "email"]) {
 $("booking").addEventListener("submit", register);
 $("conf-ics").addEventListener("click", () => registered && Booking.downloadIcs(registered.registrationId, registered.accessCode));
 $("conf-copy").addEventListener("click", () => registered && Booking.copyText(registered.accessCode, $("conf-copy"), $("conf-code")));
-attempt("Loading places…", async () => { await Promise.all([loadFilters(), loadPlaces(false)]); await loadCalendar(); await loadSlots(); });
+// Another language: the words the script wrote, written again.
+I18n.onChange(() => {
+  showPlacesCount();
+  if (registered) $("conf-day").textContent = I18n.date(registered.day);
+});
+I18n.ready.then(() => attempt(t("booking.places.loading"), async () => { await Promise.all([loadFilters(), loadPlaces(false)]); await loadCalendar(); await loadSlots(); }));

@@ -3,20 +3,24 @@
 // the person's field rules (the server's, with its bounds from
 // /booking/limits.js), field errors beside their fields, the month calendar
 // of free days, the .ics download, and how a failed request is shown (what
-// to do, and a Try again button; never a blank page).
+// to do, and a Try again button; never a blank page). Every word comes
+// from the language catalogue (I18n.t, /assets/i18n.js).
 "use strict";
 
 const Booking = (() => {
   const $ = (id) => document.getElementById(id);
+  const t = I18n.t;
 
   function setStatus(text, kind) {
     const s = $("status");
+    // Now the script's words, not the page's first one.
+    s.removeAttribute("data-i18n");
     s.textContent = text;
     s.className = kind || "";
     s.setAttribute("aria-busy", String(kind === "loading"));
   }
 
-  const onWait = ({ waitMs, attempt }) => setStatus(`Many people are booking right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting");
+  const onWait = ({ waitMs, attempt }) => setStatus(t("booking.wait", { s: Math.ceil(waitMs / 1000), attempt }), "waiting");
   // Writes wait out a crowd for long (a person who pressed Register keeps
   // their place in the queue); reads give up sooner and offer Try again.
   const api = Throng.client({ onWait });
@@ -27,8 +31,8 @@ const Booking = (() => {
   // server's own sentence.
   function failureText(e) {
     if (!e || typeof e.status !== "number") return Throng.UNREACHABLE;
-    if (e.status === 429 || e.status === 503) return "The server is too busy right now. Wait a minute, then try again.";
-    if (e.status >= 500) return `Something went wrong on the server (error ${e.status}). Nothing you entered is lost; try again in a moment.`;
+    if (e.status === 429 || e.status === 503) return t("booking.busy");
+    if (e.status >= 500) return t("booking.serverError", { status: String(e.status) });
     return e.message;
   }
 
@@ -54,7 +58,7 @@ const Booking = (() => {
     const b = document.createElement("button");
     b.type = "button";
     b.id = "retry";
-    b.textContent = "Try again";
+    b.textContent = t("common.tryAgain");
     b.addEventListener("click", () => { b.disabled = true; retry(); });
     $("status").append(" ", b);
   }
@@ -69,14 +73,14 @@ const Booking = (() => {
     const label = button.textContent;
     try {
       await navigator.clipboard.writeText(text);
-      button.textContent = "Copied";
+      button.textContent = t("common.copied");
     } catch (_) {
       const range = document.createRange();
       range.selectNodeContents(selectable);
       const sel = getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
-      button.textContent = "Selected: copy it now";
+      button.textContent = t("common.selected");
     }
     setTimeout(() => { button.textContent = label; }, 2000);
   }
@@ -88,19 +92,19 @@ const Booking = (() => {
   const PERSON_RULES = {
     name: {
       ok: (v) => { const n = [...v.trim()].length; return n >= 1 && n <= L.nameCharsMax && !/[\u0000-\u001f\u007f-\u009f]/.test(v); },
-      text: `Enter your full name (up to ${L.nameCharsMax} characters).`,
+      get text() { return t("booking.rule.name", { max: L.nameCharsMax }); },
     },
     nationalId: {
       ok: (v) => NATIONAL_ID.test(v.trim()),
-      text: `Enter your national id number: up to ${L.nationalIdCharsMax} letters, digits, '/' or '-' (e.g. 905123/1234).`,
+      get text() { return t("booking.rule.nationalId", { max: L.nationalIdCharsMax }); },
     },
     phone: {
       ok: (v) => { const t = v.trim(); const d = (t.match(/[0-9]/g) || []).length; return /^\+?[0-9 ]*$/.test(t) && d >= L.phoneDigitsMin && d <= L.phoneDigitsMax; },
-      text: `Enter a phone number of ${L.phoneDigitsMin} to ${L.phoneDigitsMax} digits; it may start with + and contain spaces (e.g. +421 900 123 456).`,
+      get text() { return t("booking.rule.phone", { min: L.phoneDigitsMin, max: L.phoneDigitsMax }); },
     },
     email: {
       ok: (v) => { const t = v.trim(); return [...t].length <= L.emailCharsMax && /^[^@\s]+@[^@.\s]+(\.[^@.\s]+)+$/.test(t); },
-      text: "Enter an email address like name@example.org.",
+      get text() { return t("booking.rule.email"); },
     },
   };
 
@@ -113,9 +117,11 @@ const Booking = (() => {
   }
 
   // The words to show beside a field for a server 422: the field's own plain
-  // rule for personal data, else the server's sentence without its prefix.
-  function plainMessage(field, message) {
+  // rule for personal data, else the catalogue's words for the error's code,
+  // else the server's sentence without its prefix.
+  function plainMessage(field, message, code) {
     if (PERSON_RULES[field]) return PERSON_RULES[field].text;
+    if (code && I18n.has(`error.${code}`)) return t(`error.${code}`);
     const rest = message.slice(message.indexOf(":") + 1).trim();
     return rest.charAt(0).toUpperCase() + rest.slice(1) + (rest.endsWith(".") ? "" : ".");
   }
@@ -135,11 +141,13 @@ const Booking = (() => {
   }
 
   // Month calendar: one request per month shown, the days with free slots
-  // marked, the days before today not selectable.
-  const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+  // marked, the days before today not selectable; month and weekday names
+  // in the page's language (Intl).
 
   function calendar(box, { onPick }) {
-    const cal = { place: null, month: null, today: null, selected: null, request: 0 };
+    const cal = { place: null, month: null, today: null, selected: null, request: 0, body: null };
+    // Another language: the month shown again in its words.
+    I18n.onChange(() => { if (cal.body) render(cal.body); });
     cal.show = async (place, month) => {
       const request = ++cal.request;
       cal.place = place; cal.month = month;
@@ -152,6 +160,7 @@ const Booking = (() => {
       }
       if (request !== cal.request) throw STALE;
       cal.today = body.today;
+      cal.body = body;
       render(body);
       return body;
     };
@@ -171,21 +180,21 @@ const Booking = (() => {
       head.className = "cal-head";
       const prev = document.createElement("button");
       prev.type = "button"; prev.textContent = "‹"; prev.className = "cal-prev";
-      prev.setAttribute("aria-label", "Previous month");
+      prev.setAttribute("aria-label", t("booking.calendar.prev"));
       prev.disabled = body.month <= body.today.slice(0, 7);
-      prev.addEventListener("click", () => attempt("Loading the month…", () => cal.show(cal.place, shift(cal.month, -1))));
+      prev.addEventListener("click", () => attempt(t("booking.calendar.loading"), () => cal.show(cal.place, shift(cal.month, -1))));
       const next = document.createElement("button");
       next.type = "button"; next.textContent = "›"; next.className = "cal-next";
-      next.setAttribute("aria-label", "Next month");
-      next.addEventListener("click", () => attempt("Loading the month…", () => cal.show(cal.place, shift(cal.month, 1))));
+      next.setAttribute("aria-label", t("booking.calendar.next"));
+      next.addEventListener("click", () => attempt(t("booking.calendar.loading"), () => cal.show(cal.place, shift(cal.month, 1))));
       const title = document.createElement("span");
       title.className = "cal-title";
-      title.textContent = `${MONTHS[m - 1]} ${y}`;
+      title.textContent = I18n.month(y, m);
       head.append(prev, title, next);
       box.appendChild(head);
       const grid = document.createElement("div");
       grid.className = "cal-grid";
-      for (const w of ["Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"]) {
+      for (const w of I18n.weekdaysShort()) {
         const h = document.createElement("span");
         h.className = "cal-dow"; h.textContent = w;
         grid.appendChild(h);
@@ -200,7 +209,7 @@ const Booking = (() => {
         const past = d.day < body.today;
         b.disabled = past || d.free === 0;
         if (d.free > 0 && !past) b.classList.add("has-free");
-        b.setAttribute("aria-label", `${Number(d.day.slice(8))} ${MONTHS[m - 1]}: ${past ? "past" : d.free > 0 ? `${d.free} free times` : "no free times"}`);
+        b.setAttribute("aria-label", `${I18n.date(d.day, { day: "numeric", month: "long" })}: ${past ? t("booking.calendar.past") : t("booking.calendar.free", { count: d.free })}`);
         b.setAttribute("aria-pressed", String(d.day === cal.selected));
         b.addEventListener("click", () => { cal.select(d.day); onPick(d.day); });
         grid.appendChild(b);
@@ -238,7 +247,7 @@ const Booking = (() => {
   // One button per slot of a day (taken ones disabled) into `box`; a click
   // marks it chosen (aria-pressed), clears `errorField` and calls onChoose.
   function slotButtons(box, slots, errorField, onChoose) {
-    if (!slots.length) { box.textContent = "No time slots on this day."; return; }
+    if (!slots.length) { box.textContent = t("booking.slots.none"); return; }
     for (const s of slots) {
       const b = document.createElement("button");
       b.type = "button";

@@ -4,13 +4,14 @@
 "use strict";
 
 const { $, setStatus, api, reads, attempt, failureText, showFailure, STALE, fieldOfMessage, plainMessage, setFieldError } = Booking;
+const t = I18n.t;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 let current = null; // { id, code, reg }
 let chosenSlot = null;
 let slotsRequest = 0;
 
 const cal = Booking.calendar($("m-calendar"), {
-  onPick: (day) => { $("m-day").value = day; setFieldError("m-day", ""); attempt("Loading times…", loadSlots); },
+  onPick: (day) => { $("m-day").value = day; setFieldError("m-day", ""); attempt(t("booking.slots.loading"), loadSlots); },
 });
 
 function fromFragment() {
@@ -21,10 +22,10 @@ function fromFragment() {
 async function open(id, code) {
   setFieldError("m-id", ""); setFieldError("m-code", "");
   let ok = true;
-  if (!UUID.test(id)) { setFieldError("m-id", "Enter the registration id as shown when you registered (36 characters, like 0190a1b2-…)."); ok = false; }
-  if (!code) { setFieldError("m-code", "Enter the access code you were given when you registered."); ok = false; }
+  if (!UUID.test(id)) { setFieldError("m-id", t("booking.manage.idRule")); ok = false; }
+  if (!code) { setFieldError("m-code", t("booking.manage.codeRule")); ok = false; }
   if (!ok) return;
-  setStatus("Opening…", "loading");
+  setStatus(t("booking.manage.opening"), "loading");
   let res;
   try {
     res = await reads.fetch(`/api/booking/registrations/${encodeURIComponent(id)}`, { headers: { "X-Access-Code": code } });
@@ -34,7 +35,7 @@ async function open(id, code) {
   }
   if (res.status === 404) {
     $("registration").hidden = true;
-    setStatus("No registration matches this id and access code. Check both (the code has no 0, O, 1, I or l) and try again.", "error");
+    setStatus(t("error.registration_not_found"), "error");
     return;
   }
   if (!res.ok) { showFailure(failureText(await reads.errorOf(res)), () => open(id, code)); return; }
@@ -47,10 +48,11 @@ async function open(id, code) {
 }
 
 function show(reg) {
-  $("r-place").textContent = reg.placeName || `Place ${reg.placeId}`;
+  $("r-place").textContent = reg.placeName || t("booking.manage.place", { id: reg.placeId });
   $("r-address").textContent = reg.address || "";
-  $("r-day").textContent = reg.day;
-  $("r-time").textContent = reg.start || `slot ${reg.timeSlot}`;
+  $("r-day").dateTime = reg.day;
+  $("r-day").textContent = I18n.date(reg.day);
+  $("r-time").textContent = reg.start || t("booking.slot", { slot: reg.timeSlot });
   $("r-name").textContent = reg.person ? reg.person.name : "";
   $("registration").hidden = false;
   $("cancelled").hidden = true;
@@ -60,7 +62,7 @@ function show(reg) {
 async function openMove() {
   $("move").hidden = false;
   $("cancel-confirm").hidden = true;
-  await attempt("Loading days and times…", async () => {
+  await attempt(t("booking.days.loading"), async () => {
     const body = await cal.show(current.reg.placeId, current.reg.day.slice(0, 7));
     $("m-day").min = body.today;
     $("m-day").value = current.reg.day >= body.today ? current.reg.day : body.today;
@@ -76,7 +78,7 @@ async function loadSlots() {
   chosenSlot = null;
   const day = $("m-day").value;
   if (!day) return;
-  box.textContent = "Loading times…";
+  box.textContent = t("booking.slots.loading");
   let body;
   try {
     body = await reads.getJson(`/api/booking/places/${current.reg.placeId}/slots?from=${encodeURIComponent(day)}&days=1`);
@@ -92,12 +94,12 @@ async function move() {
   setFieldError("m-day", ""); setFieldError("m-slots", "");
   const day = $("m-day").value;
   let ok = true;
-  if (!day) { setFieldError("m-day", "Choose a day."); ok = false; }
-  else if ($("m-day").min && day < $("m-day").min) { setFieldError("m-day", "This day has passed; choose today or a later day."); ok = false; }
-  if (chosenSlot === null) { setFieldError("m-slots", "Choose a time."); ok = false; }
+  if (!day) { setFieldError("m-day", t("booking.rule.day")); ok = false; }
+  else if ($("m-day").min && day < $("m-day").min) { setFieldError("m-day", t("booking.rule.dayPassed")); ok = false; }
+  if (chosenSlot === null) { setFieldError("m-slots", t("booking.rule.time")); ok = false; }
   if (!ok) return;
   $("m-move").disabled = true;
-  setStatus("Moving…");
+  setStatus(t("booking.manage.moving"));
   try {
     const res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(current.id)}/move`, {
       method: "POST",
@@ -108,32 +110,32 @@ async function move() {
       const m = await res.json();
       await open(current.id, current.code);
       $("move").hidden = true;
-      setStatus(`Moved: your appointment is now on ${m.day} at ${m.start}.`);
+      setStatus(t("booking.manage.moved", { day: I18n.date(m.day), time: m.start }));
       return;
     }
     const error = await api.errorOf(res);
     const field = res.status === 422 ? fieldOfMessage(error.message) : undefined;
-    if (res.status === 409) await attempt("Loading times…", loadSlots);
+    if (res.status === 409) await attempt(t("booking.slots.loading"), loadSlots);
     if (field === "day" || field === "slots") {
-      setFieldError(field === "day" ? "m-day" : "m-slots", plainMessage(field, error.message));
+      setFieldError(field === "day" ? "m-day" : "m-slots", plainMessage(field, error.message, error.code));
       setStatus("");
     } else if (error.code === "slot_full" || error.code === "slot_taken") {
-      setFieldError("m-slots", "Someone has just taken this time; your appointment keeps its time. Choose another.");
+      setFieldError("m-slots", t("booking.manage.slotTaken"));
       setStatus("");
     } else if (res.status >= 500 || res.status === 429) {
-      setStatus(`${failureText(error)} Then press "Move to this time" again.`, "error");
+      setStatus(`${failureText(error)} ${t("booking.manage.pressAgain")}`, "error");
     } else {
       setStatus(error.message, "error");
     }
   } catch (_) {
-    setStatus("Cannot reach the server; check your connection, then press \"Move to this time\" again.", "error");
+    setStatus(t("booking.manage.unreachable"), "error");
   } finally {
     $("m-move").disabled = false;
   }
 }
 
 async function cancel() {
-  setStatus("Cancelling…", "loading");
+  setStatus(t("booking.manage.cancelling"), "loading");
   let res;
   try {
     res = await api.fetch(`/api/booking/registrations/${encodeURIComponent(current.id)}`, { method: "DELETE", headers: { "X-Access-Code": current.code } });
@@ -149,7 +151,7 @@ async function cancel() {
     setStatus("");
     return;
   }
-  if (res.status === 404) { setStatus("This registration no longer exists; it may have been cancelled already.", "error"); return; }
+  if (res.status === 404) { setStatus(t("booking.manage.gone"), "error"); return; }
   showFailure(failureText(await api.errorOf(res)), cancel);
 }
 
@@ -159,11 +161,11 @@ $("r-move-open").addEventListener("click", openMove);
 $("m-day").addEventListener("change", async () => {
   setFieldError("m-day", "");
   if ($("m-day").min && $("m-day").value < $("m-day").min) {
-    setFieldError("m-day", "This day has passed; choose today or a later day.");
+    setFieldError("m-day", t("booking.rule.dayPassed"));
     $("m-slots").innerHTML = ""; chosenSlot = null;
     return;
   }
-  attempt("Loading times…", async () => {
+  attempt(t("booking.slots.loading"), async () => {
     if ($("m-day").value.slice(0, 7) !== cal.month) await cal.show(current.reg.placeId, $("m-day").value.slice(0, 7));
     cal.select($("m-day").value);
     await loadSlots();
@@ -174,5 +176,7 @@ $("r-cancel").addEventListener("click", () => { $("cancel-confirm").hidden = fal
 $("r-cancel-no").addEventListener("click", () => { $("cancel-confirm").hidden = true; });
 $("r-cancel-yes").addEventListener("click", cancel);
 window.addEventListener("hashchange", () => { const f = fromFragment(); if (f.id) open(f.id, f.code); });
+// Another language: the day the script wrote, written again.
+I18n.onChange(() => { if (current) $("r-day").textContent = I18n.date(current.reg.day); });
 const initial = fromFragment();
-if (initial.id) { $("m-id").value = initial.id; $("m-code").value = initial.code; open(initial.id, initial.code); }
+if (initial.id) { $("m-id").value = initial.id; $("m-code").value = initial.code; I18n.ready.then(() => open(initial.id, initial.code)); }

@@ -40,9 +40,11 @@
     size: Math.min(L.pageSizeMax, Math.max(1, Number(script.dataset.pageSize || 5))),
     sizeThread: 5,
   };
+  // Every word in the host page's language (I18n, carried inside).
+  const t = I18n.t;
   const SORTS = [
-    ["newest", "Newest"], ["oldest", "Oldest"], ["highest", "Highest rating"],
-    ["lowest", "Lowest rating"], ["helpful", "Most helpful"],
+    ["newest", () => t("comments.sort.newest")], ["oldest", () => t("comments.sort.oldest")], ["highest", () => t("comments.sort.highest")],
+    ["lowest", () => t("comments.sort.lowest")], ["helpful", () => t("comments.sort.helpful")],
   ];
   let token = script.dataset.token || null;
   let skip = 0;
@@ -107,7 +109,8 @@
   const root = document.createElement("div");
   root.className = "throng-comments";
   root.setAttribute("role", "region");
-  root.setAttribute("aria-label", "Course reviews");
+  root.setAttribute("aria-label", t("comments.region"));
+  root.setAttribute("lang", I18n.lang);
   shadow.append(root);
   // Announcements for screen readers (posted, held, deleted, ...).
   const live = document.createElement("div");
@@ -129,7 +132,7 @@
     return e;
   };
   const stars = (n) => "★".repeat(Math.round(n)) + "☆".repeat(L.ratingMax - Math.round(n));
-  const when = (iso) => new Date(iso).toLocaleString();
+  const when = (iso) => I18n.dateTime(new Date(iso));
   let ids = 0;
   const uid = (name) => `tc-${name}-${++ids}`;
 
@@ -165,25 +168,25 @@
   // What people read when something is refused: the widget's own words
   // for the codes it knows, never the API's field names.
   const SENTENCES = {
-    not_enrolled: () => "Only people enrolled on this course can review it.",
-    banned: () => "Your account can't post here at the moment. Contact the site if you think this is a mistake.",
-    unknown_user: () => "We couldn't sign you in to the reviews. Please reload the page.",
-    token_expired: () => "Your sign-in has expired. Please reload the page.",
-    invalid_token: () => "We couldn't sign you in to the reviews. Please reload the page.",
-    missing_token: () => "Please sign in first.",
-    forbidden: () => "You can't do that here.",
-    not_the_author: () => "Only the person who wrote this can change it.",
-    not_the_provider: () => "Only the course's provider can reply.",
-    not_votable: (m) => (m.includes("own") ? "You can't vote on your own review." : "Only reviews take helpful votes."),
-    comment_not_found: () => "This review is no longer there. The list has been refreshed.",
-    course_not_found: () => "This course has no reviews page.",
+    not_enrolled: () => t("comments.error.not_enrolled"),
+    banned: () => t("comments.error.banned"),
+    unknown_user: () => t("comments.error.unknown_user"),
+    token_expired: () => t("comments.error.token_expired"),
+    invalid_token: () => t("comments.error.unknown_user"),
+    missing_token: () => t("comments.error.missing_token"),
+    forbidden: () => t("comments.error.forbidden"),
+    not_the_author: () => t("comments.error.not_the_author"),
+    not_the_provider: () => t("comments.error.not_the_provider"),
+    not_votable: (m) => (m.includes("own") ? t("comments.error.own_vote") : t("comments.error.not_votable")),
+    comment_not_found: () => t("comments.error.comment_not_found"),
+    course_not_found: () => t("comments.error.course_not_found"),
     too_many_requests: () => Throng.BUSY,
     store_unavailable: () => Throng.BUSY,
   };
   function errorText(res) {
-    if (res.offline) return "You seem to be offline. Check your connection and try again.";
+    if (res.offline) return t("comments.offline");
     const e = Throng.errorFromBody(res.status, res.json, SENTENCES);
-    if (e.code === "invalid_field") return "Something in the form isn't right; check the fields above.";
+    if (e.code === "invalid_field") return t("comments.invalidField");
     return e.message;
   }
   // A field error from the server ("title: 1 to 200 characters ...") in
@@ -193,17 +196,17 @@
     if (e.code !== "invalid_field") return null;
     const field = e.message.split(":")[0].trim();
     const words = {
-      rating: "Choose a rating from 1 to 5 stars.",
-      title: `Give your review a title (up to ${L.titleCharsMax} characters, on one line).`,
-      remarks: `Write your review (up to ${L.remarksCharsMax} characters).`,
-      reason: "Say briefly why you are reporting this review.",
+      rating: t("comments.rule.rating", { min: L.ratingMin, max: L.ratingMax }),
+      title: t("comments.rule.title", { max: L.titleCharsMax }),
+      remarks: t("comments.rule.remarks", { max: L.remarksCharsMax }),
+      reason: t("comments.rule.reason"),
     };
     return words[field] ? { field, text: words[field] } : null;
   }
 
   function status(text, testid, retry) {
     const box = el("div", { class: "tc-status", "data-testid": testid, role: "status" }, el("p", { text }));
-    if (retry) box.append(el("button", { type: "button", text: "Try again", "data-testid": "retry", onclick: retry }));
+    if (retry) box.append(el("button", { type: "button", text: t("common.tryAgain"), "data-testid": "retry", onclick: retry }));
     return box;
   }
 
@@ -213,7 +216,7 @@
     const mineGen = ++generation;
     root.setAttribute("aria-busy", "true");
     if (!root.firstChild || root.querySelector("[data-testid=offline]")) {
-      root.replaceChildren(status("Loading reviews…", "loading"));
+      root.replaceChildren(status(t("comments.loading"), "loading"));
     }
     const q = `ratingType=${encodeURIComponent(opts.type)}&courseId=${opts.course}&sort=${sort}` +
       `&skip=${skip}&size=${opts.size}&skipThread=0&sizeThread=${opts.sizeThread}`;
@@ -232,7 +235,7 @@
     root.removeAttribute("aria-busy");
     root.replaceChildren();
     if (rating.offline || list.offline) {
-      root.append(status("You seem to be offline, so the reviews can't load. They will load when you're back online.",
+      root.append(status(t("comments.offlineList"),
         "offline", () => render()));
       return;
     }
@@ -244,10 +247,10 @@
     const ownItems = own && own.ok ? own.json : [];
     const ownIds = new Set(ownItems.map((c) => c.commentId));
     const r = rating.json;
-    root.append(el("h2", { "data-testid": "course-title", text: `Reviews · ${r.courseTitle || `course ${opts.course}`}` }));
+    root.append(el("h2", { "data-testid": "course-title", text: t("comments.title", { course: r.courseTitle || t("comments.courseNumber", { id: String(opts.course) }) }) }));
     root.append(el("div", {},
       el("span", { class: "tc-stars", text: stars(r.average), "aria-hidden": "true", "data-testid": "average-stars" }),
-      el("span", { text: ` ${r.average.toFixed(2)} out of ${L.ratingMax} from ${r.count} rating${r.count === 1 ? "" : "s"}`,
+      el("span", { text: ` ${t("comments.summary", { average: I18n.number(r.average, { minimumFractionDigits: 2, maximumFractionDigits: 2 }), max: L.ratingMax, count: r.count })}`,
         "data-testid": "rating-summary" })));
     const hist = el("div", { class: "tc-hist", "aria-hidden": "true" });
     for (let s = L.ratingMax; s >= L.ratingMin; s--) {
@@ -263,24 +266,24 @@
     if (held.length) root.append(renderHeld(held));
     const sortId = uid("sort");
     const picker = el("select", { id: sortId, "data-testid": "sort" },
-      ...SORTS.map(([v, label]) => el("option", { value: v, text: label })));
+      ...SORTS.map(([v, label]) => el("option", { value: v, text: label() })));
     picker.value = sort;
     picker.addEventListener("change", () => { sort = picker.value; skip = 0; render(); });
-    root.append(el("div", { class: "tc-toolbar" }, el("label", { for: sortId, text: "Sort by" }), picker));
+    root.append(el("div", { class: "tc-toolbar" }, el("label", { for: sortId, text: t("comments.sortBy") }), picker));
     if (!list.ok) {
       root.append(el("p", { class: "tc-error", text: errorText(list) }));
       return;
     }
     const blocks = el("div", { "data-testid": "blocks" });
     for (const block of list.json) blocks.append(renderBlock(block, can, ownIds));
-    if (list.json.length === 0) blocks.append(el("p", { class: "tc-note", text: skip ? "No more reviews." : "No reviews yet." }));
+    if (list.json.length === 0) blocks.append(el("p", { class: "tc-note", text: skip ? t("comments.noMore") : t("comments.none") }));
     root.append(blocks);
     const more = list.headers.get("x-next-cursor") !== null;
     root.append(el("div", { class: "tc-nav" },
-      el("button", { type: "button", text: "‹ Previous", "data-testid": "newer", ...(skip ? {} : { disabled: "" }),
+      el("button", { type: "button", text: t("comments.previous"), "data-testid": "newer", ...(skip ? {} : { disabled: "" }),
         onclick: () => { skip = Math.max(0, skip - opts.size); render(); } }),
-      el("span", { class: "tc-note", text: `page ${Math.floor(skip / opts.size) + 1}` }),
-      el("button", { type: "button", text: "Next ›", "data-testid": "older", ...(more ? {} : { disabled: "" }),
+      el("span", { class: "tc-note", text: t("comments.page", { n: Math.floor(skip / opts.size) + 1 }) }),
+      el("button", { type: "button", text: t("comments.next"), "data-testid": "older", ...(more ? {} : { disabled: "" }),
         onclick: () => { skip += opts.size; render(); } })));
     root.append(renderForm(me, can));
     if (message) announce(message);
@@ -298,13 +301,13 @@
   // hidden): only they see them.
   function renderHeld(items) {
     const box = el("div", { class: "tc-status", "data-testid": "held" },
-      el("h3", { text: "Your reviews not shown to others" }));
+      el("h3", { text: t("comments.held.title") }));
     for (const c of items) {
       const waiting = c.status === "held";
       box.append(el("div", { class: "tc-comment", "data-testid": "held-comment", "data-comment-id": String(c.commentId) },
-        el("span", { class: "tc-stars", text: stars(c.rating), "aria-label": `${c.rating} of ${L.ratingMax} stars` }), " ",
+        el("span", { class: "tc-stars", text: stars(c.rating), "aria-label": t("comments.stars", { n: c.rating, count: L.ratingMax }) }), " ",
         el("span", { class: "tc-title", text: c.title }),
-        el("span", { class: "tc-badge", text: waiting ? "Waiting for approval" : "Hidden by a moderator" }),
+        el("span", { class: "tc-badge", text: waiting ? t("comments.held.waiting") : t("comments.held.hidden") }),
         el("div", { class: "tc-remarks", text: c.remarks })));
     }
     return box;
@@ -319,11 +322,11 @@
       const item = el("div", { class: "tc-comment", "data-testid": "comment", "data-comment-id": String(c.commentId) });
       const view = el("div", {},
         el("div", {}, el("span", { class: "tc-stars", text: stars(c.rating), "data-testid": "comment-stars",
-          role: "img", "aria-label": `${c.rating} of ${L.ratingMax} stars` }), " ",
+          role: "img", "aria-label": t("comments.stars", { n: c.rating, count: L.ratingMax }) }), " ",
           el("span", { class: "tc-title", text: c.title }), el("span", { class: "tc-date", text: when(c.createdDate) })),
         el("div", { class: "tc-remarks", text: c.remarks }),
         c.helpful ? el("div", { class: "tc-note", "data-testid": "helpful-count",
-          text: `${c.helpful} ${c.helpful === 1 ? "person" : "people"} found this helpful` }) : null);
+          text: t("comments.helpfulCount", { count: c.helpful }) }) : null);
       item.append(view);
       const own = ownIds.has(c.commentId);
       if (own) item.append(ownControls(c, item, view));
@@ -331,7 +334,7 @@
       for (const rp of c.reply) {
         item.append(el("div", { class: "tc-reply", "data-testid": "reply" },
           el("div", {}, el("span", { class: "tc-name", text: rp.displayName }),
-            el("span", { class: "tc-date", text: `replied ${when(rp.createdDate)}` })),
+            el("span", { class: "tc-date", text: t("comments.replied", { when: when(rp.createdDate) }) })),
           rp.title ? el("div", { class: "tc-title", text: rp.title }) : null,
           el("div", { class: "tc-remarks", text: rp.remarks })));
       }
@@ -352,14 +355,14 @@
       const input = el("input", { type: "radio", name, id, value: String(n), "data-testid": `${testid}-${n}` });
       if (value === n) input.checked = true;
       input.addEventListener("change", () => paint(n));
-      const label = el("label", { for: id, "data-stars": String(n), title: `${n} of ${L.ratingMax} stars`, text: "★" },
-        el("span", { class: "tc-sr", text: `${n} star${n === 1 ? "" : "s"}` }));
+      const label = el("label", { for: id, "data-stars": String(n), title: t("comments.stars", { n, count: L.ratingMax }), text: "★" },
+        el("span", { class: "tc-sr", text: t("comments.starCount", { count: n }) }));
       labels.push(label);
       box.append(input, label);
     }
     const err = el("span", { class: "tc-error", "data-testid": `${testid}-error`, id: uid("err") });
     const set = el("fieldset", { "data-testid": testid, "aria-describedby": err.id },
-      el("legend", { id: legendId, text: "Your rating" }), box, err);
+      el("legend", { id: legendId, text: t("comments.yourRating") }), box, err);
     paint(value || 0);
     return {
       el: set, err,
@@ -383,9 +386,9 @@
   function checkReview(fields, values) {
     let ok = true;
     const say = (f, text) => { f.err.textContent = text; if (text) ok = false; };
-    say(fields.rating, values.rating ? "" : "Choose a rating from 1 to 5 stars.");
-    say(fields.title, values.title.trim() ? "" : "Give your review a title.");
-    say(fields.remarks, values.remarks.trim() ? "" : "Write a few words about the course.");
+    say(fields.rating, values.rating ? "" : t("comments.rule.rating", { min: L.ratingMin, max: L.ratingMax }));
+    say(fields.title, values.title.trim() ? "" : t("comments.rule.titleEmpty"));
+    say(fields.remarks, values.remarks.trim() ? "" : t("comments.rule.remarksEmpty"));
     return ok;
   }
 
@@ -400,18 +403,18 @@
   function ownControls(c, item, view) {
     const problem = el("span", { class: "tc-error", "data-testid": "own-error" });
     const bar = el("div", { class: "tc-actions" },
-      el("button", { type: "button", class: "tc-link", text: "Edit", "data-testid": "own-edit", onclick: () => {
+      el("button", { type: "button", class: "tc-link", text: t("comments.edit"), "data-testid": "own-edit", onclick: () => {
         const rating = starPicker(uid("edit-rating"), "edit-rating", c.rating);
-        const title = field("Title", el("input", { type: "text", maxlength: String(L.titleCharsMax), "data-testid": "edit-title" }), "edit-title");
+        const title = field(t("comments.field.title"), el("input", { type: "text", maxlength: String(L.titleCharsMax), "data-testid": "edit-title" }), "edit-title");
         title.el.querySelector("input").value = c.title;
-        const remarks = field("Your review", el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "edit-remarks" }), "edit-remarks");
+        const remarks = field(t("comments.field.remarks"), el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "edit-remarks" }), "edit-remarks");
         remarks.el.querySelector("textarea").value = c.remarks;
         const err = el("span", { class: "tc-error", "data-testid": "edit-error" });
         const fields = { rating, title, remarks };
         const form = el("form", { class: "tc-form", "data-testid": "edit-form", novalidate: "" },
           rating.el, title.el, remarks.el,
-          el("div", { class: "tc-actions" }, el("button", { type: "submit", class: "tc-primary", text: "Save", "data-testid": "edit-save" }),
-            el("button", { type: "button", text: "Cancel", onclick: () => { form.replaceWith(view); bar.hidden = false; } }), err));
+          el("div", { class: "tc-actions" }, el("button", { type: "submit", class: "tc-primary", text: t("comments.save"), "data-testid": "edit-save" }),
+            el("button", { type: "button", text: t("comments.cancel"), onclick: () => { form.replaceWith(view); bar.hidden = false; } }), err));
         form.addEventListener("submit", async (ev) => {
           ev.preventDefault();
           const values = { rating: rating.value(), title: title.el.querySelector("input").value, remarks: remarks.el.querySelector("textarea").value };
@@ -419,22 +422,22 @@
           const res = await call("PATCH", `/api/comments/${c.commentId}`, values);
           if (res.ok) {
             const held = res.json && res.json.status === "held";
-            render(held ? "Your review is updated and waits for a moderator's approval." : "Your review is updated.",
+            render(held ? t("comments.updatedHeld") : t("comments.updated"),
               true, held ? null : c.commentId);
           } else showRefusal(res, fields, err);
         });
         view.replaceWith(form);
         bar.hidden = true;
       } }),
-      el("button", { type: "button", class: "tc-link", text: "Delete", "data-testid": "own-delete", onclick: () => {
-        const ask = el("span", { "data-testid": "own-delete-ask", role: "group", "aria-label": "Confirm deletion" },
-          el("span", { text: "Delete this review for good? " }),
-          el("button", { type: "button", text: "Yes, delete", "data-testid": "own-delete-confirm", onclick: async () => {
+      el("button", { type: "button", class: "tc-link", text: t("comments.delete"), "data-testid": "own-delete", onclick: () => {
+        const ask = el("span", { "data-testid": "own-delete-ask", role: "group", "aria-label": t("comments.confirmDeletion") },
+          el("span", { text: `${t("comments.deleteAsk")} ` }),
+          el("button", { type: "button", text: t("comments.deleteYes"), "data-testid": "own-delete-confirm", onclick: async () => {
             const res = await call("DELETE", `/api/comments/${c.commentId}`);
-            if (res.ok) render("Your review is deleted.", true);
+            if (res.ok) render(t("comments.deleted"), true);
             else problem.textContent = errorText(res);
           } }), " ",
-          el("button", { type: "button", text: "Keep it", onclick: () => ask.remove() }));
+          el("button", { type: "button", text: t("comments.keep"), onclick: () => ask.remove() }));
         bar.append(ask);
       } }), problem);
     return bar;
@@ -445,28 +448,28 @@
     const note = el("span", { class: "tc-note", "data-testid": "reader-note", role: "status" });
     const bar = el("div", { class: "tc-actions" });
     bar.append(
-      el("button", { type: "button", class: "tc-link", text: "Helpful", "data-testid": "helpful", onclick: async () => {
+      el("button", { type: "button", class: "tc-link", text: t("comments.helpful"), "data-testid": "helpful", onclick: async () => {
         const res = await call("POST", `/api/comments/${c.commentId}/helpful`);
         if (res.ok) {
-          note.textContent = res.json.counted ? "Thanks for your vote." : "You already found this helpful.";
+          note.textContent = res.json.counted ? t("comments.voted") : t("comments.votedAlready");
           announce(note.textContent);
         } else note.textContent = errorText(res);
       } }),
-      el("button", { type: "button", class: "tc-link", text: "Report", "data-testid": "report", onclick: () => {
-        const reason = field("Why are you reporting this review?",
+      el("button", { type: "button", class: "tc-link", text: t("comments.report"), "data-testid": "report", onclick: () => {
+        const reason = field(t("comments.reportWhy"),
           el("input", { type: "text", maxlength: String(L.reasonCharsMax), "data-testid": "report-reason" }), "report-reason");
         const form = el("form", { class: "tc-form", "data-testid": "report-form", novalidate: "" }, reason.el,
           el("div", { class: "tc-actions" },
-            el("button", { type: "submit", text: "Send report", "data-testid": "report-send" }),
-            el("button", { type: "button", text: "Cancel", onclick: () => form.remove() })));
+            el("button", { type: "submit", text: t("comments.reportSend"), "data-testid": "report-send" }),
+            el("button", { type: "button", text: t("comments.cancel"), onclick: () => form.remove() })));
         form.addEventListener("submit", async (ev) => {
           ev.preventDefault();
           const text = reason.el.querySelector("input").value;
-          if (!text.trim()) { reason.err.textContent = "Say briefly why you are reporting this review."; return; }
+          if (!text.trim()) { reason.err.textContent = t("comments.rule.reason"); return; }
           const res = await call("POST", `/api/comments/${c.commentId}/reports`, { reason: text });
           if (res.ok) {
             form.remove();
-            note.textContent = res.json.counted ? "Thanks, a moderator will look at it." : "You have reported this review already.";
+            note.textContent = res.json.counted ? t("comments.reported") : t("comments.reportedAlready");
             announce(note.textContent);
           } else showRefusal(res, { reason }, note);
         });
@@ -484,35 +487,35 @@
     const problem = el("span", { class: "tc-error", "data-testid": "reply-status" });
     const box = el("div", { class: "tc-reply" });
     const editor = (value, label) => {
-      const remarks = field("Your reply", el("textarea", { rows: "2", maxlength: String(L.remarksCharsMax),
+      const remarks = field(t("comments.field.reply"), el("textarea", { rows: "2", maxlength: String(L.remarksCharsMax),
         "data-testid": "reply-remarks" }), "reply-remarks");
       const area = remarks.el.querySelector("textarea");
       area.value = value;
       box.replaceChildren(remarks.el, el("div", { class: "tc-actions" },
         el("button", { type: "button", text: label, "data-testid": "reply-send", onclick: async () => {
-          if (!area.value.trim()) { remarks.err.textContent = "Write your reply first."; return; }
+          if (!area.value.trim()) { remarks.err.textContent = t("comments.rule.reply"); return; }
           const res = await call("PUT", `/api/comments/${c.commentId}/reply`, { remarks: area.value });
-          if (res.ok) render(res.status === 201 ? "Reply posted." : "Reply edited.", true);
+          if (res.ok) render(res.status === 201 ? t("comments.replyPosted") : t("comments.replyEdited"), true);
           else showRefusal(res, { remarks }, problem);
         } }), problem));
     };
     if (!existing) {
-      editor("", "Reply");
+      editor("", t("comments.reply"));
       return box;
     }
     box.append(el("div", { class: "tc-actions" },
-      el("button", { type: "button", text: "Edit reply", "data-testid": "reply-edit",
-        onclick: () => editor(existing.remarks, "Save reply") }),
-      el("button", { type: "button", text: "Delete reply", "data-testid": "reply-delete", onclick: async () => {
+      el("button", { type: "button", text: t("comments.replyEdit"), "data-testid": "reply-edit",
+        onclick: () => editor(existing.remarks, t("comments.replySave")) }),
+      el("button", { type: "button", text: t("comments.replyDelete"), "data-testid": "reply-delete", onclick: async () => {
         const res = await call("DELETE", `/api/comments/${existing.commentId}`);
-        if (res.ok) render("Reply deleted.", true);
+        if (res.ok) render(t("comments.replyDeleted"), true);
         else problem.textContent = errorText(res);
       } }), problem));
     return box;
   }
 
   function renderForm(me, can) {
-    if (!me) return el("p", { class: "tc-note", text: "Sign in to write a review.", "data-testid": "signed-out" });
+    if (!me) return el("p", { class: "tc-note", text: t("comments.signInToWrite"), "data-testid": "signed-out" });
     // (The host page signs its user in: data-token or throngComments.setToken.)
     if (!can) return el("p", { class: "tc-note", "data-testid": "no-form", text: "" });
     if (me.role !== "user") return el("p", { class: "tc-note", "data-testid": "no-form", text: "" });
@@ -523,15 +526,15 @@
       return el("p", { class: "tc-note", "data-testid": "no-form", text: SENTENCES.not_enrolled() });
     }
     const rating = starPicker(uid("form-rating"), "form-rating", null);
-    const title = field("Title", el("input", { type: "text", maxlength: String(L.titleCharsMax), "data-testid": "form-title" }), "form-title");
-    const remarks = field("Your review", el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "form-remarks" }), "form-remarks");
+    const title = field(t("comments.field.title"), el("input", { type: "text", maxlength: String(L.titleCharsMax), "data-testid": "form-title" }), "form-title");
+    const remarks = field(t("comments.field.remarks"), el("textarea", { rows: "3", maxlength: String(L.remarksCharsMax), "data-testid": "form-remarks" }), "form-remarks");
     const problem = el("span", { class: "tc-error", "data-testid": "form-error", role: "alert" });
     const fields = { rating, title, remarks };
     const form = el("form", { class: "tc-form", "data-testid": "form", novalidate: "" },
-      el("h3", { text: "Write a review" }),
-      el("span", { class: "tc-note", text: `Posting as ${can.displayName}. Your latest review's stars are your rating of this course.` }),
+      el("h3", { text: t("comments.write") }),
+      el("span", { class: "tc-note", text: t("comments.postingAs", { name: can.displayName }) }),
       rating.el, title.el, remarks.el,
-      el("div", { class: "tc-actions" }, el("button", { type: "submit", class: "tc-primary", text: "Post review", "data-testid": "form-send" }), problem));
+      el("div", { class: "tc-actions" }, el("button", { type: "submit", class: "tc-primary", text: t("comments.post"), "data-testid": "form-send" }), problem));
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       problem.textContent = "";
@@ -545,7 +548,7 @@
         const held = res.json.status === "held";
         if (!held && sort !== "newest") sort = "newest";
         skip = 0;
-        render(held ? "Thanks! Your review will appear once a moderator approves it." : "Thanks! Your review is posted.",
+        render(held ? t("comments.postedHeld") : t("comments.posted"),
           true, held ? null : res.json.commentId);
       } else showRefusal(res, fields, problem);
     });
@@ -559,5 +562,5 @@
     reload() { return render(); },
   };
   document.dispatchEvent(new CustomEvent("throng-comments:ready"));
-  render();
+  I18n.ready.then(() => render());
 })();

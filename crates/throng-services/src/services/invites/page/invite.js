@@ -26,6 +26,26 @@
     return;
   }
   var timeoutMs = Number(script.dataset.timeoutMs) || 2000;
+  // The default texts in each language (written by the server from its
+  // catalogues). A site that kept the defaults invites in its page's
+  // language (<html lang>, else the browser's); a site's own texts are
+  // shown as the site wrote them.
+  var DEFAULT_TEXTS = /*DEFAULT_TEXTS*/ { en: null };
+  function language() {
+    var tags = [document.documentElement.lang].concat(navigator.languages || [navigator.language]);
+    for (var i = 0; i < tags.length; i++) {
+      var code = String(tags[i] || "").toLowerCase().split(/[-_]/)[0];
+      if (code && DEFAULT_TEXTS[code]) return code;
+    }
+    return "en";
+  }
+  function textsOf(popup) {
+    var en = DEFAULT_TEXTS.en;
+    if (!en) return { texts: popup, lang: "" };
+    for (var k in en) if (en[k] !== popup[k]) return { texts: popup, lang: "" };
+    var lang = language();
+    return { texts: DEFAULT_TEXTS[lang], lang: lang };
+  }
   var base = api + "/api/invites/sites/" + site;
   // The signed visitor id lives in the site's own storage (third-party
   // cookies are blocked by browsers); same-origin deployments also get a
@@ -101,7 +121,8 @@
     "button:focus-visible{outline:3px solid #e5a50a;outline-offset:2px}";
 
   function show(state) {
-    var texts = state.popup;
+    var chosen = textsOf(state.popup);
+    var texts = chosen.texts;
     var host = document.createElement("div");
     host.setAttribute("data-throng-invite", site);
     var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
@@ -113,6 +134,7 @@
     var box = document.createElement("div");
     box.className = "box";
     box.setAttribute("role", "dialog");
+    if (chosen.lang) box.setAttribute("lang", chosen.lang);
     // A slide-in leaves the page usable: not modal, focus not held.
     box.setAttribute("aria-modal", modal ? "true" : "false");
     box.setAttribute("aria-labelledby", "throng-invite-title");

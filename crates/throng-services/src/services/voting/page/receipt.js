@@ -10,7 +10,10 @@ const API = "/api/voting";
 // The shared client (/assets/throng.js): it waits out a crowd and decodes answers.
 const api = Throng.client();
 const $ = (id) => document.getElementById(id);
+const t = I18n.t;
 let periodMs = null;
+// The last answer shown, as a function, to write it again in another language.
+let shown = null;
 
 function option(value, text) {
   const o = document.createElement("option");
@@ -20,6 +23,8 @@ function option(value, text) {
 }
 
 function show(state, title, text, more) {
+  shown = () => show(state, title, text, more);
+  if (typeof title === "function") [title, text, more] = [title(), text(), more && more()];
   $("answer").hidden = false;
   $("answer").dataset.state = state;
   $("answer-title").textContent = title;
@@ -38,8 +43,10 @@ async function loadElection(wantedDistrict) {
     if (wantedDistrict && [...$("district").options].some((o) => o.value === wantedDistrict)) $("district").value = wantedDistrict;
     const board = await api.getJson(`${API}/elections/${encodeURIComponent(id)}/board`);
     const ballots = board.districts.reduce((n, d) => n + d.ballots, 0);
-    $("board-text").textContent = `${ballots} ${ballots === 1 ? "ballot" : "ballots"} on the board` +
-      (board.complete ? ", complete: the election is closed." : ", updated every " + Math.round(board.periodMs / 1000) + " s while the election is open.");
+    boardWords = () => board.complete
+      ? t("voting.board.complete", { count: ballots })
+      : t("voting.board.open", { count: ballots, s: Math.round(board.periodMs / 1000) });
+    $("board-text").textContent = boardWords();
     $("board-digest").textContent = board.digest;
     $("board-summary").hidden = false;
   } catch (_) {
@@ -47,48 +54,51 @@ async function loadElection(wantedDistrict) {
   }
 }
 
+let boardWords = null;
+
 async function check() {
   const tracker = $("receipt-id").value.trim();
-  const electionName = $("election").selectedOptions[0]?.textContent || "this election";
+  const electionName = () => $("election").selectedOptions[0]?.textContent || t("voting.find.thisElection");
   if (!tracker) {
-    show("invalid", "Enter your tracker", "Copy the tracker you were shown after voting into the box above.");
+    show("invalid", () => t("voting.find.enter"), () => t("voting.find.enterHow"));
     return;
   }
   const q = new URLSearchParams({ electionId: $("election").value, districtId: $("district").value, tracker });
   history.replaceState(null, "", `/voting/receipt?${q}`);
-  show("checking", "Looking…", "");
+  show("checking", () => t("voting.find.looking"), () => "");
   let res;
   try {
     res = await api.fetch(`${API}/elections/${encodeURIComponent($("election").value)}/districts/${encodeURIComponent($("district").value)}/board/${encodeURIComponent(tracker)}`);
   } catch (_) {
-    show("error", "The server cannot be reached", "Check your connection and try again.");
+    show("error", () => t("voting.find.unreachable"), () => t("voting.find.checkConnection"));
     return;
   }
   if (res.status === 404 || res.status === 400) {
     const e = await api.errorOf(res);
     if (e.code === "tracker_not_on_board") {
+      const district = $("district").selectedOptions[0]?.textContent;
       show(
         "waiting",
-        "Not on the board yet",
-        `This tracker is not on the board of ${$("district").selectedOptions[0]?.textContent || "this district"} in ${electionName} yet.`,
-        (periodMs ? `The board adds new ballots every ${Math.round(periodMs / 1000)} s; ` : "The board adds new ballots periodically; ") +
-          "look again in a moment. If it is still missing after that, check the district and that the whole tracker was copied, then tell the election authority.",
+        () => t("voting.find.notYet"),
+        () => t("voting.find.notYetText", { district: district || t("voting.find.thisDistrict"), election: electionName() }),
+        () => (periodMs ? t("voting.find.addsEvery", { s: Math.round(periodMs / 1000) }) : t("voting.find.addsPeriodically")) + t("voting.find.lookAgain"),
       );
     } else {
-      show("not_found", "Not a tracker", e.message, "A tracker is 43 characters: letters, digits, - and _.");
+      show("not_found", () => t("voting.find.notTracker"), () => e.message, () => t("voting.find.trackerIs"));
     }
     return;
   }
   if (!res.ok) {
-    show("error", "The board could not be read", (await api.errorOf(res)).message);
+    const message = (await api.errorOf(res)).message;
+    show("error", () => t("voting.find.unreadable"), () => message);
     return;
   }
   const r = await res.json();
   show(
     "counted",
-    "On the board",
-    `Your sealed ballot is in the ballot box of ${electionName}: the board published it in period ${r.period}.`,
-    "The trustees open the box after the close and count every ballot in it. The tracker shows that your ballot is there, not how you voted: nobody can learn your choice from it.",
+    () => t("voting.find.onBoard"),
+    () => t("voting.find.onBoardText", { election: electionName(), period: String(r.period) }),
+    () => t("voting.find.onBoardMore"),
   );
 }
 
@@ -97,7 +107,7 @@ async function start() {
   try {
     for (const e of (await api.getJson(`${API}/elections`)).elections) $("election").appendChild(option(e.electionId, e.name));
   } catch (_) {
-    show("error", "The server cannot be reached", "Reload the page to try again.");
+    show("error", () => t("voting.find.unreachable"), () => t("voting.find.reload"));
     return;
   }
   const wanted = params.get("electionId");
@@ -112,4 +122,13 @@ $("check").addEventListener("submit", (ev) => {
   check();
 });
 $("election").addEventListener("change", () => loadElection(null));
+// Another language, or the catalogue come in after the first answer: the
+// answer and the board's line written again. The page starts at once (the
+// words are functions, written when they are shown).
+function rewrite() {
+  if (shown) shown();
+  if (boardWords) $("board-text").textContent = boardWords();
+}
+I18n.onChange(rewrite);
+I18n.ready.then(rewrite);
 start();

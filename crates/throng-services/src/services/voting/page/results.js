@@ -32,15 +32,26 @@ let drops = [];
 // Counts streams opened and polls started; answers for a replaced view are ignored.
 let generation = 0;
 let updates = 0;
+const t = I18n.t;
+// What #conn and #error say, kept to be written again in another language.
+let conn = null;
+let errorWords = null;
+let lastResults = null;
 
-function setConn(state, text) {
-  $("conn").textContent = text;
-  $("conn").dataset.state = state;
-  $("conn").className = state === "live" ? "" : "down";
+// `key` in the catalogue; `why` (a key too) is the reason a page polls.
+function setConn(state, key, why) {
+  conn = { state, key, why };
+  const c = $("conn");
+  c.removeAttribute("data-i18n");
+  c.textContent = t(key, { why: why ? t(why) : "", s: POLL_MS / 1000 });
+  c.dataset.state = state;
+  c.className = state === "live" ? "" : "down";
 }
 
-function setError(text) {
-  $("error").textContent = text || "";
+// `text`: a catalogue key (`key` true) or the server's words.
+function setError(text, key) {
+  errorWords = text ? { text, key } : null;
+  $("error").textContent = text ? (key ? t(text) : text) : "";
 }
 
 function option(value, text) {
@@ -54,9 +65,10 @@ function option(value, text) {
 // (/assets/throng.js) retries nothing here; it decodes the answers.
 const api = Throng.client({ retriesMax: 0 });
 
-const fmt = (n) => Number(n).toLocaleString("en-US");
+const fmt = (n) => I18n.number(Number(n));
 const pct = (part, whole) => (whole > 0 ? (100 * part) / whole : 0);
-const plural = (n, one, many) => `${fmt(n)} ${Number(n) === 1 ? one : many}`;
+// A share in percent (0-100) the language's way: 12.5%, 12,5 %.
+const percent = (share) => I18n.number(share / 100, { style: "percent", minimumFractionDigits: 1, maximumFractionDigits: 1 });
 const COLOR = /^#[0-9a-f]{6}$/i;
 
 function bar(share, color, light) {
@@ -90,32 +102,32 @@ function labelRow(name, votes, share, testId, color) {
   v.className = "votes";
   v.dataset.votes = String(votes);
   if (testId) v.id = testId;
-  v.textContent = `${fmt(votes)} (${share.toFixed(1)}%)`;
+  v.textContent = `${fmt(votes)} (${percent(share)})`;
   row.append(n, v);
   return row;
 }
 
-// Local date and time, without seconds.
-const UPDATED_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-
-function render(r) {
-  updates++;
-  const where = r.districtId == null ? "all districts" : $("district").selectedOptions[0]?.textContent || `district ${r.districtId}`;
-  let summary = `${plural(r.ballots, "ballot", "ballots")} counted in ${where}`;
-  $("summary").textContent = `${summary}.`;
+// `again`: the same results written in another language (not an update).
+function render(r, again) {
+  lastResults = r;
+  if (!again) updates++;
+  const where = r.districtId == null
+    ? t("voting.results.allDistrictsIn")
+    : t("voting.results.inDistrict", { name: $("district").selectedOptions[0]?.textContent || t("voting.districtNumber", { id: String(r.districtId) }) });
+  $("summary").textContent = t("voting.results.summary", { count: r.ballots, where });
   $("summary").dataset.ballots = String(r.ballots);
   $("summary").dataset.updates = String(updates);
   if (r.votersOnRoll != null) {
     const turnout = pct(r.ballots, r.votersOnRoll);
-    $("turnout").textContent = `Turnout: ${turnout.toFixed(1)}% (${fmt(r.ballots)} of ${plural(r.votersOnRoll, "voter", "voters")} on the roll).`;
+    $("turnout").textContent = t("voting.results.turnoutLine", { pct: percent(turnout), ballots: r.ballots, count: r.votersOnRoll });
     $("turnout").dataset.turnout = turnout.toFixed(1);
   }
   if (r.updatedAt) {
     const at = new Date(r.updatedAt);
-    $("updated").textContent = `Last update: ${UPDATED_FORMAT.format(at)}.`;
+    $("updated").textContent = t("voting.results.updated", { at: I18n.dateTime(at, { dateStyle: "medium", timeStyle: "short" }) });
     $("updated").dataset.updatedAt = r.updatedAt;
   } else {
-    $("updated").textContent = "No ballot counted yet.";
+    $("updated").textContent = t("voting.results.none");
     delete $("updated").dataset.updatedAt;
   }
   renderDistricts(r);
@@ -134,7 +146,7 @@ function render(r) {
     const candidates = p.candidates || [];
     const cands = document.createElement("ol");
     cands.className = "candidates";
-    cands.setAttribute("aria-label", `Candidates of ${p.name}`);
+    cands.setAttribute("aria-label", t("voting.results.candidatesOf", { name: p.name }));
     for (const c of candidates) {
       const ci = document.createElement("li");
       ci.dataset.candidateId = c.candidateId;
@@ -151,7 +163,7 @@ function render(r) {
 // Districts reporting, and each district's turnout (whole-election results).
 function renderDistricts(r) {
   if (r.districtsTotal != null) {
-    $("reporting").textContent = `${r.districtsReporting} of ${plural(r.districtsTotal, "district", "districts")} reporting.`;
+    $("reporting").textContent = t("voting.results.reporting", { reporting: r.districtsReporting, count: r.districtsTotal });
     $("reporting").dataset.reporting = String(r.districtsReporting);
   }
   const rows = (r.districts || []).map((d) => {
@@ -164,7 +176,7 @@ function renderDistricts(r) {
       return td;
     };
     tr.append(cell(d.name), cell(fmt(d.ballots), true), cell(fmt(d.votersOnRoll), true),
-      cell(`${pct(d.ballots, d.votersOnRoll).toFixed(1)}%`, true));
+      cell(percent(pct(d.ballots, d.votersOnRoll)), true));
     return tr;
   });
   $("districts").replaceChildren(...rows);
@@ -193,7 +205,7 @@ function startPolling(why) {
   if (source) source.close();
   source = null;
   const mine = generation;
-  setConn("polling", `Not live (${why}): checking for updates every ${POLL_MS / 1000} s.`);
+  setConn("polling", "voting.conn.polling", why);
   clearTimeout(pollTimer);
   pollMs = POLL_MS;
   const poll = async () => {
@@ -205,11 +217,11 @@ function startPolling(why) {
       setError("");
       pollMs = POLL_MS;
       if ($("conn").dataset.state !== "polling") {
-        setConn("polling", `Not live (${why}): checking for updates every ${POLL_MS / 1000} s.`);
+        setConn("polling", "voting.conn.polling", why);
       }
     } catch (e) {
       if (mine !== generation) return;
-      setConn("offline", "Offline: the server cannot be reached; the figures shown may be out of date. Retrying…");
+      setConn("offline", "voting.conn.offlineRetrying");
       pollMs = Math.min(OFFLINE_POLL_MS_MAX, pollMs * 2);
     }
     pollTimer = setTimeout(poll, pollMs);
@@ -232,7 +244,7 @@ function connect(retrying = false) {
   const mine = retrying ? generation : ++generation;
   if (!retrying) {
     clearTimeout(pollTimer);
-    setConn("connecting", "Connecting…");
+    setConn("connecting", "voting.conn.connecting");
   }
   const es = new EventSource(`${electionPath()}/results/stream${query()}`);
   source = es;
@@ -242,7 +254,7 @@ function connect(retrying = false) {
     try {
       r = JSON.parse(ev.data);
     } catch (_) {
-      setError("An update could not be read; waiting for the next one.");
+      setError("voting.results.unreadable", true);
       return;
     }
     if (retrying) {
@@ -253,7 +265,7 @@ function connect(retrying = false) {
     streamRetryMs = STREAM_RETRY_MS_MIN;
     render(r);
     setError("");
-    setConn("live", "Live: updates as ballots are counted.");
+    setConn("live", "voting.conn.live");
   });
   es.addEventListener("end", (ev) => {
     if (mine !== generation || source !== es) return;
@@ -267,7 +279,7 @@ function connect(retrying = false) {
     if (reason === "lifetime") {
       connect();
     } else {
-      startPolling("the server is stopping");
+      startPolling("voting.conn.whyStopping");
     }
   });
   es.onerror = () => {
@@ -285,16 +297,16 @@ function connect(retrying = false) {
     }
     if (es.readyState === EventSource.CLOSED) {
       // Refused (429 for this address, 503 while busy or stopping): poll instead.
-      startPolling("live updates are refused for now");
+      startPolling("voting.conn.whyRefused");
       return;
     }
     const now = Date.now();
     drops = [...drops.filter((at) => now - at < DROPS_WINDOW_MS), now];
     if (drops.length >= DROPS_MAX) {
       drops = [];
-      startPolling("the live connection keeps dropping");
+      startPolling("voting.conn.whyDropping");
     } else {
-      setConn("connecting", "Connection lost; reconnecting…");
+      setConn("connecting", "voting.conn.lost");
     }
   };
 }
@@ -306,12 +318,16 @@ function syncUrl() {
   $("vote-nav").href = `/voting/?${q}`;
 }
 
+let electionName = null;
+
 async function loadElection() {
   const e = await api.getJson(electionPath());
-  $("title").textContent = `Results: ${e.name}`;
+  electionName = e.name;
+  $("title").removeAttribute("data-i18n");
+  $("title").textContent = t("voting.results.titleOf", { name: e.name });
   const sel = $("district");
   const wanted = sel.value || new URLSearchParams(location.search).get("districtId") || "";
-  sel.replaceChildren(option("", "All districts"));
+  sel.replaceChildren(option("", t("voting.results.allDistricts")));
   for (const d of e.districts) sel.appendChild(option(d.districtId, d.name));
   sel.value = e.districts.some((d) => String(d.districtId) === wanted) ? wanted : "";
 }
@@ -330,14 +346,14 @@ async function start() {
     const sel = $("election");
     for (const e of body.elections) sel.appendChild(option(e.electionId, e.name));
     if (!body.elections.length) {
-      setConn("offline", "There is no election yet.");
+      setConn("offline", "voting.noElection");
       return;
     }
     const wanted = new URLSearchParams(location.search).get("electionId");
     if (wanted && body.elections.some((e) => String(e.electionId) === wanted)) sel.value = wanted;
     await loadElection();
   } catch (e) {
-    setConn("offline", "Offline: the server cannot be reached; reload to try again.");
+    setConn("offline", "voting.conn.offlineReload");
     setError(e instanceof TypeError ? "" : e.message);
     return;
   }
@@ -354,4 +370,13 @@ $("election").addEventListener("change", async () => {
   restart();
 });
 $("district").addEventListener("change", restart);
-start();
+// Another language: every line this script wrote, written again.
+I18n.onChange(() => {
+  if (conn) setConn(conn.state, conn.key, conn.why);
+  if (errorWords) setError(errorWords.text, errorWords.key);
+  if (electionName !== null) $("title").textContent = t("voting.results.titleOf", { name: electionName });
+  const all = $("district").querySelector('option[value=""]');
+  if (all) all.textContent = t("voting.results.allDistricts");
+  if (lastResults) render(lastResults, true);
+});
+I18n.ready.then(start);

@@ -18,31 +18,32 @@ let ballotRequest = 0;
 // The checked choice awaiting confirmation.
 let pending = null;
 
-const TOKEN_NEEDED = "A valid voter token is needed to vote on this server. Enter the token you were given.";
+const t = I18n.t;
+const tokenNeeded = () => t("voting.error.token_needed");
 
 // Readable sentences for the API's error codes (http_401: a 401 without the
-// envelope); the server's own message is kept for the ones whose detail
-// matters (which field, which candidate).
+// envelope), in the page's language; the server's own message is kept for
+// the ones whose detail matters (which field, which candidate).
 const MESSAGES = {
-  already_voted: () => "This voter has already voted. Each voter votes once, and the first vote stands.",
-  election_closed: () => "The election is not open right now, so no vote can be cast.",
-  not_on_roll: () => "This voter is not on the roll of the chosen district. Choose the voter's own district.",
-  identity_mismatch: () => "The voter token belongs to another voter or district than the one entered.",
-  voter_not_found: () => "There is no voter with this voter id.",
-  election_not_found: () => "This election does not exist.",
-  district_not_found: () => "This district does not exist in this election.",
-  invalid_header: (m) => `The voter id or district is not valid: ${m}`,
-  invalid_sealed_ballot: () => "The sealed ballot was damaged on its way. Your vote was not cast; try again.",
-  ballot_copied: () => "This sealed ballot was cast already. Reload the page to seal your choice afresh.",
-  invalid_field: (m) => `The ballot is not valid: ${m}`,
-  election_suspended: () => "Voting is suspended for now. Try again later; your vote was not cast.",
-  invalid_credentials: () => "This voter id and credential do not match the roll. Check both as you were given them.",
-  too_many_attempts: (m) => `Too many sign-in attempts: ${m}`,
-  internal: () => "The server had an error (it was logged). Your vote was not cast; try again in a moment.",
-  http_500: () => "The server had an error. Your vote was not cast; try again in a moment.",
-  missing_token: () => TOKEN_NEEDED,
-  invalid_token: () => TOKEN_NEEDED,
-  http_401: () => TOKEN_NEEDED,
+  already_voted: () => t("voting.error.already_voted"),
+  election_closed: () => t("voting.error.election_closed"),
+  not_on_roll: () => t("voting.error.not_on_roll"),
+  identity_mismatch: () => t("voting.error.identity_mismatch"),
+  voter_not_found: () => t("voting.error.voter_not_found"),
+  election_not_found: () => t("voting.error.election_not_found"),
+  district_not_found: () => t("voting.error.district_not_found"),
+  invalid_header: (m) => t("voting.error.invalid_header", { detail: m }),
+  invalid_sealed_ballot: () => t("voting.error.invalid_sealed_ballot"),
+  ballot_copied: () => t("voting.error.ballot_copied"),
+  invalid_field: (m) => t("voting.error.invalid_field", { detail: m }),
+  election_suspended: () => t("voting.error.election_suspended"),
+  invalid_credentials: () => t("voting.error.invalid_credentials"),
+  too_many_attempts: (m) => t("voting.error.too_many_attempts", { detail: m }),
+  internal: () => t("voting.error.internal"),
+  http_500: () => t("voting.error.http_500"),
+  missing_token: tokenNeeded,
+  invalid_token: tokenNeeded,
+  http_401: tokenNeeded,
 };
 
 function setStatus(text, kind) {
@@ -65,7 +66,7 @@ function clearStatus() {
 // The shared client (/assets/throng.js): it waits out a crowd, saying so,
 // and turns failed answers into MESSAGES' sentences.
 const api = Throng.client({
-  onWait: ({ waitMs, attempt }) => setStatus(`Many people are voting right now. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
+  onWait: ({ waitMs, attempt }) => setStatus(t("voting.wait", { s: Math.ceil(waitMs / 1000), attempt }), "waiting"),
   sentences: MESSAGES,
 });
 
@@ -84,12 +85,10 @@ function option(value, text) {
   return o;
 }
 
-// Local date and time, without seconds.
-const TIME_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-
+// Local date and time, without seconds, in the page's language.
 function fmtTime(iso) {
   const d = new Date(iso);
-  return isNaN(d) ? String(iso) : TIME_FORMAT.format(d);
+  return isNaN(d) ? String(iso) : I18n.dateTime(d, { dateStyle: "medium", timeStyle: "short" });
 }
 
 async function loadElections() {
@@ -97,10 +96,10 @@ async function loadElections() {
   const sel = $("election");
   sel.replaceChildren();
   for (const e of body.elections) {
-    sel.appendChild(option(e.electionId, `${e.name}${e.open ? "" : " (not open)"}`));
+    sel.appendChild(option(e.electionId, e.open ? e.name : t("voting.vote.electionNotOpen", { name: e.name })));
   }
   if (!body.elections.length) {
-    showError("There is no election yet.", "no_election");
+    showError(t("voting.noElection"), "no_election");
     return false;
   }
   const wanted = new URLSearchParams(location.search).get("electionId");
@@ -112,9 +111,7 @@ async function loadElections() {
 
 async function loadElection() {
   election = await api.getJson(`${API}/elections/${encodeURIComponent(electionId())}`);
-  $("title").textContent = `Vote: ${election.name}`;
-  const state = election.state === "suspended" ? "Suspended" : election.open ? "Open" : "Not open";
-  $("election-info").textContent = `${state}: from ${fmtTime(election.opensAt)} to ${fmtTime(election.closesAt)}.`;
+  showElectionWords();
   $("election-info").dataset.state = election.state || "";
   $("max").textContent = $("max2").textContent = String(election.candidatesPerVoteMax);
   const sel = $("district");
@@ -123,6 +120,16 @@ async function loadElection() {
   for (const d of election.districts) sel.appendChild(option(d.districtId, d.name));
   if (previous && election.districts.some((d) => String(d.districtId) === String(previous))) sel.value = String(previous);
   updateResultsNav();
+}
+
+// The election's heading and times in the page's language.
+function showElectionWords() {
+  if (!election) return;
+  const title = $("title");
+  title.removeAttribute("data-i18n");
+  title.textContent = t("voting.vote.titleOf", { name: election.name });
+  const state = election.state === "suspended" ? t("voting.state.suspended") : election.open ? t("voting.state.open") : t("voting.state.notOpen");
+  $("election-info").textContent = t("voting.vote.info", { state, from: fmtTime(election.opensAt), to: fmtTime(election.closesAt) });
 }
 
 function updateResultsNav() {
@@ -168,11 +175,11 @@ function chosenParty() {
 function renderCandidates(party) {
   const box = $("candidates");
   box.replaceChildren();
-  $("candidates-party").textContent = party ? party.name : "the chosen party";
+  $("candidates-party").textContent = party ? party.name : t("voting.vote.chosenParty");
   if (!party) {
     const p = document.createElement("p");
     p.className = "hint";
-    p.textContent = "Choose a party first.";
+    p.textContent = t("voting.vote.partyFirst");
     box.appendChild(p);
     updateLimit();
     return;
@@ -202,7 +209,7 @@ function updateLimit() {
     const full = !b.checked && chosen >= max;
     b.disabled = full;
     b.parentElement.classList.toggle("disabled", full);
-    if (full) b.parentElement.title = `At most ${max} candidates`;
+    if (full) b.parentElement.title = t("voting.vote.atMost", { count: max });
     else b.parentElement.removeAttribute("title");
   }
 }
@@ -220,7 +227,7 @@ async function demoVoter() {
       if (res.status === 404 || res.status === 403) {
         // Not a demo server: enter a real voter id instead.
         $("demo-box").hidden = true;
-        showError("This server offers no demo voters; enter your voter id and token.", e.code);
+        showError(t("voting.vote.noDemo"), e.code);
       } else {
         showError(e.message, e.code);
       }
@@ -233,7 +240,7 @@ async function demoVoter() {
       $("district").value = String(v.districtId);
       await loadBallot();
     }
-    setStatus(`Demo voter ${v.voterId} of ${$("district").selectedOptions[0]?.textContent || "district " + v.districtId} is ready to vote.`);
+    setStatus(t("voting.vote.demoReady", { voter: String(v.voterId), district: $("district").selectedOptions[0]?.textContent || t("voting.districtNumber", { id: String(v.districtId) }) }));
   } catch (_) {
     showError(Throng.UNREACHABLE, "network");
   } finally {
@@ -247,12 +254,12 @@ function choice() {
   const voter = $("voter-id").value.trim();
   const party = chosenParty();
   if (!voter) {
-    showError("Sign in with your voter id and credential first (or get a demo voter).", "missing_voter");
+    showError(t("voting.vote.signInFirst"), "missing_voter");
     $("login-voter").focus();
     return null;
   }
   if (!party) {
-    showError("Choose a party first.", "missing_party");
+    showError(t("voting.vote.partyFirst"), "missing_party");
     const first = document.querySelector('#parties input[name="party"]');
     if (first) first.focus();
     return null;
@@ -271,7 +278,7 @@ function review(ev) {
   $("review-district").textContent = $("district").selectedOptions[0]?.textContent || districtId();
   $("review-party").textContent = `${c.party.name} (${c.party.shortName})`;
   const names = c.candidateIds.map((id) => c.party.candidates.find((x) => x.candidateId === id)?.name || String(id));
-  $("review-candidates").textContent = names.length ? names.join(", ") : "none (a vote for the party only)";
+  $("review-candidates").textContent = names.length ? new Intl.ListFormat(I18n.lang, { type: "unit" }).format(names) : t("voting.review.none");
   $("vote-form").hidden = true;
   $("review").hidden = false;
   $("review").focus();
@@ -343,7 +350,7 @@ async function castVote() {
   if (token) headers.Authorization = `Bearer ${token}`;
   const submit = $("confirm");
   submit.disabled = true;
-  setStatus("Sealing your ballot…");
+  setStatus(t("voting.sealing"));
   let sealed;
   try {
     sealed = await seal(ballot, party, candidateIds);
@@ -351,16 +358,16 @@ async function castVote() {
     submit.disabled = false;
     showError(
       e.message === "insecure"
-        ? "This page must be opened over HTTPS to seal your ballot: your browser encrypts only on a secure connection. Your vote was not cast."
+        ? t("voting.seal.insecure")
         : e.message === "no_key"
-          ? "This election has no key yet, so no ballot can be sealed. Your vote was not cast."
-          : "Your browser could not seal the ballot. Try an up-to-date browser; your vote was not cast.",
+          ? t("voting.seal.noKey")
+          : t("voting.seal.failed"),
       "seal",
     );
     return;
   }
   document.body.dataset.sealMs = sealed.ms.toFixed(1);
-  setStatus("Casting your vote…");
+  setStatus(t("voting.casting"));
   try {
     const res = await api.fetch(`${API}/elections/${encodeURIComponent(electionId())}/votes`, {
       method: "POST",
@@ -421,7 +428,7 @@ async function signIn() {
   const voter = $("login-voter").value.trim();
   const credential = $("login-credential").value.trim();
   if (!voter || !credential) {
-    showError("Enter your voter id and your credential.", "missing_credentials");
+    showError(t("voting.vote.enterCredentials"), "missing_credentials");
     (voter ? $("login-credential") : $("login-voter")).focus();
     return;
   }
@@ -446,9 +453,9 @@ async function signIn() {
       $("district").value = String(s.districtId);
       await loadBallot();
     }
-    $("signed-in").textContent = `Signed in as ${voter}, district ${s.districtName}. Choose on the ballot below.`;
+    $("signed-in").textContent = t("voting.vote.signedInAs", { voter, district: s.districtName });
     $("signed-in").hidden = false;
-    setStatus(`Signed in as ${voter}.`);
+    setStatus(t("voting.vote.signedIn", { voter }));
   } catch (_) {
     showError(Throng.UNREACHABLE, "network");
   } finally {
@@ -485,4 +492,13 @@ $("confirm").addEventListener("click", castVote);
 $("change").addEventListener("click", change);
 $("login-button").addEventListener("click", signIn);
 $("again").addEventListener("click", again);
-start();
+// Another language: the words this script wrote, written again.
+I18n.onChange(() => {
+  showElectionWords();
+  const party = chosenParty();
+  $("candidates-party").textContent = party ? party.name : t("voting.vote.chosenParty");
+  const hint = document.querySelector("#candidates > p.hint");
+  if (hint) hint.textContent = t("voting.vote.partyFirst");
+  updateLimit();
+});
+I18n.ready.then(start);

@@ -4,8 +4,9 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const t = I18n.t;
 const api = Throng.client({
-  onWait: ({ waitMs, attempt }) => setStatus(`The server is busy. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
+  onWait: ({ waitMs, attempt }) => setStatus(t("staff.wait", { s: Math.ceil(waitMs / 1000), attempt }), "waiting"),
 });
 const TOKEN_KEY = "throng.staff.token";
 let current = null; // { place, day, list }
@@ -34,10 +35,10 @@ function auth() {
 
 function sentence(error) {
   switch (error.code) {
-    case "missing_token": case "invalid_token": return "This token is not valid. Paste the token you were given.";
-    case "token_expired": return "This token has expired. Ask for a new one.";
+    case "missing_token": case "invalid_token": return t("staff.error.invalid_token");
+    case "token_expired": return t("staff.error.token_expired");
     case "not_your_place": case "no_places": case "forbidden": return error.message;
-    case "place_not_found": return `There is no place ${$("s-place").value.trim()}.`;
+    case "place_not_found": return t("staff.error.place_not_found", { place: $("s-place").value.trim() });
     default: return error.message;
   }
 }
@@ -47,12 +48,12 @@ async function load(event) {
   ["s-token", "s-place", "s-day"].forEach((id) => setFieldError(id, ""));
   const token = $("s-token").value.trim(), place = $("s-place").value.trim(), day = $("s-day").value;
   let ok = true;
-  if (!token && !bySession) { setFieldError("s-token", "Paste your staff token."); ok = false; }
-  if (!/^[1-9][0-9]{0,9}$/.test(place)) { setFieldError("s-place", "Enter the place's number, like 12."); ok = false; }
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) { setFieldError("s-day", "Choose a day."); ok = false; }
+  if (!token && !bySession) { setFieldError("s-token", t("staff.rule.token")); ok = false; }
+  if (!/^[1-9][0-9]{0,9}$/.test(place)) { setFieldError("s-place", t("staff.rule.place")); ok = false; }
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) { setFieldError("s-day", t("booking.rule.day")); ok = false; }
   if (!ok) return;
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  setStatus("Loading…");
+  setStatus(t("common.loading"));
   const res = await api.fetch(`/api/booking/places/${place}/days/${day}/registrations`, { headers: auth() });
   if (!res.ok) { $("day").hidden = true; setStatus(sentence(await api.errorOf(res)), "error"); return; }
   current = { place, day, list: await res.json() };
@@ -69,32 +70,32 @@ function cell(row, label, text, className) {
   return td;
 }
 
-const ATTENDANCE = { checked_in: "Checked in", no_show: "No-show" };
+const attendance = (status) => (status === "checked_in" ? t("staff.checkedIn") : status === "no_show" ? t("staff.noShow") : t("staff.expected"));
 
 function show(list) {
-  $("d-title").textContent = `${list.placeName}, ${list.day}`;
+  $("d-title").textContent = `${list.placeName}, ${I18n.date(list.day)}`;
   const came = list.registrations.filter((r) => r.attendance === "checked_in").length;
   $("d-summary").textContent = list.closed
-    ? `Closed this day. ${list.address}`
-    : `${list.count} expected, ${came} checked in. ${list.address}${list.truncated ? " (the list is cut: download the CSV)" : ""}`;
+    ? t("staff.closedSummary", { address: list.address })
+    : `${t("staff.summary", { count: list.count, came, address: list.address })}${list.truncated ? t("staff.truncated") : ""}`;
   const rows = $("d-rows");
   rows.replaceChildren();
   for (const r of list.registrations) {
     const tr = document.createElement("tr");
     tr.dataset.id = r.registrationId;
     if (r.attendance) tr.className = r.attendance;
-    cell(tr, "Time", r.start);
-    cell(tr, "Name", r.person.name);
-    cell(tr, "National id", r.person.nationalId);
-    cell(tr, "Phone", r.person.phone);
-    cell(tr, "Attendance", ATTENDANCE[r.attendance] || "Expected", "att");
+    cell(tr, t("staff.col.time"), r.start);
+    cell(tr, t("booking.field.name"), r.person.name);
+    cell(tr, t("booking.field.nationalId"), r.person.nationalId);
+    cell(tr, t("booking.field.phone"), r.person.phone);
+    cell(tr, t("staff.col.attendance"), attendance(r.attendance), "att");
     const mark = cell(tr, "", "", "mark no-print");
-    for (const [status, label] of [["checked_in", "Check in"], ["no_show", "No-show"]]) {
+    for (const [status, label] of [["checked_in", t("staff.checkIn")], ["no_show", t("staff.noShow")]]) {
       const b = document.createElement("button");
       b.type = "button";
       b.textContent = label;
       b.dataset.status = status;
-      b.setAttribute("aria-label", `${label}: ${r.person.name} at ${r.start}`);
+      b.setAttribute("aria-label", t("staff.markLabel", { action: label, name: r.person.name, time: r.start }));
       b.addEventListener("click", () => markAttendance(r, status, tr));
       mark.appendChild(b);
     }
@@ -107,16 +108,16 @@ function show(list) {
 }
 
 async function markAttendance(r, status, tr) {
-  setStatus("Saving…");
+  setStatus(t("staff.saving"));
   const res = await api.fetch(`/api/booking/staff/registrations/${encodeURIComponent(r.registrationId)}/attendance`, {
     method: "POST", headers: { ...auth(), "Content-Type": "application/json" }, body: JSON.stringify({ status }),
   });
   if (!res.ok) { setStatus(sentence(await api.errorOf(res)), "error"); return; }
   r.attendance = status;
   tr.className = status;
-  tr.querySelector("td.att").textContent = ATTENDANCE[status];
+  tr.querySelector("td.att").textContent = attendance(status);
   show(current.list);
-  setStatus(`${r.person.name}: ${ATTENDANCE[status].toLowerCase()}.`);
+  setStatus(t("staff.marked", { name: r.person.name, status: attendance(status).toLocaleLowerCase(I18n.lang) }));
 }
 
 async function downloadCsv() {
@@ -137,12 +138,12 @@ async function downloadCsv() {
 
 async function closeDay() {
   $("d-close-confirm").hidden = true;
-  setStatus("Closing the day…");
+  setStatus(t("staff.closing"));
   const res = await api.fetch(`/api/booking/places/${current.place}/days/${current.day}/close`, { method: "POST", headers: auth() });
   if (!res.ok) { setStatus(sentence(await api.errorOf(res)), "error"); return; }
   const closed = await res.json();
   await load();
-  setStatus(closed.alreadyClosed ? "This day was closed already." : `Closed. ${closed.cancelled} registrations cancelled; each person is told.`);
+  setStatus(closed.alreadyClosed ? t("staff.closedAlready") : t("staff.closedNow", { count: closed.cancelled }));
 }
 
 $("pick").addEventListener("submit", load);
@@ -167,3 +168,5 @@ if (!$("s-token").value) {
     if (!$("s-place").value && /^[1-9][0-9]*$/.test(places)) $("s-place").value = places;
   });
 }
+// Another language: the day's list written again in its words.
+I18n.onChange(() => { if (current) show(current.list); });
