@@ -120,7 +120,7 @@ async fn a_test_only_service_plugs_in(kind: StoreKind) {
     assert!(doc["paths"]["/api/booking/places"]["get"].is_object());
     let index = String::from_utf8(api.get("/").await.body.to_vec()).unwrap();
     assert!(index.contains(r#"<a href="/api/hello">"#), "{index}");
-    assert!(index.contains(r#"<a href="/booking/">"#), "{index}");
+    assert!(index.contains(r#"<a href="/booking/""#), "{index}");
     // The real services still answer beside it.
     assert_eq!(api.get("/api/booking/places").await.status, 200);
     assert_eq!(api.get("/api/courses/1/rating").await.status, 200);
