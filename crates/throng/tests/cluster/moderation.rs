@@ -89,7 +89,11 @@ async fn a_hidden_review_leaves_every_nodes_cache_within_the_bound() {
             nodes[0]
                 .api
                 .http
-                .post(nodes[0].api.url(&format!("/api/comments/{target}/moderation")))
+                .post(
+                    nodes[0]
+                        .api
+                        .url(&format!("/api/comments/{target}/moderation")),
+                )
                 .bearer_auth(nodes[0].admin_token())
                 .json(&json!({"action": "hide", "reason": "personal attack"})),
         )

@@ -412,7 +412,11 @@ async fn fill_a_day(
     use anyhow::Context;
     let base = format!("http://{server}");
     let http = reqwest::Client::new();
-    let admin = keys.issue("bench", crate::platform::auth::Role::ADMIN, BENCH_TOKEN_TTL_S);
+    let admin = keys.issue(
+        "bench",
+        crate::platform::auth::Role::ADMIN,
+        BENCH_TOKEN_TTL_S,
+    );
     // 08:00-16:30 in 10-minute slots: 51 slots, the first 50 filled.
     let csv = format!(
         "code,name,address,city,postcode,region,time_zone,slot_minutes,seats,hours,closed\n\
@@ -427,7 +431,10 @@ async fn fill_a_day(
         .await?;
     let status = r.status();
     let summary: serde_json::Value = r.json().await?;
-    anyhow::ensure!(status.is_success(), "importing the day list's place: {status} {summary}");
+    anyhow::ensure!(
+        status.is_success(),
+        "importing the day list's place: {status} {summary}"
+    );
     let place = summary["placeIds"][0]
         .as_i64()
         .with_context(|| format!("the import named no place: {summary}"))?;
@@ -451,18 +458,28 @@ async fn fill_a_day(
         .await?;
     let status = listed.status();
     let listed: serde_json::Value = listed.json().await?;
-    anyhow::ensure!(status.is_success(), "reading the day list: {status} {listed}");
+    anyhow::ensure!(
+        status.is_success(),
+        "reading the day list: {status} {listed}"
+    );
     let mut held = listed["count"].as_u64().unwrap_or(0);
     // The day's time slots as the public listing numbers them.
     let slots: serde_json::Value = http
-        .get(format!("{base}/api/booking/places/{place}/slots?from={day}&days=1"))
+        .get(format!(
+            "{base}/api/booking/places/{place}/slots?from={day}&days=1"
+        ))
         .send()
         .await?
         .json()
         .await?;
     let time_slots: Vec<i64> = slots["days"][0]["slots"]
         .as_array()
-        .map(|slots| slots.iter().filter_map(|s| s["timeSlot"].as_i64()).collect())
+        .map(|slots| {
+            slots
+                .iter()
+                .filter_map(|s| s["timeSlot"].as_i64())
+                .collect()
+        })
         .unwrap_or_default();
     anyhow::ensure!(
         time_slots.len() as u64 >= DAY_LIST_SLOTS,
@@ -471,7 +488,10 @@ async fn fill_a_day(
     );
     let mut n = held;
     while held < DAY_LIST_PEOPLE {
-        anyhow::ensure!(n < 2 * DAY_LIST_PEOPLE, "the day would not fill: {held} people");
+        anyhow::ensure!(
+            n < 2 * DAY_LIST_PEOPLE,
+            "the day would not fill: {held} people"
+        );
         let body = serde_json::json!({
             "placeId": place,
             "day": day,
@@ -491,7 +511,10 @@ async fn fill_a_day(
         match r.status().as_u16() {
             201 => held += 1,
             409 => {}
-            other => anyhow::bail!("registering on the day list's day: {other} {}", r.text().await?),
+            other => anyhow::bail!(
+                "registering on the day list's day: {other} {}",
+                r.text().await?
+            ),
         }
         n += 1;
     }

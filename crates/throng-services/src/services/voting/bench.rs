@@ -192,7 +192,10 @@ async fn login_election(
         .await?;
     let status = r.status();
     let drafted: serde_json::Value = r.json().await?;
-    anyhow::ensure!(status.is_success(), "drafting the login election: {status} {drafted}");
+    anyhow::ensure!(
+        status.is_success(),
+        "drafting the login election: {status} {drafted}"
+    );
     let election = drafted["electionId"]
         .as_i64()
         .with_context(|| format!("no electionId in {drafted}"))?;
@@ -209,7 +212,10 @@ async fn login_election(
         .await?;
     let status = r.status();
     let text = r.text().await?;
-    anyhow::ensure!(status.is_success(), "importing the login roll: {status} {text}");
+    anyhow::ensure!(
+        status.is_success(),
+        "importing the login roll: {status} {text}"
+    );
     let voters: Vec<(String, String)> = text
         .lines()
         .skip(1)
@@ -383,7 +389,11 @@ impl Experiment for VotingBench {
             "127.0.0.1/32".into(),
         ]
     }
-    fn prepare(&self, data_dir: &std::path::Path, server: std::net::SocketAddr) -> anyhow::Result<()> {
+    fn prepare(
+        &self,
+        data_dir: &std::path::Path,
+        server: std::net::SocketAddr,
+    ) -> anyhow::Result<()> {
         let secrets = crate::platform::secrets::Secrets::load_or_create(data_dir)?;
         let keys = crate::platform::auth::TokenKeys::new(&secrets.token_secret);
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -420,10 +430,9 @@ impl Experiment for VotingBench {
             ballot_paths("/api/voting/baseline", districts),
             baseline_votes.clone(),
         ));
-        let logins = LOGINS
-            .get()
-            .cloned()
-            .unwrap_or_else(|| Err("the bench made no login election (prepare did not run)".into()));
+        let logins = LOGINS.get().cloned().unwrap_or_else(|| {
+            Err("the bench made no login election (prepare did not run)".into())
+        });
         let (with_logins, logins_skipped): (throng_load::measure::RequestFactory, _) = match logins
         {
             Ok(logins) => {
