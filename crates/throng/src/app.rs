@@ -500,6 +500,7 @@ pub async fn start_for(
                 store.clone(),
                 clock.clone(),
                 public_url.clone(),
+                console_roles(list),
             )?))
         }
         _ => None,

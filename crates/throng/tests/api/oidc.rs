@@ -221,7 +221,8 @@ impl Idp {
             CLIENT_SECRET.into(),
             "--token-claims".into(),
             json!({"role-claim": "realm_access.roles",
-                   "roles": {"city-admins": "admin", "booking-desk": "staff"},
+                   "roles": {"city-admins": "admin", "booking-desk": "staff",
+                             "reviewers": "user"},
                    "scopes": {"places": "throng_places"}})
             .to_string(),
         ]
@@ -553,6 +554,15 @@ async fn id_tokens_are_refused_for_what_is_wrong(kind: StoreKind) {
     let r = sign_in(&s, &http).await;
     assert_eq!((r.status, r.refusal().as_str()), (403, "role_not_mapped"));
     assert!(r.body.contains("offline_access"), "{}", r.body);
+    assert!(r.cookie("throng_session").is_none());
+    // A role that maps to a throng role which does not use the console.
+    idp.sign_in_as("reader", &["reviewers"]);
+    let r = sign_in(&s, &http).await;
+    assert_eq!(
+        (r.status, r.refusal().as_str()),
+        (403, "not_a_console_role")
+    );
+    assert!(r.body.contains("&#39;user&#39;"), "{}", r.body);
     assert!(r.cookie("throng_session").is_none());
 }
 

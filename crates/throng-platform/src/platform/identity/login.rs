@@ -120,6 +120,8 @@ pub struct OidcLogin {
     clock: Clock,
     public_url: PublicUrl,
     client: reqwest::Client,
+    /// The roles that use the console (`RoleSpec::console`).
+    console_roles: Vec<&'static str>,
 }
 
 mod sql {
@@ -224,6 +226,7 @@ impl OidcLogin {
         store: Store,
         clock: Clock,
         public_url: PublicUrl,
+        console_roles: Vec<&'static str>,
     ) -> anyhow::Result<OidcLogin> {
         let client = reqwest::Client::builder()
             .timeout(config.token_timeout)
@@ -239,6 +242,7 @@ impl OidcLogin {
             clock,
             public_url,
             client,
+            console_roles,
         })
     }
 
@@ -487,7 +491,23 @@ impl OidcLogin {
                  (it was made for another sign-in)",
             ));
         }
-        verified_claims(claims)
+        let claims = verified_claims(claims)?;
+        if !self.console_roles.contains(&claims.role.as_str()) {
+            return Err(refused(
+                StatusCode::FORBIDDEN,
+                "not_a_console_role",
+                format!(
+                    "you are signed in at the identity provider as {}, but your roles there map \
+                     to the throng role '{}', which does not use the console (the console's \
+                     roles: {}); ask for one of those, mapped in the configuration's \
+                     [token-claims] roles",
+                    claims.sub,
+                    claims.role,
+                    self.console_roles.join(", ")
+                ),
+            ));
+        }
+        Ok(claims)
     }
 
     /// The stored sign-in of a state, taken (deleted) once.
