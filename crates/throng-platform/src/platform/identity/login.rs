@@ -204,6 +204,7 @@ fn page(status: StatusCode, code: &str, message: &str, base: &str, retry: bool) 
     let body = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\">\
          <title>Signing in was refused · throng</title>\
          <link rel=\"stylesheet\" href=\"{base}/admin/console.css\"></head>\
          <body><main><h1>Signing in was refused</h1>\
