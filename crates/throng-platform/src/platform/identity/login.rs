@@ -328,6 +328,9 @@ impl OidcLogin {
         let redirect_uri = format!("{base}{CALLBACK_PATH}");
         let now = self.clock.now_ms();
         let expires = now + self.config.state_ttl.as_millis() as i64;
+        // Kept a day past their expiry, to say "expired" rather than
+        // "unknown" to a late return.
+        let purge_before = now - 86_400_000;
         let hashed = sha256_hex(&state);
         let row = (
             hashed,
@@ -339,7 +342,7 @@ impl OidcLogin {
             .write(move |tx| {
                 let (h, n, v, r) = row.clone();
                 Box::pin(async move {
-                    tx.execute(&sql::PURGE, &[&now]).await?;
+                    tx.execute(&sql::PURGE, &[&purge_before]).await?;
                     tx.execute(&sql::INSERT, &[&h, &n, &v, &r, &expires])
                         .await?;
                     Ok(())
@@ -464,7 +467,7 @@ impl OidcLogin {
                     "role_not_mapped" => (
                         StatusCode::FORBIDDEN,
                         format!(
-                            "you are signed in at the identity provider, but {}",
+                            "you are signed in at the identity provider, but your {}",
                             e.message.trim_start_matches("the token's ")
                         ),
                     ),
