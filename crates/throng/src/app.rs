@@ -483,13 +483,32 @@ pub async fn start_for(
     let (store, secrets) = open_store_for(&args.store, list).await?;
     let public_url =
         crate::platform::public_url::PublicUrl::new(args.public_url.clone(), args.listen);
+    let login_config = args.identity.login()?;
     let (keys, identity_workers) = token_keys(&args, list, &store, &secrets).await?;
+    let clock = crate::base::clock::Clock::system();
+    let login = match (login_config, keys.provider()) {
+        (Some(config), Some(provider)) => {
+            tracing::info!(
+                client_id = %config.client_id,
+                confidential = config.client_secret.is_some(),
+                "the console offers signing in with the identity provider"
+            );
+            Some(Arc::new(crate::platform::identity::login::OidcLogin::new(
+                config,
+                provider.clone(),
+                keys.clone(),
+                store.clone(),
+                clock.clone(),
+                public_url.clone(),
+                console_roles(list),
+            )?))
+        }
+        _ => None,
+    };
     let platform = Platform {
-        sessions: Arc::new(Sessions::new(
-            store.clone(),
-            crate::base::clock::Clock::system(),
-            public_url.clone(),
-        )),
+        sessions: Arc::new(
+            Sessions::new(store.clone(), clock, public_url.clone()).with_login(login),
+        ),
         store: store.clone(),
         keys,
         pii: Arc::new(PiiCipher::new(&secrets.pii_key)),

@@ -363,6 +363,50 @@ impl TokenKeys {
         }
     }
 
+    /// An ID token of the identity provider's for the client `client_id`
+    /// (the console's sign-in): checked as [`TokenKeys::verify_as_async`]
+    /// checks the provider's bearer tokens (keys, algorithm, issuer,
+    /// expiry, claim mapping, revocations), with `aud` = `client_id`.
+    pub async fn verify_id_token(
+        &self,
+        token: &str,
+        client_id: &str,
+    ) -> Result<Map<String, Value>, ApiError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            ApiError::unauthorized(
+                "invalid_token",
+                "the provider's ID token is not valid (not a JWT, or an algorithm throng does \
+                 not know)",
+            )
+        })?;
+        let Some(p) = &self.provider else {
+            return Err(wrong_algorithm("no identity provider is configured".into()));
+        };
+        if !PROVIDER_ALGORITHMS.contains(&header.alg) {
+            return Err(wrong_algorithm(format!(
+                "the ID token is {:?}; the provider's tokens are RS256, ES256 or EdDSA",
+                header.alg
+            )));
+        }
+        let check = || -> Result<Map<String, Value>, Refusal> {
+            let claims = p.verify_id_token(token, &header, client_id)?;
+            self.revocations.check(&claims)?;
+            Ok(claims)
+        };
+        match check() {
+            Ok(claims) => Ok(claims),
+            Err(Refusal::Error(e)) => Err(e),
+            Err(Refusal::UnknownKey(_)) => {
+                p.refetch_for_unknown_key().await;
+                match check() {
+                    Ok(claims) => Ok(claims),
+                    Err(Refusal::Error(e)) => Err(e),
+                    Err(Refusal::UnknownKey(kid)) => Err(unknown_key(kid)),
+                }
+            }
+        }
+    }
+
     /// The token's claims, checked with the cached keys.
     fn verify_claims(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| {

@@ -58,6 +58,7 @@ pub fn routes(pages: ConsolePages) -> OpenApiRouter<AppState> {
         .routes(routes!(admin_pages))
         .routes(routes!(audit_log))
         .layer(Extension(Arc::new(pages)))
+        .merge(super::identity::login::routes())
         .merge(OpenApiRouter::from(pages_router))
 }
 

@@ -101,6 +101,8 @@ pub struct Sessions {
     store: Store,
     clock: Clock,
     public_url: PublicUrl,
+    /// Signing in with the organisation's identity provider, when set up.
+    login: Option<std::sync::Arc<super::identity::login::OidcLogin>>,
 }
 
 mod sql {
@@ -163,7 +165,27 @@ impl Sessions {
             store,
             clock,
             public_url,
+            login: None,
         }
+    }
+
+    /// With signing in through the organisation's identity provider.
+    pub fn with_login(
+        mut self,
+        login: Option<std::sync::Arc<super::identity::login::OidcLogin>>,
+    ) -> Sessions {
+        self.login = login;
+        self
+    }
+
+    /// Signing in with the identity provider, when set up.
+    pub fn login(&self) -> Option<&std::sync::Arc<super::identity::login::OidcLogin>> {
+        self.login.as_ref()
+    }
+
+    /// Where browsers reach this server.
+    pub fn public_url(&self) -> &PublicUrl {
+        &self.public_url
     }
 
     /// The clock every expiry is read on (tests move it on).

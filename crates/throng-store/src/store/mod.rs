@@ -37,13 +37,14 @@ pub use seam::{Conn, Group, Param, Row, Sql, StoreFuture, Tx, Value};
 /// The store's own tables, which every store has rows in once opened or
 /// served (migrations applied, the PII key's fingerprint, consumer
 /// positions): not data.
-pub const STORE_BOOKKEEPING_TABLES: [&str; 6] = [
+pub const STORE_BOOKKEEPING_TABLES: [&str; 7] = [
     "schema_versions",
     "meta",
     "consumer_positions",
     "admin_links",
     "admin_sessions",
     "admin_audit",
+    "admin_oidc_states",
 ];
 
 /// `sql` with SQLite's numbered placeholders (`?1`) as PostgreSQL's (`$1`),

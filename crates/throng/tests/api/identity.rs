@@ -38,17 +38,17 @@ fn mapping() -> String {
 }
 
 /// A signing key of the test provider's, and its public JWK.
-struct TestKey {
+pub(crate) struct TestKey {
     kid: String,
     alg: Algorithm,
     encoding: EncodingKey,
-    jwk: Value,
+    pub(crate) jwk: Value,
     /// The public key as PEM (RSA only): what an attacker would use as
     /// an HMAC secret.
     public_pem: Option<String>,
 }
 
-fn rsa_key(kid: &str) -> TestKey {
+pub(crate) fn rsa_key(kid: &str) -> TestKey {
     use rsa::pkcs1::EncodeRsaPrivateKey;
     use rsa::pkcs8::{EncodePublicKey, LineEnding};
     use rsa::traits::PublicKeyParts;
@@ -99,7 +99,7 @@ fn ed_key(kid: &str) -> TestKey {
     }
 }
 
-fn now_s() -> i64 {
+pub(crate) fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -213,7 +213,7 @@ impl Drop for Idp {
     }
 }
 
-fn sign(key: &TestKey, claims: &Value) -> String {
+pub(crate) fn sign(key: &TestKey, claims: &Value) -> String {
     let mut header = Header::new(key.alg);
     header.kid = Some(key.kid.clone());
     jsonwebtoken::encode(&header, claims, &key.encoding).expect("signs")

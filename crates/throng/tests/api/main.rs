@@ -12,6 +12,7 @@ mod deploy;
 mod headers;
 mod identity;
 mod limits;
+mod oidc;
 mod openapi;
 mod platform;
 mod rejections;

@@ -122,6 +122,8 @@ pub struct Provider {
     keys: ArcSwap<KeySet>,
     /// The key set's URL, once known (from discovery).
     jwks_uri: Mutex<Option<String>>,
+    /// The authorization and token endpoints, once discovered.
+    endpoints: Mutex<Option<Endpoints>>,
     /// When a fetch last began; held while fetching, so that one fetch
     /// runs at a time.
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
@@ -136,6 +138,14 @@ pub struct Provider {
 struct Verified {
     claims: Map<String, Value>,
     exp: u64,
+}
+
+/// Where a browser signs in (`authorization_endpoint`) and where the code
+/// is exchanged (`token_endpoint`), from the discovery document.
+#[derive(Clone, Debug)]
+pub struct Endpoints {
+    pub authorization: String,
+    pub token: String,
 }
 
 /// The algorithms accepted from a provider.
@@ -177,6 +187,7 @@ impl Provider {
             client,
             keys: ArcSwap::from_pointee(KeySet::default()),
             jwks_uri: Mutex::new(jwks_uri),
+            endpoints: Mutex::new(None),
             last_fetch: tokio::sync::Mutex::new(None),
             validations,
             verified: Default::default(),
@@ -286,7 +297,48 @@ impl Provider {
             .get("jwks_uri")
             .and_then(Value::as_str)
             .ok_or_else(|| anyhow::anyhow!("the discovery document {url} has no jwks_uri"))?;
+        let endpoint = |name: &str| {
+            doc.get(name)
+                .and_then(Value::as_str)
+                .and_then(|u| super::check_url(&format!("the discovery document's {name}"), u).ok())
+        };
+        if let (Some(authorization), Some(token)) = (
+            endpoint("authorization_endpoint"),
+            endpoint("token_endpoint"),
+        ) {
+            *self.endpoints.lock().unwrap() = Some(Endpoints {
+                authorization,
+                token,
+            });
+        }
         super::check_url("the discovery document's jwks_uri", jwks_uri)
+    }
+
+    /// The authorization and token endpoints (OpenID Connect Discovery),
+    /// discovered now when not yet known.
+    pub async fn endpoints(&self) -> anyhow::Result<Endpoints> {
+        if let Some(e) = self.endpoints.lock().unwrap().clone() {
+            return Ok(e);
+        }
+        self.discover().await?;
+        self.endpoints.lock().unwrap().clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "the provider's discovery document names no authorization_endpoint and \
+                 token_endpoint (https://, or http:// on this machine)"
+            )
+        })
+    }
+
+    /// Checks an ID token as [`Provider::verify`] checks a bearer token
+    /// (the same keys, algorithms, issuer, expiry and claim mapping), but
+    /// for the audience `client_id`: the console's sign-in. Not cached.
+    pub fn verify_id_token(
+        &self,
+        token: &str,
+        header: &Header,
+        client_id: &str,
+    ) -> Result<Map<String, Value>, Refusal> {
+        self.verify_with(token, header, Some(client_id))
     }
 
     /// GETs `url` as JSON, within the fetch's bounds.
@@ -393,6 +445,16 @@ impl Provider {
     }
 
     fn verify_uncached(&self, token: &str, header: &Header) -> Result<Map<String, Value>, Refusal> {
+        self.verify_with(token, header, None)
+    }
+
+    /// The check, with the configured audience or `audience` instead.
+    fn verify_with(
+        &self,
+        token: &str,
+        header: &Header,
+        audience: Option<&str>,
+    ) -> Result<Map<String, Value>, Refusal> {
         let keys = self.keys.load();
         let Some(key) = keys.find(header.kid.as_deref()) else {
             return Err(Refusal::UnknownKey(header.kid.clone()));
@@ -411,6 +473,15 @@ impl Provider {
             .iter()
             .find(|(alg, _)| *alg == key.alg)
             .expect("a validation per accepted algorithm");
+        let mut own;
+        let validation = match audience {
+            Some(aud) => {
+                own = validation.clone();
+                own.set_audience(&[aud]);
+                &own
+            }
+            None => validation,
+        };
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation)
             .map(|d| d.claims)
             .map_err(|e| self.refusal(e))?;

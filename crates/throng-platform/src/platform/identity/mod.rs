@@ -22,6 +22,7 @@
 
 pub mod http;
 pub mod jwks;
+pub mod login;
 pub mod mapping;
 pub mod revocation;
 
@@ -79,6 +80,34 @@ pub struct IdentityArgs {
     /// read) later; on the node that revoked it, at once.
     #[arg(long, env = "THRONG_REVOCATION_REFRESH_MS", default_value_t = 2_000)]
     pub revocation_refresh_ms: u64,
+    /// The client id registered for throng at the provider: turns on
+    /// signing in to the admin console with the provider (authorization
+    /// code with PKCE; the redirect URI is PUBLIC_URL/admin/oidc/callback).
+    /// Needs --oidc-issuer. The ID token's `aud` must be this id.
+    #[arg(long, env = "THRONG_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+    /// The client's secret (a confidential client; sent to the token
+    /// endpoint with HTTP Basic). Never logged. Or --oidc-client-secret-file.
+    #[arg(long, env = "THRONG_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<login::ClientSecret>,
+    /// A file holding the client's secret (its first line).
+    #[arg(
+        long,
+        env = "THRONG_OIDC_CLIENT_SECRET_FILE",
+        conflicts_with = "oidc_client_secret"
+    )]
+    pub oidc_client_secret_file: Option<std::path::PathBuf>,
+    /// Seconds a sign-in begun at the provider may take before its return
+    /// is refused (its state, nonce and PKCE verifier are forgotten).
+    #[arg(long, env = "THRONG_OIDC_STATE_TTL_S", default_value_t = 600)]
+    pub oidc_state_ttl_s: u64,
+    /// Milliseconds the provider's token endpoint may take to answer (the
+    /// exchange of the code).
+    #[arg(long, env = "THRONG_OIDC_TOKEN_TIMEOUT_MS", default_value_t = 10_000)]
+    pub oidc_token_timeout_ms: u64,
+    /// Bytes of the token endpoint's answer at most.
+    #[arg(long, env = "THRONG_OIDC_TOKEN_BODY_BYTES_MAX", default_value_t = 64 * 1024)]
+    pub oidc_token_body_bytes_max: usize,
 }
 
 impl IdentityArgs {
@@ -112,17 +141,27 @@ impl IdentityArgs {
                  issuer URL), or give --oidc-issuer instead"
             ),
         };
-        let audience: Vec<String> = self
+        let mut audience: Vec<String> = self
             .token_audience
             .iter()
             .map(|a| a.trim().to_string())
             .filter(|a| !a.is_empty())
             .collect();
         if audience.is_empty() {
+            // The console's client id: its ID tokens are for that `aud`.
+            audience.extend(
+                self.oidc_client_id
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|id| !id.is_empty())
+                    .map(String::from),
+            );
+        }
+        if audience.is_empty() {
             anyhow::bail!(
                 "an identity provider's tokens need --token-audience: the `aud` its tokens for \
-                 throng carry (the client id registered for throng at the provider), so that a \
-                 token issued for another application is refused"
+                 throng carry (the client id registered for throng at the provider; by default \
+                 --oidc-client-id), so that a token issued for another application is refused"
             );
         }
         for (name, v) in [
@@ -157,6 +196,72 @@ impl IdentityArgs {
                 body_bytes_max: self.jwks_body_bytes_max,
                 keys_max: self.jwks_keys_max,
             },
+        }))
+    }
+
+    /// The console's sign-in with the provider, `None` without
+    /// --oidc-client-id; an error names the flag to change.
+    pub fn login(&self) -> anyhow::Result<Option<login::LoginConfig>> {
+        let Some(client_id) = self.oidc_client_id.as_deref().map(str::trim) else {
+            if self.oidc_client_secret.is_some() || self.oidc_client_secret_file.is_some() {
+                anyhow::bail!(
+                    "--oidc-client-secret is the secret of --oidc-client-id: give the client id \
+                     too"
+                );
+            }
+            return Ok(None);
+        };
+        if client_id.is_empty() {
+            anyhow::bail!("--oidc-client-id is empty: give the client id registered for throng");
+        }
+        if self.oidc_issuer.is_none() {
+            anyhow::bail!(
+                "--oidc-client-id signs people in to the console through the provider's \
+                 authorization and token endpoints, found through its discovery document: give \
+                 --oidc-issuer too (--jwks-url alone names no such endpoints)"
+            );
+        }
+        let secret = match (&self.oidc_client_secret, &self.oidc_client_secret_file) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "--oidc-client-secret-file {}: cannot read it: {e}",
+                        path.display()
+                    )
+                })?;
+                let line = text.lines().next().unwrap_or("").trim().to_string();
+                if line.is_empty() {
+                    anyhow::bail!(
+                        "--oidc-client-secret-file {}: the file is empty",
+                        path.display()
+                    );
+                }
+                Some(login::ClientSecret(line))
+            }
+            (None, None) => None,
+        };
+        for (name, v) in [
+            ("--oidc-state-ttl-s", self.oidc_state_ttl_s),
+            ("--oidc-token-timeout-ms", self.oidc_token_timeout_ms),
+            (
+                "--oidc-token-body-bytes-max",
+                self.oidc_token_body_bytes_max as u64,
+            ),
+        ] {
+            if v == 0 {
+                anyhow::bail!("{name} must be at least 1");
+            }
+        }
+        if self.oidc_state_ttl_s > 3600 {
+            anyhow::bail!("--oidc-state-ttl-s is 3600 at most (a sign-in takes minutes)");
+        }
+        Ok(Some(login::LoginConfig {
+            client_id: client_id.to_string(),
+            client_secret: secret,
+            state_ttl: Duration::from_secs(self.oidc_state_ttl_s),
+            token_timeout: Duration::from_millis(self.oidc_token_timeout_ms),
+            token_body_bytes_max: self.oidc_token_body_bytes_max,
         }))
     }
 

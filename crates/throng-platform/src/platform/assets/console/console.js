@@ -41,6 +41,19 @@
     }
   }
 
+  // Signing in with the organisation's identity provider, when set up.
+  async function offerProvider() {
+    try {
+      const status = await api.getJson("/api/admin/oidc");
+      if (status.enabled) {
+        $("oidc").hidden = false;
+        $("link-intro").textContent = "An operator prints a one-time link on the server:";
+      }
+    } catch (_) {
+      // The one-time link stays offered.
+    }
+  }
+
   async function start() {
     let res;
     try {
@@ -52,6 +65,7 @@
     if (res.status !== 200) {
       $("who").textContent = res.status === 204 ? "Not signed in." : (await api.errorOf(res)).message;
       $("signed-out").hidden = false;
+      await offerProvider();
       return;
     }
     const who = await res.json();
