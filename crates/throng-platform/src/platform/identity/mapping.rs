@@ -207,6 +207,7 @@ mod tests {
         role: Role::new("staff"),
         about: "",
         claims: &[ClaimSpec::id_list("places")],
+        console: false,
     };
 
     fn roles() -> Vec<&'static RoleSpec> {
