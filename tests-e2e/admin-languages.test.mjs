@@ -34,6 +34,13 @@ const LANGS = {
       voters: /v zozname \d+ voli\S+; otvorené od /,
       badToken: "Token správcu je neplatný. Vytvorte nový príkazom throng token --role admin.",
     },
+    moderate: {
+      title: "Moderovanie komentárov",
+      who: "neprihlásený",
+      count: "Na posúdenie čaká 1 položka.",
+      reports: "2 nahlásenia",
+      badToken: "Tento token tu nie je platný; vložte nový.",
+    },
   },
   cs: {
     locale: "cs-CZ",
@@ -50,6 +57,13 @@ const LANGS = {
       state: "otevřeno",
       voters: /v seznamu \d+ voli\S+; otevřeno od /,
       badToken: "Token správce je neplatný. Vytvořte nový příkazem throng token --role admin.",
+    },
+    moderate: {
+      title: "Moderování komentářů",
+      who: "nepřihlášen",
+      count: "K posouzení čeká 1 položka.",
+      reports: "2 nahlášení",
+      badToken: "Tento token zde není platný; vložte nový.",
     },
   },
 };
@@ -177,6 +191,44 @@ for (const [code, L] of Object.entries(LANGS)) {
         await page.waitForFunction(() => document.getElementById("status").dataset.code === "invalid_token");
         assert.equal((await page.textContent("#status")).trim(), V.badToken);
         assert.equal(await page.getAttribute("#election-state", "data-state"), "open", "nothing changed");
+        assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "the page ran cleanly");
+      });
+    });
+  }
+}
+
+for (const [code, L] of Object.entries(LANGS)) {
+  for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+    test(`${code} (${label}): comments moderation in the language, a comment's time and an API error in its words`, { timeout: TEST_MS_MAX }, async (t) => {
+      const { page, errors } = await openIn(t, code, viewport, "/comments/moderate");
+      const M = L.moderate;
+      await withScreenshot(t, page, async () => {
+        assert.equal((await page.textContent("h1")).trim(), M.title);
+        await page.waitForFunction((text) => document.getElementById("who").textContent === text, M.who);
+
+        // A queue of one reported review: its counts and time the language's way.
+        const createdDate = "2026-03-05T14:07:00Z";
+        await page.route("**/api/comments/moderation/queue**", (route) => route.fulfill({
+          status: 200,
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify([{ commentId: 77, courseId: 1, parentId: null, userId: 5, displayName: "Eva", status: "visible", reportsOpen: 2, authorBanned: false,
+            createdDate, note: null, rating: 4, title: "Dobrý kurz", remarks: "Text", reportReasons: ["Reklama", "Mimo tému"] }]),
+        }));
+        await page.fill("#token", "a-pasted-token");
+        await page.click("#use-token");
+        const item = page.locator("[data-testid=queue-item]");
+        await item.waitFor();
+        assert.equal((await page.textContent("#status")).trim(), M.count);
+        assert.equal((await item.locator(".badge.reported").textContent()).trim(), M.reports);
+        const when = new Intl.DateTimeFormat(L.format, { day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit" }).format(new Date(createdDate));
+        assert.equal((await item.locator(".when").textContent()).trim(), when);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the queue");
+        await page.unroute("**/api/comments/moderation/queue**");
+
+        // The server refuses the token: its code's words in the language.
+        await page.click("#refresh");
+        await page.locator("[data-testid=queue-error]").waitFor();
+        assert.equal((await page.textContent("[data-testid=queue-error]")).trim(), M.badToken);
         assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "the page ran cleanly");
       });
     });
