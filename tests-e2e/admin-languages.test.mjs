@@ -41,6 +41,12 @@ const LANGS = {
       reports: "2 nahlásenia",
       badToken: "Tento token tu nie je platný; vložte nový.",
     },
+    invites: {
+      title: "Pozvánky do prieskumu",
+      badToken: "Tento token tu nie je platný: vytvorte ho príkazom throng token --role admin.",
+      chart: (from, to) => `Od ${from} do ${to}: `,
+      edit: /^Upraviť /,
+    },
   },
   cs: {
     locale: "cs-CZ",
@@ -64,6 +70,12 @@ const LANGS = {
       count: "K posouzení čeká 1 položka.",
       reports: "2 nahlášení",
       badToken: "Tento token zde není platný; vložte nový.",
+    },
+    invites: {
+      title: "Pozvánky do průzkumu",
+      badToken: "Tento token zde není platný: vytvořte jej příkazem throng token --role admin.",
+      chart: (from, to) => `Od ${from} do ${to}: `,
+      edit: /^Upravit /,
     },
   },
 };
@@ -229,6 +241,37 @@ for (const [code, L] of Object.entries(LANGS)) {
         await page.click("#refresh");
         await page.locator("[data-testid=queue-error]").waitFor();
         assert.equal((await page.textContent("[data-testid=queue-error]")).trim(), M.badToken);
+        assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "the page ran cleanly");
+      });
+    });
+  }
+}
+
+for (const [code, L] of Object.entries(LANGS)) {
+  for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+    test(`${code} (${label}): the invites admin page in the language, its results' days and an API error in its words`, { timeout: TEST_MS_MAX }, async (t) => {
+      const { page, errors } = await openIn(t, code, viewport, "/invites/admin");
+      const I = L.invites;
+      await withScreenshot(t, page, async () => {
+        assert.equal((await page.textContent("h1")).trim(), I.title);
+        // A token the server refuses: its code's words in the language.
+        await page.fill("#token", "not-a-token");
+        await page.click("#token-form button[type=submit]");
+        await page.waitForFunction(() => document.getElementById("token-err").textContent !== "");
+        assert.equal((await page.textContent("#token-err")).trim(), I.badToken);
+
+        // Signed in: the sites, then one site's results over days written the language's way.
+        await page.fill("#token", await token());
+        await page.click("#token-form button[type=submit]");
+        const site = page.locator("#sites li").first();
+        await site.waitFor();
+        assert.match((await site.locator("button").first().getAttribute("aria-label")), I.edit);
+        await site.locator("button").nth(2).click();
+        await page.locator("#chart-box svg").waitFor();
+        const from = await page.inputValue("#r-from"), to = await page.inputValue("#r-to");
+        const said = await page.getAttribute("#chart-box svg", "aria-label");
+        assert.ok(said.startsWith(I.chart(longDay(from, L.format), longDay(to, L.format))), said);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the invites admin page");
         assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "the page ran cleanly");
       });
     });
