@@ -47,6 +47,15 @@ const LANGS = {
       chart: (from, to) => `Od ${from} do ${to}: `,
       edit: /^Upraviť /,
     },
+    docs: {
+      title: "Referenčná príručka API",
+      tokens: "Ako získať token",
+      search: "Hľadať operácie",
+      count: /^\d+ operáci\S+\.$/,
+      match: /^Zodpovedá \d+ z \d+ operáci\S+\.$/,
+      needs: /^Vyžaduje token: /,
+      failed: /^Dokument API sa nepodarilo načítať\. .*Skúste to znova po opätovnom načítaní stránky\.$/,
+    },
   },
   cs: {
     locale: "cs-CZ",
@@ -76,6 +85,15 @@ const LANGS = {
       badToken: "Tento token zde není platný: vytvořte jej příkazem throng token --role admin.",
       chart: (from, to) => `Od ${from} do ${to}: `,
       edit: /^Upravit /,
+    },
+    docs: {
+      title: "Referenční příručka API",
+      tokens: "Jak získat token",
+      search: "Hledat operace",
+      count: /^\d+ operac\S*\.$/,
+      match: /^Odpovídá \d+ z \d+ operac\S*\.$/,
+      needs: /^Vyžaduje token: /,
+      failed: /^Dokument API se nepodařilo načíst\. .*Zkuste to znovu po opětovném načtení stránky\.$/,
     },
   },
 };
@@ -273,6 +291,39 @@ for (const [code, L] of Object.entries(LANGS)) {
         assert.ok(said.startsWith(I.chart(longDay(from, L.format), longDay(to, L.format))), said);
         if (viewport === PHONE) await assertNoSidewaysScroll(page, "the invites admin page");
         assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "the page ran cleanly");
+      });
+    });
+  }
+}
+
+for (const [code, L] of Object.entries(LANGS)) {
+  for (const [label, viewport] of [["desktop", DESKTOP], ["390 px", PHONE]]) {
+    test(`${code} (${label}): the API reference's own words in the language, its counts, and a failed load in its words`, { timeout: TEST_MS_MAX }, async (t) => {
+      const browser = await launchBrowser({ locale: L.locale, viewport });
+      t.after(() => browser.close());
+      const { page } = browser;
+      const D = L.docs;
+      await withScreenshot(t, page, async () => {
+        // The document cannot be fetched: said in the language.
+        await page.route("**/openapi.json", (route) => route.abort());
+        await page.goto(`${server.url}/docs/`);
+        await page.waitForFunction(() => document.getElementById("state").getAttribute("role") === "alert");
+        assert.match((await page.textContent("#state")).trim(), D.failed);
+        await page.unroute("**/openapi.json");
+
+        await page.reload();
+        await page.waitForFunction((c) => document.documentElement.lang === c, code);
+        await page.waitForFunction(() => document.body.dataset.ready === "1");
+        await assertSwitcher(page, L.label);
+        assert.equal((await page.textContent("h1")).trim(), D.title);
+        assert.equal((await page.textContent("#tokens-h")).trim(), D.tokens);
+        assert.equal((await page.textContent("label[for=filter]")).trim(), D.search);
+        assert.match((await page.textContent("#filter-count")).trim(), D.count);
+        assert.match((await page.locator("#op-get-api-booking-admin-stats p.auth").textContent()).trim(), D.needs);
+        // The operations' own texts stay the document's (English).
+        await page.fill("#filter", "attendance");
+        assert.match((await page.textContent("#filter-count")).trim(), D.match);
+        if (viewport === PHONE) await assertNoSidewaysScroll(page, "the API reference");
       });
     });
   }
