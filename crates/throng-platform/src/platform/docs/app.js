@@ -13,6 +13,10 @@ const SCHEMA_DEPTH_MAX = 8;
 const TOKEN_KEY = "throng.docs.token";
 /** Every rendered operation: its section, its entry in the contents, and the text searched. */
 const OPERATIONS = [];
+/** The page's own words in its language (the operations' texts stay the document's). */
+const t = (key, params) => I18n.t(key, params);
+/** The document, once loaded (rendered again in another language). */
+let loadedDoc = null;
 
 function token() {
   try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch (_) { return ""; }
@@ -187,12 +191,12 @@ function schemaView(doc, schema, depth) {
     const list = el("ul", { class: "fields" });
     for (const [name, prop] of Object.entries(obj.properties)) {
       const li = el("li", {}, el("span", { class: "name" }, name), " ");
-      if (required.has(name)) li.append(el("span", { class: "req" }, "required"), " ");
+      if (required.has(name)) li.append(el("span", { class: "req" }, t("docs.required")), " ");
       li.append(schemaView(doc, prop, depth + 1));
       list.append(li);
     }
     wrap.append(list);
-    if (obj.additionalProperties === false) wrap.append(el("div", { class: "muted rules" }, "No other fields."));
+    if (obj.additionalProperties === false) wrap.append(el("div", { class: "muted rules" }, t("docs.noOtherFields")));
   }
   for (const key of ["oneOf", "anyOf", "allOf"]) {
     const alts = obj[key];
@@ -218,9 +222,9 @@ function contentView(doc, content, exampleLabel) {
 function authView(doc, op) {
   const security = op.security ?? doc.security ?? [];
   const needed = security.filter((req) => Object.keys(req).length > 0);
-  if (!needed.length) return el("p", { class: "auth" }, "No token needed.");
+  if (!needed.length) return el("p", { class: "auth" }, t("docs.noToken"));
   const schemes = [...new Set(needed.flatMap((req) => Object.keys(req)))];
-  const p = el("p", { class: "auth token" }, "Needs a token: ");
+  const p = el("p", { class: "auth token" }, t("docs.needsToken") + " ");
   schemes.forEach((name, i) => {
     const sc = (doc.components && doc.components.securitySchemes || {})[name] || {};
     if (i) p.append(", ");
@@ -230,7 +234,7 @@ function authView(doc, op) {
       p.append(el("code", {}, name));
     }
   });
-  p.append(". Without it: 401.");
+  p.append(t("docs.without401"));
   return p;
 }
 
@@ -247,13 +251,13 @@ function operationView(doc, method, path, op, pathParams) {
   const params = [...(pathParams || []), ...(op.parameters || [])].map((p) => resolve(doc, p));
   const curlPre = el("pre", { class: "curl-line" }, el("code", {}, curlLine(doc, method, path, op, params)));
   const copied = el("span", { class: "copied", role: "status" });
-  const copy = el("button", { type: "button", "aria-label": "Copy as curl: " + method.toUpperCase() + " " + path }, "Copy as curl");
+  const copy = el("button", { type: "button", "aria-label": t("docs.copyLabel", { op: method.toUpperCase() + " " + path }) }, t("docs.copy"));
   copy.addEventListener("click", async () => {
     const text = curlLine(doc, method, path, op, params);
     curlPre.firstChild.textContent = text;
     try {
       await navigator.clipboard.writeText(text);
-      copied.textContent = "Copied.";
+      copied.textContent = t("docs.copied");
     } catch (_) {
       // No clipboard (an insecure origin, a refusal): select the line to copy by hand.
       const range = document.createRange();
@@ -261,19 +265,19 @@ function operationView(doc, method, path, op, pathParams) {
       const sel = getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
-      copied.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+      copied.textContent = t("docs.selected");
     }
   });
   sec.append(el("div", { class: "curl" }, copy, copied, curlPre));
   sec.refreshCurl = () => { curlPre.firstChild.textContent = curlLine(doc, method, path, op, params); };
   if (params.length) {
-    sec.append(el("h4", {}, "Parameters"));
+    sec.append(el("h4", {}, t("docs.parameters")));
     const list = el("ul", { class: "fields" });
     for (const p of params) {
       const li = el("li", { class: "param" },
         el("span", { class: "name" }, p.name), " ",
         el("span", { class: "type" }, "in " + p.in), " ");
-      if (p.required) li.append(el("span", { class: "req" }, "required"), " ");
+      if (p.required) li.append(el("span", { class: "req" }, t("docs.required")), " ");
       if (p.schema) li.append(schemaView(doc, p.schema, 1));
       if (p.description) li.append(el("div", { class: "muted" }, p.description));
       list.append(li);
@@ -283,12 +287,12 @@ function operationView(doc, method, path, op, pathParams) {
 
   if (op.requestBody) {
     const body = resolve(doc, op.requestBody);
-    sec.append(el("h4", {}, "Request body" + (body.required ? " (required)" : "")));
+    sec.append(el("h4", {}, body.required ? t("docs.requestBodyRequired") : t("docs.requestBody")));
     if (body.description) sec.append(el("p", { class: "muted" }, body.description));
-    sec.append(contentView(doc, body.content, "Example request"));
+    sec.append(contentView(doc, body.content, t("docs.exampleRequest")));
   }
 
-  sec.append(el("h4", {}, "Responses"));
+  sec.append(el("h4", {}, t("docs.responses")));
   const list = el("ul", { class: "fields responses" });
   const codes = Object.keys(op.responses || {}).sort();
   for (const code of codes) {
@@ -297,20 +301,20 @@ function operationView(doc, method, path, op, pathParams) {
       el("span", { class: "status s" + code[0] }, code), " ", r.description || "");
     if (r.headers) {
       for (const [h, spec] of Object.entries(r.headers)) {
-        li.append(el("div", { class: "rules" }, "Header ", el("code", {}, h), spec.description ? ": " + spec.description : ""));
+        li.append(el("div", { class: "rules" }, t("docs.header") + " ", el("code", {}, h), spec.description ? ": " + spec.description : ""));
       }
     }
-    if (r.content) li.append(contentView(doc, r.content, "Example answer"));
+    if (r.content) li.append(contentView(doc, r.content, t("docs.exampleAnswer")));
     list.append(li);
   }
   sec.append(list);
   return sec;
 }
 
-function render(doc) {
+function render(doc, again) {
   const about = document.getElementById("about");
   const info = doc.info || {};
-  about.textContent = [info.title, info.version && "version " + info.version].filter(Boolean).join(", ") +
+  about.textContent = [info.title, info.version && t("docs.version", { version: info.version })].filter(Boolean).join(", ") +
     (info.description ? ". " + info.description : "");
 
   const groups = new Map();
@@ -346,7 +350,11 @@ function render(doc) {
     tocList.append(el("li", {}, el("a", { href: "#" + section.id }, tag), " (" + entries.length + ")", sub));
     ops.append(section);
   }
-  toc.append(el("h2", {}, "Operations"), tocList);
+  toc.append(el("h2", {}, t("docs.operations")), tocList);
+  if (again) {
+    filter(document.getElementById("filter").value);
+    return;
+  }
   setUpSearch();
   setUpToken();
   const state = document.getElementById("state");
@@ -375,8 +383,8 @@ function filter(query) {
     li.hidden = ![...li.querySelectorAll("li")].some((x) => !x.hidden);
   }
   document.getElementById("filter-count").textContent = words.length
-    ? shown + " of " + OPERATIONS.length + " operations match."
-    : OPERATIONS.length + " operations.";
+    ? t("docs.match", { count: OPERATIONS.length, shown })
+    : t("docs.count", { count: OPERATIONS.length });
 }
 
 function setUpSearch() {
@@ -401,14 +409,25 @@ function setUpToken() {
 async function load() {
   const state = document.getElementById("state");
   try {
-    render(await Throng.client().getJson("/openapi.json", { headers: { Accept: "application/json" } }));
+    loadedDoc = await Throng.client().getJson("/openapi.json", { headers: { Accept: "application/json" } });
+    render(loadedDoc);
     document.body.dataset.ready = "1";
   } catch (e) {
     state.setAttribute("role", "alert");
+    state.removeAttribute("data-i18n");
     // The server's answer says what to do; anything else is this page's fault or the network's.
-    state.textContent = "The API document could not be loaded. " +
-      (e instanceof Throng.ApiError ? e.message : "(" + e.message + ") Reload the page to try again.");
+    state.textContent = t("docs.failed") + " " +
+      (e instanceof Throng.ApiError ? e.message : t("docs.failedReload", { reason: e.message }));
   }
 }
 
-load();
+I18n.ready.then(load);
+// Another language: the page's own words written again (the search, the
+// token and the place on the page kept).
+I18n.onChange(() => {
+  if (!loadedDoc) return;
+  OPERATIONS.length = 0;
+  document.getElementById("toc").replaceChildren();
+  document.getElementById("ops").replaceChildren();
+  render(loadedDoc, true);
+});

@@ -4,15 +4,25 @@
 // console's session.
 (() => {
   const $ = (id) => document.getElementById(id);
+  const t = I18n.t;
   const SENTENCES = {
-    forbidden: () => "This token is not a moderator's: ask for a moderator token.",
-    missing_token: () => "Sign in with a moderator's token first.",
-    invalid_token: () => "This token is not valid here; paste a new one.",
-    token_expired: () => "The token has expired; paste a new one.",
-    already_so: (m) => `Nothing to do: ${m.replace(/^the comment is /, "it is ")}.`,
-    comment_not_found: () => "This comment is gone already (removed or deleted by its author).",
-    user_not_found: () => "This user has never signed in here.",
+    forbidden: () => t("moderate.error.forbidden"),
+    missing_token: () => t("moderate.error.missing_token"),
+    invalid_token: () => t("moderate.error.invalid_token"),
+    token_expired: () => t("moderate.error.token_expired"),
+    // The server says which state the comment is in already (English);
+    // another language says so in its own words.
+    already_so: (m) => (I18n.lang === "en" ? `Nothing to do: ${m.replace(/^the comment is /, "it is ")}.` : t("moderate.error.already_so")),
+    comment_not_found: () => t("moderate.error.comment_not_found"),
+    user_not_found: () => t("moderate.error.user_not_found"),
   };
+  // Who is signed in, as a catalogue key and its parameters (written again
+  // in another language).
+  let whoSaid = ["moderate.notSignedIn", null];
+  const showWho = (key, params) => { whoSaid = [key, params]; $("who").textContent = t(key, params); };
+  // The queue's last answer and the status line's message, likewise.
+  let shown = null;
+  let said = null;
   const api = Throng.client({ sentences: SENTENCES });
   let token = sessionStorage.getItem("throng-moderator-token");
   // Signed in to the admin console: its session signs the calls in.
@@ -43,30 +53,39 @@
   }
   const problem = (res) => (res.offline ? Throng.UNREACHABLE : Throng.errorFromBody(res.status, res.json, SENTENCES).message);
 
-  function signedIn(t, label) {
-    token = t;
-    if (t) sessionStorage.setItem("throng-moderator-token", t);
+  function signedIn(value, key, params) {
+    token = value;
+    if (value) sessionStorage.setItem("throng-moderator-token", value);
     else sessionStorage.removeItem("throng-moderator-token");
-    $("who").textContent = t ? label : "not signed in";
+    if (value) showWho(key, params); else showWho("moderate.notSignedIn");
     load();
   }
 
   async function load(message) {
     const queue = $("queue");
+    shown = null;
     if (!token && !bySession) {
-      queue.replaceChildren(el("p", { class: "note", text: "Sign in to see the queue." }));
+      queue.replaceChildren(el("p", { class: "note", text: t("moderate.signInFirst") }));
       return;
     }
-    $("status").textContent = "Loading…";
+    $("status").textContent = t("common.loading");
     const res = await call("GET", "/api/comments/moderation/queue?limit=100");
     if (!res.ok) {
       $("status").textContent = "";
       queue.replaceChildren(el("p", { class: "error", text: problem(res), "data-testid": "queue-error" }));
       return;
     }
-    $("status").textContent = message || `${res.json.length} item${res.json.length === 1 ? "" : "s"} to look at.`;
-    queue.replaceChildren(...res.json.map(item));
-    if (res.json.length === 0) queue.append(el("p", { class: "note", text: "Nothing waits for a moderator.", "data-testid": "queue-empty" }));
+    said = message || ["moderate.count", { count: res.json.length }];
+    shown = res.json;
+    render();
+  }
+
+  // The queue as last answered, in the page's language.
+  function render() {
+    $("status").textContent = t(said[0], said[1]);
+    const queue = $("queue");
+    queue.replaceChildren(...shown.map(item));
+    if (shown.length === 0) queue.append(el("p", { class: "note", text: t("moderate.empty"), "data-testid": "queue-empty" }));
   }
 
   function item(c) {
@@ -76,68 +95,79 @@
     const err = el("span", { class: "error", id: `${reasonId}-err`, "data-testid": "mod-error" });
     const act = (action, path, method = "POST") => async () => {
       if (!reason.value.trim()) {
-        err.textContent = "Give a reason first: it is recorded with the action.";
+        err.textContent = t("moderate.rule.reason");
         reason.focus();
         return;
       }
       err.textContent = "";
       const body = path ? { reason: reason.value } : { action, reason: reason.value };
       const res = await call(method, path || `/api/comments/${c.commentId}/moderation`, body);
-      if (res.ok) load(`Done: ${action} on comment ${c.commentId}.`);
+      if (res.ok) load(["moderate.done", { action: t(`moderate.action.${action}`), id: String(c.commentId) }]);
       else err.textContent = problem(res);
     };
     const held = c.status === "held";
-    const kind = c.parentId ? "Reply" : "Review";
+    const kind = c.parentId ? "moderate.reply" : "moderate.review";
     const box = el("article", { class: "item", "data-testid": "queue-item", "data-comment-id": String(c.commentId) },
-      el("h2", {}, el("span", { text: `${kind} ${c.commentId} · course ${c.courseId} · ${c.displayName} (user ${c.userId})` })),
+      el("h2", {}, el("span", { text: t(kind, { id: String(c.commentId), course: String(c.courseId), name: c.displayName, user: String(c.userId) }) })),
       el("div", { class: "meta" },
-        held ? el("span", { class: "badge", text: "Held" }) : null, " ",
-        c.reportsOpen ? el("span", { class: "badge reported", text: `${c.reportsOpen} report${c.reportsOpen === 1 ? "" : "s"}` }) : null, " ",
-        c.status === "hidden" ? el("span", { class: "badge", text: "Hidden" }) : null, " ",
-        c.authorBanned ? el("span", { class: "badge reported", text: "Author banned" }) : null, " ",
-        el("span", { text: new Date(c.createdDate).toLocaleString() })),
+        held ? el("span", { class: "badge", text: t("moderate.held") }) : null, " ",
+        c.reportsOpen ? el("span", { class: "badge reported", text: t("moderate.reports", { count: c.reportsOpen }) }) : null, " ",
+        c.status === "hidden" ? el("span", { class: "badge", text: t("moderate.hidden") }) : null, " ",
+        c.authorBanned ? el("span", { class: "badge reported", text: t("moderate.authorBanned") }) : null, " ",
+        el("span", { class: "when", text: I18n.dateTime(new Date(c.createdDate)) })),
       c.note ? el("p", { class: "note", text: c.note }) : null,
       c.rating ? el("div", { text: `${"★".repeat(c.rating)}${"☆".repeat(5 - c.rating)} ${c.title}` }) : el("div", { text: c.title }),
       el("div", { class: "remarks", text: c.remarks }),
-      c.reportReasons.length ? el("ul", { "aria-label": "Report reasons" }, ...c.reportReasons.map((r) => el("li", { text: r }))) : null,
-      el("div", { class: "reason" }, el("label", { for: reasonId, text: "Reason (recorded with the action)" }), reason, err),
+      c.reportReasons.length ? el("ul", { "aria-label": t("moderate.reportReasons") }, ...c.reportReasons.map((r) => el("li", { text: r }))) : null,
+      el("div", { class: "reason" }, el("label", { for: reasonId, text: t("moderate.reason") }), reason, err),
       el("div", { class: "row" },
-        el("button", { type: "button", text: held ? "Approve" : "Keep and close reports", "data-testid": held ? "mod-approve" : "mod-dismiss",
+        el("button", { type: "button", text: held ? t("moderate.approve") : t("moderate.dismiss"), "data-testid": held ? "mod-approve" : "mod-dismiss",
           onclick: held ? act("restore") : act("dismiss") }),
-        c.status === "hidden" ? el("button", { type: "button", text: "Restore", "data-testid": "mod-restore", onclick: act("restore") }) : null,
-        c.status !== "hidden" ? el("button", { type: "button", text: "Hide", "data-testid": "mod-hide", onclick: act("hide") }) : null,
-        el("button", { type: "button", text: "Remove for good", "data-testid": "mod-remove", onclick: act("remove") }),
+        c.status === "hidden" ? el("button", { type: "button", text: t("moderate.restore"), "data-testid": "mod-restore", onclick: act("restore") }) : null,
+        c.status !== "hidden" ? el("button", { type: "button", text: t("moderate.hide"), "data-testid": "mod-hide", onclick: act("hide") }) : null,
+        el("button", { type: "button", text: t("moderate.remove"), "data-testid": "mod-remove", onclick: act("remove") }),
         c.authorBanned
-          ? el("button", { type: "button", text: "Lift the author's ban", "data-testid": "mod-unban",
+          ? el("button", { type: "button", text: t("moderate.unban"), "data-testid": "mod-unban",
             onclick: act("unban", `/api/comments/users/${c.userId}/ban`, "DELETE") })
-          : el("button", { type: "button", text: "Ban the author", "data-testid": "mod-ban",
+          : el("button", { type: "button", text: t("moderate.ban"), "data-testid": "mod-ban",
             onclick: act("ban", `/api/comments/users/${c.userId}/ban`, "PUT") })));
     return box;
   }
 
   $("use-token").onclick = () => {
-    const t = $("token").value.trim();
-    signedIn(t || null, "signed in with a pasted token");
+    const value = $("token").value.trim();
+    signedIn(value || null, "moderate.pasted");
   };
   $("demo-moderator").onclick = async () => {
     const r = await call("GET", "/api/comments/demo-token?role=moderator");
     if (!r.ok) {
-      $("who").textContent = `${problem(r)} (paste a token above)`;
+      showWho("moderate.demoFailed", { problem: problem(r) });
       return;
     }
-    signedIn(r.json.token, `signed in as moderator ${r.json.sub}`);
+    signedIn(r.json.token, "moderate.signedInAs", { sub: r.json.sub });
   };
   $("refresh").onclick = () => load();
-  if (token) {
-    $("who").textContent = "signed in";
-    load();
-  } else {
-    Throng.consoleSession().then((who) => {
-      if (who) {
-        bySession = true;
-        Throng.showConsoleSession($("token").closest("fieldset"), who);
-      }
+  I18n.ready.then(() => {
+    if (token) {
+      showWho("moderate.signedIn");
       load();
-    });
-  }
+    } else {
+      showWho("moderate.notSignedIn");
+      Throng.consoleSession().then((who) => {
+        if (who) {
+          bySession = true;
+          Throng.showConsoleSession($("token").closest("fieldset"), who);
+        }
+        load();
+      });
+    }
+  });
+  // Another language: what the script wrote, written again (a reason being
+  // typed is lost with its item, so the queue is kept while one is).
+  I18n.onChange(() => {
+    $("who").textContent = t(whoSaid[0], whoSaid[1]);
+    const typing = [...document.querySelectorAll("[data-testid=mod-reason]")].some((r) => r.value);
+    if (shown && !typing) render();
+    else if (!shown && !token && !bySession) load();
+  });
 })();

@@ -8,13 +8,14 @@
 
 (() => {
   const $ = (id) => document.getElementById(id);
+  const t = I18n.t;
   const TOKEN_KEY = "throng-invites-admin-token";
   const api = Throng.client({
     sentences: {
-      missing_token: () => "Paste an admin token first.",
-      invalid_token: () => "This token is not valid here: make one with throng token --role admin.",
-      token_expired: () => "This token has expired: make a new one with throng token --role admin.",
-      forbidden: () => "This token is not an admin's: make one with throng token --role admin.",
+      missing_token: () => t("invitesAdmin.error.missing_token"),
+      invalid_token: () => t("invitesAdmin.error.invalid_token"),
+      token_expired: () => t("invitesAdmin.error.token_expired"),
+      forbidden: () => t("invitesAdmin.error.forbidden"),
     },
   });
   const FIELDS = ["name", "owner", "surveyUrl", "allowedOrigins", "pagesInclude", "pagesExclude", "devices",
@@ -26,6 +27,7 @@
   let sites = [];
   let editing = null; // the site id being changed, or null for a new one
   let shown = null; // the site whose snippet and results are shown
+  let results = null; // its results as last answered (drawn again in another language)
 
   const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
   const status = (text, bad) => {
@@ -55,15 +57,15 @@
   // ---- the token ----------------------------------------------------------
   $("token-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const t = $("token").value.trim();
+    const pasted = $("token").value.trim();
     $("token-err").textContent = "";
     $("token").removeAttribute("aria-invalid");
-    if (!t) {
-      $("token-err").textContent = "Paste an admin token first.";
+    if (!pasted) {
+      $("token-err").textContent = t("invitesAdmin.error.missing_token");
       $("token").setAttribute("aria-invalid", "true");
       return;
     }
-    sessionStorage.setItem(TOKEN_KEY, t);
+    sessionStorage.setItem(TOKEN_KEY, pasted);
     await loadSites();
   });
 
@@ -100,18 +102,19 @@
       const name = document.createElement("div");
       const n = document.createElement("span");
       n.className = "site-name";
-      n.textContent = `${s.name} (site ${s.siteId})`;
+      n.textContent = t("invitesAdmin.siteName", { name: s.name, id: String(s.siteId) });
       const badge = document.createElement("span");
       badge.className = s.paused ? "badge paused" : "badge";
-      badge.textContent = s.paused ? "paused" : "active";
+      badge.textContent = s.paused ? t("invitesAdmin.paused") : t("invitesAdmin.active");
       name.append(n, badge);
       const actions = document.createElement("div");
       actions.className = "row";
       actions.style.marginTop = "0";
       actions.append(
-        button("Edit", () => openForm(s), `Edit ${s.name}`),
-        button(s.paused ? "Resume" : "Pause", () => setPaused(s, !s.paused), `${s.paused ? "Resume" : "Pause"} ${s.name}`),
-        button("Snippet and results", () => openDetail(s), `Snippet and results of ${s.name}`),
+        button(t("invitesAdmin.edit"), () => openForm(s), t("invitesAdmin.editLabel", { name: s.name })),
+        button(s.paused ? t("invitesAdmin.resume") : t("invitesAdmin.pause"), () => setPaused(s, !s.paused),
+          t(s.paused ? "invitesAdmin.resumeLabel" : "invitesAdmin.pauseLabel", { name: s.name })),
+        button(t("invitesAdmin.detail"), () => openDetail(s), t("invitesAdmin.detailLabel", { name: s.name })),
       );
       li.append(name, actions);
       ul.append(li);
@@ -123,7 +126,7 @@
       const changed = await call("POST", `/api/invites/sites/${s.siteId}/${paused ? "pause" : "resume"}`);
       sites = sites.map((x) => (x.siteId === changed.siteId ? changed : x));
       renderSites();
-      status(`${changed.name} is ${changed.paused ? "paused: no invitation is shown" : "active again"}.`);
+      status(t(changed.paused ? "invitesAdmin.nowPaused" : "invitesAdmin.nowActive", { name: changed.name }));
     } catch (e) {
       failed(e);
     }
@@ -144,7 +147,7 @@
   function openForm(s) {
     editing = s ? s.siteId : null;
     clearErrors();
-    $("form-h").textContent = s ? `Change ${s.name} (site ${s.siteId})` : "Add a site";
+    $("form-h").textContent = s ? t("invitesAdmin.change", { name: s.name, id: String(s.siteId) }) : t("invitesAdmin.addSite");
     const v = s || { name: "", owner: "default", surveyUrl: "", allowedOrigins: [], pagesInclude: [], pagesExclude: [],
       devices: [], inviteShare: 1, closesMax: 3, retentionDays: 365, askAgainAfterNoDays: 0,
       askAgainAfterClosesDays: 0, capInvitations: 0, capDays: 30, trigger: "load", style: "modal" };
@@ -192,7 +195,7 @@
     const body = formBody();
     for (const f of NUMBERS) {
       if (body[f] !== null && !Number.isFinite(body[f])) {
-        $(`e-${f}`).textContent = "a number";
+        $(`e-${f}`).textContent = t("invitesAdmin.rule.number");
         input(f).setAttribute("aria-invalid", "true");
         input(f).focus();
         return;
@@ -204,7 +207,7 @@
         ? await call("POST", "/api/invites/sites", body)
         : await call("PATCH", `/api/invites/sites/${editing}`, body);
       $("form-section").hidden = true;
-      status(`Saved ${saved.name} (site ${saved.siteId}).`);
+      status(t("invitesAdmin.saved", { name: saved.name, id: String(saved.siteId) }));
       await loadSites();
       openDetail(saved);
     } catch (e) {
@@ -222,7 +225,7 @@
 
   function openDetail(s) {
     shown = s;
-    $("detail-h").textContent = `${s.name} (site ${s.siteId})`;
+    $("detail-h").textContent = t("invitesAdmin.siteName", { name: s.name, id: String(s.siteId) });
     $("snippet").textContent = s.snippet;
     $("copy-status").textContent = "";
     const today = new Date();
@@ -235,7 +238,7 @@
   $("copy").addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(shown.snippet);
-      $("copy-status").textContent = "Copied.";
+      $("copy-status").textContent = t("invitesAdmin.copied");
     } catch (_) {
       // No clipboard (an insecure origin): select it to copy by hand.
       const range = document.createRange();
@@ -243,7 +246,7 @@
       const sel = window.getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
-      $("copy-status").textContent = "Selected: copy it with Ctrl+C (⌘C).";
+      $("copy-status").textContent = t("invitesAdmin.selected");
     }
   });
 
@@ -268,6 +271,7 @@
     $("e-to").textContent = "";
     try {
       const r = await call("GET", `/api/invites/sites/${shown.siteId}/results?${range()}`);
+      results = r;
       drawChart(r.days);
       const body = $("pages-table").tBodies[0];
       body.replaceChildren();
@@ -275,7 +279,7 @@
         const tr = document.createElement("tr");
         for (const v of [p.page, p.shown, p.yes, p.no, p.closed]) {
           const td = document.createElement("td");
-          td.textContent = String(v);
+          td.textContent = typeof v === "number" ? I18n.number(v) : String(v);
           tr.append(td);
         }
         body.append(tr);
@@ -315,8 +319,8 @@
     svg.setAttribute("class", "chart");
     svg.setAttribute("role", "img");
     const total = (k) => days.reduce((n, d) => n + d[k], 0);
-    svg.setAttribute("aria-label", `From ${days[0].day} to ${days[days.length - 1].day}: ` +
-      SERIES.map(([k]) => `${total(k)} ${k}`).join(", "));
+    svg.setAttribute("aria-label", t("invitesAdmin.chart", { from: I18n.date(days[0].day), to: I18n.date(days[days.length - 1].day),
+      counts: SERIES.map(([k]) => `${I18n.number(total(k))} ${t(`invitesAdmin.series.${k}`)}`).join(", ") }));
     const el = (name, attrs, text) => {
       const e = document.createElementNS(NS, name);
       for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
@@ -326,10 +330,11 @@
     };
     el("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), stroke: "#999" });
     el("line", { x1: L, y1: T, x2: L, y2: y(0), stroke: "#999" });
-    el("text", { x: L - 6, y: y(max) + 4, "text-anchor": "end", "font-size": 11, fill: "#555" }, String(max));
+    el("text", { x: L - 6, y: y(max) + 4, "text-anchor": "end", "font-size": 11, fill: "#555" }, I18n.number(max));
     el("text", { x: L - 6, y: y(0) + 4, "text-anchor": "end", "font-size": 11, fill: "#555" }, "0");
-    el("text", { x: L, y: H - 8, "font-size": 11, fill: "#555" }, days[0].day);
-    el("text", { x: W - R, y: H - 8, "text-anchor": "end", "font-size": 11, fill: "#555" }, days[days.length - 1].day);
+    const short = { day: "numeric", month: "short", year: "numeric" };
+    el("text", { x: L, y: H - 8, "font-size": 11, fill: "#555", "data-day": days[0].day }, I18n.date(days[0].day, short));
+    el("text", { x: W - R, y: H - 8, "text-anchor": "end", "font-size": 11, fill: "#555", "data-day": days[days.length - 1].day }, I18n.date(days[days.length - 1].day, short));
     for (const [k, color] of SERIES) {
       const points = days.map((d, i) => `${x(i).toFixed(1)},${y(d[k]).toFixed(1)}`).join(" ");
       el("polyline", { points, fill: "none", stroke: color, "stroke-width": 2, "data-series": k });
@@ -337,15 +342,27 @@
     $("chart-box").replaceChildren(svg);
   }
 
-  if (token()) {
-    $("token").value = token();
-    loadSites();
-  } else {
-    // Opened from the admin console: its session signs the calls in.
-    Throng.consoleSession().then((who) => {
-      if (!who) return;
-      Throng.showConsoleSession($("token-form").closest("section"), who);
+  I18n.ready.then(() => {
+    if (token()) {
+      $("token").value = token();
       loadSites();
-    });
-  }
+    } else {
+      // Opened from the admin console: its session signs the calls in.
+      Throng.consoleSession().then((who) => {
+        if (!who) return;
+        Throng.showConsoleSession($("token-form").closest("section"), who);
+        loadSites();
+      });
+    }
+  });
+  // Another language: what the script wrote, written again in its words.
+  I18n.onChange(() => {
+    if (!$("sites-section").hidden) renderSites();
+    if (shown) $("detail-h").textContent = t("invitesAdmin.siteName", { name: shown.name, id: String(shown.siteId) });
+    if (!$("form-section").hidden) {
+      const s = sites.find((x) => x.siteId === editing);
+      $("form-h").textContent = s ? t("invitesAdmin.change", { name: s.name, id: String(s.siteId) }) : t("invitesAdmin.addSite");
+    }
+    if (results && results.days.length) drawChart(results.days);
+  });
 })();

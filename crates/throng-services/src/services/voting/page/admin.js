@@ -6,19 +6,22 @@
 
 const API = "/api/voting";
 const $ = (id) => document.getElementById(id);
-const TIME_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const t = I18n.t;
+// Times in the page's language, in the reader's time zone.
 const fmtTime = (iso) => {
   const d = new Date(iso);
-  return isNaN(d) ? String(iso) : TIME_FORMAT.format(d);
+  return isNaN(d) ? String(iso) : I18n.dateTime(d, { dateStyle: "medium", timeStyle: "short" });
 };
+// An election's state in words ("draft", "návrh"); an unknown one as sent.
+const stateName = (state) => (I18n.has(`votingAdmin.stateName.${state}`) ? I18n.t(`votingAdmin.stateName.${state}`) : state);
 
 const MESSAGES = {
-  missing_token: () => "Enter an admin token first.",
-  invalid_token: () => "The admin token is not valid; make a new one with throng token --role admin.",
-  token_expired: () => "The admin token has expired; make a new one.",
-  forbidden: () => "This token is not an admin's.",
-  internal: () => "The server had an error (it was logged); nothing was changed. Try again in a moment.",
-  http_500: () => "The server had an error; try again in a moment.",
+  missing_token: () => t("votingAdmin.error.missing_token"),
+  invalid_token: () => t("votingAdmin.error.invalid_token"),
+  token_expired: () => t("votingAdmin.error.token_expired"),
+  forbidden: () => t("votingAdmin.error.forbidden"),
+  internal: () => t("votingAdmin.error.internal"),
+  http_500: () => t("votingAdmin.error.http_500"),
 };
 const api = Throng.client({ sentences: MESSAGES });
 
@@ -75,7 +78,7 @@ async function loadElections(select) {
   for (const e of body.elections) {
     const o = document.createElement("option");
     o.value = e.electionId;
-    o.textContent = `${e.electionId}: ${e.name} (${e.state})`;
+    o.textContent = `${e.electionId}: ${e.name} (${stateName(e.state)})`;
     sel.appendChild(o);
   }
   if (keep && body.elections.some((e) => String(e.electionId) === keep)) sel.value = keep;
@@ -84,12 +87,12 @@ async function loadElections(select) {
 
 async function showElection() {
   if (!electionId()) {
-    $("election-state").textContent = "No election yet: draft one above.";
+    $("election-state").textContent = t("votingAdmin.noElection");
     return;
   }
   const e = await api.getJson(`${API}/elections/${encodeURIComponent(electionId())}`);
   const voters = e.districts.reduce((n, d) => n + d.voters, 0);
-  $("election-state").textContent = `${e.name}: ${e.state}; ${voters.toLocaleString("en-US")} voters on the roll; open from ${fmtTime(e.opensAt)} to ${fmtTime(e.closesAt)}.`;
+  $("election-state").textContent = t("votingAdmin.electionState", { name: e.name, state: stateName(e.state), count: voters, opens: fmtTime(e.opensAt), closes: fmtTime(e.closesAt) });
   $("election-state").dataset.state = e.state;
   $("election-state").dataset.voters = String(voters);
   for (const b of document.querySelectorAll("#steps button")) {
@@ -107,7 +110,7 @@ async function showElection() {
   $("export-box").disabled = !["closed", "tallied", "published"].includes(e.state);
   $("import-results").disabled = e.state !== "closed";
   $("election-state").dataset.hasKey = String(Boolean(e.publicKey));
-  if (!e.publicKey && e.state === "draft") $("election-state").textContent += " No public key yet: give it before opening.";
+  if (!e.publicKey && e.state === "draft") $("election-state").textContent += ` ${t("votingAdmin.noKey")}`;
   await showLog();
 }
 
@@ -122,7 +125,7 @@ async function showLog() {
   const body = await res.json();
   list.replaceChildren(...body.entries.map((e) => {
     const li = document.createElement("li");
-    li.textContent = `${fmtTime(e.at)}: ${e.eventType.replace(/^voting\./, "")} by ${e.actor}`;
+    li.textContent = t("votingAdmin.log.entry", { at: fmtTime(e.at), event: e.eventType.replace(/^voting\./, ""), actor: e.actor });
     li.dataset.eventType = e.eventType;
     return li;
   }));
@@ -131,24 +134,24 @@ async function showLog() {
 async function create() {
   const file = $("definition-file").files[0];
   if (!file) {
-    setStatus("Choose the definition's file first.", "error", "missing_file");
+    setStatus(t("votingAdmin.rule.definition"), "error", "missing_file");
     return;
   }
-  setStatus("Drafting…");
+  setStatus(t("votingAdmin.drafting"));
   const res = await send("POST", "/elections", await file.text(), "application/json");
   if (!res) return;
   const body = await res.json();
-  setStatus(`Drafted election ${body.electionId}. Import its roll next.`);
+  setStatus(t("votingAdmin.drafted", { id: String(body.electionId) }));
   await loadElections(body.electionId);
 }
 
 async function importRoll() {
   const file = $("roll-file").files[0];
   if (!file) {
-    setStatus("Choose the roll's file first.", "error", "missing_file");
+    setStatus(t("votingAdmin.rule.roll"), "error", "missing_file");
     return;
   }
-  setStatus("Importing the roll…");
+  setStatus(t("votingAdmin.importingRoll"));
   const res = await send("PUT", `/elections/${encodeURIComponent(electionId())}/roll`, file, "text/csv");
   if (!res) return;
   const blob = await res.blob();
@@ -159,7 +162,7 @@ async function importRoll() {
   link.download = `election-${electionId()}-credentials.csv`;
   $("credentials-box").hidden = false;
   const lines = (await blob.text()).split("\n").filter(Boolean).length - 1;
-  setStatus(`Imported ${lines.toLocaleString("en-US")} voters. Download their credentials now: they are not kept.`);
+  setStatus(t("votingAdmin.imported", { count: lines }));
   link.dataset.voters = String(lines);
   await showElection();
 }
@@ -167,10 +170,10 @@ async function importRoll() {
 async function putJsonFile(input, what, done) {
   const file = $(input).files[0];
   if (!file) {
-    setStatus(`Choose the ${what} file first.`, "error", "missing_file");
+    setStatus(t(what === "key" ? "votingAdmin.rule.key" : "votingAdmin.rule.results"), "error", "missing_file");
     return;
   }
-  setStatus(`Sending the ${what}…`);
+  setStatus(t(what === "key" ? "votingAdmin.sendingKey" : "votingAdmin.sendingResults"));
   const res = await send("PUT", `/elections/${encodeURIComponent(electionId())}/${what === "key" ? "key" : "results"}`, await file.text(), "application/json");
   if (!res) return;
   const body = await res.json();
@@ -181,7 +184,7 @@ async function putJsonFile(input, what, done) {
 let boxUrl = null;
 
 async function exportBox() {
-  setStatus("Exporting the ballot box…");
+  setStatus(t("votingAdmin.exporting"));
   const res = await send("GET", `/elections/${encodeURIComponent(electionId())}/box`);
   if (!res) return;
   const blob = await res.blob();
@@ -195,29 +198,29 @@ async function exportBox() {
   link.textContent = link.download;
   const ballots = box.districts.reduce((n, d) => n + d.ballots.length, 0);
   link.dataset.ballots = String(ballots);
-  setStatus(`The box holds ${ballots.toLocaleString("en-US")} sealed ballots; its digest ${box.digest} is the public board's. Save it and hand it to the trustees.`);
+  setStatus(t("votingAdmin.exported", { count: ballots, digest: box.digest }));
 }
 
 async function step(action) {
-  setStatus(`${action}…`);
+  setStatus(t(`votingAdmin.doing.${action}`));
   const res = await send("POST", `/elections/${encodeURIComponent(electionId())}/${action}`);
   if (!res) return;
   const body = await res.json();
-  setStatus(`The election is ${body.state}.`);
+  setStatus(t("votingAdmin.stateNow", { state: stateName(body.state) }));
   await loadElections();
 }
 
 async function extend() {
   const v = $("closes-at").value;
   if (!v) {
-    setStatus("Choose the new closing time first.", "error", "missing_time");
+    setStatus(t("votingAdmin.rule.time"), "error", "missing_time");
     return;
   }
   const closesAt = new Date(v).toISOString();
   const res = await send("PATCH", `/elections/${encodeURIComponent(electionId())}`, JSON.stringify({ closesAt }), "application/json");
   if (!res) return;
   const body = await res.json();
-  setStatus(`The election now closes at ${fmtTime(body.closesAt)}.`);
+  setStatus(t("votingAdmin.extended", { closes: fmtTime(body.closesAt) }));
   await showElection();
 }
 
@@ -233,18 +236,20 @@ $("create").addEventListener("click", () => guarded(create));
 $("import").addEventListener("click", () => guarded(importRoll));
 $("reload").addEventListener("click", () => guarded(() => loadElections()));
 $("extend").addEventListener("click", () => guarded(extend));
-$("set-key").addEventListener("click", () => guarded(() => putJsonFile("key-file", "key", (b) => `The key is set; the election is ${b.state}. Open it when ready.`)));
+$("set-key").addEventListener("click", () => guarded(() => putJsonFile("key-file", "key", (b) => t("votingAdmin.keySet", { state: stateName(b.state) }))));
 $("export-box").addEventListener("click", () => guarded(exportBox));
-$("import-results").addEventListener("click", () => guarded(() => putJsonFile("results-file", "results", (b) => `The results are imported; the election is ${b.state}. Check them, then publish.`)));
+$("import-results").addEventListener("click", () => guarded(() => putJsonFile("results-file", "results", (b) => t("votingAdmin.resultsImported", { state: stateName(b.state) }))));
 $("election").addEventListener("change", () => guarded(showElection));
 $("admin-token").addEventListener("change", () => guarded(showLog));
 for (const b of document.querySelectorAll("#steps button")) {
   b.addEventListener("click", () => guarded(() => step(b.dataset.step)));
 }
-Throng.consoleSession().then((who) => {
+I18n.ready.then(() => Throng.consoleSession()).then((who) => {
   if (who && !$("admin-token").value.trim()) {
     bySession = true;
     Throng.showConsoleSession($("admin-token").closest("fieldset"), who);
   }
   guarded(() => loadElections());
 });
+// Another language: the election, its log and its states written again.
+I18n.onChange(() => guarded(() => loadElections()));

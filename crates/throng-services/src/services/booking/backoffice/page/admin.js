@@ -6,14 +6,17 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const t = I18n.t;
 const TOKEN_KEY = "throng.admin.token";
 const api = Throng.client({
   retriesMax: 4,
-  onWait: ({ waitMs, attempt }) => setStatus(`The server is busy. Waiting ${Math.ceil(waitMs / 1000)} s, then trying again (attempt ${attempt})…`, "waiting"),
+  onWait: ({ waitMs, attempt }) => setStatus(t("staff.wait", { s: Math.ceil(waitMs / 1000), attempt }), "waiting"),
 });
 const PAGE_SIZE = 20;
 let search = null; // { params, cursor }
 let editing = null; // { id, place } or null for a new place
+let found = []; // the places listed, written again in another language
+let days = null; // the place's days shown, likewise
 
 function setStatus(text, kind) {
   const s = $("status");
@@ -40,7 +43,7 @@ function showFailure(text, retry) {
   const b = document.createElement("button");
   b.type = "button";
   b.id = "retry";
-  b.textContent = "Try again";
+  b.textContent = t("common.tryAgain");
   b.addEventListener("click", () => { b.disabled = true; setStatus(""); retry(); });
   $("status").append(" ", b);
 }
@@ -60,7 +63,7 @@ function auth() {
 async function call(url, init, retry) {
   const token = $("a-token").value.trim();
   const open = Boolean(init && init.open);
-  if (!token && !open && !bySession) { setFieldError("a-token", "Paste an admin token (made with: throng token --role admin)."); $("a-token").focus(); setStatus(""); return null; }
+  if (!token && !open && !bySession) { setFieldError("a-token", t("placesAdmin.rule.token")); $("a-token").focus(); setStatus(""); return null; }
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   let res;
   try {
@@ -73,16 +76,16 @@ async function call(url, init, retry) {
     const e = await api.errorOf(res);
     setStatus("");
     setFieldError("a-token", res.status === 401
-      ? "This token is not valid or has expired. Paste a current admin token."
-      : `This token is not an admin's: ${e.message}`);
+      ? t("placesAdmin.error.invalidToken")
+      : t("placesAdmin.error.notAdmin", { message: e.message }));
     $("a-token").focus();
     return null;
   }
   if (!open) setFieldError("a-token", "");
   if (res.status === 429 || res.status === 503 || res.status >= 500) {
     showFailure(res.status >= 500 && res.status !== 503
-      ? `Something went wrong on the server (error ${res.status}). Nothing was lost; try again in a moment.`
-      : "The server is too busy right now. Wait a minute, then try again.", retry);
+      ? t("placesAdmin.error.server", { status: String(res.status) })
+      : t("placesAdmin.error.busy"), retry);
     return null;
   }
   return res;
@@ -107,7 +110,7 @@ function rest(message) {
 
 function placeLine(p) {
   const where = [p.address, [p.postcode, p.city].filter(Boolean).join(" "), p.region].filter(Boolean).join(", ");
-  const what = `${p.seats} seat${p.seats === 1 ? "" : "s"} every ${p.slotMinutes} min · ${p.hours || "no weekly hours"}`;
+  const what = t("placesAdmin.place.seats", { count: p.seats, minutes: p.slotMinutes, hours: p.hours || t("placesAdmin.place.noHours") });
   return { where, what };
 }
 
@@ -126,13 +129,13 @@ function showPlace(li, p) {
   actions.className = "actions";
   const edit = document.createElement("button");
   edit.type = "button";
-  edit.textContent = "Edit";
-  edit.setAttribute("aria-label", `Edit ${p.name}`);
+  edit.textContent = t("placesAdmin.edit");
+  edit.setAttribute("aria-label", t("placesAdmin.editLabel", { name: p.name }));
   edit.addEventListener("click", () => openPlace(p.id));
   const day = document.createElement("a");
   day.href = `/booking/staff/#place=${p.id}`;
-  day.textContent = "Day list";
-  day.setAttribute("aria-label", `Day list of ${p.name}`);
+  day.textContent = t("placesAdmin.dayList");
+  day.setAttribute("aria-label", t("placesAdmin.dayListLabel", { name: p.name }));
   actions.append(edit, day);
   li.append(title, code, l1, l2, actions);
 }
@@ -150,7 +153,7 @@ async function find(event, more) {
   }
   const params = new URLSearchParams(search.params);
   if (more && search.cursor) params.set("cursor", String(search.cursor));
-  setStatus("Searching…", "loading");
+  setStatus(t("placesAdmin.searching"), "loading");
   $("search").disabled = true;
   const res = await call(`/api/booking/places?${params}`, { open: true }, () => find(null, more));
   $("search").disabled = false;
@@ -165,14 +168,23 @@ async function find(event, more) {
   setStatus("");
   const list = $("found");
   if (!more) list.replaceChildren();
+  if (!more) found = [];
   for (const p of page.places) {
     const li = document.createElement("li");
     showPlace(li, p);
     list.appendChild(li);
+    found.push(p);
   }
   search.cursor = page.nextCursor || null;
+  search.total = page.total;
   $("more").hidden = !page.nextCursor;
-  $("found-count").textContent = page.total === 0 ? "No place matches." : `${page.total} place${page.total === 1 ? "" : "s"} match; ${list.children.length} shown.`;
+  showCount();
+}
+
+function showCount() {
+  $("found-count").textContent = search.total === 0
+    ? t("placesAdmin.found.none")
+    : t("placesAdmin.found.count", { count: search.total, shown: $("found").children.length });
 }
 
 // ---------------------------------------------------------------- a place
@@ -192,7 +204,7 @@ function newPlace() {
   editing = null;
   clearErrors($("place-form"));
   fillForm(null);
-  $("edit-title").textContent = "New place";
+  $("edit-title").textContent = t("placesAdmin.newPlace");
   $("save-summary").hidden = true;
   $("days-section").hidden = true;
   $("edit-section").hidden = false;
@@ -200,7 +212,7 @@ function newPlace() {
 }
 
 async function openPlace(id) {
-  setStatus("Loading the place…", "loading");
+  setStatus(t("placesAdmin.loadingPlace"), "loading");
   const res = await call(`/api/booking/places/${id}`, { open: true }, () => openPlace(id));
   if (!res) return;
   if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
@@ -225,25 +237,25 @@ function formBody() {
   body.services = $("f-services").value.split(/[\s,]+/).filter(Boolean);
   for (const f of ["slotMinutes", "seats", "bookAheadDays", "noticeMinutes"]) {
     const v = $(`f-${f}`).value.trim();
-    if (!/^[0-9]{1,6}$/.test(v)) { setFieldError(`f-${f}`, "Enter a whole number."); ok = false; } else body[f] = Number(v);
+    if (!/^[0-9]{1,6}$/.test(v)) { setFieldError(`f-${f}`, t("placesAdmin.rule.number")); ok = false; } else body[f] = Number(v);
   }
   for (const f of ["latitude", "longitude"]) {
     const v = $(`f-${f}`).value.trim();
     if (v === "") continue;
-    if (!/^-?[0-9]{1,3}(\.[0-9]+)?$/.test(v)) { setFieldError(`f-${f}`, "Enter a number like 48.153, or leave it empty."); ok = false; } else body[f] = Number(v);
+    if (!/^-?[0-9]{1,3}(\.[0-9]+)?$/.test(v)) { setFieldError(`f-${f}`, t("placesAdmin.rule.coordinate")); ok = false; } else body[f] = Number(v);
   }
   for (const f of ["code", "name", "address", "city", "postcode", "region", "timeZone", "hours"]) {
-    if (!body[f]) { setFieldError(`f-${f}`, "Fill this in."); ok = false; }
+    if (!body[f]) { setFieldError(`f-${f}`, t("placesAdmin.rule.fill")); ok = false; }
   }
   return ok ? body : null;
 }
 
 function summaryText(s, what) {
-  const parts = [`${what}: ${s.slotsAdded} slot${s.slotsAdded === 1 ? "" : "s"} made, ${s.slotsRemoved} taken away`];
-  if (s.slotsChanged) parts.push(`${s.slotsChanged} with other seats`);
-  let text = parts.join(", ") + ".";
-  if (s.registrationsOnRemovedSlots) text += ` ${s.registrationsOnRemovedSlots} registration${s.registrationsOnRemovedSlots === 1 ? " is" : "s are"} on slots taken away: kept, and each person is told.`;
-  if (s.registrationsOverSeats) text += ` ${s.registrationsOverSeats} more than the seats now allow: kept.`;
+  let text = t("placesAdmin.summary.slots", { what, count: s.slotsAdded, removed: s.slotsRemoved });
+  if (s.slotsChanged) text += t("placesAdmin.summary.changed", { count: s.slotsChanged });
+  text += ".";
+  if (s.registrationsOnRemovedSlots) text += " " + t("placesAdmin.summary.onRemoved", { count: s.registrationsOnRemovedSlots });
+  if (s.registrationsOverSeats) text += " " + t("placesAdmin.summary.overSeats", { count: s.registrationsOverSeats });
   return text;
 }
 
@@ -253,7 +265,7 @@ async function save(event) {
   const body = formBody();
   if (!body) { focusFirstError($("place-form")); return; }
   $("save").disabled = true;
-  setStatus("Saving…", "loading");
+  setStatus(t("staff.saving"), "loading");
   const url = editing ? `/api/booking/places/${editing.id}` : "/api/booking/places";
   const res = await call(url, { method: editing ? "PUT" : "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }, save);
   $("save").disabled = false;
@@ -262,7 +274,7 @@ async function save(event) {
     const e = await api.errorOf(res);
     setStatus("");
     const field = e.code === "code_taken" ? "f-code" : fieldOf(e.message, PLACE_FIELDS);
-    if (field && setFieldError(field, rest(e.message))) { focusFirstError($("place-form")); setStatus("Please correct the field marked below.", "error"); }
+    if (field && setFieldError(field, rest(e.message))) { focusFirstError($("place-form")); setStatus(t("placesAdmin.correctField"), "error"); }
     else setStatus(e.message, "error");
     return;
   }
@@ -270,9 +282,9 @@ async function save(event) {
   const created = res.status === 201;
   editing = { id: changed.place.id, place: changed.place };
   $("edit-title").textContent = `${changed.place.name} (${changed.place.code})`;
-  $("save-summary").textContent = summaryText(changed.summary, created ? "Created" : "Saved");
+  $("save-summary").textContent = summaryText(changed.summary, created ? t("placesAdmin.created") : t("placesAdmin.saved"));
   $("save-summary").hidden = false;
-  setStatus(created ? `Created place ${changed.place.id}.` : "Saved.");
+  setStatus(created ? t("placesAdmin.createdPlace", { id: String(changed.place.id) }) : t("placesAdmin.savedStatus"));
   await loadDays();
 }
 
@@ -291,18 +303,19 @@ async function loadDays() {
   $("days-section").hidden = false;
 }
 
-function showDays(days) {
+function showDays(shown) {
+  days = shown;
   const list = $("days");
   list.replaceChildren();
   for (const d of days) {
     const li = document.createElement("li");
     li.dataset.day = d.day;
     const text = document.createElement("span");
-    text.textContent = `${d.day}: ${d.hours ? d.hours : "closed"}`;
+    text.textContent = `${I18n.date(d.day)}: ${d.hours ? d.hours : t("placesAdmin.days.closed")}`;
     const remove = document.createElement("button");
     remove.type = "button";
-    remove.textContent = "Back to the week's hours";
-    remove.setAttribute("aria-label", `${d.day}: back to the week's hours`);
+    remove.textContent = t("placesAdmin.days.back");
+    remove.setAttribute("aria-label", t("placesAdmin.days.backLabel", { day: I18n.date(d.day) }));
     remove.addEventListener("click", () => removeDay(d.day));
     li.append(text, " ", remove);
     list.appendChild(li);
@@ -314,8 +327,8 @@ async function setDay(event) {
   if (event) event.preventDefault();
   clearErrors($("day-form"));
   const day = $("d-day").value;
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) { setFieldError("d-day", "Choose a day."); $("d-day").focus(); return; }
-  setStatus("Saving the day…", "loading");
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) { setFieldError("d-day", t("placesAdmin.rule.day")); $("d-day").focus(); return; }
+  setStatus(t("placesAdmin.savingDay"), "loading");
   const res = await call(`/api/booking/places/${editing.id}/days/${day}`, { method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ hours: $("d-hours").value.trim() }) }, setDay);
   if (!res) return;
   if (!res.ok) {
@@ -325,17 +338,17 @@ async function setDay(event) {
     if (!(field && setFieldError(field, rest(e.message)))) setStatus(e.message, "error");
     return;
   }
-  setStatus(summaryText(await res.json(), `${day} set`));
+  setStatus(summaryText(await res.json(), t("placesAdmin.daySet", { day: I18n.date(day) })));
   $("d-hours").value = "";
   await loadDays();
 }
 
 async function removeDay(day) {
-  setStatus("Saving the day…", "loading");
+  setStatus(t("placesAdmin.savingDay"), "loading");
   const res = await call(`/api/booking/places/${editing.id}/days/${day}`, { method: "DELETE" }, () => removeDay(day));
   if (!res) return;
   if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
-  setStatus(summaryText(await res.json(), `${day} has the week's hours again`));
+  setStatus(summaryText(await res.json(), t("placesAdmin.dayReset", { day: I18n.date(day) })));
   await loadDays();
 }
 
@@ -346,34 +359,34 @@ async function importCsv(event) {
   clearErrors($("import"));
   const file = $("i-file").files[0];
   const text = file ? await file.text() : $("i-csv").value;
-  if (!text.trim()) { setFieldError("i-csv", "Choose a CSV file or paste its lines."); return; }
+  if (!text.trim()) { setFieldError("i-csv", t("placesAdmin.rule.csv")); return; }
   $("import-go").disabled = true;
-  setStatus("Importing…", "loading");
+  setStatus(t("placesAdmin.importing"), "loading");
   const res = await call("/api/booking/places/import", { method: "POST", headers: { "Content-Type": "text/csv" }, body: text }, importCsv);
   $("import-go").disabled = false;
   if (!res) return;
   if (!res.ok) {
     const e = await api.errorOf(res);
-    setStatus("Nothing was imported; correct the file and import it again.", "error");
+    setStatus(t("placesAdmin.importRefused"), "error");
     setFieldError("i-csv", e.message.charAt(0).toUpperCase() + e.message.slice(1));
     return;
   }
   const s = await res.json();
   setStatus("");
-  $("import-summary").textContent = `Imported: ${s.created} place${s.created === 1 ? "" : "s"} created, ${s.updated} updated. ` + summaryText(s, "Slots");
+  $("import-summary").textContent = t("placesAdmin.imported", { count: s.created, updated: s.updated }) + " " + summaryText(s, t("placesAdmin.slots"));
   $("import-summary").hidden = false;
   if (search) find(null, false);
 }
 
 async function extend() {
   $("extend").disabled = true;
-  setStatus("Making the new days…", "loading");
+  setStatus(t("placesAdmin.making"), "loading");
   const res = await call("/api/booking/places/extend", { method: "POST" }, extend);
   $("extend").disabled = false;
   if (!res) return;
   if (!res.ok) { setStatus((await api.errorOf(res)).message, "error"); return; }
   setStatus("");
-  $("extend-summary").textContent = summaryText(await res.json(), "Horizon");
+  $("extend-summary").textContent = summaryText(await res.json(), t("placesAdmin.horizon"));
   $("extend-summary").hidden = false;
 }
 
@@ -387,13 +400,24 @@ $("day-form").addEventListener("submit", setDay);
 $("import").addEventListener("submit", importCsv);
 $("extend").addEventListener("click", extend);
 $("a-token").value = sessionStorage.getItem(TOKEN_KEY) || "";
-if ($("a-token").value) find();
-else {
-  Throng.consoleSession().then((who) => {
-    if (who) {
-      bySession = true;
-      Throng.showConsoleSession($("a-token").closest(".field"), who);
-    }
-    find();
-  });
-}
+I18n.ready.then(() => {
+  if ($("a-token").value) find();
+  else {
+    Throng.consoleSession().then((who) => {
+      if (who) {
+        bySession = true;
+        Throng.showConsoleSession($("a-token").closest(".field"), who);
+      }
+      find();
+    });
+  }
+});
+// Another language: what the script wrote, written again in its words.
+I18n.onChange(() => {
+  const list = $("found");
+  [...list.children].forEach((li, i) => { if (found[i]) showPlace(li, found[i]); });
+  if (search && search.total !== undefined) showCount();
+  if (editing) $("edit-title").textContent = `${editing.place.name} (${editing.place.code || `#${editing.id}`})`;
+  else $("edit-title").textContent = t("placesAdmin.newPlace");
+  if (days) showDays(days);
+});
