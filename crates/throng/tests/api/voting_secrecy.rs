@@ -594,6 +594,10 @@ async fn the_trustees_open_the_box_and_the_authority_publishes(kind: StoreKind) 
         Some(u) => throng::store::StoreUrl::Postgres(u.to_string()),
         None => throng::store::StoreUrl::Sqlite(dir.path().join("throng.db")),
     };
+    // Gone before the next one starts: an SQLite store has one server,
+    // whose lock goes with its process.
+    let mut server = server;
+    server.kill().await;
     drop(server);
     let store = throng::store::Store::open(&store_url, Default::default())
         .await
