@@ -156,7 +156,6 @@ pub async fn sign_in(
 /// expired, idle too long, or never signed in), so a page asks without an
 /// error.
 #[utoipa::path(get, path = "/api/admin/session", tag = "console",
-    security(("session" = [])),
     responses((status = 200, body = Whoami,
                example = json!({"sub": "alice@example.org", "role": "staff", "claims": {"sub": "alice@example.org", "role": "staff", "places": "12"},
                                 "expiresAt": "2030-01-02T17:30:00.000Z", "idleUntil": "2030-01-02T10:00:00.000Z",
@@ -194,6 +193,9 @@ pub async fn sign_out(
     _caller: Caller,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    // Signing out is a browser's act: from this server's pages, whatever
+    // authenticated the request.
+    sessions.check_from_own_pages(&headers)?;
     let secret = sessions.cookie_of(&headers).ok_or_else(not_signed_in)?;
     sessions.end(secret).await?;
     let mut res = StatusCode::NO_CONTENT.into_response();

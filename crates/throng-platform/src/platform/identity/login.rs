@@ -737,7 +737,9 @@ fn not_configured(base: &str) -> Response {
 #[utoipa::path(get, path = "/admin/oidc/login", tag = "console",
     params(LoginQuery),
     responses((status = 302, description = "To the provider's authorization endpoint; Set-Cookie holds the sign-in's state",
-               headers(("Location" = String, description = "The provider's authorization URL: its authorization_endpoint?response_type=code&client_id=...&redirect_uri=PUBLIC_URL/admin/oidc/callback&scope=openid+profile+email&state=...&nonce=...&code_challenge=...&code_challenge_method=S256")))))]
+               headers(("Location" = String, description = "The provider's authorization URL: its authorization_endpoint?response_type=code&client_id=...&redirect_uri=PUBLIC_URL/admin/oidc/callback&scope=openid+profile+email&state=...&nonce=...&code_challenge=...&code_challenge_method=S256"))),
+              (status = 404, content_type = "text/html", body = String, description = "provider_login_off: an HTML page saying no identity provider is set up (serve --oidc-issuer and --oidc-client-id), and how to sign in with a link"),
+              (status = 502, content_type = "text/html", body = String, description = "provider_unreachable: an HTML page saying the provider's discovery could not be read, with a link to try again")))]
 pub async fn login(
     State(sessions): State<Arc<Sessions>>,
     headers: HeaderMap,
@@ -785,7 +787,12 @@ pub async fn login(
 #[utoipa::path(get, path = "/admin/oidc/callback", tag = "console",
     params(CallbackQuery),
     responses((status = 303, description = "Signed in: to the console; Set-Cookie holds the session and clears the sign-in's state",
-               headers(("Location" = String, description = "The console: PUBLIC_URL/admin/")))))]
+               headers(("Location" = String, description = "The console: PUBLIC_URL/admin/"))),
+              (status = 400, content_type = "text/html", body = String, description = "callback_incomplete, state_not_this_browser, state_mismatch, state_used, state_expired, provider_error: an HTML page saying why, with a link to try again"),
+              (status = 401, content_type = "text/html", body = String, description = "code_refused, nonce_mismatch, wrong_audience, wrong_issuer, token_expired: the code or the ID token refused"),
+              (status = 403, content_type = "text/html", body = String, description = "access_denied, role_not_mapped, not_a_console_role"),
+              (status = 404, content_type = "text/html", body = String, description = "provider_login_off: no identity provider is set up on this server"),
+              (status = 502, content_type = "text/html", body = String, description = "provider_unreachable: the provider's token endpoint could not be reached")))]
 pub async fn callback(
     State(sessions): State<Arc<Sessions>>,
     headers: HeaderMap,
