@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{store_flags, throng_bin, Api, PgDb};
+use crate::helpers::{run_throng, store_flags, Api, PgDb};
 use crate::lb::{pg_admin_url_or_fail, start_nodes};
 
 const NODES: usize = 3;
@@ -15,32 +15,20 @@ const COURSE: i64 = 1;
 async fn seed_comments(data_dir: &std::path::Path, pg_url: &str) {
     let mut args: Vec<String> = vec!["seed".into()];
     args.extend(store_flags(data_dir, Some(pg_url)));
-    for a in [
-        "comments",
-        "--users",
-        "200",
-        "--courses",
-        "3",
-        "--comments-per-course",
-        "12",
-    ] {
-        args.push(a.to_string());
-    }
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(throng_bin())
-            .args(&args)
-            .env("RUST_LOG", "warn")
-            .output(),
-    )
-    .await
-    .expect("seed comments in time")
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "seed comments: {}",
-        String::from_utf8_lossy(&out.stderr)
+    args.extend(
+        [
+            "comments",
+            "--users",
+            "200",
+            "--courses",
+            "3",
+            "--comments-per-course",
+            "12",
+        ]
+        .map(String::from),
     );
+    let (ok, printed) = run_throng(&args).await;
+    assert!(ok, "seed comments: {printed}");
 }
 
 /// The review ids of the course's first page as a reader gets it (from the
