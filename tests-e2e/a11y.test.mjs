@@ -69,6 +69,8 @@ function pages() {
     { name: "voting: find my ballot", path: "/voting/receipt" },
     { name: "voting: authority", path: "/voting/admin" },
     { name: "voting: authority, signed in", path: "/voting/admin", ready: signIn("#admin-token") },
+    { name: "console: sign-in", path: "/admin/" },
+    { name: "console: provider sign-in refused", path: "/admin/oidc/login" },
   ];
 }
 

@@ -6,8 +6,11 @@
 #   `tls.rejectUnauthorized: false` in the script);
 #   then the script with a `beforeRequest` processor hook on every request (it sets a header),
 #   run by throng-load and, when ARTILLERY names its binary, by Artillery.
-# A script's rate is its report's `http.requests` over the span of its metrics
-# (`lastMetricAt - firstMetricAt`), so start-up time counts for neither tool.
+# A script's rate against Artillery is its report's `http.requests` over the span of its metrics
+# (`lastMetricAt - firstMetricAt`), so start-up time counts for neither tool. Against wrk, whose
+# connections all open at once, a script's rate is its steady one: its users arrive over the
+# first second (`arrivalCount`) and finish as far apart, so the 1 s periods of its report are
+# summed leaving out the first two and the last two (`steady_rate_of`).
 #
 # usage: bench/compare_run.sh ROUNDS SECONDS CONNECTIONS
 # env:   THRONG_LOAD   path to throng-load (default: the release build under target/)
@@ -68,12 +71,25 @@ print(f"{n / span:.0f}" if span > 0 else "0")
 PY
 }
 
+steady_rate_of() { # report.json: requests per second over the periods at full concurrency
+  python3 - "$1" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["intermediate"][2:-2]
+n = sum(x["counters"].get("http.requests", 0) for x in p)
+print(f"{n / len(p):.0f}" if p else "0")
+PY
+}
+
 wrk_rate() { wrk -t1 -c"$C" -d"${D}s" "$1" | awk '/Requests\/sec/{printf "%.0f", $2}'; }
 url_rate() { "$B" url "$1" -c "$C" -d "${D}s" -k 2>/dev/null | awk '/Requests\/sec/{printf "%.0f", $2}'; }
-run_rate() { # URL RATE_GUESS [processor]
+run_rate() { # URL RATE_GUESS [processor]: the whole run's rate (as Artillery's is measured)
   script "$1" "$(per_user "$2")" "${3:-}" > "$W/s.yml"
-  (cd "$W" && "$B" run s.yml -o "$W/r.json" -q >/dev/null 2>&1) || true
+  (cd "$W" && "$B" run s.yml -o "$W/r.json" -q --period 1s >/dev/null 2>&1) || true
   rate_of "$W/r.json"
+}
+steady_run_rate() { # URL RATE_GUESS: the steady rate, with the whole run's after it
+  run_rate "$1" "$2" >/dev/null
+  echo "$(steady_rate_of "$W/r.json") $(rate_of "$W/r.json")"
 }
 ratio() { echo "scale=3; $1/$2" | bc; }
 
@@ -81,8 +97,9 @@ for i in $(seq 1 "$R"); do
   for scheme in http https; do
     port=$HTTP_PORT; [ $scheme = https ] && port=$HTTPS_PORT
     u="$scheme://localhost:$port/health"
-    w=$(wrk_rate "$u"); o=$(url_rate "$u"); r=$(run_rate "$scheme://localhost:$port" "$w")
-    echo "round $i $scheme: wrk $w url $o run $r url/wrk $(ratio "$o" "$w") run/wrk $(ratio "$r" "$w")"
+    w=$(wrk_rate "$u"); o=$(url_rate "$u")
+    read -r r whole < <(steady_run_rate "$scheme://localhost:$port" "$w")
+    echo "round $i $scheme: wrk $w url $o run $r (whole run $whole) url/wrk $(ratio "$o" "$w") run/wrk $(ratio "$r" "$w")"
   done
   h=$(run_rate "http://localhost:$HTTP_PORT" 20000 hook)
   line="round $i processor hook: throng-load $h"

@@ -133,6 +133,40 @@ struct State {
     error_codes: BTreeSet<String>,
 }
 
+/// Updates of [`Metrics`] made under one lock, stamped with one time;
+/// the lock is held until it is dropped, so nothing else may record
+/// meanwhile.
+pub struct Batch<'a> {
+    state: std::sync::MutexGuard<'a, State>,
+    now: u64,
+}
+
+impl Batch<'_> {
+    /// Adds `n` to the counter `name`.
+    pub fn counter(&mut self, name: &str, n: u64) {
+        let s = &mut *self.state;
+        let name = if Metrics::admit(s, name) {
+            name
+        } else {
+            "throng.metrics_dropped"
+        };
+        s.current.count(name, n, self.now);
+        s.total.count(name, n, self.now);
+    }
+
+    /// Records a latency in microseconds into the histogram `name`.
+    pub fn histogram_us(&mut self, name: &str, value_us: u64) {
+        let s = &mut *self.state;
+        if !Metrics::admit(s, name) {
+            s.current.count("throng.metrics_dropped", 1, self.now);
+            s.total.count("throng.metrics_dropped", 1, self.now);
+            return;
+        }
+        s.current.record(name, value_us, self.now);
+        s.total.record(name, value_us, self.now);
+    }
+}
+
 /// Thread-safe metrics for one run.
 pub struct Metrics {
     state: Mutex<State>,
@@ -168,6 +202,15 @@ impl Metrics {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Updates under one lock and one clock reading (the counters and
+    /// histograms one response moves), for the hot path.
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            state: self.lock(),
+            now: now_ms(),
+        }
+    }
+
     /// Whether `name` may be recorded under the distinct-name limit.
     fn admit(state: &mut State, name: &str) -> bool {
         if state.names.contains(name) {
@@ -181,28 +224,12 @@ impl Metrics {
     }
 
     pub fn counter(&self, name: &str, n: u64) {
-        let now = now_ms();
-        let mut s = self.lock();
-        let name = if Self::admit(&mut s, name) {
-            name
-        } else {
-            "throng.metrics_dropped"
-        };
-        s.current.count(name, n, now);
-        s.total.count(name, n, now);
+        self.batch().counter(name, n);
     }
 
     /// Records a latency in microseconds into the histogram `name`.
     pub fn histogram_us(&self, name: &str, value_us: u64) {
-        let now = now_ms();
-        let mut s = self.lock();
-        if !Self::admit(&mut s, name) {
-            s.current.count("throng.metrics_dropped", 1, now);
-            s.total.count("throng.metrics_dropped", 1, now);
-            return;
-        }
-        s.current.record(name, value_us, now);
-        s.total.record(name, value_us, now);
+        self.batch().histogram_us(name, value_us);
     }
 
     /// Counts an error under `errors.<code>`, or `errors.other` past [`ERROR_CODES_MAX`].

@@ -3,6 +3,12 @@
 
 use clap::Parser;
 
+/// mimalloc instead of glibc's malloc, as the `throng` binary: a script's
+/// requests allocate and free small buffers on every exchange, and glibc's
+/// `malloc`/`free` were 6% of a `run`'s profile (BENCHMARKS.md, load).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "throng-load",

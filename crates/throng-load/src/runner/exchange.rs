@@ -176,16 +176,18 @@ impl Vu {
             Ok(Err(e)) => return Err(self.fail(&key, e)),
             Err(_) => return Err(self.fail(&key, HttpError::timeout(timeout))),
         };
-        let m = &self.ctx.metrics;
-        m.counter("http.responses", 1);
-        m.counter(&format!("http.codes.{}", resp.status), 1);
-        m.counter("http.downloaded_bytes", resp.body_bytes);
         self.release_to_pool(&key);
-        let m = &self.ctx.metrics;
         let us = resp.first_byte.as_micros() as u64;
-        m.histogram_us("http.response_time", us);
-        // As Artillery: response times by status class too.
-        m.histogram_us(&format!("http.response_time.{}xx", resp.status / 100), us);
+        {
+            let mut m = self.ctx.metrics.batch();
+            m.counter("http.responses", 1);
+            m.counter(&code_counter(resp.status), 1);
+            m.counter("http.downloaded_bytes", resp.body_bytes);
+            m.histogram_us("http.response_time", us);
+            // As Artillery: response times by status class too.
+            m.histogram_us(&class_histogram(resp.status), us);
+        }
+        let m = &self.ctx.metrics;
         if let Some(apdex) = &self.ctx.script.apdex {
             // Artillery's apdex plugin: on the whole response's time.
             let ms = resp.total.as_secs_f64() * 1000.0;
@@ -1023,4 +1025,27 @@ fn urlencode(s: &str) -> String {
         }
     }
     out
+}
+
+/// `http.codes.<status>`, without formatting it for the statuses answers
+/// carry (100 to 599).
+fn code_counter(status: u16) -> std::borrow::Cow<'static, str> {
+    static KEYS: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| (100..600).map(|c| format!("http.codes.{c}")).collect());
+    match status.checked_sub(100).and_then(|i| KEYS.get(i as usize)) {
+        Some(k) => k.as_str().into(),
+        None => format!("http.codes.{status}").into(),
+    }
+}
+
+/// `http.response_time.<class>xx`.
+fn class_histogram(status: u16) -> std::borrow::Cow<'static, str> {
+    match status / 100 {
+        1 => "http.response_time.1xx".into(),
+        2 => "http.response_time.2xx".into(),
+        3 => "http.response_time.3xx".into(),
+        4 => "http.response_time.4xx".into(),
+        5 => "http.response_time.5xx".into(),
+        c => format!("http.response_time.{c}xx").into(),
+    }
 }

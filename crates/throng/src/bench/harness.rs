@@ -406,6 +406,26 @@ struct Row {
     comparison_phase: bool,
 }
 
+/// The order of `rows` in run `run`: as they are on even runs; on odd runs
+/// each connection count's workloads reversed, its ceiling still first
+/// (A B, then B A). A workload that writes grows the store the next one
+/// runs on (a bigger table, a longer WAL), so in one fixed order the later
+/// workload always paid for the earlier; with `--runs` even, each is
+/// measured as often first as last.
+fn run_order(rows: &[Row], run: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    if run % 2 == 1 {
+        order.sort_by_key(|&r| {
+            (
+                rows[r].connections,
+                rows[r].workload != 0,
+                std::cmp::Reverse(r),
+            )
+        });
+    }
+    order
+}
+
 /// Rows of one phase in the order they are measured: by connection count,
 /// the ceiling first at each, so a row's ceiling is measured next to it.
 fn phase_rows(rows: Vec<Row>, comparison_phase: bool) -> Vec<Row> {
@@ -528,7 +548,8 @@ async fn measure_all(
             .await?;
         }
         for run in 0..args.runs {
-            for (r, row) in rows.iter().enumerate() {
+            for r in run_order(rows, run) {
+                let row = &rows[r];
                 let w = &workloads[row.workload];
                 before_run(w).await?;
                 peaks_reset &= server.reset_rss_peak();
@@ -854,6 +875,26 @@ mod tests {
             .all(|r| r.name == CEILING));
         let theirs = phase_rows(vec![row(4, 64)], true);
         assert_eq!(theirs[0].name, CEILING_OF_COMPARISONS);
+    }
+
+    /// Odd runs measure each count's workloads in reverse, the ceiling
+    /// still first; even runs as the rows are.
+    #[test]
+    fn odd_runs_reverse_each_counts_workloads() {
+        let rows = phase_rows(vec![row(1, 16), row(2, 16), row(1, 64), row(2, 64)], false);
+        let in_run = |run| -> Vec<(usize, usize)> {
+            run_order(&rows, run)
+                .into_iter()
+                .map(|r| (rows[r].workload, rows[r].connections))
+                .collect()
+        };
+        let forward = [(0, 16), (1, 16), (2, 16), (0, 64), (1, 64), (2, 64)];
+        assert_eq!(in_run(0), forward);
+        assert_eq!(in_run(2), forward);
+        assert_eq!(
+            in_run(1),
+            [(0, 16), (2, 16), (1, 16), (0, 64), (2, 64), (1, 64)]
+        );
     }
 
     fn result(name: &str, connections: usize, rps: f64, ratio: f64) -> WorkloadResult {

@@ -4,8 +4,9 @@
 //! The harness starts a throng server as a child process on a fresh data
 //! directory, seeds it with `throng seed ...`, warms up, then measures the
 //! ceiling (`GET /health`) and the experiment's workloads in the same run,
-//! alternating (ceiling, workload 1, workload 2, ..., then again), and keeps
-//! the median of `--runs` runs of each. Machines here are shared and noisy,
+//! alternating (ceiling, workload 1, workload 2, ..., then the ceiling and
+//! the workloads in reverse order, and so on), and keeps the median of
+//! `--runs` runs of each. Machines here are shared and noisy,
 //! so the figure that matters is the ratio to the ceiling measured alongside.
 //! A workload may be measured with several connection counts
 //! (`Workload::connections`, or `--connections 16,64,256`), a row each; the
@@ -37,6 +38,7 @@
 //! `Service::experiments`; this module names no service. The platform's
 //! own experiment (`tokens`) lives here.
 
+pub mod backup;
 pub mod harness;
 pub mod report;
 pub mod tokens;
@@ -127,11 +129,15 @@ impl clap::Args for ExperimentArgs {
 }
 
 /// Every service's experiments, in the order of `services::all()`, then
-/// the platform's own (`tokens`: the identity provider's tokens).
+/// the platform's own (`tokens`: the identity provider's tokens;
+/// `backup`: a copy of a live store and its restore).
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
     crate::services::all()
         .iter()
         .flat_map(|s| s.experiments())
-        .chain([Box::new(tokens::TokensBench) as Box<dyn Experiment>])
+        .chain([
+            Box::new(tokens::TokensBench) as Box<dyn Experiment>,
+            Box::new(backup::BackupBench),
+        ])
         .collect()
 }

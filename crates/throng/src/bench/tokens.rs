@@ -128,7 +128,7 @@ fn provider_token() -> String {
 
 /// The token secret shared with the child server (`THRONG_TOKEN_SECRET`
 /// set in this process before the server starts, as the events bench).
-fn secret() -> &'static [u8] {
+pub(crate) fn secret() -> &'static [u8] {
     static SECRET: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     SECRET.get_or_init(|| {
         use base64::Engine;

@@ -31,6 +31,7 @@ both_stores!(
     each_order_sorts_and_pages_by_cursor,
     helpful_votes_count_once_per_reader,
     each_notification_is_delivered_once,
+    a_notification_that_keeps_failing_or_is_refused_is_parked,
 );
 
 crate::postgres_only!(a_moderators_action_reaches_the_other_nodes_cache_within_the_bound);
@@ -1089,8 +1090,14 @@ async fn helpful_votes_count_once_per_reader(kind: StoreKind) {
 
 type Calls = Arc<Mutex<Vec<Value>>>;
 
-/// A webhook receiver on 127.0.0.1 that records every body.
+/// A webhook receiver on 127.0.0.1 that records every body and takes it.
 async fn receiver() -> (String, Calls) {
+    receiver_answering(|_| 204).await
+}
+
+/// A webhook receiver on 127.0.0.1 that records every body and answers
+/// with the status `answer` gives for it.
+async fn receiver_answering(answer: fn(&Value) -> u16) -> (String, Calls) {
     let calls: Calls = Arc::default();
     let seen = calls.clone();
     let app = axum::Router::new().route(
@@ -1098,8 +1105,9 @@ async fn receiver() -> (String, Calls) {
         axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
             let seen = seen.clone();
             async move {
+                let status = answer(&body);
                 seen.lock().unwrap().push(body);
-                axum::http::StatusCode::NO_CONTENT
+                axum::http::StatusCode::from_u16(status).unwrap()
             }
         }),
     );
@@ -1176,6 +1184,91 @@ async fn each_notification_is_delivered_once(kind: StoreKind) {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 4);
+}
+
+/// The parked notifications, as the host reads them.
+async fn parked(site: &Site, token: &str) -> Reply {
+    site.send(
+        reqwest::Method::GET,
+        "/api/comments/host/notifications/parked",
+        Some(token),
+        None,
+    )
+    .await
+}
+
+/// A reply's notification fails (503) until its attempts run out, a report's
+/// is refused (410): both are parked, and the reviews after them still go
+/// out.
+async fn a_notification_that_keeps_failing_or_is_refused_is_parked(kind: StoreKind) {
+    let (url, calls) = receiver_answering(|body| match body["type"].as_str() {
+        Some("reply") => 503,
+        Some("report") => 410,
+        _ => 204,
+    })
+    .await;
+    let site = Site::start(
+        kind,
+        &[
+            "--comments-notify-webhook",
+            &url,
+            "--comments-notify-attempts-max",
+            "3",
+        ],
+    )
+    .await;
+    let a = site.review(OPEN_COURSE, 500001, 5, "First").await;
+    let r = site
+        .send(
+            reqwest::Method::PUT,
+            &format!("/api/comments/{a}/reply"),
+            Some(&site.token("3", PROVIDER, None)),
+            Some(json!({"remarks": "Thanks"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(report(&site, a, 500002, "rude").await.status, 201);
+    let b = site.review(OPEN_COURSE, 500003, 4, "Second").await;
+    // 1 review + 3 reply attempts + 1 report + 1 review.
+    let got = wait_for(&calls, 6).await;
+    let kinds: Vec<&str> = got.iter().map(|c| c["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "new_review",
+            "reply",
+            "reply",
+            "reply",
+            "report",
+            "new_review"
+        ],
+        "{got:?}"
+    );
+    assert_eq!(got[5]["commentId"], b);
+    let host = site.token("host-1", HOST, None);
+    let mut list = Value::Null;
+    for _ in 0..100 {
+        list = parked(&site, &host).await.json();
+        if list["count"] == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(list["count"], 2, "{list}");
+    let p = list["parked"].as_array().unwrap();
+    assert_eq!(p[0]["event"], "ReplyPosted");
+    assert_eq!(p[0]["commentId"], a);
+    assert_eq!(p[0]["attempts"], 3);
+    assert!(p[0]["reason"].as_str().unwrap().contains("503"), "{list}");
+    assert_eq!(p[1]["event"], "CommentReported");
+    assert_eq!(p[1]["attempts"], 1);
+    assert!(p[1]["reason"].as_str().unwrap().contains("410"), "{list}");
+    // Nothing is tried again once parked.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(calls.lock().unwrap().len(), 6);
+    // Only the host (or an admin) reads them.
+    assert_eq!(parked(&site, &site.user(500001)).await.status, 403);
+    assert_eq!(parked(&site, &site.moderator()).await.status, 403);
 }
 
 /// The files of an SQLite store: the database, its WAL and shared memory.

@@ -209,7 +209,7 @@ fn page(status: StatusCode, code: &str, message: &str, base: &str, retry: bool) 
          <link rel=\"stylesheet\" href=\"{base}/admin/console.css\"></head>\
          <body><main><h1>Signing in was refused</h1>\
          <p role=\"alert\" id=\"refusal\" data-code=\"{code}\">{}</p>\
-         <p>{again}<a href=\"{base}{CONSOLE_PATH}\">Back to the console</a></p>\
+         <p class=\"links\">{again}<a href=\"{base}{CONSOLE_PATH}\">Back to the console</a></p>\
          </main></body></html>\n",
         escape(message),
         code = escape(code),

@@ -124,7 +124,7 @@ impl Service for Comments {
             started = started.with_worker(worker);
         }
         if let Some(url) = &args.comments_notify_webhook {
-            let webhook = notifier::Webhook::new(url)?;
+            let webhook = notifier::Webhook::new(url, args.comments_notify_attempts_max)?;
             started = started.with_worker(notifier::spawn(
                 platform.store.clone(),
                 state.storage.clone(),
@@ -223,6 +223,13 @@ pub struct CommentsArgs {
         env = "THRONG_COMMENTS_NOTIFY_WEBHOOK"
     )]
     pub comments_notify_webhook: Option<String>,
+    /// Attempts at one notification before it is parked (kept, listed at
+    /// GET /api/comments/host/notifications/parked) so it stops holding
+    /// back the ones after it; retries back off from 0.1 s to 30 s (10
+    /// attempts: ~51 s). The webhook's refusal (a 4xx other than 408 and
+    /// 429, a redirect) parks at once.
+    #[arg(long = "comments-notify-attempts-max", env = "THRONG_COMMENTS_NOTIFY_ATTEMPTS_MAX", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub comments_notify_attempts_max: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -14,9 +14,12 @@
 //! another takes over when it dies; its position is saved after each round.
 //! Notifications carry ids only: the host maps them to people and
 //! addresses. An answer of 408, 429 or 5xx, or no answer, is retried with
-//! capped backoff until delivered (the worker lags meanwhile, never loses
-//! one); any other 4xx, or a redirect (never followed), is the receiver's
-//! refusal: logged and passed over.
+//! capped backoff up to `--comments-notify-attempts-max` times; then, or at
+//! once on any other 4xx or a redirect (never followed: the receiver's
+//! refusal), the notification is parked: kept in
+//! `comments_notifications_parked`, counted, and listed at
+//! `GET /api/comments/host/notifications/parked`, so one that keeps failing
+//! never holds back the ones after it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +29,8 @@ use tokio::sync::Notify;
 use super::model::{
     EVENT_COMMENT_APPROVED, EVENT_COMMENT_POSTED, EVENT_COMMENT_REPORTED, EVENT_REPLY_POSTED,
 };
-use super::store::CommentsStore;
+use super::store::{CommentsStore, ParkedCommentNotification};
+use crate::base::metrics;
 use crate::platform::lease::{self, Lease};
 use crate::store::{Store, StoredEvent};
 
@@ -53,15 +57,27 @@ const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
 const LEASE_MS: i64 = 15_000;
 const IDEMPOTENCY_KEY_PREFIX: &str = "throng-comments-";
 
-/// Where notifications go.
+/// Notifications parked, on `/metrics`.
+static PARKED_TOTAL: std::sync::LazyLock<prometheus::IntCounter> = std::sync::LazyLock::new(|| {
+    let c = prometheus::IntCounter::new(
+        "throng_comments_notifications_parked_total",
+        "Comments notifications parked after their attempts or the webhook's refusal",
+    )
+    .expect("a valid metric name");
+    metrics::register(&c);
+    c
+});
+
+/// Where notifications go, and how often one is tried before it is parked.
 #[derive(Clone)]
 pub struct Webhook {
     url: String,
     client: reqwest::Client,
+    attempts_max: u32,
 }
 
 impl Webhook {
-    pub fn new(url: &str) -> anyhow::Result<Webhook> {
+    pub fn new(url: &str, attempts_max: u32) -> anyhow::Result<Webhook> {
         if !url.starts_with("http://") && !url.starts_with("https://") {
             anyhow::bail!("--comments-notify-webhook must be an http:// or https:// URL");
         }
@@ -70,9 +86,11 @@ impl Webhook {
             .redirect(reqwest::redirect::Policy::none())
             .https_only(url.starts_with("https://"))
             .build()?;
+        std::sync::LazyLock::force(&PARKED_TOTAL);
         Ok(Webhook {
             url: url.to_string(),
             client,
+            attempts_max: attempts_max.max(1),
         })
     }
 }
@@ -134,7 +152,7 @@ async fn follow(
             continue;
         }
         for event in &scan.events {
-            deliver_until_done(storage, webhook, event).await;
+            deliver_or_park(storage, webhook, event).await;
             if lease.since_renewed() > Duration::from_millis(LEASE_MS as u64 / 3)
                 && !lease.keep().await
             {
@@ -205,55 +223,102 @@ async fn notification_of(
     })))
 }
 
-/// Delivers one event's notification, retrying what may succeed later.
-async fn deliver_until_done(storage: &CommentsStore, webhook: &Webhook, event: &StoredEvent) {
-    let mut backoff = RETRY_BACKOFF_MS_FIRST;
-    loop {
-        let body = match notification_of(storage, event).await {
-            Ok(Some(b)) => b,
-            Ok(None) => return,
-            Err(why) if why.starts_with("unreadable") => {
-                tracing::error!(position = event.position, %why, "comments notification passed over");
-                return;
-            }
-            Err(why) => {
-                tracing::warn!(position = event.position, %why, "comments notification waits; retrying in {backoff} ms");
-                tokio::time::sleep(Duration::from_millis(backoff)).await;
-                backoff = (backoff * 2).min(RETRY_BACKOFF_MS_MAX);
-                continue;
-            }
-        };
-        let key = body["idempotencyKey"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let sent = webhook
-            .client
-            .post(&webhook.url)
-            .header("Idempotency-Key", &key)
-            .json(&body)
-            .send()
-            .await;
-        let status = match sent {
-            Ok(r) => r.status(),
-            Err(e) => {
-                tracing::warn!(position = event.position, error = %e.without_url(), "comments webhook unreachable; retrying in {backoff} ms");
-                tokio::time::sleep(Duration::from_millis(backoff)).await;
-                backoff = (backoff * 2).min(RETRY_BACKOFF_MS_MAX);
-                continue;
-            }
-        };
-        if status.is_success() {
-            return;
+/// What one attempt at a notification came to.
+enum Attempt {
+    Delivered,
+    /// Nobody is told of this event (or it cannot be read: logged).
+    Nothing,
+    /// The store could not answer: tried again, not counted.
+    StoreFailed(String),
+    /// The webhook failed in a way that may pass: counted, tried again.
+    Failed(String),
+    /// The webhook refused it: parked at once.
+    Refused(String),
+}
+
+/// One attempt: the notification built from the store and POSTed.
+async fn attempt(storage: &CommentsStore, webhook: &Webhook, event: &StoredEvent) -> Attempt {
+    let body = match notification_of(storage, event).await {
+        Ok(Some(b)) => b,
+        Ok(None) => return Attempt::Nothing,
+        Err(why) if why.starts_with("unreadable") => {
+            tracing::error!(position = event.position, %why, "comments notification passed over");
+            return Attempt::Nothing;
         }
-        let code = status.as_u16();
-        if code == 408 || code == 429 || status.is_server_error() {
-            tracing::warn!(position = event.position, %status, "comments webhook failed; retrying in {backoff} ms");
-            tokio::time::sleep(Duration::from_millis(backoff)).await;
-            backoff = (backoff * 2).min(RETRY_BACKOFF_MS_MAX);
-            continue;
-        }
-        tracing::error!(position = event.position, %status, "the comments webhook refused a notification (redirects are not followed); passed over");
-        return;
+        Err(why) => return Attempt::StoreFailed(why),
+    };
+    let key = body["idempotencyKey"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let sent = webhook
+        .client
+        .post(&webhook.url)
+        .header("Idempotency-Key", &key)
+        .json(&body)
+        .send()
+        .await;
+    let status = match sent {
+        Ok(r) => r.status(),
+        Err(e) => return Attempt::Failed(format!("unreachable: {}", e.without_url())),
+    };
+    let code = status.as_u16();
+    if status.is_success() {
+        Attempt::Delivered
+    } else if code == 408 || code == 429 || status.is_server_error() {
+        Attempt::Failed(format!("answered {code}"))
+    } else {
+        Attempt::Refused(format!(
+            "refused: answered {code} (redirects are not followed)"
+        ))
     }
+}
+
+/// Delivers one event's notification, retrying what may pass with capped
+/// backoff up to the webhook's `attempts_max`; then, or at once when the
+/// webhook refuses it, parks it durably.
+async fn deliver_or_park(storage: &CommentsStore, webhook: &Webhook, event: &StoredEvent) {
+    let mut backoff = RETRY_BACKOFF_MS_FIRST;
+    let mut tried = 0u32;
+    let reason = loop {
+        match attempt(storage, webhook, event).await {
+            Attempt::Delivered | Attempt::Nothing => return,
+            Attempt::Refused(why) => {
+                tried += 1;
+                break why;
+            }
+            Attempt::Failed(why) => {
+                tried += 1;
+                if tried >= webhook.attempts_max {
+                    break format!("{why} ({tried} attempts)");
+                }
+                tracing::warn!(position = event.position, %why, "comments webhook failed; retrying in {backoff} ms");
+            }
+            Attempt::StoreFailed(why) => {
+                tracing::warn!(position = event.position, %why, "comments notification waits; retrying in {backoff} ms");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(backoff)).await;
+        backoff = (backoff * 2).min(RETRY_BACKOFF_MS_MAX);
+    };
+    tracing::error!(position = event.position, %reason, "comments notification parked; see GET /api/comments/host/notifications/parked");
+    let comment_id = serde_json::from_slice::<serde_json::Value>(&event.payload)
+        .ok()
+        .and_then(|p| p["commentId"].as_i64())
+        .unwrap_or(0);
+    let parked = ParkedCommentNotification {
+        position: event.position,
+        event: event.event_type.clone(),
+        comment_id,
+        reason,
+        attempts: i64::from(tried),
+        parked_at_ms: crate::base::clock::now_ms(),
+    };
+    let mut backoff = RETRY_BACKOFF_MS_FIRST;
+    while let Err(e) = storage.park_notification(parked.clone()).await {
+        tracing::warn!(error = %e, "cannot park a comments notification; retrying in {backoff} ms");
+        tokio::time::sleep(Duration::from_millis(backoff)).await;
+        backoff = (backoff * 2).min(RETRY_BACKOFF_MS_MAX);
+    }
+    PARKED_TOTAL.inc();
 }

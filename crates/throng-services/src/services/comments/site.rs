@@ -27,8 +27,8 @@ use super::model::{
     NAME_CLAIM, REASON_CHARS_MAX,
 };
 use super::store::{
-    BanOutcome, HelpfulOutcome, ImportRows, MineItem, ModAction, ModOutcome, Moderation, QueueItem,
-    ReportOutcome,
+    BanOutcome, HelpfulOutcome, ImportRows, MineItem, ModAction, ModOutcome, Moderation,
+    ParkedCommentNotification, QueueItem, ReportOutcome,
 };
 use super::CommentsState;
 use crate::base::clock::now_ms;
@@ -67,6 +67,7 @@ where
         .routes(routes!(put_course).map(p))
         .routes(routes!(enrol, unenrol).map(p))
         .routes(routes!(import).map(p))
+        .routes(routes!(parked_notifications).map(|m| p(m).layer(no_store())))
 }
 
 /// The token's display-name claim, read from the request's bearer token
@@ -1124,4 +1125,39 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.message, "line 2: premoderate: true or false");
     }
+}
+
+/// Parked notifications listed at most.
+const PARKED_LISTED_MAX: i64 = 1000;
+
+/// Parked notifications, oldest first.
+#[derive(Serialize, Deserialize, utoipa::ToSchema, Debug)]
+pub struct ParkedCommentNotifications {
+    /// Parked in all.
+    pub count: i64,
+    /// The oldest, at most 1000.
+    pub parked: Vec<ParkedCommentNotification>,
+}
+
+/// Notifications the webhook worker gave up on (host)
+///
+/// A host or admin token. The notifications `--comments-notify-webhook`
+/// refused (a 4xx other than 408 and 429, or a redirect) or kept failing past
+/// `--comments-notify-attempts-max`, oldest first, at most 1000, so the host
+/// can send them by hand. Ids only, as the notifications themselves.
+#[utoipa::path(get, path = "/api/comments/host/notifications/parked", tag = "comments",
+    security(("bearer" = [])),
+    responses((status = 200, body = ParkedCommentNotifications, description = "Parked notifications, oldest first, at most 1000, with how many in all",
+               example = json!({"count": 1, "parked": [{"position": 4711, "event": "ReplyPosted", "commentId": 42,
+                                                        "reason": "refused: answered 410 (redirects are not followed)",
+                                                        "attempts": 1, "parkedAtMs": 1893575400000_i64}]})),
+              (status = 401, description = "missing_token, invalid_token or token_expired"),
+              (status = 403, description = "forbidden (not a host or admin token)")))]
+pub async fn parked_notifications(
+    State(st): State<Arc<CommentsState>>,
+    caller: Caller,
+) -> ApiResult<Json<ParkedCommentNotifications>> {
+    host(&caller)?;
+    let (parked, count) = st.storage.parked_notifications(PARKED_LISTED_MAX).await?;
+    Ok(Json(ParkedCommentNotifications { count, parked }))
 }

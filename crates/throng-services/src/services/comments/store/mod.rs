@@ -47,6 +47,7 @@ mod bulk;
 mod courses;
 mod listing;
 mod moderation;
+mod notifications;
 mod site;
 mod snapshots;
 mod writes;
@@ -54,6 +55,7 @@ mod writes;
 pub use moderation::{
     BanOutcome, HelpfulOutcome, ModAction, ModOutcome, Moderation, QueueItem, ReportOutcome,
 };
+pub use notifications::ParkedCommentNotification;
 pub use site::{ImportRows, MineItem, SignedIn};
 
 use super::cache::FRESH_BOUND;
