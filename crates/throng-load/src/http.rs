@@ -2,12 +2,13 @@
 //! Artillery reports (`ECONNREFUSED`, `ETIMEDOUT`, ...).
 //!
 //! Why the low-level client: no pool, no per-request host lookup, no extra task hops. The
-//! measurement loops own one connection per task; scripts own one connection per virtual
-//! user and host, as Artillery does by default.
+//! measurement loops with `--engine hyper` own one connection per task; the default engine
+//! and scripts use [`crate::wire`] (scripts one connection per virtual user and host, as
+//! Artillery does by default), with this module's requests, responses and error codes.
 
 use std::{io, net::SocketAddr, time::Duration};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
@@ -208,43 +209,6 @@ pub struct Response {
     pub first_byte: Duration,
     /// From sending the request to the body's end (Artillery's "total" phase).
     pub total: Duration,
-}
-
-/// Sends one request and reads the whole body, keeping at most `body_bytes_max` of it.
-pub async fn send(
-    sender: &mut Sender,
-    req: Request<Full<Bytes>>,
-    body_bytes_max: usize,
-) -> Result<Response, HttpError> {
-    let started = std::time::Instant::now();
-    sender
-        .ready()
-        .await
-        .map_err(|e| HttpError::from_hyper(&e))?;
-    let resp = sender
-        .send_request(req)
-        .await
-        .map_err(|e| HttpError::from_hyper(&e))?;
-    let first_byte = started.elapsed();
-    let (parts, mut body) = resp.into_parts();
-    let mut kept = BytesMut::new();
-    let mut body_bytes = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| HttpError::from_hyper(&e))?;
-        if let Ok(data) = frame.into_data() {
-            body_bytes += data.len() as u64;
-            let room = body_bytes_max.saturating_sub(kept.len());
-            kept.extend_from_slice(&data[..data.len().min(room)]);
-        }
-    }
-    Ok(Response {
-        status: parts.status.as_u16(),
-        headers: parts.headers,
-        body: kept.freeze(),
-        body_bytes,
-        first_byte,
-        total: started.elapsed(),
-    })
 }
 
 /// Sends one request and discards the body; returns the status and body size.

@@ -325,6 +325,16 @@ pub enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
+impl Stream {
+    /// The TCP socket under the stream.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+        }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,

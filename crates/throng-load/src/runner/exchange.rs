@@ -12,6 +12,7 @@ use crate::{
     http::{self as client, HttpError, Prepared, Response},
     script::{Body, Request, Target},
     template::{render_str, render_value, to_text},
+    wire,
 };
 
 /// Response bytes kept for captures and expectations; the rest is counted and dropped.
@@ -440,7 +441,7 @@ impl Vu {
             }
         }
         let reusable = match self.conns.get_mut(&key) {
-            Some(sender) => sender.ready().await.is_ok(),
+            Some(conn) => conn.is_open(),
             None => false,
         };
         if !reusable {
@@ -449,14 +450,13 @@ impl Vu {
                 .target
                 .tls
                 .then(|| (&self.ctx.script.tls, rendered.target.host.as_str()));
-            let (sender, driver) = client::connect(addr, tls).await?;
-            tokio::spawn(async move {
-                let _ = driver.await;
-            });
-            self.conns.insert(key.clone(), sender);
+            let conn = wire::Conn::connect(addr, tls).await?;
+            self.conns.insert(key.clone(), conn);
         }
-        let sender = self.conns.get_mut(&key).expect("connection just ensured");
-        client::send(sender, rendered.prepared.to_request(), BODY_BYTES_MAX).await
+        let conn = self.conns.get_mut(&key).expect("connection just ensured");
+        let head_only = rendered.prepared.method == http::Method::HEAD;
+        conn.send(&rendered.prepared.wire, head_only, BODY_BYTES_MAX)
+            .await
     }
 
     /// The request's name in per-endpoint metrics, as Artillery's `metrics-by-endpoint`
@@ -517,9 +517,20 @@ impl Vu {
             return;
         }
         let prefix = &self.ctx.script.endpoints.prefix;
-        let m = &self.ctx.metrics;
-        m.histogram_us(&format!("{prefix}.response_time.{name}"), us);
-        m.counter(&format!("{prefix}.{name}.codes.{}", resp.status), 1);
+        // Both names in one buffer, both updates under one lock.
+        let mut key = String::with_capacity(prefix.len() + name.len() + 24);
+        key.push_str(prefix);
+        key.push_str(".response_time.");
+        key.push_str(&name);
+        let mut m = self.ctx.metrics.batch();
+        m.histogram_us(&key, us);
+        key.clear();
+        key.push_str(prefix);
+        key.push('.');
+        key.push_str(&name);
+        key.push_str(".codes.");
+        key.push_str(&code_counter(resp.status)["http.codes.".len()..]);
+        m.counter(&key, 1);
     }
 
     fn capture(&mut self, r: &Request, resp: &Response) -> Result<(), Failed> {

@@ -137,7 +137,7 @@ pub(crate) struct Ctx {
     pub regexes: Mutex<HashMap<String, regex::Regex>>,
     pub expect_details: AtomicU64,
     /// `config.http.pool`: idle connections by `host:port`, shared by every virtual user.
-    pub idle: Mutex<HashMap<String, Vec<crate::http::Sender>>>,
+    pub idle: Mutex<HashMap<String, Vec<crate::wire::Conn>>>,
     /// When the last phase ends: no `retryAfter` wait starts that would end later.
     pub phases_end: tokio::time::Instant,
     /// The variables the `before` flow left, given to every virtual user.

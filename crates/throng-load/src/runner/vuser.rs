@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use super::Ctx;
 use crate::{
-    http::Sender,
     script::{Step, LOOP_COUNT_MAX},
     template::{render_str, render_value, whole_template, Vars},
+    wire::Conn,
 };
 
 /// Why a session ended early; the error is already counted under `errors.<code>`.
@@ -25,7 +25,7 @@ pub(crate) struct Vu {
     pub ctx: Arc<Ctx>,
     pub vars: Vars,
     /// Open connections by `host:port`.
-    pub conns: HashMap<String, Sender>,
+    pub conns: HashMap<String, Conn>,
     /// The user's cookie jar, made by the first cookie it receives or sends (so a script
     /// without cookies never has one); shared by the branches of a `parallel` step.
     pub jar: Option<Jar>,
@@ -48,7 +48,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, scenario: usize) {
 
 /// One run of a scenario with fresh variables (and payload rows), counted as one Artillery
 /// virtual user; `conns` are the keep-alive connections to use and keep.
-pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap<String, Sender>) {
+pub(crate) async fn session(ctx: &Arc<Ctx>, scenario: usize, conns: &mut HashMap<String, Conn>) {
     let started = Instant::now();
     let s = &ctx.script.scenarios[scenario];
     ctx.metrics.counter("vusers.created", 1);
