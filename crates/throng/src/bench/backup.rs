@@ -124,7 +124,7 @@ fn run(places: i64, writers: usize) -> anyhow::Result<Vec<String>> {
          {:.0} writes/s before, {:.0} during, {} acknowledged during the copy",
         load.backup_time.as_secs_f64(),
         met(load.backup_time),
-        mib(&[copy.clone()]),
+        mib(std::slice::from_ref(&copy)),
         load.rate_before,
         load.rate_during,
         load.during
