@@ -102,7 +102,7 @@ fn run(places: i64, writers: usize) -> anyhow::Result<Vec<String>> {
         "seeded {places} places x 100 days x 25 slots ({} slots) in {:.1} s; store {}",
         places * 2_500,
         seed_time.as_secs_f64(),
-        mib(&store_bytes(&data))
+        mib(&store_files(&data))
     ));
     // The child servers inherit THRONG_TOKEN_SECRET from this process.
     let token = TokenKeys::new(super::tokens::secret()).issue("bench", Role::ADMIN, 3600);
@@ -194,7 +194,7 @@ fn throng(exe: &Path, args: &[&str], dir: &Path) -> anyhow::Result<(Duration, St
 }
 
 /// The SQLite store's files in `dir`.
-fn store_bytes(dir: &Path) -> Vec<PathBuf> {
+fn store_files(dir: &Path) -> Vec<PathBuf> {
     ["throng.db", "throng.db-wal"]
         .iter()
         .map(|n| dir.join(n))

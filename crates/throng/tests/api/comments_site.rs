@@ -1128,15 +1128,8 @@ async fn wait_for(calls: &Calls, n: usize) -> Vec<Value> {
     calls.lock().unwrap().clone()
 }
 
-async fn each_notification_is_delivered_once(kind: StoreKind) {
-    let (url, calls) = receiver().await;
-    let site = Site::start(kind, &["--comments-notify-webhook", &url]).await;
-    let a = site.review(OPEN_COURSE, 500001, 5, "Notify").await;
-    let got = wait_for(&calls, 1).await;
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0]["type"], "new_review");
-    assert_eq!(got[0]["to"], json!({"role": "provider", "id": PROVIDER_ID}));
-    assert_eq!(got[0]["commentId"], a);
+/// The course's provider replies "Thanks" to review `a` (201).
+async fn provider_replies(site: &Site, a: i64) {
     let r = site
         .send(
             reqwest::Method::PUT,
@@ -1146,6 +1139,18 @@ async fn each_notification_is_delivered_once(kind: StoreKind) {
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text());
+}
+
+async fn each_notification_is_delivered_once(kind: StoreKind) {
+    let (url, calls) = receiver().await;
+    let site = Site::start(kind, &["--comments-notify-webhook", &url]).await;
+    let a = site.review(OPEN_COURSE, 500001, 5, "Notify").await;
+    let got = wait_for(&calls, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["type"], "new_review");
+    assert_eq!(got[0]["to"], json!({"role": "provider", "id": PROVIDER_ID}));
+    assert_eq!(got[0]["commentId"], a);
+    provider_replies(&site, a).await;
     let got = wait_for(&calls, 2).await;
     assert_eq!(got[1]["type"], "reply");
     assert_eq!(got[1]["to"], json!({"role": "user", "id": 500001}));
@@ -1218,15 +1223,7 @@ async fn a_notification_that_keeps_failing_or_is_refused_is_parked(kind: StoreKi
     )
     .await;
     let a = site.review(OPEN_COURSE, 500001, 5, "First").await;
-    let r = site
-        .send(
-            reqwest::Method::PUT,
-            &format!("/api/comments/{a}/reply"),
-            Some(&site.token("3", PROVIDER, None)),
-            Some(json!({"remarks": "Thanks"})),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", r.text());
+    provider_replies(&site, a).await;
     assert_eq!(report(&site, a, 500002, "rude").await.status, 201);
     let b = site.review(OPEN_COURSE, 500003, 4, "Second").await;
     // 1 review + 3 reply attempts + 1 report + 1 review.
