@@ -41,14 +41,16 @@ pub struct Workload {
     /// Why it cannot run here (a server it needs is missing): the report
     /// shows the row with this reason and no figure.
     pub skipped: Option<String>,
-    /// Runs before its warm-up and before each measured run (e.g. empties
-    /// a comparison design's keys so that every run registers afresh); an
+    /// Runs before its warm-up and before each measured run, given how long
+    /// that run lasts (e.g. empties a comparison design's keys so that every
+    /// run registers afresh, or makes the requests the run will send); an
     /// error ends the bench.
     pub before_run: Option<BeforeRun>,
 }
 
-/// A workload's `before_run`.
-pub type BeforeRun = Arc<dyn Fn() -> BoxFuture<'static, anyhow::Result<()>> + Send + Sync>;
+/// A workload's `before_run`: called with the length of the run it precedes.
+pub type BeforeRun =
+    Arc<dyn Fn(std::time::Duration) -> BoxFuture<'static, anyhow::Result<()>> + Send + Sync>;
 
 /// The default workload is the ceiling's request, `GET /health` answered
 /// 200, with no target and no published figure: a workload states what

@@ -538,7 +538,7 @@ async fn measure_all(
         for row in rows {
             let w = &workloads[row.workload];
             eprintln!("warm-up: {} ({} connections)", row.name, row.connections);
-            before_run(w).await?;
+            before_run(w, Duration::from_secs(args.warmup_s)).await?;
             measure_on(
                 &node_sets[&row.nodes],
                 row.connections,
@@ -551,7 +551,7 @@ async fn measure_all(
             for r in run_order(rows, run) {
                 let row = &rows[r];
                 let w = &workloads[row.workload];
-                before_run(w).await?;
+                before_run(w, duration).await?;
                 peaks_reset &= server.reset_rss_peak();
                 let on = &node_sets[&row.nodes][..];
                 let on_pids: Vec<u32> = on.iter().filter_map(|a| pids.get(a).copied()).collect();
@@ -675,9 +675,9 @@ async fn measure_all(
     })
 }
 
-async fn before_run(w: &Workload) -> anyhow::Result<()> {
+async fn before_run(w: &Workload, run: Duration) -> anyhow::Result<()> {
     match &w.before_run {
-        Some(hook) => hook()
+        Some(hook) => hook(run)
             .await
             .map_err(|e| e.context(format!("before a run of {}", w.name))),
         None => Ok(()),

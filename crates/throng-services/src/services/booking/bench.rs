@@ -606,7 +606,7 @@ fn import_timing(url: &crate::store::StoreUrl, places: i64, days: i64) -> anyhow
 /// A before-run hook that empties the database of the Redis at `url`.
 fn flush_db(url: &str) -> BeforeRun {
     let url = url.to_string();
-    Arc::new(move || {
+    Arc::new(move |_run| {
         let url = url.clone();
         Box::pin(async move {
             let client = ::redis::Client::open(url.as_str())?;
