@@ -456,6 +456,12 @@ async fn serve(args: ServeArgs, list: &'static [&'static dyn AnyService]) -> any
     let drain = std::time::Duration::from_millis(args.drain_ms);
     let mut running = app::start_for(args, list).await?;
     println!("throng listening on http://{}", running.addr);
+    // What only ran at start (and the command line, seeding, the benches,
+    // the load generator) need not stay resident while serving.
+    tokio::task::spawn_blocking(|| {
+        let advised = crate::startup_code::page_out();
+        tracing::debug!(advised, "binary pages advised out after start");
+    });
     if let Some(at) = running.metrics_addr {
         println!("throng metrics on http://{at}/metrics");
     }

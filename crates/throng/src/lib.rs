@@ -9,6 +9,7 @@ pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod startup_code;
 
 #[cfg(test)]
 mod layering;
