@@ -70,10 +70,20 @@ async function send(method, path, body, contentType) {
   }
 }
 
+// Loads of the election list in flight: only the latest one's answer is
+// shown (an older answer, arriving late, would list a moment ago's
+// elections), and an election asked for by any of them stays selected.
+let electionsLoads = 0;
+let electionWanted = null;
+
 async function loadElections(select) {
+  const load = ++electionsLoads;
+  if (select != null) electionWanted = String(select);
   const body = await api.getJson(`${API}/elections`);
+  if (load !== electionsLoads) return;
   const sel = $("election");
-  const keep = select != null ? String(select) : sel.value;
+  const keep = electionWanted ?? sel.value;
+  electionWanted = null;
   sel.replaceChildren();
   for (const e of body.elections) {
     const o = document.createElement("option");
@@ -141,8 +151,9 @@ async function create() {
   const res = await send("POST", "/elections", await file.text(), "application/json");
   if (!res) return;
   const body = await res.json();
-  setStatus(t("votingAdmin.drafted", { id: String(body.electionId) }));
+  // Said once the list shows it selected.
   await loadElections(body.electionId);
+  setStatus(t("votingAdmin.drafted", { id: String(body.electionId) }));
 }
 
 async function importRoll() {
