@@ -338,7 +338,7 @@ impl Votes {
         })
     }
 
-    fn request(&self, _seq: u64) -> RequestSpec {
+    fn request(&self) -> RequestSpec {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         let v = self.vote(i);
         let body = if self.sealed {
@@ -402,7 +402,7 @@ fn workflow(ballots: Arc<Vec<String>>, votes: Arc<Votes>) -> impl Fn(u64) -> Req
         if seq.is_multiple_of(2) {
             ballot_get(&ballots, seq, true)
         } else {
-            votes.request(seq)
+            votes.request()
         }
     }
 }
@@ -553,7 +553,7 @@ impl Experiment for VotingBench {
             },
             Workload {
                 name: "POST vote, fresh voter (durable)".into(),
-                factory: Arc::new(move |seq: u64| votes.request(seq)),
+                factory: Arc::new(move |_| votes.request()),
                 ok_statuses: vec![201],
                 target_ratio_min: None,
                 published: "~1,650 (POST Vote, half of the 3,300)".into(),
@@ -572,7 +572,7 @@ impl Experiment for VotingBench {
             },
             Workload {
                 name: "write-up's design: POST vote alone".into(),
-                factory: Arc::new(move |seq: u64| baseline_votes.request(seq)),
+                factory: Arc::new(move |_| baseline_votes.request()),
                 ok_statuses: vec![201],
                 target_ratio_min: None,
                 published: "~1,650 (POST Vote, write-up, Azure SQL 2 vCores)".into(),
@@ -649,11 +649,7 @@ impl Experiment for VotingBench {
 
 /// How the votes were sealed, in the bench's notes.
 fn sealing_note(summary: Option<sealed_ahead::SealingSummary>) -> String {
-    let s = summary.unwrap_or(sealed_ahead::SealingSummary {
-        sealed_ahead: 0,
-        sealed_live: 0,
-        sealing_s: 0.0,
-    });
+    let s = summary.unwrap_or_default();
     format!(
         "ballots: every vote carries a ballot sealed to the election's key (HPKE) as the vote \
          page seals it; {} were sealed before the runs that sent them, on every core while the \
@@ -688,8 +684,8 @@ mod tests {
             ahead: Default::default(),
         };
         let mut voters = std::collections::HashSet::new();
-        for seq in 0..10_000 {
-            let r = votes.request(seq);
+        for _ in 0..10_000 {
+            let r = votes.request();
             let h = |n: &str| r.headers.iter().find(|(k, _)| k == n).unwrap().1.clone();
             let voter: i64 = h("voter-id").parse().unwrap();
             let district: i64 = h("election-district-id").parse().unwrap();
@@ -736,8 +732,8 @@ mod tests {
         let opener = super::super::ballot::Opener::new(&private).unwrap();
         let a = votes.args.clone();
         let lists = vec![a.candidates_per_party as usize; a.parties as usize];
-        for seq in 0..200 {
-            let r = votes.request(seq);
+        for _ in 0..200 {
+            let r = votes.request();
             let h = |n: &str| r.headers.iter().find(|(k, _)| k == n).unwrap().1.clone();
             let district: i64 = h("election-district-id").parse().unwrap();
             let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();

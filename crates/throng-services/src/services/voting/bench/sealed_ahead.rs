@@ -20,6 +20,7 @@ pub type Sealed = [u8; SEALED_BYTES];
 
 /// The ballots of votes `first..` (the bench's vote numbers, in the order
 /// the shared counter hands them out), sealed ahead.
+#[derive(Default)]
 pub struct SealedAhead {
     window: RwLock<Window>,
     sealed_ahead: AtomicU64,
@@ -27,6 +28,7 @@ pub struct SealedAhead {
     sealing_ms: AtomicU64,
 }
 
+#[derive(Default)]
 struct Window {
     /// The vote number of the first ballot in `bytes`.
     first: u64,
@@ -41,25 +43,11 @@ impl Window {
 }
 
 /// What sealing ahead did over the bench, for its notes.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SealingSummary {
     pub sealed_ahead: u64,
     pub sealed_live: u64,
     pub sealing_s: f64,
-}
-
-impl Default for SealedAhead {
-    fn default() -> Self {
-        SealedAhead {
-            window: RwLock::new(Window {
-                first: 0,
-                bytes: Vec::new(),
-            }),
-            sealed_ahead: AtomicU64::new(0),
-            sealed_live: AtomicU64::new(0),
-            sealing_ms: AtomicU64::new(0),
-        }
-    }
 }
 
 impl SealedAhead {
