@@ -12,14 +12,24 @@
 //! its first use (from the page cache, or from disk if it was dropped).
 //! Pages the process wrote (relocated data) are never dropped: without
 //! swap the kernel keeps them, with swap they are swapped out and back.
+//! Nor are pages another process maps too (one running the same file): the
+//! bench therefore runs its servers from a copy (`bench/server_binary.rs`).
 //! Measured with `throng bench voting` (the workflow, 400 connections, two
 //! runs each, one build with the advice and one without, back to back):
 //! peak 69 / 65 MiB against 75 / 71, the binary's part at the end 20 MiB
 //! against 27, the workflow at 0.44 against 0.41 of `/health`.
+//!
+//! The same mappings are then advised `MADV_RANDOM`: a page that comes back
+//! is read alone, where the kernel would read ahead around it (code the
+//! server does not run). The voting bench's workflow at 400 connections,
+//! alternated, one run each: peak 60 / 59 MiB against 61 / 61, the
+//! binary's part at the end 20 MiB against 21, the workflow at 0.38 / 0.49
+//! of `/health` against 0.41 / 0.33 (within the machine's swings).
 
 /// Advises the kernel to reclaim the pages of this process's binary that
-/// are mapped read-only; returns how many mappings it advised. Does
-/// nothing where `/proc/self/maps` cannot be read.
+/// are mapped read-only, and to bring them back one at a time; returns how
+/// many mappings it advised. Does nothing where `/proc/self/maps` cannot be
+/// read.
 pub fn page_out() -> usize {
     let Ok(exe) = std::env::current_exe() else {
         return 0;
@@ -33,9 +43,12 @@ pub fn page_out() -> usize {
         .filter(|&(start, end)| {
             // SAFETY: the range is one of this process's own mappings, as
             // the kernel listed it; MADV_PAGEOUT changes no contents (the
-            // pages come back as they were), it only frees frames.
+            // pages come back as they were), it only frees frames;
+            // MADV_RANDOM only changes how much is read per fault.
             unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT) == 0
+                let addr = start as *mut libc::c_void;
+                libc::madvise(addr, end - start, libc::MADV_PAGEOUT) == 0
+                    && libc::madvise(addr, end - start, libc::MADV_RANDOM) == 0
             }
         })
         .count()

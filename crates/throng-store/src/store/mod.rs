@@ -166,13 +166,15 @@ impl Default for StoreLimits {
             batch_commands_max: 512,
             write_queue_max: 8192,
             read_connections: 4,
-            // 4 MiB, was 16: the writer's cache fills with every page it
-            // touches and keeps them, and the voting writer only appends, so
-            // at 16 MiB it was 17 MiB of a 5M-voter server's resident memory
-            // with no hit to show for it. Booking's try-register and the
-            // comments POST (random pages) measured no slower at 4 or 2 MiB
-            // than at 16: misses are `pread`s from the OS page cache.
-            sqlite_cache_kib: 4 * 1024,
+            // 2 MiB, was 16 and then 4: the writer's cache fills with every
+            // page it touches and keeps them, and the voting writer only
+            // appends, so at 16 MiB it was 17 MiB of a 5M-voter server's
+            // resident memory with no hit to show for it, and at 4 MiB its
+            // thread's heap held 8.6 MiB under the voting bench (2.4 at
+            // 1 MiB). Booking's try-register and the comments POST (random
+            // pages) measured no slower at 4 or 2 MiB than at 16: misses are
+            // `pread`s from the OS page cache.
+            sqlite_cache_kib: 2 * 1024,
             pg_wait_ms: 3000,
             // 2, was 4: every node's writers share one PostgreSQL, and more
             // writers than its cores make smaller batches that wait on each

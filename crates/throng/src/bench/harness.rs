@@ -144,8 +144,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     // Every node shares the data directory (its secrets) and the store.
     // One node runs with the default writers; the rows of k > 1 nodes run on
     // nodes sized as README says (`writers_per_node`), started beside it.
+    // Declared before the servers: they stop before their binary goes.
+    let server_exe = super::server_binary::ServerBinary::copy_current()?;
     let mut servers = vec![ChildServer::start(
-        &exe,
+        server_exe.path(),
         exp.name(),
         &store_flags,
         &serve_args,
@@ -162,7 +164,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             if pg_writers_env().is_none() {
                 extra.extend(["--pg-writers".to_string(), w.to_string()]);
             }
-            let server = ChildServer::start(&exe, exp.name(), &store_flags, &extra)?;
+            let server = ChildServer::start(server_exe.path(), exp.name(), &store_flags, &extra)?;
             group.push(server.addr);
             servers.push(server);
         }

@@ -41,6 +41,7 @@
 pub mod backup;
 pub mod harness;
 pub mod report;
+pub mod server_binary;
 pub mod tokens;
 pub mod usage;
 
