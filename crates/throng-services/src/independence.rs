@@ -1,6 +1,8 @@
 //! What the crates' dependencies cannot state: a service names no other
 //! service (each reaches the others' events only through the event log).
-//! Checked over the source text.
+//! Checked over the source text. (That no service reaches a database driver
+//! or the bench's comparison designs, Cargo states: this crate depends on
+//! neither.)
 
 use std::path::{Path, PathBuf};
 
@@ -59,31 +61,4 @@ fn a_service_names_no_other_service() {
         "services that know each other:\n{}",
         offences.join("\n")
     );
-}
-
-/// A service's production code reaches its bench's comparison designs
-/// never: only its `bench.rs` and `bench/` name `bench::` (and its
-/// description, which lists its experiments as `Box::new(bench::…)`), and nothing
-/// under the services names a database driver (storage goes through the
-/// store's seam).
-#[test]
-fn production_code_names_no_bench_and_no_driver() {
-    let mut files = Vec::new();
-    rust_files(&src().join("services"), &mut files);
-    let mut offences = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("readable source");
-        let in_bench = file.components().any(|c| c.as_os_str() == "bench")
-            || file.file_name().is_some_and(|n| n == "bench.rs");
-        for (n, line) in code_lines(&text) {
-            if !in_bench && line.contains("bench::") && !line.contains("Box::new(bench::") {
-                offences.push(format!("{}:{n} reaches the bench", file.display()));
-            }
-            if line.contains("rusqlite") || line.contains("tokio_postgres") {
-                offences.push(format!("{}:{n} names a database driver", file.display()));
-            }
-        }
-    }
-    assert!(files.len() > 20, "found {} files", files.len());
-    assert!(offences.is_empty(), "{}", offences.join("\n"));
 }

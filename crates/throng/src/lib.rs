@@ -5,11 +5,12 @@
 
 pub use throng_services::{base, platform, schema_type, services, store};
 
+pub use throng_bench as bench;
+
 pub mod app;
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod startup_code;
 
 #[cfg(test)]
-mod layering;
+mod names_no_service;

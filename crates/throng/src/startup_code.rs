@@ -13,7 +13,7 @@
 //! Pages the process wrote (relocated data) are never dropped: without
 //! swap the kernel keeps them, with swap they are swapped out and back.
 //! Nor are pages another process maps too (one running the same file): the
-//! bench therefore runs its servers from a copy (`bench/server_binary.rs`).
+//! bench therefore runs its servers from a copy (`throng-bench`'s `server_binary.rs`).
 //! Measured with `throng bench voting` (the workflow, 400 connections, two
 //! runs each, one build with the advice and one without, back to back):
 //! peak 69 / 65 MiB against 75 / 71, the binary's part at the end 20 MiB

@@ -2,8 +2,8 @@
 //! extractors, auth (JWT) and the identity provider's tokens and revocations (`identity`), the API reference page (`docs`), the pages' shared client (`assets`),
 //! personal-data crypto, secrets, admission control,
 //! the service seam (`service`: what a service describes of itself and the
-//! application state it is given) and the bench experiments' interface
-//! (`experiment`). Sits below the services and above the store; the clock and
+//! application state it is given), and the seeds' deterministic draws
+//! (`mix`). Sits below the services and above the store; the clock and
 //! the metrics registry are leaves in `crate::base`, re-exported here for
 //! callers outside the crate.
 
@@ -17,11 +17,11 @@ pub mod console;
 pub mod crypto;
 pub mod docs;
 pub mod error;
-pub mod experiment;
 pub mod extract;
 pub mod headers;
 pub mod identity;
 pub mod lease;
+pub mod mix;
 pub mod openapi;
 pub mod progress;
 pub mod public_url;

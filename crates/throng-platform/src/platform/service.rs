@@ -4,8 +4,8 @@
 //! A service is one folder under `services/` whose `mod.rs` exposes one value
 //! implementing [`Service`]: its `serve` flags, seed flags and state as
 //! types, its routes with their OpenAPI operations, migrations for both
-//! dialects, demo seed, bench experiments, index-page links and start-up
-//! work.
+//! dialects, demo seed, index-page links and start-up work (its `throng
+//! bench` experiments live in the bench's crate, above the services).
 //! `services::all()` lists the services once, as [`AnyService`] (the same
 //! trait with its types erased, implemented once here for every service);
 //! the app, the command line, the bench harness and the index page iterate
@@ -37,7 +37,6 @@ pub use utoipa_axum::router::OpenApiRouter;
 
 use super::auth::{RoleSpec, TokenKeys};
 use super::crypto::PiiCipher;
-use super::experiment::Experiment;
 use super::secrets::Secrets;
 use super::session::Sessions;
 use super::streams::LiveStreams;
@@ -285,11 +284,6 @@ pub trait Service: Send + Sync + 'static {
         &[]
     }
 
-    /// Its `throng bench` experiments.
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        Vec::new()
-    }
-
     /// The token roles its handlers check (`Caller::require`), beside the
     /// platform's admin.
     fn roles(&self) -> &'static [RoleSpec] {
@@ -361,7 +355,6 @@ pub trait AnyService: Send + Sync + 'static {
     fn admin_pages(&self) -> &'static [AdminPage];
     fn event_categories(&self) -> &'static [&'static str];
     fn event_consumers(&self) -> &'static [&'static str];
-    fn experiments(&self) -> Vec<Box<dyn Experiment>>;
     fn roles(&self) -> &'static [RoleSpec];
     fn large_bodies(&self) -> &'static [crate::platform::body_limit::LargeBody];
     fn uncounted_in_public_metrics(&self) -> &'static [(&'static str, &'static str)];
@@ -464,10 +457,6 @@ impl<S: Service> AnyService for S {
     }
     fn event_consumers(&self) -> &'static [&'static str] {
         Service::event_consumers(self)
-    }
-
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        Service::experiments(self)
     }
 
     fn roles(&self) -> &'static [RoleSpec] {

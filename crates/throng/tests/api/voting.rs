@@ -1035,7 +1035,7 @@ async fn demo_voter_only_with_demo(kind: StoreKind) {
     wait_until(|| async { results(api, "").await["ballots"] == 1 }).await;
 }
 
-/// A vote through the write-up's design (bench/baseline.rs).
+/// A vote through the write-up's design (the bench's `voting/baseline.rs`).
 async fn baseline_vote(api: &Api, election: i64, voter: i64, district: i64, body: &Value) -> Reply {
     api.send(
         api.http

@@ -11,7 +11,6 @@
 pub mod access_code;
 pub mod availability;
 pub mod backoffice;
-pub mod bench;
 pub mod commands;
 pub mod email;
 pub mod http;
@@ -31,7 +30,6 @@ use include_dir::include_dir;
 use tokio::sync::Notify;
 
 use crate::platform::crypto::{BlindIndex, PiiCipher};
-use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
     AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
@@ -250,10 +248,6 @@ impl Service for Booking {
                 about: "the places, a page at a time.",
             },
         ]
-    }
-
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![Box::new(bench::BookingBench::default())]
     }
 }
 

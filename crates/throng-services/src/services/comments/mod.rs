@@ -6,7 +6,6 @@
 //! each user once, with their last rating; users edit and delete their own
 //! reviews, providers their own replies.
 
-pub mod bench;
 pub mod cache;
 pub mod filter;
 pub mod http;
@@ -23,7 +22,6 @@ use include_dir::include_dir;
 
 use crate::platform::auth::TokenKeys;
 use crate::platform::auth::{Role, RoleSpec};
-use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
@@ -162,13 +160,6 @@ impl Service for Comments {
                 title: "Comments moderation",
                 about: "the queue of held and reported reviews, for moderators.",
             },
-        ]
-    }
-
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![
-            Box::new(bench::CommentsBench { cache: true }),
-            Box::new(bench::CommentsBench { cache: false }),
         ]
     }
 }

@@ -83,7 +83,7 @@ const BRANCHES: &[&str] = &[
 const PRODUCTS: &[&str] = &["PL-36M-FIXED", "PL-36M-VARIABLE", "CAR-36M-SECURED"];
 
 fn mix(n: u64, salt: u64) -> u64 {
-    crate::platform::experiment::mix64(n, salt)
+    crate::platform::mix::mix64(n, salt)
 }
 
 fn uuid_of(n: u64, salt: u64) -> String {

@@ -11,7 +11,6 @@
 //! conditional append live in `store/` (`eventlog.rs`, `streams.rs`); this
 //! folder parses, checks limits and access, and encodes payloads.
 
-pub mod bench;
 pub mod codec;
 pub mod generator;
 pub mod http;
@@ -21,7 +20,6 @@ pub mod subscribe;
 
 use std::sync::Arc;
 
-use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AppState, Link, LinkKind, OpenApiRouter, OwnedEvents, Platform, Service, ServiceState, Started,
 };
@@ -190,9 +188,5 @@ impl Service for Events {
             about:
                 "every event in commit order; needs an admin token (the link opens its reference).",
         }]
-    }
-
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![Box::new(bench::EventsBench)]
     }
 }

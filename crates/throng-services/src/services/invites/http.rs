@@ -641,20 +641,20 @@ pub async fn post_answer(
 }
 
 /// An answer that passed every check, ready to be written.
-pub(super) struct CheckedAnswer {
+pub struct CheckedAnswer {
     entry: Arc<SiteEntry>,
     origin: Option<HeaderValue>,
     /// The site's survey URL, absolute, its placeholders filled in.
     survey_url: String,
     /// The page's path, if the answer named one.
     page: Option<String>,
-    pub(super) cmd: AnswerCmd,
+    pub cmd: AnswerCmd,
 }
 
 /// Everything an answer is checked for before it is written: the site,
 /// the origin and the visitor first (a refused page's body is not read),
 /// then the body, the display and the site's activity.
-pub(super) async fn check_answer(
+pub async fn check_answer(
     st: &InvitesState,
     site_id: i64,
     request: axum::extract::Request,
@@ -704,7 +704,7 @@ pub(super) async fn check_answer(
 }
 
 /// The answer to an answer that was written.
-pub(super) fn answer_response(
+pub fn answer_response(
     checked: &CheckedAnswer,
     (after, outcome): (Standing, Outcome),
 ) -> ApiResult<Response> {

@@ -13,7 +13,6 @@
 //! lookup of the visitor's answers (none for a first visit), an answer one
 //! command of the group commit (`store/`), decided by `model.rs`.
 
-pub mod bench;
 pub mod http;
 pub mod index;
 pub mod model;
@@ -30,7 +29,6 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use include_dir::include_dir;
 
-use crate::platform::experiment::Experiment;
 use crate::platform::service::{
     AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
 };
@@ -171,10 +169,6 @@ impl Service for Invites {
                 about: "sites and their rules, the snippet, pause and resume, results by day and page (admin token).",
             },
         ]
-    }
-
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![Box::new(bench::InvitesBench::default())]
     }
 }
 

@@ -1251,7 +1251,7 @@ mod tests {
         s.invite_share = 0.25;
         let n = 100_000u64;
         let invited = (0..n)
-            .filter(|i| s.samples_in(crate::platform::experiment::mix64(*i, 7) as u32))
+            .filter(|i| s.samples_in(crate::platform::mix::mix64(*i, 7) as u32))
             .count() as f64;
         assert!((invited / n as f64 - 0.25).abs() < 0.01, "{invited}");
         s.invite_share = 0.0;

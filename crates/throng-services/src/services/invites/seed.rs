@@ -20,7 +20,7 @@ use indicatif::ProgressBar;
 use super::model::{AnswerState, Site, SiteInput};
 use super::store::Standings;
 use super::visitor_ids::{self, IdCipher};
-use crate::platform::experiment::mix64;
+use crate::platform::mix::mix64;
 use crate::store::bulk::BulkTable;
 use crate::store::{Sql, Store};
 

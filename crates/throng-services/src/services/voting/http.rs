@@ -81,11 +81,11 @@ where
         .merge(super::page::router().into())
 }
 
-pub(super) fn election_not_found(id: i64) -> ApiError {
+pub fn election_not_found(id: i64) -> ApiError {
     ApiError::not_found("election_not_found", format!("no election with id {id}"))
 }
 
-pub(super) fn district_not_found(election: i64, district: i64) -> ApiError {
+pub fn district_not_found(election: i64, district: i64) -> ApiError {
     ApiError::not_found(
         "district_not_found",
         format!("election {election} has no district {district}"),
@@ -445,7 +445,7 @@ fn identity_mismatch(message: &str) -> ApiError {
 }
 
 /// Checks that the bearer token is this voter's, in this district and election.
-pub(super) fn check_token(
+pub fn check_token(
     keys: &TokenKeys,
     headers: &HeaderMap,
     voter_id: i64,
@@ -507,7 +507,7 @@ pub struct SealedVote {
     pub sealed: String,
 }
 
-pub(super) fn already_voted() -> ApiError {
+pub fn already_voted() -> ApiError {
     ApiError::conflict(
         "already_voted",
         "this voter has already voted in this election",

@@ -15,7 +15,6 @@
 
 pub mod admin;
 pub mod ballot;
-pub mod bench;
 pub mod cli;
 pub mod credential;
 pub mod definition;
@@ -41,7 +40,6 @@ use include_dir::include_dir;
 use crate::platform::auth::TokenKeys;
 use crate::platform::auth::{ClaimKind, ClaimSpec, Role, RoleSpec};
 use crate::platform::client_addr::ClientCounts;
-use crate::platform::experiment::Experiment;
 use crate::platform::secrets::SecretSpec;
 use crate::platform::service::{
     AdminPage, AppState, Link, LinkKind, OpenApiRouter, Platform, Service, ServiceState, Started,
@@ -336,13 +334,6 @@ impl Service for Voting {
                 title: "/api/voting/elections",
                 about: "the elections and whether they are open.",
             },
-        ]
-    }
-
-    fn experiments(&self) -> Vec<Box<dyn Experiment>> {
-        vec![
-            Box::new(bench::VotingBench),
-            Box::new(bench::opening::OpeningBench),
         ]
     }
 }

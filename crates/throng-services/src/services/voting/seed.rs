@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use crate::platform::experiment::mix64;
+use crate::platform::mix::mix64;
 use crate::store::Store;
 
 use super::model::DISTRICTS_PER_ELECTION_MAX;

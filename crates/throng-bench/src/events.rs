@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use throng_load::measure::RequestSpec;
 
-use super::codec;
-use super::generator::{self, FeeCharged, FeeChargedRead, EVENT_TYPE};
+use crate::experiment::{mix64, Experiment, Scale, Workload};
 use crate::platform::auth::{Role, TokenKeys};
-use crate::platform::experiment::{mix64, Experiment, Scale, Workload};
+use crate::services::events::codec;
+use crate::services::events::generator::{self, FeeCharged, FeeChargedRead, EVENT_TYPE};
 use crate::store::{Columns, Param, Sql, Store, StoreLimits, StoreUrl};
 
 pub struct EventsBench;
@@ -81,7 +81,7 @@ impl Experiment for EventsBench {
                 append_spec(&token, seq, "application/json", body.into_bytes())
             })
         };
-        let packed = Arc::new(super::seed::payload_pool());
+        let packed = Arc::new(crate::services::events::seed::payload_pool());
         let batch = {
             let token = token.clone();
             Arc::new(move |seq: u64| {

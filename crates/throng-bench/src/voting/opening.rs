@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use rand::rngs::OsRng;
 
-use crate::platform::experiment::{mix64, Experiment, Scale, Workload};
+use crate::experiment::{mix64, Experiment, Scale, Workload};
 use crate::services::voting::ballot::{self, Choice};
 use crate::services::voting::opening::{self, BoxBallot, BoxDistrict, BoxFile, BoxList};
 use crate::services::voting::trustee;

@@ -321,7 +321,7 @@ impl ChildServer {
     }
 
     pub fn stop(&mut self) {
-        crate::platform::experiment::stop_child(&mut self.child, Duration::from_secs(10));
+        crate::experiment::stop_child(&mut self.child, Duration::from_secs(10));
     }
 }
 

@@ -25,10 +25,10 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use super::seed::{site_of, visitor_id};
-use super::signed::{Signer, Visitor, KEY_PURPOSE};
-use super::visitor_ids::IdCipher;
-use crate::platform::experiment::{mix64, Experiment, Scale, Workload};
+use crate::experiment::{mix64, Experiment, Scale, Workload};
+use crate::services::invites::seed::{site_of, visitor_id};
+use crate::services::invites::signed::{Signer, Visitor, KEY_PURPOSE};
+use crate::services::invites::visitor_ids::IdCipher;
 
 #[derive(Default)]
 pub struct InvitesBench {
@@ -147,9 +147,12 @@ impl Experiment for InvitesBench {
         let cipher = rt.block_on(async {
             let store =
                 crate::store::Store::open(store, crate::store::StoreLimits::default()).await?;
-            let cipher = super::visitor_ids::load_cipher(&store).await?;
-            let answering_from =
-                super::store::reserve_visitor_numbers(&store, ANSWERING_VISITORS).await?;
+            let cipher = crate::services::invites::visitor_ids::load_cipher(&store).await?;
+            let answering_from = crate::services::invites::store::reserve_visitor_numbers(
+                &store,
+                ANSWERING_VISITORS,
+            )
+            .await?;
             anyhow::Ok((cipher, answering_from))
         })?;
         let _ = self.cipher.set(cipher.0);
@@ -267,7 +270,7 @@ impl Experiment for InvitesBench {
              lookup in the 6M-row table on PostgreSQL); an answer is one durable write (group \
              commit, fsync before the answer) with the site's counts in the same transaction"
                 .into(),
-            "write-up's design (bench/baseline.rs, same server and data, on the bench's child servers only): the \
+            "write-up's design (invites/baseline.rs, same server and data, on the bench's child servers only): the \
              same checks and SQL, but each answer commits alone on a connection of its own (SQLite: \
              one connection behind a mutex, an fsync per answer; PostgreSQL: its own transaction)"
                 .into(),

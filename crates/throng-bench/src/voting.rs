@@ -26,7 +26,7 @@
 //! measures the server's path, not the generator's sealing on the same
 //! cores. The write-up's design takes its choice in clear, as it did.
 //!
-//! The write-up's own design (`bench/baseline.rs`: the database read on every
+//! The write-up's own design (`voting/baseline.rs`: the database read on every
 //! GET ballot, the vote validated by database reads then inserted, with the
 //! voter, into a table keyed by the voter) runs beside ours on the same
 //! server and data (plugged into the bench's child servers only, see
@@ -44,8 +44,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use super::seed::{district_of, SeedVotingArgs};
-use crate::platform::experiment::{mix64, pick, BeforeRun, Experiment, Scale, Workload};
+use crate::experiment::{mix64, pick, BeforeRun, Experiment, Scale, Workload};
+use crate::services::voting::seed::{district_of, SeedVotingArgs};
 use sealed_ahead::{Sealed, SealedAhead};
 
 pub struct VotingBench;
@@ -299,14 +299,14 @@ impl Votes {
         let v = self.vote(i);
         // The seeded lists are in party order and candidates in list
         // order: positions are (party, pos - 1).
-        let choice = super::ballot::Choice {
+        let choice = crate::services::voting::ballot::Choice {
             list: v.party as u8,
             candidates: v.positions.iter().map(|&pos| (pos - 1) as u16).collect(),
         };
         let key = ELECTION_KEY
             .get()
             .expect("the election's key is read before the workloads run");
-        super::ballot::seal(
+        crate::services::voting::ballot::seal(
             key,
             ELECTION,
             v.district,
@@ -343,13 +343,19 @@ impl Votes {
         let v = self.vote(i);
         let body = if self.sealed {
             let sealed = self.ahead.take(i, |i| self.seal(i));
-            format!(r#"{{"sealed":"{}"}}"#, super::ballot::b64(&sealed))
+            format!(
+                r#"{{"sealed":"{}"}}"#,
+                crate::services::voting::ballot::b64(&sealed)
+            )
         } else {
             let ids: Vec<String> = v
                 .positions
                 .iter()
                 .map(|&pos| {
-                    super::seed::candidate_id(&self.args, v.district, v.party, pos).to_string()
+                    crate::services::voting::seed::candidate_id(
+                        &self.args, v.district, v.party, pos,
+                    )
+                    .to_string()
                 })
                 .collect();
             format!(
@@ -627,7 +633,7 @@ impl Experiment for VotingBench {
              fresh voter (201), durable before the answer; the GETs are 200s (no If-None-Match) with \
              a browser's Accept-Encoding (gzip, ~2 KB of the ~14 KB ballot), and once more without it"
                 .into(),
-            "write-up's design (bench/baseline.rs, same server, data and voters): every GET ballot reads \
+            "write-up's design (voting/baseline.rs, same server, data and voters): every GET ballot reads \
              the election, district, parties and candidates from the database; every POST reads the \
              election, the voter and the party's list, then inserts (voter, choice) keyed by the voter \
              through the same group-committing writer"
@@ -703,7 +709,7 @@ mod tests {
             assert_eq!(cands.len(), CANDIDATES_PER_VOTE as usize);
             assert_ne!(cands[0], cands[1]);
             let a = &votes.args;
-            let first = super::super::seed::candidate_id(a, district, party, 1);
+            let first = crate::services::voting::seed::candidate_id(a, district, party, 1);
             for c in cands {
                 assert!(
                     (first..first + a.candidates_per_party).contains(&c),
@@ -715,7 +721,8 @@ mod tests {
 
     #[test]
     fn sealed_votes_open_to_a_choice_on_the_voters_ballot() {
-        let (private, public) = super::super::ballot::generate_key(&mut rand::rngs::OsRng);
+        let (private, public) =
+            crate::services::voting::ballot::generate_key(&mut rand::rngs::OsRng);
         let key = ELECTION_KEY.get_or_init(|| public.to_vec());
         if key[..] != public[..] {
             return; // another test of this process set its key first
@@ -729,7 +736,7 @@ mod tests {
             sealed: true,
             ahead: Default::default(),
         };
-        let opener = super::super::ballot::Opener::new(&private).unwrap();
+        let opener = crate::services::voting::ballot::Opener::new(&private).unwrap();
         let a = votes.args.clone();
         let lists = vec![a.candidates_per_party as usize; a.parties as usize];
         for _ in 0..200 {
@@ -737,10 +744,13 @@ mod tests {
             let h = |n: &str| r.headers.iter().find(|(k, _)| k == n).unwrap().1.clone();
             let district: i64 = h("election-district-id").parse().unwrap();
             let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-            let sealed = super::super::ballot::from_b64(body["sealed"].as_str().unwrap()).unwrap();
-            assert_eq!(sealed.len(), super::super::ballot::SEALED_BYTES);
+            let sealed =
+                crate::services::voting::ballot::from_b64(body["sealed"].as_str().unwrap())
+                    .unwrap();
+            assert_eq!(sealed.len(), crate::services::voting::ballot::SEALED_BYTES);
             let plain = opener.open(ELECTION, district, &sealed).expect("it opens");
-            let choice = super::super::ballot::Choice::decode(&plain, &lists, 4).expect("a vote");
+            let choice =
+                crate::services::voting::ballot::Choice::decode(&plain, &lists, 4).expect("a vote");
             assert_eq!(choice.candidates.len(), CANDIDATES_PER_VOTE as usize);
         }
     }

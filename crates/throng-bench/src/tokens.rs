@@ -18,8 +18,8 @@ use std::sync::Arc;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use throng_load::measure::RequestSpec;
 
+use crate::experiment::{Backends, Experiment, Scale, Workload};
 use crate::platform::auth::{Role, TokenKeys};
-use crate::platform::experiment::{Backends, Experiment, Scale, Workload};
 
 pub struct TokensBench;
 

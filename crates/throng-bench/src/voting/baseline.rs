@@ -146,7 +146,7 @@ static DDL: Sql = Sql::per_dialect(
 
 static ELECTION: Sql = Sql::new(concat!(
     "SELECT ",
-    crate::voting_election_columns!(),
+    throng_services::voting_election_columns!(),
     " FROM voting_elections WHERE id = ?1"
 ));
 static DISTRICT: Sql = Sql::new(
@@ -399,7 +399,7 @@ async fn vote(
         candidates_per_vote_max,
         districts: Vec::new(),
         parties: Vec::new(),
-        state: super::super::model::ElectionState::Open,
+        state: crate::services::voting::model::ElectionState::Open,
         roll_version: 0,
         public_key: None,
         board_period: 0,

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::harness::ChildServer;
+use crate::experiment::{Experiment, Scale, Workload};
 use crate::platform::auth::{Role, TokenKeys};
-use crate::platform::experiment::{Experiment, Scale, Workload};
 
 pub struct BackupBench;
 

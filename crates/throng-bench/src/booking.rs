@@ -1,8 +1,8 @@
 //! `throng bench booking`: the write-up's experiment (Netling against random
 //! try-registers on 5,000,000 slots), plus the free-slot reads the page makes,
 //! and the comparison designs on the same server and data: the write-up's
-//! last one (Redis, one `HSETNX` per registration, `bench/redis.rs`) as it
-//! ran and made durable, and a naive one (`bench/baseline.rs`).
+//! last one (Redis, one `HSETNX` per registration, `booking/redis.rs`) as it
+//! ran and made durable, and a naive one (`booking/baseline.rs`).
 //! Try-register and the comparisons run at 16, 64 and 256 connections.
 
 pub mod baseline;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
-use crate::platform::experiment::{pick, Backends, BeforeRun, Experiment, Scale, Workload};
+use crate::experiment::{pick, Backends, BeforeRun, Experiment, Scale, Workload};
 
 #[derive(Default)]
 pub struct BookingBench {
@@ -92,7 +92,8 @@ fn size(scale: Scale) -> (i64, i64, i64) {
 }
 
 fn day_text(offset: i64) -> String {
-    let from = super::model::Day::parse("from", FROM_DAY).expect("valid constant");
+    let from =
+        crate::services::booking::model::Day::parse("from", FROM_DAY).expect("valid constant");
     from.plus(offset as i32).to_text()
 }
 
@@ -338,14 +339,14 @@ impl Experiment for BookingBench {
              answers; the 1-seat rows register at the odd places, the 4-seat row at the even ones \
              (seeded with --seats 4 --seats-every 2)"
                 .into(),
-            "naive (bench/baseline.rs, on the bench's child servers only): the endpoint as a user might first \
+            "naive (booking/baseline.rs, on the bench's child servers only): the endpoint as a user might first \
              write it: one conditional UPDATE of the slot per request in autocommit (PostgreSQL: \
              a pool of 32 connections; SQLite: one connection), no registration row, no event, \
              no sealing, no one-per-person rule"
                 .into(),
         ];
         notes.push(
-            "Redis design (bench/redis.rs, on the bench's child servers only): the same request body, \
+            "Redis design (booking/redis.rs, on the bench's child servers only): the same request body, \
              place, day and time slot checked as ours, then one HSETNX booking:{place}:{day} {slot} \
              {new id} through one multiplexed connection per core; no person check, no sealing, \
              no event, no slot table; its database is emptied (FLUSHDB) before every run, so its \
@@ -438,15 +439,17 @@ async fn fill_a_day(
     let place = summary["placeIds"][0]
         .as_i64()
         .with_context(|| format!("the import named no place: {summary}"))?;
-    let day = super::model::Day::today().plus(1).to_text();
+    let day = crate::services::booking::model::Day::today()
+        .plus(1)
+        .to_text();
     let mut claims = serde_json::Map::new();
     claims.insert(
-        super::backoffice::access::PLACES_CLAIM.into(),
+        crate::services::booking::backoffice::access::PLACES_CLAIM.into(),
         serde_json::json!([place]),
     );
     let bearer = keys.issue_with(
         "bench-desk",
-        super::backoffice::access::STAFF,
+        crate::services::booking::backoffice::access::STAFF,
         BENCH_TOKEN_TTL_S,
         claims,
     );
@@ -531,7 +534,7 @@ pub fn import_csv(places: i64, days: i64) -> String {
         "code,name,address,city,postcode,region,time_zone,slot_minutes,seats,hours,closed,services,book_ahead_days\n",
     );
     for p in 1..=places {
-        let (name, address) = super::seed::place_name(p);
+        let (name, address) = crate::services::booking::seed::place_name(p);
         out.push_str(&format!(
             "{IMPORTED_CODE_PREFIX}{p},{name},\"{address}\",Town {},{:03} {:02},R{},Europe/Bratislava,20,{SEATS},\"Mo-Su 08:00-16:20\",,vaccine-flu test-pcr,{days}\n",
             p % 97,
@@ -575,11 +578,11 @@ fn import_timing(url: &crate::store::StoreUrl, places: i64, days: i64) -> anyhow
             StoreUrl::Postgres(_) => Store::open(url, StoreLimits::default()).await?,
         };
         let started = Instant::now();
-        let parsed = super::places::import::parse(csv.as_bytes())
+        let parsed = crate::services::booking::places::import::parse(csv.as_bytes())
             .map_err(|e| anyhow::anyhow!("the bench's own CSV: {e}"))?;
-        let storage = super::store::Booking::open(&store).await?;
+        let storage = crate::services::booking::store::Booking::open(&store).await?;
         let summary = storage
-            .change_places(parsed.changes, super::model::BookingClock::UTC)
+            .change_places(parsed.changes, crate::services::booking::model::BookingClock::UTC)
             .await?
             .map_err(|r| anyhow::anyhow!("the bench's own CSV was refused: {r:?}"))?;
         let elapsed = started.elapsed().as_secs_f64();
@@ -720,7 +723,7 @@ impl DurableRedis {
 impl Drop for DurableRedis {
     fn drop(&mut self) {
         // SIGTERM: Redis fsyncs its append-only file and exits.
-        crate::platform::experiment::stop_child(&mut self.child, Duration::from_secs(10));
+        crate::experiment::stop_child(&mut self.child, Duration::from_secs(10));
     }
 }
 

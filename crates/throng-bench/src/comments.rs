@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
+use crate::experiment::{mix64, pick, Experiment, Scale, Workload};
 use crate::platform::auth::TokenKeys;
-use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
 
 pub struct CommentsBench {
     /// Page cache on (as deployed) or off (every read through the database).
@@ -164,12 +164,16 @@ impl Experiment for CommentsBench {
                 ..Workload::default()
             });
             let keys = TokenKeys::new(secret());
-            let pop = super::seed::Population::of(users);
+            let pop = crate::services::comments::seed::Population::of(users);
             let tokens: Arc<Vec<String>> = Arc::new(
                 (0..TOKENS as u64)
                     .map(|i| {
                         let user = pick(i, 21, pop.commenters_from, pop.users);
-                        keys.issue(&user.to_string(), super::USER, 24 * 3600)
+                        keys.issue(
+                            &user.to_string(),
+                            crate::services::comments::USER,
+                            24 * 3600,
+                        )
                     })
                     .collect(),
             );

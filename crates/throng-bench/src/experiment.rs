@@ -1,7 +1,7 @@
 //! What a service's bench experiment implements (`throng bench NAME`): the
 //! seed to load, the request streams to measure, the published figure to
-//! compare with. The harness that runs them lives in `crate::bench`; a
-//! service lists its experiments in its `Service::experiments`.
+//! compare with. The harness that runs them is `crate::harness`; the crate's
+//! `experiments()` lists them.
 
 use std::sync::Arc;
 
@@ -158,19 +158,7 @@ pub trait Experiment: Send + Sync {
     }
 }
 
-/// A deterministic pseudo-random stream per request number (splitmix64), so
-/// workloads need no shared RNG and no locks on the hot path.
-pub fn mix64(seq: u64, salt: u64) -> u64 {
-    let mut z = seq.wrapping_add(salt).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A number in `lo..=hi` drawn from `mix64(seq, salt)`.
-pub fn pick(seq: u64, salt: u64, lo: i64, hi: i64) -> i64 {
-    lo + (mix64(seq, salt) % ((hi - lo + 1) as u64)) as i64
-}
+pub use crate::platform::mix::{mix64, pick};
 
 /// Stops a child process a bench started (its server, or a backend such as
 /// a Redis): SIGTERM, so it can finish what it owes the disk, then up to

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Instant;
 
-use super::super::ballot::SEALED_BYTES;
+use crate::services::voting::ballot::SEALED_BYTES;
 
 /// One sealed ballot.
 pub type Sealed = [u8; SEALED_BYTES];

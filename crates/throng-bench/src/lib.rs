@@ -32,21 +32,30 @@
 //! computation such as the trustees' opening) runs alone with its own flags
 //! (`Experiment::args`) and prints its lines.
 //!
-//! A service registers its experiments by implementing
-//! [`crate::platform::experiment::Experiment`] in its own folder
-//! (`services/<name>/bench.rs`) and returning them from its
-//! `Service::experiments`; this module names no service. The platform's
-//! own experiment (`tokens`) lives here.
+//! Each experiment implements [`experiment::Experiment`]: the services'
+//! in a module named after the service (`booking`, with its comparison
+//! designs beside it in `booking/`), the platform's own (`tokens`, `backup`)
+//! beside the harness. This crate sits above the services, so none of
+//! their production code can reach a comparison design: Cargo refuses the
+//! arrow.
+
+pub use throng_services::{base, platform, services, store};
 
 pub mod backup;
+pub mod booking;
+pub mod comments;
+pub mod events;
+pub mod experiment;
 pub mod harness;
+pub mod invites;
 pub mod report;
 pub mod server_binary;
 pub mod tokens;
 pub mod usage;
+pub mod voting;
 
-pub use crate::platform::experiment::{mix64, pick, Experiment, Scale, Workload};
 use crate::platform::service::AnyService;
+pub use experiment::{mix64, pick, Experiment, Scale, Workload};
 
 /// The services a bench child server runs for experiment `name`: every
 /// service, then the experiment's comparison designs if it has any.
@@ -129,16 +138,19 @@ impl clap::Args for ExperimentArgs {
     }
 }
 
-/// Every service's experiments, in the order of `services::all()`, then
+/// Every experiment: the services' in the order of `services::all()`, then
 /// the platform's own (`tokens`: the identity provider's tokens;
 /// `backup`: a copy of a live store and its restore).
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    crate::services::all()
-        .iter()
-        .flat_map(|s| s.experiments())
-        .chain([
-            Box::new(tokens::TokensBench) as Box<dyn Experiment>,
-            Box::new(backup::BackupBench),
-        ])
-        .collect()
+    vec![
+        Box::new(booking::BookingBench::default()),
+        Box::new(comments::CommentsBench { cache: true }),
+        Box::new(comments::CommentsBench { cache: false }),
+        Box::new(voting::VotingBench),
+        Box::new(voting::opening::OpeningBench),
+        Box::new(invites::InvitesBench::default()),
+        Box::new(events::EventsBench),
+        Box::new(tokens::TokensBench),
+        Box::new(backup::BackupBench),
+    ]
 }
