@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::harness::ChildServer;
 use crate::experiment::{Experiment, Scale, Workload};
 use crate::platform::auth::{Role, TokenKeys};
+use crate::token_secret::token_secret;
 
 pub struct BackupBench;
 
@@ -105,7 +106,7 @@ fn run(places: i64, writers: usize) -> anyhow::Result<Vec<String>> {
         mib(&store_files(&data))
     ));
     // The child servers inherit THRONG_TOKEN_SECRET from this process.
-    let token = TokenKeys::new(super::tokens::secret()).issue("bench", Role::ADMIN, 3600);
+    let token = TokenKeys::new(token_secret()).issue("bench", Role::ADMIN, 3600);
     let mut server = ChildServer::start(&exe, "backup", &data_flags(&data), &[])?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -14,13 +14,14 @@
 //! this process's environment, which the child servers inherit) before the
 //! harness starts them, and signs its tokens with it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use throng_load::measure::RequestSpec;
 
 use crate::experiment::{mix64, pick, Experiment, Scale, Workload};
 use crate::platform::auth::TokenKeys;
+use crate::token_secret::token_secret;
 
 pub struct CommentsBench {
     /// Page cache on (as deployed) or off (every read through the database).
@@ -41,30 +42,6 @@ fn size(scale: Scale) -> (i64, i64, i64) {
         Scale::Full => (1_000_000, 40_000, 50),
         Scale::Quick => (20_000, 500, 20),
     }
-}
-
-static SECRET: OnceLock<Vec<u8>> = OnceLock::new();
-
-/// The token secret the child servers use: `THRONG_TOKEN_SECRET` if set,
-/// else a random one, set in this process's environment before any child
-/// or runtime thread starts (the harness asks for `serve_args` first).
-fn secret() -> &'static [u8] {
-    SECRET.get_or_init(|| {
-        use base64::Engine;
-        let b64 = match std::env::var("THRONG_TOKEN_SECRET") {
-            Ok(v) => v,
-            Err(_) => {
-                let mut key = [0u8; 32];
-                rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut key);
-                let v = base64::engine::general_purpose::STANDARD.encode(key);
-                std::env::set_var("THRONG_TOKEN_SECRET", &v);
-                v
-            }
-        };
-        base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .expect("THRONG_TOKEN_SECRET is base64")
-    })
 }
 
 /// One request of the write-up's GET mix: row `seq % 5000` of its test data.
@@ -121,7 +98,7 @@ impl Experiment for CommentsBench {
         .collect()
     }
     fn serve_args(&self) -> Vec<String> {
-        secret();
+        token_secret();
         let cache = if self.cache { "on" } else { "off" };
         // Random users post on random courses: reviews open to all, and no
         // filter (the bench's texts are its own).
@@ -163,7 +140,7 @@ impl Experiment for CommentsBench {
                 comparison: false,
                 ..Workload::default()
             });
-            let keys = TokenKeys::new(secret());
+            let keys = TokenKeys::new(token_secret());
             let pop = crate::services::comments::seed::Population::of(users);
             let tokens: Arc<Vec<String>> = Arc::new(
                 (0..TOKENS as u64)

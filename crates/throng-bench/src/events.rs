@@ -29,6 +29,7 @@ use crate::platform::auth::{Role, TokenKeys};
 use crate::services::events::codec;
 use crate::services::events::generator::{self, FeeCharged, FeeChargedRead, EVENT_TYPE};
 use crate::store::{Columns, Param, Sql, Store, StoreLimits, StoreUrl};
+use crate::token_secret::token_secret;
 
 pub struct EventsBench;
 
@@ -61,13 +62,13 @@ impl Experiment for EventsBench {
     }
     fn serve_args(&self) -> Vec<String> {
         // Sets THRONG_TOKEN_SECRET before the server starts (it inherits it).
-        secret();
+        token_secret();
         Vec::new()
     }
     fn workloads(&self, _scale: Scale) -> Vec<Workload> {
         let token = Arc::new(format!(
             "Bearer {}",
-            TokenKeys::new(secret()).issue("bench", Role::ADMIN, 24 * 3600)
+            TokenKeys::new(token_secret()).issue("bench", Role::ADMIN, 24 * 3600)
         ));
         let pool = Arc::new(json_pool());
         let single = {
@@ -128,28 +129,6 @@ impl Experiment for EventsBench {
         lines.extend(rebuild(store, events_of(scale))?);
         Ok(lines)
     }
-}
-
-/// The token secret shared with the child server (as the comments bench:
-/// `THRONG_TOKEN_SECRET` set in this process before the server starts).
-fn secret() -> &'static [u8] {
-    static SECRET: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    SECRET.get_or_init(|| {
-        use base64::Engine;
-        let b64 = match std::env::var("THRONG_TOKEN_SECRET") {
-            Ok(v) => v,
-            Err(_) => {
-                let mut key = [0u8; 32];
-                rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut key);
-                let v = base64::engine::general_purpose::STANDARD.encode(key);
-                std::env::set_var("THRONG_TOKEN_SECRET", &v);
-                v
-            }
-        };
-        base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .expect("THRONG_TOKEN_SECRET is base64")
-    })
 }
 
 fn event_id(seq: u64, salt: u64) -> uuid::Uuid {

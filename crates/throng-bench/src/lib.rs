@@ -50,6 +50,7 @@ pub mod harness;
 pub mod invites;
 pub mod report;
 pub mod server_binary;
+pub mod token_secret;
 pub mod tokens;
 pub mod usage;
 pub mod voting;

@@ -20,6 +20,7 @@ use throng_load::measure::RequestSpec;
 
 use crate::experiment::{Backends, Experiment, Scale, Workload};
 use crate::platform::auth::{Role, TokenKeys};
+use crate::token_secret::token_secret;
 
 pub struct TokensBench;
 
@@ -48,7 +49,7 @@ impl Experiment for TokensBench {
     }
     fn serve_args(&self) -> Vec<String> {
         // Sets THRONG_TOKEN_SECRET before the server starts (it inherits it).
-        secret();
+        token_secret();
         Vec::new()
     }
     fn start_backends(&self, _data_dir: &std::path::Path) -> anyhow::Result<Backends> {
@@ -70,7 +71,7 @@ impl Experiment for TokensBench {
     fn workloads(&self, _scale: Scale) -> Vec<Workload> {
         let own = format!(
             "Bearer {}",
-            TokenKeys::new(secret()).issue("bench", Role::ADMIN, 24 * 3600)
+            TokenKeys::new(token_secret()).issue("bench", Role::ADMIN, 24 * 3600)
         );
         let provider = format!("Bearer {}", provider_token());
         let with = |bearer: String| {
@@ -124,28 +125,6 @@ fn provider_token() -> String {
     header.kid = Some(KID.into());
     let key = EncodingKey::from_rsa_pem(KEY_PEM.as_bytes()).expect("the bench key reads");
     jsonwebtoken::encode(&header, &claims, &key).expect("RS256 signing")
-}
-
-/// The token secret shared with the child server (`THRONG_TOKEN_SECRET`
-/// set in this process before the server starts, as the events bench).
-pub(crate) fn secret() -> &'static [u8] {
-    static SECRET: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    SECRET.get_or_init(|| {
-        use base64::Engine;
-        let b64 = match std::env::var("THRONG_TOKEN_SECRET") {
-            Ok(v) => v,
-            Err(_) => {
-                let mut key = [0u8; 32];
-                rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut key);
-                let v = base64::engine::general_purpose::STANDARD.encode(key);
-                std::env::set_var("THRONG_TOKEN_SECRET", &v);
-                v
-            }
-        };
-        base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .expect("THRONG_TOKEN_SECRET is base64")
-    })
 }
 
 /// The bench's JWKS on a loopback port, answered by a thread of its own
