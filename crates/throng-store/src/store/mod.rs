@@ -347,10 +347,12 @@ impl Store {
     /// the database file; the WAL still holds the page images of earlier
     /// commits, so after committing a batch with such a command the one
     /// writer copies the WAL into the database file and truncates it to
-    /// zero bytes (`wal_checkpoint(TRUNCATE)`) before answering. Should
-    /// readers or the checkpointer hold the WAL past the busy timeout three
-    /// times running, the command still answers (it committed), a warning
-    /// is logged and the checkpointer retries the truncation every
+    /// zero bytes (`wal_checkpoint(TRUNCATE)`) before answering. SQLite
+    /// answers a truncation busy at once while another checkpoint runs (the
+    /// store's checkpointer, a backup tool), so the writer tries again until
+    /// it finishes, for up to 10 s. Should readers or other checkpoints hold
+    /// the WAL past that, the command still answers (it committed), a
+    /// warning is logged and the checkpointer retries the truncation every
     /// [`sqlite::CHECKPOINT_INTERVAL_MS`] until it succeeds. On PostgreSQL a
     /// plain write: deleted tuples stay in their pages until VACUUM and
     /// their page reuse, and in WAL segments until recycled (SECURITY.md

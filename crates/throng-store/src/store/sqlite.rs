@@ -150,8 +150,9 @@ impl SqliteStore {
     /// copies the WAL into the database file and truncates it to zero bytes
     /// before answering, so no earlier page image of what the command
     /// deleted stays in the WAL (`secure_delete` zeroes it in the database
-    /// file). If readers keep the truncation from finishing within the busy
-    /// timeout, the checkpointer retries it every round until it does.
+    /// file). The writer tries the truncation again while another checkpoint
+    /// runs or readers hold the WAL, for up to 10 s;
+    /// past that the checkpointer retries it every round until it finishes.
     pub async fn write_erasing<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -540,7 +541,7 @@ fn writer_loop(
         if erases && commit.is_ok() {
             // Before anyone is answered: the erased rows' earlier page
             // images go with the WAL.
-            if !(0..ERASE_TRUNCATE_ATTEMPTS).any(|_| truncate_wal(&conn)) {
+            if !truncate_wal_within(&conn, ERASE_TRUNCATE_WITHIN) {
                 erase_pending.store(true, Ordering::Release);
             }
             wal_caught_up_at = Instant::now();
@@ -575,27 +576,46 @@ fn catch_up_wal(conn: &Connection) {
     }
 }
 
-/// Attempts the writer makes at an erasure's WAL truncation before it
-/// answers (each waits up to the busy timeout for readers and the
-/// checkpointer); past them the checkpointer retries every round.
-const ERASE_TRUNCATE_ATTEMPTS: usize = 3;
+/// How long the writer keeps trying an erasure's WAL truncation before it
+/// answers; past it the checkpointer retries every round.
+const ERASE_TRUNCATE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Pause between two tries of an erasure's WAL truncation.
+const ERASE_TRUNCATE_RETRY_MS: u64 = 2;
+
+/// [`truncate_wal`], tried again until it finishes or `within` has passed.
+/// One checkpoint runs at a time per database, and SQLite answers a second
+/// one busy at once, without calling the busy handler: an erasure that met
+/// the checkpointer's round (or a backup tool's checkpoint) failed in
+/// microseconds, and the erased rows stayed in the WAL and the database file.
+/// Readers are waited for inside each try (the busy timeout).
+fn truncate_wal_within(conn: &Connection, within: std::time::Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if truncate_wal(conn) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "an erasure's WAL truncation could not finish within {within:?}; the checkpointer retries it"
+            );
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(ERASE_TRUNCATE_RETRY_MS));
+    }
+}
 
 /// Copies the whole WAL into the database file and truncates it to zero
-/// bytes; false when readers kept it from finishing (within the busy
-/// timeout) or it failed.
+/// bytes; false when another checkpoint was running, readers kept it from
+/// finishing (within the busy timeout), or it failed.
 fn truncate_wal(conn: &Connection) -> bool {
     match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
         r.get::<_, i64>(0)
     }) {
         Ok(0) => true,
-        Ok(_) => {
-            tracing::warn!(
-                "an erasure's WAL truncation waited on readers; the checkpointer retries it"
-            );
-            false
-        }
+        Ok(_) => false,
         Err(e) => {
-            tracing::warn!(error = %e, "an erasure's WAL truncation failed; the checkpointer retries it");
+            tracing::warn!(error = %e, "a WAL truncation failed");
             false
         }
     }
@@ -928,6 +948,81 @@ mod tests {
         for r in readers {
             r.join().unwrap();
         }
+    }
+
+    /// Another connection checkpoints all along (as a backup tool or the
+    /// `sqlite3` shell may) while writes stream in: an erasure still answers
+    /// only once no file holds what it deleted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_erasure_amid_other_checkpoints_leaves_no_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store = SqliteStore::open(&path, &StoreLimits::default(), &[]).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let checkpointer = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let c = open_connection(&path, 512, false).unwrap();
+                let mut rounds = 0u64;
+                while !stop.load(Ordering::Relaxed) && rounds < 10_000_000 {
+                    let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    rounds += 1;
+                }
+                rounds
+            })
+        };
+        // 16 KiB rows rewritten over 64 keys: each checkpoint has pages to
+        // copy while the database stays small.
+        let filler = {
+            let (store, stop) = (store.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) && i < 100_000 {
+                    let (key, fill) = (format!("fill-{}", i % 64), "f".repeat(16 * 1024));
+                    store
+                        .write(move |c| {
+                            c.execute(
+                                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                rusqlite::params![key, fill],
+                            )?;
+                            Ok(())
+                        })
+                        .await
+                        .unwrap();
+                    i += 1;
+                }
+            })
+        };
+        let erasures = 30;
+        let mut left_behind = Vec::new();
+        for round in 0..erasures {
+            let marker = format!("erase-amid-checkpoints-{round}-c41d");
+            let m = marker.clone();
+            store
+                .write(move |c| {
+                    c.execute("INSERT INTO meta (key, value) VALUES (?1, ?1)", [&m])?;
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            let m = marker.clone();
+            store
+                .write_erasing(move |c| Ok(c.execute("DELETE FROM meta WHERE key = ?1", [&m])?))
+                .await
+                .unwrap();
+            let held = files_holding(dir.path(), marker.as_bytes());
+            if !held.is_empty() {
+                left_behind.push((round, held));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        filler.await.unwrap();
+        assert!(checkpointer.join().unwrap() > 0);
+        assert!(
+            left_behind.is_empty(),
+            "of {erasures} erasures, these answered while a file still held the row: {left_behind:?}"
+        );
     }
 
     #[test]
