@@ -151,8 +151,8 @@ impl SqliteStore {
     /// before answering, so no earlier page image of what the command
     /// deleted stays in the WAL (`secure_delete` zeroes it in the database
     /// file). The writer tries the truncation again while another checkpoint
-    /// runs or readers hold the WAL, for up to 10 s;
-    /// past that the checkpointer retries it every round until it finishes.
+    /// runs or readers hold the WAL, for up to 10 s; past that the
+    /// checkpointer retries it every round until it finishes.
     pub async fn write_erasing<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,

@@ -47,10 +47,9 @@ impl PersonSet {
     /// The key's shard and what that shard stores of it.
     fn split(key: u64) -> (usize, Stored) {
         let shard = (key >> (64 - SHARD_BITS)) as usize;
-        let kept = key >> (64 - KEPT_BITS);
-        let bytes = kept.to_be_bytes();
-        let mut stored = [0u8; 6];
-        stored.copy_from_slice(&bytes[2..8]);
+        let kept = (key >> (64 - KEPT_BITS)).to_be_bytes();
+        let mut stored = Stored::default();
+        stored.copy_from_slice(&kept[8 - std::mem::size_of::<Stored>()..]);
         (shard, stored)
     }
 
