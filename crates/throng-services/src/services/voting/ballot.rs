@@ -294,14 +294,54 @@ pub fn board_digest_extend(prev: &Digest32, period: i64, trackers: &[Tracker]) -
         return *prev;
     }
     debug_assert!(trackers.windows(2).all(|w| w[0] < w[1]));
-    let mut h = Sha256::new();
-    h.update(prev);
-    h.update(period.to_be_bytes());
-    h.update((trackers.len() as u64).to_be_bytes());
+    let mut d = PeriodDigest::new(prev, period, trackers.len() as u64);
     for t in trackers {
-        h.update(t);
+        d.add(t);
     }
-    h.finalize().into()
+    d.into_digest()
+}
+
+/// [`board_digest_extend`] fed one tracker at a time, for a period too
+/// large to hold: told the period's count first (the digest covers it
+/// before the trackers), then given the trackers in ascending order.
+pub struct PeriodDigest {
+    h: Sha256,
+    left: u64,
+    last: Option<Tracker>,
+    in_order: bool,
+}
+
+impl PeriodDigest {
+    pub fn new(prev: &Digest32, period: i64, count: u64) -> PeriodDigest {
+        let mut h = Sha256::new();
+        h.update(prev);
+        h.update(period.to_be_bytes());
+        h.update(count.to_be_bytes());
+        PeriodDigest {
+            h,
+            left: count,
+            last: None,
+            in_order: true,
+        }
+    }
+
+    pub fn add(&mut self, t: &Tracker) {
+        self.in_order &= self.left > 0 && self.last.is_none_or(|l| l < *t);
+        self.left = self.left.saturating_sub(1);
+        self.last = Some(*t);
+        self.h.update(t);
+    }
+
+    /// The digest, or `None` when the trackers given were not the count
+    /// announced or not in ascending order.
+    pub fn finish(self) -> Option<Digest32> {
+        (self.in_order && self.left == 0).then(|| self.into_digest())
+    }
+
+    /// The digest of what was given, checked or not.
+    fn into_digest(self) -> Digest32 {
+        self.h.finalize().into()
+    }
 }
 
 /// The whole box's digest from every district's board digest, in district
@@ -403,6 +443,15 @@ mod tests {
         let d = board_digest_extend(&start, 1, &a);
         assert_ne!(d, start);
         assert_eq!(board_digest_extend(&d, 2, &[]), d);
+        let mut fed = PeriodDigest::new(&start, 1, a.len() as u64);
+        a.iter().for_each(|t| fed.add(t));
+        assert_eq!(fed.finish(), Some(d), "fed one at a time: the same digest");
+        let mut short = PeriodDigest::new(&start, 1, a.len() as u64 + 1);
+        a.iter().for_each(|t| short.add(t));
+        assert_eq!(short.finish(), None, "fewer trackers than announced");
+        let mut reversed = PeriodDigest::new(&start, 1, a.len() as u64);
+        a.iter().rev().for_each(|t| reversed.add(t));
+        assert_eq!(reversed.finish(), None, "out of order");
         assert_ne!(board_digest_extend(&start, 1, &a[..1]), d);
         assert_ne!(board_digest_extend(&start, 2, &a), d);
         assert_ne!(box_digest(1, &[(2, d)]), box_digest(1, &[(2, start)]));

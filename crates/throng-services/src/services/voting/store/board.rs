@@ -5,14 +5,22 @@
 //! time of a vote. The box is exported from the same rows once the last
 //! period after the close has run.
 
-use super::super::ballot::{self, Digest32, Tracker, TRACKER_BYTES};
+use std::collections::BTreeMap;
+
+use super::super::ballot::{self, Digest32, PeriodDigest, Tracker};
 use super::{election_event, Votes, VotingStore};
 use crate::store::{Columns, Sql, StoreError, Tx};
 
-/// SQLite: the votes since the last period wait in the intake.
+/// SQLite: the votes since the last period wait in the intake; how many
+/// per district, then each (in the key's order: by tracker, districts
+/// interleaved).
+static WAITING_PER_DISTRICT: Sql = Sql::new(
+    "SELECT district_id, COUNT(*) FROM voting_ballot_intake WHERE election_id = ?1
+      GROUP BY district_id",
+);
 static WAITING_IN_INTAKE: Sql = Sql::new(
     "SELECT district_id, receipt_tag FROM voting_ballot_intake WHERE election_id = ?1
-      ORDER BY district_id, receipt_tag",
+      ORDER BY receipt_tag",
 );
 static INTAKE_TO_BOX: Sql = Sql::new(
     "INSERT INTO voting_ballot_box (election_id, district_id, receipt_tag, sealed, period)
@@ -339,30 +347,6 @@ async fn period_in(
     // can be cast after it.
     let last = last && state != "open" && state != "suspended" && state != "draft";
     let period = current + 1;
-    let mut taken: Vec<(i64, Tracker)> = match votes {
-        Votes::RollDecides => {
-            let rows = tx
-                .query(&WAITING_IN_INTAKE, &[&election_id], |r| {
-                    Ok((r.int(0)?, tracker_of(r.bytes(1)?)?))
-                })
-                .await?;
-            if !rows.is_empty() {
-                tx.execute(&INTAKE_TO_BOX, &[&election_id, &period]).await?;
-                tx.execute(&EMPTY_INTAKE, &[&election_id]).await?;
-            }
-            rows
-        }
-        Votes::MarksKeyDecides => {
-            tx.query(&TAKE_WAITING, &[&election_id, &period], |r| {
-                Ok((r.int(0)?, tracker_of(r.bytes(1)?)?))
-            })
-            .await?
-        }
-    };
-    if taken.is_empty() && !last {
-        return Ok(Period::default());
-    }
-    taken.sort_unstable();
     let previous: Vec<BoardDistrict> = tx
         .query(&LAST_DIGESTS, &[&election_id], |r| {
             Ok(BoardDistrict {
@@ -372,21 +356,73 @@ async fn period_in(
             })
         })
         .await?;
-    let mut i = 0;
-    while i < taken.len() {
-        let district = taken[i].0;
-        let mut trackers: Vec<[u8; TRACKER_BYTES]> = Vec::new();
-        while i < taken.len() && taken[i].0 == district {
-            trackers.push(taken[i].1);
-            i += 1;
-        }
+    let extend = |district: i64, count: i64| {
         let (ballots, digest) = previous
             .iter()
             .find(|b| b.district_id == district)
             .map(|b| (b.ballots, b.digest))
             .unwrap_or((0, ballot::board_digest_start(election_id, district)));
-        let next = ballot::board_digest_extend(&digest, period, &trackers);
-        let total = ballots + trackers.len() as i64;
+        (
+            ballots + count,
+            PeriodDigest::new(&digest, period, count as u64),
+        )
+    };
+    // Per district that gained ballots: its count after the period and
+    // its digest, fed one tracker at a time.
+    let mut districts: BTreeMap<i64, (i64, PeriodDigest)> = BTreeMap::new();
+    let mut taken = 0usize;
+    match votes {
+        Votes::RollDecides => {
+            // Counted first (the digest covers the count), then streamed:
+            // a period's trackers (150,000 in a 10 s period at 15,000
+            // votes/s, 6 MB) are never all held in memory.
+            for (district, count) in tx
+                .query(&WAITING_PER_DISTRICT, &[&election_id], |r| {
+                    Ok((r.int(0)?, r.int(1)?))
+                })
+                .await?
+            {
+                districts.insert(district, extend(district, count));
+                taken += count as usize;
+            }
+            if taken > 0 {
+                tx.for_each(&WAITING_IN_INTAKE, &[&election_id], |r| {
+                    let district = r.int(0)?;
+                    let (_, digest) = districts.get_mut(&district).ok_or_else(|| {
+                        StoreError::Internal(format!("district {district} was not counted"))
+                    })?;
+                    digest.add(&tracker_of(r.bytes(1)?)?);
+                    Ok(())
+                })
+                .await?;
+                tx.execute(&INTAKE_TO_BOX, &[&election_id, &period]).await?;
+                tx.execute(&EMPTY_INTAKE, &[&election_id]).await?;
+            }
+        }
+        Votes::MarksKeyDecides => {
+            let mut rows: Vec<(i64, Tracker)> = tx
+                .query(&TAKE_WAITING, &[&election_id, &period], |r| {
+                    Ok((r.int(0)?, tracker_of(r.bytes(1)?)?))
+                })
+                .await?;
+            rows.sort_unstable();
+            for group in rows.chunk_by(|a, b| a.0 == b.0) {
+                let (count, mut digest) = extend(group[0].0, group.len() as i64);
+                group.iter().for_each(|(_, t)| digest.add(t));
+                districts.insert(group[0].0, (count, digest));
+            }
+            taken = rows.len();
+        }
+    }
+    if taken == 0 && !last {
+        return Ok(Period::default());
+    }
+    for (district, (total, digest)) in districts {
+        let next = digest.finish().ok_or_else(|| {
+            StoreError::Internal(format!(
+                "district {district}: the period's trackers changed while it ran"
+            ))
+        })?;
         tx.execute(
             &INSERT_BOARD,
             &[&election_id, &district, &period, &total, &next],
@@ -397,6 +433,6 @@ async fn period_in(
         .await?;
     Ok(Period {
         period,
-        ballots: taken.len(),
+        ballots: taken,
     })
 }
