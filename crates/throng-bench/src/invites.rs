@@ -10,7 +10,9 @@
 //! Requests carry visitor ids signed with the server's key, derived from the
 //! token secret in the data directory (`prepare`), as the script would send
 //! the ids the server gave it. Known visitors are drawn from the seeded
-//! ones (numbers 1..=N under the store's cipher, read in `offline`).
+//! ones (numbers 1..=N under the store's cipher, read in `offline`):
+//! `KNOWN_VISITORS_SIGNED` of them at random, signed before the runs, as
+//! browsers keep their ids (`KnownChecks`).
 //! Answers come from new visitors, one per request, so every answer is a
 //! first answer (200): on SQLite visitor numbers the bench reserves past the
 //! seeded ones before the server starts, as the server reserves them for
@@ -27,7 +29,7 @@ use throng_load::measure::RequestSpec;
 
 use crate::experiment::{mix64, Experiment, Scale, Workload};
 use crate::services::invites::seed::{site_of, visitor_id};
-use crate::services::invites::signed::{Signer, Visitor, KEY_PURPOSE};
+use crate::services::invites::signed::{Signer, Visitor, KEY_PURPOSE, VISITOR_CHARS};
 use crate::services::invites::visitor_ids::IdCipher;
 
 #[derive(Default)]
@@ -56,32 +58,91 @@ fn size(scale: Scale) -> (i64, i64) {
 /// Pages of a known visitor's checks in `1 / EXCLUDED_PAGE_EVERY`: the
 /// seeded sites' excluded checkout (the rest are product pages).
 const EXCLUDED_PAGE_EVERY: u64 = 8;
+/// Product pages the checks name.
+const PRODUCT_PAGES: u64 = 1000;
 
-/// A page a check names, as the snippet sends it: product pages, and
-/// every `EXCLUDED_PAGE_EVERY`th the checkout the seeded sites exclude.
-fn page_query(seq: u64) -> String {
+/// The page check `seq` names: a product page (`0..PRODUCT_PAGES`), and
+/// every `EXCLUDED_PAGE_EVERY`th the checkout (`PRODUCT_PAGES`).
+fn page_of(seq: u64) -> usize {
     if seq.is_multiple_of(EXCLUDED_PAGE_EVERY) {
-        "?page=%2Fcheckout%2Fpay&device=desktop".into()
+        PRODUCT_PAGES as usize
     } else {
-        format!("?page=%2Fshop%2Fitem-{}&device=phone", seq % 1000)
+        (seq % PRODUCT_PAGES) as usize
     }
 }
 
-fn state_request(signer: &Signer, visitor: i64, sites: i64, seq: u64) -> RequestSpec {
-    let site = site_of(visitor, sites);
-    let mut r = RequestSpec::get(format!(
-        "/api/invites/sites/{site}/state{}",
-        page_query(seq)
-    ));
-    let signed = signer.sign_visitor(
-        site,
-        Visitor {
-            id: visitor,
-            sampled: true,
-        },
-    );
-    r.headers.push(("x-invites-visitor".into(), signed));
-    r
+/// The query a check of page `page` (`page_of`) sends, as the snippet
+/// does: the checkout the seeded sites exclude, or a product page.
+fn page_query(page: usize) -> String {
+    if page as u64 == PRODUCT_PAGES {
+        "?page=%2Fcheckout%2Fpay&device=desktop".into()
+    } else {
+        format!("?page=%2Fshop%2Fitem-{page}&device=phone")
+    }
+}
+
+fn state_path(site: i64, page: usize) -> String {
+    format!("/api/invites/sites/{site}/state{}", page_query(page))
+}
+
+/// Known visitors signed at most once per bench: `KNOWN_VISITORS_SIGNED`
+/// of the seeded visitors, drawn at random.
+const KNOWN_VISITORS_SIGNED: u64 = 1 << 20;
+
+/// The known visitors' checks, built before the runs: a browser keeps the
+/// signed id the server gave it and sends it back, so the load generator
+/// does not sign one per request (that would be the generator's cost, on
+/// the cores the server runs on). Each site's check paths are made once.
+struct KnownChecks {
+    /// Each drawn visitor's site.
+    sites: Vec<i64>,
+    /// Each drawn visitor's signed id, `VISITOR_CHARS` characters each.
+    signed: String,
+    /// `paths[site - 1][page]`.
+    paths: Vec<Vec<String>>,
+}
+
+impl KnownChecks {
+    /// `draws` visitors, the `j`th numbered `1 + mix64(j) % visitors` under
+    /// the store's cipher.
+    fn new(signer: &Signer, cipher: &IdCipher, visitors: i64, sites: i64, draws: u64) -> Self {
+        let mut checks = KnownChecks {
+            sites: Vec::with_capacity(draws as usize),
+            signed: String::with_capacity(draws as usize * VISITOR_CHARS),
+            paths: (1..=sites)
+                .map(|site| {
+                    (0..=PRODUCT_PAGES as usize)
+                        .map(|page| state_path(site, page))
+                        .collect()
+                })
+                .collect(),
+        };
+        for j in 0..draws {
+            let visitor = cipher.id_of(1 + mix64(j, 0x5EED) % visitors as u64);
+            let site = site_of(visitor, sites);
+            checks.sites.push(site);
+            checks.signed.push_str(&signer.sign_visitor(
+                site,
+                Visitor {
+                    id: visitor,
+                    sampled: true,
+                },
+            ));
+        }
+        checks
+    }
+
+    /// Check `seq`: a drawn visitor at random, on page `page_of(seq)`.
+    fn request(&self, seq: u64) -> RequestSpec {
+        let j = (mix64(seq, 0xC4EC) % self.sites.len() as u64) as usize;
+        let site = self.sites[j];
+        let mut r = RequestSpec::get(self.paths[(site - 1) as usize][page_of(seq)].clone());
+        r.headers.push((
+            "x-invites-visitor".into(),
+            self.signed[j * VISITOR_CHARS..(j + 1) * VISITOR_CHARS].to_string(),
+        ));
+        r
+    }
 }
 
 fn answer_request(
@@ -182,11 +243,9 @@ impl Experiment for InvitesBench {
             .expect("offline() runs before workloads()")
             .clone();
         let known = {
-            let (signer, cipher) = (signer.clone(), cipher.clone());
-            Arc::new(move |seq: u64| {
-                let i = 1 + mix64(seq, 0x5EED) % visitors as u64;
-                state_request(&signer, cipher.id_of(i), sites, seq)
-            })
+            let draws = KNOWN_VISITORS_SIGNED.min(visitors as u64);
+            let checks = KnownChecks::new(&signer, &cipher, visitors, sites, draws);
+            Arc::new(move |seq: u64| checks.request(seq))
         };
         // One new visitor per answer; the counter is shared by the warm-up
         // and every run (the harness restarts seq).
@@ -210,10 +269,7 @@ impl Experiment for InvitesBench {
         let baseline_answers = answers_at("/api/invites/baseline");
         let first_visits = Arc::new(move |seq: u64| {
             let site = 1 + (seq % sites as u64) as i64;
-            RequestSpec::get(format!(
-                "/api/invites/sites/{site}/state{}",
-                page_query(seq)
-            ))
+            RequestSpec::get(state_path(site, page_of(seq)))
         });
         vec![
             Workload {
@@ -298,12 +354,38 @@ mod tests {
         let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
         let display = body["displayId"].as_str().unwrap();
         assert!(s.verify_display(site, visitor_id(7), display).is_some());
-        let check = state_request(&s, visitor_id(7), 4, 8);
-        assert!(check
-            .path_and_query
-            .ends_with("/state?page=%2Fcheckout%2Fpay&device=desktop"));
-        assert!(state_request(&s, visitor_id(7), 4, 9)
-            .path_and_query
-            .contains("page=%2Fshop%2Fitem-9"));
+    }
+
+    #[test]
+    fn known_checks_carry_genuine_ids_and_the_pages() {
+        let s = Signer::new([3; 32]);
+        let cipher = IdCipher::new([5; 16]);
+        let checks = KnownChecks::new(&s, &cipher, 1000, 4, 64);
+        for seq in 0..64 {
+            let r = checks.request(seq);
+            let signed = &r.headers[0].1;
+            let site: i64 = r.path_and_query["/api/invites/sites/".len()..]
+                .split('/')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let v = s
+                .verify_visitor(site, signed)
+                .expect("a genuine id for its site");
+            let number = cipher.number_of(v.id);
+            assert!((1..=1000).contains(&number));
+            assert_eq!(site, site_of(v.id, 4));
+            if seq % 8 == 0 {
+                assert!(r
+                    .path_and_query
+                    .ends_with("/state?page=%2Fcheckout%2Fpay&device=desktop"));
+            } else {
+                assert!(r.path_and_query.ends_with(&format!(
+                    "/state?page=%2Fshop%2Fitem-{}&device=phone",
+                    seq % 1000
+                )));
+            }
+        }
     }
 }

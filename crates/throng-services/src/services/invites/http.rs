@@ -13,10 +13,12 @@
 //! forged, altered or truncated visitor id is a new visitor, never an error.
 //! Nothing is written on any error.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::extract::{FromRef, FromRequest, State};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
@@ -77,11 +79,19 @@ where
         .merge(
             // The page's calls; the preflight is documented once, on .../answers.
             OpenApiRouter::default()
-                .routes(routes!(visitor_state).map(preflighted))
                 .routes(routes!(post_answer, preflight))
                 .routes(routes!(forget_me).map(preflighted))
                 .route_layer(axum::middleware::from_fn(readable_errors)),
         )
+        // The busiest call makes its errors readable itself (`readable`):
+        // a middleware would clone the route and box its future on every
+        // check.
+        .routes(routes!(visitor_state).map(|m| {
+            m.options(axum::handler::Handler::layer(
+                preflight,
+                axum::middleware::from_fn(readable_errors),
+            ))
+        }))
         .routes(routes!(forget_visitor))
         .merge(super::page::router().into())
 }
@@ -151,7 +161,12 @@ async fn readable_errors(
     next: axum::middleware::Next,
 ) -> Response {
     let origin = request.headers().get(header::ORIGIN).cloned();
-    let mut res = next.run(request).await;
+    readable(next.run(request).await, origin)
+}
+
+/// `res`, an error made readable to the page of `origin` (see
+/// `readable_errors`).
+fn readable(mut res: Response, origin: Option<HeaderValue>) -> Response {
     let is_error = res.status().is_client_error() || res.status().is_server_error();
     if let Some(o) = origin.filter(|_| is_error) {
         let h = res.headers_mut();
@@ -254,11 +269,23 @@ fn visitor_required() -> ApiError {
 }
 
 fn set_cookie(st: &InvitesState, res: &mut Response, site_id: i64, signed: &str) {
-    let secure = if st.cookie_secure { "; Secure" } else { "" };
-    let cookie = format!(
-        "{}={signed}; Path=/api/invites/sites/{site_id}; Max-Age={COOKIE_MAX_AGE_S}; HttpOnly; SameSite=Lax{secure}",
-        cookie_name(site_id)
-    );
+    let mut site_text = itoa::Buffer::new();
+    let site = site_text.format(site_id);
+    let mut cookie = String::with_capacity(128);
+    for part in [
+        "throng_iv_",
+        site,
+        "=",
+        signed,
+        "; Path=/api/invites/sites/",
+        site,
+        "; Max-Age=",
+        itoa::Buffer::new().format(COOKIE_MAX_AGE_S),
+        "; HttpOnly; SameSite=Lax",
+        if st.cookie_secure { "; Secure" } else { "" },
+    ] {
+        cookie.push_str(part);
+    }
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         res.headers_mut().append(header::SET_COOKIE, v);
     }
@@ -307,12 +334,34 @@ pub struct VisitorState {
 }
 
 /// What a page's check says of where it runs.
-#[derive(Deserialize, Debug, Default)]
-pub struct StateQuery {
+#[derive(Debug, Default)]
+pub struct StateQuery<'q> {
     /// The page's URL or path.
-    pub page: Option<String>,
+    pub page: Option<Cow<'q, str>>,
     /// desktop, phone or tablet.
-    pub device: Option<String>,
+    pub device: Option<Cow<'q, str>>,
+}
+
+impl<'q> StateQuery<'q> {
+    /// Read from the query string, borrowing what needs no decoding;
+    /// other parameters are ignored, one given twice is a 400.
+    pub fn parse(query: &'q str) -> ApiResult<StateQuery<'q>> {
+        let mut q = StateQuery::default();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            let slot = match name.as_ref() {
+                "page" => &mut q.page,
+                "device" => &mut q.device,
+                _ => continue,
+            };
+            if slot.replace(value).is_some() {
+                return Err(ApiError::bad_request(
+                    "invalid_query",
+                    format!("query parameter {name}: give it once"),
+                ));
+            }
+        }
+        Ok(q)
+    }
 }
 
 /// A visitor's standing, and whether to show the popup now
@@ -340,12 +389,25 @@ pub struct StateQuery {
               (status = 503, description = "store_unavailable")))]
 pub async fn visitor_state(
     State(st): State<Arc<InvitesState>>,
-    ApiPath(site_id): ApiPath<i64>,
-    ApiQuery(q): ApiQuery<StateQuery>,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    let e = entry(&st, site_id)?;
-    let origin = allowed_origin(&e, &headers)?;
+    request: axum::extract::Request,
+) -> Response {
+    // Taken apart, not extracted: the handler reads the headers in place
+    // (a `HeaderMap` argument is a copy of them).
+    let (mut parts, _) = request.into_parts();
+    let origin = parts.headers.get(header::ORIGIN).cloned();
+    let res = match check_state(&st, &mut parts).await {
+        Ok(res) => res,
+        Err(e) => e.into_response(),
+    };
+    readable(res, origin)
+}
+
+async fn check_state(st: &InvitesState, parts: &mut Parts) -> ApiResult<Response> {
+    let ApiPath(site_id) = ApiPath::<i64>::from_request_parts(parts, &()).await?;
+    let q = StateQuery::parse(parts.uri.query().unwrap_or_default())?;
+    let headers = &parts.headers;
+    let e = entry(st, site_id)?;
+    let origin = allowed_origin(&e, headers)?;
     let site = e.site();
     let now = st.clock.now_ms();
     let today = day_of(now);
@@ -373,7 +435,7 @@ pub async fn visitor_state(
     } else {
         Vec::new()
     };
-    let claimed = claimed_visitor_signed(&st.signer, site_id, &headers);
+    let claimed = claimed_visitor_signed(&st.signer, site_id, headers);
     let known_text = claimed.map(|(_, text)| text);
     let (visitor, standing) = match claimed.map(|(v, _)| v) {
         Some(v) => {
@@ -418,7 +480,7 @@ pub async fn visitor_state(
     body.push_str(",\"closesMax\":");
     body.push_str(itoa::Buffer::new().format(site.closes_max));
     let visit = Visit {
-        page: page.as_deref(),
+        page,
         device,
         targeting: &e.targeting,
         invited_days: &invited_days,
@@ -426,18 +488,13 @@ pub async fn visitor_state(
     match site.decide(now, visitor.sampled, standing, &visit) {
         Ok(()) => {
             e.seen.displays.fetch_add(1, Ordering::Relaxed);
-            e.seen.tally(today, page.as_deref(), Tally::Shown);
+            e.seen.tally(today, page, Tally::Shown);
             let (_, display) = st.signer.new_display(site_id, visitor.id);
             if site.cap_invitations == 0 {
                 invited_days = pacing(pacing_sent);
             }
             invited_days.push(today);
-            let link = e.survey_link(
-                &st.public_url.base(&headers),
-                visitor.id,
-                &display,
-                page.as_deref(),
-            );
+            let link = e.survey_link(&st.public_url.base(headers), visitor.id, &display, page);
             body.push_str(",\"show\":true,\"reason\":null,\"displayId\":\"");
             body.push_str(&display);
             body.push_str("\",\"surveyUrl\":");
@@ -468,7 +525,7 @@ pub async fn visitor_state(
     // from throng's own origin; a cross-origin page's browser would not
     // store it (the script sends no credentials there).
     if origin.is_none() {
-        set_cookie(&st, &mut res, site_id, &signed);
+        set_cookie(st, &mut res, site_id, &signed);
     }
     Ok(with_cors(res, origin))
 }
@@ -675,7 +732,7 @@ pub async fn check_answer(
                 "displayId: send the displayId of a popup GET .../state showed this visitor",
             )
         })?;
-    let page = req.page.as_deref().and_then(page_path);
+    let page = req.page.as_deref().and_then(page_path).map(str::to_string);
     let survey_url = e.survey_link(&base, visitor.id, req.display_id.trim(), page.as_deref());
     let now = st.clock.now_ms();
     let site = e.site();

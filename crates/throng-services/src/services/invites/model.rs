@@ -427,7 +427,7 @@ impl Targeting {
 /// The path of a page as a check names it (an absolute URL or a path):
 /// without query or fragment, at most `PAGE_CHARS_MAX` characters; `None`
 /// for anything else.
-pub fn page_path(page: &str) -> Option<String> {
+pub fn page_path(page: &str) -> Option<&str> {
     let page = page.trim();
     let path = if let Some(rest) = page
         .strip_prefix("https://")
@@ -447,7 +447,10 @@ pub fn page_path(page: &str) -> Option<String> {
     if path.chars().any(|c| c.is_control()) {
         return None;
     }
-    Some(path.chars().take(PAGE_CHARS_MAX).collect())
+    Some(match path.char_indices().nth(PAGE_CHARS_MAX) {
+        Some((end, _)) => &path[..end],
+        None => path,
+    })
 }
 
 fn default_delay_seconds() -> i64 {
@@ -1323,12 +1326,11 @@ mod tests {
         assert!(!t.page_allowed(None), "included patterns need a page");
         assert!(Targeting::compile(&site()).page_allowed(None));
         assert!(t.device_allowed(Device::Phone) && !t.device_allowed(Device::Desktop));
-        assert_eq!(
-            page_path("https://shop.example/a/b?q=1#x").as_deref(),
-            Some("/a/b")
-        );
-        assert_eq!(page_path("https://shop.example").as_deref(), Some("/"));
-        assert_eq!(page_path("/x#y").as_deref(), Some("/x"));
+        assert_eq!(page_path("https://shop.example/a/b?q=1#x"), Some("/a/b"));
+        assert_eq!(page_path("https://shop.example"), Some("/"));
+        assert_eq!(page_path("/x#y"), Some("/x"));
+        let long = format!("/{}", "é".repeat(PAGE_CHARS_MAX));
+        assert_eq!(page_path(&long).unwrap().chars().count(), PAGE_CHARS_MAX);
         assert_eq!(page_path("javascript:1"), None);
         let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148";
         let ipad = "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X)";
