@@ -13,7 +13,6 @@
 //! forged, altered or truncated visitor id is a new visitor, never an error.
 //! Nothing is written on any error.
 
-use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -223,8 +222,11 @@ pub async fn preflight(
 
 // ---- the visitor ------------------------------------------------------
 
+/// The first-party cookie's name is this and the site's id.
+const COOKIE_PREFIX: &str = "throng_iv_";
+
 fn cookie_name(site_id: i64) -> String {
-    format!("throng_iv_{site_id}")
+    format!("{COOKIE_PREFIX}{site_id}")
 }
 
 /// The visitor a request names (header first, then the cookie), if genuine.
@@ -273,7 +275,7 @@ fn set_cookie(st: &InvitesState, res: &mut Response, site_id: i64, signed: &str)
     let site = site_text.format(site_id);
     let mut cookie = String::with_capacity(128);
     for part in [
-        "throng_iv_",
+        COOKIE_PREFIX,
         site,
         "=",
         signed,
@@ -334,34 +336,12 @@ pub struct VisitorState {
 }
 
 /// What a page's check says of where it runs.
-#[derive(Debug, Default)]
-pub struct StateQuery<'q> {
+#[derive(Deserialize, Debug, Default)]
+pub struct StateQuery {
     /// The page's URL or path.
-    pub page: Option<Cow<'q, str>>,
+    pub page: Option<String>,
     /// desktop, phone or tablet.
-    pub device: Option<Cow<'q, str>>,
-}
-
-impl<'q> StateQuery<'q> {
-    /// Read from the query string, borrowing what needs no decoding;
-    /// other parameters are ignored, one given twice is a 400.
-    pub fn parse(query: &'q str) -> ApiResult<StateQuery<'q>> {
-        let mut q = StateQuery::default();
-        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-            let slot = match name.as_ref() {
-                "page" => &mut q.page,
-                "device" => &mut q.device,
-                _ => continue,
-            };
-            if slot.replace(value).is_some() {
-                return Err(ApiError::bad_request(
-                    "invalid_query",
-                    format!("query parameter {name}: give it once"),
-                ));
-            }
-        }
-        Ok(q)
-    }
+    pub device: Option<String>,
 }
 
 /// A visitor's standing, and whether to show the popup now
@@ -404,7 +384,7 @@ pub async fn visitor_state(
 
 async fn check_state(st: &InvitesState, parts: &mut Parts) -> ApiResult<Response> {
     let ApiPath(site_id) = ApiPath::<i64>::from_request_parts(parts, &()).await?;
-    let q = StateQuery::parse(parts.uri.query().unwrap_or_default())?;
+    let ApiQuery(q) = ApiQuery::<StateQuery>::from_request_parts(parts, &()).await?;
     let headers = &parts.headers;
     let e = entry(st, site_id)?;
     let origin = allowed_origin(&e, headers)?;
