@@ -625,6 +625,20 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// The writer's batch this command runs in, where one process makes
+    /// every write (SQLite): a number that grows with every batch and across
+    /// restarts, the same for every command of one batch. A table keyed by
+    /// it first takes each batch's rows at its end, a few pages per commit
+    /// however random the rest of the key; its rows then show which rows
+    /// committed together, as the WAL's frames do, and nothing finer. None
+    /// where writers are shared.
+    pub fn writer_batch(&self) -> Option<i64> {
+        match &self.outbox {
+            Outbox::Sqlite(_) => Some(super::sqlite::writer_batch()),
+            Outbox::Postgres(_) | Outbox::PgApart(_) => None,
+        }
+    }
+
     /// Appends an event that commits with this command.
     pub fn append(&self, event: NewEvent) -> Result<(), StoreError> {
         match &self.outbox {

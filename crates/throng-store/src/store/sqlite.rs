@@ -474,6 +474,22 @@ fn run_in_savepoint<T>(
     }
 }
 
+std::thread_local! {
+    /// The number of the batch the writer thread is applying (see
+    /// [`writer_batch`]).
+    static WRITER_BATCH: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// The number of the batch being applied, for a command running in the
+/// writer (where every write command runs): it grows by one with every
+/// batch, numbered on from the writer's start time in microseconds since
+/// the Unix epoch, so it keeps growing across restarts (unless the clock
+/// went back). A key led by it puts each batch's rows together at the end
+/// of their table (see [`super::Tx::writer_batch`]).
+pub(crate) fn writer_batch() -> i64 {
+    WRITER_BATCH.with(|b| b.get())
+}
+
 /// The previous batch's size from which the writer considers itself under
 /// load and applies the commit delay.
 const COMMIT_DELAY_BATCH_MIN: usize = 8;
@@ -490,6 +506,12 @@ fn writer_loop(
     let mut previous_batch = 0usize;
     let wal_catch_up_interval = std::time::Duration::from_millis(WAL_CATCH_UP_INTERVAL_MS);
     let mut wal_caught_up_at = Instant::now();
+    WRITER_BATCH.with(|b| {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        b.set(started)
+    });
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
         let drain = |batch: &mut Vec<WriteJob>, rx: &mut mpsc::Receiver<WriteJob>| {
@@ -509,6 +531,7 @@ fn writer_loop(
             drain(&mut batch, &mut rx);
         }
         previous_batch = batch.len();
+        WRITER_BATCH.with(|b| b.set(b.get() + 1));
         let started = Instant::now();
         let began = conn.execute_batch("BEGIN IMMEDIATE");
         let conn_for_jobs = began.as_ref().ok().map(|_| &conn);

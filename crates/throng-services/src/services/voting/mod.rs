@@ -464,6 +464,7 @@ impl Catalog {
         for election in rows.assemble(&voters) {
             let roll = Arc::new(rolls.remove(&election.id).unwrap_or(Roll::build(&[])?));
             let voted = storage.mark_voted(election.id, roll.clone()).await?;
+            storage.load_waiting(election.id).await?;
             tracing::info!(
                 election_id = election.id,
                 voters = roll.voters(),

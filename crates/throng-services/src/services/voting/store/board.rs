@@ -8,12 +8,14 @@
 use std::collections::BTreeMap;
 
 use super::super::ballot::{self, Digest32, PeriodDigest, Tracker};
+use super::waiting::WaitingTrackers;
 use super::{election_event, Votes, VotingStore};
 use crate::store::{Columns, Sql, StoreError, Tx};
 
 /// SQLite: the votes since the last period wait in the intake; how many
-/// per district, then each (in the key's order: by tracker, districts
-/// interleaved).
+/// per district, then each by tracker, districts interleaved (sorted: the
+/// intake is keyed by batch; the writer sorts in a temporary file past its
+/// cache, see `open_connection`).
 static WAITING_PER_DISTRICT: Sql = Sql::new(
     "SELECT district_id, COUNT(*) FROM voting_ballot_intake WHERE election_id = ?1
       GROUP BY district_id",
@@ -146,11 +148,19 @@ impl VotingStore {
         if !due {
             return Ok(Period::default());
         }
-        self.store
+        let waiting = self.waiting.clone();
+        let done = waiting.clone();
+        let period = self
+            .store
             .write(move |tx| {
-                Box::pin(async move { period_in(tx, votes, election_id, last, now).await })
+                let waiting = waiting.clone();
+                Box::pin(
+                    async move { period_in(tx, votes, &waiting, election_id, last, now).await },
+                )
             })
-            .await
+            .await;
+        done.period_done(election_id, period.is_ok());
+        period
     }
 
     /// Every district's latest board row (districts with no ballot yet are
@@ -331,6 +341,7 @@ impl VotingStore {
 async fn period_in(
     tx: &Tx<'_>,
     votes: Votes,
+    waiting: &WaitingTrackers,
     election_id: i64,
     last: bool,
     now: i64,
@@ -395,6 +406,9 @@ async fn period_in(
                     Ok(())
                 })
                 .await?;
+                // The copy check reads the moved trackers in the box once
+                // this commits, and apart until then.
+                waiting.period_moves(election_id);
                 tx.execute(&INTAKE_TO_BOX, &[&election_id, &period]).await?;
                 tx.execute(&EMPTY_INTAKE, &[&election_id]).await?;
             }

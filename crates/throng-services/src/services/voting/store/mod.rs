@@ -22,6 +22,7 @@ mod board;
 mod catalog;
 mod seed;
 mod votes;
+mod waiting;
 
 use std::sync::Arc;
 
@@ -40,6 +41,9 @@ pub use votes::{Votes, FOLD_MARKS_MAX};
 pub struct VotingStore {
     store: Store,
     votes: Votes,
+    /// What waits in SQLite's intake, for the copy check
+    /// ([`Votes::RollDecides`]).
+    waiting: Arc<waiting::WaitingTrackers>,
 }
 
 impl VotingStore {
@@ -53,6 +57,7 @@ impl VotingStore {
         Arc::new(VotingStore {
             store: store.clone(),
             votes,
+            waiting: Arc::default(),
         })
     }
 }

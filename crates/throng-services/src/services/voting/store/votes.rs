@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::super::roll::Roll;
 use super::authority::{CAST_WHILE_OPEN, TAKES_VOTES};
+use super::waiting::{Prefixes, WaitingTrackers};
 use super::{BoxedBallot, Settled, VoteOutcome, VotingStore};
 use crate::store::{Columns, Sql, Store, StoreError, Tx};
 
@@ -19,9 +20,11 @@ pub enum Votes {
     /// tables that the mixer empties every interval
     /// ([`VotingStore::settle`]): the ballot into `voting_ballot_intake`
     /// (moved into the box) and the mark into `voting_marks` (folded into
-    /// `voting_marks_bits`, one bit per voter). So a vote's commit touches a
-    /// few pages of tables that stay in the writer's cache, not random pages
-    /// of the box and of a B-tree of every voter.
+    /// `voting_marks_bits`, one bit per voter), both keyed by the writer's
+    /// batch first. So a batch's commit writes a few pages at the end of
+    /// each table, not a random page of the box, of a B-tree of every voter
+    /// or of the intake per vote. Copies among waiting ballots are found
+    /// through their trackers' prefixes in memory ([`super::waiting`]).
     RollDecides,
     /// Writers are shared by nodes (PostgreSQL): the mark's primary key
     /// decides one vote per voter across nodes (`INSERT .. ON CONFLICT DO
@@ -47,20 +50,25 @@ fn mark_bits_row(voter_id: i64) -> (i64, usize) {
     )
 }
 
-// Both keyed (no rowid): neither table's order is arrival order. Small
-// tables the mixer empties every interval (`settle`).
+// Both keyed by the writer's batch first (`Tx::writer_batch`): a commit's rows go
+// together at the end of each table, in voter and tracker order within the
+// batch. Small tables the mixer empties every interval (`settle`).
 static INSERT_MARK: Sql =
-    Sql::new("INSERT INTO voting_marks (election_id, voter_id) VALUES (?1, ?2)");
+    Sql::new("INSERT INTO voting_marks (election_id, batch, voter_id) VALUES (?1, ?2, ?3)");
 static INSERT_INTAKE: Sql = Sql::new(
-    "INSERT INTO voting_ballot_intake (election_id, receipt_tag, district_id, sealed)
-     VALUES (?1, ?2, ?3, ?4)",
+    "INSERT INTO voting_ballot_intake (election_id, batch, receipt_tag, district_id, sealed)
+     VALUES (?1, ?2, ?3, ?4, ?5)",
 );
+static WAITING_TRACKERS: Sql =
+    Sql::new("SELECT receipt_tag FROM voting_ballot_intake WHERE election_id = ?1");
 
 static MARKS: Sql = Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1");
 
 /// Whether a ballot with this tracker was cast already: waiting for the
-/// board's period (SQLite's intake, keyed by election and tracker) or in
-/// the box (PostgreSQL's box is keyed by the tracker alone).
+/// board's period (SQLite's intake: a scan of the election's rows, run
+/// only when the tracker's prefix is among the waiting ones, see
+/// [`super::waiting`]) or in the box (PostgreSQL's box is keyed by the
+/// tracker alone).
 static COPY_WAITING: Sql = Sql::new(
     "SELECT COUNT(*) FROM voting_ballot_intake WHERE election_id = ?1 AND receipt_tag = ?2",
 );
@@ -74,15 +82,18 @@ static MARK_BITS_ALL: Sql =
     Sql::new("SELECT chunk, bits FROM voting_marks_bits WHERE election_id = ?1");
 
 static WAITING: Sql = Sql::new("SELECT EXISTS (SELECT 1 FROM voting_marks WHERE election_id = ?1)");
-static MARKS_TO_FOLD: Sql =
-    Sql::new("SELECT voter_id FROM voting_marks WHERE election_id = ?1 ORDER BY voter_id LIMIT ?2");
+/// In the key's order: by batch, then voter.
+static MARKS_TO_FOLD: Sql = Sql::new(
+    "SELECT batch, voter_id FROM voting_marks WHERE election_id = ?1
+      ORDER BY batch, voter_id LIMIT ?2",
+);
 static MARK_BITS: Sql =
     Sql::new("SELECT bits FROM voting_marks_bits WHERE election_id = ?1 AND chunk = ?2");
 static WRITE_MARK_BITS: Sql = Sql::new(
     "INSERT OR REPLACE INTO voting_marks_bits (election_id, chunk, bits) VALUES (?1, ?2, ?3)",
 );
 static DELETE_FOLDED: Sql =
-    Sql::new("DELETE FROM voting_marks WHERE election_id = ?1 AND voter_id <= ?2");
+    Sql::new("DELETE FROM voting_marks WHERE election_id = ?1 AND (batch, voter_id) <= (?2, ?3)");
 
 impl VotingStore {
     /// Records that `voter_id` voted and puts the sealed ballot into the
@@ -99,6 +110,7 @@ impl VotingStore {
             Votes::RollDecides => {
                 let took = Arc::new(AtomicBool::new(false));
                 let (in_writer, took_in_writer) = (roll.clone(), took.clone());
+                let waiting = self.waiting.clone();
                 // Unguarded (no SAVEPOINT): the vote is decided by the voted
                 // bit before any SQL runs, and the two inserts that follow
                 // can only fail when the database does, which rolls back the
@@ -106,11 +118,15 @@ impl VotingStore {
                 let outcome = self
                     .store
                     .write_unguarded(move |tx| {
-                        let (roll, took, b) =
-                            (in_writer.clone(), took_in_writer.clone(), ballot.clone());
-                        Box::pin(
-                            async move { cast_in_writer(tx, &roll, &took, voter_id, &b).await },
-                        )
+                        let (roll, took, b, waiting) = (
+                            in_writer.clone(),
+                            took_in_writer.clone(),
+                            ballot.clone(),
+                            waiting.clone(),
+                        );
+                        Box::pin(async move {
+                            cast_in_writer(tx, &roll, &waiting, &took, voter_id, &b).await
+                        })
                     })
                     .await;
                 if outcome.is_err() && took.load(Ordering::Acquire) {
@@ -176,6 +192,33 @@ impl VotingStore {
     /// (Ballots wait in the intake for the board's next period.) Where the
     /// marks' key decides, marks stay keyed by voter (their primary key
     /// decides across nodes): nothing to settle.
+    /// Reads what waits in SQLite's intake into the copy check of votes
+    /// ([`super::waiting`]), in the writer, so no vote or period runs
+    /// between the read and the load; the trackers' count. Nothing where
+    /// the marks' key decides (every ballot is in the box).
+    pub async fn load_waiting(&self, election_id: i64) -> Result<usize, StoreError> {
+        if self.votes == Votes::MarksKeyDecides {
+            return Ok(0);
+        }
+        let waiting = self.waiting.clone();
+        self.store
+            .write(move |tx| {
+                let waiting = waiting.clone();
+                Box::pin(async move {
+                    let mut prefixes = Vec::new();
+                    tx.for_each(&WAITING_TRACKERS, &[&election_id], |r| {
+                        prefixes.extend(WaitingTrackers::prefix_of(&r.bytes(0)?));
+                        Ok(())
+                    })
+                    .await?;
+                    let n = prefixes.len();
+                    waiting.load(election_id, Prefixes::from_unsorted(prefixes));
+                    Ok(n)
+                })
+            })
+            .await
+    }
+
     pub async fn settle(&self, election_id: i64) -> Result<Settled, StoreError> {
         if self.votes == Votes::MarksKeyDecides {
             return Ok(Settled::default());
@@ -274,6 +317,7 @@ impl Votes {
 async fn cast_in_writer(
     tx: &Tx<'_>,
     roll: &Roll,
+    waiting: &WaitingTrackers,
     took: &AtomicBool,
     voter_id: i64,
     b: &BoxedBallot,
@@ -292,9 +336,13 @@ async fn cast_in_writer(
     // A ballot cast already (its tracker waiting or in the box) is a copy:
     // refused before anything is written, so the batch never meets the
     // tracker's key.
-    let copies = tx
-        .query_one(&COPY_WAITING, &[&b.election_id, &b.tag], |r| r.int(0))
-        .await?
+    let waits = if waiting.may_wait(b.election_id, &b.tag) {
+        tx.query_one(&COPY_WAITING, &[&b.election_id, &b.tag], |r| r.int(0))
+            .await?
+    } else {
+        0
+    };
+    let copies = waits
         + tx.query_one(
             &COPY_IN_BOX,
             &[&b.election_id, &b.tag, &b.district_id],
@@ -308,12 +356,16 @@ async fn cast_in_writer(
         return Ok(VoteOutcome::AlreadyVoted);
     }
     took.store(true, Ordering::Release);
+    let batch = tx.writer_batch().ok_or_else(|| {
+        StoreError::Internal("the roll decides votes only in SQLite's one writer".into())
+    });
     let written = async {
-        tx.execute(&INSERT_MARK, &[&b.election_id, &voter_id])
+        let batch = batch?;
+        tx.execute(&INSERT_MARK, &[&b.election_id, &batch, &voter_id])
             .await?;
         tx.execute(
             &INSERT_INTAKE,
-            &[&b.election_id, &b.tag, &b.district_id, &b.sealed],
+            &[&b.election_id, &batch, &b.tag, &b.district_id, &b.sealed],
         )
         .await?;
         Ok::<_, StoreError>(())
@@ -324,6 +376,10 @@ async fn cast_in_writer(
         took.store(false, Ordering::Release);
         return Err(e);
     }
+    // Before the commit: a later vote of this batch meets it. (If the batch
+    // rolls back, the prefix stays: a later vote with it is checked
+    // against the intake's rows.)
+    waiting.add(b.election_id, &b.tag);
     Ok(VoteOutcome::Cast)
 }
 
@@ -331,15 +387,17 @@ async fn cast_in_writer(
 /// into the bits of `voting_marks_bits`, and deletes them; the marks
 /// folded.
 async fn fold_marks(tx: &Tx<'_>, election_id: i64) -> Result<usize, StoreError> {
-    let voters: Vec<i64> = tx
+    let marks: Vec<(i64, i64)> = tx
         .query(&MARKS_TO_FOLD, &[&election_id, &FOLD_MARKS_MAX], |r| {
-            r.int(0)
+            Ok((r.int(0)?, r.int(1)?))
         })
         .await?;
-    let Some(&last) = voters.last() else {
+    let Some(&(last_batch, last_voter)) = marks.last() else {
         return Ok(0);
     };
     // Voter order: one row's marks are consecutive.
+    let mut voters: Vec<i64> = marks.into_iter().map(|(_, voter)| voter).collect();
+    voters.sort_unstable();
     let mut i = 0;
     while i < voters.len() {
         let (chunk, _) = mark_bits_row(voters[i]);
@@ -356,6 +414,7 @@ async fn fold_marks(tx: &Tx<'_>, election_id: i64) -> Result<usize, StoreError> 
         tx.execute(&WRITE_MARK_BITS, &[&election_id, &chunk, &bits])
             .await?;
     }
-    tx.execute(&DELETE_FOLDED, &[&election_id, &last]).await?;
+    tx.execute(&DELETE_FOLDED, &[&election_id, &last_batch, &last_voter])
+        .await?;
     Ok(voters.len())
 }
