@@ -5,8 +5,10 @@
 //! export, the trustees' results), `authority.rs` (definition, roll,
 //! lifecycle); `seed.rs` loads a seed in bulk.
 //!
-//! A vote is one write: the voter's mark (keyed by voter) and the sealed
-//! ballot in the ballot box (keyed by its tracker; no voter). The server
+//! A vote is one write: the voter's mark and the sealed ballot (with its
+//! tracker; no voter), into the ballot box and `voting_marks` keyed by
+//! voter where writers are shared, or into SQLite's intake and marks keyed
+//! by the writer's batch first (see [`Votes`]). The server
 //! cannot open a sealed ballot (see `ballot.rs`); the board's periods give
 //! box rows their period, and the box is exported whole after the close.
 //!
