@@ -24,7 +24,7 @@ pub enum Votes {
     /// batch first. So a batch's commit writes a few pages at the end of
     /// each table, not a random page of the box, of a B-tree of every voter
     /// or of the intake per vote. Copies among waiting ballots are found
-    /// through their trackers' prefixes in memory ([`super::waiting`]).
+    /// through their trackers' prefixes in memory (`store/waiting.rs`).
     RollDecides,
     /// Writers are shared by nodes (PostgreSQL): the mark's primary key
     /// decides one vote per voter across nodes (`INSERT .. ON CONFLICT DO
@@ -193,7 +193,7 @@ impl VotingStore {
     /// marks' key decides, marks stay keyed by voter (their primary key
     /// decides across nodes): nothing to settle.
     /// Reads what waits in SQLite's intake into the copy check of votes
-    /// ([`super::waiting`]), in the writer, so no vote or period runs
+    /// (`store/waiting.rs`), in the writer, so no vote or period runs
     /// between the read and the load; the trackers' count. Nothing where
     /// the marks' key decides (every ballot is in the box).
     pub async fn load_waiting(&self, election_id: i64) -> Result<usize, StoreError> {
